@@ -1,0 +1,83 @@
+"""Korean / English string catalogues, switchable at run time.
+
+Catalogues are JSON files under assets/i18n/, one pair per area of the app: `<area>.en.json` and
+`<area>.ko.json` (flat {key: text}). All areas are merged into one table per language; keys must be unique
+across areas (a test checks both languages have the same keys). Qt-free: the Qt side listens to
+`on_change` callbacks (app/state.py re-emits them as a signal).
+
+    from app.i18n import tr, set_language
+    tr("menu.file")            # -> "File" / "파일"
+    tr("status.layer", n=37)   # str.format placeholders
+"""
+from __future__ import annotations
+
+import json
+import locale
+import os
+from typing import Callable
+
+from assets import asset_path
+
+LANGUAGES = ("en", "ko")
+_tables: dict[str, dict[str, str]] = {}
+_lang = "en"
+_listeners: list[Callable[[str], None]] = []
+
+
+def load_catalogues(lang: str) -> dict[str, str]:
+    """Merge every assets/i18n/*.{lang}.json into one dict; a key defined twice raises ValueError."""
+    merged: dict[str, str] = {}
+    folder = asset_path("i18n")
+    for path in sorted(folder.glob(f"*.{lang}.json")):
+        with open(path, encoding="utf-8") as fh:
+            table = json.load(fh)
+        for key, text in table.items():
+            if key in merged:
+                raise ValueError(f"i18n key {key!r} defined twice ({path.name})")
+            merged[key] = text
+    return merged
+
+
+def table(lang: str | None = None) -> dict[str, str]:
+    lang = lang or _lang
+    if lang not in _tables:
+        _tables[lang] = load_catalogues(lang)
+    return _tables[lang]
+
+
+def system_language() -> str:
+    """'ko' when the system locale is Korean, else 'en'."""
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        value = os.environ.get(var, "")
+        if value:
+            return "ko" if value.lower().startswith("ko") else "en"
+    loc = (locale.getlocale()[0] or "").lower()
+    return "ko" if loc.startswith("ko") else "en"
+
+
+def language() -> str:
+    return _lang
+
+
+def set_language(lang: str) -> None:
+    global _lang
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; expected one of {LANGUAGES}")
+    if lang == _lang:
+        return
+    _lang = lang
+    for listener in list(_listeners):
+        listener(lang)
+
+
+def on_change(listener: Callable[[str], None]) -> None:
+    _listeners.append(listener)
+
+
+def tr(key: str, lang: str | None = None, **fmt) -> str:
+    """Translated text for key in the current (or given) language. A missing key shows as the key itself in
+    brackets so that it is visible (and tests fail on it), never as an empty label."""
+    text = table(lang).get(key)
+    if text is None:
+        text = table("en").get(key, f"[{key}]")
+    return text.format(**fmt) if fmt else text

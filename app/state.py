@@ -1,0 +1,96 @@
+"""AppState: the one place the app's shared state lives; docks read it and listen to its signals.
+
+Data flows one way: user input -> AppState.request_* -> engine worker (coalesced) -> trace_changed ->
+scene + docks. Clicks flow back as block ids / expert ids / layer numbers, never as GL objects.
+
+Every dock is constructed as `SomeDock(state: AppState, parent=None)` (a QDockWidget with an objectName),
+connects to the signals it needs, and implements `retranslate()` (called on language_changed).
+
+The main window owns the engine worker and connects `knobs_requested` / `prompt_requested` to it; the worker
+answers with `set_trace(trace)` (or `set_error(message)`).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QObject, Signal
+
+from app import i18n
+from compute.trace import Knobs, Trace
+
+
+class AppState(QObject):
+    trace_changed = Signal(object)  # Trace (the new current trace)
+    engine_error = Signal(str)  # a run failed; the last good trace stays
+    layer_changed = Signal(int)  # selected layer, 0-based
+    pass_changed = Signal(int)  # selected forward pass: 0 = prefill, i = decode step i
+    token_changed = Signal(int)  # selected absolute token position
+    step_changed = Signal(int)  # trace player step index
+    block_selected = Signal(str)  # block id ("L37/kda.state", "lm_head", ...)
+    expert_selected = Signal(int)  # routed expert id 0..E-1
+    language_changed = Signal(str)  # "en" | "ko"
+    knobs_requested = Signal(object)  # Knobs: the worker should recompute (latest wins)
+    prompt_requested = Signal(str)  # a new prompt to run
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.trace: Trace | None = None
+        self.knobs = Knobs()
+        self.prompt = "로봇이 컵을 집었다"
+        self.layer = 36  # 0-based; the seed opens on layer 37
+        self.pass_index = 0
+        self.token = 0
+        self.step = 0
+        self.block: str | None = None
+        self.expert = 17
+        self.device = "cpu"
+        i18n.on_change(self.language_changed.emit)
+
+    # --- engine side ---------------------------------------------------------------------------
+    def set_trace(self, trace: Trace) -> None:
+        self.trace = trace
+        self.pass_index = min(self.pass_index, len(trace.passes) - 1)
+        self.token = min(self.token, len(trace.tokens) - 1)
+        self.device = trace.device
+        self.trace_changed.emit(trace)
+
+    def set_error(self, message: str) -> None:
+        self.engine_error.emit(message)
+
+    def request_knobs(self, **changes) -> None:
+        """Change some knobs (alpha=..., temperature=..., expert_bias={17: 2.0}, ...) and ask for a new run."""
+        self.knobs = replace(self.knobs, **changes)
+        self.knobs_requested.emit(self.knobs)
+
+    def request_prompt(self, text: str) -> None:
+        self.prompt = text
+        self.prompt_requested.emit(text)
+
+    # --- selection -----------------------------------------------------------------------------
+    def select_layer(self, layer: int) -> None:
+        if layer != self.layer:
+            self.layer = layer
+            self.layer_changed.emit(layer)
+
+    def select_pass(self, index: int) -> None:
+        if index != self.pass_index:
+            self.pass_index = index
+            self.pass_changed.emit(index)
+
+    def select_token(self, position: int) -> None:
+        if position != self.token:
+            self.token = position
+            self.token_changed.emit(position)
+
+    def select_step(self, step: int) -> None:
+        if step != self.step:
+            self.step = step
+            self.step_changed.emit(step)
+
+    def select_block(self, block_id: str) -> None:
+        self.block = block_id
+        self.block_selected.emit(block_id)
+
+    def select_expert(self, expert: int) -> None:
+        self.expert = expert
+        self.expert_selected.emit(expert)

@@ -1,0 +1,140 @@
+"""The Trace: plain data (numpy arrays on the CPU) recording one toy inference of Kimi K3.
+
+This module is the contract between the engine (`compute.engine.ToyK3.run`) and everything that draws
+(`scene/`, the docks in `app/`). It holds no torch tensors and no Qt objects.
+
+Structure
+---------
+Trace
+    tokens        list[(piece, id)]: the prompt's tokens followed by the generated ones. IDs lie in the real
+                  K3 vocab range [0, 163840) but come from a toy tokenizer (honestly labelled in the UI).
+    prompt_len    number of prompt tokens P.
+    text          the prompt string; `generated_text` the detokenised generated pieces joined.
+    passes        list[PassTrace]: pass 0 is the prefill over positions 0..P-1; pass i >= 1 is one decode step
+                  over the single position P+i-1 (the token sampled by pass i-1).
+    knobs         the Knobs used (alpha, beta, temperature, top_p, expert_bias, sample_seed).
+    weights       list (one per layer) of dict[block key -> np.ndarray W of shape [in, out]] (y = x @ W),
+                  plus `weights_global` for 'embedding' [V_toy, D] and 'lm_head' [D, V_toy].
+    vocab         list[(piece, id)] of the toy vocabulary (index = row of the LM head).
+    config_name   name of the model config; `device` the torch device the engine ran on (e.g. "cpu").
+
+PassTrace
+    kind          "prefill" | "decode"
+    positions     np.ndarray[int] of the absolute positions processed (rows of every [T, ...] tensor).
+    embedding     [T, D] embedding rows of the pass's input tokens.
+    layers        list[LayerTrace], one per layer (93 for K3), 0-based.
+    final         dict: 'final.attnres' [T, N+1] softmax weights over the candidates (9 for K3),
+                  'final.norm' [T, D], 'lm_head' [T, V_toy] logits,
+                  'probs' [V_toy] after temperature/top-p at the last position,
+                  'sampled' int (index into vocab) — the token this pass produced.
+
+LayerTrace
+    index         0-based layer index; mixer "kda" | "mla"; ffn "dense" | "moe".
+    tensors       dict[block key -> np.ndarray]. Rows are the pass's tokens (T) unless stated.
+                  The block keys ARE the scene's block kinds (scene/block_kinds.py), one namespace:
+
+      common      'attnres.mixer' [T, N+1] softmax weights (absent / None for layer 0, no stored blocks yet)
+                  'attnres.mixer.out' [T, D] the mixed input x, 'norm.mixer' [T, D] RMSNorm(x),
+                  'mixer.out' [T, D] the mixer's output a,
+                  'attnres.ffn' [T, N+1] weights, 'attnres.ffn.out' [T, D], 'norm.ffn' [T, D],
+                  'ffn.out' [T, D], 'residual' [T, D] (p after the layer)
+      kda         'kda.q_proj','kda.k_proj','kda.v_proj' [T, H*dk] (before conv)
+                  'kda.q_conv','kda.k_conv','kda.v_conv' [T, H*dk] (SiLU(conv4(.)))
+                  'kda.q_norm','kda.k_norm' [T, H*dk] (L2 per head)
+                  'kda.f' [T, H*dk] gate pre-activation W_fb W_fa x, 'kda.alpha' [T, H*dk] = exp(g)
+                  'kda.beta' [T, H]
+                  'kda.state' [H, dk, dv] the state S after the pass (constant size)
+                  'kda.o' [T, H*dv] raw KDA output, 'kda.gate' [T, H*dv] sigmoid(W_g x),
+                  'kda.o_norm' [T, H*dv] RMSNorm(o) * w * gate, 'kda.o_proj' [T, D] (== 'mixer.out')
+      mla         'mla.q_a' [T, q_lora], 'mla.q_a_norm' [T, q_lora], 'mla.q_b' [T, H*(nope+rope)]
+                  'mla.kv_a' [T, kv_lora+rope], 'mla.c_kv' [S, kv_lora] THE LATENT CACHE so far (S = all
+                  positions up to the pass's last one; grows one row per decoded token),
+                  'mla.k_rope' [S, rope], 'mla.kv_b' [S, H*(nope+v)],
+                  'mla.scores' [H, T, S] (masked entries -inf), 'mla.softmax' [H, T, S],
+                  'mla.o' [T, H*v], 'mla.gate' [T, H*v], 'mla.o_gated' [T, H*v], 'mla.o_proj' [T, D]
+      moe         'moe.router' [T, E] sigmoid scores s (E = 896), 'moe.router.logits' [T, E],
+                  'moe.bias' [E] the bias used for selection (incl. knob offsets),
+                  'moe.topk_idx' [T, k] int, 'moe.topk_weight' [T, k] (from unbiased scores, renormalised),
+                  'moe.down' [T, L] latent z = W_down x, 'moe.experts' [T, k, L] each selected expert's
+                  output E_j(z) (unweighted), 'moe.mix' [T, L] = sum_j w_j E_j(z), 'moe.norm' [T, L],
+                  'moe.up' [T, D], 'moe.shared' [T, D]
+      dense       'mlp.gate' [T, I], 'mlp.up' [T, I], 'mlp.act' [T, I], 'mlp.down' [T, D]
+
+LINEAR_INPUTS maps each block key that is a plain matmul y = x @ W to the block key of its input x, so that
+"follow one number" can write y_j = sum_i x_i W[i, j] (W = trace.weights[layer][key]).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# y = x @ W for these blocks; value = block key of x (per layer). Weights in Trace.weights[layer][key].
+LINEAR_INPUTS: dict[str, str] = {
+    "kda.q_proj": "norm.mixer",
+    "kda.k_proj": "norm.mixer",
+    "kda.v_proj": "norm.mixer",
+    "kda.o_proj": "kda.o_norm",
+    "mla.q_a": "norm.mixer",
+    "mla.q_b": "mla.q_a_norm",
+    "mla.kv_a": "norm.mixer",
+    "mla.o_proj": "mla.o_gated",
+    "moe.router.logits": "norm.ffn",
+    "moe.down": "norm.ffn",
+    "moe.up": "moe.norm",
+    "mlp.gate": "norm.ffn",
+    "mlp.up": "norm.ffn",
+    "mlp.down": "mlp.act",
+}
+
+
+@dataclass
+class Knobs:
+    """User controls. alpha/beta None = computed from the input as in K3; a number overrides every KDA layer."""
+
+    alpha: float | None = None
+    beta: float | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    expert_bias: dict[int, float] = field(default_factory=dict)
+    sample_seed: int = 0
+
+
+@dataclass
+class LayerTrace:
+    index: int
+    mixer: str  # "kda" | "mla"
+    ffn: str  # "dense" | "moe"
+    tensors: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PassTrace:
+    kind: str  # "prefill" | "decode"
+    positions: np.ndarray
+    embedding: np.ndarray
+    layers: list[LayerTrace] = field(default_factory=list)
+    final: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Trace:
+    tokens: list[tuple[str, int]]
+    prompt_len: int
+    text: str
+    passes: list[PassTrace]
+    knobs: Knobs
+    weights: list[dict[str, np.ndarray]]
+    weights_global: dict[str, np.ndarray]
+    vocab: list[tuple[str, int]]
+    config_name: str = "kimi-k3"
+    device: str = "cpu"
+
+    @property
+    def generated_text(self) -> str:
+        return "".join(piece for piece, _ in self.tokens[self.prompt_len:])
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.passes[0].layers) if self.passes else 0
