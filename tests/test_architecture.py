@@ -1,0 +1,65 @@
+"""The layering rules of spec/design.md: compute/ never imports Qt, scene or app; scene/ never imports app.
+
+Checked twice: statically (every import statement in the package, also inside functions) and dynamically
+(importing every compute module in a fresh interpreter in which PySide6, pyqtgraph, scene and app cannot be
+imported at all).
+"""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _violations(package: str, forbidden: set[str]) -> list[str]:
+    bad = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        hit = _imports(path) & forbidden
+        if hit:
+            bad.append(f"{path.relative_to(ROOT)} imports {sorted(hit)}")
+    return bad
+
+
+def test_compute_imports_no_qt_scene_or_app():
+    assert _violations("compute", {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "OpenGL", "scene", "app"}) == []
+
+
+def test_scene_never_imports_app():
+    assert _violations("scene", {"app"}) == []
+
+
+def test_compute_modules_import_with_qt_absent():
+    modules = sorted(
+        "compute." + p.stem for p in (ROOT / "compute").glob("*.py") if p.stem != "__init__"
+    )
+    assert modules, "compute/ has no modules"
+    code = f"""
+import importlib, importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('PySide6', 'pyqtgraph', 'OpenGL', 'scene', 'app'):
+            raise ImportError('blocked for this test: ' + name)
+sys.meta_path.insert(0, Block())
+for m in {modules!r}:
+    importlib.import_module(m)
+print('ok', len({modules!r}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok")
+
+
+def test_compute_tests_need_no_qt():
+    assert _violations("tests/compute", {"PySide6", "pyqtgraph", "OpenGL", "pytestqt", "scene", "app"}) == []
