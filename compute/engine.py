@@ -1,0 +1,416 @@
+"""ToyK3: all 93 layers of Kimi K3 in the real order with the real operators, at toy width.
+
+    from compute.engine import ToyK3
+    m = ToyK3()                        # K3 config, seed 0, CUDA if available
+    tr = m.run("모델은 다음 토큰을", max_new_tokens=4, knobs=Knobs(temperature=0.7))
+    tr2 = m.resample(tr, Knobs(temperature=0.7, top_p=0.5))   # no layer re-run unless a token changes
+
+Toy sizes (`ToyDims`): hidden 8; KDA 2 heads × 4; MLA 2 heads, q_lora 4, kv_lora 3, nope 4, rope 2, v 4;
+MoE with the REAL expert count and top-k of the config (896 / 16 for K3), 2 shared, latent 4, expert width 4;
+dense MLP width 16; a toy vocabulary of 64 pieces (compute.tokenizer, honestly labelled) whose IDs lie in the
+real vocab range. Weights are seeded (numpy-free torch.Generator on the CPU, float64, then cast), so the same
+seed gives the same model on every device and dtype. Other configs of the family (Kimi Linear, K2,
+DeepSeek-V3) run with their own layer order, expert counts, routing groups, gate form, activation and
+residual path (plain residual without AttnRes; for a non-latent MoE the keys 'moe.down', 'moe.norm' and
+'moe.up' are absent).
+
+The result is a `compute.trace.Trace` (numpy on the CPU); see that module for every field.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from compute.attnres import BlockAttnRes
+from compute.config import ModelConfig, load_default
+from compute.kda import kda_layer
+from compute.mla import mla_layer
+from compute.moe import dense_mlp, latent_moe
+from compute.norms import rms_norm
+from compute.sampling import sample_index, top_p_probs
+from compute.tokenizer import ToyTokenizer
+from compute.trace import Knobs, LayerTrace, PassTrace, Trace
+
+MAX_PROMPT_TOKENS = 256
+MAX_NEW_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class ToyDims:
+    hidden: int = 8
+    kda_heads: int = 2
+    kda_head_dim: int = 4
+    mla_heads: int = 2
+    q_lora: int = 4
+    kv_lora: int = 3
+    nope: int = 4
+    rope: int = 2
+    v: int = 4
+    latent: int = 4
+    expert_width: int = 4
+    dense_width: int = 16
+    conv: int = 4
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """"auto" → cuda when torch sees a GPU, else cpu; anything else is passed to torch.device."""
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class ToyK3:
+    """The toy-width K3 engine. See the module docstring."""
+
+    def __init__(self, config: ModelConfig | None = None, seed: int = 0, device: str | torch.device = "auto",
+                 dtype: torch.dtype = torch.float32, dims: ToyDims | None = None):
+        self.config = config if config is not None else load_default()
+        self.seed = int(seed)
+        self.device = resolve_device(device)
+        self.dtype = dtype
+        self.dims = dims or ToyDims()
+        self.tokenizer = ToyTokenizer(vocab_size=self.config.vocab_size)
+        self.vocab = list(self.tokenizer.vocab)
+        self.layer_calls = 0  # number of layer forward calls since construction (tests, bench)
+        self._build_weights()
+
+    # ------------------------------------------------------------------ weights
+    def _build_weights(self) -> None:
+        c, d = self.config, self.dims
+        gen = torch.Generator().manual_seed(self.seed)
+
+        def rnd(*shape, scale=1.0):
+            return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+
+        def lin(n_in, n_out, gain=1.0):
+            return rnd(n_in, n_out, scale=gain / math.sqrt(n_in))
+
+        def normw(n):
+            return 1.0 + rnd(n, scale=0.1)
+
+        D = d.hidden
+        E = c.n_routed_experts
+        latent = c.moe_latent_size is not None
+        L = d.latent if latent else D
+        self.embedding64 = rnd(len(self.vocab), D)
+        self.lm_head64 = lin(D, len(self.vocab), gain=2.0)
+        self.final_norm64 = normw(D)
+        self.w_out64 = rnd(D, scale=0.7)
+        layers = []
+        for li in range(c.num_hidden_layers):
+            w: dict = {"norm_mixer": normw(D), "norm_ffn": normw(D),
+                       "w_attn": rnd(D, scale=0.7), "w_mlp": rnd(D, scale=0.7)}
+            if c.mixer_types[li] == "kda":
+                H, K = d.kda_heads, d.kda_head_dim
+                HK = H * K
+                w["kda"] = {
+                    "in": torch.cat([lin(D, 3 * HK), lin(D, K), lin(D, H, gain=1.5), lin(D, HK)], 1),
+                    "f_b": lin(K, HK),
+                    "conv": rnd(3 * HK, d.conv, scale=0.6),
+                    "A_log": torch.log(torch.empty(H, dtype=torch.float64).uniform_(1.0, 4.0, generator=gen)),
+                    "dt_bias": rnd(H, K, scale=0.5),
+                    "o_norm": normw(K),
+                    "o": lin(HK, D, gain=0.8),
+                }
+            else:
+                H = d.mla_heads
+                gated = c.mla_output_gate is not None
+                w["mla"] = {
+                    "in": torch.cat([lin(D, d.q_lora), lin(D, d.kv_lora + d.rope)]
+                                    + ([lin(D, H * d.v)] if gated else []), 1),
+                    "q_a_norm": normw(d.q_lora),
+                    "q_b": lin(d.q_lora, H * (d.nope + d.rope), gain=1.5),
+                    "kv_a_norm": normw(d.kv_lora),
+                    "kv_b": lin(d.kv_lora, H * (d.nope + d.v), gain=1.5),
+                    "o": lin(H * d.v, D, gain=0.8),
+                }
+            if c.ffn_types[li] == "dense":
+                w["mlp"] = {"gate": lin(D, d.dense_width), "up": lin(D, d.dense_width),
+                            "down": lin(d.dense_width, D, gain=0.5)}
+            else:
+                Fw = d.expert_width
+                Fs = Fw * c.n_shared_experts
+                w["moe"] = {
+                    "router": lin(D, E, gain=2.0),
+                    "bias": rnd(E, scale=0.02),
+                    "down": lin(D, L) if latent else None,
+                    "w13": rnd(E, L, 2 * Fw, scale=1.0 / math.sqrt(L)),
+                    "w2": rnd(E, Fw, L, scale=1.0 / math.sqrt(Fw)),
+                    "norm": normw(L) if latent else None,
+                    "up": lin(L, D, gain=0.8) if latent else None,
+                    "shared13": lin(D, 2 * Fs) if Fs else None,
+                    "shared2": lin(Fs, D, gain=0.5) if Fs else None,
+                }
+            layers.append(w)
+        self._layers64 = layers
+        self._to_device()
+
+    def _to_device(self) -> None:
+        def conv(obj):
+            if isinstance(obj, dict):
+                return {k: conv(v) for k, v in obj.items()}
+            if isinstance(obj, torch.Tensor):
+                return obj.to(device=self.device, dtype=self.dtype).contiguous()
+            return obj
+
+        self.layers = [conv(w) for w in self._layers64]
+        self.embedding = conv(self.embedding64)
+        self.lm_head = conv(self.lm_head64)
+        self.final_norm = conv(self.final_norm64)
+        self.w_out = conv(self.w_out64)
+        self._weights_np = self._linear_weights_numpy()
+
+    def _linear_weights_numpy(self) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+        """Per layer: block key → W [in, out] (numpy, engine dtype) of every LINEAR_INPUTS block."""
+        d = self.dims
+        out = []
+        for w in self.layers:
+            n = {}
+            if "kda" in w:
+                HK = d.kda_heads * d.kda_head_dim
+                win = _np(w["kda"]["in"])
+                n.update({"kda.q_proj": win[:, :HK], "kda.k_proj": win[:, HK:2 * HK],
+                          "kda.v_proj": win[:, 2 * HK:3 * HK], "kda.o_proj": _np(w["kda"]["o"])})
+            else:
+                win = _np(w["mla"]["in"])
+                n.update({"mla.q_a": win[:, :d.q_lora], "mla.kv_a": win[:, d.q_lora:d.q_lora + d.kv_lora + d.rope],
+                          "mla.q_b": _np(w["mla"]["q_b"]), "mla.o_proj": _np(w["mla"]["o"])})
+            if "mlp" in w:
+                n.update({"mlp.gate": _np(w["mlp"]["gate"]), "mlp.up": _np(w["mlp"]["up"]),
+                          "mlp.down": _np(w["mlp"]["down"])})
+            else:
+                n["moe.router.logits"] = _np(w["moe"]["router"])
+                if w["moe"]["down"] is not None:
+                    n["moe.down"] = _np(w["moe"]["down"])
+                    n["moe.up"] = _np(w["moe"]["up"])
+            out.append(n)
+        return out, {"embedding": _np(self.embedding), "lm_head": _np(self.lm_head)}
+
+    # ------------------------------------------------------------------ embedding
+    def embed_ids(self, ids: list[int]) -> torch.Tensor:
+        """Embedding rows [T, D]: the toy-vocab rows, or a seeded row derived from the id for other pieces."""
+        rows = []
+        for i in ids:
+            r = self.tokenizer.vocab_ids.get(i)
+            if r is not None:
+                rows.append(self.embedding64[r])
+            else:
+                g = torch.Generator().manual_seed(self.seed * 1_000_003 + int(i) + 7)
+                rows.append(torch.randn(self.dims.hidden, generator=g, dtype=torch.float64))
+        return torch.stack(rows).to(device=self.device, dtype=self.dtype)
+
+    # ------------------------------------------------------------------ one pass
+    def forward(self, ids: list[int], start: int, knobs: Knobs, caches: list | None = None
+                ) -> tuple[dict, list, torch.Tensor]:
+        """Run all layers over tokens `ids` at positions start.. with the caches of earlier positions.
+
+        Returns (pass data: dict of torch tensors, new caches (one per layer), logits [T, V_toy]).
+        """
+        c, d = self.config, self.dims
+        T = len(ids)
+        positions = torch.arange(start, start + T, device=self.device)
+        emb = self.embed_ids(ids)
+        bias_off = self._bias_offset(knobs)
+        ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else None
+        if ar is not None:
+            ar.start(emb)
+        p = emb
+        eps = c.rms_norm_eps
+        rope_theta = float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None
+        new_caches = []
+        layer_data = []
+        for li, w in enumerate(self.layers):
+            self.layer_calls += 1
+            t: dict = {}
+            if ar is not None:
+                x, aw = ar.before_mixer(li, w["w_attn"])
+            else:
+                x, aw = p, None
+            t["attnres.mixer"] = aw
+            t["attnres.mixer.out"] = x
+            xn = rms_norm(x, w["norm_mixer"], eps)
+            t["norm.mixer"] = xn
+            cache = None if caches is None else caches[li]
+            if "kda" in w:
+                a, mt, nc = kda_layer(xn, w["kda"], d.kda_heads, d.kda_head_dim, c.kda_gate_lower_bound, cache,
+                                      alpha=knobs.alpha, beta_override=knobs.beta, eps=eps)
+            else:
+                a, mt, nc = mla_layer(xn, w["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, positions,
+                                      cache, gated=c.mla_output_gate is not None, rope_theta=rope_theta, eps=eps)
+            new_caches.append(nc)
+            t.update(mt)
+            t["mixer.out"] = a
+            if ar is not None:
+                x2, fw = ar.after_mixer(a, w["w_mlp"])
+            else:
+                x2, fw = p + a, None
+            t["attnres.ffn"] = fw
+            t["attnres.ffn.out"] = x2
+            xn2 = rms_norm(x2, w["norm_ffn"], eps)
+            t["norm.ffn"] = xn2
+            if "mlp" in w:
+                f, ft = dense_mlp(xn2, w["mlp"], c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2)
+            else:
+                mw = w["moe"]
+                bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
+                f, ft = latent_moe(xn2, mw, c.num_experts_per_tok, bias, c.routed_scaling_factor, c.n_group,
+                                   c.topk_group, c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, eps)
+                if mw["down"] is None:
+                    for k in ("moe.down", "moe.norm", "moe.up"):
+                        ft.pop(k)
+            t.update(ft)
+            t["ffn.out"] = f
+            p = ar.after_ffn(f) if ar is not None else x2 + f
+            t["residual"] = p
+            layer_data.append(t)
+        if ar is not None:
+            h, fw = ar.final(self.w_out)
+        else:
+            h, fw = p, None
+        hn = rms_norm(h, self.final_norm, eps)
+        logits = hn @ self.lm_head
+        data = {"positions": positions, "embedding": emb, "layers": layer_data,
+                "final": {"final.attnres": fw, "final.norm": hn, "lm_head": logits}}
+        return data, new_caches, logits
+
+    def _bias_offset(self, knobs: Knobs) -> torch.Tensor | None:
+        if not knobs.expert_bias:
+            return None
+        E = self.config.n_routed_experts
+        off = torch.zeros(E, dtype=self.dtype, device=self.device)
+        for e, b in knobs.expert_bias.items():
+            e = int(e)
+            if not 0 <= e < E:
+                raise ValueError(f"expert_bias: expert {e} outside 0..{E - 1}")
+            off[e] = float(b)
+        return off
+
+    # ------------------------------------------------------------------ public API
+    def run(self, prompt: str, max_new_tokens: int = 4, knobs: Knobs | None = None) -> Trace:
+        """Tokenize → prefill → decode `max_new_tokens` tokens with caches → Trace (numpy on the CPU)."""
+        knobs = knobs if knobs is not None else Knobs()
+        _check_knobs(knobs)
+        if not isinstance(prompt, str):
+            raise TypeError("prompt must be a string")
+        toks = self.tokenizer.encode(prompt)
+        if not toks:
+            raise ValueError("the prompt is empty: type at least one character")
+        if len(toks) > MAX_PROMPT_TOKENS:
+            raise ValueError(f"the prompt has {len(toks)} toy tokens; the toy engine takes at most {MAX_PROMPT_TOKENS}")
+        if not 1 <= int(max_new_tokens) <= MAX_NEW_TOKENS:
+            raise ValueError(f"max_new_tokens must be in 1..{MAX_NEW_TOKENS}")
+        trace = Trace(tokens=list(toks), prompt_len=len(toks), text=prompt, passes=[], knobs=knobs,
+                      weights=self._weights_np[0], weights_global=self._weights_np[1], vocab=list(self.vocab),
+                      config_name=self.config.name, device=str(self.device))
+        self._continue(trace, int(max_new_tokens), None, knobs)
+        return trace
+
+    def resample(self, trace: Trace, knobs: Knobs) -> Trace:
+        """A new Trace for changed temperature / top-p / sample_seed, reusing the cached logits.
+
+        Passes before the first changed token are shared (same LayerTrace objects); layers re-run only from
+        the pass after it, resuming from the caches stored in the trace. Any other knob change runs afresh.
+        """
+        _check_knobs(knobs)
+        old = trace.knobs
+        if (knobs.alpha, knobs.beta, dict(knobs.expert_bias)) != (old.alpha, old.beta, dict(old.expert_bias)):
+            return self.run(trace.text, len(trace.passes), knobs)
+        n = len(trace.passes)
+        us = _uniforms(knobs.sample_seed, n)
+        new = Trace(tokens=list(trace.tokens[:trace.prompt_len]), prompt_len=trace.prompt_len, text=trace.text,
+                    passes=[], knobs=knobs, weights=trace.weights, weights_global=trace.weights_global,
+                    vocab=trace.vocab, config_name=trace.config_name, device=trace.device)
+        for i, ps in enumerate(trace.passes):
+            probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
+            final = dict(ps.final)
+            final["probs"], final["sampled"] = probs, tok
+            new.passes.append(PassTrace(kind=ps.kind, positions=ps.positions, embedding=ps.embedding,
+                                        layers=ps.layers, final=final))
+            new.tokens.append(tuple(self.vocab[tok]))
+            if tok != ps.final["sampled"] and i + 1 < n:
+                caches = self._caches_from_trace(new)
+                self._continue(new, n, caches, knobs)
+                break
+        return new
+
+    # ------------------------------------------------------------------ internals
+    def _continue(self, trace: Trace, n_passes: int, caches: list | None, knobs: Knobs) -> None:
+        us = _uniforms(knobs.sample_seed, n_passes)
+        with torch.inference_mode():
+            while len(trace.passes) < n_passes:
+                i = len(trace.passes)
+                if i == 0:
+                    ids, start = [tid for _, tid in trace.tokens], 0
+                else:
+                    ids, start = [trace.tokens[-1][1]], len(trace.tokens) - 1
+                data, caches, _ = self.forward(ids, start, knobs, caches)
+                ps = _pass_to_numpy(data, self.config, "prefill" if i == 0 else "decode")
+                probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
+                ps.final["probs"], ps.final["sampled"] = probs, tok
+                trace.passes.append(ps)
+                trace.tokens.append(tuple(self.vocab[tok]))
+
+    def _caches_from_trace(self, trace: Trace) -> list:
+        """Rebuild the per-layer caches after the trace's last pass from the stored tensors."""
+        d = self.dims
+        caches = []
+        last = trace.passes[-1]
+        kc = d.conv - 1
+        for li, lt in enumerate(last.layers):
+            if lt.mixer == "kda":
+                rows = np.concatenate([np.concatenate([p.layers[li].tensors[k] for k in
+                                                       ("kda.q_proj", "kda.k_proj", "kda.v_proj")], 1)
+                                       for p in trace.passes], 0)
+                if rows.shape[0] < kc:
+                    rows = np.concatenate([np.zeros((kc - rows.shape[0], rows.shape[1]), rows.dtype), rows], 0)
+                caches.append({"conv": self._t(rows[-kc:]), "state": self._t(lt.tensors["kda.state"])[None]})
+            else:
+                caches.append({"c_kv": self._t(lt.tensors["mla.c_kv"]), "k_rope": self._t(lt.tensors["mla.k_rope"])})
+        return caches
+
+    def _t(self, a: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(np.ascontiguousarray(a), device=self.device, dtype=self.dtype)
+
+
+# ---------------------------------------------------------------------- helpers
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def _check_knobs(k: Knobs) -> None:
+    if k.alpha is not None and not 0.0 <= k.alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {k.alpha}")
+    if k.beta is not None and not 0.0 <= k.beta <= 1.0:
+        raise ValueError(f"beta must be in [0, 1], got {k.beta}")
+    if k.temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {k.temperature}")
+    if not 0.0 < k.top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {k.top_p}")
+
+
+def _uniforms(sample_seed: int, n: int) -> np.ndarray:
+    """The uniform draw of each pass: fixed by sample_seed, independent of the probabilities."""
+    return np.random.default_rng(int(sample_seed)).random(n)
+
+
+def _sample(last_logits: np.ndarray, knobs: Knobs, u: float) -> tuple[np.ndarray, int]:
+    """Probabilities (float64, CPU) after temperature/top-p and the sampled vocab row."""
+    probs = top_p_probs(torch.from_numpy(np.asarray(last_logits, dtype=np.float64)), knobs.temperature,
+                        knobs.top_p).numpy()
+    return probs, sample_index(probs, float(u))
+
+
+def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
+    layers = []
+    for li, t in enumerate(data["layers"]):
+        layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li],
+                                 tensors={k: (None if v is None else _np(v)) for k, v in t.items()}))
+    final = {k: (None if v is None else _np(v)) for k, v in data["final"].items()}
+    return PassTrace(kind=kind, positions=_np(data["positions"]), embedding=_np(data["embedding"]),
+                     layers=layers, final=final)
+
+
+__all__ = ["ToyK3", "ToyDims", "resolve_device", "Knobs"]

@@ -1,0 +1,184 @@
+"""Kimi Delta Attention (spec/k3-math.md §1).
+
+Layouts follow fla-org/flash-linear-attention `fla/ops/kda/naive.py`: q, k [B,T,H,K], v [B,T,H,V],
+g [B,T,H,K] (log decay, g <= 0), beta [B,T,H], state S [B,H,K,V]. Everything works in float32 and float64
+on any device.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from compute.norms import l2_norm, rms_norm
+
+__all__ = ["kda_recurrent", "kda_chunked", "kda_gate", "short_conv", "l2_norm", "kda_layer"]
+
+
+def kda_gate(f: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
+             lower_bound: float | None = -5.0) -> torch.Tensor:
+    """Log decay g from the gate pre-activation f = W_fb W_fa x.
+
+    K3 (lower-bound form): g = lower_bound · sigmoid(exp(A_log[h]) · (f + dt_bias)) ∈ (lower_bound, 0).
+    Kimi Linear (lower_bound=None): g = −exp(A_log[h]) · softplus(f + dt_bias).
+    f [..., H, K], A_log [H], dt_bias [H, K] → g [..., H, K].
+    """
+    a = A_log.exp().unsqueeze(-1)  # [H, 1]
+    if lower_bound is None:
+        return -a * F.softplus(f + dt_bias)
+    return lower_bound * torch.sigmoid(a * (f + dt_bias))
+
+
+def short_conv(x: torch.Tensor, weight: torch.Tensor, cache: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal depthwise convolution (no activation): y_t[c] = Σ_j weight[c, j] · x_{t-K+1+j}[c].
+
+    x [T, C]; weight [C, K]; cache [K-1, C] = the K-1 inputs before x (None = zeros, i.e. zero left pad).
+    Returns (y [T, C], new cache [K-1, C] = the last K-1 inputs).
+    """
+    K = weight.shape[1]
+    if cache is None:
+        cache = x.new_zeros(K - 1, x.shape[1])
+    xp = torch.cat([cache, x], 0)  # [T+K-1, C]
+    win = xp.unfold(0, K, 1)  # [T, C, K]
+    y = (win * weight).sum(-1)
+    return y, xp[xp.shape[0] - (K - 1):]
+
+
+def kda_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+                  scale: float | None = None, initial_state: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The KDA recurrence, token by token.
+
+    S' = Diag(exp g_t) S; u_t = β_t (v_t − S'ᵀ k_t); S_t = S' + k_t u_tᵀ; o_t = S_tᵀ (scale · q_t).
+    q, k [B,T,H,K]; v [B,T,H,V]; g [B,T,H,K]; beta [B,T,H]; initial_state [B,H,K,V] (None = zeros);
+    scale defaults to K^-1/2. Returns (o [B,T,H,V], final state [B,H,K,V]).
+    """
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    if scale is None:
+        scale = K ** -0.5
+    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.to(q.dtype)
+    alpha = g.exp()
+    qs = q * scale
+    outs = []
+    for t in range(T):
+        S = S * alpha[:, t].unsqueeze(-1)
+        kt = k[:, t]
+        u = beta[:, t].unsqueeze(-1) * (v[:, t] - torch.einsum("bhk,bhkv->bhv", kt, S))
+        S = S + kt.unsqueeze(-1) * u.unsqueeze(-2)
+        outs.append(torch.einsum("bhk,bhkv->bhv", qs[:, t], S))
+    return torch.stack(outs, 1), S
+
+
+def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+                chunk_size: int = 16, scale: float | None = None, initial_state: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chunkwise (WY) form of KDA; equal to `kda_recurrent` up to rounding, for any T.
+
+    Per chunk of C tokens (T is zero-padded to a multiple of C; padded tokens have k=0, β=0, g=0 and change
+    nothing): Γ = cumsum(g); A_kk[r,c] = β_r Σ_i k_r k_c e^{Γ_r−Γ_c} (c<r); T = (I + A_kk)^{-1} Diag(β);
+    W = T (e^Γ ⊙ K); U = T V; V' = U − W S; O = (Q ⊙ e^Γ) S + tril(A_qk) V' with
+    A_qk[r,c] = Σ_i q_r k_c e^{Γ_r−Γ_c} (c ≤ r); S ← Diag(e^{Γ_last}) S + (e^{Γ_last−Γ} ⊙ K)ᵀ V'.
+    Shapes as `kda_recurrent`. Returns (o [B,T,H,V], final state [B,H,K,V]).
+    """
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    C = int(chunk_size)
+    if C < 1:
+        raise ValueError("chunk_size must be >= 1")
+    if scale is None:
+        scale = K ** -0.5
+    pad = (-T) % C
+    if pad:
+        q, k, v, g = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v, g))
+        beta = F.pad(beta, (0, 0, 0, pad))
+    N = (T + pad) // C
+    # [B, H, N, C, *]
+    q, k, v, g = (x.reshape(B, N, C, H, x.shape[-1]).permute(0, 3, 1, 2, 4) for x in (q, k, v, g))
+    beta = beta.reshape(B, N, C, H).permute(0, 3, 1, 2)
+    q = q * scale
+    Gam = g.cumsum(-2)  # [B,H,N,C,K]
+    diff = Gam.unsqueeze(-2) - Gam.unsqueeze(-3)  # [B,H,N,C(r),C(c),K] = Γ_r − Γ_c
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()  # c <= r
+    decay = diff.masked_fill(~causal.unsqueeze(-1), float("-inf")).exp()  # 0 above the diagonal
+    A_kk = torch.einsum("bhnrk,bhnck,bhnrck->bhnrc", k, k, decay).tril(-1) * beta.unsqueeze(-1)
+    A_qk = torch.einsum("bhnrk,bhnck,bhnrck->bhnrc", q, k, decay)
+    eye = torch.eye(C, dtype=q.dtype, device=q.device)
+    Tm = torch.linalg.solve_triangular(eye + A_kk, torch.diag_embed(beta), upper=False, unitriangular=True)
+    eG = Gam.exp()
+    W = Tm @ (eG * k)
+    U = Tm @ v
+    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.to(q.dtype)
+    outs = []
+    for n in range(N):
+        Vp = U[:, :, n] - W[:, :, n] @ S
+        outs.append((q[:, :, n] * eG[:, :, n]) @ S + A_qk[:, :, n] @ Vp)
+        G_last = Gam[:, :, n, -1]  # [B,H,K]
+        S = G_last.exp().unsqueeze(-1) * S + ((G_last.unsqueeze(-2) - Gam[:, :, n]).exp() * k[:, :, n]).transpose(-1, -2) @ Vp
+    o = torch.stack(outs, 2)  # [B,H,N,C,V]
+    o = o.permute(0, 2, 3, 1, 4).reshape(B, N * C, H, V)[:, :T]
+    return o, S
+
+
+def kda_output(o: torch.Tensor, norm_w: torch.Tensor, gate_pre: torch.Tensor, eps: float = 1e-6
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Full-rank output gate: o_h ← RMSNorm(o_h) ⊙ w_norm ⊙ sigmoid(W_g x)_h.
+
+    o [T, H, V]; norm_w [V]; gate_pre [T, H*V] = W_g x. Returns (gate [T, H*V], gated output [T, H*V]).
+    """
+    T, H, V = o.shape
+    gate = torch.sigmoid(gate_pre)
+    return gate, rms_norm(o, norm_w, eps).reshape(T, H * V) * gate
+
+
+def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: float | None,
+              cache: dict | None = None, alpha: float | None = None, beta_override: float | None = None,
+              chunk_size: int = 16, eps: float = 1e-6) -> tuple[torch.Tensor, dict, dict]:
+    """One KDA mixer on x = RMSNorm'd layer input [T, D].
+
+    w: 'in' [D, 3·H·K + K + H + H·V] fused (q|k|v|f_a|b|g), 'f_b' [K, H·K], 'conv' [3·H·K, ck],
+    'A_log' [H], 'dt_bias' [H, K], 'o_norm' [V], 'o' [H·V, D].
+    cache: {'conv': [ck-1, 3·H·K], 'state': [1, H, K, V]} from earlier tokens (None at the start).
+    alpha/beta_override: constants replacing exp(g) and β (the UI knobs). Returns (y [T, D], tensors, cache).
+    """
+    T = x.shape[0]
+    H, Kd = heads, head_dim
+    HK = H * Kd
+    z = x @ w["in"]
+    qkv = z[:, : 3 * HK]
+    fa = z[:, 3 * HK: 3 * HK + Kd]
+    b_pre = z[:, 3 * HK + Kd: 3 * HK + Kd + H]
+    g_pre = z[:, 3 * HK + Kd + H:]
+    conv, conv_cache = short_conv(qkv, w["conv"], None if cache is None else cache["conv"])
+    conv = F.silu(conv)
+    qc, kc, vc = conv[:, :HK], conv[:, HK: 2 * HK], conv[:, 2 * HK:]
+    qn = l2_norm(qc.reshape(T, H, Kd))
+    kn = l2_norm(kc.reshape(T, H, Kd))
+    f = fa @ w["f_b"]
+    if alpha is None:
+        g = kda_gate(f.reshape(T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
+        a = g.exp()
+    else:
+        a = torch.full((T, H, Kd), float(alpha), dtype=x.dtype, device=x.device)
+        g = a.clamp_min(1e-12).log()
+    beta = torch.sigmoid(b_pre) if beta_override is None else torch.full_like(b_pre, float(beta_override))
+    state0 = None if cache is None else cache["state"]
+    vv = vc.reshape(1, T, H, -1)
+    if T == 1:
+        o, S = kda_recurrent(qn.unsqueeze(0), kn.unsqueeze(0), vv, g.unsqueeze(0), beta.unsqueeze(0),
+                             initial_state=state0)
+    else:
+        o, S = kda_chunked(qn.unsqueeze(0), kn.unsqueeze(0), vv, g.unsqueeze(0), beta.unsqueeze(0),
+                           chunk_size=chunk_size, initial_state=state0)
+    o = o[0]
+    gate, o_norm = kda_output(o, w["o_norm"], g_pre, eps)
+    y = o_norm @ w["o"]
+    tensors = {
+        "kda.q_proj": qkv[:, :HK], "kda.k_proj": qkv[:, HK: 2 * HK], "kda.v_proj": qkv[:, 2 * HK:],
+        "kda.q_conv": qc, "kda.k_conv": kc, "kda.v_conv": vc,
+        "kda.q_norm": qn.reshape(T, HK), "kda.k_norm": kn.reshape(T, HK),
+        "kda.f": f, "kda.alpha": a.reshape(T, HK), "kda.beta": beta,
+        "kda.state": S[0], "kda.o": o.reshape(T, -1), "kda.gate": gate, "kda.o_norm": o_norm,
+        "kda.o_proj": y,
+    }
+    return y, tensors, {"conv": conv_cache, "state": S}

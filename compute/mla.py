@@ -1,0 +1,86 @@
+"""Gated Multi-head Latent Attention (spec/k3-math.md §2; DeepSeek-V3 `inference/model.py` class MLA + K3 gate).
+
+The cache holds, per token, the latent c_kv [kv_lora] and the shared k_rot [rope] — not per-head K/V.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from compute.norms import rms_norm
+
+__all__ = ["mla_attention", "apply_rope", "mla_layer"]
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """Rotary embedding on the last dim (pairs (2i, 2i+1)). x [T, ..., R] with R even; positions [T]."""
+    R = x.shape[-1]
+    inv = theta ** (-torch.arange(0, R, 2, dtype=x.dtype, device=x.device) / R)  # [R/2]
+    ang = positions.to(x.dtype)[:, None] * inv[None]  # [T, R/2]
+    shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (R // 2,)
+    cos, sin = ang.cos().reshape(shape), ang.sin().reshape(shape)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+
+def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor, scale: float
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Causal softmax attention per head.
+
+    q [T, H, dq], k [S, H, dq], v [S, H, dv]; q_pos [T] absolute positions of the queries (keys are at
+    0..S-1). Returns (scores [H, T, S] with masked entries −inf, softmax [H, T, S], o [T, H, dv]).
+    """
+    S = k.shape[0]
+    scores = torch.einsum("thd,shd->hts", q, k) * scale
+    masked = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]  # [T, S]
+    scores = scores.masked_fill(masked, float("-inf"))
+    p = scores.softmax(-1)
+    return scores, p, torch.einsum("hts,shd->thd", p, v)
+
+
+def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim: int, kv_lora: int,
+              positions: torch.Tensor, cache: dict | None = None, gated: bool = True,
+              rope_theta: float | None = None, eps: float = 1e-6) -> tuple[torch.Tensor, dict, dict]:
+    """One Gated MLA mixer on x = RMSNorm'd layer input [T, D].
+
+    w: 'in' [D, q_lora + kv_lora + rope (+ H·v if gated)] fused (W_qa | W_kva | W_g), 'q_a_norm' [q_lora],
+    'q_b' [q_lora, H·(nope+rope)], 'kv_a_norm' [kv_lora], 'kv_b' [kv_lora, H·(nope+v)], 'o' [H·v, D].
+    cache: {'c_kv': [S0, kv_lora], 'k_rope': [S0, rope]} of earlier tokens. positions [T] absolute.
+    K3 is NoPE (rope_theta None: nothing rotated); gated adds o ⊙ sigmoid(W_g x).
+    Returns (y [T, D], tensors, new cache).
+    """
+    T = x.shape[0]
+    H = heads
+    z = x @ w["in"]
+    q_lora = w["q_a_norm"].shape[0]
+    q_a = z[:, :q_lora]
+    kv_a = z[:, q_lora: q_lora + kv_lora + rope]
+    q_a_n = rms_norm(q_a, w["q_a_norm"], eps)
+    q_b = q_a_n @ w["q_b"]
+    q = q_b.reshape(T, H, nope + rope)
+    c_new, kr_new = kv_a[:, :kv_lora], kv_a[:, kv_lora:]
+    if rope_theta is not None:
+        q = torch.cat([q[..., :nope], apply_rope(q[..., nope:], positions, rope_theta)], -1)
+        kr_new = apply_rope(kr_new, positions, rope_theta)
+    if cache is None:
+        c_kv, k_rope = c_new, kr_new
+    else:
+        c_kv, k_rope = torch.cat([cache["c_kv"], c_new], 0), torch.cat([cache["k_rope"], kr_new], 0)
+    S = c_kv.shape[0]
+    kv_b = rms_norm(c_kv, w["kv_a_norm"], eps) @ w["kv_b"]
+    kv = kv_b.reshape(S, H, nope + v_dim)
+    k = torch.cat([kv[..., :nope], k_rope.unsqueeze(1).expand(S, H, rope)], -1)
+    scores, p, o = mla_attention(q, k, kv[..., nope:], positions, 1.0 / math.sqrt(nope + rope))
+    o = o.reshape(T, H * v_dim)
+    tensors = {"mla.q_a": q_a, "mla.q_a_norm": q_a_n, "mla.q_b": q_b, "mla.kv_a": kv_a,
+               "mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": kv_b,
+               "mla.scores": scores, "mla.softmax": p, "mla.o": o}
+    if gated:
+        gate = torch.sigmoid(z[:, q_lora + kv_lora + rope:])
+        og = o * gate
+    else:
+        gate, og = torch.ones_like(o), o
+    y = og @ w["o"]
+    tensors.update({"mla.gate": gate, "mla.o_gated": og, "mla.o_proj": y})
+    return y, tensors, {"c_kv": c_kv, "k_rope": k_rope}

@@ -1,0 +1,122 @@
+"""Router, Quantile Balancing, SiTU-GLU and the Stable Latent MoE (spec/k3-math.md §3)."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from compute.norms import rms_norm
+
+__all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio", "latent_moe", "dense_mlp",
+           "softmax_router"]
+
+
+def situ_glu(g: torch.Tensor, u: torch.Tensor, beta1: float = 4.0, beta2: float = 25.0) -> torch.Tensor:
+    """SiTU-GLU(g, u) = [β₁·tanh(g/β₁)·sigmoid(g)] · [β₂·tanh(u/β₂)]. Elementwise; bounded by β₁·β₂."""
+    return (beta1 * torch.tanh(g / beta1) * torch.sigmoid(g)) * (beta2 * torch.tanh(u / beta2))
+
+
+def silu_glu(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """SwiGLU(g, u) = SiLU(g) · u (Kimi Linear, K2, DeepSeek-V3)."""
+    return F.silu(g) * u
+
+
+def route(logits: torch.Tensor, bias: torch.Tensor | None, top_k: int, routed_scaling_factor: float = 1.0,
+          n_group: int = 1, topk_group: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """DeepSeek-V3 sigmoid gate (noaux_tc).
+
+    logits [T, E] (before the sigmoid); bias [E] e_score_correction_bias (None = no bias), used for the
+    selection only. s = sigmoid(logits); with n_group > 1 each group scores the sum of its top-2 biased scores
+    (its max without a bias) and only the best `topk_group` groups stay eligible; idx = topk(s + b, k);
+    w = s[idx] / (Σ s[idx] + 1e-20) · routed_scaling_factor. Returns (weights [T, k], indices [T, k]).
+    """
+    s = torch.sigmoid(logits)
+    sel = s if bias is None else s + bias
+    if n_group > 1:
+        T, E = sel.shape
+        grouped = sel.view(T, n_group, E // n_group)
+        gscore = grouped.amax(-1) if bias is None else grouped.topk(2, -1)[0].sum(-1)
+        keep = gscore.topk(topk_group, -1)[1]
+        drop = torch.ones(T, n_group, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
+        sel = grouped.masked_fill(drop.unsqueeze(-1), float("-inf")).view(T, E)
+    idx = sel.topk(top_k, -1)[1]
+    w = s.gather(1, idx)
+    w = w / (w.sum(-1, keepdim=True) + 1e-20) * routed_scaling_factor
+    return w, idx
+
+
+def softmax_router(h: torch.Tensor, W_router: torch.Tensor, top_k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seed's logical-router teaching example (older softmax form, labelled as such):
+    r = h W_router, p = softmax(r), selected = TopK(p, k). h [T, D], W_router [D, E]. Returns (p, idx)."""
+    p = (h @ W_router).softmax(-1)
+    return p, p.topk(top_k, -1)[1]
+
+
+def quantile_balance(scores: torch.Tensor, bias: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Aux-loss-free Quantile Balancing: the bias for the NEXT batch.
+
+    scores [m, n] unbiased sigmoid scores; bias [n]. α_i = (k+1)-th largest of (s_ij + b_j) over j;
+    margins s_ij − α_i; b_j' = −(q+1)-th largest margin of expert j over the tokens, q = ⌊m·k/n⌋, so every
+    expert gets the bias that gives it its fair share of tokens. Returns new bias [n].
+    """
+    m, n = scores.shape
+    if not 0 < top_k < n:
+        raise ValueError(f"top_k must be in 1..{n - 1}")
+    alpha = (scores + bias).topk(top_k + 1, -1)[0][:, -1:]  # [m, 1]
+    margins = scores - alpha  # [m, n]
+    q = min(int(math.floor(m * top_k / n)), m - 1)
+    return -margins.topk(q + 1, 0)[0][-1]
+
+
+def max_load_ratio(indices: torch.Tensor, n_experts: int) -> float:
+    """max over experts of (tokens routed to it) / (ideal m·k/n). indices [m, k]."""
+    load = torch.bincount(indices.flatten(), minlength=n_experts).to(torch.float64)
+    return float(load.max() / (indices.numel() / n_experts))
+
+
+def dense_mlp(x: torch.Tensor, w: dict, act: str = "situ_glu", beta1: float = 4.0, beta2: float = 25.0
+              ) -> tuple[torch.Tensor, dict]:
+    """Dense GLU MLP: down(act(x W_gate, x W_up)). x [T, D]; w 'gate' [D, I], 'up' [D, I], 'down' [I, D]."""
+    g = x @ w["gate"]
+    u = x @ w["up"]
+    a = situ_glu(g, u, beta1, beta2) if act == "situ_glu" else silu_glu(g, u)
+    y = a @ w["down"]
+    return y, {"mlp.gate": g, "mlp.up": u, "mlp.act": a, "mlp.down": y}
+
+
+def latent_moe(x: torch.Tensor, w: dict, top_k: int, bias: torch.Tensor, routed_scaling_factor: float = 1.0,
+               n_group: int = 1, topk_group: int = 1, act: str = "situ_glu", beta1: float = 4.0,
+               beta2: float = 25.0, eps: float = 1e-6) -> tuple[torch.Tensor, dict]:
+    """Stable Latent MoE with shared experts, experts vectorised (gathered weights, batched matmul).
+
+    x [T, D] (RMSNorm'd). w: 'router' [D, E]; 'down' [D, L] (None for a non-latent MoE: experts act on x);
+    'w13' [E, L, 2F] (gate | up of each expert); 'w2' [E, F, L]; 'norm' [L] (None: no "Stable" norm);
+    'up' [L, D] (None for non-latent); 'shared13' [D, 2F_s]; 'shared2' [F_s, D] (None: no shared experts).
+    s = sigmoid(x W_r); (w, idx) = route(...); z = x W_down; E_j(z) = W2_j act(W1_j z, W3_j z);
+    r = RMSNorm(Σ_j w_j E_j(z)); y = r W_up + Shared(x). Returns (y [T, D], tensors).
+    """
+    logits = x @ w["router"]
+    weights, idx = route(logits, bias, top_k, routed_scaling_factor, n_group, topk_group)
+    z = x if w["down"] is None else x @ w["down"]
+    w13 = w["w13"][idx]  # [T, k, L, 2F]
+    h = torch.einsum("tl,tklf->tkf", z, w13)
+    F_ = h.shape[-1] // 2
+    g, u = h[..., :F_], h[..., F_:]
+    a = situ_glu(g, u, beta1, beta2) if act == "situ_glu" else silu_glu(g, u)
+    experts = torch.einsum("tkf,tkfl->tkl", a, w["w2"][idx])  # [T, k, L]
+    mix = torch.einsum("tk,tkl->tl", weights, experts)
+    r = mix if w["norm"] is None else rms_norm(mix, w["norm"], eps)
+    up = r if w["up"] is None else r @ w["up"]
+    if w["shared13"] is not None:
+        hs = x @ w["shared13"]
+        Fs = hs.shape[-1] // 2
+        sa = situ_glu(hs[:, :Fs], hs[:, Fs:], beta1, beta2) if act == "situ_glu" else silu_glu(hs[:, :Fs], hs[:, Fs:])
+        shared = sa @ w["shared2"]
+    else:
+        shared = torch.zeros_like(up)
+    y = up + shared
+    tensors = {"moe.router.logits": logits, "moe.router": torch.sigmoid(logits), "moe.bias": bias,
+               "moe.topk_idx": idx, "moe.topk_weight": weights, "moe.down": z, "moe.experts": experts,
+               "moe.mix": mix, "moe.norm": r, "moe.up": up, "moe.shared": shared}
+    return y, tensors

@@ -1,0 +1,29 @@
+"""Normalisations used by K3: RMSNorm and the per-head L2 norm of KDA's q and k."""
+from __future__ import annotations
+
+import torch
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm(x) = x / sqrt(mean(x², last dim) + eps) ⊙ weight.
+
+    x [..., D], weight [D] (None = 1). Returns [..., D].
+    """
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y if weight is None else y * weight
+
+
+def l2_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """x / ‖x‖ with ‖x‖ = sqrt(Σ x² + eps) over the last dim (KDA: per head). x [..., K]."""
+    return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+
+
+class RMSNorm:
+    """A callable RMSNorm with a fixed weight [D] (y = rms_norm(x, weight, eps))."""
+
+    def __init__(self, weight: torch.Tensor, eps: float = 1e-6):
+        self.weight = weight
+        self.eps = eps
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.eps)
