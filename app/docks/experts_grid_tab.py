@@ -1,0 +1,208 @@
+"""The grid tab of the expert dock: 896 routed experts for the current token and layer, and the bias slider.
+
+Reads the engine's trace only (experts_data.routing). The bias slider sends `expert_bias={e: b}` through
+`state.request_knobs`, so the engine re-runs: selection, weights and everything downstream come back in the
+next trace; the "why" line compares the expert's biased score with the k-th best of the others.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider,
+                               QSpinBox, QVBoxLayout, QWidget)
+
+from app.docks.experts_data import cutoff_without, routing
+from app.i18n import tr
+from app.widgets.expert_grid import ExpertGridWidget
+
+BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert
+BIAS_STEPS_PER_UNIT = 100  # slider resolution 0.01
+
+
+class GridTab(QWidget):
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.current = None  # experts_data.Routing shown now (or None)
+
+        self.header = QLabel()
+        self.header.setObjectName("experts.header")
+        self.header.setWordWrap(True)
+        self.grid = ExpertGridWidget(self)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.hover = QLabel()
+        self.hover.setObjectName("experts.hover")
+        self.hover.setWordWrap(True)
+        self.hover.setMinimumHeight(self.fontMetrics().height() * 2 + 4)
+
+        # --- bias panel ---
+        self.bias_box = QGroupBox()
+        self.expert_label = QLabel()
+        self.expert_spin = QSpinBox()
+        self.expert_spin.setObjectName("experts.bias_expert")
+        self.expert_spin.setRange(0, 895)
+        self.expert_spin.setValue(state.expert if 0 <= state.expert < 896 else 17)
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setObjectName("experts.bias_slider")
+        self.slider.setRange(-int(BIAS_RANGE * BIAS_STEPS_PER_UNIT), int(BIAS_RANGE * BIAS_STEPS_PER_UNIT))
+        self.slider.setPageStep(10)
+        self.slider.setMinimumWidth(220)
+        self.value_label = QLabel()
+        self.value_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("+0.000 ") + 4)
+        self.reset_button = QPushButton()
+        self.why = QLabel()
+        self.why.setObjectName("experts.why")
+        self.why.setWordWrap(True)
+        self.why.setTextFormat(Qt.RichText)
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #8a93a0;")
+        bl = QGridLayout(self.bias_box)
+        bl.addWidget(self.expert_label, 0, 0)
+        bl.addWidget(self.expert_spin, 0, 1)
+        bl.addWidget(self.slider, 0, 2)
+        bl.addWidget(self.value_label, 0, 3)
+        bl.addWidget(self.reset_button, 0, 4)
+        bl.addWidget(self.why, 1, 0, 1, 5)
+        bl.addWidget(self.note, 2, 0, 1, 5)
+        bl.setColumnStretch(2, 1)
+
+        self.selected_box = QGroupBox()
+        self.selected_list = QLabel()
+        self.selected_list.setObjectName("experts.selected_list")
+        self.selected_list.setTextFormat(Qt.RichText)
+        self.selected_list.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.selected_list.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        sl = QVBoxLayout(self.selected_box)
+        sl.addWidget(self.selected_list)
+
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.bias_box, 3)
+        bottom.addWidget(self.selected_box, 2)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.header)
+        lay.addWidget(self.grid, 1)
+        lay.addWidget(self.legend)
+        lay.addWidget(self.hover)
+        lay.addLayout(bottom)
+
+        self.grid.set_focus_expert(self.expert_spin.value())
+        self.grid.expert_clicked.connect(self._on_cell_clicked)
+        self.grid.expert_hovered.connect(self._on_hover)
+        self.expert_spin.valueChanged.connect(self._on_expert_spin)
+        self.slider.valueChanged.connect(self._on_slider)
+        self.reset_button.clicked.connect(lambda: self.slider.setValue(0))
+        for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
+            sig.connect(self.refresh)
+        state.expert_selected.connect(self._on_expert_selected)
+        self._sync_slider()
+        self.retranslate()
+
+    # --- state -> view ------------------------------------------------------------------------------
+    def refresh(self, *_):
+        st = self.state
+        tr_ = st.trace
+        layer1 = st.layer + 1
+        if tr_ is None:
+            self.current = None
+            self.header.setText(tr("experts.header.no_trace"))
+            self.grid.set_message(tr("experts.grid.no_trace"))
+        elif not (0 <= st.layer < tr_.n_layers) or tr_.passes[0].layers[st.layer].ffn != "moe":
+            self.current = None
+            self.header.setText(tr("experts.header.dense", layer=layer1))
+            self.grid.set_message(tr("experts.grid.dense", layer=layer1))
+        else:
+            r = routing(tr_, st.token, st.layer, st.pass_index)
+            piece = tr_.tokens[st.token][0] if 0 <= st.token < len(tr_.tokens) else "?"
+            if r is None:
+                self.current = None
+                self.header.setText(tr("experts.header.unprocessed", token=st.token, piece=piece, layer=layer1))
+                self.grid.set_message(tr("experts.grid.unprocessed", token=st.token, piece=piece))
+            else:
+                self.current = r
+                kind = tr("experts.pass.prefill") if r.pass_index == 0 else tr("experts.pass.decode", i=r.pass_index)
+                self.header.setText(tr("experts.header", layer=layer1, token=st.token, piece=piece, kind=kind,
+                                       k=r.top_k, n=r.scores.size))
+                self.grid.set_scores(r.scores, r.bias, r.selected, r.weights)
+        self._update_selected_list()
+        self._update_why()
+
+    def _update_selected_list(self):
+        r = self.current
+        if r is None:
+            self.selected_list.setText(tr("experts.selected.none"))
+            return
+        order = np.argsort(-r.weights, kind="stable")
+        cells = [f"<td style='padding-right:10px'><b>E{int(r.selected[i])}</b> {r.weights[i]:.3f}</td>" for i in order]
+        rows = ["<tr>" + "".join(cells[j:j + 4]) + "</tr>" for j in range(0, len(cells), 4)]
+        shared = tr("experts.selected.shared_line")
+        self.selected_list.setText(f"<table>{''.join(rows)}</table><div style='color:#e8a060'>{shared}</div>"
+                                   f"<div>{tr('experts.selected.sum', total=float(r.weights.sum()))}</div>")
+
+    def _update_why(self):
+        e = self.expert_spin.value()
+        offset_now = self.slider.value() / BIAS_STEPS_PER_UNIT
+        self.value_label.setText(f"{offset_now:+.2f}")
+        r = self.current
+        if r is None:
+            self.why.setText(tr("experts.why.none"))
+            return
+        applied = float(self.state.trace.knobs.expert_bias.get(e, 0.0))
+        s, b = float(r.scores[e]), float(r.bias[e])
+        cut = cutoff_without(r.biased, e, r.top_k)
+        chosen = bool(np.any(r.selected == e))
+        rank = int(np.sum(r.biased > r.biased[e])) + 1
+        if chosen:
+            w = float(r.weights[np.nonzero(r.selected == e)[0][0]])
+            verdict = tr("experts.why.in", rank=rank, w=w, margin=s + b - cut)
+        else:
+            verdict = tr("experts.why.out", rank=rank, need=cut - (s + b))
+        self.why.setText(tr("experts.why", e=e, s=s, trained=b - applied, offset=applied, sb=s + b,
+                            k=r.top_k, cut=cut, n_other=r.scores.size - 1) + "<br>" + verdict)
+
+    def _sync_slider(self):
+        e = self.expert_spin.value()
+        value = float(self.state.knobs.expert_bias.get(e, 0.0))
+        self.slider.blockSignals(True)
+        self.slider.setValue(int(round(value * BIAS_STEPS_PER_UNIT)))
+        self.slider.blockSignals(False)
+
+    # --- view -> state ------------------------------------------------------------------------------
+    def _on_slider(self, value: int):
+        e = self.expert_spin.value()
+        offsets = dict(self.state.knobs.expert_bias)
+        b = value / BIAS_STEPS_PER_UNIT
+        if value == 0:
+            offsets.pop(e, None)
+        else:
+            offsets[e] = b
+        self.value_label.setText(f"{b:+.2f}")
+        self.state.request_knobs(expert_bias=offsets)
+
+    def _on_expert_spin(self, e: int):
+        self.grid.set_focus_expert(e)
+        self._sync_slider()
+        self._update_why()
+        if self.state.expert != e:
+            self.state.select_expert(e)
+
+    def _on_expert_selected(self, e: int):
+        if 0 <= e <= self.expert_spin.maximum() and e != self.expert_spin.value():
+            self.expert_spin.setValue(e)
+
+    def _on_cell_clicked(self, e: int):
+        self.state.select_expert(e)
+
+    def _on_hover(self, e: int):
+        self.hover.setText(self.grid.hover_text(e) if e >= 0 else tr("experts.hover.hint"))
+
+    def retranslate(self):
+        self.bias_box.setTitle(tr("experts.bias.title"))
+        self.expert_label.setText(tr("experts.bias.expert"))
+        self.reset_button.setText(tr("experts.bias.reset"))
+        self.note.setText(tr("experts.bias.note"))
+        self.selected_box.setTitle(tr("experts.selected.title"))
+        self.legend.setText(tr("experts.grid.legend"))
+        self.hover.setText(tr("experts.hover.hint"))
+        self.refresh()

@@ -1,0 +1,1 @@
+"""Reusable widgets of K3 Explorer (no dock logic)."""

@@ -1,0 +1,259 @@
+"""ExpertGridWidget: all routed experts (896 for K3) as a 32 x 28 grid of cells, plus the shared experts apart.
+
+Self-contained and reusable: give it one token's router data with `set_scores(scores, bias, selected,
+weights)` and it draws
+
+    cell colour   the unbiased sigmoid score s_e (dark slate = lowest of this token, light steel = highest)
+    lit cells     the selected top-k experts in gold; brightness and the bar at the cell's foot = mixing weight
+    apart         the shared experts (always on, never routed)
+
+Colours are computed for all cells at once (one numpy expression -> one QImage of 32 x 28 pixels) and the
+whole grid is one `drawImage` scaled without smoothing, so an update costs well under a millisecond.
+
+Signals: `expert_clicked(int)`, `expert_hovered(int)` (-1 when the pointer leaves the grid).
+Hover also shows a tooltip: id, score, bias, rank (by biased score), weight.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from app.i18n import tr
+from scene.palette import role_qcolor_tuple
+
+COLS = 32
+ROWS = 28
+
+_BG = QColor(*role_qcolor_tuple("background"))
+_TEXT = QColor(*role_qcolor_tuple("text"))
+_GOLD = np.array(role_qcolor_tuple("expert")[:3], dtype=np.float64)
+_SHARED = QColor(*role_qcolor_tuple("shared"))
+# unselected cells: dark slate (lowest score of the token) -> light steel blue (highest)
+_LOW = np.array([34.0, 40.0, 52.0])
+_HIGH = np.array([120.0, 150.0, 196.0])
+
+
+def cell_colors(scores: np.ndarray, selected: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """RGBA uint8 [E, 4] for every cell. scores [E]; selected [k] expert ids; weights [k] mixing weights."""
+    s = np.asarray(scores, dtype=np.float64)
+    lo, hi = float(np.min(s)), float(np.max(s))
+    t = (s - lo) / (hi - lo) if hi > lo else np.full_like(s, 0.5)
+    rgb = _LOW + t[:, None] * (_HIGH - _LOW)
+    sel = np.asarray(selected, dtype=np.int64)
+    if sel.size:
+        w = np.asarray(weights, dtype=np.float64)
+        wmax = float(np.max(w)) if w.size and np.max(w) > 0 else 1.0
+        # gold, from 70 % brightness (smallest weight) towards a paler gold (largest weight)
+        share = np.clip(w / wmax, 0.0, 1.0)[:, None]
+        rgb[sel] = np.clip(_GOLD * (0.70 + 0.30 * share) + share * 0.35 * (255.0 - _GOLD), 0, 255)
+    out = np.empty((s.size, 4), dtype=np.uint8)
+    out[:, :3] = np.round(rgb).astype(np.uint8)
+    out[:, 3] = 255
+    return out
+
+
+def ranks_desc(values: np.ndarray) -> np.ndarray:
+    """1-based rank of every entry when sorted descending (rank 1 = largest). values [E] -> [E] int."""
+    order = np.argsort(-np.asarray(values, dtype=np.float64), kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(1, order.size + 1)
+    return rank
+
+
+class ExpertGridWidget(QWidget):
+    expert_clicked = Signal(int)
+    expert_hovered = Signal(int)
+
+    def __init__(self, parent=None, n_experts: int = COLS * ROWS, n_shared: int = 2, cols: int = COLS):
+        super().__init__(parent)
+        self.setObjectName("ExpertGridWidget")
+        self.setMouseTracking(True)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        self.setMinimumSize(300, 240)
+        self._n = n_experts
+        self._cols = cols
+        self._rows = -(-n_experts // cols)
+        self._n_shared = n_shared
+        self._scores: np.ndarray | None = None
+        self._bias: np.ndarray | None = None
+        self._selected = np.zeros(0, dtype=np.int64)
+        self._weights = np.zeros(0)
+        self._weight_of = np.full(n_experts, np.nan)
+        self._rank = np.zeros(n_experts, dtype=np.int64)
+        self._colors = np.zeros((n_experts, 4), dtype=np.uint8)
+        self._image: QImage | None = None
+        self._message = ""
+        self._focus = -1  # outlined expert (e.g. the bias slider's expert)
+        self._hover = -1
+
+    # --- data ---------------------------------------------------------------------------------------
+    def set_scores(self, scores, bias, selected, weights) -> None:
+        """scores [E] unbiased sigmoid scores; bias [E] selection bias; selected [k] ids; weights [k]."""
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+        if s.size != self._n:
+            raise ValueError(f"expected {self._n} scores, got {s.size}")
+        b = np.zeros(self._n) if bias is None else np.asarray(bias, dtype=np.float64).reshape(-1)
+        sel = np.asarray(selected, dtype=np.int64).reshape(-1)
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        self._scores, self._bias, self._selected, self._weights = s, b, sel, w
+        self._weight_of = np.full(self._n, np.nan)
+        self._weight_of[sel] = w
+        self._rank = ranks_desc(s + b)
+        self._colors = cell_colors(s, sel, w)
+        padded = np.zeros((self._rows * self._cols, 4), dtype=np.uint8)
+        padded[:, :3] = (_BG.red(), _BG.green(), _BG.blue())
+        padded[:, 3] = 255
+        padded[: self._n] = self._colors
+        self._buffer = np.ascontiguousarray(padded.reshape(self._rows, self._cols, 4))
+        self._image = QImage(self._buffer.data, self._cols, self._rows, self._cols * 4, QImage.Format_RGBA8888)
+        self._message = ""
+        self.update()
+
+    def set_message(self, text: str) -> None:
+        """Show a message instead of the grid (e.g. 'layer 1 is dense: no router')."""
+        self._message = text
+        self._image = None
+        self._scores = None
+        self.update()
+
+    def set_focus_expert(self, expert: int) -> None:
+        self._focus = int(expert)
+        self.update()
+
+    def selected(self) -> np.ndarray:
+        return self._selected.copy()
+
+    def colors(self) -> np.ndarray:
+        """RGBA uint8 [E, 4] of the cells as last computed."""
+        return self._colors.copy()
+
+    def has_data(self) -> bool:
+        return self._scores is not None
+
+    # --- geometry -----------------------------------------------------------------------------------
+    def _layout(self) -> tuple[float, QRectF, QRectF]:
+        """(cell size, grid rect, shared rect) for the current widget size."""
+        margin = 6.0
+        shared_w_cells = 3.2  # the shared column is ~3 cells wide, after a 1-cell gap
+        w = self.width() - 2 * margin
+        h = self.height() - 2 * margin
+        cell = max(2.0, min(w / (self._cols + 1 + shared_w_cells), h / self._rows))
+        left = margin + max(0.0, (w - cell * (self._cols + 1 + shared_w_cells)) / 2)
+        grid = QRectF(left, margin, cell * self._cols, cell * self._rows)
+        shared = QRectF(grid.right() + cell, margin, cell * shared_w_cells, cell * self._rows)
+        return cell, grid, shared
+
+    def cell_rect(self, expert: int) -> QRect:
+        """Widget-pixel rectangle of a routed expert's cell (inside the 1-px gaps)."""
+        cell, grid, _ = self._layout()
+        r, c = divmod(int(expert), self._cols)
+        return QRectF(grid.left() + c * cell + 1, grid.top() + r * cell + 1, cell - 2, cell - 2).toRect()
+
+    def shared_rect(self, i: int) -> QRect:
+        _, _, shared = self._layout()
+        h = min(shared.height() / max(self._n_shared, 1), shared.width() * 1.6)
+        return QRectF(shared.left(), shared.top() + i * (h + 6), shared.width(), h).toRect()
+
+    def expert_at(self, pos: QPoint) -> int:
+        """Routed expert id under a widget position, or -1."""
+        cell, grid, _ = self._layout()
+        x, y = pos.x() - grid.left(), pos.y() - grid.top()
+        if x < 0 or y < 0 or x >= grid.width() or y >= grid.height():
+            return -1
+        e = int(y // cell) * self._cols + int(x // cell)
+        return e if e < self._n else -1
+
+    def sizeHint(self) -> QSize:
+        return QSize(620, 480)
+
+    # --- painting -----------------------------------------------------------------------------------
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        p = QPainter(self)
+        p.fillRect(self.rect(), _BG)
+        if self._image is None:
+            p.setPen(_TEXT)
+            p.drawText(self.rect().adjusted(12, 12, -12, -12), Qt.AlignCenter | Qt.TextWordWrap,
+                       self._message or tr("experts.grid.empty"))
+            p.end()
+            return
+        cell, grid, shared = self._layout()
+        p.setRenderHint(QPainter.SmoothPixmapTransform, False)
+        p.drawImage(grid, self._image)
+        # 1-px gaps between cells: one batch of lines in the background colour
+        pen = QPen(_BG)
+        pen.setWidthF(max(1.0, cell * 0.12))
+        p.setPen(pen)
+        lines = [((grid.left() + c * cell, grid.top()), (grid.left() + c * cell, grid.bottom()))
+                 for c in range(self._cols + 1)]
+        lines += [((grid.left(), grid.top() + r * cell), (grid.right(), grid.top() + r * cell))
+                  for r in range(self._rows + 1)]
+        p.drawLines([QLineF(QPointF(*a), QPointF(*b)) for a, b in lines])
+        # weight bars at the foot of lit cells + outline
+        if self._selected.size:
+            wmax = float(np.max(self._weights)) if np.max(self._weights) > 0 else 1.0
+            p.setPen(Qt.NoPen)
+            for e, w in zip(self._selected, self._weights):
+                rc = QRectF(self.cell_rect(int(e)))
+                bar_h = max(1.5, rc.height() * 0.22)
+                p.fillRect(QRectF(rc.left(), rc.bottom() - bar_h + 1, rc.width() * float(w) / wmax, bar_h),
+                           QColor(120, 40, 0))
+        for e, color, width in ((self._focus, QColor(80, 230, 255), 2.0), (self._hover, QColor(255, 255, 255), 1.5)):
+            if 0 <= e < self._n:
+                pen = QPen(color)
+                pen.setWidthF(width)
+                p.setPen(pen)
+                p.setBrush(Qt.NoBrush)
+                p.drawRect(QRectF(self.cell_rect(e)).adjusted(-1, -1, 1, 1))
+        # shared experts, apart, always on
+        font = QFont(self.font())
+        font.setPointSizeF(max(6.0, min(9.0, cell * 0.45)))
+        p.setFont(font)
+        for i in range(self._n_shared):
+            rc = self.shared_rect(i)
+            p.setPen(Qt.NoPen)
+            p.setBrush(_SHARED)
+            p.drawRoundedRect(rc, 4, 4)
+            p.setPen(QColor(20, 20, 20))
+            p.drawText(rc.adjusted(2, 2, -2, -2), Qt.AlignCenter | Qt.TextWordWrap,
+                       tr("experts.grid.shared_cell", n=i + 1))
+        p.end()
+
+    # --- mouse --------------------------------------------------------------------------------------
+    def hover_text(self, e: int) -> str:
+        """Tooltip for a routed expert: id, score, bias, rank, weight."""
+        if self._scores is None or not 0 <= e < self._n:
+            return ""
+        w = self._weight_of[e]
+        weight = tr("experts.grid.tip_weight", w=w) if np.isfinite(w) else tr("experts.grid.tip_unselected")
+        return tr("experts.grid.tip", e=e, s=self._scores[e], b=self._bias[e], sb=self._scores[e] + self._bias[e],
+                  rank=int(self._rank[e]), n=self._n, weight=weight)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+        e = self.expert_at(event.position().toPoint())
+        if e != self._hover:
+            self._hover = e
+            self.update()
+            self.expert_hovered.emit(e)
+        if e >= 0 and self._scores is not None:
+            QToolTip.showText(event.globalPosition().toPoint(), self.hover_text(e), self, self.cell_rect(e))
+        else:
+            shared = [i for i in range(self._n_shared) if self.shared_rect(i).contains(event.position().toPoint())]
+            if shared and self._image is not None:
+                QToolTip.showText(event.globalPosition().toPoint(), tr("experts.grid.shared_tip", n=shared[0] + 1),
+                                  self)
+            else:
+                QToolTip.hideText()
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        if self._hover != -1:
+            self._hover = -1
+            self.update()
+            self.expert_hovered.emit(-1)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        if event.button() == Qt.LeftButton and self._scores is not None:
+            e = self.expert_at(event.position().toPoint())
+            if e >= 0:
+                self.expert_clicked.emit(e)

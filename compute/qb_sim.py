@@ -1,0 +1,119 @@
+"""Quantile Balancing simulator: a deliberately skewed router over a batch of tokens, and K3's bias update.
+
+Qt-free. The routing and the bias rule are the engine's own operators (`compute.moe.route`,
+`compute.moe.quantile_balance`, spec/k3-math.md §3); this module only makes a skewed batch, calls them
+update after update, and records the load per expert.
+
+The skewed router (a constructed teaching batch, not K3's weights):
+
+    logits_ij = x_i · W_j + p_j            x_i ~ N(0, I_d) token features [m, d]; W [d, n] ~ N(0, 1/d)
+                                           p_j = skew · z_j, z_j ~ N(0, 1): a fixed popularity per expert
+    s_ij      = sigmoid(logits_ij)          the router's sigmoid scores [m, n]
+
+Each update t:  load_t = bincount(topk(s + b_t, k));  b_{t+1} = quantile_balance(s, b_t, k).
+By default the same batch is routed again with the new bias (how close the rule gets to the fair share);
+with `fresh_batches=True` every update draws a new batch from the same skewed router, as in training where
+the bias computed on one batch is used for the next one.
+
+    ideal load  q = m · k / n              (every expert gets its fair share of the m·k slots)
+    imbalance   max_j load_j / q
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class QBRecord:
+    update: int  # 0 = before any update
+    bias: np.ndarray  # [n] the bias used for this routing
+    load: np.ndarray  # [n] tokens routed to each expert
+    max_over_ideal: float
+
+
+@dataclass
+class QBSimulator:
+    n_experts: int = 896
+    top_k: int = 16
+    n_tokens: int = 4088  # = 56 · 73: q = m·k/n = 73 exactly
+    skew: float = 0.25
+    d_features: int = 16
+    seed: int = 0
+    fresh_batches: bool = False
+    history: list[QBRecord] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.top_k < self.n_experts:
+            raise ValueError(f"top_k must be in [1, n_experts); got {self.top_k} of {self.n_experts}")
+        if self.n_tokens < 1:
+            raise ValueError(f"n_tokens must be >= 1; got {self.n_tokens}")
+        self._rng = np.random.default_rng(self.seed)
+        self.W = self._rng.normal(0.0, 1.0 / np.sqrt(self.d_features), (self.d_features, self.n_experts))
+        self.popularity = self.skew * self._rng.normal(0.0, 1.0, self.n_experts)
+        self.logits = self.draw_batch()
+        self.bias = np.zeros(self.n_experts)
+        self.history = [self._record(0)]
+
+    # --- the batch -------------------------------------------------------------------------------
+    def draw_batch(self) -> np.ndarray:
+        """A new batch of router logits [m, n] from the skewed router."""
+        x = self._rng.normal(0.0, 1.0, (self.n_tokens, self.d_features))
+        return x @ self.W + self.popularity
+
+    @property
+    def scores(self) -> np.ndarray:
+        """s = sigmoid(logits) [m, n]."""
+        return 1.0 / (1.0 + np.exp(-self.logits))
+
+    @property
+    def ideal(self) -> float:
+        """q = m·k/n, every expert's fair share of the batch's m·k routing slots."""
+        return self.n_tokens * self.top_k / self.n_experts
+
+    # --- the engine's operators --------------------------------------------------------------------
+    def load(self, bias: np.ndarray) -> np.ndarray:
+        """Tokens per expert [n] when the batch is routed with `bias` (compute.moe.route, K3 gate)."""
+        import torch
+
+        from compute.moe import route
+
+        _, idx = route(torch.from_numpy(self.logits), torch.from_numpy(np.asarray(bias, dtype=np.float64)),
+                       self.top_k)
+        return np.bincount(idx.reshape(-1).cpu().numpy(), minlength=self.n_experts)
+
+    def next_bias(self) -> np.ndarray:
+        """b' = quantile_balance(s, b, k) on the current batch (compute.moe.quantile_balance)."""
+        import torch
+
+        from compute.moe import quantile_balance
+
+        new = quantile_balance(torch.from_numpy(self.scores), torch.from_numpy(self.bias), self.top_k)
+        return new.cpu().numpy().astype(np.float64)
+
+    # --- updates -----------------------------------------------------------------------------------
+    def _record(self, update: int) -> QBRecord:
+        load = self.load(self.bias)
+        return QBRecord(update, self.bias.copy(), load, float(load.max() / self.ideal))
+
+    def update(self) -> QBRecord:
+        """One Quantile Balancing update; returns the record of routing with the new bias."""
+        self.bias = self.next_bias()
+        if self.fresh_batches:
+            self.logits = self.draw_batch()
+        rec = self._record(len(self.history))
+        self.history.append(rec)
+        return rec
+
+    @property
+    def before(self) -> QBRecord:
+        return self.history[0]
+
+    @property
+    def current(self) -> QBRecord:
+        return self.history[-1]
+
+    def imbalance_curve(self) -> np.ndarray:
+        """max-load/ideal for update 0, 1, 2, ... [len(history)]."""
+        return np.array([r.max_over_ideal for r in self.history])
