@@ -1,0 +1,147 @@
+"""Camera state, presets fitted to the layout, eased interpolation and the matrices for picking (numpy).
+
+The camera follows pyqtgraph's GLViewWidget 'euler' convention: it orbits `center` at `distance`, at
+`azimuth` (degrees around z) and `elevation` (degrees above the x-y plane); `fov` is horizontal.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+PRESETS = ("front", "side", "top", "stack", "reset")
+
+
+@dataclass
+class Camera:
+    center: tuple[float, float, float] = (14.0, 0.0, 14.0)
+    distance: float = 60.0
+    azimuth: float = -72.0
+    elevation: float = 16.0
+    fov: float = 38.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["center"] = [float(v) for v in self.center]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Camera":
+        c = cls()
+        for k in ("distance", "azimuth", "elevation", "fov"):
+            if k in d:
+                setattr(c, k, float(d[k]))
+        if "center" in d:
+            c.center = tuple(float(v) for v in d["center"])
+        c.elevation = max(-90.0, min(90.0, c.elevation))
+        c.distance = max(0.5, c.distance)
+        return c
+
+    def position(self) -> np.ndarray:
+        e, a = math.radians(self.elevation), math.radians(self.azimuth)
+        return np.array(self.center) + self.distance * np.array(
+            [math.cos(e) * math.cos(a), math.cos(e) * math.sin(a), math.sin(e)])
+
+
+def ease(t: float) -> float:
+    """Smooth start and stop (cubic ease-in-out)."""
+    t = min(max(t, 0.0), 1.0)
+    return 4 * t ** 3 if t < 0.5 else 1 - (-2 * t + 2) ** 3 / 2
+
+
+def lerp(a: Camera, b: Camera, t: float) -> Camera:
+    t = ease(t)
+    da = (b.azimuth - a.azimuth + 180.0) % 360.0 - 180.0  # shortest way round
+    return Camera(
+        center=tuple(np.array(a.center) + (np.array(b.center) - np.array(a.center)) * t),
+        distance=a.distance * (b.distance / a.distance) ** t,  # zoom geometrically: feels even
+        azimuth=a.azimuth + da * t, elevation=a.elevation + (b.elevation - a.elevation) * t,
+        fov=a.fov + (b.fov - a.fov) * t)
+
+
+def fit_distance(lo: np.ndarray, hi: np.ndarray, fov: float, aspect: float, margin: float = 1.08) -> float:
+    """Distance at which a box's bounding sphere fits the view (fov horizontal, aspect = w/h)."""
+    r = float(np.linalg.norm(np.asarray(hi) - np.asarray(lo))) / 2
+    half_h = math.atan(math.tan(math.radians(fov) / 2) / max(aspect, 1e-3))
+    half = min(math.radians(fov) / 2, half_h)
+    return r / math.sin(half) * margin
+
+
+def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=None) -> Camera:
+    lo, hi = (np.asarray(v, float) for v in bounds)
+    if name not in PRESETS:
+        raise ValueError(f"unknown camera preset {name!r}; expected one of {PRESETS}")
+    fov = 38.0
+    if name == "stack" and stack_bounds is not None:
+        lo, hi = (np.asarray(v, float) for v in stack_bounds)
+    center = tuple((lo + hi) / 2)
+    azim, elev = {"front": (-90.0, 4.0), "side": (-8.0, 10.0), "top": (-90.0, 78.0),
+                  "stack": (-62.0, 14.0), "reset": (-74.0, 15.0)}[name]
+    dist = fit_distance(lo, hi, fov, aspect, margin=0.86 if name != "top" else 0.95)
+    if name == "stack":
+        dist = fit_distance(lo, hi, fov, aspect, margin=0.8)
+    return Camera(center=center, distance=dist, azimuth=azim, elevation=elev, fov=fov)
+
+
+def focus_on(lo: np.ndarray, hi: np.ndarray, current: Camera, aspect: float, min_dist: float = 6.0) -> Camera:
+    """Keep the current angles, centre on a box and frame it."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    d = max(fit_distance(lo, hi, current.fov, aspect, margin=1.25), min_dist)
+    return Camera(center=tuple((lo + hi) / 2), distance=d, azimuth=current.azimuth,
+                  elevation=current.elevation, fov=current.fov)
+
+
+# ---- matrices (same as pyqtgraph's GLViewWidget) -------------------------------------------------------
+def view_matrix(cam: Camera) -> np.ndarray:
+    """4x4 world -> eye, column-vector convention."""
+    def rot(angle, axis):
+        a = math.radians(angle)
+        x, y, z = np.asarray(axis, float) / np.linalg.norm(axis)
+        c, s = math.cos(a), math.sin(a)
+        m = np.eye(4)
+        m[:3, :3] = [[c + x * x * (1 - c), x * y * (1 - c) - z * s, x * z * (1 - c) + y * s],
+                     [y * x * (1 - c) + z * s, c + y * y * (1 - c), y * z * (1 - c) - x * s],
+                     [z * x * (1 - c) - y * s, z * y * (1 - c) + x * s, c + z * z * (1 - c)]]
+        return m
+    t1 = np.eye(4)
+    t1[2, 3] = -cam.distance
+    t2 = np.eye(4)
+    t2[:3, 3] = -np.asarray(cam.center, float)
+    return t1 @ rot(cam.elevation - 90, (1, 0, 0)) @ rot(cam.azimuth + 90, (0, 0, -1)) @ t2
+
+
+def projection_matrix(cam: Camera, width: float, height: float) -> np.ndarray:
+    near = cam.distance * 0.001
+    far = cam.distance * 1000.0
+    r = near * math.tan(0.5 * math.radians(cam.fov))
+    t = r * height / width
+    m = np.zeros((4, 4))
+    m[0, 0] = near / r
+    m[1, 1] = near / t
+    m[2, 2] = -(far + near) / (far - near)
+    m[2, 3] = -2 * far * near / (far - near)
+    m[3, 2] = -1
+    return m
+
+
+def project(points: np.ndarray, cam: Camera, width: float, height: float) -> tuple[np.ndarray, np.ndarray]:
+    """World points [N,3] -> pixel coords [N,2] (origin top-left, logical pixels) and visibility mask."""
+    p = np.c_[np.asarray(points, float).reshape(-1, 3), np.ones(len(np.asarray(points).reshape(-1, 3)))]
+    clip = (projection_matrix(cam, width, height) @ view_matrix(cam) @ p.T).T
+    w = clip[:, 3]
+    ok = w > 1e-9
+    ndc = clip[:, :2] / np.where(ok, w, 1.0)[:, None]
+    px = np.c_[(ndc[:, 0] + 1) * 0.5 * width, (1 - ndc[:, 1]) * 0.5 * height]
+    return px, ok
+
+
+def ray(cam: Camera, x: float, y: float, width: float, height: float) -> tuple[np.ndarray, np.ndarray]:
+    """World-space ray (origin, unit direction) through logical pixel (x, y)."""
+    inv = np.linalg.inv(projection_matrix(cam, width, height) @ view_matrix(cam))
+    ndc_x, ndc_y = 2 * x / width - 1, 1 - 2 * y / height
+    a = inv @ np.array([ndc_x, ndc_y, -1, 1.0])
+    b = inv @ np.array([ndc_x, ndc_y, 1, 1.0])
+    a, b = a[:3] / a[3], b[:3] / b[3]
+    d = b - a
+    return a, d / np.linalg.norm(d)

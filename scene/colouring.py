@@ -1,0 +1,175 @@
+"""Cell values and colours of the exploded layer from a Trace (numpy only, no GL).
+
+Rows are absolute token positions: the row of position p holds the values computed by the pass that
+processed p (prefill for the prompt, decode pass i for position P+i-1). Rows computed in the current pass are
+lit, rows of earlier passes are dimmed, rows not computed yet at this pass are dark (no number).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from scene import palette
+from scene.layout import Block, Layout
+
+EMPTY = np.array([0.16, 0.17, 0.20, 1.0], np.float32)  # a cell with no number (not computed yet)
+DIM = 0.42  # brightness factor for rows computed by an earlier pass
+
+
+def pass_of_position(trace, pos: int) -> int | None:
+    """Index of the pass that processed absolute position pos (None if no pass did)."""
+    for i, ps in enumerate(trace.passes):
+        if pos in set(int(p) for p in ps.positions):
+            return i
+    return None
+
+
+def _row_in_pass(trace, pass_i: int, pos: int) -> int:
+    return int(np.nonzero(np.asarray(trace.passes[pass_i].positions) == pos)[0][0])
+
+
+def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -> np.ndarray | None:
+    """[rows, cols] float64 values of a grid block (NaN = no number), or None when there is none."""
+    if trace is None or b.grid is None or b.part == "shared_experts":
+        return None
+    l0 = b.layer - 1
+    rows, cols = b.grid
+    out = np.full((rows, cols), np.nan)
+    passes = trace.passes
+    pass_index = min(max(pass_index, 0), len(passes) - 1)
+    kind = b.kind
+    if b.part == "weight":
+        w = trace.weights[l0].get(kind) if l0 < len(trace.weights) else None
+        if w is None:
+            return None
+        w = np.asarray(w, float)
+        out[: w.shape[0], : w.shape[1]] = w[:rows, :cols]
+        return out
+    tens = passes[pass_index].layers[l0].tensors
+    if kind in ("moe.router", "moe.experts"):
+        prow = _token_row(trace, pass_index, token)
+        if kind == "moe.router":
+            s = np.asarray(tens["moe.router"], float)[prow]
+            out.ravel()[: s.size] = s
+        else:
+            idx = np.asarray(tens["moe.topk_idx"])[prow]
+            wt = np.asarray(tens["moe.topk_weight"], float)[prow]
+            vals = np.zeros(rows * cols)
+            vals[idx] = wt
+            out = vals.reshape(rows, cols)
+        return out
+    if kind == "kda.state":
+        st = np.asarray(tens["kda.state"], float)
+        return st.reshape(-1, st.shape[-1])[:rows, :cols]
+    pos_rows = {p: r for r, p in enumerate(layout.row_positions)}
+    if kind in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+        # the cache so far at this pass: S rows = positions 0..last
+        t = np.asarray(tens[kind], float)
+        for s in range(t.shape[0]):
+            if s in pos_rows:
+                out[pos_rows[s], : t.shape[1]] = t[s, :cols]
+        return out
+    if kind in ("mla.scores", "mla.softmax"):
+        T = len(layout.row_positions)
+        for pi in range(pass_index + 1):
+            ps = passes[pi]
+            t = np.asarray(ps.layers[l0].tensors[kind], float)  # [H, T_p, S_p]
+            for h in range(t.shape[0]):
+                for r, pos in enumerate(np.asarray(ps.positions)):
+                    if int(pos) in pos_rows:
+                        rr = h * T + pos_rows[int(pos)]
+                        vals = t[h, r]
+                        vals = np.where(np.isfinite(vals), vals, np.nan)
+                        ncol = min(cols, len(vals))
+                        # columns are absolute positions 0..S-1 -> drawn columns (the last MAX_ROWS)
+                        for c in range(ncol):
+                            if c in pos_rows:
+                                out[rr, pos_rows[c]] = vals[c]
+        return out
+    # [T, F] tensors: fill each position's row from the pass that processed it (up to the current pass)
+    for pi in range(pass_index + 1):
+        ps = passes[pi]
+        t = ps.layers[l0].tensors.get(kind)
+        if t is None:
+            continue
+        t = np.asarray(t, float)
+        if t.ndim == 1:
+            t = t[:, None]
+        t = t.reshape(t.shape[0], -1)
+        for r, pos in enumerate(np.asarray(ps.positions)):
+            if int(pos) in pos_rows:
+                out[pos_rows[int(pos)], : min(cols, t.shape[1])] = t[r, :cols]
+    return out
+
+
+def _token_row(trace, pass_index: int, token: int) -> int:
+    """Row (within the pass) of the selected token, or the pass's last row if the token is not in it."""
+    pos = np.asarray(trace.passes[pass_index].positions)
+    hit = np.nonzero(pos == token)[0]
+    return int(hit[0]) if hit.size else len(pos) - 1
+
+
+def row_lighting(b: Block, layout: Layout, trace, pass_index: int) -> np.ndarray:
+    """Per grid row brightness: 1 for rows of the current pass, DIM for earlier ones."""
+    rows = b.grid[0]
+    light = np.ones(rows)
+    if trace is None or not b.rows_are_tokens or b.kind in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+        return light
+    cur = set(int(p) for p in trace.passes[min(pass_index, len(trace.passes) - 1)].positions)
+    for r, pos in enumerate(layout.row_positions[:rows]):
+        if pos not in cur:
+            light[r] = DIM
+    return light
+
+
+def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -> np.ndarray:
+    """[n_boxes, 4] RGBA of the boxes of block b."""
+    base = np.array(palette.role(b.role), np.float32)
+    if b.grid is None:
+        return base[None]
+    rows, cols = b.grid
+    if b.part == "shared_experts":
+        return np.broadcast_to(base, (rows * cols, 4)).copy()
+    vals = block_values(b, layout, trace, pass_index, token)
+    if vals is None:  # no trace yet: the role colour, dimmed, so the structure is visible without numbers
+        rgba = np.broadcast_to(base * np.array([0.55, 0.55, 0.55, 1.0], np.float32), (rows * cols, 4)).copy()
+        return rgba
+    if b.kind == "moe.experts":
+        w = np.nan_to_num(vals).ravel()
+        on = w > 0
+        rgba = np.broadcast_to(np.array([0.20, 0.19, 0.16, 1.0], np.float32), (rows * cols, 4)).copy()
+        if on.any():
+            t = (0.45 + 0.55 * w[on] / w.max())[:, None]
+            rgba[on, :3] = np.array(palette.role("expert")[:3]) * t + (1 - t) * 0.25
+        return rgba
+    if b.kind in ("moe.router", "mla.softmax", "attnres.mixer", "attnres.ffn", "kda.alpha", "kda.beta",
+                  "kda.gate", "mla.gate"):
+        # values in [0, 1] (scores, probabilities, gates): one-sided ramp of the block's role colour
+        v = np.clip(np.nan_to_num(vals, nan=-1.0), -1, 1).ravel()
+        hi = np.array(palette.role(b.role)[:3])
+        lo = np.array([0.10, 0.11, 0.14])
+        t = np.clip(v, 0, 1)[:, None] ** 0.6
+        rgba = np.empty((rows * cols, 4), np.float32)
+        rgba[:, :3] = lo + t * (hi * 1.1 - lo)
+        rgba[:, 3] = 1.0
+        rgba[np.isnan(vals.ravel())] = EMPTY
+    else:
+        finite = np.isfinite(vals)
+        scale = float(np.max(np.abs(vals[finite]))) if finite.any() else 1.0
+        rgba = palette.diverging(np.nan_to_num(vals), scale).reshape(-1, 4)
+        rgba[~finite.ravel()] = EMPTY
+    light = np.repeat(row_lighting(b, layout, trace, pass_index), cols)
+    rgba[:, :3] *= light[:, None].astype(np.float32)
+    return np.clip(rgba, 0, 1)
+
+
+def stack_colors(b: Block, layout: Layout, emphasis: set[int] | None = None) -> np.ndarray:
+    """Colour of a stack block: role colour; the selected layer bright, the others a little dimmer."""
+    c = np.array(palette.role(b.role), np.float32)
+    if b.part in ("slab", "marker"):
+        if b.layer == layout.layer + 1:
+            c[:3] = np.minimum(c[:3] * 1.35 + 0.12, 1.0)
+        elif emphasis is not None and b.layer not in emphasis:
+            c[:3] *= 0.35
+        else:
+            c[:3] *= 0.78
+    return c[None]

@@ -1,0 +1,235 @@
+"""Scene labels: ONE QPainter overlay drawn with Qt fonts (CJK capable) on the widget and on exported images.
+
+Labels are anchored to blocks of the layout, projected with the same camera, and placed by priority; a label
+that would overlap one already placed is skipped (so nothing is drawn on top of anything else).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainter, QPen
+
+from scene import palette
+from scene.camera import Camera, project
+from scene.layout import Layout
+
+FONT_FAMILIES = ["Noto Sans CJK KR", "Noto Sans KR", "Noto Sans CJK SC", "DejaVu Sans", "Sans Serif"]
+
+
+def make_font(px: float, bold: bool = False) -> QFont:
+    f = QFont()
+    f.setFamilies(FONT_FAMILIES)
+    f.setPixelSize(max(6, int(round(px))))
+    f.setBold(bold)
+    f.setHintingPreference(QFont.HintingPreference.PreferNoHinting)
+    return f
+
+
+def qcolor(role_or_rgba, alpha: float | None = None) -> QColor:
+    rgba = palette.role(role_or_rgba) if isinstance(role_or_rgba, str) else role_or_rgba
+    c = QColor.fromRgbF(*[float(v) for v in rgba[:3]], float(rgba[3] if alpha is None else alpha))
+    return c
+
+
+@dataclass
+class OverlayInput:
+    layout: Layout
+    camera: Camera
+    tr: callable
+    selected: str | None = None
+    hovered: str | None = None
+    has_trace: bool = False
+    tokens: list | None = None  # pieces per drawn row
+    step_note: str = ""  # text for the current trace step (S7)
+    flow_on: bool = False
+    extra_labels: list | None = None  # [(world point, text, role)]
+
+
+def _rect_free(r: QRectF, taken: list[QRectF]) -> bool:
+    return not any(r.intersects(t) for t in taken)
+
+
+def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0) -> None:
+    """Draw every label and the legend for a width x height view (logical px; scale multiplies fonts)."""
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+    lay, cam, tr = inp.layout, inp.camera, inp.tr
+    s = scale
+    taken: list[QRectF] = []
+    f_title = make_font(17 * s, True)
+    f_sub = make_font(12 * s)
+    f_name = make_font(12.5 * s, True)
+    f_shape = make_font(10.5 * s)
+    f_small = make_font(10 * s)
+    text_c = qcolor("text")
+    dim_c = QColor(170, 176, 190)
+
+    # ---- HUD: title (top-left) ----------------------------------------------------------------------
+    L = lay.layer + 1
+    dims = lay.dims
+    mixer = dims.mixers[lay.layer] if lay.layer < len(dims.mixers) else "kda"
+    ffn = dims.ffns[lay.layer] if lay.layer < len(dims.ffns) else "moe"
+    title = tr("scene.title")
+    sub = tr("scene.subtitle", layer=L, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer}"),
+             ffn=tr(f"scene.ffn.{ffn}"))
+    x0, y0 = 16 * s, 12 * s
+    p.setFont(f_title)
+    fm = QFontMetricsF(f_title)
+    p.setPen(text_c)
+    p.drawText(QPointF(x0, y0 + fm.ascent()), title)
+    y = y0 + fm.height() + 2 * s
+    p.setFont(f_sub)
+    fm2 = QFontMetricsF(f_sub)
+    p.setPen(qcolor(mixer))
+    p.drawText(QPointF(x0, y + fm2.ascent()), sub)
+    y += fm2.height()
+    p.setPen(dim_c)
+    p.drawText(QPointF(x0, y + fm2.ascent()), tr("scene.rows_cols"))
+    y += fm2.height()
+    if inp.step_note:
+        p.setPen(QColor(255, 214, 120))
+        p.drawText(QPointF(x0, y + fm2.ascent()), inp.step_note)
+        y += fm2.height()
+    taken.append(QRectF(0, 0, max(fm.horizontalAdvance(title), fm2.horizontalAdvance(sub)) + 40 * s, y + 4 * s))
+
+    # ---- legend (bottom-left) -----------------------------------------------------------------------
+    _draw_legend(p, inp, width, height, s, taken)
+
+    # ---- block labels ---------------------------------------------------------------------------------
+    cands = []  # (priority, anchor world, name, shape, role, block id)
+    for b in lay.blocks:
+        if not b.label:
+            continue
+        if b.part == "bracket":
+            anchor = np.array([b.lo[0] - 0.1, b.lo[1], b.center[2]])
+            cands.append((3, anchor, tr("scene.bracket", n=b.meta["index"]), b.k3_shape, "attnres", b.id, "left"))
+            continue
+        anchor = np.array([b.center[0], b.lo[1], b.hi[2] + 0.06])
+        pri = 1 if b.id in (inp.selected, inp.hovered) else (2 if b.family != "stack" else 2)
+        name = tr(b.label_key) if b.label_key else b.kind
+        cands.append((pri, anchor, name, b.k3_shape, b.role, b.id, "above"))
+    # stack layer numbers + the selected layer marker
+    for b in lay.blocks:
+        if b.part == "slab" and (b.layer in (1, dims.n_layers) or b.layer % 12 == 0 or b.layer == L):
+            anchor = np.array([b.hi[0] + 0.15, b.lo[1], b.center[2]])
+            txt = f"▶ {b.layer}" if b.layer == L else str(b.layer)
+            cands.append((0 if b.layer == L else 4, anchor, txt, "", b.role if b.layer == L else "text", b.id,
+                          "right"))
+    for item in inp.extra_labels or []:
+        cands.append((1, np.asarray(item[0]), item[1], "", item[2], "", "above"))
+    cands.sort(key=lambda c: c[0])
+    pts, ok = project(np.array([c[1] for c in cands]), cam, width, height)
+    for (pri, _, name, shape, role, bid, where), (px, py), vis in zip(cands, pts, ok):
+        if not vis or not (-50 < px < width + 50 and -50 < py < height + 50):
+            continue
+        fmn = QFontMetricsF(f_name)
+        fms = QFontMetricsF(f_shape)
+        w = max(fmn.horizontalAdvance(name), fms.horizontalAdvance(shape) if shape else 0) + 10 * s
+        h = fmn.height() + (fms.height() if shape else 0) + 4 * s
+        if where == "above":
+            r = QRectF(px - w / 2, py - h - 2 * s, w, h)
+        elif where == "left":
+            r = QRectF(px - w - 4 * s, py - h / 2, w, h)
+        else:
+            r = QRectF(px + 4 * s, py - h / 2, w, h)
+        if r.right() < 0 or r.left() > width or r.bottom() < 0 or r.top() > height:
+            continue
+        if pri > 0 and not _rect_free(r, taken):
+            continue
+        taken.append(r)
+        emphasis = bid and bid in (inp.selected, inp.hovered)
+        bg = QColor(14, 16, 22, 215 if emphasis else 170)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(bg)
+        p.drawRoundedRect(r, 4 * s, 4 * s)
+        # colour tick on the left edge
+        p.setBrush(qcolor(role) if role != "text" else QColor(120, 126, 140))
+        p.drawRoundedRect(QRectF(r.left(), r.top(), 3 * s, r.height()), 1.5 * s, 1.5 * s)
+        p.setFont(f_name)
+        p.setPen(QColor(255, 255, 255) if emphasis else text_c)
+        p.drawText(QPointF(r.left() + 6 * s, r.top() + 2 * s + fmn.ascent()), name)
+        if shape:
+            p.setFont(f_shape)
+            p.setPen(dim_c)
+            p.drawText(QPointF(r.left() + 6 * s, r.top() + 2 * s + fmn.height() + fms.ascent()), shape)
+
+    # ---- token names beside the rows of the first block of the exploded layer ------------------------
+    if inp.tokens:
+        first = lay.by_id.get(f"L{L}/norm.mixer")
+        if first is not None:
+            rows = first.grid[0]
+            anchors = np.array([[first.lo[0] - 0.1, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch]
+                                for r in range(rows)])
+            tp, tok_ok = project(anchors, cam, width, height)
+            p.setFont(f_small)
+            fmt = QFontMetricsF(f_small)
+            for r, ((px, py), vis) in enumerate(zip(tp, tok_ok)):
+                if not vis or r >= len(inp.tokens):
+                    continue
+                txt = inp.tokens[r]
+                w = fmt.horizontalAdvance(txt)
+                rr = QRectF(px - w - 6 * s, py - fmt.height() / 2, w + 2 * s, fmt.height())
+                if not _rect_free(rr, taken):
+                    continue
+                taken.append(rr)
+                p.setPen(dim_c)
+                p.drawText(QPointF(rr.left(), rr.top() + fmt.ascent()), txt)
+
+
+def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s: float, taken: list) -> None:
+    tr = inp.tr
+    f = make_font(10.5 * s)
+    fb = make_font(10.5 * s, True)
+    fm = QFontMetricsF(f)
+    lh = fm.height() + 3 * s
+    entries = [("kda", tr("scene.legend.kda")), ("mla", tr("scene.legend.mla")),
+               ("dense", tr("scene.legend.dense")), ("attnres", tr("scene.legend.attnres")),
+               ("weight", tr("scene.legend.weight")), ("state", tr("scene.legend.state")),
+               ("expert", tr("scene.legend.expert")), ("shared", tr("scene.legend.shared"))]
+    notes = [tr("scene.legend.values"), tr("scene.legend.toy")]
+    if inp.flow_on:
+        notes.append(tr("scene.legend.flow"))
+    if not inp.has_trace:
+        notes.append(tr("scene.legend.no_trace"))
+    col_w = max(fm.horizontalAdvance(t) for _, t in entries) + 26 * s
+    ncols = 2
+    rows = (len(entries) + ncols - 1) // ncols
+    notes_w = max(fm.horizontalAdvance(t) for t in notes) + 16 * s
+    bar_h = lh
+    box_w = max(col_w * ncols, notes_w, 220 * s) + 16 * s
+    box_h = rows * lh + bar_h + len(notes) * lh + 20 * s
+    x, y = 12 * s, height - box_h - 12 * s
+    r = QRectF(x, y, box_w, box_h)
+    taken.append(r)
+    p.setPen(QPen(QColor(60, 66, 80), 1))
+    p.setBrush(QColor(14, 16, 22, 200))
+    p.drawRoundedRect(r, 6 * s, 6 * s)
+    p.setFont(f)
+    cy = y + 8 * s
+    # diverging value bar
+    grad = QLinearGradient(x + 10 * s, 0, x + 130 * s, 0)
+    for t in np.linspace(0, 1, 9):
+        grad.setColorAt(float(t), qcolor(tuple(palette.diverging(np.array([t * 2 - 1]), 1.0)[0])))
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(grad)
+    p.drawRect(QRectF(x + 10 * s, cy + 2 * s, 120 * s, fm.height() - 4 * s))
+    p.setPen(QColor(230, 232, 238))
+    p.setFont(fb)
+    p.drawText(QPointF(x + 138 * s, cy + fm.ascent()), tr("scene.legend.scale"))
+    p.setFont(f)
+    cy += bar_h
+    for i, (role, text) in enumerate(entries):
+        cx = x + 10 * s + (i % ncols) * col_w
+        ry = cy + (i // ncols) * lh
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(qcolor(role))
+        p.drawRoundedRect(QRectF(cx, ry + 3 * s, 11 * s, fm.height() - 6 * s), 2 * s, 2 * s)
+        p.setPen(QColor(220, 224, 232))
+        p.drawText(QPointF(cx + 16 * s, ry + fm.ascent()), text)
+    cy += rows * lh + 4 * s
+    p.setPen(QColor(170, 176, 190))
+    for t in notes:
+        p.drawText(QPointF(x + 10 * s, cy + fm.ascent()), t)
+        cy += lh

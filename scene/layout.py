@@ -1,0 +1,526 @@
+"""The one declarative layout of the scene: model config (+ toy shapes) -> list of `Block` records.
+
+Meshes, CPU picking, labels, the inspector and the trace highlights all read this list; nothing exists only
+in GL. Qt-free and GL-free (numpy only).
+
+World coordinates: z is up, the camera's default view looks along +y (the front of every tensor wall faces
+-y). Two parts:
+
+* the stack (S1): 93 flat slabs (x, y) stacked along z, bottom = layer 1, with the embedding below, the
+  final AttnRes / RMSNorm / LM head / sampling above, and an AttnRes bracket every 12 layers;
+* the exploded selected layer (S2), to the right of the stack: every sub-operation of the layer's real type
+  is a cell grid (rows = tokens, columns = features) standing in the x-z plane ("wall"); a linear block
+  y = x W also has its weight W lying as a horizontal "plate" in front of it (rows of W = input features
+  running towards the viewer, column j of W directly under column j of y). The mixer part flows upwards in
+  the left column, the FFN part in the right column.
+
+Block sizes follow the toy dims (the numbers actually computed); labels carry the real K3 shapes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------------------
+# toy dims used when no trace is present (the engine's dims, issue 2); a trace's tensor shapes win.
+TOY = dict(hidden=8, kda_heads=2, kda_dk=4, kda_dv=4, mla_heads=2, q_lora=4, kv_lora=3, nope=4, rope=2,
+           v=4, experts=896, topk=16, latent=4, expert_width=4, dense_width=16, vocab=64)
+DEFAULT_TOKENS = 6
+MAX_ROWS = 24  # at most this many token rows are drawn (the last positions)
+
+# geometry constants (world units)
+PITCH = 0.30  # cell pitch of tensor grids
+CELL_FILL = 0.82  # fraction of the pitch a cell occupies
+WALL_T = 0.12  # thickness of a wall grid (y)
+PLATE_T = 0.08  # thickness of a weight plate (z)
+EXPERT_PITCH = 0.22
+SLAB_W, SLAB_D, SLAB_H, SLAB_STEP = 6.0, 4.2, 0.17, 0.27
+STACK_X = 0.0
+PANEL_X0 = 6.0  # x where the exploded layer starts
+COL_GAP = 1.6
+BLOCK_GAP = 0.75
+STATION_GAP = 1.05
+
+
+def _g(cfg, name, default):
+    """Config field from a ModelConfig-like object or an HF-style dict, with a default."""
+    if cfg is None:
+        return default
+    if isinstance(cfg, dict):
+        v = cfg.get(name, default)
+    else:
+        v = getattr(cfg, name, default)
+    return default if v is None else v
+
+
+def fmt_int(n: int) -> str:
+    return f"{int(n):,}"
+
+
+@dataclass
+class ModelDims:
+    """The real (K3) dims the labels need, read from a ModelConfig or an HF config dict."""
+
+    n_layers: int = 93
+    hidden: int = 7168
+    vocab: int = 163840
+    dense_width: int = 33792
+    mixers: tuple[str, ...] = ()
+    ffns: tuple[str, ...] = ()
+    kda_heads: int = 96
+    kda_dim: int = 128
+    conv: int = 4
+    mla_heads: int = 96
+    q_lora: int = 1536
+    kv_lora: int = 512
+    nope: int = 128
+    rope: int = 64
+    v: int = 128
+    experts: int = 896
+    topk: int = 16
+    shared: int = 2
+    expert_width: int = 3072
+    latent: int = 3584
+    block_size: int = 12
+    name: str = "kimi-k3"
+
+    @classmethod
+    def from_config(cls, cfg) -> "ModelDims":
+        n = int(_g(cfg, "num_hidden_layers", 93))
+        lin = _g(cfg, "linear_attn_config", {}) or {}
+        mixers = _g(cfg, "mixer_types", None)
+        if not mixers:
+            full = lin.get("full_attn_layers") if isinstance(lin, dict) else None
+            if full:
+                mixers = tuple("mla" if (i + 1) in set(full) else "kda" for i in range(n))
+            else:  # K3 rule: MLA at 4, 8, ..., and the last layer
+                mixers = tuple("mla" if ((i + 1) % 4 == 0 or i == n - 1) else "kda" for i in range(n))
+        ffns = _g(cfg, "ffn_types", None)
+        if not ffns:
+            k = int(_g(cfg, "first_k_dense_replace", 1))
+            ffns = tuple("dense" if i < k else "moe" for i in range(n))
+        kda_heads = _g(cfg, "kda_num_heads", None) or (lin.get("num_heads") if isinstance(lin, dict) else None)
+        kda_dim = _g(cfg, "kda_head_dim", None) or (lin.get("head_dim") if isinstance(lin, dict) else None)
+        shared_w = int(_g(cfg, "moe_intermediate_size", 3072))
+        return cls(
+            n_layers=n, hidden=int(_g(cfg, "hidden_size", 7168)), vocab=int(_g(cfg, "vocab_size", 163840)),
+            dense_width=int(_g(cfg, "intermediate_size", 33792)), mixers=tuple(mixers), ffns=tuple(ffns),
+            kda_heads=int(kda_heads or 96), kda_dim=int(kda_dim or 128),
+            conv=int(_g(cfg, "kda_conv_size", 4) or 4),
+            mla_heads=int(_g(cfg, "num_attention_heads", 96)), q_lora=int(_g(cfg, "q_lora_rank", 1536) or 0),
+            kv_lora=int(_g(cfg, "kv_lora_rank", 512)), nope=int(_g(cfg, "qk_nope_head_dim", 128)),
+            rope=int(_g(cfg, "qk_rope_head_dim", 64)), v=int(_g(cfg, "v_head_dim", 128)),
+            experts=int(_g(cfg, "n_routed_experts", 896)), topk=int(_g(cfg, "num_experts_per_tok", 16)),
+            shared=int(_g(cfg, "n_shared_experts", 2)), expert_width=shared_w,
+            latent=int(_g(cfg, "moe_latent_size", 0) or _g(cfg, "hidden_size", 7168)),
+            block_size=int(_g(cfg, "attn_res_block_size", 12) or 0), name=str(_g(cfg, "name", "kimi-k3")),
+        )
+
+
+@dataclass
+class Block:
+    """One drawn thing. `id` is "L{layer}/{kind}" (layer 1-based), "L{layer}/{kind}/W" for a weight plate,
+    or "{kind}" / "{kind}/{n}" for global blocks."""
+
+    id: str
+    kind: str
+    layer: int  # 1-based; 0 = global
+    role: str  # colour role (scene/palette.py)
+    family: str  # mesh family: "stack" | "cells" | "experts"
+    center: np.ndarray
+    size: np.ndarray
+    part: str = "tensor"  # "tensor" | "weight" | "slab" | "bracket" | "global" | "shared_experts"
+    tensor_key: str | None = None
+    label_key: str = ""
+    k3_shape: str = ""
+    toy_shape: tuple[int, ...] = ()
+    grid: tuple[int, int] | None = None  # (rows, cols) of cells, None = one solid box
+    orient: str = "wall"  # "wall": cols along +x, rows down -z; "plate": cols along +x, rows along -y
+    pitch: float = PITCH
+    label: bool = True  # draw a label in the overlay
+    rows_are_tokens: bool = True
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def lo(self) -> np.ndarray:
+        return self.center - self.size / 2
+
+    @property
+    def hi(self) -> np.ndarray:
+        return self.center + self.size / 2
+
+    def cell_centers(self) -> np.ndarray:
+        """[rows*cols, 3] world centres of the cells, row-major."""
+        rows, cols = self.grid
+        r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        u = self.lo[0] + (c.ravel() + 0.5) * self.pitch
+        out = np.empty((rows * cols, 3))
+        out[:, 0] = u
+        if self.orient == "wall":
+            out[:, 2] = self.hi[2] - (r.ravel() + 0.5) * self.pitch
+            out[:, 1] = self.center[1]
+        else:
+            out[:, 1] = self.hi[1] - (r.ravel() + 0.5) * self.pitch  # row 0 at the back edge
+            out[:, 2] = self.center[2]
+        return out
+
+    def cell_at(self, point: np.ndarray) -> tuple[int, int] | None:
+        """(row, col) of the cell containing a world point on/in the block, or None."""
+        if self.grid is None:
+            return None
+        rows, cols = self.grid
+        col = int(np.floor((point[0] - self.lo[0]) / self.pitch))
+        if self.orient == "wall":
+            row = int(np.floor((self.hi[2] - point[2]) / self.pitch))
+        else:
+            row = int(np.floor((self.hi[1] - point[1]) / self.pitch))
+        return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1)
+
+
+@dataclass
+class Layout:
+    blocks: list[Block]
+    dims: ModelDims
+    layer: int  # selected layer, 0-based
+    rows: int  # token rows drawn
+    row_positions: list[int]  # absolute token position of each drawn row
+    by_id: dict[str, Block] = field(default_factory=dict)
+    bounds: tuple[np.ndarray, np.ndarray] | None = None
+    panel_bounds: tuple[np.ndarray, np.ndarray] | None = None
+    stack_bounds: tuple[np.ndarray, np.ndarray] | None = None
+    flow: list[tuple[str, str]] = field(default_factory=list)  # conceptual data-flow edges of the layer
+
+    def __post_init__(self):
+        self.by_id = {b.id: b for b in self.blocks}
+        lo = np.min([b.lo for b in self.blocks], axis=0)
+        hi = np.max([b.hi for b in self.blocks], axis=0)
+        self.bounds = (lo, hi)
+        pan = [b for b in self.blocks if b.layer == self.layer + 1 and b.family != "stack"]
+        if pan:
+            self.panel_bounds = (np.min([b.lo for b in pan], axis=0), np.max([b.hi for b in pan], axis=0))
+        st = [b for b in self.blocks if b.family == "stack"]
+        self.stack_bounds = (np.min([b.lo for b in st], axis=0), np.max([b.hi for b in st], axis=0))
+
+    def layer_blocks(self) -> list[Block]:
+        return [b for b in self.blocks if b.layer == self.layer + 1 and b.family != "stack"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+def stored_candidates(layer0: int, block_size: int, where: str) -> int:
+    """Number of AttnRes candidates (stored blocks + the current partial sum) at a mixing point.
+
+    At the mixer point of layer l the stored list holds the entries appended at l' < l that are multiples of
+    block_size; at the FFN point the entry of layer l itself (when l % block_size == 0) is there too.
+    Returns 0 where there is no mix (layer 0's mixer point: nothing stored yet)."""
+    if not block_size:
+        return 0
+    stored = len([m for m in range(0, layer0 + (1 if where == "ffn" else 0), block_size)])
+    return stored + 1 if stored else 0
+
+
+def _toy_shapes(trace, layer0: int, dims: ModelDims, rows: int, seq: int) -> dict[str, tuple]:
+    """Toy shape per tensor key of the layer: from the trace when present, else from TOY."""
+    H, dk, dv = TOY["kda_heads"], TOY["kda_dk"], TOY["kda_dv"]
+    mh, ql, kl, no, ro, vv = TOY["mla_heads"], TOY["q_lora"], TOY["kv_lora"], TOY["nope"], TOY["rope"], TOY["v"]
+    D, E, K, L = TOY["hidden"], TOY["experts"], TOY["topk"], TOY["latent"]
+    nm = stored_candidates(layer0, dims.block_size, "mixer")
+    nf = stored_candidates(layer0, dims.block_size, "ffn")
+    T, S = rows, seq
+    shapes = {
+        "attnres.mixer": (T, nm), "attnres.mixer.out": (T, D), "norm.mixer": (T, D), "mixer.out": (T, D),
+        "attnres.ffn": (T, nf), "attnres.ffn.out": (T, D), "norm.ffn": (T, D), "ffn.out": (T, D),
+        "residual": (T, D),
+        "kda.q_proj": (T, H * dk), "kda.k_proj": (T, H * dk), "kda.v_proj": (T, H * dv),
+        "kda.q_conv": (T, H * dk), "kda.k_conv": (T, H * dk), "kda.v_conv": (T, H * dv),
+        "kda.q_norm": (T, H * dk), "kda.k_norm": (T, H * dk), "kda.f": (T, H * dk), "kda.alpha": (T, H * dk),
+        "kda.beta": (T, H), "kda.state": (H, dk, dv), "kda.o": (T, H * dv), "kda.gate": (T, H * dv),
+        "kda.o_norm": (T, H * dv), "kda.o_proj": (T, D),
+        "mla.q_a": (T, ql), "mla.q_a_norm": (T, ql), "mla.q_b": (T, mh * (no + ro)), "mla.kv_a": (T, kl + ro),
+        "mla.c_kv": (S, kl), "mla.k_rope": (S, ro), "mla.kv_b": (S, mh * (no + vv)),
+        "mla.scores": (mh, T, S), "mla.softmax": (mh, T, S), "mla.o": (T, mh * vv), "mla.gate": (T, mh * vv),
+        "mla.o_gated": (T, mh * vv), "mla.o_proj": (T, D),
+        "moe.router": (T, E), "moe.down": (T, L), "moe.experts": (T, K, L), "moe.mix": (T, L),
+        "moe.norm": (T, L), "moe.up": (T, D), "moe.shared": (T, D),
+        "mlp.gate": (T, TOY["dense_width"]), "mlp.up": (T, TOY["dense_width"]),
+        "mlp.act": (T, TOY["dense_width"]), "mlp.down": (T, D),
+    }
+    if trace is not None and trace.passes and layer0 < len(trace.passes[0].layers):
+        tens = trace.passes[0].layers[layer0].tensors
+        for key, arr in tens.items():
+            if arr is None or not hasattr(arr, "shape"):
+                continue
+            shp = tuple(arr.shape)
+            if key in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+                shapes[key] = (S,) + shp[1:]
+            elif key in ("mla.scores", "mla.softmax"):
+                shapes[key] = (shp[0], T, S)
+            elif key == "kda.state":
+                shapes[key] = shp
+            elif len(shp) >= 1 and key in shapes:
+                shapes[key] = (T,) + shp[1:]
+        if layer0 == 0:
+            shapes["attnres.mixer"] = (T, 0)
+    return shapes
+
+
+def _k3_shapes(d: ModelDims, layer0: int) -> dict[str, str]:
+    f = fmt_int
+    D = d.hidden
+    hk = d.kda_heads * d.kda_dim
+    hq = d.mla_heads * (d.nope + d.rope)
+    hv = d.mla_heads * d.v
+    nm = stored_candidates(layer0, d.block_size, "mixer")
+    nf = stored_candidates(layer0, d.block_size, "ffn")
+    cand = "T × {n}"
+    return {
+        "attnres.mixer": cand.format(n=nm), "attnres.mixer.out": f"T × {f(D)}", "norm.mixer": f"T × {f(D)}",
+        "mixer.out": f"T × {f(D)}", "attnres.ffn": cand.format(n=nf), "attnres.ffn.out": f"T × {f(D)}",
+        "norm.ffn": f"T × {f(D)}", "ffn.out": f"T × {f(D)}", "residual": f"T × {f(D)}",
+        "kda.q_proj": f"{f(D)} → {f(hk)}", "kda.k_proj": f"{f(D)} → {f(hk)}", "kda.v_proj": f"{f(D)} → {f(hk)}",
+        "kda.q_conv": f"T × {f(hk)} · k={d.conv}", "kda.k_conv": f"T × {f(hk)} · k={d.conv}",
+        "kda.v_conv": f"T × {f(hk)} · k={d.conv}",
+        "kda.q_norm": f"{d.kda_heads} × {d.kda_dim}", "kda.k_norm": f"{d.kda_heads} × {d.kda_dim}",
+        "kda.f": f"{f(D)} → {f(hk)}", "kda.alpha": f"T × {f(hk)}", "kda.beta": f"{f(D)} → {d.kda_heads}",
+        "kda.state": f"{d.kda_heads} × {d.kda_dim} × {d.kda_dim}", "kda.o": f"T × {f(hk)}",
+        "kda.gate": f"{f(D)} → {f(hk)}", "kda.o_norm": f"T × {f(hk)}", "kda.o_proj": f"{f(hk)} → {f(D)}",
+        "mla.q_a": f"{f(D)} → {f(d.q_lora)}", "mla.q_a_norm": f"T × {f(d.q_lora)}",
+        "mla.q_b": f"{f(d.q_lora)} → {f(hq)}", "mla.kv_a": f"{f(D)} → {f(d.kv_lora + d.rope)}",
+        "mla.c_kv": f"S × {f(d.kv_lora)}", "mla.k_rope": f"S × {d.rope}",
+        "mla.kv_b": f"{f(d.kv_lora)} → {f(d.mla_heads * (d.nope + d.v))}",
+        "mla.scores": f"{d.mla_heads} × T × S", "mla.softmax": f"{d.mla_heads} × T × S", "mla.o": f"T × {f(hv)}",
+        "mla.gate": f"{f(D)} → {f(hv)}", "mla.o_gated": f"T × {f(hv)}", "mla.o_proj": f"{f(hv)} → {f(D)}",
+        "moe.router": f"{f(D)} → {f(d.experts)}", "moe.experts": f"{f(d.experts)} · top-{d.topk}",
+        "moe.shared": f"{d.shared} × {f(d.expert_width)}", "moe.down": f"{f(D)} → {f(d.latent)}",
+        "moe.mix": f"Σ {d.topk} · {f(d.latent)}", "moe.norm": f"T × {f(d.latent)}",
+        "moe.up": f"{f(d.latent)} → {f(D)}",
+        "mlp.gate": f"{f(D)} → {f(d.dense_width)}", "mlp.up": f"{f(D)} → {f(d.dense_width)}",
+        "mlp.act": f"T × {f(d.dense_width)}", "mlp.down": f"{f(d.dense_width)} → {f(D)}",
+        "embedding": f"{f(d.vocab)} × {f(D)}", "lm_head": f"{f(D)} → {f(d.vocab)}",
+        "final.attnres": f"T × {(d.n_layers - 1) // d.block_size + 2 if d.block_size else 1}",
+        "final.norm": f"T × {f(D)}", "sampling": f"{f(d.vocab)} → 1",
+    }
+
+
+ROLE_OF = {
+    "attnres.mixer": "attnres", "attnres.ffn": "attnres", "attnres.mixer.out": "attnres",
+    "attnres.ffn.out": "attnres", "norm.mixer": "norm", "norm.ffn": "norm", "mixer.out": "activation",
+    "ffn.out": "activation", "residual": "activation",
+    "kda.q_norm": "norm", "kda.k_norm": "norm", "kda.state": "state", "kda.o_norm": "norm",
+    "mla.q_a_norm": "norm", "mla.c_kv": "state", "mla.k_rope": "state", "mla.softmax": "mla",
+    "moe.router": "expert", "moe.experts": "expert", "moe.shared": "shared", "moe.norm": "norm",
+    "mlp.gate": "dense", "mlp.up": "dense", "mlp.act": "dense", "mlp.down": "dense",
+}
+
+
+def role_of(kind: str) -> str:
+    if kind in ROLE_OF:
+        return ROLE_OF[kind]
+    if kind.startswith("kda."):
+        return "kda"
+    if kind.startswith("mla."):
+        return "mla"
+    if kind.startswith("moe."):
+        return "expert"
+    return "activation"
+
+
+# stations (bottom -> top) of each column; a station is a row of block kinds side by side
+MIXER_STATIONS = {
+    "kda": [["attnres.mixer", "attnres.mixer.out"], ["norm.mixer"],
+            ["kda.q_proj", "kda.k_proj", "kda.v_proj", "kda.f", "kda.beta"],
+            ["kda.q_conv", "kda.k_conv", "kda.v_conv", "kda.alpha"],
+            ["kda.q_norm", "kda.k_norm", "kda.state"],
+            ["kda.o", "kda.gate", "kda.o_norm"], ["kda.o_proj"]],
+    "mla": [["attnres.mixer", "attnres.mixer.out"], ["norm.mixer"],
+            ["mla.q_a", "mla.kv_a", "mla.gate"],
+            ["mla.q_a_norm", "mla.c_kv", "mla.k_rope"],
+            ["mla.q_b", "mla.kv_b"],
+            ["mla.scores", "mla.softmax"],
+            ["mla.o", "mla.o_gated"], ["mla.o_proj"]],
+}
+FFN_STATIONS = {
+    "moe": [["attnres.ffn", "attnres.ffn.out"], ["norm.ffn"], ["moe.router", "moe.down"],
+            ["moe.experts", "moe.shared"], ["moe.mix", "moe.norm"], ["moe.up", "ffn.out", "residual"]],
+    "dense": [["attnres.ffn", "attnres.ffn.out"], ["norm.ffn"], ["mlp.gate", "mlp.up"], ["mlp.act"],
+              ["mlp.down", "ffn.out", "residual"]],
+}
+
+# conceptual data flow inside a layer (source kind -> target kind); S7
+FLOW = {
+    "kda": [("attnres.mixer", "attnres.mixer.out"), ("attnres.mixer.out", "norm.mixer"),
+            ("norm.mixer", "kda.q_proj"), ("norm.mixer", "kda.k_proj"), ("norm.mixer", "kda.v_proj"),
+            ("norm.mixer", "kda.f"), ("norm.mixer", "kda.beta"),
+            ("kda.q_proj", "kda.q_conv"), ("kda.k_proj", "kda.k_conv"), ("kda.v_proj", "kda.v_conv"),
+            ("kda.f", "kda.alpha"), ("kda.q_conv", "kda.q_norm"), ("kda.k_conv", "kda.k_norm"),
+            ("kda.k_norm", "kda.state"), ("kda.v_conv", "kda.state"), ("kda.alpha", "kda.state"),
+            ("kda.beta", "kda.state"), ("kda.q_norm", "kda.o"), ("kda.state", "kda.o"),
+            ("kda.o", "kda.o_norm"), ("kda.gate", "kda.o_norm"), ("kda.o_norm", "kda.o_proj")],
+    "mla": [("attnres.mixer", "attnres.mixer.out"), ("attnres.mixer.out", "norm.mixer"),
+            ("norm.mixer", "mla.q_a"), ("norm.mixer", "mla.kv_a"), ("norm.mixer", "mla.gate"),
+            ("mla.q_a", "mla.q_a_norm"), ("mla.kv_a", "mla.c_kv"), ("mla.kv_a", "mla.k_rope"),
+            ("mla.q_a_norm", "mla.q_b"), ("mla.c_kv", "mla.kv_b"), ("mla.q_b", "mla.scores"),
+            ("mla.kv_b", "mla.scores"), ("mla.k_rope", "mla.scores"), ("mla.scores", "mla.softmax"),
+            ("mla.softmax", "mla.o"), ("mla.kv_b", "mla.o"), ("mla.o", "mla.o_gated"),
+            ("mla.gate", "mla.o_gated"), ("mla.o_gated", "mla.o_proj")],
+    "moe": [("attnres.ffn", "attnres.ffn.out"), ("attnres.ffn.out", "norm.ffn"), ("norm.ffn", "moe.router"),
+            ("norm.ffn", "moe.down"), ("norm.ffn", "moe.shared"), ("moe.router", "moe.experts"),
+            ("moe.down", "moe.experts"), ("moe.experts", "moe.mix"), ("moe.mix", "moe.norm"),
+            ("moe.norm", "moe.up"), ("moe.up", "ffn.out"), ("moe.shared", "ffn.out"), ("ffn.out", "residual")],
+    "dense": [("attnres.ffn", "attnres.ffn.out"), ("attnres.ffn.out", "norm.ffn"), ("norm.ffn", "mlp.gate"),
+              ("norm.ffn", "mlp.up"), ("mlp.gate", "mlp.act"), ("mlp.up", "mlp.act"), ("mlp.act", "mlp.down"),
+              ("mlp.down", "ffn.out"), ("ffn.out", "residual")],
+}
+
+# kinds whose weight matrix is drawn as a plate (y = x @ W; W in Trace.weights[layer][kind])
+PLATE_KINDS = ("kda.q_proj", "kda.k_proj", "kda.v_proj", "kda.o_proj", "mla.q_a", "mla.q_b", "mla.kv_a",
+               "mla.o_proj", "moe.down", "moe.up", "mlp.gate", "mlp.up", "mlp.down")
+PLATE_IN = {"kda.q_proj": "hidden", "kda.k_proj": "hidden", "kda.v_proj": "hidden", "kda.o_proj": "kda.o_norm",
+            "mla.q_a": "hidden", "mla.q_b": "mla.q_a", "mla.kv_a": "hidden", "mla.o_proj": "mla.o",
+            "moe.down": "hidden", "moe.up": "moe.mix", "mlp.gate": "hidden", "mlp.up": "hidden",
+            "mlp.down": "mlp.act"}
+
+
+def _grid_of(kind: str, shape: tuple) -> tuple[tuple[int, int], float, bool]:
+    """(rows, cols), pitch, rows_are_tokens for a tensor of the given toy shape."""
+    if kind in ("moe.router", "moe.experts"):
+        return (28, 32), EXPERT_PITCH, False
+    if kind == "kda.state":  # [H, dk, dv] -> heads stacked vertically
+        return (shape[0] * shape[1], shape[2]), PITCH, False
+    if kind in ("mla.scores", "mla.softmax"):  # [H, T, S] -> heads stacked vertically
+        return (shape[0] * shape[1], shape[2]), PITCH, False
+    rows, cols = shape[0], (shape[1] if len(shape) > 1 else 1)
+    return (max(rows, 1), max(cols, 1)), PITCH, True
+
+
+def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) -> Layout:
+    """The whole scene for config `cfg` with layer `layer0` (0-based) exploded.
+
+    Token rows: all positions of the trace (prompt + generated, at most MAX_ROWS, the last ones); without a
+    trace DEFAULT_TOKENS placeholder rows (coloured neutrally, never with made-up numbers)."""
+    dims = ModelDims.from_config(cfg)
+    n = dims.n_layers
+    layer0 = int(min(max(layer0, 0), n - 1))
+    if trace is not None and trace.tokens:
+        total = len(trace.tokens)
+        positions = list(range(max(0, total - MAX_ROWS), total))
+    else:
+        positions = list(range(DEFAULT_TOKENS))
+    rows = len(positions)
+    blocks: list[Block] = []
+    k3 = _k3_shapes(dims, layer0)
+
+    # ---- the stack --------------------------------------------------------------------------------
+    z0 = 1.2  # bottom of layer 1
+    for i in range(n):
+        mixer = dims.mixers[i] if i < len(dims.mixers) else "kda"
+        ffn = dims.ffns[i] if i < len(dims.ffns) else "moe"
+        zc = z0 + i * SLAB_STEP + SLAB_H / 2
+        blocks.append(Block(
+            id=f"L{i + 1}/stack.layer", kind="stack.layer", layer=i + 1, role=mixer, family="stack",
+            center=np.array([STACK_X, 0.0, zc]), size=np.array([SLAB_W, SLAB_D, SLAB_H]), part="slab",
+            label_key=f"scene.layer.{mixer}", k3_shape=f"{mixer.upper()} + {'dense MLP' if ffn == 'dense' else 'MoE'}",
+            label=False, meta=dict(mixer=mixer, ffn=ffn)))
+        if ffn == "dense":  # amber marker on the slab's front edge: this layer's FFN is dense
+            blocks.append(Block(
+                id=f"L{i + 1}/stack.layer/dense", kind="stack.layer", layer=i + 1, role="dense", family="stack",
+                center=np.array([STACK_X + SLAB_W / 2 - 0.55, -SLAB_D / 2 - 0.06, zc]),
+                size=np.array([1.0, 0.14, SLAB_H * 1.05]), part="marker", label_key="scene.dense_marker",
+                label=False))
+    top = z0 + n * SLAB_STEP
+    bs = dims.block_size
+    if bs:
+        for b, start in enumerate(range(0, n, bs)):
+            end = min(start + bs, n)
+            zlo, zhi = z0 + start * SLAB_STEP, z0 + end * SLAB_STEP - (SLAB_STEP - SLAB_H)
+            blocks.append(Block(
+                id=f"stack.attnres_bracket/{b + 1}", kind="stack.attnres_bracket", layer=0, role="attnres",
+                family="stack", center=np.array([STACK_X - SLAB_W / 2 - 0.45, -SLAB_D / 2 + 0.2, (zlo + zhi) / 2]),
+                size=np.array([0.16, 0.16, zhi - zlo - 0.06]), part="bracket",
+                label_key="scene.bracket", k3_shape=f"{start + 1}–{end}", label=True,
+                meta=dict(first=start + 1, last=end, index=b + 1)))
+    blocks.append(Block(
+        id="embedding", kind="embedding", layer=0, role="embedding", family="stack",
+        center=np.array([STACK_X, 0.0, 0.45]), size=np.array([SLAB_W * 0.92, SLAB_D * 0.92, 0.5]),
+        part="global", tensor_key="embedding", label_key="block.embedding", k3_shape=k3["embedding"]))
+    gz = top + 0.35
+    for kind, h, role, w in (("final.attnres", 0.3, "attnres", 0.8), ("final.norm", 0.25, "norm", 0.84),
+                             ("lm_head", 0.5, "output", 0.96), ("sampling", 0.35, "output", 0.5)):
+        blocks.append(Block(
+            id=kind, kind=kind, layer=0, role=role, family="stack",
+            center=np.array([STACK_X, 0.0, gz + h / 2]), size=np.array([SLAB_W * w, SLAB_D * w, h]),
+            part="global", tensor_key=kind, label_key=f"block.{kind}", k3_shape=k3[kind]))
+        gz += h + 0.28
+
+    # ---- the exploded layer -------------------------------------------------------------------------
+    mixer = dims.mixers[layer0] if layer0 < len(dims.mixers) else "kda"
+    ffn = dims.ffns[layer0] if layer0 < len(dims.ffns) else "moe"
+    seq = rows
+    shapes = _toy_shapes(trace, layer0, dims, rows, seq)
+    L = layer0 + 1
+    wts = trace.weights[layer0] if trace is not None and layer0 < len(getattr(trace, "weights", [])) else {}
+
+    def plate_shape(kind: str) -> tuple[int, int]:
+        if kind in wts and getattr(wts[kind], "ndim", 0) == 2:
+            return tuple(wts[kind].shape)
+        src = PLATE_IN[kind]
+        din = TOY["hidden"] if src == "hidden" else shapes[src][-1]
+        return din, shapes[kind][-1]
+
+    def column(stations: list[list[str]], x0: float, z_start: float) -> tuple[float, float]:
+        """Place the stations of one column; returns (max x, top z)."""
+        z = z_start
+        xmax = x0
+        for station in stations:
+            items = []
+            for kind in station:
+                shp = shapes.get(kind)
+                if kind in ("attnres.mixer",) and (shp is None or shp[-1] == 0):
+                    continue
+                (gr, gc), pitch, tok = _grid_of(kind, shp)
+                w, h = gc * pitch, gr * pitch
+                pd = 0.0
+                if kind in PLATE_KINDS:
+                    pd = plate_shape(kind)[0] * PITCH
+                items.append((kind, shp, gr, gc, pitch, tok, w, h, pd))
+            if not items:
+                continue
+            sh = max(it[7] for it in items)
+            x = x0
+            for kind, shp, gr, gc, pitch, tok, w, h, pd in items:
+                zc = z + h / 2
+                blocks.append(Block(
+                    id=f"L{L}/{kind}", kind=kind, layer=L, role=role_of(kind), family="experts"
+                    if kind in ("moe.router", "moe.experts") else "cells",
+                    center=np.array([x + w / 2, 0.0, zc]), size=np.array([w, WALL_T, h]), tensor_key=kind,
+                    label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=tuple(shp), grid=(gr, gc),
+                    pitch=pitch, rows_are_tokens=tok))
+                if kind in PLATE_KINDS:
+                    din, dout = plate_shape(kind)
+                    blocks.append(Block(
+                        id=f"L{L}/{kind}/W", kind=kind, layer=L, role="weight", family="cells",
+                        center=np.array([x + w / 2, -WALL_T / 2 - din * PITCH / 2 - 0.04, z - 0.02]),
+                        size=np.array([dout * PITCH, din * PITCH, PLATE_T]), part="weight", tensor_key=kind,
+                        label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=(din, dout),
+                        grid=(din, dout), orient="plate", rows_are_tokens=False, label=False))
+                if kind == "moe.experts":  # the 2 shared experts, apart from the routed grid, always on
+                    blocks.append(Block(
+                        id=f"L{L}/moe.shared/E", kind="moe.shared", layer=L, role="shared", family="experts",
+                        center=np.array([x + w + 0.35, 0.0, z + 2 * EXPERT_PITCH * 1.5]),
+                        size=np.array([EXPERT_PITCH * 1.6, WALL_T, 2 * EXPERT_PITCH * 1.6 * 1.5]),
+                        part="shared_experts", tensor_key=None, label_key="scene.shared_experts",
+                        k3_shape=k3["moe.shared"], toy_shape=(2,), grid=(2, 1), pitch=EXPERT_PITCH * 1.6 * 1.5,
+                        rows_are_tokens=False, label=False))
+                    w += 0.35 + EXPERT_PITCH * 1.6
+                x += w + BLOCK_GAP
+                xmax = max(xmax, x - BLOCK_GAP)
+            z += sh + STATION_GAP
+        return xmax, z
+
+    xm, ztop_m = column(MIXER_STATIONS[mixer], PANEL_X0, z0)
+    xf, ztop_f = column(FFN_STATIONS[ffn], xm + COL_GAP, z0)
+    flow = [(f"L{L}/{a}", f"L{L}/{b}") for a, b in FLOW[mixer] + FLOW[ffn]]
+    flow.append((f"L{L}/{mixer}.o_proj", f"L{L}/attnres.ffn"))
+    lay = Layout(blocks=blocks, dims=dims, layer=layer0, rows=rows, row_positions=positions)
+    lay.flow = [(a, b) for a, b in flow if a in lay.by_id and b in lay.by_id]
+    return lay

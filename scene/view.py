@@ -1,0 +1,642 @@
+"""SceneView: the 3D scene widget (S1-S8) — the API the app shell codes against.
+
+    SceneView(parent=None)
+    set_translator(fn), set_config(cfg), set_trace(trace), set_layer(layer0), set_pass(i), set_token(pos),
+    set_step_focus(step_kind), select_block(block_id), select_expert(e), set_camera_preset(name),
+    camera_state() -> dict, set_camera_state(dict), render_image(w, h, transparent=False) -> QImage
+    signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
+             expert_clicked(int)
+
+Everything drawn comes from one `Layout` (scene/layout.py). Geometry is merged per family into a few
+FamilyMesh items; a new trace / pass / token only rewrites colour buffers. Redraws happen on demand.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyqtgraph.opengl as gl
+from OpenGL import GL
+from PySide6.QtCore import QPoint, QPointF, Qt, QVariantAnimation, Signal
+from PySide6.QtGui import QImage, QPainter, QVector3D
+from PySide6.QtOpenGL import (QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat)
+from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+
+from assets import asset_path
+from scene import camera as camlib
+from scene import colouring, palette
+from scene.geometry import build_families, outline_segments
+from scene.gl_items import FamilyMesh
+from scene.labels import OverlayInput, draw_overlay
+from scene.layout import Layout, build_layout
+from scene.picking import Picker
+
+ANIM_MS = 300
+CLICK_SLOP = 4  # px a press may move and still be a click
+
+
+def _default_translator():
+    try:
+        table = json.loads(asset_path("i18n", "scene.en.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        table = {}
+
+    def tr(key, **fmt):
+        text = table.get(key, f"[{key}]")
+        return text.format(**fmt) if fmt else text
+    return tr
+
+
+# which blocks a trace step highlights, and what the camera looks at (S7 / T3)
+STEP_FOCUS = {
+    "input": ("embedding",), "utf8": ("embedding",), "tokenize": ("embedding",), "token_ids": ("embedding",),
+    "embedding": ("embedding",), "prefill": ("layer",), "kda_state": ("kda.state",), "mla_cache": ("mla.c_kv",),
+    "attnres": ("attnres.mixer.out", "attnres.ffn.out"), "moe": ("moe.router", "moe.experts"),
+    "final_norm": ("final.attnres", "final.norm"), "lm_head": ("lm_head",), "sampling": ("sampling",),
+    "detokenize": ("sampling",), "stream": ("sampling",), "decode": ("layer",),
+    "decode_cache": ("kda.state", "mla.c_kv"),
+}
+
+
+class _GL(gl.GLViewWidget):
+    """The GL surface: pyqtgraph draws the items, then one QPainter pass draws the labels."""
+
+    def __init__(self, owner: "SceneView"):
+        super().__init__()
+        self.owner = owner
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
+        self.paint_count = 0
+
+    def paintGL(self):
+        super().paintGL()
+        self.paint_count += 1
+        if self.owner.labels_enabled:
+            p = QPainter(self)
+            try:
+                draw_overlay(p, self.owner._overlay_input(), self.width(), self.height(), 1.0)
+            finally:
+                p.end()
+
+    # input goes to the owner (picking, camera), never to pyqtgraph's own handlers
+    def mousePressEvent(self, ev):
+        self.owner._press(ev)
+
+    def mouseMoveEvent(self, ev):
+        self.owner._move(ev)
+
+    def mouseReleaseEvent(self, ev):
+        self.owner._release(ev)
+
+    def wheelEvent(self, ev):
+        self.owner._wheel(ev)
+
+    def keyPressEvent(self, ev):
+        self.owner._key(ev)
+
+    def leaveEvent(self, ev):
+        self.owner._leave()
+
+
+class SceneView(QWidget):
+    block_hovered = Signal(str)
+    block_clicked = Signal(str)
+    cell_clicked = Signal(str, int, int)
+    layer_clicked = Signal(int)
+    expert_clicked = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("sceneView")
+        self._tr = _default_translator()
+        self.cfg = None
+        self.trace = None
+        self.layer0 = 36
+        self.pass_index = 0
+        self.token = 0
+        self.step_kind: str | None = None
+        self.selected: str | None = None
+        self.hovered: str | None = None
+        self.hover_cell: tuple[str, int, int] | None = None
+        self.follow: tuple[str, int, int] | None = None
+        self.expert: int | None = None
+        self.labels_enabled = True
+        self.last_tooltip = ""
+        self.flow_edges: list[tuple[str, str]] = []
+        self.cam = camlib.Camera()
+        self._anim: QVariantAnimation | None = None
+        self._press_pos: QPointF | None = None
+        self._last_pos: QPointF | None = None
+        self._dragged = False
+
+        self.gl = _GL(self)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.gl)
+        self.meshes: dict[str, FamilyMesh] = {}
+        for fam in ("stack", "cells", "experts"):
+            m = FamilyMesh()
+            self.meshes[fam] = m
+            self.gl.addItem(m)
+        self.line_flow = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 0.78, 0.3, 0.9))
+        self.line_follow = gl.GLLinePlotItem(mode="lines", width=2.5, antialias=True, color=(1.0, 0.95, 0.35, 1.0))
+        self.line_sel = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        self.line_hover = gl.GLLinePlotItem(mode="lines", width=1.5, antialias=True, color=(0.75, 0.8, 0.9, 0.9))
+        for item in (self.line_flow, self.line_follow, self.line_sel, self.line_hover):
+            item.setVisible(False)
+            self.gl.addItem(item)
+        self.layout: Layout | None = None
+        self.picker: Picker | None = None
+        self._box_rgba: dict[str, np.ndarray] = {}
+        self._rebuild()
+        self._apply_camera(camlib.preset("reset", self.layout.bounds, 1.6, self.layout.stack_bounds))
+
+    # ================================================================ public API
+    def set_translator(self, fn) -> None:
+        self._tr = fn
+        self.gl.update()
+
+    def tr(self, key: str, **fmt) -> str:
+        return self._tr(key, **fmt)
+
+    def set_config(self, cfg) -> None:
+        self.cfg = cfg
+        n = self.layout.dims.n_layers if self.layout else 93
+        self._rebuild()
+        if self.layout.dims.n_layers != n:
+            self.set_camera_preset("reset", animate=False)
+
+    def set_trace(self, trace) -> None:
+        old_rows = self.layout.row_positions if self.layout else None
+        self.trace = trace
+        if trace is not None:
+            self.pass_index = min(self.pass_index, len(trace.passes) - 1)
+        new_rows = build_layout(self.cfg, self.layer0, trace).row_positions if trace is not None else None
+        if trace is None or new_rows != old_rows or self._shapes_changed(trace):
+            self._rebuild()
+        else:
+            self.recolour()
+
+    def set_layer(self, layer0: int, animate: bool = True) -> None:
+        n = self.layout.dims.n_layers
+        layer0 = int(min(max(layer0, 0), n - 1))
+        if layer0 == self.layer0:
+            return
+        self.layer0 = layer0
+        self.follow = None
+        self._rebuild()
+        self._animate_to(self._layer_camera(), animate)
+
+    def set_pass(self, i: int) -> None:
+        self.pass_index = int(i)
+        self.recolour()
+
+    def set_token(self, pos: int) -> None:
+        self.token = int(pos)
+        self.recolour()
+
+    def set_step_focus(self, step_kind: str | None) -> None:
+        self.step_kind = step_kind
+        self._update_flow()
+        self.recolour()
+        targets = STEP_FOCUS.get(step_kind or "", ())
+        boxes = []
+        for t in targets:
+            if t == "layer":
+                if self.layout.panel_bounds is not None:
+                    boxes.append(self.layout.panel_bounds)
+                continue
+            b = self.layout.by_id.get(t) or self.layout.by_id.get(f"L{self.layer0 + 1}/{t}")
+            if b is not None:
+                boxes.append((b.lo, b.hi))
+        if boxes:
+            lo = np.min([b[0] for b in boxes], axis=0)
+            hi = np.max([b[1] for b in boxes], axis=0)
+            self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=14.0), True)
+        self.gl.update()
+
+    def select_block(self, block_id: str | None) -> None:
+        self.selected = block_id if block_id and block_id in self.layout.by_id else None
+        self._update_outlines()
+
+    def select_expert(self, e: int) -> None:
+        self.expert = int(e)
+        self._update_outlines()
+
+    def set_camera_preset(self, name: str, animate: bool = True) -> None:
+        if name not in camlib.PRESETS:
+            raise ValueError(f"unknown camera preset {name!r}")
+        target = camlib.preset(name, self.layout.bounds, self._aspect(), self.layout.stack_bounds)
+        self._animate_to(target, animate)
+
+    def camera_state(self) -> dict:
+        return self.cam.to_dict()
+
+    def set_camera_state(self, state: dict) -> None:
+        self._stop_anim()
+        self._apply_camera(camlib.Camera.from_dict(state))
+
+    def render_image(self, w: int, h: int, transparent: bool = False) -> QImage:
+        """The current view rendered at w x h (4x MSAA) with the labels; the widget's view is unchanged."""
+        w, h = int(w), int(h)
+        if w <= 0 or h <= 0:
+            raise ValueError(f"image size must be positive, got {w}x{h}")
+        self.gl.makeCurrent()
+        fmt = QOpenGLFramebufferObjectFormat()
+        fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
+        fmt.setSamples(4)
+        fbo = QOpenGLFramebufferObject(w, h, fmt)
+        old_bg = self.gl.opts["bgcolor"]
+        try:
+            if transparent:
+                self.gl.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
+            fbo.bind()
+            GL.glViewport(0, 0, w, h)
+            self.gl.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
+            GL.glFinish()
+            fbo.release()
+            img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
+        finally:
+            self.gl.opts["bgcolor"] = old_bg
+            self.gl.doneCurrent()
+        if self.labels_enabled:
+            p = QPainter(img)
+            try:
+                draw_overlay(p, self._overlay_input(), w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
+            finally:
+                p.end()
+        self.gl.update()
+        return img
+
+    # ================================================================ building / colouring
+    def _shapes_changed(self, trace) -> bool:
+        lay = build_layout(self.cfg, self.layer0, trace)
+        return [(b.id, b.grid) for b in lay.blocks] != [(b.id, b.grid) for b in self.layout.blocks]
+
+    def _rebuild(self) -> None:
+        self.layout = build_layout(self.cfg, self.layer0, self.trace, self.pass_index)
+        self.layer0 = self.layout.layer
+        self.picker = Picker(self.layout)
+        self.families = build_families(self.layout)
+        self._box_rgba = {}
+        for name, mesh in self.meshes.items():
+            fam = self.families.get(name)
+            if fam is None:
+                mesh.setVisible(False)
+                continue
+            mesh.setVisible(True)
+            rgba = self._family_colors(name)
+            self._box_rgba[name] = rgba
+            mesh.set_geometry(fam.verts, fam.normals, fam.faces, fam.box_colors_to_vertex(rgba))
+        if self.selected and self.selected not in self.layout.by_id:
+            self.selected = None
+        self.hovered = None
+        self.hover_cell = None
+        self._update_flow()
+        self._update_outlines()
+
+    def _family_colors(self, name: str) -> np.ndarray:
+        fam = self.families[name]
+        out = np.empty((fam.n_boxes, 4), np.float32)
+        emphasis = self._stack_emphasis()
+        for b in fam.blocks:
+            k, n = fam.ranges[b.id]
+            if b.family == "stack":
+                out[k:k + n] = colouring.stack_colors(b, self.layout, emphasis)
+            else:
+                out[k:k + n] = colouring.block_colors(b, self.layout, self.trace, self.pass_index, self.token)
+        return out
+
+    def _stack_emphasis(self) -> set[int] | None:
+        dims = self.layout.dims
+        if self.step_kind == "kda_state":
+            return {i + 1 for i, m in enumerate(dims.mixers) if m == "kda"}
+        if self.step_kind == "mla_cache":
+            return {i + 1 for i, m in enumerate(dims.mixers) if m == "mla"}
+        if self.step_kind == "decode_cache":
+            return None
+        return None
+
+    def recolour(self) -> None:
+        """Recompute cell colours from the trace and upload colour buffers only."""
+        if self.layout is None:
+            return
+        for name, mesh in self.meshes.items():
+            if name not in self.families:
+                continue
+            rgba = self._family_colors(name)
+            self._box_rgba[name] = rgba
+            self._upload_colors(name)
+        self._update_outlines()
+
+    def _upload_colors(self, name: str) -> None:
+        rgba = self._box_rgba[name]
+        if self.hover_cell is not None:
+            bid, r, c = self.hover_cell
+            b = self.layout.by_id.get(bid)
+            if b is not None and b.family == name and b.grid is not None:
+                k, _ = self.families[name].ranges[bid]
+                rgba = rgba.copy()
+                i = k + r * b.grid[1] + c
+                rgba[i, :3] = np.minimum(rgba[i, :3] * 0.5 + 0.55, 1.0)
+        self.meshes[name].set_colors(self.families[name].box_colors_to_vertex(rgba))
+
+    # ================================================================ lines: outlines, follow, flow
+    def _update_outlines(self) -> None:
+        lay = self.layout
+
+        def seg(bid):
+            b = lay.by_id.get(bid)
+            return None if b is None else outline_segments(b.lo, b.hi)
+        s = seg(self.selected) if self.selected else None
+        self._set_lines(self.line_sel, s)
+        hv = seg(self.hovered) if self.hovered and self.hovered != self.selected else None
+        self._set_lines(self.line_hover, hv)
+        self._set_lines(self.line_follow, self._follow_segments())
+        self.gl.update()
+
+    def _follow_segments(self) -> np.ndarray | None:
+        """S6: outline the output cell, the input row and the weight column it came from."""
+        segs = []
+        lay = self.layout
+        if self.follow is not None:
+            from compute.trace import LINEAR_INPUTS
+            bid, row, col = self.follow
+            b = lay.by_id.get(bid)
+            if b is not None and b.grid is not None:
+                segs.append(self._cell_box(b, row, row, col, col))
+                src = LINEAR_INPUTS.get(b.kind)
+                sb = lay.by_id.get(f"L{b.layer}/{src}") if src else None
+                if sb is not None and sb.grid is not None and row < sb.grid[0]:
+                    segs.append(self._cell_box(sb, row, row, 0, sb.grid[1] - 1))
+                wb = lay.by_id.get(f"{bid}/W")
+                if wb is not None and col < wb.grid[1]:
+                    segs.append(self._cell_box(wb, 0, wb.grid[0] - 1, col, col))
+        if self.expert is not None:
+            eb = lay.by_id.get(f"L{self.layer0 + 1}/moe.experts")
+            if eb is not None and 0 <= self.expert < eb.grid[0] * eb.grid[1]:
+                r, c = divmod(self.expert, eb.grid[1])
+                segs.append(self._cell_box(eb, r, r, c, c))
+        return np.concatenate(segs) if segs else None
+
+    @staticmethod
+    def _cell_box(b, r0, r1, c0, c1) -> np.ndarray:
+        p = b.pitch
+        lo = b.lo.copy()
+        hi = b.hi.copy()
+        lo[0], hi[0] = b.lo[0] + c0 * p, b.lo[0] + (c1 + 1) * p
+        if b.orient == "wall":
+            hi[2], lo[2] = b.hi[2] - r0 * p, b.hi[2] - (r1 + 1) * p
+        else:
+            hi[1], lo[1] = b.hi[1] - r0 * p, b.hi[1] - (r1 + 1) * p
+        return outline_segments(lo, hi, pad=0.03)
+
+    def _update_flow(self) -> None:
+        lay = self.layout
+        edges = []
+        if self.step_kind in ("prefill", "decode", "kda_state", "mla_cache", "attnres", "moe", "decode_cache"):
+            edges = lay.flow
+        self.flow_edges = edges
+        pts = []
+        for a, b in edges:
+            A, B = lay.by_id[a], lay.by_id[b]
+            y = min(A.lo[1], B.lo[1]) - 0.02
+            p0 = np.array([A.center[0], y, A.hi[2]])
+            p3 = np.array([B.center[0], y, B.lo[2]])
+            if p3[2] < p0[2]:  # target below (next column): leave sideways
+                p0 = np.array([A.hi[0], y, A.center[2]])
+                p3 = np.array([B.lo[0], y, B.lo[2]])
+                mid = np.array([p3[0] - 0.3, y, p0[2]])
+                pts += [p0, mid, mid, np.array([mid[0], y, p3[2] - 0.3]), np.array([mid[0], y, p3[2] - 0.3]),
+                        np.array([p3[0] + 0.4, y, p3[2] - 0.3]), np.array([p3[0] + 0.4, y, p3[2] - 0.3]),
+                        np.array([p3[0] + 0.4, y, p3[2]])]
+                continue
+            zm = (p0[2] + p3[2]) / 2
+            p1 = np.array([p0[0], y, zm])
+            p2 = np.array([p3[0], y, zm])
+            pts += [p0, p1, p1, p2, p2, p3]
+        self._set_lines(self.line_flow, np.array(pts, np.float32) if pts else None)
+
+    @staticmethod
+    def _set_lines(item, pts) -> None:
+        if pts is None or len(pts) == 0:
+            item.setVisible(False)
+        else:
+            item.setData(pos=np.asarray(pts, np.float32))
+            item.setVisible(True)
+
+    # ================================================================ camera
+    def _aspect(self) -> float:
+        return max(self.gl.width(), 1) / max(self.gl.height(), 1) if self.gl.isVisible() else 1.6
+
+    def _layer_camera(self) -> camlib.Camera:
+        lay = self.layout
+        lo, hi = lay.panel_bounds
+        slab = lay.by_id[f"L{lay.layer + 1}/stack.layer"]
+        lo = np.minimum(lo, slab.lo)
+        hi = np.maximum(hi, slab.hi)
+        return camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=10.0)
+
+    def _apply_camera(self, cam: camlib.Camera) -> None:
+        self.cam = cam
+        o = self.gl.opts
+        o["center"] = QVector3D(*[float(v) for v in cam.center])
+        o["distance"] = float(cam.distance)
+        o["azimuth"] = float(cam.azimuth)
+        o["elevation"] = float(cam.elevation)
+        o["fov"] = float(cam.fov)
+        self.gl.update()
+
+    def _stop_anim(self) -> None:
+        if self._anim is not None:
+            self._anim.stop()
+            self._anim = None
+
+    def _animate_to(self, target: camlib.Camera, animate: bool = True) -> None:
+        self._stop_anim()
+        if not animate or not self.isVisible():
+            self._apply_camera(target)
+            return
+        start = camlib.Camera.from_dict(self.cam.to_dict())
+        anim = QVariantAnimation(self)
+        anim.setStartValue(0.0)
+        anim.setEndValue(1.0)
+        anim.setDuration(ANIM_MS)
+        anim.valueChanged.connect(lambda t: self._apply_camera(camlib.lerp(start, target, float(t))))
+        anim.finished.connect(lambda: self._apply_camera(target))
+        self._anim = anim
+        anim.start()
+
+    # ================================================================ input
+    def pick_at(self, x: float, y: float):
+        """The Hit (block id, cell) under logical widget pixel (x, y) of the GL surface, or None."""
+        return self.picker.pick(self.cam, x, y, max(self.gl.width(), 1), max(self.gl.height(), 1))
+
+    def _press(self, ev) -> None:
+        self._press_pos = ev.position()
+        self._last_pos = ev.position()
+        self._dragged = False
+        self._stop_anim()
+        self.gl.setFocus()
+
+    def _move(self, ev) -> None:
+        pos = ev.position()
+        buttons = ev.buttons()
+        if buttons == Qt.MouseButton.NoButton:
+            self._hover(pos, ev.globalPosition().toPoint())
+            return
+        if self._last_pos is None:
+            self._last_pos = pos
+        d = pos - self._last_pos
+        self._last_pos = pos
+        if self._press_pos is not None and (pos - self._press_pos).manhattanLength() > CLICK_SLOP:
+            self._dragged = True
+        if not self._dragged:
+            return
+        pan = (buttons & Qt.MouseButton.MiddleButton) or (
+            buttons & Qt.MouseButton.LeftButton and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        cam = camlib.Camera.from_dict(self.cam.to_dict())
+        if pan:
+            self._pan(cam, d.x(), d.y())
+        elif buttons & Qt.MouseButton.LeftButton:
+            cam.azimuth -= d.x() * 0.35
+            cam.elevation = max(-89.0, min(89.0, cam.elevation + d.y() * 0.35))
+        self._apply_camera(cam)
+
+    def _pan(self, cam: camlib.Camera, dx: float, dy: float) -> None:
+        per_px = 2 * cam.distance * math.tan(math.radians(cam.fov) / 2) / max(self.gl.width(), 1)
+        v = camlib.view_matrix(cam)
+        right, up = v[0, :3], v[1, :3]
+        c = np.array(cam.center) - right * dx * per_px + up * dy * per_px
+        cam.center = tuple(c)
+
+    def _release(self, ev) -> None:
+        if self._press_pos is not None and not self._dragged and ev.button() == Qt.MouseButton.LeftButton:
+            self._click(ev.position())
+        self._press_pos = None
+        self._dragged = False
+
+    def _wheel(self, ev) -> None:
+        delta = ev.angleDelta().y() or ev.angleDelta().x()
+        self._stop_anim()
+        cam = camlib.Camera.from_dict(self.cam.to_dict())
+        cam.distance = max(1.0, min(cam.distance * 0.999 ** delta, 400.0))
+        self._apply_camera(cam)
+
+    def _key(self, ev) -> None:
+        k = ev.key()
+        if k in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown):
+            new = self.layer0 + (1 if k == Qt.Key.Key_PageUp else -1)
+            new = min(max(new, 0), self.layout.dims.n_layers - 1)
+            if new != self.layer0:
+                self.set_layer(new)
+                self.layer_clicked.emit(new)
+            ev.accept()
+        elif k == Qt.Key.Key_Home:
+            self.set_camera_preset("reset")
+        else:
+            ev.ignore()
+
+    def _leave(self) -> None:
+        if self.hovered is not None:
+            self.hovered = None
+            self.hover_cell = None
+            for name in self._box_rgba:
+                self._upload_colors(name)
+            self._update_outlines()
+
+    def _hover(self, pos: QPointF, global_pos: QPoint) -> None:
+        hit = self.pick_at(pos.x(), pos.y())
+        bid = hit.block_id if hit else None
+        cell = (bid, hit.cell[0], hit.cell[1]) if hit and hit.cell is not None else None
+        changed_block = bid != self.hovered
+        if changed_block or cell != self.hover_cell:
+            old_fam = self.layout.by_id[self.hover_cell[0]].family if self.hover_cell else None
+            self.hovered = bid
+            self.hover_cell = cell
+            fams = {f for f in (old_fam, self.layout.by_id[bid].family if cell else None) if f}
+            for name in fams:
+                self._upload_colors(name)
+            self._update_outlines()
+            if changed_block:
+                self.block_hovered.emit(bid or "")
+            text = self.tooltip_text(hit) if hit else ""
+            self.last_tooltip = text
+            if text:
+                QToolTip.showText(global_pos, text, self.gl)
+            else:
+                QToolTip.hideText()
+
+    def _click(self, pos: QPointF) -> None:
+        hit = self.pick_at(pos.x(), pos.y())
+        if hit is None:
+            return
+        b = self.layout.by_id[hit.block_id]
+        self.select_block(b.id)
+        if b.part in ("slab", "marker"):
+            self.layer_clicked.emit(b.layer - 1)
+        if hit.cell is not None:
+            r, c = hit.cell
+            if b.kind == "moe.experts":
+                self.expert_clicked.emit(r * b.grid[1] + c)
+            from compute.trace import LINEAR_INPUTS
+            if b.part == "tensor" and b.kind in LINEAR_INPUTS:
+                self.follow = (b.id, r, c)
+                self._update_outlines()
+        self.block_clicked.emit(b.id)
+        if hit.cell is not None:
+            self.cell_clicked.emit(b.id, hit.cell[0], hit.cell[1])
+
+    # ================================================================ text
+    def tooltip_text(self, hit) -> str:
+        b = self.layout.by_id[hit.block_id]
+        tr = self.tr
+        name = tr(b.label_key) if b.label_key else b.kind
+        if b.part == "slab":
+            d = self.layout.dims
+            return tr("scene.layer_tip", layer=b.layer, mixer=tr(f"scene.mixer.{d.mixers[b.layer - 1]}"),
+                      ffn=tr(f"scene.ffn.{d.ffns[b.layer - 1]}"))
+        if b.part == "weight":
+            name = f"{name} · W"
+        head = tr("scene.tip.block", name=name, k3=b.k3_shape or "—",
+                  toy=" × ".join(str(v) for v in b.toy_shape) or "—")
+        if hit.cell is None:
+            return head
+        r, c = hit.cell
+        vals = colouring.block_values(b, self.layout, self.trace, self.pass_index, self.token)
+        if b.kind in ("moe.router", "moe.experts") and self.trace is not None:
+            e = r * b.grid[1] + c
+            tens = self.trace.passes[self.pass_index].layers[self.layer0].tensors
+            row = colouring._token_row(self.trace, self.pass_index, self.token)
+            s = float(tens["moe.router"][row][e])
+            idx = list(np.asarray(tens["moe.topk_idx"][row]))
+            sel = (tr("scene.tip.expert_sel", w=f"{float(tens['moe.topk_weight'][row][idx.index(e)]):.4f}")
+                   if e in idx else tr("scene.tip.expert_off"))
+            return tr("scene.tip.expert", e=e, s=f"{s:.4f}", sel=sel)
+        if vals is None or not np.isfinite(vals[r, c]):
+            value = tr("scene.tip.no_value")
+        else:
+            value = f"{vals[r, c]:+.4f}"
+        if b.rows_are_tokens and self.trace is not None and r < len(self.layout.row_positions):
+            pos = self.layout.row_positions[r]
+            piece = self.trace.tokens[pos][0] if pos < len(self.trace.tokens) else ""
+            cell = tr("scene.tip.cell_token", name=name, token=pos, piece=piece, col=c, value=value)
+        else:
+            cell = tr("scene.tip.cell", name=name, row=r, col=c, value=value)
+        return head + "\n" + cell
+
+    def _overlay_input(self) -> OverlayInput:
+        tokens = None
+        if self.trace is not None:
+            tokens = [self.trace.tokens[p][0] if p < len(self.trace.tokens) else "" for p in self.layout.row_positions]
+        note = ""
+        if self.step_kind:
+            if self.step_kind in ("prefill", "decode"):
+                note = self.tr(f"scene.step.{self.step_kind}")
+            else:
+                note = self.tr("scene.step.generic", step=self.step_kind)
+        return OverlayInput(layout=self.layout, camera=self.cam, tr=self.tr, selected=self.selected,
+                            hovered=self.hovered, has_trace=self.trace is not None, tokens=tokens,
+                            step_note=note, flow_on=bool(self.flow_edges))
