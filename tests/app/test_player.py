@@ -1,0 +1,100 @@
+"""Trace player core (Qt-free): steps from a real engine trace, seeking, per-step facts."""
+import pytest
+
+from app import i18n, player
+from compute.config import load_default
+
+PROMPT = "로봇이 컵"  # 5 characters: 4 Hangul syllables (3 UTF-8 bytes each) + 1 space -> 13 bytes
+
+
+@pytest.fixture(scope="module")
+def trace():
+    from compute.engine import ToyK3
+
+    return ToyK3().run(PROMPT, max_new_tokens=3)
+
+
+def test_steps_cover_the_pipeline_in_order(trace):
+    steps = player.build_steps(trace)
+    kinds = [s.kind for s in steps]
+    # 15 prefill steps, then 6 for each of the 2 decode passes (3 tokens generated: pass 0 + 2 decode passes)
+    assert len(steps) == 15 + 6 * 2
+    assert kinds[:15] == ["input", "utf8", "tokenize", "token_ids", "embedding", "prefill", "kda_state",
+                          "mla_cache", "attnres", "moe", "final_norm", "lm_head", "sampling", "detokenize",
+                          "stream"]
+    assert kinds[15:21] == ["decode", "decode_cache", "lm_head", "sampling", "detokenize", "stream"]
+    assert set(kinds) == set(player.STEP_KINDS) and len(player.STEP_KINDS) == 17
+    assert [s.index for s in steps] == list(range(len(steps)))
+    assert {s.phase for s in steps[:15]} == {"A"} and {s.phase for s in steps[15:]} == {"B"}
+    assert [s.pass_index for s in steps[15:]] == [1] * 6 + [2] * 6
+
+
+def test_decode_steps_focus_the_new_token(trace):
+    steps = player.build_steps(trace)
+    P = trace.prompt_len
+    decode = [s for s in steps if s.kind == "decode"]
+    assert [s.token for s in decode] == [P, P + 1]  # the token sampled by the previous pass
+    assert steps[11].token == P - 1  # prefill LM head: the last prompt position
+
+
+def test_every_step_says_where_data_lives_and_has_texts_in_both_languages(trace):
+    for step in player.build_steps(trace):
+        assert step.path and set(step.path) <= set(player.PLACES)
+        for lang in ("en", "ko"):
+            for key in (step.title_key, step.what_key, step.move_key):
+                assert key in i18n.table(lang), (lang, key)
+    steps = {s.kind: s for s in player.build_steps(trace)}
+    assert steps["input"].location == "cpu_ram"
+    assert steps["token_ids"].path == ("cpu_ram", "pcie", "hbm")  # host -> device copy
+    assert steps["sampling"].location == "cpu_ram"  # only the ID comes back
+
+
+def test_facts_are_the_trace_values(trace):
+    steps = player.build_steps(trace)
+    by_kind = {}
+    for s in steps:
+        by_kind.setdefault(s.kind, s)
+    utf8 = player.describe(trace, by_kind["utf8"])
+    assert utf8.dtype == "uint8" and utf8.shape == (13,)
+    assert utf8.value.startswith("EB A1 9C")  # '로' = U+B85C = EB A1 9C
+    emb = player.describe(trace, by_kind["embedding"])
+    assert emb.shape == (trace.prompt_len, 8) and emb.real_shape == (trace.prompt_len, 7168)
+    ids = player.describe(trace, by_kind["token_ids"])
+    assert ids.value.split(", ") == [str(i) for _, i in trace.tokens[:trace.prompt_len]]
+    kda = player.describe(trace, by_kind["kda_state"], layer=36)
+    assert kda.shape == (2, 4, 4) and kda.real_shape == (96, 128, 128)
+    samp = player.describe(trace, by_kind["sampling"])
+    piece, token_id = trace.tokens[trace.prompt_len]  # first generated token
+    assert samp.value == f"{piece!r} → {token_id}"
+
+
+def test_caches_grow_for_mla_and_stay_constant_for_kda(trace):
+    steps = player.build_steps(trace)
+    P = trace.prompt_len
+    rows = [player.describe(trace, s, layer=36).shape[0] for s in steps if s.kind == "decode_cache"]
+    assert rows == [P + 1, P + 2]
+    states = {trace.passes[p].layers[36].tensors["kda.state"].shape for p in range(len(trace.passes))}
+    assert states == {(2, 4, 4)}
+
+
+def test_focus_layer_picks_a_layer_of_the_right_type():
+    cfg = load_default()
+    mixers, ffns = cfg.mixer_types, cfg.ffn_types
+    step = {k: player.Step(0, k, "A", 0, 0, player._SPEC[k][0]) for k in player.STEP_KINDS}
+    # 1-based layer 37 is KDA, 36 is MLA (every 4th), layer 1 is the dense one
+    assert player.focus_layer(step["kda_state"], mixers, ffns, 36) == 36
+    assert player.focus_layer(step["mla_cache"], mixers, ffns, 36) == 35
+    assert player.focus_layer(step["moe"], mixers, ffns, 0) == 1
+    assert player.focus_layer(step["attnres"], mixers, ffns, 0) == 1
+    assert player.focus_layer(step["prefill"], mixers, ffns, 50) == 50
+
+
+def test_seek_is_pure_and_streamed_text_accumulates(trace):
+    a = player.build_steps(trace)
+    b = player.build_steps(trace)
+    assert a == b  # same trace, same steps: seeking needs no history
+    first_stream = next(s.index for s in a if s.kind == "stream")
+    generated = [p for p, _ in trace.tokens[trace.prompt_len:]]
+    assert player.streamed_text(trace, a, first_stream - 1) == ""
+    assert player.streamed_text(trace, a, first_stream) == generated[0]
+    assert player.streamed_text(trace, a, len(a) - 1) == "".join(generated)
