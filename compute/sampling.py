@@ -19,7 +19,7 @@ def top_p_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1
         idx = logits.argmax(-1, keepdim=True)
         return torch.zeros_like(logits).scatter_(-1, idx, 1.0)
     scores = logits / temperature
-    sorted_logits, sorted_idx = torch.sort(scores, dim=-1, descending=False)
+    sorted_logits, sorted_idx = torch.sort(scores, dim=-1, descending=False, stable=True)
     cum = sorted_logits.softmax(-1).cumsum(-1)
     remove_sorted = cum <= (1.0 - top_p)
     remove_sorted[..., -1] = False  # min_tokens_to_keep = 1
