@@ -1,0 +1,41 @@
+"""Entry point: `k3-explorer` / `python -m app` opens the main window;
+`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _gui_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="k3-explorer",
+                                     description="K3 Explorer: a 3D explorer of one Kimi K3 inference. "
+                                                 "Use 'k3-explorer export --help' for headless PNG export.")
+    parser.add_argument("--lang", choices=("en", "ko"), help="interface language (default: saved, else system)")
+    parser.add_argument("--settings", metavar="FILE", help="settings file to use instead of the user's")
+    parser.add_argument("--device", default="auto", help="engine device: auto, cpu or cuda (default auto)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "export":
+        from app.cli import main as export_main
+
+        return export_main(argv[1:])
+    args = _gui_args(argv)
+    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)  # before the QApplication (platform.md)
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("K3 Explorer")
+    app.setOrganizationName("K3Explorer")
+    from app.main_window import MainWindow
+
+    window = MainWindow(settings_path=args.settings, device=args.device, language=args.lang)
+    window.show()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

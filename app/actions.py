@@ -1,0 +1,190 @@
+"""The one action registry: every menu item, toolbar button and keyboard shortcut is declared here once.
+
+`ACTIONS` is plain data (id, menu, text key, shortcut, toolbar?, checkable group). `ActionRegistry` turns it
+into QActions bound to handlers, fills menus and the toolbar, retranslates them, and produces the rows of
+Help -> Keyboard shortcuts. A test checks no two actions share a key binding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QComboBox, QDialog, QDialogButtonBox,
+                               QHeaderView, QLineEdit, QMenu, QMenuBar, QPlainTextEdit, QTableWidget,
+                               QTableWidgetItem, QTextEdit, QToolBar, QVBoxLayout, QWidget)
+
+from app.i18n import tr
+
+MENUS: tuple[str, ...] = ("file", "view", "player", "language", "window", "help")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    id: str
+    menu: str  # one of MENUS
+    shortcut: str = ""  # portable QKeySequence text, "" for none
+    toolbar: bool = False
+    group: str = ""  # exclusive checkable group ("" = plain action)
+    separator_before: bool = False
+    text_input_safe: bool = True  # False: ignored while a text field has focus (bare keys like Space)
+
+    @property
+    def text_key(self) -> str:
+        return f"app.action.{self.id}"
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("export_image", "file", "Ctrl+S", toolbar=True),
+    ActionSpec("copy_view", "file", "Ctrl+Shift+C"),
+    ActionSpec("export_window", "file", "Ctrl+Shift+S"),
+    ActionSpec("quit", "file", "Ctrl+Q", separator_before=True),
+    ActionSpec("camera_front", "view", "Ctrl+1", toolbar=True),
+    ActionSpec("camera_side", "view", "Ctrl+2", toolbar=True),
+    ActionSpec("camera_top", "view", "Ctrl+3", toolbar=True),
+    ActionSpec("camera_stack", "view", "Ctrl+4", toolbar=True),
+    ActionSpec("camera_reset", "view", "Ctrl+0"),
+    ActionSpec("layer_prev", "view", "PgDown", separator_before=True),
+    ActionSpec("layer_next", "view", "PgUp"),
+    ActionSpec("reset_layout", "view", "", separator_before=True),
+    ActionSpec("play_pause", "player", "Space", toolbar=True, text_input_safe=False),
+    ActionSpec("step_back", "player", "Left", text_input_safe=False),
+    ActionSpec("step_forward", "player", "Right", text_input_safe=False),
+    ActionSpec("step_first", "player", "Home", text_input_safe=False),
+    ActionSpec("step_last", "player", "End", text_input_safe=False),
+    ActionSpec("run_prompt", "player", "Ctrl+Return", separator_before=True),
+    ActionSpec("lang_en", "language", "", group="language"),
+    ActionSpec("lang_ko", "language", "", group="language"),
+    ActionSpec("shortcuts", "help", "F1"),
+    ActionSpec("about", "help", ""),
+)
+
+
+def duplicate_shortcuts(specs=ACTIONS) -> dict[str, list[str]]:
+    """Key bindings used by more than one action: {portable key text: [action ids]} (empty when fine)."""
+    seen: dict[str, list[str]] = {}
+    for spec in specs:
+        if spec.shortcut:
+            key = QKeySequence(spec.shortcut).toString(QKeySequence.PortableText)
+            seen.setdefault(key, []).append(spec.id)
+    return {key: ids for key, ids in seen.items() if len(ids) > 1}
+
+
+def text_field_has_focus() -> bool:
+    """True while the keyboard goes to a text entry (then bare-key shortcuts must not fire)."""
+    w = QApplication.focusWidget()
+    if isinstance(w, (QLineEdit, QTextEdit, QPlainTextEdit, QAbstractSpinBox)):
+        return not getattr(w, "isReadOnly", lambda: False)()
+    return isinstance(w, QComboBox) and w.isEditable()
+
+
+class ActionRegistry:
+    """QActions for ACTIONS, owned by `window` (so shortcuts work with menus closed)."""
+
+    def __init__(self, window: QWidget, handlers: dict[str, Callable[[], None]], specs=ACTIONS):
+        self.window = window
+        self.specs = tuple(specs)
+        self.actions: dict[str, QAction] = {}
+        self.menus: dict[str, QMenu] = {}
+        self.groups: dict[str, QActionGroup] = {}
+        for spec in self.specs:
+            action = QAction(window)
+            action.setObjectName(f"action_{spec.id}")
+            if spec.shortcut:
+                action.setShortcut(QKeySequence(spec.shortcut))
+                action.setShortcutContext(Qt.WindowShortcut)
+            if spec.group:
+                group = self.groups.setdefault(spec.group, QActionGroup(window))
+                group.setExclusive(True)
+                action.setCheckable(True)
+                group.addAction(action)
+            handler = handlers.get(spec.id)
+            if handler is None:
+                raise KeyError(f"no handler for action {spec.id!r}")
+            action.triggered.connect(self._guarded(spec, handler))
+            window.addAction(action)
+            self.actions[spec.id] = action
+        self.retranslate()
+
+    @staticmethod
+    def _guarded(spec: ActionSpec, handler: Callable[[], None]):
+        def run(_checked=False):
+            if not spec.text_input_safe and text_field_has_focus():
+                return
+            handler()
+        return run
+
+    def build_menus(self, menubar: QMenuBar, extra: dict[str, QMenu] | None = None) -> None:
+        """One menu per MENUS entry, in order; `extra` supplies menus filled elsewhere (Window)."""
+        for name in MENUS:
+            menu = menubar.addMenu("")
+            menu.setObjectName(f"menu_{name}")
+            self.menus[name] = menu
+            for spec in self.specs:
+                if spec.menu == name:
+                    if spec.separator_before:
+                        menu.addSeparator()
+                    menu.addAction(self.actions[spec.id])
+        self._retranslate_menus()
+
+    def build_toolbar(self, toolbar: QToolBar) -> None:
+        for spec in self.specs:
+            if spec.toolbar:
+                if spec.separator_before:
+                    toolbar.addSeparator()
+                toolbar.addAction(self.actions[spec.id])
+
+    def retranslate(self) -> None:
+        for spec in self.specs:
+            action = self.actions[spec.id]
+            action.setText(tr(spec.text_key))
+            tip = tr(spec.text_key).replace("&", "").rstrip("…")
+            if spec.shortcut:
+                tip += f" ({QKeySequence(spec.shortcut).toString(QKeySequence.NativeText)})"
+            action.setToolTip(tip)
+        self._retranslate_menus()
+
+    def _retranslate_menus(self) -> None:
+        for name, menu in self.menus.items():
+            menu.setTitle(tr(f"app.menu.{name}"))
+
+    def shortcut_rows(self) -> list[tuple[str, str, str]]:
+        """(menu title, action text, key) for every action with a shortcut — the shortcuts dialog's rows."""
+        rows = []
+        for spec in self.specs:
+            if spec.shortcut:
+                rows.append((tr(f"app.menu.{spec.menu}").replace("&", ""),
+                             tr(spec.text_key).replace("&", "").rstrip("…"),
+                             QKeySequence(spec.shortcut).toString(QKeySequence.NativeText)))
+        return rows
+
+
+class ShortcutsDialog(QDialog):
+    """Help -> Keyboard shortcuts: a table generated from the registry."""
+
+    def __init__(self, registry: ActionRegistry, parent=None):
+        super().__init__(parent)
+        self.setObjectName("shortcuts_dialog")
+        self.setWindowTitle(tr("app.shortcuts.title"))
+        rows = registry.shortcut_rows()
+        table = QTableWidget(len(rows), 3, self)
+        table.setObjectName("shortcuts_table")
+        table.setHorizontalHeaderLabels([tr("app.shortcuts.menu"), tr("app.shortcuts.action"),
+                                         tr("app.shortcuts.key")])
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                item = QTableWidgetItem(text)
+                item.setFlags(item.flags() & ~Qt.ItemIsEditable)
+                table.setItem(r, c, item)
+        table.verticalHeader().setVisible(False)
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        table.horizontalHeader().setStretchLastSection(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
+        buttons.rejected.connect(self.reject)
+        buttons.button(QDialogButtonBox.Close).setText(tr("app.common.close"))
+        layout = QVBoxLayout(self)
+        layout.addWidget(table)
+        layout.addWidget(buttons)
+        self.table = table
+        self.resize(520, 560)

@@ -1,0 +1,142 @@
+"""Headless PNG export for slides:
+
+    k3-explorer export --layer 37 --step 6 --size 3840x2160 --lang ko --camera front \
+                       --prompt "로봇이 컵을 집었다" --out layer37.png
+
+Runs the toy engine on the prompt, puts the scene at the given layer (1-based) and trace step (1-based, as
+numbered in the trace player), renders the 3D view with labels at the given size and writes a PNG. Needs an X
+display (a real one or Xvfb: `xvfb-run -a k3-explorer export ...`); no window is needed on screen.
+Exit status: 0 written, 2 bad arguments, 1 the file could not be written or rendering failed, 3 no display.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from app import i18n
+from app.i18n import tr
+
+CAMERAS = ("front", "side", "top", "stack", "reset")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints usage + message and exits 2
+        self.print_usage(sys.stderr)
+        self.exit(2, f"k3-explorer export: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="k3-explorer export",
+                description="Render the 3D view of K3 Explorer to a PNG without user interaction.")
+    p.add_argument("--out", required=True, metavar="FILE.png", help="PNG file to write (overwritten)")
+    p.add_argument("--layer", type=int, default=37, help="layer to open, 1..93 (default 37)")
+    p.add_argument("--step", type=int, default=6, help="trace player step, 1-based (default 6 = prefill)")
+    p.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT in pixels, each side <= 8192")
+    p.add_argument("--scale", type=float, default=None, help="multiply --size by this factor")
+    p.add_argument("--lang", choices=i18n.LANGUAGES, default="en", help="label language (default en)")
+    p.add_argument("--camera", choices=CAMERAS, default=None, help="camera preset (default: the app's view)")
+    p.add_argument("--prompt", default="로봇이 컵을 집었다", help="prompt the toy engine runs")
+    p.add_argument("--tokens", type=int, default=4, help="tokens to generate, 1..64 (default 4)")
+    p.add_argument("--transparent", action="store_true", help="transparent background")
+    p.add_argument("--device", default="cpu", help="engine device: cpu (default), cuda or auto")
+    return p
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"k3-explorer export: error: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    i18n.set_language(args.lang)
+    from app.export import ExportError, check_size, check_writable, parse_size, save_png
+
+    try:
+        width, height = parse_size(args.size)
+        if args.scale is not None:
+            if not (args.scale > 0):
+                raise ExportError(tr("app.cli.bad_scale", scale=args.scale))
+            width, height = int(round(width * args.scale)), int(round(height * args.scale))
+            check_size(width, height)
+        if not args.prompt.strip():
+            raise ExportError(tr("app.player.empty_prompt"))
+        if not 1 <= args.tokens <= 64:
+            raise ExportError(tr("app.cli.bad_tokens", n=args.tokens))
+        out = os.path.abspath(os.path.expanduser(args.out))
+        if not out.lower().endswith(".png"):
+            raise ExportError(tr("app.cli.not_png", path=args.out))
+    except ExportError as exc:
+        return _fail(str(exc), 2)
+    try:
+        check_writable(out)
+    except ExportError as exc:
+        return _fail(str(exc), 1)
+    from compute.config import ConfigError, load_default
+
+    try:
+        config = load_default()
+    except ConfigError as exc:
+        return _fail(str(exc), 1)
+    n_layers = len(config.mixer_types)
+    if not 1 <= args.layer <= n_layers:
+        return _fail(tr("app.cli.bad_layer", n=args.layer, total=n_layers), 2)
+    if os.environ.get("QT_QPA_PLATFORM", "xcb") == "xcb" and not (os.environ.get("DISPLAY")
+                                                                  or os.environ.get("WAYLAND_DISPLAY")):
+        return _fail(tr("app.cli.no_display"), 3)
+
+    from compute.engine import ToyK3  # torch: fine here, nothing is on screen yet
+
+    try:
+        trace = ToyK3(device=args.device).run(args.prompt, max_new_tokens=args.tokens)
+    except Exception as exc:  # noqa: BLE001 - any engine failure is reported, not a traceback
+        return _fail(tr("app.status.engine_error", message=f"{type(exc).__name__}: {exc}"), 1)
+    from app import player
+
+    steps = player.build_steps(trace)
+    if not 1 <= args.step <= len(steps):
+        return _fail(tr("app.cli.bad_step", n=args.step, total=len(steps)), 2)
+    step = steps[args.step - 1]
+
+    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication(["k3-explorer"])
+    from scene.view import SceneView
+
+    view = SceneView()
+    view.set_translator(tr)
+    view.set_config(config)
+    view.set_trace(trace)
+    view.set_layer(args.layer - 1)
+    view.set_pass(step.pass_index)
+    view.set_token(step.token)
+    view.set_step_focus(step.kind)
+    view.resize(min(width, 1600), min(height, 1000))
+    view.setAttribute(Qt.WA_DontShowOnScreen, True)
+    view.show()
+    app.processEvents()
+    if args.camera:
+        view.set_camera_preset(args.camera)
+        _settle(app, view)
+    try:
+        image = view.render_image(width, height, transparent=args.transparent)
+        save_png(image, out)
+    except ExportError as exc:
+        return _fail(str(exc), 1)
+    finally:
+        view.close()
+    print(tr("app.cli.wrote", path=out, w=width, h=height))
+    return 0
+
+
+def _settle(app, view, ms: int = 600) -> None:
+    """Let an animated camera transition finish before rendering."""
+    import time
+
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)

@@ -1,0 +1,139 @@
+"""Controls dock (C1): KDA α and β (default "computed" from the input, as in K3), temperature, top-p.
+
+Each row: name, slider, the value (or "computed"), a reset button. Dragging updates the knobs live
+(AppState.request_knobs on every value change; the engine worker coalesces, latest wins).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QDockWidget, QGridLayout, QLabel, QSlider, QToolButton, QVBoxLayout, QWidget)
+
+from app.i18n import tr
+
+
+@dataclass(frozen=True)
+class KnobSpec:
+    field: str  # Knobs field
+    lo: float
+    hi: float
+    step: float
+    default: float | None  # None = "computed"
+    decimals: int = 2
+
+    def to_slider(self, value: float) -> int:
+        return int(round((min(max(value, self.lo), self.hi) - self.lo) / self.step))
+
+    def from_slider(self, position: int) -> float:
+        return round(self.lo + position * self.step, 6)
+
+    @property
+    def steps(self) -> int:
+        return int(round((self.hi - self.lo) / self.step))
+
+
+KNOBS: tuple[KnobSpec, ...] = (
+    KnobSpec("alpha", 0.01, 1.0, 0.01, None),  # α = exp(g) in (e^-5, 1]; 0 would be log(0)
+    KnobSpec("beta", 0.0, 1.0, 0.01, None),
+    KnobSpec("temperature", 0.0, 2.0, 0.01, 1.0),  # 0 = greedy
+    KnobSpec("top_p", 0.01, 1.0, 0.01, 1.0),
+)
+
+
+class _KnobRow:
+    def __init__(self, spec: KnobSpec, dock: "ControlsDock", grid: QGridLayout, row: int):
+        self.spec = spec
+        self.dock = dock
+        self.name = QLabel()
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setObjectName(f"slider_{spec.field}")
+        self.slider.setRange(0, spec.steps)
+        self.slider.setPageStep(max(1, spec.steps // 10))
+        self.slider.setTracking(True)
+        self.slider.setMinimumWidth(150)
+        self.value = QLabel()
+        self.value.setObjectName(f"value_{spec.field}")
+        self.value.setMinimumWidth(78)
+        self.value.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        self.reset = QToolButton()
+        self.reset.setObjectName(f"reset_{spec.field}")
+        self.reset.setText("↺")
+        self.hint = QLabel()
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet("color: #7d838c; font-size: 11px;")
+        grid.addWidget(self.name, 2 * row, 0)
+        grid.addWidget(self.slider, 2 * row, 1)
+        grid.addWidget(self.value, 2 * row, 2)
+        grid.addWidget(self.reset, 2 * row, 3)
+        grid.addWidget(self.hint, 2 * row + 1, 0, 1, 4)
+        self.slider.valueChanged.connect(self._moved)
+        self.reset.clicked.connect(self._reset)
+        self._updating = False
+
+    def show(self, value: float | None) -> None:
+        self._updating = True
+        fallback = self.spec.default if self.spec.default is not None else (self.spec.lo + self.spec.hi) / 2
+        self.slider.setValue(self.spec.to_slider(fallback if value is None else value))
+        self._updating = False
+        self.value.setText(tr("app.controls.computed") if value is None
+                           else f"{value:.{self.spec.decimals}f}")
+        self.reset.setEnabled(value != self.spec.default)
+
+    def _moved(self, position: int) -> None:
+        if self._updating:
+            return
+        value = self.spec.from_slider(position)
+        self.value.setText(f"{value:.{self.spec.decimals}f}")
+        self.reset.setEnabled(value != self.spec.default)
+        self.dock.state.request_knobs(**{self.spec.field: value})
+
+    def _reset(self) -> None:
+        self.show(self.spec.default)
+        self.dock.state.request_knobs(**{self.spec.field: self.spec.default})
+
+    def retranslate(self) -> None:
+        self.name.setText(tr(f"app.controls.{self.spec.field}"))
+        self.hint.setText(tr(f"app.controls.{self.spec.field}.hint"))
+        self.reset.setToolTip(tr("app.controls.reset"))
+        self.show(getattr(self.dock.state.knobs, self.spec.field))
+
+
+class ControlsDock(QDockWidget):
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.setObjectName("ControlsDock")
+        self.state = state
+        body = QWidget(self)
+        outer = QVBoxLayout(body)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(2)
+        grid.setColumnStretch(1, 1)
+        self.rows = {spec.field: _KnobRow(spec, self, grid, i) for i, spec in enumerate(KNOBS)}
+        outer.addLayout(grid)
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setObjectName("controls_note")
+        outer.addWidget(self.note)
+        outer.addStretch(1)
+        self.setWidget(body)
+        state.trace_changed.connect(self._sync_from_state)
+        self.retranslate()
+
+    def slider(self, field: str) -> QSlider:
+        return self.rows[field].slider
+
+    def _sync_from_state(self, _trace=None) -> None:
+        for field, row in self.rows.items():
+            if not row.slider.isSliderDown():
+                value = getattr(self.state.knobs, field)
+                current = row.spec.from_slider(row.slider.value())
+                if value is None or abs(current - value) > 1e-9:
+                    row.show(value)
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("app.dock.controls"))
+        for row in self.rows.values():
+            row.retranslate()
+        self.note.setText(tr("app.controls.note"))

@@ -1,0 +1,18 @@
+"""The docks the main window creates, in order, with their default area.
+
+Each entry: (dock class, default area, tab group). Docks of the same tab group share one tabbed area; the
+first one listed stays in front. Every dock class follows the contract in app/state.py.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from app.docks.controls import ControlsDock
+from app.docks.trace_player import TracePlayerDock
+
+LEFT, RIGHT, BOTTOM = Qt.LeftDockWidgetArea, Qt.RightDockWidgetArea, Qt.BottomDockWidgetArea
+
+DOCKS: list[tuple[type, Qt.DockWidgetArea, str]] = [
+    (TracePlayerDock, LEFT, "left"),
+    (ControlsDock, RIGHT, "right_top"),
+]

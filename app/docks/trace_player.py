@@ -1,0 +1,388 @@
+"""Trace player dock (T1-T4): the end-to-end trace of one inference as numbered steps.
+
+Top: the prompt box (type any text, Korean works; Run), its UTF-8 bytes, the tokens (pieces + IDs) and the
+streamed answer. Middle: play / pause / step / seek / speed. Bottom: the step list and the selected step's
+facts — data type and shape (toy and real K3), where it lives, how it moves, Phase A / B — computed by the
+Qt-free core in app/player.py. Space / ←/→ / Home / End come from the action registry (ignored while a text
+field has focus); the camera and highlights follow through AppState.step_changed.
+"""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+                               QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
+                               QToolButton, QVBoxLayout, QWidget)
+
+from app import i18n, player, texts
+from app.i18n import tr
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0)
+BASE_INTERVAL_MS = 1400
+PHASE_COLOURS = {"A": "#2f7fd8", "B": "#d9822b"}
+
+
+class TracePlayerDock(QDockWidget):
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.setObjectName("TracePlayerDock")
+        self.state = state
+        self.steps: list[player.Step] = []
+        self.index = 0
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self._tick)
+        self._build()
+        state.trace_changed.connect(self._on_trace)
+        state.step_changed.connect(self._on_step_changed)
+        state.engine_error.connect(self._on_error)
+        state.layer_changed.connect(lambda _l: self._show_details())
+        self.retranslate()
+        if state.trace is not None:
+            self._on_trace(state.trace)
+
+    # --- widgets -----------------------------------------------------------------------------
+    def _build(self) -> None:
+        body = QWidget(self)
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setSpacing(6)
+
+        row = QHBoxLayout()
+        self.prompt = QLineEdit(self.state.prompt)
+        self.prompt.setObjectName("prompt_edit")
+        self.prompt.setClearButtonEnabled(True)
+        self.prompt.returnPressed.connect(self.run_prompt)
+        self.run_button = QPushButton()
+        self.run_button.setObjectName("run_button")
+        self.run_button.clicked.connect(self.run_prompt)
+        row.addWidget(self.prompt, 1)
+        row.addWidget(self.run_button)
+        layout.addLayout(row)
+        self.message = QLabel()
+        self.message.setObjectName("prompt_message")
+        self.message.setStyleSheet("color: #e5484d;")
+        self.message.setWordWrap(True)
+        self.message.hide()
+        layout.addWidget(self.message)
+
+        self.bytes_label = _wrap_label("utf8_label")
+        self.tokens_label = _wrap_label("tokens_label")
+        self.tokens_label.setTextFormat(Qt.RichText)
+        self.stream_label = _wrap_label("stream_label")
+        self.stream_label.setTextFormat(Qt.RichText)
+        for w in (self.bytes_label, self.tokens_label, self.stream_label):
+            layout.addWidget(w)
+
+        transport = QHBoxLayout()
+        transport.setSpacing(2)
+        self.first_button = _tool(QStyle.SP_MediaSkipBackward, "player_first", lambda: self.seek(0))
+        self.back_button = _tool(QStyle.SP_MediaSeekBackward, "player_back", lambda: self.step_by(-1))
+        self.play_button = _tool(QStyle.SP_MediaPlay, "player_play", self.toggle_play)
+        self.forward_button = _tool(QStyle.SP_MediaSeekForward, "player_forward", lambda: self.step_by(1))
+        self.last_button = _tool(QStyle.SP_MediaSkipForward, "player_last", lambda: self.seek(len(self.steps) - 1))
+        for b in (self.first_button, self.back_button, self.play_button, self.forward_button, self.last_button):
+            transport.addWidget(b)
+        self.seek_slider = QSlider(Qt.Horizontal)
+        self.seek_slider.setObjectName("seek_slider")
+        self.seek_slider.setFocusPolicy(Qt.NoFocus)
+        self.seek_slider.valueChanged.connect(self._on_seek_slider)
+        transport.addWidget(self.seek_slider, 1)
+        self.counter = QLabel("00 / 00")
+        self.counter.setObjectName("step_counter")
+        self.counter.setMinimumWidth(64)
+        self.counter.setAlignment(Qt.AlignCenter)
+        transport.addWidget(self.counter)
+        self.speed = QComboBox()
+        self.speed.setObjectName("speed_combo")
+        self.speed.setFocusPolicy(Qt.NoFocus)
+        for s in SPEEDS:
+            self.speed.addItem(f"{s:g}×", s)
+        self.speed.setCurrentIndex(SPEEDS.index(1.0))
+        self.speed.currentIndexChanged.connect(self._on_speed)
+        transport.addWidget(self.speed)
+        layout.addLayout(transport)
+
+        split = QSplitter(Qt.Vertical)
+        split.setObjectName("player_split")
+        self.list = QListWidget()
+        self.list.setObjectName("step_list")
+        self.list.setFocusPolicy(Qt.NoFocus)
+        self.list.currentRowChanged.connect(self._on_list_row)
+        split.addWidget(self.list)
+
+        detail = QFrame()
+        dl = QVBoxLayout(detail)
+        dl.setContentsMargins(0, 4, 0, 0)
+        dl.setSpacing(4)
+        head = QHBoxLayout()
+        self.title = QLabel()
+        self.title.setObjectName("step_title")
+        font = self.title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        font.setBold(True)
+        self.title.setFont(font)
+        self.title.setWordWrap(True)
+        self.phase = QLabel()
+        self.phase.setObjectName("step_phase")
+        self.phase.setAlignment(Qt.AlignCenter)
+        head.addWidget(self.title, 1)
+        head.addWidget(self.phase, 0, Qt.AlignTop)
+        dl.addLayout(head)
+        self.facts = _wrap_label("step_facts")
+        self.facts.setTextFormat(Qt.RichText)
+        self.facts.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        dl.addWidget(self.facts)
+        self.explain = QTextBrowser()
+        self.explain.setObjectName("step_explanation")
+        self.explain.setOpenExternalLinks(True)
+        self.explain.setFocusPolicy(Qt.NoFocus)
+        dl.addWidget(self.explain, 1)
+        split.addWidget(detail)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        layout.addWidget(split, 1)
+        self.setWidget(body)
+        self.setMinimumWidth(340)
+
+    # --- public control (used by the action registry and tests) ------------------------------
+    def seek(self, index: int) -> None:
+        if not self.steps:
+            return
+        index = max(0, min(index, len(self.steps) - 1))
+        self.index = index
+        step = self.steps[index]
+        st = self.state
+        if st.trace is not None and step.layer_type:
+            mixers = [L.mixer for L in st.trace.passes[0].layers]
+            ffns = [L.ffn for L in st.trace.passes[0].layers]
+            st.select_layer(player.focus_layer(step, mixers, ffns, st.layer))
+        st.select_pass(step.pass_index)
+        st.select_token(step.token)
+        if st.step != index:
+            st.select_step(index)
+        else:
+            self._refresh()
+
+    def step_by(self, delta: int) -> None:
+        self.seek(self.index + delta)
+
+    def toggle_play(self) -> None:
+        if self.timer.isActive():
+            self.pause()
+        else:
+            self.play()
+
+    def play(self) -> None:
+        if not self.steps:
+            return
+        if self.index >= len(self.steps) - 1:
+            self.seek(0)
+        self.timer.start(self._interval())
+        self._update_play_button()
+
+    def pause(self) -> None:
+        self.timer.stop()
+        self._update_play_button()
+
+    @property
+    def playing(self) -> bool:
+        return self.timer.isActive()
+
+    def run_prompt(self) -> None:
+        text = self.prompt.text()
+        if not text.strip():
+            self._show_message(tr("app.player.empty_prompt"))
+            return
+        self.message.hide()
+        self.state.request_prompt(text)
+
+    # --- internals ---------------------------------------------------------------------------
+    def _interval(self) -> int:
+        return int(BASE_INTERVAL_MS / float(self.speed.currentData() or 1.0))
+
+    def _tick(self) -> None:
+        if self.index >= len(self.steps) - 1:
+            self.pause()
+        else:
+            self.step_by(1)
+
+    def _on_speed(self, _i: int) -> None:
+        if self.timer.isActive():
+            self.timer.start(self._interval())
+
+    def _on_seek_slider(self, value: int) -> None:
+        if value != self.index:
+            self.seek(value)
+
+    def _on_list_row(self, row: int) -> None:
+        if row >= 0 and row != self.index:
+            self.seek(row)
+
+    def _on_step_changed(self, index: int) -> None:
+        if self.steps:
+            self.index = max(0, min(index, len(self.steps) - 1))
+        self._refresh()
+
+    def _on_trace(self, trace) -> None:
+        self.steps = player.build_steps(trace)
+        if self.prompt.text() != trace.text and not self.prompt.hasFocus():
+            self.prompt.setText(trace.text)
+        self.message.hide()
+        self._fill_list()
+        self.seek_slider.blockSignals(True)
+        self.seek_slider.setRange(0, max(len(self.steps) - 1, 0))
+        self.seek_slider.blockSignals(False)
+        self.index = max(0, min(self.state.step, len(self.steps) - 1))
+        self._refresh()
+
+    def _on_error(self, message: str) -> None:
+        self._show_message(tr("app.status.engine_error", message=message))
+
+    def _show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.show()
+
+    def _fill_list(self) -> None:
+        self.list.blockSignals(True)
+        self.list.clear()
+        for step in self.steps:
+            item = QListWidgetItem(self._step_label(step))
+            item.setForeground(_qcolor(PHASE_COLOURS[step.phase]))
+            self.list.addItem(item)
+        self.list.blockSignals(False)
+
+    def _step_label(self, step: player.Step) -> str:
+        label = f"{step.index + 1:02d}  {tr(step.title_key)}"
+        if step.phase == "B":
+            label += "  · " + tr("app.player.token_n", n=step.pass_index + 1)
+        return label
+
+    def _update_play_button(self) -> None:
+        icon = QStyle.SP_MediaPause if self.timer.isActive() else QStyle.SP_MediaPlay
+        self.play_button.setIcon(self.style().standardIcon(icon))
+        self.play_button.setToolTip(tr("app.action.play_pause"))
+
+    def _refresh(self) -> None:
+        n = len(self.steps)
+        self.counter.setText(f"{self.index + 1:02d} / {n:02d}" if n else "00 / 00")
+        self.seek_slider.blockSignals(True)
+        self.seek_slider.setValue(self.index)
+        self.seek_slider.blockSignals(False)
+        self.list.blockSignals(True)
+        if n:
+            self.list.setCurrentRow(self.index)
+            self.list.scrollToItem(self.list.currentItem())
+        self.list.blockSignals(False)
+        self._show_io()
+        self._show_details()
+        self._update_play_button()
+
+    def _show_io(self) -> None:
+        trace = self.state.trace
+        if trace is None:
+            self.bytes_label.setText(tr("app.player.waiting"))
+            self.tokens_label.setText("")
+            self.stream_label.setText("")
+            return
+        data = trace.text.encode("utf-8")
+        hexes = " ".join(f"{b:02X}" for b in data[:40]) + (" …" if len(data) > 40 else "")
+        self.bytes_label.setText(tr("app.player.utf8", n=len(data)) + "  " + hexes)
+        chips = []
+        for pos, (piece, token_id) in enumerate(trace.tokens):
+            generated = pos >= trace.prompt_len
+            colour = PHASE_COLOURS["B"] if generated else PHASE_COLOURS["A"]
+            weight = "bold" if self.steps and pos == self.steps[self.index].token else "normal"
+            chips.append(f"<span style='border:1px solid {colour}; color:{colour}; font-weight:{weight}'>"
+                         f"&nbsp;{html.escape(piece.replace(' ', '·'))}&nbsp;</span>"
+                         f"<sub style='color:gray'>{token_id}</sub>")
+        self.tokens_label.setText(tr("app.player.tokens") + " " + " ".join(chips)
+                                  + f"<br><i style='color:gray'>{html.escape(tr('app.player.toy_tokenizer'))}</i>")
+        streamed = player.streamed_text(trace, self.steps, self.index) if self.steps else ""
+        self.stream_label.setText(f"{html.escape(tr('app.player.stream'))} "
+                                  f"<b>{html.escape(trace.text)}</b>"
+                                  f"<span style='color:{PHASE_COLOURS['B']}; font-weight:bold'>"
+                                  f"{html.escape(streamed)}</span>▌")
+
+    def _show_details(self) -> None:
+        trace = self.state.trace
+        if trace is None or not self.steps:
+            self.title.setText(tr("app.player.waiting"))
+            self.phase.setText("")
+            self.facts.setText("")
+            self.explain.setMarkdown("")
+            return
+        step = self.steps[self.index]
+        self.title.setText(f"{step.index + 1:02d}  {tr(step.title_key)}")
+        colour = PHASE_COLOURS[step.phase]
+        self.phase.setText(tr(f"app.player.phase_{step.phase}"))
+        self.phase.setStyleSheet(f"background:{colour}; color:white; border-radius:4px; padding:2px 6px;")
+        try:
+            facts = player.describe(trace, step, self.state.layer)
+        except (KeyError, IndexError, ValueError) as exc:
+            self.facts.setText(html.escape(tr("app.player.no_facts", error=str(exc))))
+            return
+        data = f"{tr('app.data.' + step.data_kind)} · <code>{facts.dtype}</code> {player.shape_text(facts.shape)}"
+        if facts.real_shape is not None:
+            data += f" &nbsp;<span style='color:gray'>{html.escape(tr('app.player.real_k3'))} " \
+                    f"{player.shape_text(facts.real_shape)}</span>"
+        places = [tr(f"app.place.{p}") for p in step.path]
+        places[-1] = f"<b>{places[-1]}</b>"
+        rows = [
+            (tr("app.player.data"), data),
+            (tr("app.player.where"), " → ".join(places)),
+            (tr("app.player.moves"), html.escape(tr(step.move_key))),
+            (tr("app.player.value"), f"<code>{html.escape(facts.value)}</code>"),
+        ]
+        for key, fmt in facts.extra:
+            rows.append(("", html.escape(tr(key, **fmt))))
+        body = "".join(f"<tr><td style='color:gray; padding-right:8px; vertical-align:top'>{html.escape(k)}</td>"
+                       f"<td>{v}</td></tr>" for k, v in rows)
+        self.facts.setText(f"<table cellspacing='2'>{body}</table>")
+        md = texts.explanation("step", step.kind, i18n.language())
+        what = tr(step.what_key)
+        phase_note = tr(f"app.player.phase_{step.phase}.note")
+        if md:  # demote headings: the panel is narrow
+            md = "\n".join("###" + line.lstrip("#") if line.startswith("#") else line for line in md.splitlines())
+        self.explain.setMarkdown(f"{what}\n\n*{phase_note}*" + (f"\n\n---\n\n{md}" if md else ""))
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("app.dock.trace_player"))
+        self.prompt.setPlaceholderText(tr("app.player.prompt_placeholder"))
+        self.run_button.setText(tr("app.player.run"))
+        self.first_button.setToolTip(tr("app.action.step_first"))
+        self.back_button.setToolTip(tr("app.action.step_back"))
+        self.forward_button.setToolTip(tr("app.action.step_forward"))
+        self.last_button.setToolTip(tr("app.action.step_last"))
+        self.speed.setToolTip(tr("app.player.speed"))
+        self.seek_slider.setToolTip(tr("app.player.seek"))
+        if self.message.isVisible():
+            self.message.hide()
+        for step, i in zip(self.steps, range(self.list.count())):
+            self.list.item(i).setText(self._step_label(step))
+        self._refresh()
+
+
+def _wrap_label(name: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
+    return label
+
+
+def _tool(icon, name: str, slot) -> QToolButton:
+    button = QToolButton()
+    button.setObjectName(name)
+    button.setIcon(button.style().standardIcon(icon))
+    button.setAutoRaise(True)
+    button.setFocusPolicy(Qt.NoFocus)
+    button.setMinimumWidth(30)
+    button.clicked.connect(slot)
+    return button
+
+
+def _qcolor(hex_colour: str):
+    from PySide6.QtGui import QColor
+
+    return QColor(hex_colour)

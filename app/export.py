@@ -1,0 +1,297 @@
+"""Screenshot export (X1): the 3D view alone at any size (labels included, optional transparent background)
+or the whole window, to a PNG file (with overwrite confirmation) or to the clipboard.
+
+The 3D view is rendered by `SceneView.render_image(w, h, transparent)`, which draws into an offscreen
+framebuffer and restores the view, so an export never changes what the user sees.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QImage
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
+                               QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox,
+                               QPushButton, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
+
+from app.i18n import tr
+
+MAX_SIDE = 8192
+PRESETS = {"1080p": (1920, 1080), "4k": (3840, 2160)}
+PNG_QUALITY = 80  # Qt maps PNG "quality" to zlib level; 80 keeps 4K exports fast and still small
+
+
+class ExportError(ValueError):
+    """A bad size or path; the message is already translated."""
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'3840x2160' (also '3840×2160', '3840 X 2160') -> (3840, 2160); sides 1..MAX_SIDE."""
+    match = re.fullmatch(r"\s*(\d{1,6})\s*[xX×*]\s*(\d{1,6})\s*", text or "")
+    if not match:
+        raise ExportError(tr("app.export.error.size_format", text=text))
+    w, h = int(match.group(1)), int(match.group(2))
+    check_size(w, h)
+    return w, h
+
+
+def check_size(w: int, h: int) -> None:
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise ExportError(tr("app.export.error.size_range", w=w, h=h, max=MAX_SIDE))
+
+
+def check_writable(path: str) -> None:
+    """Raise ExportError (translated) unless a PNG can be written at path."""
+    if not path or not path.strip():
+        raise ExportError(tr("app.export.error.no_path"))
+    path = os.path.abspath(os.path.expanduser(path))
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise ExportError(tr("app.export.error.is_dir", path=path))
+    if not os.path.isdir(folder):
+        raise ExportError(tr("app.export.error.no_folder", folder=folder))
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise ExportError(tr("app.export.error.unwritable", path=path))
+    if not os.access(folder, os.W_OK):
+        raise ExportError(tr("app.export.error.unwritable", path=folder))
+
+
+def with_png_suffix(path: str) -> str:
+    return path if path.lower().endswith(".png") else path + ".png"
+
+
+def save_png(image: QImage, path: str) -> None:
+    check_writable(path)
+    if image.isNull():
+        raise ExportError(tr("app.export.error.render"))
+    if not image.save(path, "PNG", PNG_QUALITY):
+        raise ExportError(tr("app.export.error.unwritable", path=path))
+
+
+def render_view(scene, w: int, h: int, transparent: bool = False) -> QImage:
+    check_size(w, h)
+    image = scene.render_image(w, h, transparent=transparent)
+    if image is None or image.isNull():
+        raise ExportError(tr("app.export.error.render"))
+    return image
+
+
+def grab_window(window) -> QImage:
+    return window.grab().toImage()
+
+
+def copy_to_clipboard(image: QImage) -> None:
+    QGuiApplication.clipboard().setImage(image)
+
+
+@dataclass
+class ExportChoice:
+    target: str  # "view" | "window"
+    width: int
+    height: int
+    transparent: bool
+    destination: str  # "file" | "clipboard"
+    path: str
+
+
+class ExportDialog(QDialog):
+    """File -> Export image…: choose what, how big, and where. `choice()` after accept()."""
+
+    SIZE_MODES = ("window", "1080p", "4k", "custom", "scale")
+
+    def __init__(self, scene_size: tuple[int, int], default_path: str, parent=None, target: str = "view"):
+        super().__init__(parent)
+        self.setObjectName("export_dialog")
+        self.scene_size = scene_size
+        self.setWindowTitle(tr("app.export.title"))
+
+        self.view_radio = QRadioButton(tr("app.export.target_view"))
+        self.view_radio.setObjectName("export_target_view")
+        self.window_radio = QRadioButton(tr("app.export.target_window"))
+        self.window_radio.setObjectName("export_target_window")
+        targets = QButtonGroup(self)
+        targets.addButton(self.view_radio)
+        targets.addButton(self.window_radio)
+        (self.window_radio if target == "window" else self.view_radio).setChecked(True)
+
+        self.size_mode = QComboBox()
+        self.size_mode.setObjectName("export_size_mode")
+        w0, h0 = scene_size
+        labels = {"window": tr("app.export.size_window", w=w0, h=h0), "1080p": "1080p · 1920 × 1080",
+                  "4k": "4K · 3840 × 2160", "custom": tr("app.export.size_custom"),
+                  "scale": tr("app.export.size_scale")}
+        for mode in self.SIZE_MODES:
+            self.size_mode.addItem(labels[mode], mode)
+        self.width_spin = _spin("export_width", w0)
+        self.height_spin = _spin("export_height", h0)
+        self.scale_spin = QDoubleSpinBox()
+        self.scale_spin.setObjectName("export_scale")
+        self.scale_spin.setRange(0.1, 16.0)
+        self.scale_spin.setSingleStep(0.5)
+        self.scale_spin.setValue(2.0)
+        self.scale_spin.setSuffix(" ×")
+        custom = QWidget()
+        cl = QHBoxLayout(custom)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(self.width_spin)
+        cl.addWidget(QLabel("×"))
+        cl.addWidget(self.height_spin)
+        cl.addWidget(self.scale_spin)
+        cl.addStretch(1)
+        self.result_size = QLabel()
+        self.result_size.setObjectName("export_result_size")
+        self.transparent = QCheckBox(tr("app.export.transparent"))
+        self.transparent.setObjectName("export_transparent")
+        self.labels_note = QLabel(tr("app.export.labels_note"))
+        self.labels_note.setStyleSheet("color: gray;")
+
+        self.file_radio = QRadioButton(tr("app.export.to_file"))
+        self.file_radio.setObjectName("export_to_file")
+        self.clip_radio = QRadioButton(tr("app.export.to_clipboard"))
+        self.clip_radio.setObjectName("export_to_clipboard")
+        dests = QButtonGroup(self)
+        dests.addButton(self.file_radio)
+        dests.addButton(self.clip_radio)
+        self.file_radio.setChecked(True)
+        self.path_edit = QLineEdit(default_path)
+        self.path_edit.setObjectName("export_path")
+        browse = QPushButton(tr("app.export.browse"))
+        browse.setObjectName("export_browse")
+        browse.clicked.connect(self._browse)
+        path_row = QWidget()
+        pl = QHBoxLayout(path_row)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.addWidget(self.path_edit, 1)
+        pl.addWidget(browse)
+
+        self.error = QLabel()
+        self.error.setObjectName("export_error")
+        self.error.setStyleSheet("color: #e5484d;")
+        self.error.setWordWrap(True)
+        self.error.hide()
+
+        form = QFormLayout()
+        target_row = QWidget()
+        tl = QHBoxLayout(target_row)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.view_radio)
+        tl.addWidget(self.window_radio)
+        tl.addStretch(1)
+        form.addRow(tr("app.export.what"), target_row)
+        form.addRow(tr("app.export.size"), self.size_mode)
+        form.addRow("", custom)
+        form.addRow("", self.result_size)
+        form.addRow("", self.transparent)
+        form.addRow("", self.labels_note)
+        dest_row = QWidget()
+        dl = QHBoxLayout(dest_row)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.addWidget(self.file_radio)
+        dl.addWidget(self.clip_radio)
+        dl.addStretch(1)
+        form.addRow(tr("app.export.where"), dest_row)
+        form.addRow(tr("app.export.file"), path_row)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons.button(QDialogButtonBox.Ok).setText(tr("app.export.ok"))
+        buttons.button(QDialogButtonBox.Ok).setObjectName("export_ok")
+        buttons.button(QDialogButtonBox.Cancel).setText(tr("app.common.cancel"))
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+
+        for sig in (self.size_mode.currentIndexChanged, self.width_spin.valueChanged,
+                    self.height_spin.valueChanged, self.scale_spin.valueChanged,
+                    self.view_radio.toggled, self.file_radio.toggled):
+            sig.connect(self._update)
+        self._update()
+        self.resize(560, self.sizeHint().height())
+
+    def set_size_mode(self, mode: str) -> None:
+        self.size_mode.setCurrentIndex(self.SIZE_MODES.index(mode))
+
+    def pixel_size(self) -> tuple[int, int]:
+        mode = self.size_mode.currentData()
+        w0, h0 = self.scene_size
+        if mode == "window":
+            return w0, h0
+        if mode in PRESETS:
+            return PRESETS[mode]
+        if mode == "custom":
+            return self.width_spin.value(), self.height_spin.value()
+        s = self.scale_spin.value()
+        return max(1, int(round(w0 * s))), max(1, int(round(h0 * s)))
+
+    def _update(self, *_args) -> None:
+        view = self.view_radio.isChecked()
+        mode = self.size_mode.currentData()
+        for w in (self.size_mode, self.transparent, self.labels_note):
+            w.setEnabled(view)
+        self.width_spin.setVisible(view and mode == "custom")
+        self.height_spin.setVisible(view and mode == "custom")
+        self.scale_spin.setVisible(view and mode == "scale")
+        w, h = self.pixel_size()
+        self.result_size.setText(tr("app.export.result", w=w, h=h) if view else "")
+        self.path_edit.setEnabled(self.file_radio.isChecked())
+        self.error.hide()
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, tr("app.export.title"), self.path_edit.text(),
+                                              "PNG (*.png)", options=QFileDialog.DontConfirmOverwrite)
+        if path:
+            self.path_edit.setText(with_png_suffix(path))
+
+    def choice(self) -> ExportChoice:
+        w, h = self.pixel_size()
+        return ExportChoice("view" if self.view_radio.isChecked() else "window", w, h,
+                            self.transparent.isChecked() and self.view_radio.isChecked(),
+                            "file" if self.file_radio.isChecked() else "clipboard",
+                            with_png_suffix(self.path_edit.text().strip()) if self.path_edit.text().strip() else "")
+
+    def show_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.show()
+
+    def _accept(self) -> None:
+        c = self.choice()
+        try:
+            if c.target == "view":
+                check_size(c.width, c.height)
+            if c.destination == "file":
+                check_writable(c.path)
+        except ExportError as exc:
+            self.show_error(str(exc))
+            return
+        if c.destination == "file" and os.path.exists(c.path):
+            answer = QMessageBox.question(self, tr("app.export.title"), tr("app.export.overwrite", path=c.path),
+                                          QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+            if answer != QMessageBox.Yes:
+                return
+        self.accept()
+
+
+def _spin(name: str, value: int) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setObjectName(name)
+    spin.setRange(1, MAX_SIDE)
+    spin.setValue(min(max(value, 1), MAX_SIDE))
+    spin.setSuffix(" px")
+    spin.setAlignment(Qt.AlignRight)
+    return spin
+
+
+def perform(choice: ExportChoice, scene, window) -> QImage:
+    """Render and deliver an export; raises ExportError with a translated message."""
+    if choice.target == "view":
+        image = render_view(scene, choice.width, choice.height, choice.transparent)
+    else:
+        image = grab_window(window)
+    if choice.destination == "clipboard":
+        copy_to_clipboard(image)
+    else:
+        save_png(image, choice.path)
+    return image

@@ -1,0 +1,304 @@
+"""The main window: the 3D scene in the centre, the docks around it, menus/toolbar/shortcuts from the one
+action registry, a status bar (layer + type, trace step, engine device), the engine worker, persistence.
+"""
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QToolBar
+
+from app import i18n, player
+from app.actions import ActionRegistry, ShortcutsDialog
+from app.docks.registry import DOCKS
+from app.export import ExportDialog, ExportError, perform, render_view, copy_to_clipboard
+from app.i18n import tr
+from app.settings import Settings
+from app.state import AppState
+from app.worker import EngineController
+from compute.config import load_default
+from scene.view import SceneView
+
+CAMERA_PRESETS = ("front", "side", "top", "stack")
+
+
+class MainWindow(QMainWindow):
+    first_frame = Signal()  # emitted once, when the window has been shown and the event loop ran
+
+    def __init__(self, settings_path: str | None = None, start_engine: bool = True, device: str = "auto",
+                 language: str | None = None):
+        super().__init__()
+        self.setObjectName("MainWindow")
+        self.settings = Settings(settings_path)
+        self.state = AppState(self)
+        self.config = load_default()
+        self._start_engine = start_engine
+        self._shown_once = False
+        self._export_dir = os.path.expanduser("~")
+
+        lang = language or self.settings.language(i18n.system_language())
+        i18n.set_language(lang)
+        n_layers = len(self.config.mixer_types)
+        self.state.layer = self.settings.layer(self.state.layer, n_layers)
+        self.state.knobs = self.settings.knobs()
+        self.state.prompt = self.settings.prompt(self.state.prompt)
+
+        self.scene = SceneView(self)
+        self.scene.set_translator(tr)
+        self.scene.set_config(self.config)
+        self.scene.set_layer(self.state.layer)
+        self.setCentralWidget(self.scene)
+
+        self.docks = {}
+        self._make_docks()
+
+        self.registry = ActionRegistry(self, self._handlers())
+        self.window_menu_actions = []
+        self.registry.build_menus(self.menuBar())
+        self._fill_window_menu()
+        self.toolbar = QToolBar(self)
+        self.toolbar.setObjectName("main_toolbar")
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonTextOnly)
+        self.toolbar.setMovable(False)
+        self.registry.build_toolbar(self.toolbar)
+        self.addToolBar(Qt.TopToolBarArea, self.toolbar)
+        self.registry.actions[f"lang_{i18n.language()}"].setChecked(True)
+
+        self.layer_label = QLabel()
+        self.layer_label.setObjectName("status_layer")
+        self.step_label = QLabel()
+        self.step_label.setObjectName("status_step")
+        self.device_label = QLabel()
+        self.device_label.setObjectName("status_device")
+        for label in (self.layer_label, self.step_label, self.device_label):
+            label.setContentsMargins(8, 0, 8, 0)
+            self.statusBar().addPermanentWidget(label)
+
+        self.engine = EngineController(self.state, device=device, parent=self)
+        self.engine.device_ready.connect(lambda _d: self._update_status())
+        self.engine.busy_changed.connect(lambda _b: self._update_status())
+        self._connect_state()
+
+        self.resize(1600, 960)
+        self._default_geometry = self.saveGeometry()
+        self._default_state = self.saveState(1)
+        self.settings.restore_window(self)
+        camera = self.settings.camera()
+        if camera:
+            try:
+                self.scene.set_camera_state(camera)
+            except (KeyError, TypeError, ValueError):
+                pass  # a camera saved by an older scene version: keep the default view
+        self.retranslate()
+
+    # --- construction ------------------------------------------------------------------------
+    def _make_docks(self) -> None:
+        first_in_group: dict[str, object] = {}
+        for cls, area, group in DOCKS:
+            dock = cls(self.state, self)
+            if not dock.objectName():
+                dock.setObjectName(cls.__name__)
+            self.addDockWidget(area, dock)
+            if group in first_in_group:
+                self.tabifyDockWidget(first_in_group[group], dock)
+            else:
+                first_in_group[group] = dock
+            self.docks[dock.objectName()] = dock
+        for dock in first_in_group.values():
+            dock.raise_()
+        self.resizeDocks([d for d in first_in_group.values()
+                          if self.dockWidgetArea(d) in (Qt.LeftDockWidgetArea, Qt.RightDockWidgetArea)],
+                         [420] * sum(1 for d in first_in_group.values()
+                                     if self.dockWidgetArea(d) in (Qt.LeftDockWidgetArea,
+                                                                   Qt.RightDockWidgetArea)),
+                         Qt.Horizontal)
+
+    def _fill_window_menu(self) -> None:
+        menu = self.registry.menus["window"]
+        for dock in self.docks.values():
+            action = dock.toggleViewAction()
+            action.setObjectName(f"toggle_{dock.objectName()}")
+            menu.addAction(action)
+            self.window_menu_actions.append(action)
+
+    def _handlers(self) -> dict:
+        h = {
+            "export_image": lambda: self.open_export_dialog("view"),
+            "export_window": lambda: self.open_export_dialog("window"),
+            "copy_view": self.copy_view,
+            "quit": self.close,
+            "camera_reset": lambda: self.scene.set_camera_preset("reset"),
+            "layer_prev": lambda: self._layer_by(-1),
+            "layer_next": lambda: self._layer_by(1),
+            "reset_layout": self.reset_layout,
+            "play_pause": lambda: self._player_call("toggle_play"),
+            "step_back": lambda: self._player_call("step_by", -1),
+            "step_forward": lambda: self._player_call("step_by", 1),
+            "step_first": lambda: self._player_call("seek", 0),
+            "step_last": lambda: self._player_call("seek", 10 ** 6),
+            "run_prompt": lambda: self._player_call("run_prompt"),
+            "lang_en": lambda: i18n.set_language("en"),
+            "lang_ko": lambda: i18n.set_language("ko"),
+            "shortcuts": self.show_shortcuts,
+            "about": self.show_about,
+        }
+        for name in CAMERA_PRESETS:
+            h[f"camera_{name}"] = lambda name=name: self.scene.set_camera_preset(name)
+        return h
+
+    def _connect_state(self) -> None:
+        st, sc = self.state, self.scene
+        st.trace_changed.connect(self._on_trace)
+        st.layer_changed.connect(sc.set_layer)
+        st.pass_changed.connect(sc.set_pass)
+        st.token_changed.connect(sc.set_token)
+        st.step_changed.connect(self._on_step)
+        st.block_selected.connect(sc.select_block)
+        st.expert_selected.connect(sc.select_expert)
+        st.engine_error.connect(self._on_error)
+        st.language_changed.connect(lambda _l: self.retranslate())
+        st.layer_changed.connect(lambda _l: self._update_status())
+        sc.block_clicked.connect(st.select_block)
+        sc.layer_clicked.connect(st.select_layer)
+        sc.expert_clicked.connect(st.select_expert)
+        sc.block_hovered.connect(self._on_hover)
+
+    # --- state -> scene / status -------------------------------------------------------------
+    def _on_trace(self, trace) -> None:
+        self.scene.set_trace(trace)
+        steps = player.build_steps(trace)
+        if steps:
+            self.scene.set_step_focus(steps[min(self.state.step, len(steps) - 1)].kind)
+        self._update_status()
+
+    def _on_step(self, index: int) -> None:
+        steps = player.build_steps(self.state.trace)
+        if steps:
+            self.scene.set_step_focus(steps[min(index, len(steps) - 1)].kind)
+        self._update_status()
+
+    def _on_error(self, message: str) -> None:
+        self.statusBar().showMessage(tr("app.status.engine_error", message=message), 15000)
+
+    def _on_hover(self, block_id: str) -> None:
+        if block_id:
+            kind = block_id.split("/", 1)[-1]
+            self.statusBar().showMessage(f"{block_id} · {tr('block.' + kind) if ('block.' + kind) in i18n.table() else kind}", 4000)
+
+    def _update_status(self) -> None:
+        layer = self.state.layer
+        mixer = self.config.mixer_types[layer]
+        ffn = self.config.ffn_types[layer]
+        self.layer_label.setText(tr("app.status.layer", n=layer + 1, total=len(self.config.mixer_types),
+                                    mixer=tr(f"app.type.{mixer}"), ffn=tr(f"app.type.{ffn}")))
+        steps = player.build_steps(self.state.trace)
+        if steps:
+            step = steps[min(self.state.step, len(steps) - 1)]
+            self.step_label.setText(tr("app.status.step", n=step.index + 1, total=len(steps),
+                                       title=tr(step.title_key), phase=tr(f"app.player.phase_{step.phase}")))
+        else:
+            self.step_label.setText(tr("app.status.engine_loading"))
+        device = self.engine.device_text or tr("app.status.device_loading")
+        busy = " · " + tr("app.status.computing") if self.engine.busy else ""
+        self.device_label.setText(tr("app.status.device", device=device) + busy)
+
+    # --- actions -----------------------------------------------------------------------------
+    def _player_call(self, name: str, *args) -> None:
+        dock = self.docks.get("TracePlayerDock")
+        if dock is not None:
+            getattr(dock, name)(*args)
+
+    def _layer_by(self, delta: int) -> None:
+        n = len(self.config.mixer_types)
+        self.state.select_layer(max(0, min(n - 1, self.state.layer + delta)))
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state, 1)
+        for dock in self.docks.values():
+            if not dock.isFloating():
+                dock.show()
+
+    def scene_pixel_size(self) -> tuple[int, int]:
+        ratio = self.scene.devicePixelRatioF()
+        return max(1, int(self.scene.width() * ratio)), max(1, int(self.scene.height() * ratio))
+
+    def open_export_dialog(self, target: str = "view") -> ExportDialog:
+        default = os.path.join(self._export_dir, f"k3-layer{self.state.layer + 1}-step{self.state.step + 1}.png")
+        dialog = ExportDialog(self.scene_pixel_size(), default, self, target=target)
+        dialog.accepted.connect(lambda: self._export_accepted(dialog))
+        dialog.open()
+        return dialog
+
+    def _export_accepted(self, dialog: ExportDialog) -> None:
+        choice = dialog.choice()
+        try:
+            image = perform(choice, self.scene, self)
+        except ExportError as exc:
+            QMessageBox.warning(self, tr("app.export.title"), str(exc))
+            return
+        if choice.destination == "file":
+            self._export_dir = os.path.dirname(os.path.abspath(choice.path))
+            self.statusBar().showMessage(tr("app.export.saved", path=choice.path, w=image.width(),
+                                            h=image.height()), 8000)
+        else:
+            self.statusBar().showMessage(tr("app.export.copied", w=image.width(), h=image.height()), 8000)
+
+    def copy_view(self) -> None:
+        w, h = self.scene_pixel_size()
+        try:
+            copy_to_clipboard(render_view(self.scene, w, h))
+        except ExportError as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return
+        self.statusBar().showMessage(tr("app.export.copied", w=w, h=h), 8000)
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        dialog = ShortcutsDialog(self.registry, self)
+        dialog.open()
+        return dialog
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, tr("app.about.title"), tr("app.about.text"))
+
+    # --- language ----------------------------------------------------------------------------
+    def retranslate(self) -> None:
+        self.setWindowTitle("K3 Explorer")
+        self.registry.retranslate()
+        self.registry.actions[f"lang_{i18n.language()}"].setChecked(True)
+        self.toolbar.setWindowTitle(tr("app.toolbar"))
+        self.scene.set_translator(tr)
+        for dock in self.docks.values():
+            dock.retranslate()
+        self._update_status()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._shown_once:
+            self._shown_once = True
+            QTimer.singleShot(0, self._after_first_show)
+
+    def _after_first_show(self) -> None:
+        self.first_frame.emit()
+        if self._start_engine:
+            # torch loads in the worker thread once the window is on screen
+            QTimer.singleShot(50, self.engine.start)
+
+    def save_settings(self) -> None:
+        self.settings.save_window(self)
+        try:
+            camera = self.scene.camera_state()
+        except Exception:  # noqa: BLE001 - camera is a convenience; never block closing
+            camera = None
+        self.settings.save_values(language=i18n.language(), layer=self.state.layer, knobs=self.state.knobs,
+                                  prompt=self.state.prompt, camera=camera)
+        self.settings.sync()
+
+    def closeEvent(self, event) -> None:
+        self._player_call("pause")
+        self.save_settings()
+        self.engine.stop()
+        # i18n keeps plain callbacks; drop this window's so a later language switch never reaches a dead state
+        emit = self.state.language_changed.emit
+        i18n._listeners[:] = [fn for fn in i18n._listeners if fn != emit]
+        super().closeEvent(event)

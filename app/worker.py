@@ -1,0 +1,190 @@
+"""The engine in a worker thread: the UI thread never blocks on torch.
+
+- torch (through compute.engine) is imported inside the worker thread, after the window is up.
+- Requests are coalesced, latest value wins: at most one run is in flight; newer requests that arrive
+  meanwhile replace each other, and only the newest runs next (so a slider drag shows live intermediate
+  traces but never queues a backlog).
+- When only temperature / top-p (or the sample seed) changed for the same prompt, the worker calls
+  `ToyK3.resample` on the last good trace instead of a full run.
+- A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, replace
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from compute.trace import Knobs
+
+RESAMPLE_FIELDS = ("temperature", "top_p", "sample_seed")
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    prompt: str
+    knobs: Knobs
+    max_new_tokens: int
+    base: object = None  # last good Trace when a resample is enough, else None
+
+
+def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
+    """True when new differs from old only in fields that do not touch the layers."""
+    fields = {f: getattr(old, f) for f in RESAMPLE_FIELDS}
+    return replace(new, **fields) == old
+
+
+def device_description(model) -> str:
+    """'CPU' or 'CUDA · <device name>' for the status bar (torch is already imported when this runs)."""
+    device = str(getattr(model, "device", "cpu"))
+    if device.startswith("cuda"):
+        import torch
+
+        try:
+            return f"CUDA · {torch.cuda.get_device_name(torch.device(device))}"
+        except Exception:  # noqa: BLE001 - a name is cosmetic
+            return "CUDA"
+    return "CPU"
+
+
+class _EngineObject(QObject):
+    """Lives in the worker thread; all slots run there."""
+
+    ready = Signal(str)  # device description
+    finished = Signal(int, object, float)  # serial, Trace, seconds
+    failed = Signal(int, str)
+
+    def __init__(self, device: str = "auto"):
+        super().__init__()
+        self._device = device
+        self.model = None
+
+    @Slot()
+    def load(self) -> None:
+        try:
+            from compute.engine import ToyK3  # imports torch: here, off the UI thread
+
+            self.model = ToyK3(device=self._device)
+            self.ready.emit(device_description(self.model))
+        except Exception as exc:  # noqa: BLE001 - shown to the user, app keeps running
+            self.failed.emit(-1, f"{type(exc).__name__}: {exc}")
+
+    @Slot(object)
+    def compute(self, request: Request) -> None:
+        if self.model is None:
+            self.failed.emit(request.serial, "engine not loaded")
+            return
+        t0 = time.perf_counter()
+        try:
+            if request.base is not None:
+                trace = self.model.resample(request.base, request.knobs)
+            else:
+                trace = self.model.run(request.prompt, max_new_tokens=request.max_new_tokens,
+                                       knobs=request.knobs)
+        except Exception as exc:  # noqa: BLE001 - shown to the user, last good trace stays
+            traceback.print_exc()
+            self.failed.emit(request.serial, f"{type(exc).__name__}: {exc}")
+            return
+        self.finished.emit(request.serial, trace, time.perf_counter() - t0)
+
+
+class EngineController(QObject):
+    """UI-thread side: takes requests from AppState, runs them in the worker, publishes traces."""
+
+    _load = Signal()
+    _compute = Signal(object)
+    busy_changed = Signal(bool)
+    device_ready = Signal(str)
+    trace_published = Signal(object, float)  # Trace, engine seconds (after state.set_trace)
+
+    def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.max_new_tokens = max_new_tokens
+        self.device_text = ""
+        self._serial = 0
+        self._in_flight: Request | None = None
+        self._pending: tuple[str, Knobs] | None = None
+        self._good = None  # last good trace
+        self._loaded = False
+        self.thread = QThread()
+        self.thread.setObjectName("k3-engine")
+        self.engine = _EngineObject(device)
+        self.engine.moveToThread(self.thread)
+        self._load.connect(self.engine.load)
+        self._compute.connect(self.engine.compute)
+        self.engine.ready.connect(self._on_ready)
+        self.engine.finished.connect(self._on_finished)
+        self.engine.failed.connect(self._on_failed)
+        state.knobs_requested.connect(lambda knobs: self.request(self.state.prompt, knobs))
+        state.prompt_requested.connect(lambda text: self.request(text, self.state.knobs))
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the thread and load the engine there; the first trace follows automatically."""
+        if not self.thread.isRunning():
+            self.thread.start()
+            self._load.emit()
+            if self._pending is None:
+                self._pending = (self.state.prompt, self.state.knobs)
+
+    def stop(self) -> None:
+        self._pending = None
+        if self.thread.isRunning():
+            self.thread.quit()
+            self.thread.wait(30000)
+
+    @property
+    def busy(self) -> bool:
+        return self._in_flight is not None
+
+    # --- requests ----------------------------------------------------------------------------
+    def request(self, prompt: str, knobs: Knobs) -> None:
+        """Latest wins: replaces any request that has not started yet."""
+        self._pending = (prompt, knobs)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        if self._in_flight is not None or self._pending is None or not self._loaded:
+            return
+        prompt, knobs = self._pending
+        self._pending = None
+        base = None
+        good = self._good
+        if good is not None and good.text == prompt and only_sampling_changed(good.knobs, knobs):
+            if good.knobs == knobs:
+                self.state.set_trace(good)  # nothing to compute
+                return
+            base = good
+        self._serial += 1
+        self._in_flight = Request(self._serial, prompt, knobs, self.max_new_tokens, base)
+        self.busy_changed.emit(True)
+        self._compute.emit(self._in_flight)
+
+    # --- answers (queued into the UI thread) -------------------------------------------------
+    @Slot(str)
+    def _on_ready(self, device: str) -> None:
+        self._loaded = True
+        self.device_text = device
+        self.device_ready.emit(device)
+        self._dispatch()
+
+    @Slot(int, object, float)
+    def _on_finished(self, serial: int, trace, seconds: float) -> None:
+        self._in_flight = None
+        self._good = trace
+        self.state.set_trace(trace)
+        self.trace_published.emit(trace, seconds)
+        self._dispatch()
+        if self._in_flight is None:
+            self.busy_changed.emit(False)
+
+    @Slot(int, str)
+    def _on_failed(self, serial: int, message: str) -> None:
+        self._in_flight = None
+        self.state.set_error(message)
+        self._dispatch()
+        if self._in_flight is None:
+            self.busy_changed.emit(False)
