@@ -1,0 +1,228 @@
+"""Shared widgets of the learning layer: a labelled float slider, a bar chart, the experiment panel frame.
+
+All texts go through app.i18n.tr; every panel implements retranslate().
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QProxyStyle, QScrollArea, QSizePolicy, QSlider, QStyle,
+                               QVBoxLayout, QWidget)
+
+from app.i18n import tr
+from scene.palette import role_qcolor_tuple
+
+
+def qcolor(role: str, alpha: int | None = None) -> QColor:
+    c = QColor(*role_qcolor_tuple(role))
+    if alpha is not None:
+        c.setAlpha(alpha)
+    return c
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    """Fixed-point with a real minus sign, so negative numbers read well."""
+    s = f"{x:.{digits}f}"
+    return s.replace("-", "−")
+
+
+class _JumpStyle(QProxyStyle):
+    """A left click on the groove jumps the handle there (instead of paging), as people expect."""
+
+    def styleHint(self, hint, option=None, widget=None, returnData=None):  # noqa: N802 (Qt name)
+        if hint == QStyle.SH_Slider_AbsoluteSetButtons:
+            return Qt.LeftButton.value
+        return super().styleHint(hint, option, widget, returnData)
+
+
+class FloatSlider(QWidget):
+    """Label + horizontal slider + value read-out for a float in [lo, hi] with a fixed step."""
+
+    valueChanged = Signal(float)
+
+    def __init__(self, lo: float, hi: float, step: float, value: float, digits: int = 2, parent=None):
+        super().__init__(parent)
+        self.lo, self.step, self.digits = lo, step, digits
+        self.label = QLabel()
+        self.label.setMinimumWidth(150)
+        self.slider = QSlider(Qt.Horizontal)
+        self._style = _JumpStyle(self.slider.style())
+        self.slider.setStyle(self._style)
+        self.slider.setRange(0, int(round((hi - lo) / step)))
+        self.slider.setSingleStep(1)
+        self.slider.setPageStep(max(1, self.slider.maximum() // 10))
+        self.slider.setMinimumWidth(160)
+        self.readout = QLabel()
+        self.readout.setMinimumWidth(52)
+        self.readout.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        f = self.readout.font(); f.setBold(True); self.readout.setFont(f)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.label)
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.readout)
+        self.slider.valueChanged.connect(self._changed)
+        self.setValue(value)
+        self._changed(self.slider.value())
+
+    def value(self) -> float:
+        return round(self.lo + self.slider.value() * self.step, 10)
+
+    def setValue(self, v: float) -> None:  # noqa: N802 (Qt naming)
+        self.slider.setValue(int(round((v - self.lo) / self.step)))
+
+    def setText(self, text: str) -> None:  # noqa: N802
+        self.label.setText(text)
+
+    def _changed(self, _i: int) -> None:
+        self.readout.setText(fmt(self.value(), self.digits))
+        self.valueChanged.emit(self.value())
+
+
+class BarChart(QWidget):
+    """Horizontal-axis bar chart drawn with QPainter (CJK labels, value on each bar, optional second series).
+
+    set_data(labels, values, colors=None, ghost=None, vmax=None): ghost = a second series drawn as outlines
+    behind the bars (e.g. probabilities before the top-p cut)."""
+
+    def __init__(self, parent=None, min_height: int = 150, digits: int = 3):
+        super().__init__(parent)
+        self.setMinimumHeight(min_height)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.digits = digits
+        self.labels: list[str] = []
+        self.values = np.zeros(0)
+        self.ghost: np.ndarray | None = None
+        self.colors: list[QColor] = []
+        self.vmax: float | None = None
+        self.highlight: int | None = None
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(360, self.minimumHeight())
+
+    def set_data(self, labels, values, colors=None, ghost=None, vmax=None, highlight=None) -> None:
+        self.labels = list(labels)
+        self.values = np.asarray(values, dtype=np.float64)
+        self.ghost = None if ghost is None else np.asarray(ghost, dtype=np.float64)
+        self.colors = list(colors) if colors is not None else [qcolor("activation")] * len(self.labels)
+        self.vmax = vmax
+        self.highlight = highlight
+        self.update()
+
+    def bar_rects(self) -> list[QRectF]:
+        n = max(1, len(self.labels))
+        w, h = self.width(), self.height()
+        top, bottom = 20, 38
+        slot = (w - 16) / n
+        vmax = self.vmax or max(1e-9, float(np.max(np.abs(self.values))) if self.values.size else 1.0,
+                                float(np.max(self.ghost)) if self.ghost is not None and self.ghost.size else 0.0)
+        rects = []
+        for i, v in enumerate(self.values):
+            bh = (h - top - bottom) * min(1.0, abs(v) / vmax)
+            x = 8 + i * slot + slot * 0.18
+            rects.append(QRectF(x, h - bottom - bh, slot * 0.64, bh))
+        return rects
+
+    def paintEvent(self, _event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        pal = self.palette()
+        text = pal.windowText().color()
+        w, h = self.width(), self.height()
+        bottom = 38
+        p.setPen(QPen(pal.mid().color(), 1))
+        p.drawLine(8, h - bottom, w - 8, h - bottom)
+        n = max(1, len(self.labels))
+        slot = (w - 16) / n
+        rects = self.bar_rects()
+        vmax = self.vmax or max(1e-9, float(np.max(np.abs(self.values))) if self.values.size else 1.0,
+                                float(np.max(self.ghost)) if self.ghost is not None and self.ghost.size else 0.0)
+        small = QFont(self.font()); small.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.9))
+        for i, r in enumerate(rects):
+            if self.ghost is not None:
+                gh = (h - 20 - bottom) * min(1.0, self.ghost[i] / vmax)
+                g = QRectF(r.x(), h - bottom - gh, r.width(), gh)
+                p.setPen(QPen(pal.mid().color(), 1, Qt.DashLine))
+                p.setBrush(Qt.NoBrush)
+                p.drawRect(g)
+            c = self.colors[i] if i < len(self.colors) else qcolor("activation")
+            p.setPen(QPen(c.darker(130), 2 if self.highlight == i else 1))
+            p.setBrush(c)
+            p.drawRect(r)
+            p.setPen(text)
+            p.setFont(small)
+            p.drawText(QRectF(8 + i * slot, r.top() - 18, slot, 16), Qt.AlignCenter, fmt(self.values[i], self.digits))
+            f = QFont(self.font()); f.setBold(self.highlight == i)
+            p.setFont(f)
+            p.drawText(QRectF(8 + i * slot, h - bottom + 2, slot, bottom - 2), Qt.AlignHCenter | Qt.AlignTop | Qt.TextWordWrap,
+                       self.labels[i])
+        p.end()
+
+
+def muted_label(text: str = "", italic: bool = False) -> QLabel:
+    lab = QLabel(text)
+    lab.setWordWrap(True)
+    lab.setTextFormat(Qt.RichText)
+    if italic:
+        f = lab.font(); f.setItalic(True); lab.setFont(f)
+    return lab
+
+
+class Badge(QLabel):
+    """A rounded pill ("Real K3 formula · toy numbers")."""
+
+    def __init__(self, role: str = "kda", parent=None):
+        super().__init__(parent)
+        c = qcolor(role)
+        self.setStyleSheet(f"QLabel {{ background: rgba({c.red()},{c.green()},{c.blue()},46); color: palette(window-text);"
+                           f" border: 1px solid rgba({c.red()},{c.green()},{c.blue()},160); border-radius: 9px;"
+                           " padding: 2px 9px; }")
+        self.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
+
+
+class ExperimentPanel(QScrollArea):
+    """Frame of one experiment: title, question, badge + 'what is constructed', body, closing real-K3 note."""
+
+    def __init__(self, key: str, role: str = "kda", parent=None):
+        super().__init__(parent)
+        self.key = key
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        inner = QWidget()
+        self.setWidget(inner)
+        self.outer = QVBoxLayout(inner)
+        self.outer.setContentsMargins(12, 10, 12, 10)
+        self.outer.setSpacing(8)
+        self.title = QLabel()
+        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
+        self.question = QLabel(); self.question.setWordWrap(True)
+        badges = QHBoxLayout()
+        self.badge = Badge(role)
+        badges.addWidget(self.badge)
+        badges.addStretch(1)
+        self.constructed = muted_label(italic=True)
+        self.outer.addWidget(self.title)
+        self.outer.addWidget(self.question)
+        self.outer.addLayout(badges)
+        self.outer.addWidget(self.constructed)
+        self.body = QVBoxLayout()
+        self.body.setSpacing(8)
+        self.outer.addLayout(self.body)
+        self.note = muted_label()
+        self.outer.addWidget(self.note)
+        self.outer.addStretch(1)
+
+    def retranslate_frame(self) -> None:
+        k = self.key
+        self.title.setText(tr(f"learn.exp.{k}.title"))
+        self.question.setText(tr(f"learn.exp.{k}.question"))
+        self.badge.setText(tr("learn.exp.badge"))
+        self.constructed.setText(tr(f"learn.exp.{k}.constructed"))
+        self.note.setText(tr(f"learn.exp.{k}.note"))
+
+
+def section_label(text: str = "") -> QLabel:
+    lab = QLabel(text)
+    f = lab.font(); f.setBold(True); lab.setFont(f)
+    return lab

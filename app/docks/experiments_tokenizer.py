@@ -1,0 +1,95 @@
+"""Experiment 1 (C6): string → UTF-8 bytes → toy pieces + IDs → embedding rows, with K3's real sizes computed."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHeaderView, QLabel, QLineEdit, QTableWidget, QTableWidgetItem
+
+from app.docks.experiments_common import ExperimentPanel, fmt, section_label
+from app.i18n import tr
+from compute import teaching as T
+from compute.tokenizer import ToyTokenizer
+
+MAX_CHARS = 200
+ROW_WIDTH = 8  # toy embedding width shown
+
+
+class TokenizerPanel(ExperimentPanel):
+    def __init__(self, parent=None):
+        super().__init__("tokenizer", "embedding", parent)
+        self.tokenizer = ToyTokenizer()
+        self.input_label = QLabel()
+        self.input = QLineEdit("로봇이 컵을 집었다")
+        self.input.setObjectName("tok_input")
+        self.input.setMaxLength(MAX_CHARS * 2)
+        self.error = QLabel(); self.error.setObjectName("tok_error"); self.error.setStyleSheet("color: #e0524f;")
+        self.error.setVisible(False)
+        self.body.addWidget(self.input_label)
+        self.body.addWidget(self.input)
+        self.body.addWidget(self.error)
+        self.bytes_title = section_label()
+        self.bytes = QLabel(); self.bytes.setObjectName("tok_bytes"); self.bytes.setWordWrap(True)
+        self.bytes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        f = self.bytes.font(); f.setFamily("monospace"); f.setStyleHint(f.StyleHint.Monospace); self.bytes.setFont(f)
+        self.body.addWidget(self.bytes_title)
+        self.body.addWidget(self.bytes)
+        self.table_title = section_label()
+        self.body.addWidget(self.table_title)
+        self.table = QTableWidget(0, 4)
+        self.table.setObjectName("tok_table")
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeToContents)
+        hh.setStretchLastSection(True)
+        self.table.setMinimumHeight(200)
+        self.body.addWidget(self.table)
+        self.facts_title = section_label()
+        self.facts = QLabel(); self.facts.setObjectName("tok_facts"); self.facts.setWordWrap(True)
+        self.facts.setTextFormat(Qt.RichText)
+        self.body.addWidget(self.facts_title)
+        self.body.addWidget(self.facts)
+        self.input.textChanged.connect(self.recompute)
+        self.retranslate()
+
+    def tokens(self) -> list[tuple[str, int]]:
+        return self.tokenizer.encode(self.input.text())
+
+    def recompute(self, *_):
+        text = self.input.text()
+        problem = ""
+        if not text.strip():
+            problem = tr("learn.exp.tokenizer.empty")
+        elif len(text) > MAX_CHARS:
+            problem = tr("learn.exp.tokenizer.too_long", n=MAX_CHARS)
+        self.error.setText(problem)
+        self.error.setVisible(bool(problem))
+        if problem:
+            self.table.setRowCount(0)
+            self.bytes.setText("")
+            return
+        data = T.utf8_bytes(text)
+        self.bytes.setText(tr("learn.exp.tokenizer.bytes", n=len(data), chars=len(text)) + "\n"
+                           + " ".join(f"{b:02X}" for b in data))
+        toks = self.tokens()
+        self.table.setRowCount(len(toks))
+        for r, (piece, tid) in enumerate(toks):
+            row = T.toy_embedding_row(tid, ROW_WIDTH)
+            vals = (piece.replace(" ", "␣"), f"{tid:,}", " ".join(f"{b:02X}" for b in piece.encode("utf-8")),
+                    "[" + ", ".join(fmt(v, 2) for v in row) + "]")
+            for c, v in enumerate(vals):
+                self.table.setItem(r, c, QTableWidgetItem(v))
+        self.table.resizeColumnsToContents()
+
+    def retranslate(self):
+        self.retranslate_frame()
+        self.input_label.setText(tr("learn.exp.tokenizer.input"))
+        self.bytes_title.setText(tr("learn.exp.tokenizer.bytes_title"))
+        self.table_title.setText(tr("learn.exp.tokenizer.table"))
+        self.table.setHorizontalHeaderLabels([tr("learn.exp.tokenizer.col.piece"), tr("learn.exp.tokenizer.col.id"),
+                                              tr("learn.exp.tokenizer.col.bytes"),
+                                              tr("learn.exp.tokenizer.col.row", w=ROW_WIDTH)])
+        self.facts_title.setText(tr("learn.exp.tokenizer.facts_title"))
+        self.facts.setText(tr("learn.exp.tokenizer.facts", vocab=f"{T.K3_VOCAB:,}", hidden=f"{T.K3_HIDDEN:,}",
+                              row=f"{T.embedding_row_bytes():,}", kib=fmt(T.embedding_row_bytes() / 1024, 1),
+                              table=fmt(T.embedding_table_bytes() / 1e9, 2)))
+        self.recompute()

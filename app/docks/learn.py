@@ -1,0 +1,117 @@
+"""Learn dock (X4, X5): Serving, Harness / XTML, the quality-vs-throughput table, and the quiz.
+
+Quiz links: "exp:<tab>" opens the Experiments dock on that tab, "learn:<tab>" switches this dock's tab,
+"block:L<n>/<kind>" selects that layer and block in the scene (AppState.select_layer / select_block).
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QHeaderView, QLabel, QScrollArea, QTabWidget,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from app.docks.learn_harness import HarnessPanel
+from app.docks.learn_quiz import QuizPanel
+from app.docks.learn_serving import ServingPanel, markdown_label
+from app.i18n import language, tr
+from app.texts import explanation
+
+TABS = ("serving", "harness", "quality", "quiz")
+QUALITY_ROWS = 8
+
+
+class QualityPanel(QScrollArea):
+    """The seed's 8-row table: technique, main purpose, relation to answer quality."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        inner = QWidget()
+        self.setWidget(inner)
+        lay = QVBoxLayout(inner)
+        lay.setContentsMargins(12, 10, 12, 10)
+        self.title = QLabel()
+        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
+        lay.addWidget(self.title)
+        self.table = QTableWidget(QUALITY_ROWS, 3)
+        self.table.setObjectName("quality_table")
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.Stretch)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.table.setMinimumHeight(420)
+        lay.addWidget(self.table)
+        self.note = markdown_label("")
+        lay.addWidget(self.note)
+        lay.addStretch(1)
+
+    def retranslate(self):
+        self.title.setText(tr("learn.quality.title"))
+        self.table.setHorizontalHeaderLabels([tr(f"learn.quality.col{c}") for c in range(3)])
+        for r in range(QUALITY_ROWS):
+            for c in range(3):
+                item = QTableWidgetItem(tr(f"learn.quality.r{r}.c{c}"))
+                item.setTextAlignment(Qt.AlignLeft | Qt.AlignVCenter)
+                if c == 0:
+                    f = item.font(); f.setBold(True); item.setFont(f)
+                self.table.setItem(r, c, item)
+        self.table.resizeRowsToContents()
+        self.note.setText(explanation("topic", "quality_vs_throughput", language()) or "")
+
+
+class LearnDock(QDockWidget):
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.setObjectName("LearnDock")
+        self.state = state
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("learn_tabs")
+        self.tabs.setDocumentMode(True)
+        self.panels = {"serving": ServingPanel(), "harness": HarnessPanel(), "quality": QualityPanel(),
+                       "quiz": QuizPanel()}
+        for key in TABS:
+            self.tabs.addTab(self.panels[key], "")
+        self.setWidget(self.tabs)
+        self.panels["quiz"].link_requested.connect(self.follow_link)
+        state.language_changed.connect(lambda _l: self.retranslate())
+        self.retranslate()
+
+    def show_tab(self, key: str) -> None:
+        self.tabs.setCurrentIndex(TABS.index(key))
+        self.show()
+        self.raise_()
+
+    def _find_dock(self, name: str) -> QDockWidget | None:
+        for top in [self.parent()] + QApplication.topLevelWidgets():
+            if top is None:
+                continue
+            if top.objectName() == name and isinstance(top, QDockWidget):
+                return top
+            found = top.findChild(QDockWidget, name)
+            if found is not None:
+                return found
+        return None
+
+    def follow_link(self, link: str) -> None:
+        kind, _, target = link.partition(":")
+        if kind == "learn":
+            self.show_tab(target)
+        elif kind == "exp":
+            dock = self._find_dock("ExperimentsDock")
+            if dock is not None and hasattr(dock, "show_experiment"):
+                dock.show_experiment(target)
+        elif kind == "block":
+            head, _, _kind = target.partition("/")
+            if head.startswith("L") and head[1:].isdigit():
+                self.state.select_layer(int(head[1:]) - 1)
+            self.state.select_block(target)
+        else:
+            raise ValueError(f"unknown link {link!r}")
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("learn.dock_title"))
+        for i, key in enumerate(TABS):
+            self.tabs.setTabText(i, tr(f"learn.tab.{key}"))
+            self.panels[key].retranslate()

@@ -1,0 +1,160 @@
+"""Quiz "check your understanding" (X5): multiple choice, each answer explained and linked to the panel or
+block that teaches it; the score is kept for the session (first answer to each question counts)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QButtonGroup, QFrame, QHBoxLayout, QLabel, QPushButton, QRadioButton, QScrollArea,
+                               QVBoxLayout, QWidget)
+
+from app.i18n import tr
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str  # i18n: learn.quiz.<key>.q / .a0..a3 / .why
+    correct: int  # index of the right option
+    link: str  # "exp:<tab>", "learn:<tab>", "block:<block id>"
+
+
+QUESTIONS: tuple[Question, ...] = (
+    Question("experts", 2, "exp:moe"),
+    Question("kda_state", 1, "block:L1/kda.state"),
+    Question("kda_numbers", 3, "exp:kda"),
+    Question("bias", 0, "exp:moe"),
+    Question("mla_cache", 2, "block:L4/mla.c_kv"),
+    Question("row_bytes", 1, "exp:tokenizer"),
+    Question("top_p", 3, "exp:sampling"),
+    Question("chunk", 0, "exp:sampling"),
+    Question("attention", 2, "exp:attention"),
+    Question("attnres", 1, "exp:attnres"),
+    Question("speculative", 0, "learn:serving"),
+    Question("prefix", 3, "learn:serving"),
+    Question("xtml", 1, "learn:harness"),
+    Question("throughput", 2, "learn:quality"),
+    Question("cost", 1, "learn:serving"),
+    Question("latent", 0, "block:L37/moe.down"),
+)
+N_OPTIONS = 4
+
+
+class QuizSession:
+    """Qt-free bookkeeping: answers given (first one per question counts), score."""
+
+    def __init__(self, questions=QUESTIONS):
+        self.questions = questions
+        self.first: dict[int, int] = {}
+
+    def answer(self, q: int, option: int) -> bool:
+        self.first.setdefault(q, option)
+        return option == self.questions[q].correct
+
+    @property
+    def score(self) -> int:
+        return sum(1 for q, o in self.first.items() if o == self.questions[q].correct)
+
+    @property
+    def answered(self) -> int:
+        return len(self.first)
+
+
+class QuizPanel(QScrollArea):
+    link_requested = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.session = QuizSession()
+        self.index = 0
+        inner = QWidget()
+        self.setWidget(inner)
+        lay = QVBoxLayout(inner)
+        lay.setContentsMargins(12, 10, 12, 10)
+        self.title = QLabel()
+        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
+        lay.addWidget(self.title)
+        self.progress = QLabel(); self.progress.setObjectName("quiz_progress")
+        self.score = QLabel(); self.score.setObjectName("quiz_score")
+        top = QHBoxLayout(); top.addWidget(self.progress); top.addStretch(1); top.addWidget(self.score)
+        lay.addLayout(top)
+        self.question = QLabel(); self.question.setObjectName("quiz_question"); self.question.setWordWrap(True)
+        qf = self.question.font(); qf.setBold(True); qf.setPointSizeF(qf.pointSizeF() * 1.1); self.question.setFont(qf)
+        lay.addWidget(self.question)
+        self.group = QButtonGroup(self)
+        self.options = []
+        for i in range(N_OPTIONS):
+            rb = QRadioButton(); rb.setObjectName(f"quiz_option_{i}")
+            self.group.addButton(rb, i); self.options.append(rb); lay.addWidget(rb)
+        btns = QHBoxLayout()
+        self.prev = QPushButton(); self.prev.setObjectName("quiz_prev")
+        self.check = QPushButton(); self.check.setObjectName("quiz_check")
+        self.next = QPushButton(); self.next.setObjectName("quiz_next")
+        btns.addWidget(self.prev); btns.addWidget(self.check); btns.addWidget(self.next); btns.addStretch(1)
+        lay.addLayout(btns)
+        self.feedback = QLabel(); self.feedback.setObjectName("quiz_feedback"); self.feedback.setWordWrap(True)
+        self.feedback.setTextFormat(Qt.RichText)
+        lay.addWidget(self.feedback)
+        self.link = QPushButton(); self.link.setObjectName("quiz_link")
+        lrow = QHBoxLayout(); lrow.addWidget(self.link); lrow.addStretch(1)
+        lay.addLayout(lrow)
+        lay.addStretch(1)
+        self.prev.clicked.connect(lambda: self.go(self.index - 1))
+        self.next.clicked.connect(lambda: self.go(self.index + 1))
+        self.check.clicked.connect(self.check_answer)
+        self.link.clicked.connect(lambda: self.link_requested.emit(QUESTIONS[self.index].link))
+        self.group.idToggled.connect(lambda _i, on: on and self.check.setEnabled(True))
+
+    def go(self, i: int):
+        self.index = max(0, min(len(QUESTIONS) - 1, i))
+        self.show_question()
+
+    def show_question(self):
+        q = QUESTIONS[self.index]
+        self.group.setExclusive(False)
+        for rb in self.options:
+            rb.setChecked(False)
+        self.group.setExclusive(True)
+        self.question.setText(tr(f"learn.quiz.{q.key}.q"))
+        for i, rb in enumerate(self.options):
+            rb.setText(f"{'ABCD'[i]}. " + tr(f"learn.quiz.{q.key}.a{i}"))
+        self.feedback.setText("")
+        self.link.setVisible(False)
+        self.check.setEnabled(False)
+        self.prev.setEnabled(self.index > 0)
+        self.next.setEnabled(self.index < len(QUESTIONS) - 1)
+        if self.index in self.session.first:  # already answered: show the result again
+            self.options[self.session.first[self.index]].setChecked(True)
+            self._show_feedback(self.session.first[self.index])
+        self._update_score()
+
+    def check_answer(self):
+        opt = self.group.checkedId()
+        if opt < 0:
+            self.feedback.setText(tr("learn.quiz.choose"))
+            return
+        self.session.answer(self.index, opt)
+        self._show_feedback(opt)
+        self._update_score()
+
+    def _show_feedback(self, opt: int):
+        q = QUESTIONS[self.index]
+        ok = opt == q.correct
+        head = tr("learn.quiz.right") if ok else tr("learn.quiz.wrong", answer="ABCD"[q.correct])
+        color = "#2e9e6a" if ok else "#d9534f"
+        self.feedback.setText(f"<b style='color:{color}'>{head}</b> {tr(f'learn.quiz.{q.key}.why')}")
+        self.link.setText(tr("learn.quiz.show_me"))
+        self.link.setVisible(True)
+
+    def _update_score(self):
+        self.progress.setText(tr("learn.quiz.progress", n=self.index + 1, total=len(QUESTIONS)))
+        self.score.setText(tr("learn.quiz.score", score=self.session.score, answered=self.session.answered,
+                              total=len(QUESTIONS)))
+
+    def retranslate(self):
+        self.title.setText(tr("learn.quiz.title"))
+        self.prev.setText(tr("learn.quiz.prev"))
+        self.check.setText(tr("learn.quiz.check"))
+        self.next.setText(tr("learn.quiz.next"))
+        self.show_question()
