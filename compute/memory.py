@@ -95,15 +95,23 @@ def validate(limits: dict[str, tuple[float, float, bool]], **values) -> dict:
     return {name: _number(name, values[name], *limits[name]) for name in values}
 
 
+def check_seed_field(name: str, value):
+    """Validate one seed-calculator input, including the head rules (d_model a multiple of the 32 query
+    heads, KV heads a divisor of 32). Returns the converted value or raises MemoryInputError."""
+    v = _number(name, value, *SEED_LIMITS[name])
+    if name == "d_model" and v % SEED_QUERY_HEADS:
+        raise MemoryInputError("d_model", "multiple_of", n=SEED_QUERY_HEADS)
+    if name == "kv_heads" and SEED_QUERY_HEADS % v:
+        raise MemoryInputError("kv_heads", "divides", n=SEED_QUERY_HEADS)
+    return v
+
+
 def estimate(params_billion, bytes_per_weight, tokens, layers, d_model, kv_heads, batch, gpus, gpu_gb=80) -> dict:
     """The seed calculator. Returns weights_gb, kv_gib, total_gib, per_gpu_gib, plus head_dim, weights_bytes,
     kv_bytes, gpu_gib (one GPU's memory in GiB) and fits (per-GPU share <= one GPU)."""
-    v = validate(SEED_LIMITS, params_billion=params_billion, bytes_per_weight=bytes_per_weight, tokens=tokens,
-                 layers=layers, d_model=d_model, kv_heads=kv_heads, batch=batch, gpus=gpus, gpu_gb=gpu_gb)
-    if v["d_model"] % SEED_QUERY_HEADS:
-        raise MemoryInputError("d_model", "multiple_of", n=SEED_QUERY_HEADS)
-    if SEED_QUERY_HEADS % v["kv_heads"]:
-        raise MemoryInputError("kv_heads", "divides", n=SEED_QUERY_HEADS)
+    raw = dict(params_billion=params_billion, bytes_per_weight=bytes_per_weight, tokens=tokens, layers=layers,
+               d_model=d_model, kv_heads=kv_heads, batch=batch, gpus=gpus, gpu_gb=gpu_gb)
+    v = {name: check_seed_field(name, value) for name, value in raw.items()}
     head_dim = v["d_model"] // SEED_QUERY_HEADS
     weights_bytes = v["params_billion"] * 1e9 * v["bytes_per_weight"]
     kv_bytes = 2 * v["layers"] * v["tokens"] * v["batch"] * v["kv_heads"] * head_dim * SEED_BYTES_PER_KV

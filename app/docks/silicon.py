@@ -36,7 +36,10 @@ class SiliconDock(QDockWidget):
             scroll.setWidget(page)
             self.tabs.addTab(scroll, "")
         self.setWidget(self.tabs)
-        state.language_changed.connect(lambda _lang: self.retranslate())
+        state.language_changed.connect(self._language_changed)  # a bound slot: disconnected when the dock dies
+        self.retranslate()
+
+    def _language_changed(self, _lang: str) -> None:
         self.retranslate()
 
     def show_tab(self, key: str) -> None:

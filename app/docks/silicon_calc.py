@@ -22,7 +22,7 @@ GPU_PRESETS = (("b300", 288.0), ("h200", 141.0), ("h100", 80.0), ("custom", None
 
 
 def error_text(err: M.MemoryInputError) -> str:
-    lim = {k: f"{v:,g}" for k, v in err.limits.items()}
+    lim = {k: f"{int(v):,}" if float(v).is_integer() else f"{v:,}" for k, v in err.limits.items()}
     return tr("silicon.calc.err_" + err.key, **lim)
 
 
@@ -141,26 +141,22 @@ class SeedCalc(QWidget):
         vals, ok = {}, True
         for name, f in self.fields.items():
             try:
-                vals.update(M.validate({name: M.SEED_LIMITS[name]}, **{name: f.text()}))
+                vals[name] = M.check_seed_field(name, f.text())
                 f.set_error(None)
             except M.MemoryInputError as e:
                 f.set_error(error_text(e))
                 ok = False
         if not ok:
             return None
-        try:
-            vals["bytes_per_weight"] = self.precision.currentData() or 2.0
-            self.result_candidate = M.estimate(**vals)
-        except M.MemoryInputError as e:
-            self.fields[e.field].set_error(error_text(e))
-            return None
+        vals["bytes_per_weight"] = self.precision.currentData() or 2.0
         return vals
 
     def recompute(self) -> None:
-        if self.values() is None:
+        vals = self.values()
+        if vals is None:
             self.stale.setText(tr("silicon.calc.stale") if self.result else "")
             return
-        self.result = self.result_candidate
+        self.result = M.estimate(**vals)
         self.stale.setText("")
         self._show()
 
@@ -266,7 +262,7 @@ class K3Calc(QWidget):
         self._ctx = ctx
         self.curves = {}
         styles = {"mla_gib": (qcolor("mla"), Qt.SolidLine), "kda_gib": (qcolor("kda"), Qt.SolidLine),
-                  "k3_gib": (qcolor("state"), Qt.SolidLine), "all_mla_gib": (qcolor("output"), Qt.DashLine)}
+                  "k3_gib": (qcolor("expert"), Qt.SolidLine), "all_mla_gib": (qcolor("output"), Qt.DashLine)}
         for key, (col, style) in styles.items():
             self.curves[key] = self.plot.plot([], [], pen=pg.mkPen(col, width=2.5, style=style), name=key)
         self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen((200, 200, 200), width=1, style=Qt.DotLine))
@@ -321,7 +317,7 @@ class K3Calc(QWidget):
     def _show(self) -> None:
         r, v = self.result, self.inputs
         o = self.out_values
-        o["weights_gb"].setText(f"{r['weights_gb']:,.1f} GB")
+        o["weights_gb"].setText(f"{r['weights_gb']:,.1f} GB ({r['weights_gib']:,.1f} GiB)")
         o["mla_gib"].setText(f"{r['mla_gib']:,.2f} GiB")
         o["kda_gib"].setText(f"{r['kda_gib']:,.3f} GiB")
         o["total_gib"].setText(f"{r['total_gib']:,.1f} GiB")
