@@ -9,7 +9,6 @@ speculative-decoding expectation, HTTP chunking of a token stream.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 
@@ -255,32 +254,6 @@ def embedding_row_bytes(hidden: int = K3_HIDDEN, bytes_per_number: int = BF16_BY
 
 def embedding_table_bytes(vocab: int = K3_VOCAB, hidden: int = K3_HIDDEN, bytes_per_number: int = BF16_BYTES) -> int:
     return vocab * hidden * bytes_per_number
-
-
-def fallback_tokenize(text: str) -> list[tuple[str, int]]:
-    """A toy tokenizer used only while the engine's (compute.tokenizer / compute.engine) is unavailable:
-    splits at spaces (the space stays with the next piece), then cuts each word into pieces of at most two
-    characters; IDs come from a hash into [0, 163840). NOT K3's tokenizer and NOT K3's IDs."""
-    pieces: list[str] = []
-    word = ""
-    for ch in text:
-        if ch.isspace() and word.strip():
-            pieces.extend(_cut(word))
-            word = ch
-        else:
-            word += ch
-    if word:
-        pieces.extend(_cut(word))
-    return [(p, int.from_bytes(hashlib.blake2b(p.encode("utf-8"), digest_size=4).digest(), "big") % K3_VOCAB)
-            for p in pieces]
-
-
-def _cut(word: str) -> list[str]:
-    lead = word[0] if word[0].isspace() else ""
-    body = word[len(lead):]
-    parts = [body[i:i + 2] for i in range(0, len(body), 2)] or [""]
-    parts[0] = lead + parts[0]
-    return [p for p in parts if p]
 
 
 def toy_embedding_row(token_id: int, width: int = 8) -> np.ndarray:

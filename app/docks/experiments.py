@@ -40,7 +40,6 @@ class ExperimentsDock(QDockWidget):
             self.tabs.addTab(self.panels[key], "")
         self.setWidget(self.tabs)
         self.panels["kda"].see_in_3d.connect(self.show_kda_state_in_3d)
-        state.language_changed.connect(lambda _l: self.retranslate())
         self.retranslate()
 
     def show_experiment(self, key: str) -> None:

@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (QButtonGroup, QHBoxLayout, QHeaderView, QLabel, QRadioButton, QSizePolicy,
                                QTableWidget, QTableWidgetItem, QWidget)
 
-from app.docks.experiments_common import ExperimentPanel, fmt, qcolor, section_label
+from app.docks.experiments_common import ExperimentPanel, fit_table_height, fmt, qcolor, section_label
 from app.i18n import tr
 from compute import teaching as T
 
@@ -95,7 +95,7 @@ class AttentionView(QWidget):
 # Conceptual 2-D map: hand-placed points (NOT a real embedding). Context A = the robot picks up the cup;
 # context B = coffee is poured into the cup.
 MAP_WORDS = {
-    "grasp": (-0.70, 0.55), "robot": (-0.85, 0.15), "table": (-0.35, 0.75),
+    "grasp": (-0.70, 0.55), "robot": (-0.85, 0.15), "table": (-0.10, 0.80),
     "coffee": (0.70, -0.45), "drink": (0.85, -0.05), "water": (0.45, -0.75),
 }
 CUP_POS = {"a": (-0.45, 0.40), "b": (0.55, -0.30)}
@@ -229,6 +229,7 @@ class AttentionPanel(ExperimentPanel):
         labels = [f"{ko}" for ko in T.ATTN_TOKENS_KO]
         self.matrix.setHorizontalHeaderLabels(labels)
         self.matrix.setVerticalHeaderLabels(labels)
+        fit_table_height(self.matrix)
         self.warning.setText(tr("learn.exp.attention.warning"))
         self.map_title.setText(tr("learn.exp.attention.map_title"))
         self.ctx_a.setText(tr("learn.exp.attention.ctx_a"))

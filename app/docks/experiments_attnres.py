@@ -10,11 +10,18 @@ from app.i18n import tr
 from compute import teaching as T
 
 
+def _paren(v: float) -> str:
+    return f"({fmt(v, 1)})" if v < 0 else fmt(v, 1)
+
+
 class AttnResPanel(ExperimentPanel):
     def __init__(self, parent=None):
         super().__init__("attnres", "attnres", parent)
         self.blocks_label = QLabel(); self.blocks_label.setWordWrap(True)
         self.body.addWidget(self.blocks_label)
+        self.values_chart = BarChart(min_height=150, digits=1)
+        self.values_chart.setObjectName("attnres_values")
+        self.body.addWidget(self.values_chart)
         self.strength = FloatSlider(0.0, 6.0, 0.05, 2.0)
         self.strength.setObjectName("attnres_strength")
         self.body.addWidget(self.strength)
@@ -68,9 +75,11 @@ class AttnResPanel(ExperimentPanel):
         names = [tr("learn.exp.attnres.block", n=i + 1) for i in range(len(r.weights))]
         colors = [qcolor("attnres") if i == imp else qcolor("weight") for i in range(len(r.weights))]
         self.bars.set_data(names, r.weights, colors, vmax=1.0, highlight=imp)
-        terms = " + ".join(f"{fmt(w)}×{fmt(v, 1)}" for w, v in zip(r.weights, T.ATTNRES_BLOCKS))
+        vcol = [qcolor("output") if v >= 0 else qcolor("activation") for v in T.ATTNRES_BLOCKS]
+        self.values_chart.set_data([f"V{i + 1}" for i in range(len(names))], T.ATTNRES_BLOCKS, vcol, highlight=imp)
+        terms = " + ".join(f"{fmt(w)}×{_paren(v)}" for w, v in zip(r.weights, T.ATTNRES_BLOCKS))
         self.mixed.setText(tr("learn.exp.attnres.mixed", terms=terms, value=f"<b>{fmt(r.mixed)}</b>"))
-        plain_terms = " + ".join(fmt(v, 1) for v in T.ATTNRES_BLOCKS)
+        plain_terms = " + ".join(_paren(v) for v in T.ATTNRES_BLOCKS)
         self.plain.setText(tr("learn.exp.attnres.plain", terms=plain_terms, value=f"<b>{fmt(r.plain)}</b>"))
 
     def retranslate(self):

@@ -4,8 +4,10 @@ All texts go through app.i18n.tr; every panel implements retranslate().
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QProxyStyle, QScrollArea, QSizePolicy, QSlider, QStyle,
                                QVBoxLayout, QWidget)
@@ -110,18 +112,31 @@ class BarChart(QWidget):
         self.highlight = highlight
         self.update()
 
-    def bar_rects(self) -> list[QRectF]:
+    def _vmax(self) -> float:
+        if self.vmax:
+            return self.vmax
+        m = float(np.max(np.abs(self.values))) if self.values.size else 1.0
+        if self.ghost is not None and self.ghost.size:
+            m = max(m, float(np.max(self.ghost)))
+        return max(m, 1e-9)
+
+    def _geometry(self) -> tuple[float, float, float]:
+        """(slot width, baseline y, pixels per unit). Signed data puts the baseline in the middle."""
         n = max(1, len(self.labels))
-        w, h = self.width(), self.height()
         top, bottom = 20, 38
-        slot = (w - 16) / n
-        vmax = self.vmax or max(1e-9, float(np.max(np.abs(self.values))) if self.values.size else 1.0,
-                                float(np.max(self.ghost)) if self.ghost is not None and self.ghost.size else 0.0)
+        span = self.height() - top - bottom
+        signed = bool(self.values.size and np.min(self.values) < 0)
+        base = top + span / 2 if signed else self.height() - bottom
+        scale = (span / 2 if signed else span) / self._vmax()
+        return (self.width() - 16) / n, base, scale
+
+    def bar_rects(self) -> list[QRectF]:
+        slot, base, scale = self._geometry()
         rects = []
         for i, v in enumerate(self.values):
-            bh = (h - top - bottom) * min(1.0, abs(v) / vmax)
+            bh = min(abs(v), self._vmax()) * scale
             x = 8 + i * slot + slot * 0.18
-            rects.append(QRectF(x, h - bottom - bh, slot * 0.64, bh))
+            rects.append(QRectF(x, base - bh if v >= 0 else base, slot * 0.64, bh))
         return rects
 
     def paintEvent(self, _event) -> None:  # noqa: N802
@@ -131,28 +146,30 @@ class BarChart(QWidget):
         text = pal.windowText().color()
         w, h = self.width(), self.height()
         bottom = 38
+        slot, base, scale = self._geometry()
         p.setPen(QPen(pal.mid().color(), 1))
-        p.drawLine(8, h - bottom, w - 8, h - bottom)
-        n = max(1, len(self.labels))
-        slot = (w - 16) / n
-        rects = self.bar_rects()
-        vmax = self.vmax or max(1e-9, float(np.max(np.abs(self.values))) if self.values.size else 1.0,
-                                float(np.max(self.ghost)) if self.ghost is not None and self.ghost.size else 0.0)
+        p.drawLine(QPointF(8, base), QPointF(w - 8, base))
         small = QFont(self.font()); small.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.9))
-        for i, r in enumerate(rects):
-            if self.ghost is not None:
-                gh = (h - 20 - bottom) * min(1.0, self.ghost[i] / vmax)
-                g = QRectF(r.x(), h - bottom - gh, r.width(), gh)
-                p.setPen(QPen(pal.mid().color(), 1, Qt.DashLine))
+        for i, r in enumerate(self.bar_rects()):
+            if self.ghost is not None:  # "before" bar on the left half, outlined; the main bar on the right
+                gh = min(self.ghost[i], self._vmax()) * scale
+                half = r.width() / 2
+                g = QRectF(r.x() - 2, base - gh, half, gh)
+                r = QRectF(r.x() + half + 2, r.y(), half, r.height())
+                p.setPen(QPen(text, 1, Qt.DashLine))
                 p.setBrush(Qt.NoBrush)
                 p.drawRect(g)
+                p.setFont(small)
+                p.drawText(QRectF(g.center().x() - 30, g.top() - 18, 60, 16), Qt.AlignCenter, fmt(self.ghost[i], self.digits))
             c = self.colors[i] if i < len(self.colors) else qcolor("activation")
             p.setPen(QPen(c.darker(130), 2 if self.highlight == i else 1))
             p.setBrush(c)
             p.drawRect(r)
             p.setPen(text)
             p.setFont(small)
-            p.drawText(QRectF(8 + i * slot, r.top() - 18, slot, 16), Qt.AlignCenter, fmt(self.values[i], self.digits))
+            v = self.values[i]
+            ty = r.top() - 18 if v >= 0 else r.bottom() + 2
+            p.drawText(QRectF(r.center().x() - 30, ty, 60, 16), Qt.AlignCenter, fmt(v, self.digits))
             f = QFont(self.font()); f.setBold(self.highlight == i)
             p.setFont(f)
             p.drawText(QRectF(8 + i * slot, h - bottom + 2, slot, bottom - 2), Qt.AlignHCenter | Qt.AlignTop | Qt.TextWordWrap,
@@ -220,6 +237,21 @@ class ExperimentPanel(QScrollArea):
         self.badge.setText(tr("learn.exp.badge"))
         self.constructed.setText(tr(f"learn.exp.{k}.constructed"))
         self.note.setText(tr(f"learn.exp.{k}.note"))
+
+
+def fit_table_height(table) -> None:
+    """Fix a QTableWidget's height to its rows (no empty area, no inner scrolling for short tables)."""
+    h = table.horizontalHeader().height() + 2 * table.frameWidth()
+    h += sum(table.rowHeight(r) for r in range(table.rowCount()))
+    if table.horizontalScrollBar().isVisible():
+        h += table.horizontalScrollBar().height()
+    table.setMinimumHeight(h)
+    table.setMaximumHeight(h)
+
+
+def demote_headings(md: str, level: int = 4) -> str:
+    """Markdown '# Title' -> '#### Title' so explanation texts sit inside panels without giant headings."""
+    return re.sub(r"^#{1,3} ", "#" * level + " ", md, flags=re.M)
 
 
 def section_label(text: str = "") -> QLabel:

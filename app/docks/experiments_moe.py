@@ -5,7 +5,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem, QHeaderView
 
-from app.docks.experiments_common import ExperimentPanel, FloatSlider, fmt, section_label
+from app.docks.experiments_common import ExperimentPanel, FloatSlider, fit_table_height, fmt, section_label
 from app.i18n import tr
 from app.widgets.expert_grid import ExpertGridWidget
 from compute import teaching as T
@@ -92,4 +92,5 @@ class MoePanel(ExperimentPanel):
         self.table.setHorizontalHeaderLabels([tr("learn.exp.moe.col.expert"), tr("learn.exp.moe.col.score"),
                                               tr("learn.exp.moe.col.biased"), tr("learn.exp.moe.col.weight")])
         self.formula.setText(tr("learn.exp.moe.formula"))
+        fit_table_height(self.table)
         self.recompute()

@@ -65,6 +65,7 @@ class SamplingPanel(ExperimentPanel):
         right = QVBoxLayout()
         self.log_label = QLabel()
         self.log = QListWidget(); self.log.setObjectName("stream_log"); self.log.setMinimumHeight(90)
+        self.log.setWordWrap(True)
         right.addWidget(self.log_label); right.addWidget(self.log)
         cols.addLayout(left, 1); cols.addLayout(right, 1)
         self.body.addLayout(cols)
@@ -113,6 +114,9 @@ class SamplingPanel(ExperimentPanel):
         chunks = self.chunks()
         if self._sent >= len(chunks):
             self.timer.stop()
+            if self._sent > len(chunks):
+                return
+            self._sent += 1
             self.log.addItem(tr("learn.exp.sampling.stream_done", chunks=len(chunks), tokens=len(ANSWER[language()])))
             return
         pieces = ANSWER[language()]
@@ -121,7 +125,7 @@ class SamplingPanel(ExperimentPanel):
         cursor = self.screen.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
         cursor.insertText(text)
-        shown = " | ".join(repr(pieces[i])[1:-1] for i in ids)
+        shown = "|".join(pieces[i] for i in ids)
         self.log.addItem(tr("learn.exp.sampling.chunk", n=self._sent + 1, text=text.replace(" ", "␣"),
                             tokens=len(ids), pieces=shown.replace(" ", "␣")))
         self.log.scrollToBottom()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QLineEdit, QTableWidget, QTableWidgetItem
 
-from app.docks.experiments_common import ExperimentPanel, fmt, section_label
+from app.docks.experiments_common import ExperimentPanel, fit_table_height, fmt, section_label
 from app.i18n import tr
 from compute import teaching as T
 from compute.tokenizer import ToyTokenizer
@@ -79,6 +79,8 @@ class TokenizerPanel(ExperimentPanel):
             for c, v in enumerate(vals):
                 self.table.setItem(r, c, QTableWidgetItem(v))
         self.table.resizeColumnsToContents()
+        fit_table_height(self.table)
+        self.table.setMaximumHeight(min(self.table.maximumHeight(), 420))
 
     def retranslate(self):
         self.retranslate_frame()

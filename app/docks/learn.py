@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QHeaderView, Q
 
 from app.docks.learn_harness import HarnessPanel
 from app.docks.learn_quiz import QuizPanel
+from app.docks.experiments_common import demote_headings, fit_table_height
 from app.docks.learn_serving import ServingPanel, markdown_label
 from app.i18n import language, tr
 from app.texts import explanation
@@ -41,7 +42,6 @@ class QualityPanel(QScrollArea):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.Stretch)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.table.setMinimumHeight(420)
         lay.addWidget(self.table)
         self.note = markdown_label("")
         lay.addWidget(self.note)
@@ -58,7 +58,8 @@ class QualityPanel(QScrollArea):
                     f = item.font(); f.setBold(True); item.setFont(f)
                 self.table.setItem(r, c, item)
         self.table.resizeRowsToContents()
-        self.note.setText(explanation("topic", "quality_vs_throughput", language()) or "")
+        fit_table_height(self.table)
+        self.note.setText(demote_headings(explanation("topic", "quality_vs_throughput", language()) or ""))
 
 
 class LearnDock(QDockWidget):
@@ -75,7 +76,6 @@ class LearnDock(QDockWidget):
             self.tabs.addTab(self.panels[key], "")
         self.setWidget(self.tabs)
         self.panels["quiz"].link_requested.connect(self.follow_link)
-        state.language_changed.connect(lambda _l: self.retranslate())
         self.retranslate()
 
     def show_tab(self, key: str) -> None:

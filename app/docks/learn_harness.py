@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from app.docks.experiments_common import qcolor, section_label
+from app.docks.experiments_common import demote_headings, qcolor, section_label
 from app.docks.learn_serving import markdown_label
 from app.i18n import language, tr
 from app.texts import explanation
@@ -101,7 +101,7 @@ class HarnessPanel(QScrollArea):
     def retranslate(self):
         lang = language()
         self.title.setText(tr("learn.harness.title"))
-        self.intro.setText(explanation("topic", "harness", lang) or "")
+        self.intro.setText(demote_headings(explanation("topic", "harness", lang) or ""))
         self.config_title.setText(tr("learn.harness.config"))
         self.effort_label.setText(tr("learn.harness.effort"))
         for i, e in enumerate(EFFORTS):
@@ -109,5 +109,5 @@ class HarnessPanel(QScrollArea):
         self.tools.setText(tr("learn.harness.tools"))
         self.verify.setText(tr("learn.harness.verify"))
         self.xtml_title.setText(tr("learn.harness.xtml_title"))
-        self.xtml_note.setText(explanation("topic", "xtml", lang) or "")
+        self.xtml_note.setText(demote_headings(explanation("topic", "xtml", lang) or ""))
         self.recompute()

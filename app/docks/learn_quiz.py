@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QFrame, QHBoxLayout, QLabel, QPushButton, QRadioButton, QScrollArea,
-                               QVBoxLayout, QWidget)
+                               QToolButton, QVBoxLayout, QWidget)
 
 from app.i18n import tr
 
@@ -79,6 +79,15 @@ class QuizPanel(QScrollArea):
         self.score = QLabel(); self.score.setObjectName("quiz_score")
         top = QHBoxLayout(); top.addWidget(self.progress); top.addStretch(1); top.addWidget(self.score)
         lay.addLayout(top)
+        dots = QHBoxLayout()
+        dots.setSpacing(4)
+        self.dots = []
+        for i in range(len(QUESTIONS)):
+            b = QToolButton(); b.setObjectName(f"quiz_dot_{i}"); b.setText(str(i + 1)); b.setFixedSize(28, 24)
+            b.clicked.connect(lambda _c=False, i=i: self.go(i))
+            self.dots.append(b); dots.addWidget(b)
+        dots.addStretch(1)
+        lay.addLayout(dots)
         self.question = QLabel(); self.question.setObjectName("quiz_question"); self.question.setWordWrap(True)
         qf = self.question.font(); qf.setBold(True); qf.setPointSizeF(qf.pointSizeF() * 1.1); self.question.setFont(qf)
         lay.addWidget(self.question)
@@ -148,6 +157,16 @@ class QuizPanel(QScrollArea):
         self.link.setVisible(True)
 
     def _update_score(self):
+        for i, b in enumerate(self.dots):
+            if i in self.session.first:
+                ok = self.session.first[i] == QUESTIONS[i].correct
+                bg = "#2e9e6a" if ok else "#d9534f"
+                style = f"background:{bg}; color:white; border-radius:4px;"
+            else:
+                style = "border: 1px solid palette(mid); border-radius:4px;"
+            if i == self.index:
+                style += " font-weight:bold; border: 2px solid palette(highlight);"
+            b.setStyleSheet(f"QToolButton {{{style}}}")
         self.progress.setText(tr("learn.quiz.progress", n=self.index + 1, total=len(QUESTIONS)))
         self.score.setText(tr("learn.quiz.score", score=self.session.score, answered=self.session.answered,
                               total=len(QUESTIONS)))

@@ -8,7 +8,7 @@ from PySide6.QtGui import QFont, QPainter, QPen
 from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QLabel, QScrollArea,
                                QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 
-from app.docks.experiments_common import FloatSlider, fmt, qcolor, section_label
+from app.docks.experiments_common import FloatSlider, demote_headings, fmt, qcolor, section_label
 from app.i18n import language, tr
 from app.texts import explanation
 from compute import teaching as T
@@ -21,7 +21,7 @@ def markdown_label(md: str) -> QLabel:
     lab = QLabel()
     lab.setTextFormat(Qt.MarkdownText)
     lab.setWordWrap(True)
-    lab.setText(md)
+    lab.setText(demote_headings(md))
     return lab
 
 
@@ -203,7 +203,7 @@ class ServingPanel(QScrollArea):
     def retranslate(self):
         lang = language()
         self.title.setText(tr("learn.serving.title"))
-        self.traffic.setText(explanation("topic", "serving_traffic", lang) or "")
+        self.traffic.setText(demote_headings(explanation("topic", "serving_traffic", lang) or ""))
         self.diagram_note.setText(tr("learn.serving.diagram.note"))
         self.cost_box.setTitle(tr("learn.serving.cost.title"))
         for lab, key in zip(self.cost_labels, ("price_in", "price_out", "tokens_in", "tokens_out", "turns")):
@@ -213,7 +213,7 @@ class ServingPanel(QScrollArea):
         self.acceptance.setText(tr("learn.serving.spec.acceptance"))
         self.draft.setText(tr("learn.serving.spec.draft"))
         for lab, key in zip(self.card_labels, TOPIC_CARDS):
-            lab.setText(explanation("topic", key, lang) or "")
+            lab.setText(demote_headings(explanation("topic", key, lang) or ""))
         self.source.setText(tr("learn.serving.source"))
         self.diagram.update()
         self.recompute()
