@@ -57,7 +57,7 @@ class GridTab(QWidget):
         self.why.setTextFormat(Qt.RichText)
         self.note = QLabel()
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #8a93a0;")
+        self.note.setStyleSheet("color: #6b7380;")
         bl = QGridLayout(self.bias_box)
         bl.addWidget(self.expert_label, 0, 0)
         bl.addWidget(self.expert_spin, 0, 1)

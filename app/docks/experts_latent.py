@@ -185,7 +185,7 @@ class LatentTab(QWidget):
         self.numbers.setWordWrap(True)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
-        self.caveat.setStyleSheet("color: #8a93a0;")
+        self.caveat.setStyleSheet("color: #6b7380;")
         lay = QVBoxLayout(self)
         self.diagram.setMaximumHeight(420)
         lay.addWidget(self.diagram, 1)

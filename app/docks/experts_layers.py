@@ -123,7 +123,7 @@ class LayersTab(QWidget):
         ax_b = self.heat.getAxis("bottom")
         ticks = [(i + 0.5, str(self._layers[i] + 1)) for i in range(0, L, max(1, L // 12))]
         ax_b.setTicks([ticks])
-        pieces = [f"{int(p)} {tr_.tokens[int(p)][0]}" for p in self._positions]
+        pieces = [f"{int(p)} {tr_.tokens[int(p)][0].replace(' ', '␣')}" for p in self._positions]
         self.heat.getAxis("left").setTicks([[(i + 0.5, pieces[i]) for i in range(n)]])
         # marker on the current (token, layer)
         rows = np.nonzero(self._positions == self.state.token)[0]

@@ -1,0 +1,192 @@
+"""R4: the seed's logical-router teaching example (top-2 of 4 experts), with K3's rule next to it.
+
+Constructed numbers (labelled in the UI): a 4-wide hidden vector h per input condition and a fixed 4×4 router
+matrix. Left: the seed's older softmax form  r = W_router·h, p = softmax(r), selected = TopK(p, 2).
+Right: the same logits through K3's rule  s = sigmoid(r), idx = TopK(s + b, 2), w = s[idx] / Σ s[idx].
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from app.docks.routing_anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, dot, label, role
+from app.i18n import tr
+
+CONDITIONS = ("robot", "language", "number", "code")
+# constructed teaching numbers (not K3 weights): W_router [4 experts, 4 features], h per condition [4]
+W_ROUTER = np.array([[1.2, -0.3, 0.2, 0.0],
+                     [-0.2, 1.1, 0.1, 0.3],
+                     [0.1, 0.2, 1.3, -0.4],
+                     [0.0, 0.4, -0.3, 1.0]])
+H = {"robot": np.array([1.0, 0.6, -0.2, 0.1]),
+     "language": np.array([0.2, 1.0, 0.1, 0.6]),
+     "number": np.array([-0.1, 0.3, 1.0, 0.2]),
+     "code": np.array([0.1, -0.2, 0.5, 1.1])}
+TOP_K = 2
+
+
+def logical_router(h: np.ndarray, W: np.ndarray, k: int = TOP_K) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seed's teaching router. h [D], W [E, D] -> (r [E] = W·h, p [E] = softmax(r), idx [k] top-k of p)."""
+    r = W @ h
+    z = np.exp(r - r.max())
+    p = z / z.sum()
+    idx = np.argsort(-p, kind="stable")[:k]
+    return r, p, idx
+
+
+def k3_router(r: np.ndarray, bias: np.ndarray, k: int = TOP_K) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K3's rule on the same logits. r [E], bias [E] -> (s [E] = sigmoid(r), idx [k] top-k of s + b,
+    w [k] = s[idx] / Σ s[idx])."""
+    s = 1.0 / (1.0 + np.exp(-r))
+    idx = np.argsort(-(s + bias), kind="stable")[:k]
+    w = s[idx] / s[idx].sum()
+    return s, idx, w
+
+
+class RouterToyDiagram(AnimatedDiagram):
+    def __init__(self, parent=None):
+        super().__init__(parent, (520, 300))
+        self.condition = "robot"
+        self.bias = np.zeros(4)
+
+    def compute(self):
+        h = H[self.condition]
+        r, p, idx = logical_router(h, W_ROUTER)
+        s, idx3, w3 = k3_router(r, self.bias)
+        return h, r, p, idx, s, idx3, w3
+
+    def draw(self, p, w, h_):
+        h, r, prob, idx, s, idx3, w3 = self.compute()
+        gold = role("expert")
+        # h vector
+        x0, y0 = 10.0, 40.0
+        label(p, x0 + 30, y0 - 16, "h", TEXT, w=60)
+        ch = max(16.0, min(30.0, (h_ - 150) / 4 - 10))
+        for i, v in enumerate(h):
+            box(p, QRectF(x0, y0 + i * (ch + 3), 60, ch), f"{v:+.2f}", role("activation").darker(200 if v < 0.5 else 140))
+        rt = QRectF(w * 0.14, y0 - 4, w * 0.19, 4 * (ch + 3) + 26)
+        box(p, rt, "", QColor(60, 50, 20))
+        p.setPen(TEXT)
+        p.drawText(QRectF(rt.left(), rt.top() + 2, rt.width(), 18), Qt.AlignCenter, "W_router · h")
+        for e in range(4):  # the constructed matrix, one row per expert
+            p.setPen(MUTED)
+            p.drawText(QRectF(rt.left() + 4, rt.top() + 22 + e * (ch + 3), rt.width() - 8, ch), Qt.AlignCenter,
+                       " ".join(f"{v:+.1f}" for v in W_ROUTER[e]))
+        arrow(p, QPointF(x0 + 62, rt.center().y()), QPointF(rt.left(), rt.center().y()), EDGE)
+        # experts E0..E3 with paths
+        ex = []
+        for e in range(4):
+            r_ = QRectF(w * 0.37, y0 + e * (ch + 10), w * 0.08, ch + 4)
+            ex.append(r_)
+            on = e in idx
+            box(p, r_, f"E{e}", gold.darker(110) if on else PANEL, QColor(255, 255, 255) if on else EDGE,
+                QColor(20, 20, 20) if on else MUTED)
+            a = QPointF(rt.right(), rt.center().y())
+            b = QPointF(r_.left(), r_.center().y())
+            arrow(p, a, b, gold if on else QColor(70, 76, 88), 2.0 if on else 1.0)
+            if on:
+                dot(p, along([a, b], self.phase(1.6)), gold, 4)
+        # bar charts: softmax p (left) and K3 sigmoid s (right)
+        def bars(x, title, values, chosen, fmt, weights=None):
+            bw = w * 0.22
+            label(p, x + bw / 2, y0 - 16, title, TEXT, w=bw + 40)
+            for e, v in enumerate(values):
+                yy = y0 + e * (ch + 10)
+                full = QRectF(x, yy, bw, ch + 4)
+                p.fillRect(full, QColor(34, 38, 46))
+                p.fillRect(QRectF(x, yy, bw * float(v), ch + 4), gold if e in chosen else QColor(96, 108, 128))
+                txt = f"E{e}  {fmt.format(v)}"
+                if weights is not None and e in chosen:
+                    txt += f"  w={weights[list(chosen).index(e)]:.3f}"
+                p.setPen(TEXT)
+                p.drawText(full.adjusted(4, 0, -2, 0), Qt.AlignVCenter | Qt.AlignLeft, txt)
+                if weights is not None and self.bias[e] != 0:  # the bias marker: s + b
+                    xb = x + bw * float(min(max(v + self.bias[e], 0.0), 1.0))
+                    pen = QPen(QColor(80, 230, 255))
+                    pen.setWidthF(2.0)
+                    p.setPen(pen)
+                    p.drawLine(QPointF(xb, yy), QPointF(xb, yy + ch + 4))
+        bars(w * 0.50, tr("routing.toy.softmax_title"), prob, list(idx), "p={:.3f}")
+        bars(w * 0.76, tr("routing.toy.k3_title"), s, list(idx3), "s={:.3f}", w3)
+        yb = y0 + 4 * (ch + 10) + 12
+        r_txt = "  ".join(f"r{e}={v:+.2f}" for e, v in enumerate(r))
+        label(p, w / 2, yb, "r = W·h:  " + r_txt, TEXT, w=w - 10)
+        label(p, w / 2, yb + 20, tr("routing.toy.formula_softmax"), MUTED, w=w - 10)
+        label(p, w / 2, yb + 38, tr("routing.toy.formula_k3"), MUTED, w=w - 10)
+
+
+class RouterToyTab(QWidget):
+    def __init__(self, state=None, parent=None):
+        super().__init__(parent)
+        self.badge = QLabel()
+        self.badge.setStyleSheet("background:#3a3320; color:#f5d28a; padding:3px 6px; border-radius:4px;")
+        self.badge.setWordWrap(True)
+        self.cond_label = QLabel()
+        self.condition = QComboBox()
+        self.condition.setObjectName("routing.toy.condition")
+        self.condition.addItems([""] * len(CONDITIONS))
+        self.diagram = RouterToyDiagram(self)
+        self.diagram.setObjectName("routing.toy.diagram")
+        self.result = QLabel()
+        self.result.setObjectName("routing.toy.result")
+        self.result.setWordWrap(True)
+        self.result.setTextFormat(Qt.RichText)
+        self.caveat = QLabel()
+        self.caveat.setWordWrap(True)
+        self.caveat.setStyleSheet("color: #6b7380;")
+        self.bias_label = QLabel()
+        self.bias_spins = []
+        row = QHBoxLayout()
+        row.addWidget(self.cond_label)
+        row.addWidget(self.condition)
+        row.addSpacing(16)
+        row.addWidget(self.bias_label)
+        for e in range(4):
+            sp = QDoubleSpinBox()
+            sp.setObjectName(f"routing.toy.bias{e}")
+            sp.setRange(-1.0, 1.0)
+            sp.setSingleStep(0.05)
+            sp.setDecimals(2)
+            sp.setPrefix(f"b{e} ")
+            sp.valueChanged.connect(self._on_bias)
+            self.bias_spins.append(sp)
+            row.addWidget(sp)
+        row.addStretch(1)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.badge)
+        lay.addLayout(row)
+        lay.addWidget(self.diagram, 1)
+        lay.addWidget(self.result)
+        lay.addWidget(self.caveat)
+        lay.addStretch(0)
+        self.diagram.setMaximumHeight(340)
+        self.condition.currentIndexChanged.connect(self._on_condition)
+        self.retranslate()
+
+    def _on_condition(self, i: int):
+        self.diagram.condition = CONDITIONS[max(0, i)]
+        self.diagram.update()
+        self._update_result()
+
+    def _on_bias(self, *_):
+        self.diagram.bias = np.array([sp.value() for sp in self.bias_spins])
+        self.diagram.update()
+        self._update_result()
+
+    def _update_result(self):
+        h, r, p, idx, s, idx3, w3 = self.diagram.compute()
+        soft = ", ".join(f"E{e} (p={p[e]:.3f})" for e in idx)
+        k3 = ", ".join(f"E{e} (w={w:.3f})" for e, w in zip(idx3, w3))
+        self.result.setText(tr("routing.toy.result", soft=soft, k3=k3) + "<br>" + tr("routing.toy.same_note"))
+
+    def retranslate(self):
+        self.badge.setText(tr("routing.toy.badge"))
+        self.cond_label.setText(tr("routing.toy.condition"))
+        self.bias_label.setText(tr("routing.toy.bias"))
+        for i, c in enumerate(CONDITIONS):
+            self.condition.setItemText(i, tr(f"routing.toy.cond.{c}"))
+        self.caveat.setText(tr("routing.toy.caveat"))
+        self._update_result()
+        self.diagram.update()
