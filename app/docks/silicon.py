@@ -39,6 +39,15 @@ class SiliconDock(QDockWidget):
         state.language_changed.connect(self._language_changed)  # a bound slot: disconnected when the dock dies
         self.retranslate()
 
+    NARROW_PX = 900
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        narrow = self.width() < self.NARROW_PX
+        for page in self.pages.values():
+            if hasattr(page, "set_narrow"):
+                page.set_narrow(narrow)
+
     def _language_changed(self, _lang: str) -> None:
         self.retranslate()
 

@@ -94,31 +94,34 @@ class Bf16Tab(QWidget):
         self.specials: list[tuple[QPushButton, float]] = []
         special_values = [("+0", 0.0), ("−0", -0.0), ("1", 1.0), ("0.1", 0.1), ("min_sub", B.bf16_facts()["min_subnormal"]),
                           ("max", B.bf16_facts()["max_finite"]), ("+∞", math.inf), ("−∞", -math.inf), ("NaN", math.nan)]
-        srow = QHBoxLayout()
+        srow = QVBoxLayout()
         self.special_label = QLabel()
         srow.addWidget(self.special_label)
-        for name, val in special_values:
+        sgrid = QGridLayout()
+        sgrid.setSpacing(4)
+        srow.addLayout(sgrid)
+        for n, (name, val) in enumerate(special_values):
             b = QPushButton()
             b.setObjectName(f"bf16_special_{name}")
             b.setProperty("label_key", name)
             b.clicked.connect(lambda _c=False, v=val: self.set_number(v))
-            srow.addWidget(b)
+            sgrid.addWidget(b, n // 5, n % 5)
             self.specials.append((b, val))
-        srow.addStretch(1)
+        sgrid.setColumnStretch(5, 1)
         irow = QHBoxLayout()
         irow.addWidget(self.input_label)
         irow.addWidget(self.input)
         irow.addWidget(self.error, 1)
         # the 16 bits
         grid = QGridLayout()
-        grid.setHorizontalSpacing(3)
+        grid.setHorizontalSpacing(2)
         self.group_labels = {}
         for g, (col, span) in {"sign": (0, 1), "exponent": (1, 8), "mantissa": (9, 7)}.items():
             lab = QLabel()
             lab.setAlignment(Qt.AlignCenter)
             lab.setWordWrap(True)
             if g == "sign":
-                lab.setFixedWidth(36)
+                lab.setFixedWidth(28)
             c = qcolor(GROUP_ROLE[g])
             lab.setStyleSheet(f"color: rgb({c.red()},{c.green()},{c.blue()}); font-weight: bold;")
             grid.addWidget(lab, 0, col, 1, span)
@@ -128,12 +131,12 @@ class Bf16Tab(QWidget):
             b = QPushButton()
             b.setCheckable(True)
             b.setObjectName(f"bf16_bit{15 - i}")
-            b.setFixedSize(36, 40)
+            b.setFixedSize(28, 38)
             c = qcolor(GROUP_ROLE[group_of(i)])
             rgb = f"{c.red()},{c.green()},{c.blue()}"
             b.setStyleSheet(
                 f"QPushButton {{ background: rgb(28,31,38); color: rgb(150,158,170); border: 2px solid rgb({rgb});"
-                f" border-radius: 5px; font: bold 14px; }}"
+                f" border-radius: 5px; font: bold 14px; padding: 0px; }}"
                 f"QPushButton:checked {{ background: rgb({rgb}); color: rgb(12,14,18); }}")
             b.toggled.connect(lambda _c, i=i: self._bit_toggled())
             grid.addWidget(b, 1, i)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QTabWidget,
                                QVBoxLayout, QWidget)
 
-from app.docks.silicon_common import ERROR_STYLE, NOTE_STYLE, note_label, qcolor
+from app.docks.silicon_common import ERROR_STYLE, NOTE_STYLE, note_label, qcolor, set_stacked, shrinkable
 from app.i18n import tr
 from compute import memory as M
 
@@ -34,6 +34,7 @@ class Field:
         self.label = QLabel()
         self.hint = QLabel()
         self.hint.setStyleSheet(NOTE_STYLE)
+        self.hint.setWordWrap(True)
         self.edit = QLineEdit(default)
         self.edit.setObjectName(f"{prefix}_{name}")
         self.edit.setMaximumWidth(160)
@@ -87,6 +88,8 @@ class SeedCalc(QWidget):
         self.precision_label = QLabel()
         self.precision_hint = QLabel()
         self.precision_hint.setStyleSheet(NOTE_STYLE)
+        self.precision_hint.setWordWrap(True)
+        shrinkable(self.precision, 12)
         row = 0
         for name, default in SEED_FIELDS:
             self.fields[name] = Field("seed", name, default, grid, row, self.recompute)
@@ -108,6 +111,7 @@ class SeedCalc(QWidget):
         self.formula.setStyleSheet("font-family: 'DejaVu Sans Mono'; background: rgb(24,27,33); color: rgb(220,224,230);"
                                    " padding: 8px; border-radius: 6px;")
         self.formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.formula.setWordWrap(True)
         self.title_out = QLabel()
         self.title_out.setStyleSheet("font-weight: bold;")
         self.excl_title = QLabel()
@@ -127,6 +131,7 @@ class SeedCalc(QWidget):
         sep.setFrameShape(QFrame.VLine)
         top.addWidget(sep)
         top.addLayout(right, 2)
+        self.top = top
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.excl_title)
@@ -210,6 +215,8 @@ class K3Calc(QWidget):
         self.preset = QComboBox()
         self.preset.setObjectName("k3_preset")
         self.preset_label = QLabel()
+        for combo in (self.fmt, self.cache, self.preset):
+            shrinkable(combo, 16)
         grid.addWidget(self.fmt_label, 0, 0)
         grid.addWidget(self.fmt, 0, 1, 1, 2)
         self.fields = {}
@@ -271,6 +278,7 @@ class K3Calc(QWidget):
         self.excl_title = QLabel()
         self.excl_title.setStyleSheet("font-weight: bold;")
         self.exclusions = note_label()
+        self.top = top
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.formula)
@@ -384,6 +392,11 @@ class CalcTab(QWidget):
         lay.addWidget(self.header)
         lay.addWidget(self.modes, 1)
         self.retranslate()
+
+    def set_narrow(self, narrow: bool) -> None:
+        """Stack inputs above results when the dock is narrow."""
+        for page in (self.seed, self.k3):
+            set_stacked(page.top, narrow)
 
     def retranslate(self) -> None:
         self.header.setText(tr("silicon.calc.header"))

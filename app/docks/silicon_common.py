@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QBoxLayout, QComboBox, QLabel, QSizePolicy, QWidget
 
 from scene.palette import role_qcolor_tuple
 
@@ -60,9 +60,11 @@ class Canvas(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        policy = QSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
         w, h = self.LOGICAL
-        self.setMinimumSize(int(w * 0.6), int(h * 0.6))
+        self.setMinimumSize(int(w * 0.5), int(h * 0.5))
 
     def sizeHint(self) -> QSize:
         w, h = self.LOGICAL
@@ -164,3 +166,17 @@ def nmos(p: QPainter, x1: float, x2: float, y: float, gate_on: bool, conducting:
     p.drawLine(QPointF(x1, y - 6), QPointF(x2, y - 6))
     p.setPen(pen(HOT if gate_on else WIRE, 3))
     p.drawLine(QPointF(x1 + 2, y - 13), QPointF(x2 - 2, y - 13))
+
+
+def set_stacked(layout: QBoxLayout, stacked: bool) -> None:
+    """Lay a row's items out vertically (narrow dock) or side by side."""
+    d = QBoxLayout.TopToBottom if stacked else QBoxLayout.LeftToRight
+    if layout.direction() != d:
+        layout.setDirection(d)
+
+
+def shrinkable(combo: QComboBox, chars: int = 16) -> QComboBox:
+    """A combo whose width does not grow with its longest item (long items are elided in the closed box)."""
+    combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(chars)
+    return combo

@@ -9,7 +9,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QPainterPath, QPolygonF
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget)
 
-from app.docks.silicon_common import (BG, DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WIRE, Canvas, arrow, box, dot,
+from app.docks.silicon_common import (BG, DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WIRE, Canvas, arrow, box, dot, shrinkable,
                                       font, ground, mix, nmos, note_label, pen, qcolor, text)
 from app.i18n import tr
 from compute.cells import DRAMCell, dram_voltage
@@ -32,7 +32,7 @@ class DramSchematic(Canvas):
         flash = self.tab.flash_active()
         kind, fbit = self.tab.flash if flash else (None, None)
         state = qcolor("state")
-        text(p, 24, 22, tr("silicon.dram.canvas_title"), 12, bold=True)
+        text(p, 24, 22, tr("silicon.dram.canvas_title"), 12, bold=True, width=440)
         # word line
         p.setPen(pen(HOT if flash else WIRE, 3 if flash else 2))
         p.drawLine(QPointF(40, 70), QPointF(265, 70))
@@ -171,23 +171,23 @@ class DramTab(QWidget):
         self.info = note_label()
         self.note = note_label()
         row = QHBoxLayout()
-        for b in (self.btn_write1, self.btn_write0, self.btn_read, self.btn_refresh):
+        for b in (self.btn_write1, self.btn_write0, self.btn_read, self.btn_refresh, self.btn_pause):
             row.addWidget(b)
         row.addStretch(1)
         row2 = QHBoxLayout()
         row2.addWidget(self.auto)
         row2.addSpacing(16)
         row2.addWidget(self.speed_label)
-        row2.addWidget(self.speed)
-        row2.addWidget(self.btn_pause)
+        row2.addWidget(shrinkable(self.speed, 14))
         row2.addStretch(1)
         lay = QVBoxLayout(self)
-        lay.addWidget(self.canvas, 1)
+        lay.addWidget(self.canvas)
         lay.addLayout(row)
         lay.addLayout(row2)
         lay.addWidget(self.result)
         lay.addWidget(self.info)
         lay.addWidget(self.note)
+        lay.addStretch(1)
         self.btn_write1.clicked.connect(lambda: self._op("write", 1))
         self.btn_write0.clicked.connect(lambda: self._op("write", 0))
         self.btn_read.clicked.connect(lambda: self._op("read"))

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QLis
                                QWidget)
 
 from app.docks.silicon_common import (DIM, PANEL, PANEL_EDGE, TEXT, Canvas, arrow, box, font, mix, note_label, pen,
-                                      qcolor, text)
+                                      qcolor, set_stacked, text)
 from app.i18n import tr
 from compute import memory as M
 
@@ -140,6 +140,7 @@ class HierarchyTab(QWidget):
             self.items.addItem(it)
         self.items.setCurrentRow(0)
         self.items.setMaximumWidth(230)
+        self.items.setMaximumHeight(self.items.sizeHintForRow(0) * len(ITEMS) + 8)
         self.diagram = HierarchyDiagram(self)
         self.explain = QLabel()
         self.explain.setObjectName("hier_explain")
@@ -152,8 +153,9 @@ class HierarchyTab(QWidget):
         top.addStretch(1)
         left = QVBoxLayout()
         left.addWidget(self.items_label)
-        left.addWidget(self.items, 1)
-        mid = QHBoxLayout()
+        left.addWidget(self.items)
+        left.addStretch(1)
+        mid = self.mid = QHBoxLayout()
         mid.addLayout(left)
         mid.addWidget(self.diagram, 1)
         lay = QVBoxLayout(self)
@@ -165,6 +167,10 @@ class HierarchyTab(QWidget):
         self.gpu_combo.currentIndexChanged.connect(lambda _i: self._update())
         self.items.currentRowChanged.connect(lambda _r: self._update())
         self.retranslate()
+
+    def set_narrow(self, narrow: bool) -> None:
+        set_stacked(self.mid, narrow)
+        self.items.setMaximumWidth(16777215 if narrow else 230)
 
     def gpu(self) -> GpuSpec:
         return GPUS[self.gpu_combo.currentData() or "H200"]

@@ -33,14 +33,15 @@ class SramSchematic(Canvas):
         on = cell.powered
         wl = cell.word_line
         q, qb = cell.q, cell.q_bar
-        text(p, 24, 22, tr("silicon.sram.canvas_title"), 11, bold=True, width=640)
+        text(p, 24, 18, tr("silicon.sram.canvas_title"), 12, bold=True, width=600)
+        text(p, 24, 40, tr("silicon.sram.canvas_sub"), 9, DIM, width=600)
         vdd = qcolor("state") if on else qcolor("output")
         text(p, 776, 22, tr("silicon.sram.vdd_on") if on else tr("silicon.sram.vdd_off"), 10, vdd, True,
              Qt.AlignRight | Qt.AlignVCenter)
         # word line, bit lines
         p.setPen(pen(HOT if wl else WIRE, 3 if wl else 2))
         p.drawLine(QPointF(70, 62), QPointF(730, 62))
-        text(p, 84, 48, tr("silicon.sram.wl"), 9, HOT if wl else DIM)
+        text(p, 600, 48, tr("silicon.sram.wl"), 9, HOT if wl else DIM, align=Qt.AlignRight | Qt.AlignVCenter, width=300)
         bl, blb = cell.bit_lines if cell.bit_lines else (None, None)
         for x, val, key in ((40, bl, "silicon.sram.bl"), (760, blb, "silicon.sram.blb")):
             p.setPen(pen(self._col(val) if val is not None else WIRE, 3 if val is not None else 2))
@@ -121,6 +122,7 @@ class SramTab(QWidget):
             w.setObjectName(name)
         self.result = QLabel()
         self.result.setObjectName("sram_result")
+        self.result.setFont(font(10))  # DejaVu first: renders the combining overline of Q̅
         self.result.setWordWrap(True)
         self.note = note_label()
         row = QHBoxLayout()
@@ -128,10 +130,11 @@ class SramTab(QWidget):
             row.addWidget(b)
         row.addStretch(1)
         lay = QVBoxLayout(self)
-        lay.addWidget(self.canvas, 1)
+        lay.addWidget(self.canvas)
         lay.addLayout(row)
         lay.addWidget(self.result)
         lay.addWidget(self.note)
+        lay.addStretch(1)
         self.btn_write1.clicked.connect(lambda: self._write(1))
         self.btn_write0.clicked.connect(lambda: self._write(0))
         self.btn_read.clicked.connect(self._read)
