@@ -3,7 +3,7 @@ Plus the conceptual 2-D "same word, different context" projection."""
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEasingCurve, QPointF, QRectF, QSize, Qt, QVariantAnimation, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (QButtonGroup, QHBoxLayout, QHeaderView, QLabel, QRadioButton, QSizePolicy,
                                QTableWidget, QTableWidgetItem, QWidget)
@@ -69,7 +69,7 @@ class AttentionView(QWidget):
             a = QPointF(src.center().x(), src.bottom())
             b = QPointF(dst.center().x(), dst.top())
             p.drawLine(a, b)
-            mid = a + (b - a) * 0.62
+            mid = a + (b - a) * 0.72
             p.setPen(text)
             label = fmt(w[j]) if w[j] > 0 else tr("learn.exp.attention.masked")
             p.drawText(QRectF(mid.x() + 8, mid.y() - 10, 90, 20), Qt.AlignLeft | Qt.AlignVCenter, label)
@@ -107,6 +107,26 @@ class ContextMap(QWidget):
         self.setMinimumHeight(220)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.context = "a"
+        self.t = 0.0  # 0 = where "컵" sits in context A, 1 = in context B (animated between them)
+        self.anim = QVariantAnimation(self)
+        self.anim.setDuration(450)
+        self.anim.setEasingCurve(QEasingCurve.InOutCubic)
+        self.anim.valueChanged.connect(self._moved)
+
+    def set_context(self, ctx: str) -> None:
+        self.context = ctx
+        self.anim.stop()
+        self.anim.setStartValue(float(self.t))
+        self.anim.setEndValue(0.0 if ctx == "a" else 1.0)
+        self.anim.start()
+
+    def _moved(self, value) -> None:
+        self.t = float(value)
+        self.update()
+
+    def cup_position(self) -> tuple[float, float]:
+        (ax, ay), (bx, by) = CUP_POS["a"], CUP_POS["b"]
+        return ax + self.t * (bx - ax), ay + self.t * (by - ay)
 
     def sizeHint(self) -> QSize:  # noqa: N802
         return QSize(420, 220)
@@ -126,16 +146,23 @@ class ContextMap(QWidget):
             p.setPen(Qt.NoPen); p.setBrush(qcolor("weight")); p.drawEllipse(c, 5, 5)
             p.setPen(pal.windowText().color())
             p.drawText(QRectF(c.x() - 60, c.y() + 6, 120, 18), Qt.AlignHCenter, tr(f"learn.exp.attention.word.{word}"))
-        for ctx, (x, y) in CUP_POS.items():
+        for ctx, (x, y) in CUP_POS.items():  # faint marks where "컵" sits in each context
+            if ctx == self.context:
+                continue
             c = self.to_px(x, y)
-            active = ctx == self.context
-            col = qcolor("output") if active else qcolor("output", 70)
-            p.setPen(QPen(col.darker(120), 2)); p.setBrush(col)
-            p.drawEllipse(c, 9 if active else 6, 9 if active else 6)
-            f = QFont(self.font()); f.setBold(active); p.setFont(f)
-            p.setPen(pal.windowText().color() if active else pal.mid().color())
+            p.setPen(QPen(qcolor("output", 90), 1, Qt.DashLine)); p.setBrush(Qt.NoBrush)
+            p.drawEllipse(c, 7, 7)
+            p.setPen(pal.mid().color())
             p.drawText(QRectF(c.x() - 80, c.y() - 28, 160, 18), Qt.AlignHCenter,
                        tr("learn.exp.attention.cup", ctx=ctx.upper()))
+        c = self.to_px(*self.cup_position())
+        col = qcolor("output")
+        p.setPen(QPen(col.darker(120), 2)); p.setBrush(col)
+        p.drawEllipse(c, 9, 9)
+        f = QFont(self.font()); f.setBold(True); p.setFont(f)
+        p.setPen(pal.windowText().color())
+        p.drawText(QRectF(c.x() - 80, c.y() - 28, 160, 18), Qt.AlignHCenter,
+                   tr("learn.exp.attention.cup", ctx=self.context.upper()))
         p.end()
 
 
@@ -200,8 +227,7 @@ class AttentionPanel(ExperimentPanel):
 
     def _context(self, i: int, on: bool):
         if on:
-            self.map.context = "ab"[i]
-            self.map.update()
+            self.map.set_context("ab"[i])
 
     def recompute(self, *_):
         _q, _k, a = T.attention_toy(self.head())

@@ -38,6 +38,18 @@ class _JumpStyle(QProxyStyle):
         return super().styleHint(hint, option, widget, returnData)
 
 
+_JUMP_STYLE: _JumpStyle | None = None
+
+
+def _jump_style() -> _JumpStyle:
+    """One shared proxy over the application style (a QProxyStyle given a base style would own it, so it is
+    created without one; it then follows the application style)."""
+    global _JUMP_STYLE
+    if _JUMP_STYLE is None:
+        _JUMP_STYLE = _JumpStyle()
+    return _JUMP_STYLE
+
+
 class FloatSlider(QWidget):
     """Label + horizontal slider + value read-out for a float in [lo, hi] with a fixed step."""
 
@@ -49,8 +61,7 @@ class FloatSlider(QWidget):
         self.label = QLabel()
         self.label.setMinimumWidth(150)
         self.slider = QSlider(Qt.Horizontal)
-        self._style = _JumpStyle(self.slider.style())
-        self.slider.setStyle(self._style)
+        self.slider.setStyle(_jump_style())
         self.slider.setRange(0, int(round((hi - lo) / step)))
         self.slider.setSingleStep(1)
         self.slider.setPageStep(max(1, self.slider.maximum() // 10))

@@ -190,6 +190,8 @@ def test_context_map_switch(dock, qtbot):
     p = _open(dock, "attention")
     qtbot.mouseClick(p.ctx_b, Qt.LeftButton, pos=QPoint(6, p.ctx_b.height() // 2))
     assert p.map.context == "b"
+    qtbot.waitUntil(lambda: p.map.t == 1.0, timeout=3000)  # "컵" has moved to its context-B position
+    assert p.map.cup_position() == pytest.approx((0.55, -0.30))
 
 
 # --- tokenizer ------------------------------------------------------------------------------------------------
