@@ -1,14 +1,22 @@
-"""M6: the seed's table mapping an LLM server's parts to factory-automation concepts, with the differences."""
+"""M6: the seed's table mapping an LLM server's parts to factory-automation concepts, with the differences.
+
+Drawn as a rich-text table in a QLabel: it wraps every cell at any dock width without eliding."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QAbstractScrollArea, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from html import escape
 
-from app.docks.silicon_common import note_label
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from app.docks.silicon_common import note_label, qcolor
 from app.i18n import tr
 
 ROWS = ("cpu", "hbm", "sm", "tensor")
 COLS = ("server", "factory", "difference")
+
+
+def cell(row: str, col: str) -> str:
+    return tr(f"silicon.analogy.{row}.{col}")
 
 
 class AnalogyTab(QWidget):
@@ -16,22 +24,11 @@ class AnalogyTab(QWidget):
         super().__init__(parent)
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: bold; font-size: 14px;")
-        self.table = QTableWidget(len(ROWS), len(COLS))
+        self.table = QLabel()
         self.table.setObjectName("analogy_table")
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setTextFormat(Qt.RichText)
         self.table.setWordWrap(True)
-        self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.table.setAlternatingRowColors(True)
-        self.table.setStyleSheet("QTableWidget { font-size: 13px; } QTableWidget::item { padding: 8px; }"
-                                 " QHeaderView::section { font-weight: bold; padding: 6px; }")
-        self.table.verticalHeader().setMinimumSectionSize(52)
-        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.table.setSizeAdjustPolicy(QAbstractScrollArea.AdjustToContents)
-        for r in range(len(ROWS)):
-            for c in range(len(COLS)):
-                self.table.setItem(r, c, QTableWidgetItem())
+        self.table.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.note = note_label()
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
@@ -40,17 +37,22 @@ class AnalogyTab(QWidget):
         lay.addStretch(1)
         self.retranslate()
 
+    def cells(self) -> list[list[str]]:
+        """The table as plain text, rows × (server, factory, difference), in the current language."""
+        return [[cell(r, c) for c in COLS] for r in ROWS]
+
     def retranslate(self) -> None:
         self.title.setText(tr("silicon.analogy.title"))
-        self.table.setHorizontalHeaderLabels([tr(f"silicon.analogy.col_{c}") for c in COLS])
-        for r, row in enumerate(ROWS):
-            for c, col in enumerate(COLS):
-                item = self.table.item(r, c)
-                item.setText(tr(f"silicon.analogy.{row}.{col}"))
-                item.setTextAlignment(Qt.AlignLeft | Qt.AlignVCenter)
-                if c == 0:
-                    f = item.font()
-                    f.setBold(True)
-                    item.setFont(f)
-        self.table.resizeRowsToContents()
+        accent = qcolor("kda").name()
+        head = "".join(f'<th align="left" bgcolor="#2a2f38"><font color="#ffffff">{escape(tr(f"silicon.analogy.col_{c}"))}'
+                       f"</font></th>" for c in COLS)
+        body = []
+        for i, row in enumerate(self.cells()):
+            bg = "#f4f6f8" if i % 2 else "#ffffff"
+            tds = [f'<td bgcolor="{bg}"><b><font color="{accent}">{escape(row[0])}</font></b></td>']
+            tds += [f'<td bgcolor="{bg}"><font color="#1b1f24">{escape(t)}</font></td>' for t in row[1:]]
+            body.append("<tr>" + "".join(tds) + "</tr>")
+        self.table.setText('<table width="100%" cellspacing="0" cellpadding="9" border="1" '
+                           'style="border-color:#c9ced6; border-style:solid;">'
+                           f"<tr>{head}</tr>{''.join(body)}</table>")
         self.note.setText(tr("silicon.analogy.note"))
