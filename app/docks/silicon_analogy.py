@@ -44,13 +44,13 @@ class AnalogyTab(QWidget):
     def retranslate(self) -> None:
         self.title.setText(tr("silicon.analogy.title"))
         accent = qcolor("kda").name()
-        head = "".join(f'<th align="left" bgcolor="#2a2f38"><font color="#ffffff">{escape(tr(f"silicon.analogy.col_{c}"))}'
+        head = "".join(f'<th align="left" bgcolor="#2a2f38"><font color="#ffffff">{escape(tr(f"silicon.analogy.col_{c}"), quote=False)}'
                        f"</font></th>" for c in COLS)
         body = []
         for i, row in enumerate(self.cells()):
             bg = "#f4f6f8" if i % 2 else "#ffffff"
-            tds = [f'<td bgcolor="{bg}"><b><font color="{accent}">{escape(row[0])}</font></b></td>']
-            tds += [f'<td bgcolor="{bg}"><font color="#1b1f24">{escape(t)}</font></td>' for t in row[1:]]
+            tds = [f'<td bgcolor="{bg}"><b><font color="{accent}">{escape(row[0], quote=False)}</font></b></td>']
+            tds += [f'<td bgcolor="{bg}"><font color="#1b1f24">{escape(t, quote=False)}</font></td>' for t in row[1:]]
             body.append("<tr>" + "".join(tds) + "</tr>")
         self.table.setText('<table width="100%" cellspacing="0" cellpadding="9" border="1" '
                            'style="border-color:#c9ced6; border-style:solid;">'
