@@ -44,7 +44,7 @@ class DramSchematic(Canvas):
         text(p, 100, 122, tr("silicon.dram.bl"), 9, DIM)
         dot(p, 90, 170, 4, WIRE)
         # access transistor between bit line and storage node, gate on the word line
-        p.setPen(pen(WIRE, 2))
+        p.setPen(pen(bl_col if flash else WIRE, 3 if flash else 2))
         p.drawLine(QPointF(90, 170), QPointF(170, 170))
         nmos(p, 170, 230, 170, gate_on=flash, conducting=flash)
         p.setPen(pen(HOT if flash else WIRE, 2))
@@ -64,13 +64,17 @@ class DramSchematic(Canvas):
         p.setPen(pen(WIRE, 2))
         p.drawLine(QPointF(300, 236), QPointF(300, 262))
         ground(p, 300, 262)
-        text(p, 300, 292, tr("silicon.dram.capacitor"), 9, DIM, align=Qt.AlignHCenter | Qt.AlignVCenter, width=240)
+        p.setFont(font(9))
+        p.setPen(DIM)
+        p.drawText(QRectF(104, 208, 156, 44), int(Qt.AlignRight | Qt.AlignVCenter | Qt.TextWordWrap),
+                   tr("silicon.dram.capacitor"))
         # "+" charges on the top plate: count proportional to V
         n = int(round(v * 8))
         p.setFont(font(9, True))
         p.setPen(state)
+        slots = [274, 281, 288, 305, 312, 319, 326, 267]  # either side of the wire
         for i in range(n):
-            p.drawText(QRectF(274 + i * 7, 204, 8, 14), int(Qt.AlignCenter), "+")
+            p.drawText(QRectF(slots[i] - 3, 204, 8, 14), int(Qt.AlignCenter), "+")
         # the charge "tank"
         tank = QRectF(360, 100, 60, 170)
         box(p, tank, PANEL, PANEL_EDGE, 6)
@@ -178,7 +182,7 @@ class DramTab(QWidget):
         row2.addWidget(self.auto)
         row2.addSpacing(16)
         row2.addWidget(self.speed_label)
-        row2.addWidget(shrinkable(self.speed, 14))
+        row2.addWidget(shrinkable(self.speed, 24))
         row2.addStretch(1)
         lay = QVBoxLayout(self)
         lay.addWidget(self.canvas)
