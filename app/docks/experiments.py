@@ -33,7 +33,7 @@ class ExperimentsDock(QDockWidget):
         self.tabs.setObjectName("experiments_tabs")
         self.tabs.setDocumentMode(True)
         self.panels = {
-            "tokenizer": TokenizerPanel(), "kda": KdaPanel(), "attnres": AttnResPanel(),
+            "tokenizer": TokenizerPanel(state), "kda": KdaPanel(), "attnres": AttnResPanel(),
             "moe": MoePanel(), "sampling": SamplingPanel(), "attention": AttentionPanel(),
         }
         for key in TABS:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHeaderView, QLabel, QLineEdit, QTableWidget, QTableWidgetItem
+import numpy as np
+from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem
 
 from app.docks.experiments_common import ExperimentPanel, fit_table_height, fmt, section_label
 from app.i18n import tr
@@ -13,9 +14,31 @@ MAX_CHARS = 200
 ROW_WIDTH = 8  # toy embedding width shown
 
 
+def embedding_rows(tokens: list[tuple[str, int]], text: str, trace) -> list[tuple[np.ndarray, str]]:
+    """(row [<= 8], source) per token. Sources: "trace" = the engine's actual input row when `text` is the traced
+    prompt; "table" = the engine's toy embedding table row for a toy-vocab piece; "seeded" = a numpy-seeded row
+    (the engine also seeds rows for pieces outside its 64-piece vocab, with its own generator)."""
+    if trace is not None and trace.passes:
+        emb = np.asarray(trace.passes[0].embedding)
+        if text == trace.text and len(emb) == len(tokens) == trace.prompt_len:
+            return [(emb[i, :ROW_WIDTH], "trace") for i in range(len(tokens))]
+        table = np.asarray(trace.weights_global.get("embedding")) if trace.weights_global else None
+        index = {tid: r for r, (_p, tid) in enumerate(trace.vocab)}
+    else:
+        table, index = None, {}
+    out = []
+    for _piece, tid in tokens:
+        if table is not None and tid in index:
+            out.append((table[index[tid], :ROW_WIDTH], "table"))
+        else:
+            out.append((T.toy_embedding_row(tid, ROW_WIDTH), "seeded"))
+    return out
+
+
 class TokenizerPanel(ExperimentPanel):
-    def __init__(self, parent=None):
+    def __init__(self, state=None, parent=None):
         super().__init__("tokenizer", "embedding", parent)
+        self.state = state
         self.tokenizer = ToyTokenizer()
         self.input_label = QLabel()
         self.input = QLineEdit("로봇이 컵을 집었다")
@@ -34,7 +57,10 @@ class TokenizerPanel(ExperimentPanel):
         self.body.addWidget(self.bytes)
         self.table_title = section_label()
         self.body.addWidget(self.table_title)
-        self.table = QTableWidget(0, 4)
+        self.use_prompt = QPushButton(); self.use_prompt.setObjectName("tok_use_prompt")
+        row = QHBoxLayout(); row.addWidget(self.use_prompt); row.addStretch(1)
+        self.body.addLayout(row)
+        self.table = QTableWidget(0, 5)
         self.table.setObjectName("tok_table")
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -49,7 +75,21 @@ class TokenizerPanel(ExperimentPanel):
         self.body.addWidget(self.facts_title)
         self.body.addWidget(self.facts)
         self.input.textChanged.connect(self.recompute)
+        self.use_prompt.clicked.connect(self._use_prompt)
+        if state is not None:
+            state.trace_changed.connect(self.on_trace)
         self.retranslate()
+
+    def on_trace(self, _trace) -> None:
+        self.recompute()
+
+    def _use_prompt(self) -> None:
+        trace = self.state.trace if self.state is not None else None
+        self.input.setText(trace.text if trace is not None else (self.state.prompt if self.state else ""))
+
+    def rows(self) -> list[tuple[np.ndarray, str]]:
+        trace = self.state.trace if self.state is not None else None
+        return embedding_rows(self.tokens(), self.input.text(), trace)
 
     def tokens(self) -> list[tuple[str, int]]:
         return self.tokenizer.encode(self.input.text())
@@ -72,10 +112,9 @@ class TokenizerPanel(ExperimentPanel):
                            + " ".join(f"{b:02X}" for b in data))
         toks = self.tokens()
         self.table.setRowCount(len(toks))
-        for r, (piece, tid) in enumerate(toks):
-            row = T.toy_embedding_row(tid, ROW_WIDTH)
+        for r, ((piece, tid), (row, source)) in enumerate(zip(toks, self.rows())):
             vals = (piece.replace(" ", "␣"), f"{tid:,}", " ".join(f"{b:02X}" for b in piece.encode("utf-8")),
-                    "[" + ", ".join(fmt(v, 2) for v in row) + "]")
+                    "[" + ", ".join(fmt(v, 2) for v in row) + "]", tr(f"learn.exp.tokenizer.source.{source}"))
             for c, v in enumerate(vals):
                 self.table.setItem(r, c, QTableWidgetItem(v))
         self.table.resizeColumnsToContents()
@@ -89,7 +128,9 @@ class TokenizerPanel(ExperimentPanel):
         self.table_title.setText(tr("learn.exp.tokenizer.table"))
         self.table.setHorizontalHeaderLabels([tr("learn.exp.tokenizer.col.piece"), tr("learn.exp.tokenizer.col.id"),
                                               tr("learn.exp.tokenizer.col.bytes"),
-                                              tr("learn.exp.tokenizer.col.row", w=ROW_WIDTH)])
+                                              tr("learn.exp.tokenizer.col.row", w=ROW_WIDTH),
+                                              tr("learn.exp.tokenizer.col.source")])
+        self.use_prompt.setText(tr("learn.exp.tokenizer.use_prompt"))
         self.facts_title.setText(tr("learn.exp.tokenizer.facts_title"))
         self.facts.setText(tr("learn.exp.tokenizer.facts", vocab=f"{T.K3_VOCAB:,}", hidden=f"{T.K3_HIDDEN:,}",
                               row=f"{T.embedding_row_bytes():,}", kib=fmt(T.embedding_row_bytes() / 1024, 1),

@@ -220,3 +220,36 @@ def test_all_panels_render_in_both_languages(dock, qtbot, lang):
         assert_rendered(dock.panels[key].widget())
         assert dock.panels[key].badge.text() == i18n.tr("learn.exp.badge")
     assert dock.windowTitle() == i18n.tr("learn.exp.dock_title")
+
+
+def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
+    """With a trace published, the rows shown are the engine's: its actual input rows for the traced prompt,
+    its toy embedding table for toy-vocab pieces of other text (plain Trace data built here by hand)."""
+    from compute.tokenizer import TOY_PIECES, ToyTokenizer
+    from compute.trace import Knobs, PassTrace, Trace
+
+    tok = ToyTokenizer()
+    prompt = "the model reads"
+    toks = tok.encode(prompt)
+    rng = np.random.default_rng(5)
+    vocab = [(p, tok.piece_id(p)) for p in TOY_PIECES]
+    table = rng.normal(size=(len(vocab), 8))
+    emb = rng.normal(size=(len(toks), 8))
+    trace = Trace(tokens=toks, prompt_len=len(toks), text=prompt,
+                  passes=[PassTrace(kind="prefill", positions=np.arange(len(toks)), embedding=emb)],
+                  knobs=Knobs(), weights=[], weights_global={"embedding": table, "lm_head": table.T}, vocab=vocab)
+    p = _open(dock, "tokenizer")
+    dock.state.set_trace(trace)
+    qtbot.mouseClick(p.use_prompt, Qt.LeftButton)
+    assert p.input.text() == prompt
+    for r in range(len(toks)):
+        shown = [float(x.replace("−", "-")) for x in p.table.item(r, 3).text().strip("[]").split(", ")]
+        np.testing.assert_allclose(shown, emb[r], atol=5e-3)
+        assert p.table.item(r, 4).text() == "engine trace"
+    p.input.setText(" model 컵")
+    rows = {p.table.item(r, 0).text(): r for r in range(p.table.rowCount())}
+    r_model = rows["␣model"]
+    shown = [float(x.replace("−", "-")) for x in p.table.item(r_model, 3).text().strip("[]").split(", ")]
+    np.testing.assert_allclose(shown, table[TOY_PIECES.index(" model")], atol=5e-3)
+    assert p.table.item(r_model, 4).text() == "engine table"
+    assert any(p.table.item(r, 4).text().startswith("seeded") for r in range(p.table.rowCount()))
