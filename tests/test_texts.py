@@ -31,16 +31,11 @@ def test_explanation_exists_and_is_in_its_language(group, key, lang):
     assert has_hangul == (lang == "ko"), f"{lang}/{group}/{key} is in the wrong language"
 
 
-def test_step_kinds_match_trace_player_if_present():
-    """If the trace player publishes its step list, it must be the one the texts cover."""
-    try:
-        from app.trace_steps import STEP_KINDS as published  # type: ignore
-    except Exception:
-        try:
-            from scene.trace_steps import STEP_KINDS as published  # type: ignore
-        except Exception:
-            pytest.skip("no published step list yet")
-    assert set(published) <= set(STEP_KINDS)
+def test_step_kinds_match_the_trace_player():
+    """The player's published step list (app/player.py, Qt-free) is exactly the one the texts cover."""
+    from app.player import STEP_KINDS as published
+
+    assert tuple(published) == STEP_KINDS
 
 
 def test_block_texts_carry_formula_and_real_size():
