@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QToolBar
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QToolBar
 
 from app import i18n, player
 from app.actions import ActionRegistry, ShortcutsDialog
@@ -20,6 +21,31 @@ from compute.config import load_default
 from scene.view import SceneView
 
 CAMERA_PRESETS = ("front", "side", "top", "stack")
+
+
+def default_window_size() -> tuple[int, int]:
+    """90% of the primary screen, at most 1880 x 1040."""
+    screen = QGuiApplication.primaryScreen()
+    if screen is None:
+        return 1600, 960
+    avail = screen.availableGeometry()
+    return min(1880, int(avail.width() * 0.92)), min(1040, int(avail.height() * 0.92))
+
+
+def _scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
+    """Wrap a dock body that refuses to shrink in a scroll area, so one wide panel cannot squeeze the scene."""
+    body = dock.widget()
+    if body is None:
+        return
+    hint = body.minimumSizeHint()
+    if hint.width() <= max_w and hint.height() <= max_h:
+        return
+    area = QScrollArea(dock)
+    area.setObjectName(f"{dock.objectName()}_scroll")
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.NoFrame)
+    area.setWidget(body)
+    dock.setWidget(area)
 
 
 class MainWindow(QMainWindow):
@@ -79,10 +105,10 @@ class MainWindow(QMainWindow):
         self.engine.busy_changed.connect(lambda _b: self._update_status())
         self._connect_state()
 
-        self.resize(1600, 960)
+        self.resize(*default_window_size())
         self._default_geometry = self.saveGeometry()
         self._default_state = self.saveState(1)
-        self.settings.restore_window(self)
+        self._restored = self.settings.restore_window(self)
         camera = self.settings.camera()
         if camera:
             try:
@@ -98,6 +124,7 @@ class MainWindow(QMainWindow):
             dock = cls(self.state, self)
             if not dock.objectName():
                 dock.setObjectName(cls.__name__)
+            _scroll_if_wide(dock)
             self.addDockWidget(area, dock)
             if group in first_in_group:
                 self.tabifyDockWidget(first_in_group[group], dock)
@@ -106,12 +133,21 @@ class MainWindow(QMainWindow):
             self.docks[dock.objectName()] = dock
         for dock in first_in_group.values():
             dock.raise_()
-        self.resizeDocks([d for d in first_in_group.values()
-                          if self.dockWidgetArea(d) in (Qt.LeftDockWidgetArea, Qt.RightDockWidgetArea)],
-                         [420] * sum(1 for d in first_in_group.values()
-                                     if self.dockWidgetArea(d) in (Qt.LeftDockWidgetArea,
-                                                                   Qt.RightDockWidgetArea)),
-                         Qt.Horizontal)
+        self._group_heads = first_in_group
+
+    def _default_sizes(self) -> None:
+        """Side columns of a comfortable width; the controls only as tall as they need."""
+        heads = self._group_heads
+        left = [d for d in heads.values() if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea]
+        right = [d for d in heads.values() if self.dockWidgetArea(d) == Qt.RightDockWidgetArea]
+        width = self.width()
+        if left:
+            self.resizeDocks(left[:1], [int(min(440, width * 0.25))], Qt.Horizontal)
+        if right:
+            self.resizeDocks(right[:1], [int(min(480, width * 0.27))], Qt.Horizontal)
+        controls = heads.get("right_top")
+        if controls is not None and len(right) > 1:
+            self.resizeDocks([controls], [controls.sizeHint().height()], Qt.Vertical)
 
     def _fill_window_menu(self) -> None:
         menu = self.registry.menus["window"]
@@ -215,8 +251,11 @@ class MainWindow(QMainWindow):
     def reset_layout(self) -> None:
         self.restoreState(self._default_state, 1)
         for dock in self.docks.values():
-            if not dock.isFloating():
-                dock.show()
+            dock.setFloating(False)
+            dock.show()
+        for dock in self._group_heads.values():
+            dock.raise_()
+        self._default_sizes()
 
     def scene_pixel_size(self) -> tuple[int, int]:
         ratio = self.scene.devicePixelRatioF()
@@ -279,6 +318,9 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self._after_first_show)
 
     def _after_first_show(self) -> None:
+        if not self._restored:
+            self._default_sizes()
+            self._default_state = self.saveState(1)
         self.first_frame.emit()
         if self._start_engine:
             # torch loads in the worker thread once the window is on screen

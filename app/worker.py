@@ -109,6 +109,7 @@ class EngineController(QObject):
         self._pending: tuple[str, Knobs] | None = None
         self._good = None  # last good trace
         self._loaded = False
+        self._stopped = False
         self.thread = QThread()
         self.thread.setObjectName("k3-engine")
         self.engine = _EngineObject(device)
@@ -124,13 +125,15 @@ class EngineController(QObject):
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         """Start the thread and load the engine there; the first trace follows automatically."""
-        if not self.thread.isRunning():
+        if not self.thread.isRunning() and not self._stopped:
             self.thread.start()
             self._load.emit()
             if self._pending is None:
                 self._pending = (self.state.prompt, self.state.knobs)
 
     def stop(self) -> None:
+        """Finish the run in flight (if any) and end the thread; start() is a no-op afterwards."""
+        self._stopped = True
         self._pending = None
         if self.thread.isRunning():
             self.thread.quit()

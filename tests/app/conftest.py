@@ -1,0 +1,34 @@
+"""Fixtures for GUI tests of the real main window (pytest-qt under Xvfb).
+
+`make_window(name="s.ini", language="en")` opens a real MainWindow with its own settings file under the
+test's tmp_path (the user's settings are never touched), waits until it is exposed and (by default) until the
+engine worker has published the first trace. Windows are closed at teardown (settings saved, worker stopped).
+"""
+import pytest
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    from app import i18n
+    from app.main_window import MainWindow
+
+    windows = []
+
+    def make(name: str = "settings.ini", language: str | None = "en", wait_trace: bool = True, **kwargs):
+        win = MainWindow(settings_path=str(tmp_path / name), language=language, **kwargs)
+        qtbot.addWidget(win)
+        win.show()
+        qtbot.waitExposed(win)
+        with qtbot.waitActive(win):  # keyboard shortcuts (WindowShortcut context) need the active window
+            win.activateWindow()
+        if wait_trace:
+            qtbot.waitUntil(lambda: win.state.trace is not None, timeout=90000)
+        windows.append(win)
+        return win
+
+    yield make
+    for win in windows:
+        if win.isVisible():
+            win.close()
+    i18n.set_language("en")
+

@@ -1,0 +1,256 @@
+"""The real main window under Xvfb, driven with real mouse and keyboard events."""
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtGui import QInputMethodEvent
+from PySide6.QtWidgets import QApplication, QDockWidget, QLineEdit
+
+from app import i18n
+from app.actions import ACTIONS, ActionSpec, duplicate_shortcuts
+from app.docks.registry import DOCKS
+from app.settings import Settings
+from gui_helpers import changed_fraction, drag_slider, image_array, wait_idle
+
+
+def test_window_title_docks_window_menu_and_status_bar(make_window):
+    win = make_window()
+    assert win.windowTitle() == "K3 Explorer"
+    docks = win.findChildren(QDockWidget)
+    assert len(docks) >= len(DOCKS)
+    names = [d.objectName() for d in docks]
+    assert all(names) and len(set(names)) == len(names)
+    toggles = {a.text() for a in win.registry.menus["window"].actions()}
+    assert {d.windowTitle() for d in docks} <= toggles
+    assert win.layer_label.text() == "Layer 37 / 93 · KDA + MoE"  # 1-based layer 37 is KDA with MoE
+    assert win.device_label.text() == "Engine: CPU"
+    assert win.step_label.text().startswith("Step 1 / 33")
+
+
+def test_window_menu_toggles_a_dock(make_window, qtbot):
+    win = make_window()
+    dock = win.docks["ControlsDock"]
+    assert dock.isVisible()
+    win.findChild(type(dock.toggleViewAction()), "toggle_ControlsDock").trigger()
+    assert not dock.isVisible()
+    dock.toggleViewAction().trigger()
+    assert dock.isVisible()
+
+
+def test_space_plays_and_the_step_advances(make_window, qtbot):
+    win = make_window()
+    player = win.docks["TracePlayerDock"]
+    win.scene.gl.setFocus()
+    assert player.index == 0 and not player.playing
+    QTest.keyClick(win.scene.gl, Qt.Key_Space)
+    assert player.playing
+    qtbot.waitUntil(lambda: win.state.step >= 2, timeout=8000)
+    QTest.keyClick(win.scene.gl, Qt.Key_Space)
+    assert not player.playing
+    step = win.state.step
+    QTest.keyClick(win.scene.gl, Qt.Key_Right)
+    assert win.state.step == step + 1
+    QTest.keyClick(win.scene.gl, Qt.Key_Left)
+    assert win.state.step == step
+    QTest.keyClick(win.scene.gl, Qt.Key_End)
+    assert win.state.step == len(player.steps) - 1
+    assert player.counter.text() == f"{len(player.steps):02d} / {len(player.steps):02d}"
+    assert win.scene.step_kind == "stream"  # the scene follows the step
+    QTest.keyClick(win.scene.gl, Qt.Key_Home)
+    assert win.state.step == 0
+
+
+def test_player_keys_are_ignored_while_typing_a_prompt(make_window, qtbot):
+    win = make_window()
+    player = win.docks["TracePlayerDock"]
+    edit = player.findChild(QLineEdit, "prompt_edit")
+    qtbot.mouseClick(edit, Qt.LeftButton)
+    edit.end(False)
+    before = edit.text()
+    QTest.keyClick(edit, Qt.Key_Space)
+    QTest.keyClick(edit, Qt.Key_Home)
+    assert not player.playing and win.state.step == 0
+    assert edit.text() == before + " "  # the space went into the text
+
+
+def test_typing_a_korean_prompt_and_run_changes_the_trace(make_window, qtbot):
+    win = make_window()
+    player = win.docks["TracePlayerDock"]
+    edit = player.prompt
+    edit.clear()
+    qtbot.mouseClick(edit, Qt.LeftButton)
+    for syllable in "컵을 집다":  # Korean arrives from the input method as committed text
+        event = QInputMethodEvent()
+        event.setCommitString(syllable)
+        QApplication.sendEvent(edit, event)
+    assert edit.text() == "컵을 집다"
+    qtbot.mouseClick(player.run_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: win.state.trace.text == "컵을 집다", timeout=60000)
+    assert "UTF-8 (13 bytes)" in player.bytes_label.text()  # 4 syllables x 3 + 1 space
+
+
+def test_empty_prompt_shows_an_inline_message(make_window, qtbot):
+    win = make_window()
+    player = win.docks["TracePlayerDock"]
+    trace = win.state.trace
+    player.prompt.clear()
+    qtbot.mouseClick(player.run_button, Qt.LeftButton)
+    assert player.message.isVisible() and "empty" in player.message.text()
+    assert win.state.trace is trace
+
+
+def test_engine_error_keeps_the_last_good_trace(make_window, qtbot):
+    win = make_window()
+    trace = win.state.trace
+    player = win.docks["TracePlayerDock"]
+    player.prompt.setText("가" * 300)  # more toy tokens than the engine takes (256)
+    qtbot.mouseClick(player.run_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: player.message.isVisible(), timeout=60000)
+    assert "Engine error" in player.message.text()
+    assert "256" in win.statusBar().currentMessage()
+    assert win.state.trace is trace
+
+
+def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    controls = win.docks["ControlsDock"]
+    slider = controls.slider("alpha")
+    before_trace = win.state.trace
+    before = image_array(win.scene.gl.grabFramebuffer())
+    assert controls.rows["alpha"].value.text() == "computed"
+    drag_slider(slider, -slider.width() // 3)
+    assert win.state.knobs.alpha is not None and win.state.knobs.alpha < 0.45
+    qtbot.waitUntil(lambda: win.state.trace.knobs.alpha == win.state.knobs.alpha, timeout=60000)
+    wait_idle(qtbot, win)
+    a0 = before_trace.passes[0].layers[36].tensors["kda.alpha"]
+    a1 = win.state.trace.passes[0].layers[36].tensors["kda.alpha"]
+    assert np.allclose(a1, win.state.knobs.alpha) and not np.allclose(a0, a1)
+    assert controls.rows["alpha"].value.text() == f"{win.state.knobs.alpha:.2f}"
+    QTest.qWait(100)
+    after = image_array(win.scene.gl.grabFramebuffer())
+    assert changed_fraction(before, after) > 0.002
+
+
+def test_close_and_reopen_restores_docks_sliders_layer_language_camera(make_window, qtbot):
+    win = make_window("persist.ini")
+    controls = win.docks["ControlsDock"]
+    controls.slider("temperature").setValue(controls.rows["temperature"].spec.to_slider(0.5))
+    controls.slider("beta").setValue(controls.rows["beta"].spec.to_slider(0.3))
+    win.state.select_layer(49)
+    win.docks["ControlsDock"].toggleViewAction().trigger()  # hide the controls
+    win.set_camera_for_test = None
+    win.scene.set_camera_preset("top", animate=False)
+    camera = win.scene.camera_state()
+    win.registry.actions["lang_ko"].trigger()
+    win.close()
+
+    again = make_window("persist.ini", language=None, wait_trace=False)
+    assert i18n.language() == "ko"
+    assert again.state.knobs.temperature == 0.5 and again.state.knobs.beta == 0.3
+    assert again.state.knobs.alpha is None  # still "computed"
+    rows = again.docks["ControlsDock"].rows
+    assert rows["temperature"].value.text() == "0.50" and rows["beta"].value.text() == "0.30"
+    assert rows["alpha"].value.text() == i18n.tr("app.controls.computed", lang="ko")
+    assert not again.docks["ControlsDock"].isVisible()
+    assert again.docks["TracePlayerDock"].isVisible()
+    assert again.state.layer == 49 and again.scene.layer0 == 49
+    restored = again.scene.camera_state()
+    for key, value in camera.items():
+        assert np.allclose(restored[key], value), key
+    qtbot.waitUntil(lambda: again.state.trace is not None, timeout=90000)
+    assert again.state.trace.knobs.temperature == 0.5
+
+
+def test_saved_position_off_every_screen_is_ignored(make_window, qtbot, tmp_path):
+    win = make_window("offscreen.ini", wait_trace=False)
+    win.move(20000, 20000)
+    win.settings.save_window(win)
+    win.settings.sync()
+    win.close()
+    again = make_window("offscreen.ini", wait_trace=False)
+    screen = QApplication.primaryScreen().availableGeometry()
+    assert screen.intersects(again.frameGeometry())
+
+
+def test_settings_from_another_version_are_ignored(make_window, tmp_path):
+    s = Settings(str(tmp_path / "old.ini"))
+    s.q.setValue("version", 999)
+    s.q.setValue("layer", 5)
+    s.q.setValue("knobs/temperature", 1.7)
+    s.sync()
+    win = make_window("old.ini", wait_trace=False)
+    assert win.state.layer == 36 and win.state.knobs.temperature == 1.0
+
+
+def test_reset_layout_brings_docks_back(make_window, qtbot):
+    win = make_window(wait_trace=False)
+    player = win.docks["TracePlayerDock"]
+    left = win.dockWidgetArea(player)
+    win.removeDockWidget(player)
+    win.addDockWidget(Qt.RightDockWidgetArea, player)
+    win.docks["ControlsDock"].close()
+    win.registry.actions["reset_layout"].trigger()
+    assert win.dockWidgetArea(player) == left
+    assert all(d.isVisible() or win.tabifiedDockWidgets(d) for d in win.docks.values())
+    assert win.docks["ControlsDock"].isVisible()
+
+
+def test_no_duplicate_shortcuts_anywhere(make_window):
+    assert duplicate_shortcuts() == {}
+    # the check itself catches a clash
+    clash = (ActionSpec("a", "file", "Ctrl+S"), ActionSpec("b", "view", "ctrl+s"))
+    assert duplicate_shortcuts(clash) == {"Ctrl+S": ["a", "b"]}
+    win = make_window(wait_trace=False)
+    seen = {}
+    from PySide6.QtGui import QAction, QKeySequence
+
+    for action in win.findChildren(QAction):
+        for seq in action.shortcuts():
+            key = seq.toString(QKeySequence.PortableText)
+            assert key not in seen, f"{key} bound to {seen.get(key)} and {action.objectName()}"
+            seen[key] = action.objectName() or action.text()
+
+
+def test_shortcuts_dialog_is_generated_from_the_registry(make_window, qtbot):
+    win = make_window(wait_trace=False)
+    QTest.keyClick(win.scene.gl, Qt.Key_F1)
+    qtbot.waitUntil(lambda: win.findChild(QDialogType(), "shortcuts_dialog") is not None, timeout=3000)
+    dialog = win.findChild(QDialogType(), "shortcuts_dialog")
+    assert dialog is not None and dialog.isVisible()
+    table = dialog.table
+    with_keys = [s for s in ACTIONS if s.shortcut]
+    assert table.rowCount() == len(with_keys)
+    keys = {table.item(r, 2).text() for r in range(table.rowCount())}
+    assert {"Space", "Ctrl+S", "Home", "End", "Left", "Right"} <= keys
+    dialog.close()
+
+
+def QDialogType():
+    from PySide6.QtWidgets import QDialog
+
+    return QDialog
+
+
+def test_switching_to_korean_changes_menu_texts_without_restart(make_window, qtbot):
+    win = make_window()
+    titles_en = [m.title() for m in win.registry.menus.values()]
+    assert titles_en[0] == "&File"
+    win.registry.menus["language"].actions()[1].trigger()  # 한국어
+    assert i18n.language() == "ko"
+    titles_ko = [m.title() for m in win.registry.menus.values()]
+    assert titles_ko[0] == "파일(&F)"
+    assert all(a != b for a, b in zip(titles_en, titles_ko))
+    assert win.docks["TracePlayerDock"].windowTitle() == "트레이스 재생기"
+    assert win.docks["TracePlayerDock"].run_button.text() == "실행"
+    assert win.layer_label.text().startswith("37 / 93층")
+    win.registry.actions["lang_en"].trigger()
+    assert [m.title() for m in win.registry.menus.values()] == titles_en
+
+
+def test_layer_keys_and_status_follow_the_layer(make_window, qtbot):
+    win = make_window(wait_trace=False)
+    win.scene.gl.setFocus()
+    QTest.keyClick(win.scene.gl, Qt.Key_PageDown)
+    assert win.state.layer == 35 and win.scene.layer0 == 35
+    assert win.layer_label.text() == "Layer 36 / 93 · Gated MLA + MoE"
