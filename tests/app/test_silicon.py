@@ -110,6 +110,22 @@ def test_dram_auto_refresh_and_visible_leak(dock, qtbot):
     assert t.last_result == 0
 
 
+def test_dram_timer_animates_model_time(dock, qtbot):
+    dock.show_tab("dram")
+    t = dock.dram
+    click(qtbot, t.btn_write1)
+    assert not t.btn_pause.isChecked() and t.timer.isActive()
+    qtbot.waitUntil(lambda: t.cell.now > 0.001, timeout=5000)  # 20 ms of model time per wall second
+    v = t.cell.voltage()
+    assert 0 < v < 1
+    click(qtbot, t.btn_pause)
+    frozen = t.cell.now
+    qtbot.wait(200)
+    assert t.cell.now == frozen  # paused: only advance() moves time
+    dock.show_tab("sram")
+    assert not t.timer.isActive()  # hidden tabs do not animate
+
+
 # --- M2 SRAM ------------------------------------------------------------------------------------------
 def test_sram_holds_without_refresh_and_power_off_loses(dock, qtbot):
     dock.show_tab("sram")
