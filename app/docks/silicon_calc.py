@@ -272,6 +272,8 @@ class K3Calc(QWidget):
                   "k3_gib": (qcolor("expert"), Qt.SolidLine), "all_mla_gib": (qcolor("output"), Qt.DashLine)}
         for key, (col, style) in styles.items():
             self.curves[key] = self.plot.plot([], [], pen=pg.mkPen(col, width=2.5, style=style), name=key)
+        ticks = [(np.log10(2.0**e), f"{2**(e - 10)}K" if e < 20 else "1M") for e in range(10, 21, 2)]
+        self.plot.getAxis("bottom").setTicks([ticks, []])
         self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen((200, 200, 200), width=1, style=Qt.DotLine))
         self.plot.addItem(self.marker)
         self.plot_note = note_label()
