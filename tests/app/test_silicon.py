@@ -298,3 +298,16 @@ def test_catalogues_have_the_same_keys():
     ko = json.loads(asset_path("i18n", "silicon.ko.json").read_text(encoding="utf-8"))
     assert set(en) == set(ko) and all(k.startswith("silicon.") for k in en)
     assert all(v.strip() for v in list(en.values()) + list(ko.values()))
+
+
+def test_every_literal_key_in_the_dock_code_exists():
+    import re
+    from pathlib import Path
+
+    en = json.loads(asset_path("i18n", "silicon.en.json").read_text(encoding="utf-8"))
+    root = Path(__file__).resolve().parents[2] / "app" / "docks"
+    used = set()
+    for path in root.glob("silicon*.py"):
+        used |= set(re.findall(r'"(silicon\.[a-z0-9_.]+[a-z0-9])"', path.read_text(encoding="utf-8")))
+    assert len(used) > 100
+    assert sorted(k for k in used if k not in en) == []
