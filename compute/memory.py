@@ -16,7 +16,6 @@ Every input is validated; a bad value raises `MemoryInputError(field, message_ke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 GB = 1e9  # decimal gigabyte
 GIB = 2**30  # binary gibibyte

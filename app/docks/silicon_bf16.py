@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.docks.silicon_common import (DIM, PANEL, PANEL_EDGE, TEXT, Canvas, ERROR_STYLE, box, font, mix,
-                                      note_label, pen, qcolor, text)
+from app.docks.silicon_common import DIM, ERROR_STYLE, PANEL, TEXT, Canvas, box, mix, note_label, qcolor, text
 from app.i18n import tr
 from compute import bits as B
 
 GROUP_ROLE = {"sign": "attnres", "exponent": "activation", "mantissa": "state"}
 
 
-def group_of(bit_index: int, total: int = 16) -> str:
-    """bit_index counts from the most significant bit (0) of a total-bit float (16 or 32)."""
-    exp_bits = 8
+def group_of(bit_index: int) -> str:
+    """Field of a bit of a float32 or BF16 pattern, counting from the most significant bit (0): both formats
+    have 1 sign bit and 8 exponent bits; the rest is mantissa."""
     if bit_index == 0:
         return "sign"
-    return "exponent" if bit_index <= exp_bits else "mantissa"
+    return "exponent" if bit_index <= 8 else "mantissa"
 
 
 def fmt_value(v: float) -> str:
@@ -62,7 +60,7 @@ class Float32Strip(Canvas):
         cw, x0, y0 = 24.0, 26.0, 38.0
         for i in range(32):
             bit = (b32 >> (31 - i)) & 1
-            g = "sign" if i == 0 else ("exponent" if i <= 8 else "mantissa")
+            g = group_of(i)
             x = x0 + i * cw + (6 if i >= 16 else 0)
             kept = i < 16
             col = qcolor(GROUP_ROLE[g]) if kept else DIM
