@@ -6,7 +6,7 @@ import numpy as np
 from PySide6.QtCore import QEasingCurve, QPointF, QRectF, QSize, Qt, QVariantAnimation, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (QButtonGroup, QHBoxLayout, QHeaderView, QLabel, QRadioButton, QSizePolicy,
-                               QTableWidget, QTableWidgetItem, QWidget)
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.docks.experiments_common import ExperimentPanel, fit_table_height, fmt, qcolor, section_label
 from app.i18n import tr
@@ -96,7 +96,7 @@ class AttentionView(QWidget):
 # context B = coffee is poured into the cup.
 MAP_WORDS = {
     "grasp": (-0.70, 0.55), "robot": (-0.85, 0.15), "table": (-0.10, 0.80),
-    "coffee": (0.70, -0.45), "drink": (0.85, -0.05), "water": (0.45, -0.75),
+    "coffee": (0.78, -0.60), "drink": (0.86, 0.12), "water": (0.35, -0.80),
 }
 CUP_POS = {"a": (-0.45, 0.40), "b": (0.55, -0.30)}
 
@@ -153,7 +153,7 @@ class ContextMap(QWidget):
             p.setPen(QPen(qcolor("output", 90), 1, Qt.DashLine)); p.setBrush(Qt.NoBrush)
             p.drawEllipse(c, 7, 7)
             p.setPen(pal.mid().color())
-            p.drawText(QRectF(c.x() - 80, c.y() - 28, 160, 18), Qt.AlignHCenter,
+            p.drawText(QRectF(c.x() + 12, c.y() - 9, 160, 18), Qt.AlignLeft | Qt.AlignVCenter,
                        tr("learn.exp.attention.cup", ctx=ctx.upper()))
         c = self.to_px(*self.cup_position())
         col = qcolor("output")
@@ -161,7 +161,7 @@ class ContextMap(QWidget):
         p.drawEllipse(c, 9, 9)
         f = QFont(self.font()); f.setBold(True); p.setFont(f)
         p.setPen(pal.windowText().color())
-        p.drawText(QRectF(c.x() - 80, c.y() - 28, 160, 18), Qt.AlignHCenter,
+        p.drawText(QRectF(c.x() + 13, c.y() - 9, 160, 18), Qt.AlignLeft | Qt.AlignVCenter,
                    tr("learn.exp.attention.cup", ctx=self.context.upper()))
         p.end()
 
@@ -200,13 +200,13 @@ class AttentionPanel(ExperimentPanel):
         self.body.addWidget(self.warning)
         self.map_title = section_label()
         self.body.addWidget(self.map_title)
-        ctx = QHBoxLayout()
+        ctx = QVBoxLayout()
         self.ctx_group = QButtonGroup(self)
         self.ctx_a = QRadioButton(); self.ctx_a.setObjectName("attention_ctx_a")
         self.ctx_b = QRadioButton(); self.ctx_b.setObjectName("attention_ctx_b")
         self.ctx_group.addButton(self.ctx_a, 0); self.ctx_group.addButton(self.ctx_b, 1)
         self.ctx_a.setChecked(True)
-        ctx.addWidget(self.ctx_a); ctx.addWidget(self.ctx_b); ctx.addStretch(1)
+        ctx.addWidget(self.ctx_a); ctx.addWidget(self.ctx_b)
         self.body.addLayout(ctx)
         self.map = ContextMap(); self.map.setObjectName("attention_map")
         self.body.addWidget(self.map)

@@ -26,8 +26,8 @@ class AttnResPanel(ExperimentPanel):
         self.strength.setObjectName("attnres_strength")
         self.body.addWidget(self.strength)
         pick = QHBoxLayout()
-        self.pick_label = QLabel()
-        pick.addWidget(self.pick_label)
+        self.pick_label = QLabel(); self.pick_label.setWordWrap(True)
+        self.body.addWidget(self.pick_label)
         self.group = QButtonGroup(self)
         self.radios = []
         for i in range(len(T.ATTNRES_BLOCKS)):

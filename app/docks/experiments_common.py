@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QProxyStyle, QScrollArea, QSizePolicy, QSlider, QStyle,
                                QVBoxLayout, QWidget)
 
@@ -59,13 +59,14 @@ class FloatSlider(QWidget):
         super().__init__(parent)
         self.lo, self.step, self.digits = lo, step, digits
         self.label = QLabel()
-        self.label.setMinimumWidth(150)
+        self.label.setMinimumWidth(110)
+        self.label.setWordWrap(True)
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setStyle(_jump_style())
         self.slider.setRange(0, int(round((hi - lo) / step)))
         self.slider.setSingleStep(1)
         self.slider.setPageStep(max(1, self.slider.maximum() // 10))
-        self.slider.setMinimumWidth(160)
+        self.slider.setMinimumWidth(110)
         self.readout = QLabel()
         self.readout.setMinimumWidth(52)
         self.readout.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
@@ -134,7 +135,7 @@ class BarChart(QWidget):
     def _geometry(self) -> tuple[float, float, float]:
         """(slot width, baseline y, pixels per unit). Signed data puts the baseline in the middle."""
         n = max(1, len(self.labels))
-        top, bottom = 20, 38
+        top, bottom = 20 + (14 if self.ghost is not None else 0), 38
         span = self.height() - top - bottom
         signed = bool(self.values.size and np.min(self.values) < 0)
         base = top + span / 2 if signed else self.height() - bottom
@@ -171,7 +172,10 @@ class BarChart(QWidget):
                 p.setBrush(Qt.NoBrush)
                 p.drawRect(g)
                 p.setFont(small)
-                p.drawText(QRectF(g.center().x() - 30, g.top() - 18, 60, 16), Qt.AlignCenter, fmt(self.ghost[i], self.digits))
+                label = fmt(self.ghost[i], self.digits)
+                crowded = QFontMetrics(small).horizontalAdvance(label) + 4 > half + 4
+                lift = 14 if crowded else 0  # stagger the "before" value above the "after" one when narrow
+                p.drawText(QRectF(g.center().x() - 30, g.top() - 18 - lift, 60, 16), Qt.AlignCenter, label)
             c = self.colors[i] if i < len(self.colors) else qcolor("activation")
             p.setPen(QPen(c.darker(130), 2 if self.highlight == i else 1))
             p.setBrush(c)
@@ -223,6 +227,7 @@ class ExperimentPanel(QScrollArea):
         self.outer.setContentsMargins(12, 10, 12, 10)
         self.outer.setSpacing(8)
         self.title = QLabel()
+        self.title.setWordWrap(True)
         f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
         self.question = QLabel(); self.question.setWordWrap(True)
         badges = QHBoxLayout()
@@ -252,8 +257,9 @@ class ExperimentPanel(QScrollArea):
 
 def fit_table_height(table) -> None:
     """Fix a QTableWidget's height to its rows (no empty area, no inner scrolling for short tables)."""
-    h = table.horizontalHeader().height() + 2 * table.frameWidth()
-    h += sum(table.rowHeight(r) for r in range(table.rowCount()))
+    header = table.horizontalHeader()
+    h = (header.sizeHint().height() if header.isVisible() or not table.isVisible() else 0) + 2 * table.frameWidth() + 2
+    h += table.verticalHeader().length()
     if table.horizontalScrollBar().isVisible():
         h += table.horizontalScrollBar().height()
     table.setMinimumHeight(h)
@@ -267,5 +273,6 @@ def demote_headings(md: str, level: int = 4) -> str:
 
 def section_label(text: str = "") -> QLabel:
     lab = QLabel(text)
+    lab.setWordWrap(True)
     f = lab.font(); f.setBold(True); lab.setFont(f)
     return lab

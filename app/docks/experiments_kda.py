@@ -34,6 +34,7 @@ class KdaPanel(ExperimentPanel):
         self.rows: dict[str, tuple[QLabel, QLabel, QLabel]] = {}
         for r, key in enumerate(("s_prev", "s_bar", "error", "s_new", "out")):
             name, expr, val = QLabel(), QLabel(), QLabel()
+            name.setWordWrap(True); expr.setWordWrap(True)
             val.setObjectName(f"kda_value_{key}")
             f = val.font(); f.setBold(True); f.setPointSizeF(f.pointSizeF() * 1.15); val.setFont(f)
             val.setAlignment(Qt.AlignRight | Qt.AlignVCenter)

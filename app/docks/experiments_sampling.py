@@ -44,8 +44,10 @@ class SamplingPanel(ExperimentPanel):
         self.resample = QPushButton(); self.resample.setObjectName("sampling_resample")
         self.sampled = QLabel(); self.sampled.setObjectName("sampling_sampled"); self.sampled.setTextFormat(Qt.RichText)
         seed_row.addWidget(self.seed_label); seed_row.addWidget(self.seed); seed_row.addWidget(self.resample)
-        seed_row.addWidget(self.sampled, 1)
+        seed_row.addStretch(1)
         self.body.addLayout(seed_row)
+        self.sampled.setWordWrap(True)
+        self.body.addWidget(self.sampled)
 
         # --- streaming ---------------------------------------------------------------------------------------
         self.stream_title = section_label()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QButtonGroup, QFrame, QHBoxLayout, QLabel, QPushButton, QRadioButton, QScrollArea,
+from PySide6.QtWidgets import (QButtonGroup, QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QRadioButton, QScrollArea,
                                QToolButton, QVBoxLayout, QWidget)
 
 from app.i18n import tr
@@ -59,6 +59,18 @@ class QuizSession:
         return len(self.first)
 
 
+class _ClickLabel(QLabel):
+    """The wrapped text of an option; clicking it checks its radio button."""
+
+    def __init__(self, button: QRadioButton):
+        super().__init__()
+        self.button = button
+        self.setWordWrap(True)
+
+    def mousePressEvent(self, event):  # noqa: N802
+        self.button.click()
+
+
 class QuizPanel(QScrollArea):
     link_requested = Signal(str)
 
@@ -73,29 +85,35 @@ class QuizPanel(QScrollArea):
         lay = QVBoxLayout(inner)
         lay.setContentsMargins(12, 10, 12, 10)
         self.title = QLabel()
+        self.title.setWordWrap(True)
         f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
         lay.addWidget(self.title)
         self.progress = QLabel(); self.progress.setObjectName("quiz_progress")
         self.score = QLabel(); self.score.setObjectName("quiz_score")
         top = QHBoxLayout(); top.addWidget(self.progress); top.addStretch(1); top.addWidget(self.score)
         lay.addLayout(top)
-        dots = QHBoxLayout()
+        dots_box = QHBoxLayout()
+        dots = QGridLayout()
         dots.setSpacing(4)
         self.dots = []
         for i in range(len(QUESTIONS)):
             b = QToolButton(); b.setObjectName(f"quiz_dot_{i}"); b.setText(str(i + 1)); b.setFixedSize(28, 24)
             b.clicked.connect(lambda _c=False, i=i: self.go(i))
-            self.dots.append(b); dots.addWidget(b)
-        dots.addStretch(1)
-        lay.addLayout(dots)
+            self.dots.append(b); dots.addWidget(b, i // 8, i % 8)
+        dots_box.addLayout(dots); dots_box.addStretch(1)
+        lay.addLayout(dots_box)
         self.question = QLabel(); self.question.setObjectName("quiz_question"); self.question.setWordWrap(True)
         qf = self.question.font(); qf.setBold(True); qf.setPointSizeF(qf.pointSizeF() * 1.1); self.question.setFont(qf)
         lay.addWidget(self.question)
         self.group = QButtonGroup(self)
         self.options = []
+        self.option_labels = []
         for i in range(N_OPTIONS):
-            rb = QRadioButton(); rb.setObjectName(f"quiz_option_{i}")
-            self.group.addButton(rb, i); self.options.append(rb); lay.addWidget(rb)
+            rb = QRadioButton(f"{'ABCD'[i]}."); rb.setObjectName(f"quiz_option_{i}")
+            text = _ClickLabel(rb); text.setObjectName(f"quiz_option_text_{i}")
+            row = QHBoxLayout(); row.addWidget(rb, 0, Qt.AlignTop); row.addWidget(text, 1)
+            self.group.addButton(rb, i); self.options.append(rb); self.option_labels.append(text)
+            lay.addLayout(row)
         btns = QHBoxLayout()
         self.prev = QPushButton(); self.prev.setObjectName("quiz_prev")
         self.check = QPushButton(); self.check.setObjectName("quiz_check")
@@ -126,8 +144,8 @@ class QuizPanel(QScrollArea):
             rb.setChecked(False)
         self.group.setExclusive(True)
         self.question.setText(tr(f"learn.quiz.{q.key}.q"))
-        for i, rb in enumerate(self.options):
-            rb.setText(f"{'ABCD'[i]}. " + tr(f"learn.quiz.{q.key}.a{i}"))
+        for i, lab in enumerate(self.option_labels):
+            lab.setText(tr(f"learn.quiz.{q.key}.a{i}"))
         self.feedback.setText("")
         self.link.setVisible(False)
         self.check.setEnabled(False)

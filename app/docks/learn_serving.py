@@ -102,6 +102,7 @@ class ServingPanel(QScrollArea):
         lay = QVBoxLayout(inner)
         lay.setContentsMargins(12, 10, 12, 10)
         self.title = QLabel()
+        self.title.setWordWrap(True)
         f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
         lay.addWidget(self.title)
         self.traffic = markdown_label("")
