@@ -89,6 +89,7 @@ class Bf16Tab(QWidget):
         self.error = QLabel()
         self.error.setObjectName("bf16_error")
         self.error.setStyleSheet(ERROR_STYLE)
+        self.error.setWordWrap(True)
         self.specials: list[tuple[QPushButton, float]] = []
         special_values = [("+0", 0.0), ("−0", -0.0), ("1", 1.0), ("0.1", 0.1), ("min_sub", B.bf16_facts()["min_subnormal"]),
                           ("max", B.bf16_facts()["max_finite"]), ("+∞", math.inf), ("−∞", -math.inf), ("NaN", math.nan)]
@@ -121,7 +122,8 @@ class Bf16Tab(QWidget):
             if g == "sign":
                 lab.setFixedWidth(28)
             c = qcolor(GROUP_ROLE[g])
-            lab.setStyleSheet(f"color: rgb({c.red()},{c.green()},{c.blue()}); font-weight: bold;")
+            size = "10px" if g == "sign" else "12px"
+            lab.setStyleSheet(f"color: rgb({c.red()},{c.green()},{c.blue()}); font-weight: bold; font-size: {size};")
             grid.addWidget(lab, 0, col, 1, span)
             self.group_labels[g] = lab
         self.bit_buttons: list[QPushButton] = []
@@ -230,7 +232,7 @@ class Bf16Tab(QWidget):
                               kind=tr(f"silicon.bf16.kind_{kind}")))
         fields = f"{s} {e:08b} {m:07b}"
         if kind == "normal":
-            f = tr("silicon.bf16.formula_normal", s=s, e=e, m=m, mant=f"{1 + m / 128:g}", p=e - 127, v=fmt_value(v))
+            f = tr("silicon.bf16.formula_normal", s=s, e=e, m=m, mant=repr(1 + m / 128), p=e - 127, v=fmt_value(v))
         elif kind in ("subnormal", "zero"):
             f = tr("silicon.bf16.formula_sub", s=s, m=m, v=fmt_value(v))
         elif kind == "inf":
