@@ -185,7 +185,7 @@ class AttentionPanel(ExperimentPanel):
         self.view = AttentionView()
         self.view.setObjectName("attention_view")
         self.body.addWidget(self.view)
-        self.hint = QLabel(); self.hint.setWordWrap(True)
+        self.hint = QLabel(); self.hint.setWordWrap(True); self.hint.setTextFormat(Qt.RichText)
         self.body.addWidget(self.hint)
         self.matrix_title = section_label()
         self.body.addWidget(self.matrix_title)
@@ -242,8 +242,13 @@ class AttentionPanel(ExperimentPanel):
                     f = item.font(); f.setBold(True); item.setFont(f)
                 self.matrix.setItem(i, j, item)
         q = self.view.query
+        qv, kv, _a = T.attention_toy(self.head())
+        scores = qv[q] @ kv[: q + 1].T / np.sqrt(qv.shape[1])
         self.hint.setText(tr("learn.exp.attention.hint", token=toks[q], head=self.head() + 1,
-                             best=toks[int(np.argmax(a[q]))], w=fmt(float(np.max(a[q])))))
+                             best=toks[int(np.argmax(a[q]))], w=fmt(float(np.max(a[q]))))
+                          + "<br>" + tr("learn.exp.attention.scores", q="[" + ", ".join(fmt(x, 2) for x in qv[q]) + "]",
+                                        s="[" + ", ".join(fmt(x, 2) for x in scores) + "]",
+                                        a="[" + ", ".join(fmt(x) for x in a[q, : q + 1]) + "]"))
 
     def retranslate(self):
         self.retranslate_frame()

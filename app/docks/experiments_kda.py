@@ -83,12 +83,13 @@ class KdaPanel(ExperimentPanel):
         a, b, v = self.alpha.value(), self.beta.value(), self.v.value()
         r = self.step()
         sp = fmt(T.KDA_S_PREV, 2)
+        prev, new, err = tr("learn.exp.kda.sub_prev"), tr("learn.exp.kda.sub_new"), tr("learn.exp.kda.err_word")
         exprs = {
             "s_prev": tr("learn.exp.kda.fixed"),
-            "s_bar": f"α·S<sub>prev</sub> = {fmt(a, 2)} × {sp}",
+            "s_bar": f"α·S<sub>{prev}</sub> = {fmt(a, 2)} × {sp}",
             "error": f"v − k·S̄ = {fmt(v, 2)} − {fmt(r.s_bar)}",
-            "s_new": f"S̄ + β·k·error = {fmt(r.s_bar)} + {fmt(b, 2)} × {fmt(r.error)}",
-            "out": f"q·S<sub>new</sub> = 1 × {fmt(r.s_new)}",
+            "s_new": f"S̄ + β·k·{err} = {fmt(r.s_bar)} + {fmt(b, 2)} × {fmt(r.error)}",
+            "out": f"q·S<sub>{new}</sub> = 1 × {fmt(r.s_new)}",
         }
         vals = {"s_prev": T.KDA_S_PREV, "s_bar": r.s_bar, "error": r.error, "s_new": r.s_new, "out": r.out}
         for key, (_n, expr, val) in self.rows.items():
