@@ -17,7 +17,7 @@ PRESETS = ("front", "side", "top", "stack", "reset")
 class Camera:
     center: tuple[float, float, float] = (14.0, 0.0, 14.0)
     distance: float = 60.0
-    azimuth: float = -72.0
+    azimuth: float = -100.0
     elevation: float = 16.0
     fov: float = 38.0
 
@@ -77,7 +77,7 @@ def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=Non
         lo, hi = (np.asarray(v, float) for v in stack_bounds)
     center = tuple((lo + hi) / 2)
     azim, elev = {"front": (-90.0, 4.0), "side": (-8.0, 10.0), "top": (-90.0, 78.0),
-                  "stack": (-62.0, 14.0), "reset": (-74.0, 15.0)}[name]
+                  "stack": (-62.0, 14.0), "reset": (-100.0, 14.0)}[name]
     dist = fit_distance(lo, hi, fov, aspect, margin=0.86 if name != "top" else 0.95)
     if name == "stack":
         dist = fit_distance(lo, hi, fov, aspect, margin=0.8)

@@ -136,12 +136,24 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
     if b.kind == "moe.experts":
         w = np.nan_to_num(vals).ravel()
         on = w > 0
-        rgba = np.broadcast_to(np.array([0.20, 0.19, 0.16, 1.0], np.float32), (rows * cols, 4)).copy()
+        rgba = np.broadcast_to(np.array([0.25, 0.24, 0.21, 1.0], np.float32), (rows * cols, 4)).copy()
         if on.any():
             t = (0.45 + 0.55 * w[on] / w.max())[:, None]
             rgba[on, :3] = np.array(palette.role("expert")[:3]) * t + (1 - t) * 0.25
         return rgba
-    if b.kind in ("moe.router", "mla.softmax", "attnres.mixer", "attnres.ffn", "kda.alpha", "kda.beta",
+    if b.kind == "moe.router":  # sigmoid scores: stretch the range so the highest scores stand out
+        v = vals.ravel()
+        f = np.isfinite(v)
+        lo_v, hi_v = (np.nanmin(v), np.nanmax(v)) if f.any() else (0.0, 1.0)
+        t = np.clip((np.nan_to_num(v) - lo_v) / max(hi_v - lo_v, 1e-12), 0, 1)[:, None] ** 2.2
+        hi = np.array(palette.role("expert")[:3])
+        lo = np.array([0.12, 0.12, 0.13])
+        rgba = np.empty((rows * cols, 4), np.float32)
+        rgba[:, :3] = lo + t * (hi - lo)
+        rgba[:, 3] = 1.0
+        rgba[~f] = EMPTY
+        return rgba
+    if b.kind in ("mla.softmax", "attnres.mixer", "attnres.ffn", "kda.alpha", "kda.beta",
                   "kda.gate", "mla.gate"):
         # values in [0, 1] (scores, probabilities, gates): one-sided ramp of the block's role colour
         v = np.clip(np.nan_to_num(vals, nan=-1.0), -1, 1).ravel()
@@ -165,6 +177,10 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
 def stack_colors(b: Block, layout: Layout, emphasis: set[int] | None = None) -> np.ndarray:
     """Colour of a stack block: role colour; the selected layer bright, the others a little dimmer."""
     c = np.array(palette.role(b.role), np.float32)
+    if b.part == "backdrop":
+        tint = np.array(palette.role(b.meta.get("mixer", "kda")), np.float32)
+        c[:3] = np.array([0.085, 0.095, 0.12]) + tint[:3] * 0.035
+        return c[None]
     if b.part in ("slab", "marker"):
         if b.layer == layout.layer + 1:
             c[:3] = np.minimum(c[:3] * 1.35 + 0.12, 1.0)

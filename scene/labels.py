@@ -60,8 +60,8 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
     taken: list[QRectF] = []
     f_title = make_font(17 * s, True)
     f_sub = make_font(12 * s)
-    f_name = make_font(12.5 * s, True)
-    f_shape = make_font(10.5 * s)
+    f_name = make_font(11.5 * s, True)
+    f_shape = make_font(10 * s)
     f_small = make_font(10 * s)
     text_c = qcolor("text")
     dim_c = QColor(170, 176, 190)
@@ -121,46 +121,70 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
         cands.append((1, np.asarray(item[0]), item[1], "", item[2], "", "above"))
     cands.sort(key=lambda c: c[0])
     pts, ok = project(np.array([c[1] for c in cands]), cam, width, height)
-    for (pri, _, name, shape, role, bid, where), (px, py), vis in zip(cands, pts, ok):
+    fmn = QFontMetricsF(f_name)
+    fms = QFontMetricsF(f_shape)
+
+    def rect_for(px, py, where, name, shp):
+        gap = 6 * s if shp else 0
+        w = fmn.horizontalAdvance(name) + gap + (fms.horizontalAdvance(shp) if shp else 0) + 12 * s
+        h = fmn.height() + 3 * s
+        if where == "above":
+            return QRectF(px - w / 2, py - h - 2 * s, w, h)
+        if where == "left":
+            return QRectF(px - w - 4 * s, py - h / 2, w, h)
+        return QRectF(px + 4 * s, py - h / 2, w, h)
+
+    placed = []  # [rect, cand, shape shown]
+    for cand, (px, py), vis in zip(cands, pts, ok):  # pass 1: names only, by priority
+        pri, _, name, shape, role, bid, where = cand
         if not vis or not (-50 < px < width + 50 and -50 < py < height + 50):
             continue
-        fmn = QFontMetricsF(f_name)
-        fms = QFontMetricsF(f_shape)
-        w = max(fmn.horizontalAdvance(name), fms.horizontalAdvance(shape) if shape else 0) + 10 * s
-        h = fmn.height() + (fms.height() if shape else 0) + 4 * s
-        if where == "above":
-            r = QRectF(px - w / 2, py - h - 2 * s, w, h)
-        elif where == "left":
-            r = QRectF(px - w - 4 * s, py - h / 2, w, h)
-        else:
-            r = QRectF(px + 4 * s, py - h / 2, w, h)
+        r = rect_for(px, py, where, name, shape if pri == 0 else "")
         if r.right() < 0 or r.left() > width or r.bottom() < 0 or r.top() > height:
             continue
         if pri > 0 and not _rect_free(r, taken):
             continue
         taken.append(r)
-        emphasis = bid and bid in (inp.selected, inp.hovered)
-        bg = QColor(14, 16, 22, 215 if emphasis else 170)
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(bg)
+        placed.append([r, cand, shape if pri == 0 else "", (px, py)])
+    for item in placed:  # pass 2: add the K3 shape where there is room
+        r, cand, shown, (px, py) = item
+        shape = cand[3]
+        if shape and not shown:
+            wide = rect_for(px, py, cand[6], cand[2], shape)
+            others = [t for t in taken if t is not r]
+            if _rect_free(wide, others) and wide.right() < width and wide.left() > 0:
+                taken[taken.index(r)] = wide
+                item[0], item[2] = wide, shape
+    for r, cand, shape, _ in placed:
+        pri, _, name, _, role, bid, where = cand
+        wn = fmn.horizontalAdvance(name)
+        gap = 6 * s
+        emphasis = bool(bid) and bid in (inp.selected, inp.hovered)
+        p.setPen(QPen(QColor(255, 255, 255, 200), 1.2 * s) if emphasis else Qt.PenStyle.NoPen)
+        p.setBrush(QColor(14, 16, 22, 225 if emphasis else 185))
         p.drawRoundedRect(r, 4 * s, 4 * s)
-        # colour tick on the left edge
+        p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(qcolor(role) if role != "text" else QColor(120, 126, 140))
         p.drawRoundedRect(QRectF(r.left(), r.top(), 3 * s, r.height()), 1.5 * s, 1.5 * s)
+        base = r.top() + 1.5 * s + fmn.ascent()
         p.setFont(f_name)
         p.setPen(QColor(255, 255, 255) if emphasis else text_c)
-        p.drawText(QPointF(r.left() + 6 * s, r.top() + 2 * s + fmn.ascent()), name)
+        p.drawText(QPointF(r.left() + 7 * s, base), name)
         if shape:
             p.setFont(f_shape)
             p.setPen(dim_c)
-            p.drawText(QPointF(r.left() + 6 * s, r.top() + 2 * s + fmn.height() + fms.ascent()), shape)
+            p.drawText(QPointF(r.left() + 7 * s + wn + gap, base), shape)
 
     # ---- token names beside the rows of the first block of the exploded layer ------------------------
     if inp.tokens:
-        first = lay.by_id.get(f"L{L}/norm.mixer")
+        first = None
+        for b in lay.layer_blocks():
+            if b.grid is not None and b.rows_are_tokens and b.orient == "wall":
+                if first is None or (b.lo[2], b.lo[0]) < (first.lo[2], first.lo[0]):
+                    first = b
         if first is not None:
             rows = first.grid[0]
-            anchors = np.array([[first.lo[0] - 0.1, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch]
+            anchors = np.array([[first.lo[0] - 0.08, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch]
                                 for r in range(rows)])
             tp, tok_ok = project(anchors, cam, width, height)
             p.setFont(f_small)
@@ -168,12 +192,11 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
             for r, ((px, py), vis) in enumerate(zip(tp, tok_ok)):
                 if not vis or r >= len(inp.tokens):
                     continue
-                txt = inp.tokens[r]
+                txt = inp.tokens[r].replace(" ", "␣") or "·"
                 w = fmt.horizontalAdvance(txt)
-                rr = QRectF(px - w - 6 * s, py - fmt.height() / 2, w + 2 * s, fmt.height())
+                rr = QRectF(px - w - 4 * s, py - fmt.height() / 2, w + 2 * s, fmt.height())
                 if not _rect_free(rr, taken):
                     continue
-                taken.append(rr)
                 p.setPen(dim_c)
                 p.drawText(QPointF(rr.left(), rr.top() + fmt.ascent()), txt)
 

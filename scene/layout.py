@@ -35,11 +35,11 @@ CELL_FILL = 0.82  # fraction of the pitch a cell occupies
 WALL_T = 0.12  # thickness of a wall grid (y)
 PLATE_T = 0.08  # thickness of a weight plate (z)
 EXPERT_PITCH = 0.22
-SLAB_W, SLAB_D, SLAB_H, SLAB_STEP = 6.0, 4.2, 0.17, 0.27
+SLAB_W, SLAB_D, SLAB_H, SLAB_STEP = 6.4, 4.4, 0.21, 0.33
 STACK_X = 0.0
-PANEL_X0 = 6.0  # x where the exploded layer starts
+PANEL_X0 = 7.2  # x where the exploded layer starts
 COL_GAP = 1.6
-BLOCK_GAP = 0.75
+BLOCK_GAP = 0.6
 STATION_GAP = 1.05
 
 
@@ -196,7 +196,7 @@ class Layout:
         lo = np.min([b.lo for b in self.blocks], axis=0)
         hi = np.max([b.hi for b in self.blocks], axis=0)
         self.bounds = (lo, hi)
-        pan = [b for b in self.blocks if b.layer == self.layer + 1 and b.family != "stack"]
+        pan = [b for b in self.blocks if b.layer == self.layer + 1 and (b.family != "stack" or b.part == "backdrop")]
         if pan:
             self.panel_bounds = (np.min([b.lo for b in pan], axis=0), np.max([b.hi for b in pan], axis=0))
         st = [b for b in self.blocks if b.family == "stack"]
@@ -393,6 +393,14 @@ def _grid_of(kind: str, shape: tuple) -> tuple[tuple[int, int], float, bool]:
     return (max(rows, 1), max(cols, 1)), PITCH, True
 
 
+def token_rows(trace) -> list[int]:
+    """Absolute token position of each drawn grid row (the last MAX_ROWS positions of the trace)."""
+    if trace is not None and trace.tokens:
+        total = len(trace.tokens)
+        return list(range(max(0, total - MAX_ROWS), total))
+    return list(range(DEFAULT_TOKENS))
+
+
 def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) -> Layout:
     """The whole scene for config `cfg` with layer `layer0` (0-based) exploded.
 
@@ -401,11 +409,7 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
     dims = ModelDims.from_config(cfg)
     n = dims.n_layers
     layer0 = int(min(max(layer0, 0), n - 1))
-    if trace is not None and trace.tokens:
-        total = len(trace.tokens)
-        positions = list(range(max(0, total - MAX_ROWS), total))
-    else:
-        positions = list(range(DEFAULT_TOKENS))
+    positions = token_rows(trace)
     rows = len(positions)
     blocks: list[Block] = []
     k3 = _k3_shapes(dims, layer0)
@@ -519,6 +523,13 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
 
     xm, ztop_m = column(MIXER_STATIONS[mixer], PANEL_X0, z0)
     xf, ztop_f = column(FFN_STATIONS[ffn], xm + COL_GAP, z0)
+    # a dark backdrop behind the exploded layer groups it visually (decoration: not pickable, no label)
+    bx0, bx1 = PANEL_X0 - 0.8, xf + 0.8
+    bz0, bz1 = z0 - 0.9, max(ztop_m, ztop_f) - STATION_GAP + 1.4
+    blocks.append(Block(
+        id=f"L{L}/backdrop", kind="stack.layer", layer=L, role="background", family="stack",
+        center=np.array([(bx0 + bx1) / 2, 0.75, (bz0 + bz1) / 2]), size=np.array([bx1 - bx0, 0.06, bz1 - bz0]),
+        part="backdrop", label=False, meta=dict(mixer=mixer, ffn=ffn)))
     flow = [(f"L{L}/{a}", f"L{L}/{b}") for a, b in FLOW[mixer] + FLOW[ffn]]
     flow.append((f"L{L}/{mixer}.o_proj", f"L{L}/attnres.ffn"))
     lay = Layout(blocks=blocks, dims=dims, layer=layer0, rows=rows, row_positions=positions)

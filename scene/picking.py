@@ -24,7 +24,7 @@ class Hit:
 class Picker:
     def __init__(self, layout: Layout):
         self.layout = layout
-        self.blocks = [b for b in layout.blocks]
+        self.blocks = [b for b in layout.blocks if b.part != "backdrop"]
         self.lo = np.array([b.lo for b in self.blocks])
         self.hi = np.array([b.hi for b in self.blocks])
 

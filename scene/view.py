@@ -69,16 +69,38 @@ class _GL(gl.GLViewWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
         self.paint_count = 0
+        self._overlay_key = None
+        self._overlay_img = None
 
     def paintGL(self):
         super().paintGL()
         self.paint_count += 1
         if self.owner.labels_enabled:
+            img = self._overlay_image()
             p = QPainter(self)
             try:
-                draw_overlay(p, self.owner._overlay_input(), self.width(), self.height(), 1.0)
+                p.drawImage(0, 0, img)
             finally:
                 p.end()
+
+    def _overlay_image(self) -> QImage:
+        """The label overlay, re-drawn (raster) only when something it shows changed; else the cached image
+        is blitted (the GL paint engine keeps its texture), so a plain redraw costs one textured quad."""
+        o = self.owner
+        dpr = self.devicePixelRatioF()
+        key = (o._overlay_version, o.tr("scene.title"), tuple(o.cam.to_dict()["center"]), o.cam.distance, o.cam.azimuth,
+               o.cam.elevation, o.cam.fov, self.width(), self.height(), dpr)
+        if key != self._overlay_key:
+            img = QImage(int(self.width() * dpr), int(self.height() * dpr), QImage.Format.Format_ARGB32_Premultiplied)
+            img.setDevicePixelRatio(dpr)
+            img.fill(0)
+            p = QPainter(img)
+            try:
+                draw_overlay(p, o._overlay_input(), self.width(), self.height(), 1.0)
+            finally:
+                p.end()
+            self._overlay_img, self._overlay_key = img, key
+        return self._overlay_img
 
     # input goes to the owner (picking, camera), never to pyqtgraph's own handlers
     def mousePressEvent(self, ev):
@@ -123,6 +145,7 @@ class SceneView(QWidget):
         self.follow: tuple[str, int, int] | None = None
         self.expert: int | None = None
         self.labels_enabled = True
+        self._overlay_version = 0
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
         self.cam = camlib.Camera()
@@ -143,8 +166,9 @@ class SceneView(QWidget):
         self.line_flow = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 0.78, 0.3, 0.9))
         self.line_follow = gl.GLLinePlotItem(mode="lines", width=2.5, antialias=True, color=(1.0, 0.95, 0.35, 1.0))
         self.line_sel = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        self.line_link = gl.GLLinePlotItem(mode="lines", width=1.2, antialias=True, color=(0.6, 0.75, 0.8, 0.55))
         self.line_hover = gl.GLLinePlotItem(mode="lines", width=1.5, antialias=True, color=(0.75, 0.8, 0.9, 0.9))
-        for item in (self.line_flow, self.line_follow, self.line_sel, self.line_hover):
+        for item in (self.line_link, self.line_flow, self.line_follow, self.line_sel, self.line_hover):
             item.setVisible(False)
             self.gl.addItem(item)
         self.layout: Layout | None = None
@@ -154,9 +178,14 @@ class SceneView(QWidget):
         self._apply_camera(camlib.preset("reset", self.layout.bounds, 1.6, self.layout.stack_bounds))
 
     # ================================================================ public API
+    def _touch(self) -> None:
+        """Something the labels show changed: redraw the overlay at the next frame."""
+        self._overlay_version += 1
+        self.gl.update()
+
     def set_translator(self, fn) -> None:
         self._tr = fn
-        self.gl.update()
+        self._touch()
 
     def tr(self, key: str, **fmt) -> str:
         return self._tr(key, **fmt)
@@ -169,15 +198,21 @@ class SceneView(QWidget):
             self.set_camera_preset("reset", animate=False)
 
     def set_trace(self, trace) -> None:
-        old_rows = self.layout.row_positions if self.layout else None
+        old = self.trace
         self.trace = trace
         if trace is not None:
             self.pass_index = min(self.pass_index, len(trace.passes) - 1)
-        new_rows = build_layout(self.cfg, self.layer0, trace).row_positions if trace is not None else None
-        if trace is None or new_rows != old_rows or self._shapes_changed(trace):
+        if trace is None or old is None or not self._same_shapes(old, trace):
             self._rebuild()
-        else:
+        else:  # same grids: only the colour buffers change
             self.recolour()
+
+    def _same_shapes(self, a, b) -> bool:
+        if len(a.tokens) != len(b.tokens) or len(a.passes) != len(b.passes) or a.n_layers != b.n_layers:
+            return False
+        la, lb = a.passes[0].layers[self.layer0].tensors, b.passes[0].layers[self.layer0].tensors
+        return {k: getattr(v, "shape", None) for k, v in la.items()} == {
+            k: getattr(v, "shape", None) for k, v in lb.items()}
 
     def set_layer(self, layer0: int, animate: bool = True) -> None:
         n = self.layout.dims.n_layers
@@ -198,6 +233,7 @@ class SceneView(QWidget):
         self.recolour()
 
     def set_step_focus(self, step_kind: str | None) -> None:
+        same = step_kind == self.step_kind
         self.step_kind = step_kind
         self._update_flow()
         self.recolour()
@@ -211,11 +247,11 @@ class SceneView(QWidget):
             b = self.layout.by_id.get(t) or self.layout.by_id.get(f"L{self.layer0 + 1}/{t}")
             if b is not None:
                 boxes.append((b.lo, b.hi))
-        if boxes:
+        if boxes and not same:
             lo = np.min([b[0] for b in boxes], axis=0)
             hi = np.max([b[1] for b in boxes], axis=0)
             self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=14.0), True)
-        self.gl.update()
+        self._touch()
 
     def select_block(self, block_id: str | None) -> None:
         self.selected = block_id if block_id and block_id in self.layout.by_id else None
@@ -271,10 +307,6 @@ class SceneView(QWidget):
         return img
 
     # ================================================================ building / colouring
-    def _shapes_changed(self, trace) -> bool:
-        lay = build_layout(self.cfg, self.layer0, trace)
-        return [(b.id, b.grid) for b in lay.blocks] != [(b.id, b.grid) for b in self.layout.blocks]
-
     def _rebuild(self) -> None:
         self.layout = build_layout(self.cfg, self.layer0, self.trace, self.pass_index)
         self.layer0 = self.layout.layer
@@ -295,7 +327,25 @@ class SceneView(QWidget):
         self.hovered = None
         self.hover_cell = None
         self._update_flow()
+        self._update_link()
         self._update_outlines()
+
+    def _update_link(self) -> None:
+        """Thin lines from the selected slab of the stack to the exploded layer's backdrop."""
+        lay = self.layout
+        slab = lay.by_id.get(f"L{lay.layer + 1}/stack.layer")
+        bd = lay.by_id.get(f"L{lay.layer + 1}/backdrop")
+        if slab is None or bd is None:
+            self._set_lines(self.line_link, None)
+            return
+        c = np.array(palette.role(slab.role))
+        self.line_link.setData(color=(min(c[0] * 1.3, 1), min(c[1] * 1.3, 1), min(c[2] * 1.3, 1), 0.6))
+        x0, x1 = slab.hi[0], bd.lo[0]
+        pts = []
+        for y in (slab.lo[1], slab.hi[1]):
+            for zs, zb in ((slab.lo[2], bd.lo[2]), (slab.hi[2], bd.hi[2])):
+                pts += [(x0, y, zs), (x1, bd.center[1] if y > 0 else bd.lo[1], zb)]
+        self._set_lines(self.line_link, np.array(pts, np.float32))
 
     def _family_colors(self, name: str) -> np.ndarray:
         fam = self.families[name]
@@ -355,7 +405,7 @@ class SceneView(QWidget):
         hv = seg(self.hovered) if self.hovered and self.hovered != self.selected else None
         self._set_lines(self.line_hover, hv)
         self._set_lines(self.line_follow, self._follow_segments())
-        self.gl.update()
+        self._touch()
 
     def _follow_segments(self) -> np.ndarray | None:
         """S6: outline the output cell, the input row and the weight column it came from."""
@@ -478,6 +528,9 @@ class SceneView(QWidget):
         self._press_pos = ev.position()
         self._last_pos = ev.position()
         self._dragged = False
+        # pan when the middle button or Shift(+left) starts the drag (decided once, at the press)
+        self._pan_mode = bool(ev.button() == Qt.MouseButton.MiddleButton or
+                              ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         self._stop_anim()
         self.gl.setFocus()
 
@@ -495,8 +548,8 @@ class SceneView(QWidget):
             self._dragged = True
         if not self._dragged:
             return
-        pan = (buttons & Qt.MouseButton.MiddleButton) or (
-            buttons & Qt.MouseButton.LeftButton and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        pan = bool(buttons & Qt.MouseButton.MiddleButton) or getattr(self, "_pan_mode", False) or bool(
+            ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         cam = camlib.Camera.from_dict(self.cam.to_dict())
         if pan:
             self._pan(cam, d.x(), d.y())

@@ -1,0 +1,287 @@
+"""Inspector dock (S5, S6): what the selected block is, its formula, real K3 and toy shapes, live values, and
+"follow one number" — x · W[:, j] = y_j written out term by term, summed before rounding.
+
+Listens to AppState (block_selected, trace/pass/token/language changes). The scene's `cell_clicked(block_id,
+row, col)` signal should be connected to `show_cell` (row = drawn grid row, as the scene reports it).
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (QDockWidget, QGroupBox, QLabel, QScrollArea, QTableWidget, QTableWidgetItem,
+                               QTextBrowser, QVBoxLayout, QWidget)
+
+from app import i18n, texts
+from app.i18n import tr
+from app.state import AppState
+from compute.trace import LINEAR_INPUTS
+from scene import palette
+from scene.layout import ModelDims, _k3_shapes, token_rows
+
+MAX_ROWS_SHOWN, MAX_COLS_SHOWN = 8, 12
+
+
+def parse_block_id(block_id: str) -> tuple[int, str, str]:
+    """"L37/kda.q_proj/W" -> (37, "kda.q_proj", "weight"); "lm_head" -> (0, "lm_head", "tensor")."""
+    parts = block_id.split("/")
+    layer = 0
+    if parts[0].startswith("L") and parts[0][1:].isdigit():
+        layer = int(parts[0][1:])
+        parts = parts[1:]
+    kind = parts[0] if parts else block_id
+    part = "tensor"
+    if len(parts) > 1:
+        part = {"W": "weight", "E": "shared_experts", "dense": "marker"}.get(parts[1], parts[1])
+    if kind == "stack.layer":
+        part = "slab"
+    return layer, kind, part
+
+
+def follow_one_number(trace, layer: int, kind: str, position: int, col: int):
+    """y[position, col] of the linear block `kind` of 1-based `layer`, written out.
+
+    Returns (terms, total, engine_value): terms = [(i, x_i, W_ij, x_i*W_ij)], total = sum in float64 before
+    any rounding, engine_value = the engine's y from the trace. None when the position was not processed."""
+    src = LINEAR_INPUTS[kind]
+    l0 = layer - 1
+    for ps in trace.passes:
+        hit = np.nonzero(np.asarray(ps.positions) == position)[0]
+        if hit.size:
+            r = int(hit[0])
+            tens = ps.layers[l0].tensors
+            x = np.asarray(tens[src], np.float64)[r]
+            W = np.asarray(trace.weights[l0][kind], np.float64)
+            y = float(np.asarray(tens[kind], np.float64)[r, col])
+            terms = [(i, float(x[i]), float(W[i, col]), float(x[i] * W[i, col])) for i in range(len(x))]
+            total = float(np.sum(x * W[:, col]))
+            return terms, total, y
+    return None
+
+
+class InspectorDock(QDockWidget):
+    def __init__(self, state: AppState, parent=None):
+        super().__init__(parent)
+        self.setObjectName("inspectorDock")
+        self.state = state
+        self.block_id: str | None = None
+        self.cell: tuple[str, int, int] | None = None
+        self.config = None
+
+        body = QWidget()
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(8, 8, 8, 8)
+        self.name_label = QLabel()
+        self.name_label.setObjectName("inspector_name")
+        f = self.name_label.font()
+        f.setPointSizeF(f.pointSizeF() * 1.35)
+        f.setBold(True)
+        self.name_label.setFont(f)
+        self.name_label.setWordWrap(True)
+        self.meta_label = QLabel()
+        self.meta_label.setObjectName("inspector_meta")
+        self.meta_label.setWordWrap(True)
+        self.meta_label.setTextFormat(Qt.RichText)
+        self.what = QTextBrowser()
+        self.what.setObjectName("inspector_what")
+        self.what.setOpenExternalLinks(False)
+        self.what.setMinimumHeight(110)
+        self.formula_label = QLabel()
+        self.formula_label.setObjectName("inspector_formula")
+        self.formula_label.setWordWrap(True)
+        self.formula_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        mono = QFont("DejaVu Sans Mono")
+        mono.setStyleHint(QFont.Monospace)
+        self.formula_label.setFont(mono)
+        self.values_title = QLabel()
+        self.values_title.setObjectName("inspector_values_title")
+        self.values_note = QLabel()
+        self.values_note.setWordWrap(True)
+        self.values_note.setObjectName("inspector_values_note")
+        self.table = QTableWidget()
+        self.table.setObjectName("inspector_values")
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setMinimumHeight(150)
+        self.follow_box = QGroupBox()
+        self.follow_box.setObjectName("inspector_follow")
+        fl = QVBoxLayout(self.follow_box)
+        self.follow_label = QLabel()
+        self.follow_label.setObjectName("inspector_follow_text")
+        self.follow_label.setWordWrap(True)
+        self.follow_label.setTextFormat(Qt.RichText)
+        self.follow_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        fl.addWidget(self.follow_label)
+        for w in (self.name_label, self.meta_label, self.what, self.formula_label, self.values_title,
+                  self.values_note, self.table, self.follow_box):
+            lay.addWidget(w)
+        lay.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(body)
+        self.setWidget(scroll)
+
+        state.block_selected.connect(self.show_block)
+        # bound methods (not lambdas): Qt drops these connections when the dock is destroyed
+        state.trace_changed.connect(self._on_change)
+        state.pass_changed.connect(self._on_change)
+        state.token_changed.connect(self._on_change)
+        state.language_changed.connect(self._on_language)
+        self.retranslate()
+
+    def _on_change(self, *_args) -> None:
+        self.refresh()
+
+    def _on_language(self, *_args) -> None:
+        self.retranslate()
+
+    # ---------------------------------------------------------------- public
+    def set_config(self, cfg) -> None:
+        self.config = cfg
+        self.refresh()
+
+    def show_block(self, block_id: str) -> None:
+        if block_id != self.block_id:
+            self.cell = None
+        self.block_id = block_id or None
+        self.refresh()
+
+    def show_cell(self, block_id: str, row: int, col: int) -> None:
+        """A cell of a block was clicked in the scene (row = drawn grid row)."""
+        self.block_id = block_id
+        self.cell = (block_id, int(row), int(col))
+        self.refresh()
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("inspector.title"))
+        self.values_title.setText(f"<b>{html.escape(tr('inspector.values'))}</b>")
+        self.follow_box.setTitle(tr("inspector.follow"))
+        self.refresh()
+
+    # ---------------------------------------------------------------- content
+    def refresh(self) -> None:
+        if not self.block_id:
+            self.name_label.setText(tr("inspector.empty"))
+            self.meta_label.setText("")
+            self.what.setPlainText("")
+            self.formula_label.setText("")
+            self.values_note.setText("")
+            self.table.clear()
+            self.table.setRowCount(0)
+            self.table.setColumnCount(0)
+            self.follow_label.setText(html.escape(tr("inspector.follow_hint")))
+            return
+        layer, kind, part = parse_block_id(self.block_id)
+        lang = i18n.language()
+        name = tr(f"block.{kind}")
+        if part == "weight":
+            name += " · W"
+        if kind == "stack.layer" and layer:
+            name = f"{name} {layer}"
+        self.name_label.setText(name)
+        dims = ModelDims.from_config(self.config)
+        k3 = _k3_shapes(dims, max(layer - 1, 0)).get(kind, "")
+        if kind == "stack.layer" and layer:
+            k3 = f"{dims.mixers[layer - 1].upper()} + {dims.ffns[layer - 1]}"
+        vals, note = self._values(layer, kind, part)
+        toy = " × ".join(str(v) for v in vals.shape) if vals is not None else "—"
+        where = tr("inspector.layer", layer=layer) if layer else tr("inspector.global")
+        self.meta_label.setText(
+            f"{html.escape(where)}<br><b>{html.escape(tr('inspector.k3_shape'))}:</b> {html.escape(k3 or '—')}"
+            f"<br><b>{html.escape(tr('inspector.toy_shape'))}:</b> {html.escape(toy)}")
+        md = texts.explanation("block", kind, lang)
+        if md:
+            self.what.setMarkdown(md)
+        else:
+            self.what.setPlainText(tr(f"scene.desc.{kind}"))
+        self.formula_label.setText(f"{tr('inspector.formula')}:  {tr(f'scene.formula.{kind}')}"
+                                   if i18n.table().get(f"scene.formula.{kind}") else "")
+        self._fill_table(vals)
+        self.values_note.setText(note)
+        self._fill_follow(layer, kind, part)
+
+    def _pass_name(self, i: int) -> str:
+        return tr("inspector.pass.prefill") if i == 0 else tr("inspector.pass.decode", i=i)
+
+    def _values(self, layer: int, kind: str, part: str):
+        trace = self.state.trace
+        if trace is None:
+            return None, tr("inspector.no_trace")
+        pi = min(self.state.pass_index, len(trace.passes) - 1)
+        ps = trace.passes[pi]
+        note = tr("inspector.values_note", pass_name=self._pass_name(pi))
+        arr = None
+        if part == "weight" and layer:
+            arr = trace.weights[layer - 1].get(kind)
+            note = tr("inspector.weight_note")
+        elif kind == "stack.layer" and layer:
+            arr = ps.layers[layer - 1].tensors.get("residual")
+        elif layer:
+            key = kind
+            if part == "shared_experts" or kind == "moe.shared":
+                key = "moe.shared"
+            arr = ps.layers[layer - 1].tensors.get(key)
+        elif kind == "embedding":
+            arr = ps.embedding
+        elif kind in ("final.attnres", "final.norm", "lm_head"):
+            arr = ps.final.get(kind)
+        elif kind == "sampling":
+            arr = ps.final.get("probs")
+        if arr is None:
+            return None, tr("inspector.no_values")
+        arr = np.asarray(arr, float)
+        return arr, note
+
+    def _fill_table(self, vals) -> None:
+        self.table.clear()
+        if vals is None:
+            self.table.setRowCount(0)
+            self.table.setColumnCount(0)
+            return
+        v = vals
+        if v.ndim == 1:
+            v = v[None]
+        elif v.ndim > 2:
+            v = v.reshape(-1, v.shape[-1])
+        r, c = min(v.shape[0], MAX_ROWS_SHOWN), min(v.shape[1], MAX_COLS_SHOWN)
+        self.table.setRowCount(r)
+        self.table.setColumnCount(c)
+        finite = np.isfinite(v)
+        scale = float(np.max(np.abs(v[finite]))) if finite.any() else 1.0
+        colours = palette.diverging(np.where(finite, v, 0.0), scale)
+        for i in range(r):
+            for j in range(c):
+                item = QTableWidgetItem("−∞" if v[i, j] == -np.inf else f"{v[i, j]:.3f}")
+                rgba = colours[i, j]
+                item.setBackground(QBrush(QColor.fromRgbF(float(rgba[0]), float(rgba[1]), float(rgba[2]))))
+                item.setForeground(QBrush(QColor(20, 20, 20)))
+                self.table.setItem(i, j, item)
+        self.table.resizeColumnsToContents()
+
+    def _fill_follow(self, layer: int, kind: str, part: str) -> None:
+        trace = self.state.trace
+        if self.cell is None or self.cell[0] != self.block_id or trace is None or not layer:
+            self.follow_label.setText(html.escape(tr("inspector.follow_hint")))
+            return
+        if kind not in LINEAR_INPUTS or part != "tensor":
+            self.follow_label.setText(html.escape(tr("inspector.follow_not_linear", name=tr(f"block.{kind}"))))
+            return
+        _, row, col = self.cell
+        rows = token_rows(trace)
+        position = rows[row] if row < len(rows) else row
+        res = follow_one_number(trace, layer, kind, position, col)
+        if res is None:
+            self.follow_label.setText(html.escape(tr("inspector.follow_unprocessed", row=position)))
+            return
+        terms, total, y = res
+        piece = trace.tokens[position][0] if position < len(trace.tokens) else ""
+        lines = [f"<b>{html.escape(tr('inspector.token', pos=position, piece=piece))}</b>",
+                 html.escape(tr("inspector.follow_eq", row=position, col=col)), ""]
+        for i, x, w, p in terms:
+            lines.append(f"x[{i}] · W[{i},{col}] = {x:+.4f} × {w:+.4f} = <b>{p:+.4f}</b>")
+        lines.append("")
+        lines.append(f"<b>{html.escape(tr('inspector.follow_sum', total=f'{total:+.10f}'))}</b>")
+        lines.append(html.escape(tr("inspector.follow_check", value=f"{y:+.10f}", diff=f"{abs(total - y):.2e}")))
+        lines.append(f"<i>{html.escape(tr('inspector.follow_note'))}</i>")
+        self.follow_label.setText("<span style='font-family:monospace'>" + "<br>".join(lines) + "</span>")

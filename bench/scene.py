@@ -1,0 +1,171 @@
+"""Scene performance (issue 3): prints one JSON object.
+
+    python bench/scene.py            # under Xvfb; starts its own Xvfb when DISPLAY is unset
+
+frame_ms_median   one redraw of the default view (whole stack + exploded MoE layer with all 896 experts, labels)
+                  through the event loop (update() -> frameSwapped), 1280x800
+floor_ms_median   the same triangles as ONE merged GLMeshItem (same shader, same camera, same widget size)
+frame_over_floor  ratio of the two, measured in the same run, interleaved rounds (target <= 1.25)
+select_layer_ms   set_layer() = layout rebuild + geometry + recolour (CPU; upload happens in the next frame)
+pick_ms           one hover pick (ray-AABB over every block + cell index)
+recolour_ms       set_trace() with a new trace of the same shapes (colour buffers only)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _ensure_display():
+    if os.environ.get("DISPLAY"):
+        return None
+    xvfb = shutil.which("Xvfb")
+    if not xvfb:
+        raise SystemExit("bench/scene.py needs an X display (install xvfb)")
+    for n in range(150, 200):
+        if not Path(f"/tmp/.X{n}-lock").exists():
+            proc = subprocess.Popen([xvfb, f":{n}", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
+            os.environ["DISPLAY"] = f":{n}"
+            return proc
+    raise SystemExit("no free X display number")
+
+
+def main() -> dict:
+    xproc = _ensure_display()
+    os.environ["QT_QPA_PLATFORM"] = "xcb"
+    try:
+        return _run()
+    finally:
+        if xproc is not None:
+            xproc.terminate()
+
+
+def _run() -> dict:
+    import numpy as np
+    from PySide6.QtCore import QCoreApplication, QElapsedTimer, Qt
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication([])
+    import pyqtgraph.opengl as gl
+
+    from compute.config import load_default
+    from compute.engine import ToyK3
+    from compute.trace import Knobs
+    from scene.gl_items import FamilyMesh
+    from scene.view import SceneView
+
+    cfg = load_default()
+    engine = ToyK3()
+    trace = engine.run("로봇이 컵을 집었다", max_new_tokens=2)
+    trace2 = engine.run("로봇이 컵을 집었다", max_new_tokens=2, knobs=Knobs(alpha=0.5, beta=0.9))
+
+    view = SceneView()
+    view.resize(1280, 800)
+    view.show()
+    view.set_config(cfg)
+    view.set_trace(trace)
+    view.set_layer(36, animate=False)
+    view.set_camera_preset("reset", animate=False)
+
+    # the floor: all triangles of the scene's family meshes as ONE GLMeshItem in an identical widget
+    floor = gl.GLViewWidget()
+    floor.resize(1280, 800)
+    floor.setBackgroundColor(view.gl.opts["bgcolor"])
+    verts, norms, faces, cols = [], [], [], []
+    off = 0
+    for m in view.meshes.values():
+        if m.visible() and m.vertexes is not None:
+            verts.append(m.vertexes)
+            norms.append(m.normals)
+            faces.append(m.faces + off)
+            cols.append(m.colors)
+            off += len(m.vertexes)
+    merged = FamilyMesh()
+    merged.set_geometry(np.concatenate(verts), np.concatenate(norms), np.concatenate(faces), np.concatenate(cols))
+    floor.addItem(merged)
+    for k in ("center", "distance", "azimuth", "elevation", "fov"):
+        floor.opts[k] = view.gl.opts[k]
+    n_tris = int(sum(len(f) for f in faces))
+
+    def one_frame(widget, done):
+        done.clear()
+        timer = QElapsedTimer()
+        timer.start()
+        widget.update()
+        while not done:
+            app.processEvents()
+        return timer.nsecsElapsed() / 1e6
+
+    view.move(0, 0)
+    floor.move(40, 40)
+    floor.show()
+    view.show()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.5:
+        app.processEvents()
+    done_v, done_f = [], []
+    view.gl.frameSwapped.connect(lambda: done_v.append(1))
+    floor.frameSwapped.connect(lambda: done_f.append(1))
+    for _ in range(3):  # warm up both
+        one_frame(view.gl, done_v)
+        one_frame(floor, done_f)
+    scene_ms, floor_ms = [], []
+    for _ in range(30):  # interleaved frame by frame: both see the same machine load
+        scene_ms.append(one_frame(view.gl, done_v))
+        floor_ms.append(one_frame(floor, done_f))
+    floor.hide()
+
+    sel = []
+    for layer in (3, 36, 0, 92, 50, 36):
+        t = time.perf_counter()
+        view.set_layer(layer, animate=False)
+        sel.append((time.perf_counter() - t) * 1e3)
+
+    rng = np.random.default_rng(0)
+    picks = []
+    for _ in range(300):
+        x, y = rng.uniform(0, 1280), rng.uniform(0, 800)
+        t = time.perf_counter()
+        view.pick_at(x, y)
+        picks.append((time.perf_counter() - t) * 1e3)
+
+    rec = []
+    for i in range(8):
+        t = time.perf_counter()
+        view.set_trace(trace2 if i % 2 == 0 else trace)
+        rec.append((time.perf_counter() - t) * 1e3)
+
+    fm, fl = statistics.median(scene_ms), statistics.median(floor_ms)
+    result = dict(
+        frame_ms_median=round(fm, 2), floor_ms_median=round(fl, 2), frame_over_floor=round(fm / fl, 3),
+        select_layer_ms=round(statistics.median(sel), 2), pick_ms=round(statistics.median(picks), 3),
+        recolour_ms=round(statistics.median(rec), 2), triangles=n_tris, blocks=len(view.layout.blocks),
+        widget="1280x800", gl_renderer=_renderer(view))
+    return result
+
+
+def _renderer(view) -> str:
+    try:
+        from OpenGL import GL
+        view.gl.makeCurrent()
+        r = GL.glGetString(GL.GL_RENDERER)
+        view.gl.doneCurrent()
+        return r.decode() if isinstance(r, bytes) else str(r)
+    except Exception:  # noqa: BLE001 - informative only
+        return "unknown"
+
+
+if __name__ == "__main__":
+    print(json.dumps(main()))
