@@ -50,7 +50,7 @@ class Float32Strip(Canvas):
     def __init__(self, tab: "Bf16Tab"):
         super().__init__(tab)
         self.tab = tab
-        self.setMinimumSize(480, 90)
+        self.setMinimumSize(400, 74)
 
     def draw(self, p) -> None:
         r = self.tab.rounding
@@ -104,23 +104,23 @@ class Bf16Tab(QWidget):
             b.setObjectName(f"bf16_special_{name}")
             b.setProperty("label_key", name)
             b.clicked.connect(lambda _c=False, v=val: self.set_number(v))
-            sgrid.addWidget(b, n // 5, n % 5)
+            sgrid.addWidget(b, n // 4, n % 4)
             self.specials.append((b, val))
-        sgrid.setColumnStretch(5, 1)
+        sgrid.setColumnStretch(4, 1)
         irow = QHBoxLayout()
         irow.addWidget(self.input_label)
         irow.addWidget(self.input)
         irow.addWidget(self.error, 1)
         # the 16 bits
         grid = QGridLayout()
-        grid.setHorizontalSpacing(2)
+        grid.setHorizontalSpacing(1)
         self.group_labels = {}
         for g, (col, span) in {"sign": (0, 1), "exponent": (1, 8), "mantissa": (9, 7)}.items():
             lab = QLabel()
             lab.setAlignment(Qt.AlignCenter)
             lab.setWordWrap(True)
             if g == "sign":
-                lab.setFixedWidth(28)
+                lab.setFixedWidth(25)
             c = qcolor(GROUP_ROLE[g])
             size = "10px" if g == "sign" else "12px"
             lab.setStyleSheet(f"color: rgb({c.red()},{c.green()},{c.blue()}); font-weight: bold; font-size: {size};")
@@ -131,12 +131,12 @@ class Bf16Tab(QWidget):
             b = QPushButton()
             b.setCheckable(True)
             b.setObjectName(f"bf16_bit{15 - i}")
-            b.setFixedSize(28, 38)
+            b.setFixedSize(25, 36)
             c = qcolor(GROUP_ROLE[group_of(i)])
             rgb = f"{c.red()},{c.green()},{c.blue()}"
             b.setStyleSheet(
                 f"QPushButton {{ background: rgb(28,31,38); color: rgb(150,158,170); border: 2px solid rgb({rgb});"
-                f" border-radius: 5px; font: bold 14px; padding: 0px; }}"
+                f" border-radius: 4px; font: bold 13px; padding: 0px; }}"
                 f"QPushButton:checked {{ background: rgb({rgb}); color: rgb(12,14,18); }}")
             b.toggled.connect(lambda _c, i=i: self._bit_toggled())
             grid.addWidget(b, 1, i)

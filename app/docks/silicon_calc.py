@@ -66,6 +66,7 @@ def _output_grid(names, prefix: str):
     labels, values = {}, {}
     for i, n in enumerate(names):
         lab = QLabel()
+        lab.setWordWrap(True)
         val = QLabel("—")
         val.setObjectName(f"{prefix}_out_{n}")
         val.setStyleSheet("font-size: 17px; font-weight: bold;")
@@ -103,7 +104,9 @@ class SeedCalc(QWidget):
         out, self.out_labels, self.out_values = _output_grid(self.OUTPUTS, "seed")
         self.fits = QLabel()
         self.fits.setObjectName("seed_fits")
+        self.fits.setWordWrap(True)
         self.stale = QLabel()
+        self.stale.setWordWrap(True)
         self.stale.setObjectName("seed_stale")
         self.stale.setStyleSheet(ERROR_STYLE)
         self.formula = QLabel()
@@ -236,7 +239,9 @@ class K3Calc(QWidget):
         self.title_out.setStyleSheet("font-weight: bold;")
         self.fits = QLabel()
         self.fits.setObjectName("k3_fits")
+        self.fits.setWordWrap(True)
         self.stale = QLabel()
+        self.stale.setWordWrap(True)
         self.stale.setObjectName("k3_stale")
         self.stale.setStyleSheet(ERROR_STYLE)
         self.formula = QLabel()
@@ -399,6 +404,8 @@ class CalcTab(QWidget):
         """Stack inputs above results when the dock is narrow."""
         for page in (self.seed, self.k3):
             set_stacked(page.top, narrow)
+            page.layout().invalidate()  # hidden pages too: the tab stack sizes itself by every page
+            page.updateGeometry()
 
     def retranslate(self) -> None:
         self.header.setText(tr("silicon.calc.header"))
