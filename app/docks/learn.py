@@ -6,7 +6,7 @@ Quiz links: "exp:<tab>" opens the Experiments dock on that tab, "learn:<tab>" sw
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QHeaderView, QLabel, QScrollArea, QTabWidget,
+from PySide6.QtWidgets import (QDockWidget, QFrame, QHeaderView, QLabel, QScrollArea, QTabWidget,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.docks.learn_harness import HarnessPanel
@@ -76,7 +76,7 @@ class LearnDock(QDockWidget):
         for key in TABS:
             self.tabs.addTab(self.panels[key], "")
         self.setWidget(self.tabs)
-        self.panels["quiz"].link_requested.connect(self.follow_link)
+        self.panels["quiz"].link_requested.connect(self._quiz_link)
         self.retranslate()
 
     def show_tab(self, key: str) -> None:
@@ -85,7 +85,7 @@ class LearnDock(QDockWidget):
         self.raise_()
 
     def _find_dock(self, name: str) -> QDockWidget | None:
-        for top in [self.parent()] + QApplication.topLevelWidgets():
+        for top in (self.parent(), self.window()):  # the main window this dock belongs to
             if top is None:
                 continue
             if top.objectName() == name and isinstance(top, QDockWidget):
@@ -95,14 +95,16 @@ class LearnDock(QDockWidget):
                 return found
         return None
 
-    def follow_link(self, link: str) -> None:
+    def follow_link(self, link: str) -> bool:
+        """Go to what a quiz answer links to; False when the target panel is not in this window."""
         kind, _, target = link.partition(":")
         if kind == "learn":
             self.show_tab(target)
         elif kind == "exp":
             dock = self._find_dock("ExperimentsDock")
-            if dock is not None and hasattr(dock, "show_experiment"):
-                dock.show_experiment(target)
+            if dock is None or not hasattr(dock, "show_experiment"):
+                return False
+            dock.show_experiment(target)
         elif kind == "block":
             head, _, _kind = target.partition("/")
             if head.startswith("L") and head[1:].isdigit():
@@ -110,6 +112,11 @@ class LearnDock(QDockWidget):
             self.state.select_block(target)
         else:
             raise ValueError(f"unknown link {link!r}")
+        return True
+
+    def _quiz_link(self, link: str) -> None:
+        if not self.follow_link(link):
+            self.panels["quiz"].feedback.setText(tr("learn.quiz.no_panel"))
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("learn.dock_title"))

@@ -209,3 +209,23 @@ def test_all_learn_panels_render_in_both_languages(win, qtbot, lang):
     assert win.learn.windowTitle() == i18n.tr("learn.dock_title")
     if lang == "ko":
         assert HANGUL.search(win.learn.panels["serving"].cost_result.text())
+
+
+def test_quiz_link_without_experiments_dock_says_so(qtbot):
+    state = AppState()
+    dock = LearnDock(state)  # alone: no Experiments dock anywhere
+    qtbot.addWidget(dock)
+    dock.show()
+    p = dock.panels["quiz"]
+    p.go(next(i for i, q in enumerate(QUESTIONS) if q.link.startswith("exp:")))
+    qtbot.mouseClick(p.options[0], Qt.LeftButton, pos=QPoint(6, p.options[0].height() // 2))
+    qtbot.mouseClick(p.check, Qt.LeftButton)
+    qtbot.mouseClick(p.link, Qt.LeftButton)
+    assert p.feedback.text() == i18n.tr("learn.quiz.no_panel")
+
+
+def test_zero_input_tokens_gives_no_division_error(win, qtbot):
+    p = win.learn.panels["serving"]
+    _type_into(qtbot, p.tok_in, "0")
+    assert p.tok_in.value() == 0
+    assert "—" in p.kv_text.text() and "inf" not in p.kv_text.text()
