@@ -136,3 +136,25 @@ def test_chunks_cover_tokens_in_order():
     chunks = T.chunk_stream(pieces, seed=3)
     assert [i for c in chunks for i in c] == list(range(23))
     assert any(len(c) > 1 for c in chunks) and all(1 <= len(c) <= 3 for c in chunks)
+
+
+def test_numpy_teaching_ops_agree_with_the_engine_ops():
+    """The UI uses numpy versions (no torch at UI start-up); they must agree with the engine's torch ops."""
+    torch = pytest.importorskip("torch")
+    from compute.moe import route
+    from compute.sampling import top_p_probs
+
+    logits = T.SAMPLING_LOGITS
+    for temp in (0.0, 0.25, 1.0, 1.7):
+        for top_p in (0.05, 0.3, 0.9, 1.0):
+            ref = top_p_probs(torch.tensor(logits, dtype=torch.float64), temp, top_p).numpy()
+            np.testing.assert_allclose(T.top_p_probs(logits, temp, top_p), ref, atol=1e-12)
+    for feature in T.MOE_FEATURES:
+        lg = T.moe_toy_logits(feature)
+        bias = np.zeros(896); bias[17] = 0.12; bias[5] = -0.2
+        w_ref, idx_ref = route(torch.tensor(lg)[None], torch.tensor(bias), 16)
+        r = T.route_topk(lg, bias)
+        assert set(r.idx.tolist()) == set(idx_ref[0].tolist())
+        order = np.argsort(r.idx)
+        ref_order = np.argsort(idx_ref[0].numpy())
+        np.testing.assert_allclose(r.weights[order], w_ref[0].numpy()[ref_order], atol=1e-12)
