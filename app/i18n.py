@@ -67,11 +67,22 @@ def set_language(lang: str) -> None:
         return
     _lang = lang
     for listener in list(_listeners):
-        listener(lang)
+        try:
+            listener(lang)
+        except RuntimeError:  # its Qt owner was deleted ("Signal source has been deleted"): forget it
+            off_change(listener)
 
 
 def on_change(listener: Callable[[str], None]) -> None:
     _listeners.append(listener)
+
+
+def off_change(listener: Callable[[str], None]) -> None:
+    """Stop calling listener (no error when it was never registered)."""
+    try:
+        _listeners.remove(listener)
+    except ValueError:
+        pass
 
 
 def tr(key: str, lang: str | None = None, **fmt) -> str:

@@ -44,7 +44,9 @@ class AppState(QObject):
         self.block: str | None = None
         self.expert = 17
         self.device = "cpu"
-        i18n.on_change(self.language_changed.emit)
+        listener = self.language_changed.emit
+        i18n.on_change(listener)
+        self.destroyed.connect(lambda *_: i18n.off_change(listener))
 
     # --- engine side ---------------------------------------------------------------------------
     def set_trace(self, trace: Trace) -> None:
