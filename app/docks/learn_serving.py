@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QPainter, QPen
-from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QLabel, QScrollArea,
-                               QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QHBoxLayout,
+                               QLabel, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 
 from app.docks.experiments_common import FloatSlider, demote_headings, fmt, qcolor, section_label
 from app.i18n import language, tr
@@ -25,17 +25,31 @@ def markdown_label(md: str) -> QLabel:
     return lab
 
 
+SCENARIOS = ("decode", "all_to_all", "prefix", "pd")
+EXPERT_GPUS = (2, 5, 7)  # constructed: the GPUs holding this token's selected experts in the all-to-all view
+
+
 class TrafficDiagram(QWidget):
     """One 8-GPU node: each GPU = HBM (weights | MLA cache | KDA state) + SMs; NVLink switch between them;
-    the CPU host above. Conceptual: proportions are not to scale."""
+    the CPU host above. A scenario highlights what moves where. Conceptual: proportions are not to scale."""
+
+    PARTS = (("weight", 0.62, "learn.serving.diagram.weights"), ("state", 0.24, "learn.serving.diagram.mla"),
+             ("kda", 0.14, "learn.serving.diagram.kda"))
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setMinimumHeight(300)
+        self.setMinimumHeight(316)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.scenario = "decode"
 
     def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(640, 300)
+        return QSize(640, 316)
+
+    def set_scenario(self, name: str) -> None:
+        if name not in SCENARIOS:
+            raise ValueError(f"unknown scenario {name!r}")
+        self.scenario = name
+        self.update()
 
     def gpu_rects(self) -> list[QRectF]:
         w = self.width()
@@ -44,8 +58,22 @@ class TrafficDiagram(QWidget):
         rects = []
         for row in range(2):
             for i in range(n):
-                rects.append(QRectF(10 + i * (gw + gap), 52 + row * 104, gw, 92))
+                rects.append(QRectF(10 + i * (gw + gap), 52 + row * 112, gw, 92))
         return rects
+
+    def bar_rect(self) -> QRectF:
+        return QRectF(10, 278, self.width() - 20, 30)
+
+    def active(self) -> dict[str, object]:
+        """What the current scenario lights: 'hbm' parts per GPU, 'sm' GPUs, 'nvlink' GPUs, 'pd' flag."""
+        sc, all8 = self.scenario, set(range(8))
+        if sc == "decode":
+            return {"hbm": {"weight", "state", "kda"}, "sm": all8, "nvlink": set(), "pd": False}
+        if sc == "all_to_all":
+            return {"hbm": {"weight"}, "sm": {0, *EXPERT_GPUS}, "nvlink": {0, *EXPERT_GPUS}, "pd": False}
+        if sc == "prefix":
+            return {"hbm": {"state", "kda"}, "sm": set(), "nvlink": set(), "pd": False}
+        return {"hbm": {"state", "kda"}, "sm": all8, "nvlink": all8, "pd": True}
 
     def paintEvent(self, _e):  # noqa: N802
         p = QPainter(self)
@@ -53,42 +81,58 @@ class TrafficDiagram(QWidget):
         pal = self.palette()
         text = pal.windowText().color()
         w = self.width()
+        act = self.active()
         small = QFont(self.font()); small.setPointSizeF(self.font().pointSizeF() * 0.85)
         bold = QFont(self.font()); bold.setBold(True)
-        # host
         host = QRectF(w / 2 - 150, 4, 300, 30)
         p.setPen(QPen(pal.mid().color(), 1)); p.setBrush(qcolor("weight", 60)); p.drawRoundedRect(host, 6, 6)
         p.setPen(text); p.setFont(small); p.drawText(host, Qt.AlignCenter, tr("learn.serving.diagram.host"))
         p.setPen(QPen(pal.mid().color(), 1, Qt.DashLine)); p.drawLine(QPointF(w / 2, 34), QPointF(w / 2, 50))
-        # NVLink switch bar
-        bar = QRectF(10, 262, w - 20, 28)
+        bar = self.bar_rect()
         nv = qcolor("activation")
-        for r in self.gpu_rects():
-            p.setPen(QPen(nv, 3))
+        for g, r in enumerate(self.gpu_rects()):
+            on = g in act["nvlink"]
+            p.setPen(QPen(nv if on else qcolor("activation", 70), 5 if on else 2))
             p.drawLine(QPointF(r.center().x(), r.bottom()), QPointF(r.center().x(), bar.top()))
-        p.setPen(QPen(nv.darker(130), 1)); p.setBrush(qcolor("activation", 90)); p.drawRoundedRect(bar, 6, 6)
+        p.setPen(QPen(nv.darker(130), 2 if act["nvlink"] else 1))
+        p.setBrush(qcolor("activation", 150 if act["nvlink"] else 60)); p.drawRoundedRect(bar, 6, 6)
         p.setPen(text); p.setFont(small); p.drawText(bar, Qt.AlignCenter, tr("learn.serving.diagram.nvlink"))
-        # GPUs
-        parts = (("weight", 0.62, "learn.serving.diagram.weights"), ("state", 0.24, "learn.serving.diagram.mla"),
-                 ("kda", 0.14, "learn.serving.diagram.kda"))
         for g, r in enumerate(self.gpu_rects()):
             p.setPen(QPen(pal.mid().color(), 1)); p.setBrush(pal.base()); p.drawRoundedRect(r, 6, 6)
             p.setPen(text); p.setFont(bold)
-            p.drawText(QRectF(r.x() + 6, r.y() + 2, r.width() - 12, 18), Qt.AlignLeft | Qt.AlignVCenter, f"GPU {g}")
+            head = f"GPU {g}"
+            if act["pd"]:
+                head += " · " + tr("learn.serving.diagram.prefill_pool" if g < 4 else "learn.serving.diagram.decode_pool")
+            p.drawText(QRectF(r.x() + 6, r.y() + 2, r.width() - 12, 18), Qt.AlignLeft | Qt.AlignVCenter, head)
             p.setFont(small)
             hbm = QRectF(r.x() + 6, r.y() + 22, r.width() - 12, 34)
             x = hbm.x()
-            for role, share, key in parts:
+            for role, share, key in self.PARTS:
                 seg = QRectF(x, hbm.y(), hbm.width() * share, hbm.height())
-                p.setPen(Qt.NoPen); p.setBrush(qcolor(role, 170)); p.drawRect(seg)
+                lit = role in act["hbm"]
+                p.setPen(QPen(text, 2) if lit else Qt.NoPen)
+                p.setBrush(qcolor(role, 200 if lit else 70))
+                p.drawRect(seg)
                 if g == 0:
                     p.setPen(text)
                     p.drawText(seg, Qt.AlignCenter | Qt.TextWordWrap, tr(key))
                 x += seg.width()
-            p.setPen(text)
             sm = QRectF(r.x() + 6, r.y() + 60, r.width() - 12, 26)
-            p.setPen(QPen(qcolor("output"), 1)); p.setBrush(qcolor("output", 45)); p.drawRoundedRect(sm, 4, 4)
+            lit = g in act["sm"]
+            p.setPen(QPen(qcolor("output"), 2 if lit else 1)); p.setBrush(qcolor("output", 110 if lit else 30))
+            p.drawRoundedRect(sm, 4, 4)
             p.setPen(text); p.drawText(sm, Qt.AlignCenter, tr("learn.serving.diagram.sm"))
+            if self.scenario == "decode":  # HBM → SM reads
+                p.setPen(QPen(qcolor("output"), 4, Qt.SolidLine, Qt.RoundCap)); p.drawLine(QPointF(sm.center().x(), hbm.bottom()),
+                                                                 QPointF(sm.center().x(), sm.top()))
+        if act["pd"]:  # prefill pool hands KV + KDA state to the decode pool
+            top, bot = self.gpu_rects()[1], self.gpu_rects()[5]
+            a, b = QPointF(top.right() + 5, top.bottom() - 6), QPointF(bot.right() + 5, bot.top() + 6)
+            p.setPen(QPen(qcolor("state"), 4)); p.drawLine(a, b)
+            p.setBrush(qcolor("state")); p.drawEllipse(b, 5, 5)
+            p.setPen(text); p.setFont(bold)
+            p.drawText(QRectF(a.x() + 8, (a.y() + b.y()) / 2 - 9, 200, 18), Qt.AlignLeft | Qt.AlignVCenter,
+                       tr("learn.serving.diagram.handover"))
         p.end()
 
 
@@ -107,8 +151,18 @@ class ServingPanel(QScrollArea):
         lay.addWidget(self.title)
         self.traffic = markdown_label("")
         lay.addWidget(self.traffic)
+        row = QHBoxLayout()
+        self.scenario_label = QLabel()
+        self.scenario = QComboBox(); self.scenario.setObjectName("serving_scenario")
+        for sc in SCENARIOS:
+            self.scenario.addItem("", sc)
+        row.addWidget(self.scenario_label); row.addWidget(self.scenario, 1)
+        lay.addLayout(row)
         self.diagram = TrafficDiagram(); self.diagram.setObjectName("serving_diagram")
         lay.addWidget(self.diagram)
+        self.scenario_text = QLabel(); self.scenario_text.setObjectName("serving_scenario_text")
+        self.scenario_text.setWordWrap(True); self.scenario_text.setTextFormat(Qt.RichText)
+        lay.addWidget(self.scenario_text)
         self.diagram_note = QLabel(); self.diagram_note.setWordWrap(True)
         lay.addWidget(self.diagram_note)
 
@@ -167,6 +221,12 @@ class ServingPanel(QScrollArea):
             w.valueChanged.connect(self.recompute)
         self.acceptance.valueChanged.connect(self.recompute)
         self.draft.valueChanged.connect(self.recompute)
+        self.scenario.currentIndexChanged.connect(self._scenario)
+
+    def _scenario(self, *_):
+        sc = self.scenario.currentData()
+        self.diagram.set_scenario(sc)
+        self.scenario_text.setText(tr(f"learn.serving.scenario.{sc}.text"))
 
     @staticmethod
     def _money(v: float) -> QDoubleSpinBox:
@@ -206,6 +266,10 @@ class ServingPanel(QScrollArea):
         self.title.setText(tr("learn.serving.title"))
         self.traffic.setText(demote_headings(explanation("topic", "serving_traffic", lang) or ""))
         self.diagram_note.setText(tr("learn.serving.diagram.note"))
+        self.scenario_label.setText(tr("learn.serving.scenario"))
+        for i, sc in enumerate(SCENARIOS):
+            self.scenario.setItemText(i, tr(f"learn.serving.scenario.{sc}"))
+        self._scenario()
         self.cost_box.setTitle(tr("learn.serving.cost.title"))
         for lab, key in zip(self.cost_labels, ("price_in", "price_out", "tokens_in", "tokens_out", "turns")):
             lab.setText(tr(f"learn.serving.cost.{key}"))

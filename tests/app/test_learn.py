@@ -229,3 +229,23 @@ def test_zero_input_tokens_gives_no_division_error(win, qtbot):
     _type_into(qtbot, p.tok_in, "0")
     assert p.tok_in.value() == 0
     assert "—" in p.kv_text.text() and "inf" not in p.kv_text.text()
+
+
+def test_traffic_scenarios_light_the_right_parts(win, qtbot):
+    p = win.learn.panels["serving"]
+    d = p.diagram
+    seen = {}
+    for i in range(p.scenario.count()):
+        p.scenario.setCurrentIndex(i)
+        sc = p.scenario.currentData()
+        assert d.scenario == sc and p.scenario_text.text() == i18n.tr(f"learn.serving.scenario.{sc}.text")
+        seen[sc] = d.active()
+        assert_rendered(d, min_colors=8)
+    assert seen["decode"]["nvlink"] == set() and len(seen["decode"]["sm"]) == 8
+    assert seen["all_to_all"]["nvlink"] and "3,584" in i18n.tr("learn.serving.scenario.all_to_all.text")
+    assert seen["prefix"]["hbm"] == {"state", "kda"}  # MLA KV + KDA state reused
+    assert seen["pd"]["pd"] is True
+    # the pictures differ between scenarios (pixels, not just state)
+    p.scenario.setCurrentIndex(0); a = d.grab().toImage()
+    p.scenario.setCurrentIndex(1); b = d.grab().toImage()
+    assert a != b
