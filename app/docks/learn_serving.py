@@ -4,7 +4,7 @@ prices, KV capacity, speculative-decoding expectation)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QFont, QPainter, QPen
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QHBoxLayout,
                                QLabel, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 
@@ -130,9 +130,12 @@ class TrafficDiagram(QWidget):
             a, b = QPointF(top.right() + 5, top.bottom() - 6), QPointF(bot.right() + 5, bot.top() + 6)
             p.setPen(QPen(qcolor("state"), 4)); p.drawLine(a, b)
             p.setBrush(qcolor("state")); p.drawEllipse(b, 5, 5)
-            p.setPen(text); p.setFont(bold)
-            p.drawText(QRectF(a.x() + 8, (a.y() + b.y()) / 2 - 9, 200, 18), Qt.AlignLeft | Qt.AlignVCenter,
-                       tr("learn.serving.diagram.handover"))
+            p.setFont(bold)
+            label = tr("learn.serving.diagram.handover")
+            box = QRectF(a.x() + 8, (a.y() + b.y()) / 2 - 9, QFontMetrics(bold).horizontalAdvance(label) + 10, 18)
+            p.setPen(Qt.NoPen); p.setBrush(pal.window()); p.drawRoundedRect(box, 4, 4)
+            p.setPen(text)
+            p.drawText(box, Qt.AlignCenter, label)
         p.end()
 
 
