@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -84,7 +83,6 @@ class _EngineObject(QObject):
                 trace = self.model.run(request.prompt, max_new_tokens=request.max_new_tokens,
                                        knobs=request.knobs)
         except Exception as exc:  # noqa: BLE001 - shown to the user, last good trace stays
-            traceback.print_exc()
             self.failed.emit(request.serial, f"{type(exc).__name__}: {exc}")
             return
         self.finished.emit(request.serial, trace, time.perf_counter() - t0)
@@ -119,7 +117,7 @@ class EngineController(QObject):
         self.engine.ready.connect(self._on_ready)
         self.engine.finished.connect(self._on_finished)
         self.engine.failed.connect(self._on_failed)
-        state.knobs_requested.connect(lambda knobs: self.request(self.state.prompt, knobs))
+        state.knobs_requested.connect(lambda knobs: self.request(self._current_prompt(), knobs))
         state.prompt_requested.connect(lambda text: self.request(text, self.state.knobs))
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -144,6 +142,10 @@ class EngineController(QObject):
         return self._in_flight is not None
 
     # --- requests ----------------------------------------------------------------------------
+    def _current_prompt(self) -> str:
+        """Knob changes re-run the prompt on screen (a rejected new prompt must not poison every slider)."""
+        return self._good.text if self._good is not None else self.state.prompt
+
     def request(self, prompt: str, knobs: Knobs) -> None:
         """Latest wins: replaces any request that has not started yet."""
         self._pending = (prompt, knobs)
@@ -187,6 +189,8 @@ class EngineController(QObject):
     @Slot(int, str)
     def _on_failed(self, serial: int, message: str) -> None:
         self._in_flight = None
+        if self._good is not None:
+            self.state.prompt = self._good.text  # the prompt of the trace still on screen
         self.state.set_error(message)
         self._dispatch()
         if self._in_flight is None:

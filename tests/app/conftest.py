@@ -32,3 +32,36 @@ def make_window(qtbot, tmp_path):
             win.close()
     i18n.set_language("en")
 
+
+
+@pytest.fixture(scope="module")
+def shared_window(qapp, tmp_path_factory):
+    """One real main window (with its first trace) shared by the tests of a module, to keep the suite fast.
+    Tests using it must leave it as they found it (step 0, English, default knobs)."""
+    import time
+
+    from app import i18n
+    from app.main_window import MainWindow
+
+    path = tmp_path_factory.mktemp("shared") / "settings.ini"
+    win = MainWindow(settings_path=str(path), language="en")
+    win.show()
+    win.activateWindow()
+    deadline = time.monotonic() + 90
+    while (win.state.trace is None or not win.isActiveWindow()) and time.monotonic() < deadline:
+        qapp.processEvents()
+        time.sleep(0.01)
+    assert win.state.trace is not None, "the engine produced no trace"
+    yield win
+    win.close()
+    i18n.set_language("en")
+
+
+@pytest.fixture
+def main_window(shared_window, qtbot):
+    """The module's shared window, made the active window again (another test's window may have taken it)."""
+    if not shared_window.isActiveWindow():
+        with qtbot.waitActive(shared_window):
+            shared_window.raise_()
+            shared_window.activateWindow()
+    return shared_window

@@ -13,8 +13,8 @@ from app.settings import Settings
 from gui_helpers import changed_fraction, drag_slider, image_array, wait_idle
 
 
-def test_window_title_docks_window_menu_and_status_bar(make_window):
-    win = make_window()
+def test_window_title_docks_window_menu_and_status_bar(main_window, qtbot):
+    win = main_window
     assert win.windowTitle() == "K3 Explorer"
     docks = win.findChildren(QDockWidget)
     assert len(docks) >= len(DOCKS)
@@ -27,8 +27,8 @@ def test_window_title_docks_window_menu_and_status_bar(make_window):
     assert win.step_label.text().startswith("Step 1 / 33")
 
 
-def test_window_menu_toggles_a_dock(make_window, qtbot):
-    win = make_window()
+def test_window_menu_toggles_a_dock(main_window, qtbot):
+    win = main_window
     dock = win.docks["ControlsDock"]
     assert dock.isVisible()
     win.findChild(type(dock.toggleViewAction()), "toggle_ControlsDock").trigger()
@@ -37,8 +37,8 @@ def test_window_menu_toggles_a_dock(make_window, qtbot):
     assert dock.isVisible()
 
 
-def test_space_plays_and_the_step_advances(make_window, qtbot):
-    win = make_window()
+def test_space_plays_and_the_step_advances(main_window, qtbot):
+    win = main_window
     player = win.docks["TracePlayerDock"]
     win.scene.gl.setFocus()
     assert player.index == 0 and not player.playing
@@ -60,8 +60,8 @@ def test_space_plays_and_the_step_advances(make_window, qtbot):
     assert win.state.step == 0
 
 
-def test_player_keys_are_ignored_while_typing_a_prompt(make_window, qtbot):
-    win = make_window()
+def test_player_keys_are_ignored_while_typing_a_prompt(main_window, qtbot):
+    win = main_window
     player = win.docks["TracePlayerDock"]
     edit = player.findChild(QLineEdit, "prompt_edit")
     qtbot.mouseClick(edit, Qt.LeftButton)
@@ -73,8 +73,8 @@ def test_player_keys_are_ignored_while_typing_a_prompt(make_window, qtbot):
     assert edit.text() == before + " "  # the space went into the text
 
 
-def test_typing_a_korean_prompt_and_run_changes_the_trace(make_window, qtbot):
-    win = make_window()
+def test_typing_a_korean_prompt_and_run_changes_the_trace(main_window, qtbot):
+    win = main_window
     player = win.docks["TracePlayerDock"]
     edit = player.prompt
     edit.clear()
@@ -89,8 +89,8 @@ def test_typing_a_korean_prompt_and_run_changes_the_trace(make_window, qtbot):
     assert "UTF-8 (13 bytes)" in player.bytes_label.text()  # 4 syllables x 3 + 1 space
 
 
-def test_empty_prompt_shows_an_inline_message(make_window, qtbot):
-    win = make_window()
+def test_empty_prompt_shows_an_inline_message(main_window, qtbot):
+    win = main_window
     player = win.docks["TracePlayerDock"]
     trace = win.state.trace
     player.prompt.clear()
@@ -99,8 +99,8 @@ def test_empty_prompt_shows_an_inline_message(make_window, qtbot):
     assert win.state.trace is trace
 
 
-def test_engine_error_keeps_the_last_good_trace(make_window, qtbot):
-    win = make_window()
+def test_engine_error_keeps_the_last_good_trace(main_window, qtbot):
+    win = main_window
     trace = win.state.trace
     player = win.docks["TracePlayerDock"]
     player.prompt.setText("가" * 300)  # more toy tokens than the engine takes (256)
@@ -111,13 +111,17 @@ def test_engine_error_keeps_the_last_good_trace(make_window, qtbot):
     assert win.state.trace is trace
 
 
-def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(make_window, qtbot):
-    win = make_window()
+def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(main_window, qtbot, tmp_path):
+    win = main_window
     wait_idle(qtbot, win)
     controls = win.docks["ControlsDock"]
     slider = controls.slider("alpha")
     before_trace = win.state.trace
-    before = image_array(win.scene.gl.grabFramebuffer())
+    win.scene.set_camera_preset("front", animate=False)  # the exploded KDA layer 37 in view
+    QTest.qWait(50)
+    shot = win.scene.gl.grabFramebuffer()
+    shot.save(str(tmp_path / "before.png"))
+    before = image_array(shot)
     assert controls.rows["alpha"].value.text() == "computed"
     drag_slider(slider, -slider.width() // 3)
     assert win.state.knobs.alpha is not None and win.state.knobs.alpha < 0.45
@@ -128,7 +132,9 @@ def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(make_window, qtbo
     assert np.allclose(a1, win.state.knobs.alpha) and not np.allclose(a0, a1)
     assert controls.rows["alpha"].value.text() == f"{win.state.knobs.alpha:.2f}"
     QTest.qWait(100)
-    after = image_array(win.scene.gl.grabFramebuffer())
+    shot = win.scene.gl.grabFramebuffer()
+    shot.save(str(tmp_path / "after.png"))
+    after = image_array(shot)
     assert changed_fraction(before, after) > 0.002
 
 
@@ -183,8 +189,8 @@ def test_settings_from_another_version_are_ignored(make_window, tmp_path):
     assert win.state.layer == 36 and win.state.knobs.temperature == 1.0
 
 
-def test_reset_layout_brings_docks_back(make_window, qtbot):
-    win = make_window(wait_trace=False)
+def test_reset_layout_brings_docks_back(main_window, qtbot):
+    win = main_window
     player = win.docks["TracePlayerDock"]
     left = win.dockWidgetArea(player)
     win.removeDockWidget(player)
@@ -196,12 +202,12 @@ def test_reset_layout_brings_docks_back(make_window, qtbot):
     assert win.docks["ControlsDock"].isVisible()
 
 
-def test_no_duplicate_shortcuts_anywhere(make_window):
+def test_no_duplicate_shortcuts_anywhere(main_window, qtbot):
     assert duplicate_shortcuts() == {}
     # the check itself catches a clash
     clash = (ActionSpec("a", "file", "Ctrl+S"), ActionSpec("b", "view", "ctrl+s"))
     assert duplicate_shortcuts(clash) == {"Ctrl+S": ["a", "b"]}
-    win = make_window(wait_trace=False)
+    win = main_window
     seen = {}
     from PySide6.QtGui import QAction, QKeySequence
 
@@ -212,8 +218,8 @@ def test_no_duplicate_shortcuts_anywhere(make_window):
             seen[key] = action.objectName() or action.text()
 
 
-def test_shortcuts_dialog_is_generated_from_the_registry(make_window, qtbot):
-    win = make_window(wait_trace=False)
+def test_shortcuts_dialog_is_generated_from_the_registry(main_window, qtbot):
+    win = main_window
     QTest.keyClick(win.scene.gl, Qt.Key_F1)
     qtbot.waitUntil(lambda: win.findChild(QDialogType(), "shortcuts_dialog") is not None, timeout=3000)
     dialog = win.findChild(QDialogType(), "shortcuts_dialog")
@@ -232,8 +238,8 @@ def QDialogType():
     return QDialog
 
 
-def test_switching_to_korean_changes_menu_texts_without_restart(make_window, qtbot):
-    win = make_window()
+def test_switching_to_korean_changes_menu_texts_without_restart(main_window, qtbot):
+    win = main_window
     titles_en = [m.title() for m in win.registry.menus.values()]
     assert titles_en[0] == "&File"
     win.registry.menus["language"].actions()[1].trigger()  # 한국어
@@ -248,8 +254,8 @@ def test_switching_to_korean_changes_menu_texts_without_restart(make_window, qtb
     assert [m.title() for m in win.registry.menus.values()] == titles_en
 
 
-def test_layer_keys_and_status_follow_the_layer(make_window, qtbot):
-    win = make_window(wait_trace=False)
+def test_layer_keys_and_status_follow_the_layer(main_window, qtbot):
+    win = main_window
     win.scene.gl.setFocus()
     QTest.keyClick(win.scene.gl, Qt.Key_PageDown)
     assert win.state.layer == 35 and win.scene.layer0 == 35
