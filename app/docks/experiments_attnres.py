@@ -1,7 +1,6 @@
 """Experiment 3 (C3): Block AttnRes — query strength, which block holds the feature → softmax weights, mix."""
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QVBoxLayout
 

@@ -8,7 +8,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QHBoxLayout,
                                QLabel, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 
-from app.docks.experiments_common import FloatSlider, demote_headings, fmt, qcolor, section_label
+from app.docks.experiments_common import FloatSlider, demote_headings, fmt, qcolor
 from app.i18n import language, tr
 from app.texts import explanation
 from compute import teaching as T
