@@ -76,7 +76,7 @@ def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=Non
     if name == "stack" and stack_bounds is not None:
         lo, hi = (np.asarray(v, float) for v in stack_bounds)
     center = tuple((lo + hi) / 2)
-    azim, elev = {"front": (-90.0, 4.0), "side": (-8.0, 10.0), "top": (-90.0, 78.0),
+    azim, elev = {"front": (-90.0, 4.0), "side": (-35.0, 12.0), "top": (-90.0, 78.0),
                   "stack": (-62.0, 14.0), "reset": (-100.0, 14.0)}[name]
     dist = fit_distance(lo, hi, fov, aspect, margin=0.86 if name != "top" else 0.95)
     if name == "stack":

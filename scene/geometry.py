@@ -46,10 +46,11 @@ def block_boxes(b: Block) -> tuple[np.ndarray, np.ndarray]:
         return b.center[None], b.size[None]
     cc = b.cell_centers()
     s = b.pitch * CELL_FILL
+    sr = b.pitch_r - b.pitch * (1 - CELL_FILL)  # the same gap between rows as between columns
     if b.orient == "wall":
-        size = np.array([s, b.size[1], s])
+        size = np.array([s, b.size[1], sr])
     else:
-        size = np.array([s, s, b.size[2]])
+        size = np.array([s, sr, b.size[2]])
     return cc, np.broadcast_to(size, cc.shape)
 
 

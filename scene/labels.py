@@ -184,11 +184,14 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
                     first = b
         if first is not None:
             rows = first.grid[0]
-            anchors = np.array([[first.lo[0] - 0.08, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch]
+            anchors = np.array([[first.lo[0] - 0.08, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch_r]
                                 for r in range(rows)])
             tp, tok_ok = project(anchors, cam, width, height)
             p.setFont(f_small)
             fmt = QFontMetricsF(f_small)
+            spacing = float(np.median(np.abs(np.diff(tp[:, 1])))) if rows > 1 else fmt.height()
+            if spacing < fmt.height() * 0.95:  # rows too close at this zoom: names would pile up
+                return
             for r, ((px, py), vis) in enumerate(zip(tp, tok_ok)):
                 if not vis or r >= len(inp.tokens):
                     continue
@@ -202,11 +205,12 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
 
 
 def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s: float, taken: list) -> None:
+    """A compact strip along the bottom: the value scale, the colour roles, then the honesty notes."""
     tr = inp.tr
     f = make_font(10.5 * s)
     fb = make_font(10.5 * s, True)
     fm = QFontMetricsF(f)
-    lh = fm.height() + 3 * s
+    lh = fm.height() + 4 * s
     entries = [("kda", tr("scene.legend.kda")), ("mla", tr("scene.legend.mla")),
                ("dense", tr("scene.legend.dense")), ("attnres", tr("scene.legend.attnres")),
                ("weight", tr("scene.legend.weight")), ("state", tr("scene.legend.state")),
@@ -216,43 +220,66 @@ def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s:
         notes.append(tr("scene.legend.flow"))
     if not inp.has_trace:
         notes.append(tr("scene.legend.no_trace"))
-    col_w = max(fm.horizontalAdvance(t) for _, t in entries) + 26 * s
-    ncols = 2
-    rows = (len(entries) + ncols - 1) // ncols
-    notes_w = max(fm.horizontalAdvance(t) for t in notes) + 16 * s
-    bar_h = lh
-    box_w = max(col_w * ncols, notes_w, 220 * s) + 16 * s
-    box_h = rows * lh + bar_h + len(notes) * lh + 20 * s
-    x, y = 12 * s, height - box_h - 12 * s
-    r = QRectF(x, y, box_w, box_h)
-    taken.append(r)
+    pad = 10 * s
+    max_w = width - 2 * pad - 16 * s
+    bar_w = 90 * s
+    # flow the items into lines: (kind, payload, width)
+    items = [("bar", tr("scene.legend.scale"), bar_w + 8 * s + QFontMetricsF(fb).horizontalAdvance(
+        tr("scene.legend.scale")))]
+    items += [("chip", (role, text), 16 * s + fm.horizontalAdvance(text)) for role, text in entries]
+    lines, cur, cur_w = [], [], 0.0
+    gap = 16 * s
+    for it in items:
+        if cur and cur_w + gap + it[2] > max_w:
+            lines.append(cur)
+            cur, cur_w = [], 0.0
+        cur_w += (gap if cur else 0) + it[2]
+        cur.append(it)
+    if cur:
+        lines.append(cur)
+    note_lines, cur = [], ""
+    for n in notes:
+        cand = f"{cur}   ·   {n}" if cur else n
+        if cur and fm.horizontalAdvance(cand) > max_w:
+            note_lines.append(cur)
+            cur = n
+        else:
+            cur = cand
+    if cur:
+        note_lines.append(cur)
+    box_h = (len(lines) + len(note_lines)) * lh + 2 * pad - 4 * s
+    content_w = max([sum(it[2] for it in ln) + gap * (len(ln) - 1) for ln in lines] +
+                    [fm.horizontalAdvance(t) for t in note_lines])
+    box = QRectF(pad, height - box_h - pad, content_w + 2 * pad, box_h)
+    taken.append(box)
     p.setPen(QPen(QColor(60, 66, 80), 1))
-    p.setBrush(QColor(14, 16, 22, 200))
-    p.drawRoundedRect(r, 6 * s, 6 * s)
-    p.setFont(f)
-    cy = y + 8 * s
-    # diverging value bar
-    grad = QLinearGradient(x + 10 * s, 0, x + 130 * s, 0)
-    for t in np.linspace(0, 1, 9):
-        grad.setColorAt(float(t), qcolor(tuple(palette.diverging(np.array([t * 2 - 1]), 1.0)[0])))
-    p.setPen(Qt.PenStyle.NoPen)
-    p.setBrush(grad)
-    p.drawRect(QRectF(x + 10 * s, cy + 2 * s, 120 * s, fm.height() - 4 * s))
-    p.setPen(QColor(230, 232, 238))
-    p.setFont(fb)
-    p.drawText(QPointF(x + 138 * s, cy + fm.ascent()), tr("scene.legend.scale"))
-    p.setFont(f)
-    cy += bar_h
-    for i, (role, text) in enumerate(entries):
-        cx = x + 10 * s + (i % ncols) * col_w
-        ry = cy + (i // ncols) * lh
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(qcolor(role))
-        p.drawRoundedRect(QRectF(cx, ry + 3 * s, 11 * s, fm.height() - 6 * s), 2 * s, 2 * s)
-        p.setPen(QColor(220, 224, 232))
-        p.drawText(QPointF(cx + 16 * s, ry + fm.ascent()), text)
-    cy += rows * lh + 4 * s
-    p.setPen(QColor(170, 176, 190))
-    for t in notes:
-        p.drawText(QPointF(x + 10 * s, cy + fm.ascent()), t)
-        cy += lh
+    p.setBrush(QColor(14, 16, 22, 205))
+    p.drawRoundedRect(box, 6 * s, 6 * s)
+    y = box.top() + pad - 2 * s
+    for ln in lines:
+        x = box.left() + pad
+        for kind, payload, w in ln:
+            if kind == "bar":
+                grad = QLinearGradient(x, 0, x + bar_w, 0)
+                for t in np.linspace(0, 1, 9):
+                    grad.setColorAt(float(t), qcolor(tuple(palette.diverging(np.array([t * 2 - 1]), 1.0)[0])))
+                p.setPen(Qt.PenStyle.NoPen)
+                p.setBrush(grad)
+                p.drawRoundedRect(QRectF(x, y + 3 * s, bar_w, fm.height() - 6 * s), 2 * s, 2 * s)
+                p.setFont(fb)
+                p.setPen(QColor(235, 237, 242))
+                p.drawText(QPointF(x + bar_w + 8 * s, y + fm.ascent()), payload)
+                p.setFont(f)
+            else:
+                role, text = payload
+                p.setPen(Qt.PenStyle.NoPen)
+                p.setBrush(qcolor(role))
+                p.drawRoundedRect(QRectF(x, y + 3 * s, 10 * s, fm.height() - 6 * s), 2 * s, 2 * s)
+                p.setPen(QColor(220, 224, 232))
+                p.drawText(QPointF(x + 16 * s, y + fm.ascent()), text)
+            x += w + gap
+        y += lh
+    p.setPen(QColor(165, 172, 188))
+    for t in note_lines:
+        p.drawText(QPointF(box.left() + pad, y + fm.ascent()), t)
+        y += lh

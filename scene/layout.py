@@ -31,13 +31,14 @@ MAX_ROWS = 24  # at most this many token rows are drawn (the last positions)
 
 # geometry constants (world units)
 PITCH = 0.30  # cell pitch of tensor grids
+ROWS_BUDGET = 2.7  # token rows of one block fill at most this height (rows get flatter for long prompts)
 CELL_FILL = 0.82  # fraction of the pitch a cell occupies
 WALL_T = 0.12  # thickness of a wall grid (y)
 PLATE_T = 0.08  # thickness of a weight plate (z)
 EXPERT_PITCH = 0.22
 SLAB_W, SLAB_D, SLAB_H, SLAB_STEP = 6.4, 4.4, 0.21, 0.33
 STACK_X = 0.0
-PANEL_X0 = 7.2  # x where the exploded layer starts
+PANEL_X0 = 7.4  # x where the exploded layer starts
 COL_GAP = 1.6
 BLOCK_GAP = 0.6
 STATION_GAP = 1.05
@@ -137,10 +138,15 @@ class Block:
     toy_shape: tuple[int, ...] = ()
     grid: tuple[int, int] | None = None  # (rows, cols) of cells, None = one solid box
     orient: str = "wall"  # "wall": cols along +x, rows down -z; "plate": cols along +x, rows along -y
-    pitch: float = PITCH
+    pitch: float = PITCH  # column pitch (x)
+    pitch_r: float = 0.0  # row pitch (z for walls, y for plates); 0 = same as pitch
     label: bool = True  # draw a label in the overlay
     rows_are_tokens: bool = True
     meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.pitch_r:
+            self.pitch_r = self.pitch
 
     @property
     def lo(self) -> np.ndarray:
@@ -158,10 +164,10 @@ class Block:
         out = np.empty((rows * cols, 3))
         out[:, 0] = u
         if self.orient == "wall":
-            out[:, 2] = self.hi[2] - (r.ravel() + 0.5) * self.pitch
+            out[:, 2] = self.hi[2] - (r.ravel() + 0.5) * self.pitch_r
             out[:, 1] = self.center[1]
         else:
-            out[:, 1] = self.hi[1] - (r.ravel() + 0.5) * self.pitch  # row 0 at the back edge
+            out[:, 1] = self.hi[1] - (r.ravel() + 0.5) * self.pitch_r  # row 0 at the back edge
             out[:, 2] = self.center[2]
         return out
 
@@ -172,9 +178,9 @@ class Block:
         rows, cols = self.grid
         col = int(np.floor((point[0] - self.lo[0]) / self.pitch))
         if self.orient == "wall":
-            row = int(np.floor((self.hi[2] - point[2]) / self.pitch))
+            row = int(np.floor((self.hi[2] - point[2]) / self.pitch_r))
         else:
-            row = int(np.floor((self.hi[1] - point[1]) / self.pitch))
+            row = int(np.floor((self.hi[1] - point[1]) / self.pitch_r))
         return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1)
 
 
@@ -482,23 +488,26 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
                 if kind in ("attnres.mixer",) and (shp is None or shp[-1] == 0):
                     continue
                 (gr, gc), pitch, tok = _grid_of(kind, shp)
-                w, h = gc * pitch, gr * pitch
+                pitch_r = pitch
+                if tok or kind in ("mla.scores", "mla.softmax"):
+                    pitch_r = min(pitch, ROWS_BUDGET / max(rows, 1))
+                w, h = gc * pitch, gr * pitch_r
                 pd = 0.0
                 if kind in PLATE_KINDS:
                     pd = plate_shape(kind)[0] * PITCH
-                items.append((kind, shp, gr, gc, pitch, tok, w, h, pd))
+                items.append((kind, shp, gr, gc, pitch, pitch_r, tok, w, h, pd))
             if not items:
                 continue
-            sh = max(it[7] for it in items)
+            sh = max(it[8] for it in items)
             x = x0
-            for kind, shp, gr, gc, pitch, tok, w, h, pd in items:
+            for kind, shp, gr, gc, pitch, pitch_r, tok, w, h, pd in items:
                 zc = z + h / 2
                 blocks.append(Block(
                     id=f"L{L}/{kind}", kind=kind, layer=L, role=role_of(kind), family="experts"
                     if kind in ("moe.router", "moe.experts") else "cells",
                     center=np.array([x + w / 2, 0.0, zc]), size=np.array([w, WALL_T, h]), tensor_key=kind,
                     label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=tuple(shp), grid=(gr, gc),
-                    pitch=pitch, rows_are_tokens=tok))
+                    pitch=pitch, pitch_r=pitch_r, rows_are_tokens=tok))
                 if kind in PLATE_KINDS:
                     din, dout = plate_shape(kind)
                     blocks.append(Block(
@@ -508,14 +517,14 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
                         label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=(din, dout),
                         grid=(din, dout), orient="plate", rows_are_tokens=False, label=False))
                 if kind == "moe.experts":  # the 2 shared experts, apart from the routed grid, always on
+                    sp = 0.42
                     blocks.append(Block(
                         id=f"L{L}/moe.shared/E", kind="moe.shared", layer=L, role="shared", family="experts",
-                        center=np.array([x + w + 0.35, 0.0, z + 2 * EXPERT_PITCH * 1.5]),
-                        size=np.array([EXPERT_PITCH * 1.6, WALL_T, 2 * EXPERT_PITCH * 1.6 * 1.5]),
+                        center=np.array([x + w + 0.3 + sp / 2, 0.0, z + sp]), size=np.array([sp, WALL_T, 2 * sp]),
                         part="shared_experts", tensor_key=None, label_key="scene.shared_experts",
-                        k3_shape=k3["moe.shared"], toy_shape=(2,), grid=(2, 1), pitch=EXPERT_PITCH * 1.6 * 1.5,
+                        k3_shape=k3["moe.shared"], toy_shape=(2,), grid=(2, 1), pitch=sp,
                         rows_are_tokens=False, label=False))
-                    w += 0.35 + EXPERT_PITCH * 1.6
+                    w += 0.3 + sp
                 x += w + BLOCK_GAP
                 xmax = max(xmax, x - BLOCK_GAP)
             z += sh + STATION_GAP
@@ -524,7 +533,7 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
     xm, ztop_m = column(MIXER_STATIONS[mixer], PANEL_X0, z0)
     xf, ztop_f = column(FFN_STATIONS[ffn], xm + COL_GAP, z0)
     # a dark backdrop behind the exploded layer groups it visually (decoration: not pickable, no label)
-    bx0, bx1 = PANEL_X0 - 0.8, xf + 0.8
+    bx0, bx1 = PANEL_X0 - 2.0, xf + 0.8  # the left margin holds the token names
     bz0, bz1 = z0 - 0.9, max(ztop_m, ztop_f) - STATION_GAP + 1.4
     blocks.append(Block(
         id=f"L{L}/backdrop", kind="stack.layer", layer=L, role="background", family="stack",

@@ -433,14 +433,14 @@ class SceneView(QWidget):
 
     @staticmethod
     def _cell_box(b, r0, r1, c0, c1) -> np.ndarray:
-        p = b.pitch
+        p, pr = b.pitch, b.pitch_r
         lo = b.lo.copy()
         hi = b.hi.copy()
         lo[0], hi[0] = b.lo[0] + c0 * p, b.lo[0] + (c1 + 1) * p
         if b.orient == "wall":
-            hi[2], lo[2] = b.hi[2] - r0 * p, b.hi[2] - (r1 + 1) * p
+            hi[2], lo[2] = b.hi[2] - r0 * pr, b.hi[2] - (r1 + 1) * pr
         else:
-            hi[1], lo[1] = b.hi[1] - r0 * p, b.hi[1] - (r1 + 1) * p
+            hi[1], lo[1] = b.hi[1] - r0 * pr, b.hi[1] - (r1 + 1) * pr
         return outline_segments(lo, hi, pad=0.03)
 
     def _update_flow(self) -> None:
