@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider,
                                QSpinBox, QVBoxLayout, QWidget)
 
@@ -23,6 +24,7 @@ class GridTab(QWidget):
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
+        self._dirty = True
         self.current = None  # experts_data.Routing shown now (or None)
 
         self.header = QLabel()
@@ -71,11 +73,19 @@ class GridTab(QWidget):
         self.selected_box = QGroupBox()
         self.selected_list = QLabel()
         self.selected_list.setObjectName("experts.selected_list")
-        self.selected_list.setTextFormat(Qt.RichText)
+        self.selected_list.setTextFormat(Qt.PlainText)  # plain monospace text: cheap to relayout per token
+        self.selected_list.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
         self.selected_list.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.selected_list.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self.shared_line = QLabel()
+        self.shared_line.setWordWrap(True)
+        self.shared_line.setStyleSheet("color: #d0702a;")
+        self.sum_line = QLabel()
         sl = QVBoxLayout(self.selected_box)
         sl.addWidget(self.selected_list)
+        sl.addWidget(self.shared_line)
+        sl.addWidget(self.sum_line)
+        sl.addStretch(1)
 
         bottom = QHBoxLayout()
         bottom.addWidget(self.bias_box, 3)
@@ -100,7 +110,17 @@ class GridTab(QWidget):
         self.retranslate()
 
     # --- state -> view ------------------------------------------------------------------------------
+    def showEvent(self, event):  # noqa: N802
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
     def refresh(self, *_):
+        """Re-read the trace for the current token / layer; deferred while the tab is hidden."""
+        if not self.isVisible():
+            self._dirty = True
+            return
+        self._dirty = False
         st = self.state
         tr_ = st.trace
         layer1 = st.layer + 1
@@ -132,13 +152,12 @@ class GridTab(QWidget):
         r = self.current
         if r is None:
             self.selected_list.setText(tr("experts.selected.none"))
+            self.sum_line.setText("")
             return
         order = np.argsort(-r.weights, kind="stable")
-        cells = [f"<td style='padding-right:10px'><b>E{int(r.selected[i])}</b> {r.weights[i]:.3f}</td>" for i in order]
-        rows = ["<tr>" + "".join(cells[j:j + 4]) + "</tr>" for j in range(0, len(cells), 4)]
-        shared = tr("experts.selected.shared_line")
-        self.selected_list.setText(f"<table>{''.join(rows)}</table><div style='color:#e8a060'>{shared}</div>"
-                                   f"<div>{tr('experts.selected.sum', total=float(r.weights.sum()))}</div>")
+        cells = [f"E{int(r.selected[i]):<4d}{r.weights[i]:.3f}" for i in order]
+        self.selected_list.setText("\n".join("   ".join(cells[j:j + 4]) for j in range(0, len(cells), 4)))
+        self.sum_line.setText(tr("experts.selected.sum", total=float(r.weights.sum())))
 
     def _update_why(self):
         e = self.expert_spin.value()
@@ -203,6 +222,7 @@ class GridTab(QWidget):
         self.reset_button.setText(tr("experts.bias.reset"))
         self.note.setText(tr("experts.bias.note"))
         self.selected_box.setTitle(tr("experts.selected.title"))
+        self.shared_line.setText(tr("experts.selected.shared_line"))
         self.legend.setText(tr("experts.grid.legend"))
         self.hover.setText(tr("experts.hover.hint"))
         self.refresh()

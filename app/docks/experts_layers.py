@@ -25,6 +25,7 @@ class LayersTab(QWidget):
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
+        self._dirty = True
         self.mode = QComboBox()
         self.mode.setObjectName("experts.layers.mode")
         self.mode.addItems(["", ""])
@@ -100,7 +101,17 @@ class LayersTab(QWidget):
         rows = np.nonzero(self._positions == self.state.token)[0]
         return overlap_map(self._idx, int(rows[0])) if rows.size else None
 
+    def showEvent(self, event):  # noqa: N802
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
     def refresh(self, *_):
+        """Re-read the trace for the current token / layer; deferred while the tab is hidden."""
+        if not self.isVisible():
+            self._dirty = True
+            return
+        self._dirty = False
         self.expert.setEnabled(self.mode.currentIndex() == 0)
         self.expert_label.setEnabled(self.mode.currentIndex() == 0)
         m = self.matrix()

@@ -81,7 +81,7 @@ class ExpertGridWidget(QWidget):
         self._selected = np.zeros(0, dtype=np.int64)
         self._weights = np.zeros(0)
         self._weight_of = np.full(n_experts, np.nan)
-        self._rank = np.zeros(n_experts, dtype=np.int64)
+        self._rank: np.ndarray | None = None
         self._colors = np.zeros((n_experts, 4), dtype=np.uint8)
         self._image: QImage | None = None
         self._message = ""
@@ -100,7 +100,7 @@ class ExpertGridWidget(QWidget):
         self._scores, self._bias, self._selected, self._weights = s, b, sel, w
         self._weight_of = np.full(self._n, np.nan)
         self._weight_of[sel] = w
-        self._rank = ranks_desc(s + b)
+        self._rank = None  # computed on first hover (only the tooltip needs it)
         self._colors = cell_colors(s, sel, w)
         padded = np.zeros((self._rows * self._cols, 4), dtype=np.uint8)
         padded[:, :3] = (_BG.red(), _BG.green(), _BG.blue())
@@ -145,6 +145,17 @@ class ExpertGridWidget(QWidget):
         shared = QRectF(grid.right() + cell, margin, cell * shared_w_cells, cell * self._rows)
         return cell, grid, shared
 
+    def _gap_lines(self, cell: float, grid: QRectF) -> list[QLineF]:
+        """The lines between cells for this geometry (cached until the widget is resized)."""
+        key = (cell, grid.left(), grid.top())
+        if getattr(self, "_lines_key", None) != key:
+            lines = [QLineF(grid.left() + c * cell, grid.top(), grid.left() + c * cell, grid.bottom())
+                     for c in range(self._cols + 1)]
+            lines += [QLineF(grid.left(), grid.top() + r * cell, grid.right(), grid.top() + r * cell)
+                      for r in range(self._rows + 1)]
+            self._lines_key, self._lines = key, lines
+        return self._lines
+
     def cell_rect(self, expert: int) -> QRect:
         """Widget-pixel rectangle of a routed expert's cell (inside the 1-px gaps)."""
         cell, grid, _ = self._layout()
@@ -185,11 +196,7 @@ class ExpertGridWidget(QWidget):
         pen = QPen(_BG)
         pen.setWidthF(max(1.0, cell * 0.12))
         p.setPen(pen)
-        lines = [((grid.left() + c * cell, grid.top()), (grid.left() + c * cell, grid.bottom()))
-                 for c in range(self._cols + 1)]
-        lines += [((grid.left(), grid.top() + r * cell), (grid.right(), grid.top() + r * cell))
-                  for r in range(self._rows + 1)]
-        p.drawLines([QLineF(QPointF(*a), QPointF(*b)) for a, b in lines])
+        p.drawLines(self._gap_lines(cell, grid))
         # weight bars at the foot of lit cells + outline
         if self._selected.size:
             wmax = float(np.max(self._weights)) if np.max(self._weights) > 0 else 1.0
@@ -225,6 +232,8 @@ class ExpertGridWidget(QWidget):
         """Tooltip for a routed expert: id, score, bias, rank, weight."""
         if self._scores is None or not 0 <= e < self._n:
             return ""
+        if self._rank is None:
+            self._rank = ranks_desc(self._scores + self._bias)
         w = self._weight_of[e]
         weight = tr("experts.grid.tip_weight", w=w) if np.isfinite(w) else tr("experts.grid.tip_unselected")
         return tr("experts.grid.tip", e=e, s=self._scores[e], b=self._bias[e], sb=self._scores[e] + self._bias[e],

@@ -23,8 +23,13 @@ def engine():
     return ToyK3(device="cpu")
 
 
+@pytest.fixture(scope="module")
+def base_trace(engine):
+    return engine.run(PROMPT, max_new_tokens=NEW_TOKENS)
+
+
 @pytest.fixture
-def setup(qtbot, engine):
+def setup(qtbot, engine, base_trace):
     from app.docks.experts import ExpertGridDock
 
     i18n.set_language("en")
@@ -37,7 +42,7 @@ def setup(qtbot, engine):
 
     state.knobs_requested.connect(run)
     state.prompt = PROMPT
-    state.set_trace(engine.run(PROMPT, max_new_tokens=NEW_TOKENS))
+    state.set_trace(base_trace)
     win = QMainWindow()
     dock = ExpertGridDock(state, win)
     win.addDockWidget(Qt.RightDockWidgetArea, dock)
@@ -87,7 +92,8 @@ def test_lit_cells_equal_trace_selection(setup, qtbot, token, layer):
     np.testing.assert_allclose(t["moe.topk_weight"][row], s[idx] / s[idx].sum(), rtol=1e-5)
     text = dock.grid_tab.selected_list.text()
     for e in expected:
-        assert f"E{e}</b>" in text
+        w = float(t["moe.topk_weight"][row][list(idx).index(e)])
+        assert f"E{e:<4d}{w:.3f}" in text
 
 
 def test_dense_layer_says_so_and_shared_always_drawn(setup, qtbot):
@@ -157,13 +163,19 @@ def test_bias_drag_pulls_expert_17_in_exactly_past_the_cutoff(setup, qtbot):
     state.select_token(token)
     qtbot.wait(10)
     slider = tab.slider
+    s0 = np.asarray(t0["moe.router"][row0], dtype=np.float64)
+    need = float(np.sort(np.delete(s0 + bias0, 17))[-16] - (s0[17] + bias0[17]))  # offset that reaches the cutoff
+    assert 0.05 < need < 1.9, "the slider's range must be able to pull expert 17 in"
+    targets = [need * 0.5, need - 0.03, need + 0.03, min(2.0, need + 0.5)]
     start = _handle_center(slider)
     _mouse(slider, QMouseEvent.MouseButtonPress, start, Qt.LeftButton)
     flips = []
-    for value in range(10, 201, 10):  # drag right in 0.10 steps up to +2.00
+    for target in targets:  # drag right through the cutoff: one engine run per position
+        value = int(round(target * 100))
         pos = QPoint(_x_for_value(slider, value), start.y())
         _mouse(slider, QMouseEvent.MouseMove, pos, Qt.LeftButton)
         qtbot.wait(1)
+        assert abs(slider.value() - value) <= 1, "the handle follows the mouse"
         offset = slider.value() / 100.0
         assert state.trace.knobs.expert_bias.get(17, 0.0) == pytest.approx(offset), "the engine ran with the slider's bias"
         t, row = trace_selection(state.trace, token, layer)
@@ -176,14 +188,15 @@ def test_bias_drag_pulls_expert_17_in_exactly_past_the_cutoff(setup, qtbot):
         inside = 17 in t["moe.topk_idx"][row]
         assert inside == (biased[17] > cutoff), f"offset {offset}: selection must follow s+b vs cutoff"
         assert (17 in dock.grid.selected()) == inside
+        assert f"{cutoff:.4f}" in tab.why.text() and f"{biased[17]:.4f}" in tab.why.text(), "the numbers say why"
         # weights stay the unbiased sigmoid scores, renormalised
         idx = np.asarray(t["moe.topk_idx"][row])
         np.testing.assert_allclose(t["moe.topk_weight"][row], s[idx] / s[idx].sum(), rtol=1e-5)
         flips.append(inside)
-    _mouse(slider, QMouseEvent.MouseButtonRelease, QPoint(_x_for_value(slider, 200), start.y()), Qt.NoButton)
+    _mouse(slider, QMouseEvent.MouseButtonRelease, pos, Qt.NoButton)
     assert flips[0] is False and flips[-1] is True, f"expert 17 must be pulled in by the drag: {flips}"
     assert "selected" in tab.why.text() and "not selected" not in tab.why.text()
-    assert len(runs) >= 10
+    assert len(runs) == len(targets)
     # downstream: the layer's output and the final logits changed
     t_new, row_new = trace_selection(state.trace, token, layer)
     assert not np.allclose(t_new["moe.up"][row_new], t0["moe.up"][row0])
