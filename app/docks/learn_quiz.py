@@ -118,7 +118,9 @@ class QuizPanel(QScrollArea):
         self.prev = QPushButton(); self.prev.setObjectName("quiz_prev")
         self.check = QPushButton(); self.check.setObjectName("quiz_check")
         self.next = QPushButton(); self.next.setObjectName("quiz_next")
+        self.restart = QPushButton(); self.restart.setObjectName("quiz_restart")
         btns.addWidget(self.prev); btns.addWidget(self.check); btns.addWidget(self.next); btns.addStretch(1)
+        btns.addWidget(self.restart)
         lay.addLayout(btns)
         self.feedback = QLabel(); self.feedback.setObjectName("quiz_feedback"); self.feedback.setWordWrap(True)
         self.feedback.setTextFormat(Qt.RichText)
@@ -130,8 +132,13 @@ class QuizPanel(QScrollArea):
         self.prev.clicked.connect(lambda: self.go(self.index - 1))
         self.next.clicked.connect(lambda: self.go(self.index + 1))
         self.check.clicked.connect(self.check_answer)
+        self.restart.clicked.connect(self.start_over)
         self.link.clicked.connect(lambda: self.link_requested.emit(QUESTIONS[self.index].link))
         self.group.idToggled.connect(lambda _i, on: on and self.check.setEnabled(True))
+
+    def start_over(self):
+        self.session = QuizSession()
+        self.go(0)
 
     def go(self, i: int):
         self.index = max(0, min(len(QUESTIONS) - 1, i))
@@ -194,4 +201,5 @@ class QuizPanel(QScrollArea):
         self.prev.setText(tr("learn.quiz.prev"))
         self.check.setText(tr("learn.quiz.check"))
         self.next.setText(tr("learn.quiz.next"))
+        self.restart.setText(tr("learn.quiz.restart"))
         self.show_question()

@@ -138,6 +138,10 @@ def test_quiz_scoring_with_real_clicks(win, qtbot):
     # Check without a choice: an inline message, no score change
     qtbot.mouseClick(p.check, Qt.LeftButton)
     assert p.session.answered == 2
+    assert p.feedback.text() == i18n.tr("learn.quiz.choose")
+    qtbot.mouseClick(p.restart, Qt.LeftButton)
+    assert (p.session.score, p.session.answered, p.index) == (0, 0, 0)
+    assert "Score: 0 / 0" in p.score.text()
 
 
 def test_quiz_session_logic():
