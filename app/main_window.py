@@ -7,7 +7,7 @@ import os
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QToolBar
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QTabBar, QToolBar
 
 from app import i18n, player
 from app.actions import ActionRegistry, ShortcutsDialog
@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self._default_geometry = self.saveGeometry()
         self._default_state = self.saveState(1)
         self._restored = self.settings.restore_window(self)
+        self.tabifiedDockWidgetActivated.connect(lambda _d: self._unelide_tabs())
         camera = self.settings.camera()
         if camera:
             try:
@@ -147,7 +148,17 @@ class MainWindow(QMainWindow):
             self.resizeDocks(right[:1], [int(min(480, width * 0.27))], Qt.Horizontal)
         controls = heads.get("right_top")
         if controls is not None and len(right) > 1:
-            self.resizeDocks([controls], [controls.sizeHint().height()], Qt.Vertical)
+            rest = [d for d in right if d is not controls][:1]
+            h = controls.sizeHint().height()
+            self.resizeDocks([controls] + rest, [h, max(200, self.height() - h)], Qt.Vertical)
+        self._unelide_tabs()
+
+    def _unelide_tabs(self) -> None:
+        """Dock tab bars show whole titles (scroll arrows instead of 'I…', 'Ex…')."""
+        for bar in self.findChildren(QTabBar):
+            if bar.parent() is self:
+                bar.setElideMode(Qt.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def _fill_window_menu(self) -> None:
         menu = self.registry.menus["window"]
@@ -321,6 +332,7 @@ class MainWindow(QMainWindow):
         if not self._restored:
             self._default_sizes()
             self._default_state = self.saveState(1)
+        self._unelide_tabs()
         self.first_frame.emit()
         if self._start_engine:
             # torch loads in the worker thread once the window is on screen
@@ -340,7 +352,5 @@ class MainWindow(QMainWindow):
         self._player_call("pause")
         self.save_settings()
         self.engine.stop()
-        # i18n keeps plain callbacks; drop this window's so a later language switch never reaches a dead state
-        emit = self.state.language_changed.emit
-        i18n._listeners[:] = [fn for fn in i18n._listeners if fn != emit]
+        i18n.off_change(self.state.language_changed.emit)  # a later switch must not reach a closed window
         super().closeEvent(event)
