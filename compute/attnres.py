@@ -1,7 +1,9 @@
 """Block Attention Residuals — K3's residual path (spec/k3-math.md §4)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import math
 
 import torch
 
@@ -18,10 +20,15 @@ def attn_res_weights(partial: torch.Tensor, blocks: torch.Tensor | list[torch.Te
         V = torch.stack([*blocks, partial])
     else:
         V = torch.cat([blocks, partial.unsqueeze(0)], 0)
-    s = (V * torch.rsqrt(V.pow(2).mean(-1, keepdim=True) + eps)) @ w  # [N+1, T]
+    return _mix(V, w, eps)
+
+
+def _mix(V: torch.Tensor, w: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """V [C, T, D] candidates → (Σ_c softmax_c(RMS-normalised V_c · w) V_c [T, D], weights [T, C])."""
+    D = V.shape[-1]
+    s = (V * torch.rsqrt((V * V).sum(-1, keepdim=True) + D * eps)) @ (w * math.sqrt(D))  # [C, T]
     a = s.softmax(0)
-    mixed = torch.einsum("ct,ctd->td", a, V)
-    return mixed, a.T
+    return (a.unsqueeze(-1) * V).sum(0), a.T
 
 
 def attn_res(partial: torch.Tensor, blocks: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -41,20 +48,29 @@ class BlockAttnRes:
     block_size: int
     eps: float = 1e-6
     p: torch.Tensor | None = None
-    stored: list[torch.Tensor] = field(default_factory=list)
     prefix: torch.Tensor | None = None
+    _R: torch.Tensor | None = None  # the stored blocks stacked [N, T, D]
+
+    @property
+    def stored(self) -> list[torch.Tensor]:
+        """R as a list [embedding, b1, ...] (each [T, D])."""
+        return [] if self._R is None else list(self._R.unbind(0))
 
     def start(self, embedding: torch.Tensor) -> None:
-        self.p, self.stored, self.prefix = embedding, [], None
+        self.p, self._R, self.prefix = embedding, None, None
+
+    def _attn(self, partial: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return _mix(torch.cat([self._R, partial.unsqueeze(0)], 0), w, self.eps)
 
     def before_mixer(self, layer: int, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x = AttnRes(p, R; w) if R else p; store p at a block start. Returns (x, weights or None)."""
-        if self.stored:
-            x, wts = attn_res_weights(self.p, self.stored, w, self.eps)
+        if self._R is not None:
+            x, wts = self._attn(self.p, w)
         else:
             x, wts = self.p, None
         if layer % self.block_size == 0:
-            self.stored.append(self.p)
+            P = self.p.unsqueeze(0)
+            self._R = P if self._R is None else torch.cat([self._R, P], 0)
             self.prefix = None
         else:
             self.prefix = self.p
@@ -63,7 +79,7 @@ class BlockAttnRes:
     def after_mixer(self, a: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """prefix += a; x2 = AttnRes(prefix, R; w). Returns (x2, weights)."""
         self.prefix = a if self.prefix is None else self.prefix + a
-        return attn_res_weights(self.prefix, self.stored, w, self.eps)
+        return self._attn(self.prefix, w)
 
     def after_ffn(self, f: torch.Tensor) -> torch.Tensor:
         """p = prefix + FFN output. Returns p."""
@@ -72,4 +88,4 @@ class BlockAttnRes:
 
     def final(self, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """h = AttnRes(p, R; w_out) over len(R)+1 candidates. Returns (h, weights)."""
-        return attn_res_weights(self.p, self.stored, w, self.eps)
+        return self._attn(self.p, w)

@@ -30,6 +30,7 @@ from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
 from compute.norms import rms_norm
+from compute.parts import _np, to_numpy
 from compute.sampling import sample_index, top_p_probs
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
@@ -366,7 +367,7 @@ class ToyK3:
                                        for p in trace.passes], 0)
                 if rows.shape[0] < kc:
                     rows = np.concatenate([np.zeros((kc - rows.shape[0], rows.shape[1]), rows.dtype), rows], 0)
-                caches.append({"conv": self._t(rows[-kc:]), "state": self._t(lt.tensors["kda.state"])[None]})
+                caches.append({"conv": self._t(rows[-kc:]), "state": self._t(lt.tensors["kda.state"])})
             else:
                 caches.append({"c_kv": self._t(lt.tensors["mla.c_kv"]), "k_rope": self._t(lt.tensors["mla.k_rope"])})
         return caches
@@ -376,8 +377,6 @@ class ToyK3:
 
 
 # ---------------------------------------------------------------------- helpers
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy()
 
 
 def _check_knobs(k: Knobs) -> None:
@@ -406,9 +405,11 @@ def _sample(last_logits: np.ndarray, knobs: Knobs, u: float) -> tuple[np.ndarray
 def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
     layers = []
     for li, t in enumerate(data["layers"]):
+        cache: dict = {}
         layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li],
-                                 tensors={k: (None if v is None else _np(v)) for k, v in t.items()}))
-    final = {k: (None if v is None else _np(v)) for k, v in data["final"].items()}
+                                 tensors={k: to_numpy(v, cache) for k, v in t.items()}))
+    cache = {}
+    final = {k: to_numpy(v, cache) for k, v in data["final"].items()}
     return PassTrace(kind=kind, positions=_np(data["positions"]), embedding=_np(data["embedding"]),
                      layers=layers, final=final)
 

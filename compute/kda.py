@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from compute.norms import l2_norm, rms_norm
+from compute.parts import Part
 
-__all__ = ["kda_recurrent", "kda_chunked", "kda_gate", "short_conv", "l2_norm", "kda_layer"]
+__all__ = ["kda_recurrent", "kda_chunked", "kda_step", "kda_gate", "short_conv", "l2_norm", "kda_layer"]
 
 
 def kda_gate(f: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
@@ -58,16 +59,40 @@ def kda_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     if scale is None:
         scale = K ** -0.5
     S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.to(q.dtype)
-    alpha = g.exp()
-    qs = q * scale
+    alpha = g.exp().unsqueeze(-1)  # [B,T,H,K,1]
+    qs = (q * scale).unsqueeze(-2)  # [B,T,H,1,K]
+    kr = k.unsqueeze(-2)  # [B,T,H,1,K] (row) for Sᵀk
+    kc = k.unsqueeze(-1)  # [B,T,H,K,1] (column) for k uᵀ
+    bt = beta.unsqueeze(-1).unsqueeze(-1)  # [B,T,H,1,1]
+    vr = v.unsqueeze(-2)  # [B,T,H,1,V]
     outs = []
     for t in range(T):
-        S = S * alpha[:, t].unsqueeze(-1)
-        kt = k[:, t]
-        u = beta[:, t].unsqueeze(-1) * (v[:, t] - torch.einsum("bhk,bhkv->bhv", kt, S))
-        S = S + kt.unsqueeze(-1) * u.unsqueeze(-2)
-        outs.append(torch.einsum("bhk,bhkv->bhv", qs[:, t], S))
-    return torch.stack(outs, 1), S
+        S = S * alpha[:, t]  # forget: Diag(α) S
+        u = bt[:, t] * (vr[:, t] - kr[:, t] @ S)  # [B,H,1,V] the delta
+        S = S + kc[:, t] * u  # write k uᵀ
+        outs.append(qs[:, t] @ S)  # read after the update, [B,H,1,V]
+    o = outs[0].unsqueeze(1) if T == 1 else torch.stack(outs, 1)
+    return o.squeeze(-2), S
+
+
+def kda_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
+             state: torch.Tensor | None = None, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decode step of the recurrence for a single token (the O(D²)-per-head decode cost).
+
+    q, k [H, K]; v [H, V]; alpha = exp(g) [H, K]; beta [H]; state [H, K, V] (None = zeros).
+    Returns (o [H, V], new state [H, K, V]); equal to `kda_recurrent` with T = 1.
+    """
+    H, K = q.shape
+    if scale is None:
+        scale = K ** -0.5
+    if state is None:
+        u = beta.view(H, 1, 1) * v.unsqueeze(1)  # S' = 0: the delta is the whole value
+        S = k.unsqueeze(-1) * u
+    else:
+        S = state * alpha.unsqueeze(-1)  # forget: Diag(α) S
+        u = beta.view(H, 1, 1) * (v.unsqueeze(1) - k.unsqueeze(1) @ S)  # [H, 1, V] the delta
+        S = S + k.unsqueeze(-1) * u  # write k uᵀ
+    return (q.unsqueeze(1) @ S).view(H, -1) * scale, S  # read after the update
 
 
 def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
@@ -88,6 +113,8 @@ def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tens
         raise ValueError("chunk_size must be >= 1")
     if scale is None:
         scale = K ** -0.5
+    if T <= C:
+        C = T  # one chunk of exactly T tokens: no padding needed
     pad = (-T) % C
     if pad:
         q, k, v, g = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v, g))
@@ -101,8 +128,9 @@ def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tens
     diff = Gam.unsqueeze(-2) - Gam.unsqueeze(-3)  # [B,H,N,C(r),C(c),K] = Γ_r − Γ_c
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()  # c <= r
     decay = diff.masked_fill(~causal.unsqueeze(-1), float("-inf")).exp()  # 0 above the diagonal
-    A_kk = torch.einsum("bhnrk,bhnck,bhnrck->bhnrc", k, k, decay).tril(-1) * beta.unsqueeze(-1)
-    A_qk = torch.einsum("bhnrk,bhnck,bhnrck->bhnrc", q, k, decay)
+    kd = k.unsqueeze(-3) * decay  # [B,H,N,r,c,K] = k_c[i] e^{Γ_r[i]−Γ_c[i]}
+    A_kk = (k.unsqueeze(-2) * kd).sum(-1).tril(-1) * beta.unsqueeze(-1)
+    A_qk = (q.unsqueeze(-2) * kd).sum(-1)
     eye = torch.eye(C, dtype=q.dtype, device=q.device)
     Tm = torch.linalg.solve_triangular(eye + A_kk, torch.diag_embed(beta), upper=False, unitriangular=True)
     eG = Gam.exp()
@@ -138,47 +166,47 @@ def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: 
 
     w: 'in' [D, 3·H·K + K + H + H·V] fused (q|k|v|f_a|b|g), 'f_b' [K, H·K], 'conv' [3·H·K, ck],
     'A_log' [H], 'dt_bias' [H, K], 'o_norm' [V], 'o' [H·V, D].
-    cache: {'conv': [ck-1, 3·H·K], 'state': [1, H, K, V]} from earlier tokens (None at the start).
-    alpha/beta_override: constants replacing exp(g) and β (the UI knobs). Returns (y [T, D], tensors, cache).
+    cache: {'conv': [ck-1, 3·H·K], 'state': [H, K, V]} from earlier tokens (None at the start).
+    alpha/beta_override: constants replacing exp(g) and β (the UI knobs). Returns (y [T, D], tensors, cache);
+    tensors values are torch tensors or `Part`s of fused ones (see compute.parts).
     """
     T = x.shape[0]
     H, Kd = heads, head_dim
     HK = H * Kd
     z = x @ w["in"]
-    qkv = z[:, : 3 * HK]
-    fa = z[:, 3 * HK: 3 * HK + Kd]
-    b_pre = z[:, 3 * HK + Kd: 3 * HK + Kd + H]
-    g_pre = z[:, 3 * HK + Kd + H:]
-    conv, conv_cache = short_conv(qkv, w["conv"], None if cache is None else cache["conv"])
+    conv, conv_cache = short_conv(z[:, : 3 * HK], w["conv"], None if cache is None else cache["conv"])
     conv = F.silu(conv)
-    qc, kc, vc = conv[:, :HK], conv[:, HK: 2 * HK], conv[:, 2 * HK:]
-    qn = l2_norm(qc.reshape(T, H, Kd))
-    kn = l2_norm(kc.reshape(T, H, Kd))
-    f = fa @ w["f_b"]
+    qkn = l2_norm(conv[:, : 2 * HK].reshape(T, 2 * H, Kd))  # q and k heads normalised together
+    vc = conv[:, 2 * HK:].reshape(T, H, -1)
+    f = z[:, 3 * HK: 3 * HK + Kd] @ w["f_b"]
     if alpha is None:
-        g = kda_gate(f.reshape(T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
+        g = kda_gate(f.view(T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
         a = g.exp()
     else:
         a = torch.full((T, H, Kd), float(alpha), dtype=x.dtype, device=x.device)
         g = a.clamp_min(1e-12).log()
+    b_pre = z[:, 3 * HK + Kd: 3 * HK + Kd + H]
     beta = torch.sigmoid(b_pre) if beta_override is None else torch.full_like(b_pre, float(beta_override))
     state0 = None if cache is None else cache["state"]
-    vv = vc.reshape(1, T, H, -1)
     if T == 1:
-        o, S = kda_recurrent(qn.unsqueeze(0), kn.unsqueeze(0), vv, g.unsqueeze(0), beta.unsqueeze(0),
-                             initial_state=state0)
+        qk1 = qkn.view(2 * H, Kd)
+        o, S = kda_step(qk1[:H], qk1[H:], vc.view(H, -1), a.view(H, Kd), beta.view(H), state0)
+        o = o.view(1, H, -1)
     else:
-        o, S = kda_chunked(qn.unsqueeze(0), kn.unsqueeze(0), vv, g.unsqueeze(0), beta.unsqueeze(0),
-                           chunk_size=chunk_size, initial_state=state0)
-    o = o[0]
-    gate, o_norm = kda_output(o, w["o_norm"], g_pre, eps)
+        o, S = kda_chunked(qkn[None, :, :H], qkn[None, :, H:], vc[None], g[None], beta[None],
+                           chunk_size=chunk_size, initial_state=None if state0 is None else state0[None])
+        o, S = o[0], S[0]
+    gate, o_norm = kda_output(o, w["o_norm"], z[:, 3 * HK + Kd + H:], eps)
     y = o_norm @ w["o"]
+    col = slice(None)
     tensors = {
-        "kda.q_proj": qkv[:, :HK], "kda.k_proj": qkv[:, HK: 2 * HK], "kda.v_proj": qkv[:, 2 * HK:],
-        "kda.q_conv": qc, "kda.k_conv": kc, "kda.v_conv": vc,
-        "kda.q_norm": qn.reshape(T, HK), "kda.k_norm": kn.reshape(T, HK),
-        "kda.f": f, "kda.alpha": a.reshape(T, HK), "kda.beta": beta,
-        "kda.state": S[0], "kda.o": o.reshape(T, -1), "kda.gate": gate, "kda.o_norm": o_norm,
+        "kda.q_proj": Part(z, (col, slice(0, HK))), "kda.k_proj": Part(z, (col, slice(HK, 2 * HK))),
+        "kda.v_proj": Part(z, (col, slice(2 * HK, 3 * HK))),
+        "kda.q_conv": Part(conv, (col, slice(0, HK))), "kda.k_conv": Part(conv, (col, slice(HK, 2 * HK))),
+        "kda.v_conv": Part(conv, (col, slice(2 * HK, None))),
+        "kda.q_norm": Part(qkn, (col, slice(0, H)), (T, HK)), "kda.k_norm": Part(qkn, (col, slice(H, None)), (T, HK)),
+        "kda.f": f, "kda.alpha": Part(a, (), (T, HK)), "kda.beta": beta,
+        "kda.state": S, "kda.o": Part(o, (), (T, -1)), "kda.gate": gate, "kda.o_norm": o_norm,
         "kda.o_proj": y,
     }
     return y, tensors, {"conv": conv_cache, "state": S}

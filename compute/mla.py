@@ -9,6 +9,7 @@ import math
 import torch
 
 from compute.norms import rms_norm
+from compute.parts import Part
 
 __all__ = ["mla_attention", "apply_rope", "mla_layer"]
 
@@ -24,19 +25,24 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0)
     return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
 
 
-def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor, scale: float
+def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor | None, scale: float
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Causal softmax attention per head.
 
     q [T, H, dq], k [S, H, dq], v [S, H, dv]; q_pos [T] absolute positions of the queries (keys are at
-    0..S-1). Returns (scores [H, T, S] with masked entries −inf, softmax [H, T, S], o [T, H, dv]).
+    0..S-1); None = the queries are the last T keys (prefill / decode with a cache).
+    Returns (scores [H, T, S] with masked entries −inf, softmax [H, T, S], o [T, H, dv]).
     """
-    S = k.shape[0]
-    scores = torch.einsum("thd,shd->hts", q, k) * scale
-    masked = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]  # [T, S]
-    scores = scores.masked_fill(masked, float("-inf"))
+    T, S = q.shape[0], k.shape[0]
+    scores = (q.transpose(0, 1) @ k.permute(1, 2, 0)) * scale  # [H, T, S]
+    if q_pos is not None:
+        masked = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]  # [T, S]
+        scores = scores.masked_fill(masked, float("-inf"))
+    elif T > 1:
+        masked = torch.ones(T, S, dtype=torch.bool, device=q.device).triu(S - T + 1)
+        scores = scores.masked_fill(masked, float("-inf"))
     p = scores.softmax(-1)
-    return scores, p, torch.einsum("hts,shd->thd", p, v)
+    return scores, p, (p @ v.transpose(0, 1)).transpose(0, 1)  # o [T, H, dv]
 
 
 def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim: int, kv_lora: int,
@@ -71,9 +77,10 @@ def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim:
     kv_b = rms_norm(c_kv, w["kv_a_norm"], eps) @ w["kv_b"]
     kv = kv_b.reshape(S, H, nope + v_dim)
     k = torch.cat([kv[..., :nope], k_rope.unsqueeze(1).expand(S, H, rope)], -1)
-    scores, p, o = mla_attention(q, k, kv[..., nope:], positions, 1.0 / math.sqrt(nope + rope))
+    scores, p, o = mla_attention(q, k, kv[..., nope:], None, 1.0 / math.sqrt(nope + rope))
     o = o.reshape(T, H * v_dim)
-    tensors = {"mla.q_a": q_a, "mla.q_a_norm": q_a_n, "mla.q_b": q_b, "mla.kv_a": kv_a,
+    tensors = {"mla.q_a": Part(z, (slice(None), slice(0, q_lora))), "mla.q_a_norm": q_a_n, "mla.q_b": q_b,
+               "mla.kv_a": Part(z, (slice(None), slice(q_lora, q_lora + kv_lora + rope))),
                "mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": kv_b,
                "mla.scores": scores, "mla.softmax": p, "mla.o": o}
     if gated:

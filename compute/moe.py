@@ -14,7 +14,7 @@ __all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio"
 
 def situ_glu(g: torch.Tensor, u: torch.Tensor, beta1: float = 4.0, beta2: float = 25.0) -> torch.Tensor:
     """SiTU-GLU(g, u) = [β₁·tanh(g/β₁)·sigmoid(g)] · [β₂·tanh(u/β₂)]. Elementwise; bounded by β₁·β₂."""
-    return (beta1 * torch.tanh(g / beta1) * torch.sigmoid(g)) * (beta2 * torch.tanh(u / beta2))
+    return torch.tanh(g / beta1) * torch.sigmoid(g) * torch.tanh(u / beta2) * (beta1 * beta2)
 
 
 def silu_glu(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -31,6 +31,12 @@ def route(logits: torch.Tensor, bias: torch.Tensor | None, top_k: int, routed_sc
     (its max without a bias) and only the best `topk_group` groups stay eligible; idx = topk(s + b, k);
     w = s[idx] / (Σ s[idx] + 1e-20) · routed_scaling_factor. Returns (weights [T, k], indices [T, k]).
     """
+    w, idx, _ = _route(logits, bias, top_k, routed_scaling_factor, n_group, topk_group)
+    return w, idx
+
+
+def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group=1):
+    """`route` that also returns the sigmoid scores s [T, E]."""
     s = torch.sigmoid(logits)
     sel = s if bias is None else s + bias
     if n_group > 1:
@@ -42,8 +48,8 @@ def route(logits: torch.Tensor, bias: torch.Tensor | None, top_k: int, routed_sc
         sel = grouped.masked_fill(drop.unsqueeze(-1), float("-inf")).view(T, E)
     idx = sel.topk(top_k, -1)[1]
     w = s.gather(1, idx)
-    w = w / (w.sum(-1, keepdim=True) + 1e-20) * routed_scaling_factor
-    return w, idx
+    w = w / (w.sum(-1, keepdim=True) + 1e-20)
+    return (w if routed_scaling_factor == 1.0 else w * routed_scaling_factor), idx, s
 
 
 def softmax_router(h: torch.Tensor, W_router: torch.Tensor, top_k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,6 +81,10 @@ def max_load_ratio(indices: torch.Tensor, n_experts: int) -> float:
     return float(load.max() / (indices.numel() / n_experts))
 
 
+def _act(g: torch.Tensor, u: torch.Tensor, act: str, beta1: float, beta2: float) -> torch.Tensor:
+    return situ_glu(g, u, beta1, beta2) if act == "situ_glu" else silu_glu(g, u)
+
+
 def dense_mlp(x: torch.Tensor, w: dict, act: str = "situ_glu", beta1: float = 4.0, beta2: float = 25.0
               ) -> tuple[torch.Tensor, dict]:
     """Dense GLU MLP: down(act(x W_gate, x W_up)). x [T, D]; w 'gate' [D, I], 'up' [D, I], 'down' [I, D]."""
@@ -97,26 +107,23 @@ def latent_moe(x: torch.Tensor, w: dict, top_k: int, bias: torch.Tensor, routed_
     r = RMSNorm(Σ_j w_j E_j(z)); y = r W_up + Shared(x). Returns (y [T, D], tensors).
     """
     logits = x @ w["router"]
-    weights, idx = route(logits, bias, top_k, routed_scaling_factor, n_group, topk_group)
+    weights, idx, s = _route(logits, bias, top_k, routed_scaling_factor, n_group, topk_group)
     z = x if w["down"] is None else x @ w["down"]
-    w13 = w["w13"][idx]  # [T, k, L, 2F]
-    h = torch.einsum("tl,tklf->tkf", z, w13)
+    h = (z[:, None, None, :] @ w["w13"][idx]).squeeze(-2)  # [T, k, 2F]: gathered experts, one batched matmul
     F_ = h.shape[-1] // 2
-    g, u = h[..., :F_], h[..., F_:]
-    a = situ_glu(g, u, beta1, beta2) if act == "situ_glu" else silu_glu(g, u)
-    experts = torch.einsum("tkf,tkfl->tkl", a, w["w2"][idx])  # [T, k, L]
-    mix = torch.einsum("tk,tkl->tl", weights, experts)
+    a = _act(h[..., :F_], h[..., F_:], act, beta1, beta2)
+    experts = (a.unsqueeze(-2) @ w["w2"][idx]).squeeze(-2)  # [T, k, L]
+    mix = (weights.unsqueeze(-2) @ experts).squeeze(-2)  # [T, L]
     r = mix if w["norm"] is None else rms_norm(mix, w["norm"], eps)
     up = r if w["up"] is None else r @ w["up"]
     if w["shared13"] is not None:
         hs = x @ w["shared13"]
         Fs = hs.shape[-1] // 2
-        sa = situ_glu(hs[:, :Fs], hs[:, Fs:], beta1, beta2) if act == "situ_glu" else silu_glu(hs[:, :Fs], hs[:, Fs:])
-        shared = sa @ w["shared2"]
+        shared = _act(hs[:, :Fs], hs[:, Fs:], act, beta1, beta2) @ w["shared2"]
     else:
         shared = torch.zeros_like(up)
     y = up + shared
-    tensors = {"moe.router.logits": logits, "moe.router": torch.sigmoid(logits), "moe.bias": bias,
+    tensors = {"moe.router.logits": logits, "moe.router": s, "moe.bias": bias,
                "moe.topk_idx": idx, "moe.topk_weight": weights, "moe.down": z, "moe.experts": experts,
                "moe.mix": mix, "moe.norm": r, "moe.up": up, "moe.shared": shared}
     return y, tensors

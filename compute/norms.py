@@ -1,6 +1,8 @@
 """Normalisations used by K3: RMSNorm and the per-head L2 norm of KDA's q and k."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -9,13 +11,15 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1
 
     x [..., D], weight [D] (None = 1). Returns [..., D].
     """
-    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    D = x.shape[-1]
+    # mean(x²) + eps = (Σx² + D·eps) / D; a sum is cheaper than a mean for tiny tensors
+    y = x * (torch.rsqrt((x * x).sum(-1, keepdim=True) + D * eps) * math.sqrt(D))
     return y if weight is None else y * weight
 
 
 def l2_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """x / ‖x‖ with ‖x‖ = sqrt(Σ x² + eps) over the last dim (KDA: per head). x [..., K]."""
-    return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
 
 
 class RMSNorm:

@@ -50,7 +50,7 @@ def test_bookkeeping_93_layers():
     h, wf = ar.final(w)
     assert len(ar.stored) == 8
     assert wf.shape == (2, 9)
-    assert ar.stored[0] is emb
+    assert torch.equal(ar.stored[0], emb)
     assert n_mixer[0] == 0  # layer 1: nothing stored yet, x = embedding
     # block starts 0,12,...,84: R has len(starts so far) entries before the mixer mix (+1 candidate p)
     for layer in range(93):

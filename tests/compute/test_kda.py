@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compute.kda import kda_chunked, kda_gate, kda_recurrent, l2_norm, short_conv
+from compute.kda import kda_chunked, kda_gate, kda_recurrent, kda_step, l2_norm, short_conv
 from tests.compute.reference_fla_naive import naive_recurrent_kda
 
 
@@ -130,3 +130,12 @@ def test_cuda_matches_cpu():
     o2, s2 = kda_chunked(*(t.cuda() for t in (q, k, v, g, beta)), initial_state=S0.cuda())
     torch.testing.assert_close(o2.cpu(), o1)
     torch.testing.assert_close(s2.cpu(), s1)
+
+
+@pytest.mark.parametrize("with_state", [False, True])
+def test_decode_step_equals_recurrence(with_state):
+    q, k, v, g, beta, S0 = _inputs(9, 1, 1, 3, 4, 5)
+    o1, s1 = kda_recurrent(q, k, v, g, beta, initial_state=S0 if with_state else None)
+    o2, s2 = kda_step(q[0, 0], k[0, 0], v[0, 0], g[0, 0].exp(), beta[0, 0], S0[0] if with_state else None)
+    torch.testing.assert_close(o2, o1[0, 0], rtol=1e-13, atol=1e-13)
+    torch.testing.assert_close(s2, s1[0], rtol=1e-13, atol=1e-13)
