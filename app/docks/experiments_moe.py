@@ -13,6 +13,22 @@ from compute import teaching as T
 FOCUS = 17
 
 
+class _SquareGrid(ExpertGridWidget):
+    """The shared expert grid with about square cells: its height follows its width (32 × 28 + shared column)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        policy = self.sizePolicy()
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return True
+
+    def heightForWidth(self, w: int) -> int:  # noqa: N802
+        return int(min(520, max(200, (w - 70) * 28 / 32 + 12)))
+
+
 class MoePanel(ExperimentPanel):
     def __init__(self, parent=None):
         super().__init__("moe", "expert", parent)
@@ -32,9 +48,9 @@ class MoePanel(ExperimentPanel):
         self.status = QLabel(); self.status.setObjectName("moe_status"); self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.RichText)
         self.body.addWidget(self.status)
-        self.grid = ExpertGridWidget()
+        self.grid = _SquareGrid()
         self.grid.setObjectName("moe_grid")
-        self.grid.setMinimumHeight(260)
+        self.grid.setMinimumHeight(200)
         self.grid.set_focus_expert(FOCUS)
         self.body.addWidget(self.grid)
         self.flow = QLabel(); self.flow.setAlignment(Qt.AlignCenter); self.flow.setTextFormat(Qt.RichText)
