@@ -1,14 +1,17 @@
 """Experiment 1 (C6): string → UTF-8 bytes → toy pieces + IDs → embedding rows, with K3's real sizes computed."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 import numpy as np
-from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QStyledItemDelegate,
+                               QTableWidget, QTableWidgetItem)
 
 from app.docks.experiments_common import ExperimentPanel, fit_table_height, fmt, section_label
 from app.i18n import tr
 from compute import teaching as T
 from compute.tokenizer import ToyTokenizer
+from scene.palette import diverging
 
 MAX_CHARS = 200
 ROW_WIDTH = 8  # toy embedding width shown
@@ -33,6 +36,29 @@ def embedding_rows(tokens: list[tuple[str, int]], text: str, trace) -> list[tupl
         else:
             out.append((T.toy_embedding_row(tid, ROW_WIDTH), "seeded"))
     return out
+
+
+ROW_ROLE = Qt.UserRole + 1  # item data: the row's numbers (list of float)
+
+
+class RowStripDelegate(QStyledItemDelegate):
+    """Paints an embedding row as a strip of cells coloured with the app's diverging map (blue < 0 < orange)."""
+
+    def paint(self, painter, option, index):  # noqa: N802
+        values = index.data(ROW_ROLE)
+        if not values:
+            return super().paint(painter, option, index)
+        rgba = diverging(np.asarray(values, dtype=np.float64), scale=2.5)
+        r = option.rect.adjusted(4, 4, -4, -4)
+        w = r.width() / len(values)
+        painter.save()
+        for i in range(len(values)):
+            red, green, blue, _a = (int(round(c * 255)) for c in rgba[i])
+            painter.fillRect(QRectF(r.x() + i * w, r.y(), w - 1, r.height()), QColor(red, green, blue))
+        painter.restore()
+
+    def sizeHint(self, option, index):  # noqa: N802
+        return QSize(100, 22)
 
 
 class TokenizerPanel(ExperimentPanel):
@@ -68,7 +94,14 @@ class TokenizerPanel(ExperimentPanel):
         hh.setSectionResizeMode(QHeaderView.ResizeToContents)
         hh.setStretchLastSection(True)
         self.table.setMinimumHeight(200)
+        self.table.setItemDelegateForColumn(3, RowStripDelegate(self.table))
         self.body.addWidget(self.table)
+        self.detail = QLabel(); self.detail.setObjectName("tok_detail"); self.detail.setWordWrap(True)
+        self.detail.setTextFormat(Qt.RichText)
+        self.body.addWidget(self.detail)
+        self.sources = QLabel(); self.sources.setWordWrap(True)
+        self.body.addWidget(self.sources)
+        self.table.currentCellChanged.connect(lambda r, *_: self.show_row(r))
         self.facts_title = section_label()
         self.facts = QLabel(); self.facts.setObjectName("tok_facts"); self.facts.setWordWrap(True)
         self.facts.setTextFormat(Qt.RichText)
@@ -106,20 +139,39 @@ class TokenizerPanel(ExperimentPanel):
         if problem:
             self.table.setRowCount(0)
             self.bytes.setText("")
+            self.detail.setText("")
             return
         data = T.utf8_bytes(text)
         self.bytes.setText(tr("learn.exp.tokenizer.bytes", n=len(data), chars=len(text)) + "\n"
                            + " ".join(f"{b:02X}" for b in data))
         toks = self.tokens()
         self.table.setRowCount(len(toks))
-        for r, ((piece, tid), (row, source)) in enumerate(zip(toks, self.rows())):
+        self._rows = self.rows()
+        for r, ((piece, tid), (row, source)) in enumerate(zip(toks, self._rows)):
             vals = (piece.replace(" ", "␣"), f"{tid:,}", " ".join(f"{b:02X}" for b in piece.encode("utf-8")),
-                    "[" + ", ".join(fmt(v, 2) for v in row) + "]", tr(f"learn.exp.tokenizer.source.{source}"))
+                    "", tr(f"learn.exp.tokenizer.source.{source}"))
             for c, v in enumerate(vals):
                 self.table.setItem(r, c, QTableWidgetItem(v))
+            strip = self.table.item(r, 3)
+            strip.setData(ROW_ROLE, [float(x) for x in row])
+            strip.setToolTip("[" + ", ".join(fmt(x, 3) for x in row) + "]")
         self.table.resizeColumnsToContents()
+        self.table.setColumnWidth(3, max(self.table.columnWidth(3), 96))
         fit_table_height(self.table)
         self.table.setMaximumHeight(min(self.table.maximumHeight(), 420))
+        self.show_row(max(0, self.table.currentRow()))
+
+    def show_row(self, r: int) -> None:
+        """Spell out the lookup for one token: piece → ID → W_emb[ID] = row."""
+        toks = self.tokens()
+        if not 0 <= r < len(toks) or not getattr(self, "_rows", None) or r >= len(self._rows):
+            self.detail.setText("")
+            return
+        piece, tid = toks[r]
+        row, source = self._rows[r]
+        self.detail.setText(tr("learn.exp.tokenizer.detail", piece=piece.replace(" ", "␣"), id=f"{tid:,}",
+                               row="[" + ", ".join(fmt(v, 2) for v in row) + "]",
+                               source=tr(f"learn.exp.tokenizer.source.{source}"), bytes=f"{T.embedding_row_bytes():,}"))
 
     def retranslate(self):
         self.retranslate_frame()
@@ -131,6 +183,7 @@ class TokenizerPanel(ExperimentPanel):
                                               tr("learn.exp.tokenizer.col.row", w=ROW_WIDTH),
                                               tr("learn.exp.tokenizer.col.source")])
         self.use_prompt.setText(tr("learn.exp.tokenizer.use_prompt"))
+        self.sources.setText(tr("learn.exp.tokenizer.sources"))
         self.facts_title.setText(tr("learn.exp.tokenizer.facts_title"))
         self.facts.setText(tr("learn.exp.tokenizer.facts", vocab=f"{T.K3_VOCAB:,}", hidden=f"{T.K3_HIDDEN:,}",
                               row=f"{T.embedding_row_bytes():,}", kib=fmt(T.embedding_row_bytes() / 1024, 1),

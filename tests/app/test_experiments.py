@@ -225,6 +225,7 @@ def test_all_panels_render_in_both_languages(dock, qtbot, lang):
 def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
     """With a trace published, the rows shown are the engine's: its actual input rows for the traced prompt,
     its toy embedding table for toy-vocab pieces of other text (plain Trace data built here by hand)."""
+    from app.docks.experiments_tokenizer import ROW_ROLE
     from compute.tokenizer import TOY_PIECES, ToyTokenizer
     from compute.trace import Knobs, PassTrace, Trace
 
@@ -243,13 +244,17 @@ def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
     qtbot.mouseClick(p.use_prompt, Qt.LeftButton)
     assert p.input.text() == prompt
     for r in range(len(toks)):
-        shown = [float(x.replace("−", "-")) for x in p.table.item(r, 3).text().strip("[]").split(", ")]
-        np.testing.assert_allclose(shown, emb[r], atol=5e-3)
-        assert p.table.item(r, 4).text() == "engine trace"
+        np.testing.assert_allclose(p.table.item(r, 3).data(ROW_ROLE), emb[r], atol=1e-12)
+        assert p.table.item(r, 4).text() == "trace"
+    # clicking a row spells out the lookup with the shown numbers
+    rect = p.table.visualItemRect(p.table.item(1, 0))
+    qtbot.mouseClick(p.table.viewport(), Qt.LeftButton, pos=rect.center())
+    assert p.table.currentRow() == 1
+    assert f"W_emb[{toks[1][1]:,}]" in p.detail.text()
+    assert ", ".join(f"{v:.2f}" for v in emb[1]).replace("-", "−") in p.detail.text()
     p.input.setText(" model 컵")
     rows = {p.table.item(r, 0).text(): r for r in range(p.table.rowCount())}
     r_model = rows["␣model"]
-    shown = [float(x.replace("−", "-")) for x in p.table.item(r_model, 3).text().strip("[]").split(", ")]
-    np.testing.assert_allclose(shown, table[TOY_PIECES.index(" model")], atol=5e-3)
-    assert p.table.item(r_model, 4).text() == "engine table"
+    np.testing.assert_allclose(p.table.item(r_model, 3).data(ROW_ROLE), table[TOY_PIECES.index(" model")], atol=1e-12)
+    assert p.table.item(r_model, 4).text() == "table"
     assert any(p.table.item(r, 4).text().startswith("seeded") for r in range(p.table.rowCount()))
