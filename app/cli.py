@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     view.set_pass(step.pass_index)
     view.set_token(step.token)
     view.set_step_focus(step.kind)
-    view.resize(min(width, 1600), min(height, 1000))
+    fit = min(1.0, 1600 / width, 1000 / height)  # same aspect as the image, so presets frame it the same
+    view.resize(max(1, int(width * fit)), max(1, int(height * fit)))
     view.setAttribute(Qt.WA_DontShowOnScreen, True)
     view.show()
     app.processEvents()
