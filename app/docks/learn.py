@@ -5,19 +5,20 @@ Quiz links: "exp:<tab>" opens the Experiments dock on that tab, "learn:<tab>" sw
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QDockWidget, QFrame, QHeaderView, QLabel, QScrollArea, QTabWidget,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.docks.learn_harness import HarnessPanel
 from app.docks.learn_quiz import QuizPanel
-from app.docks.experiments_common import demote_headings, fit_table_height
+from app.docks.experiments_common import demote_headings, fit_table_height, qcolor
 from app.docks.learn_serving import ServingPanel, markdown_label
 from app.i18n import language, tr
 from app.texts import explanation
 
 TABS = ("serving", "harness", "quality", "quiz")
 QUALITY_ROWS = 8
+THROUGHPUT_ROWS = (5, 6, 7)  # the seed's third column: speed / consistency, not knowledge or correctness
 
 
 class QualityPanel(QScrollArea):
@@ -44,9 +45,22 @@ class QualityPanel(QScrollArea):
         hh.setSectionResizeMode(QHeaderView.Stretch)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         lay.addWidget(self.table)
+        self.legend = QLabel(); self.legend.setObjectName("quality_legend"); self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.RichText)
+        lay.addWidget(self.legend)
         self.note = markdown_label("")
         lay.addWidget(self.note)
         lay.addStretch(1)
+
+    def _refit(self):
+        self.table.resizeRowsToContents()
+        for r in range(self.table.rowCount()):
+            self.table.setRowHeight(r, self.table.rowHeight(r) + 10)  # breathing room for wrapped text
+        fit_table_height(self.table)
+
+    def resizeEvent(self, event):  # noqa: N802
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self._refit)  # wrapped rows change height with the width
 
     def retranslate(self):
         self.title.setText(tr("learn.quality.title"))
@@ -57,9 +71,12 @@ class QualityPanel(QScrollArea):
                 item.setTextAlignment(Qt.AlignLeft | Qt.AlignVCenter)
                 if c == 0:
                     f = item.font(); f.setBold(True); item.setFont(f)
+                    item.setBackground(qcolor("activation" if r in THROUGHPUT_ROWS else "state", 60))
                 self.table.setItem(r, c, item)
-        self.table.resizeRowsToContents()
-        fit_table_height(self.table)
+        q, t = qcolor("state"), qcolor("activation")
+        self.legend.setText(tr("learn.quality.legend", q=f"rgb({q.red()},{q.green()},{q.blue()})",
+                               t=f"rgb({t.red()},{t.green()},{t.blue()})"))
+        self._refit()
         self.note.setText(demote_headings(explanation("topic", "quality_vs_throughput", language()) or ""))
 
 

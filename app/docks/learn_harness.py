@@ -91,7 +91,7 @@ class HarnessPanel(QScrollArea):
         self.path.setText(" → ".join(f"<span style='white-space:nowrap'>[{c}]</span>" for c in chips))
         tok = qcolor("mla")
         style = (f"background-color: rgba({tok.red()},{tok.green()},{tok.blue()},70); font-weight: bold;"
-                 " font-family: monospace;")
+                 " font-family: monospace; white-space: nowrap;")
         chan = qcolor("output")
         parts = []
         for ch, body in segs:
