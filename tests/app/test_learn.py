@@ -107,6 +107,8 @@ def test_quality_table_has_the_seed_rows(win):
     for r in range(8):
         for c in range(3):
             assert p.table.item(r, c).text() and "[learn." not in p.table.item(r, c).text()
+    tint = [p.table.item(r, 0).background().color().name() for r in range(8)]
+    assert len(set(tint[:5])) == 1 and len(set(tint[5:])) == 1 and tint[0] != tint[5]  # quality vs throughput
 
 
 def test_quiz_scoring_with_real_clicks(win, qtbot):
