@@ -68,6 +68,36 @@ def fit_distance(lo: np.ndarray, hi: np.ndarray, fov: float, aspect: float, marg
     return r / math.sin(half) * margin
 
 
+def fit_box(cam: Camera, lo, hi, aspect: float, fill: float = 0.9) -> Camera:
+    """The camera moved along its view direction (angles kept, centred on the box) so that the box's 8
+    corners fill `fill` of the view in the tighter direction (projected extent, not a bounding sphere)."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    w, h = 1000.0 * aspect, 1000.0
+    c = Camera(center=tuple((lo + hi) / 2), distance=cam.distance, azimuth=cam.azimuth,
+               elevation=cam.elevation, fov=cam.fov)
+    a, b = 1.0, 2000.0  # distance search: too close <-> fits
+    for _ in range(40):
+        c.distance = math.sqrt(a * b)
+        px, ok = project(corners, c, w, h)
+        if ok.all():
+            ext = np.max(np.abs(px - [w / 2, h / 2]) / [w / 2, h / 2])
+            if ext <= fill:
+                b = c.distance
+                continue
+        a = c.distance
+    c.distance = b
+    # re-centre on the projected box (perspective shifts it)
+    px, _ = project(corners, c, w, h)
+    mid = (px.min(axis=0) + px.max(axis=0)) / 2
+    v = view_matrix(c)
+    per_px = 2 * c.distance * math.tan(math.radians(c.fov) / 2) / w
+    target = np.array([w / 2, h * 0.52])  # a little below the middle: the title block sits at the top
+    shift = -v[0, :3] * (target[0] - mid[0]) * per_px + v[1, :3] * (target[1] - mid[1]) * per_px
+    c.center = tuple(np.array(c.center) + shift)
+    return c
+
+
 def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=None) -> Camera:
     lo, hi = (np.asarray(v, float) for v in bounds)
     if name not in PRESETS:
@@ -78,10 +108,9 @@ def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=Non
     center = tuple((lo + hi) / 2)
     azim, elev = {"front": (-90.0, 4.0), "side": (-35.0, 12.0), "top": (-90.0, 78.0),
                   "stack": (-62.0, 14.0), "reset": (-100.0, 14.0)}[name]
-    dist = fit_distance(lo, hi, fov, aspect, margin=0.86 if name != "top" else 0.95)
-    if name == "stack":
-        dist = fit_distance(lo, hi, fov, aspect, margin=0.8)
-    return Camera(center=center, distance=dist, azimuth=azim, elevation=elev, fov=fov)
+    lo = lo - np.array([3.0, 0.0, 0.0])  # room for the AttnRes bracket labels left of the stack
+    cam = Camera(center=center, distance=50.0, azimuth=azim, elevation=elev, fov=fov)
+    return fit_box(cam, lo, hi, aspect, fill=0.84 if name != "stack" else 0.9)
 
 
 def focus_on(lo: np.ndarray, hi: np.ndarray, current: Camera, aspect: float, min_dist: float = 6.0) -> Camera:

@@ -145,8 +145,8 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
         v = vals.ravel()
         f = np.isfinite(v)
         lo_v, hi_v = (np.nanmin(v), np.nanmax(v)) if f.any() else (0.0, 1.0)
-        t = np.clip((np.nan_to_num(v) - lo_v) / max(hi_v - lo_v, 1e-12), 0, 1)[:, None] ** 2.2
-        hi = np.array(palette.role("expert")[:3])
+        t = np.clip((np.nan_to_num(v) - lo_v) / max(hi_v - lo_v, 1e-12), 0, 1)[:, None] ** 3.0
+        hi = np.array(palette.role("expert")[:3]) * 0.85
         lo = np.array([0.12, 0.12, 0.13])
         rgba = np.empty((rows * cols, 4), np.float32)
         rgba[:, :3] = lo + t * (hi - lo)
@@ -156,7 +156,7 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
     if b.kind in ("mla.softmax", "attnres.mixer", "attnres.ffn", "kda.alpha", "kda.beta",
                   "kda.gate", "mla.gate"):
         # values in [0, 1] (scores, probabilities, gates): one-sided ramp of the block's role colour
-        v = np.clip(np.nan_to_num(vals, nan=-1.0), -1, 1).ravel()
+        v = np.clip(np.where(np.isfinite(vals), vals, -1.0), -1, 1).ravel()
         hi = np.array(palette.role(b.role)[:3])
         lo = np.array([0.10, 0.11, 0.14])
         t = np.clip(v, 0, 1)[:, None] ** 0.6
@@ -166,8 +166,9 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
         rgba[np.isnan(vals.ravel())] = EMPTY
     else:
         finite = np.isfinite(vals)
-        scale = float(np.max(np.abs(vals[finite]))) if finite.any() else 1.0
-        rgba = palette.diverging(np.nan_to_num(vals), scale).reshape(-1, 4)
+        clean = np.where(finite, vals, 0.0)
+        scale = float(np.max(np.abs(clean))) if finite.any() else 1.0
+        rgba = palette.diverging(clean, scale).reshape(-1, 4)
         rgba[~finite.ravel()] = EMPTY
     light = np.repeat(row_lighting(b, layout, trace, pass_index), cols)
     rgba[:, :3] *= light[:, None].astype(np.float32)

@@ -92,7 +92,9 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
         p.setPen(QColor(255, 214, 120))
         p.drawText(QPointF(x0, y + fm2.ascent()), inp.step_note)
         y += fm2.height()
-    taken.append(QRectF(0, 0, max(fm.horizontalAdvance(title), fm2.horizontalAdvance(sub)) + 40 * s, y + 4 * s))
+    taken.append(QRectF(0, 0, max(fm.horizontalAdvance(title), fm2.horizontalAdvance(sub),
+                                  fm2.horizontalAdvance(tr("scene.rows_cols")),
+                                  fm2.horizontalAdvance(inp.step_note)) + 40 * s, y + 4 * s))
 
     # ---- legend (bottom-left) -----------------------------------------------------------------------
     _draw_legend(p, inp, width, height, s, taken)
@@ -142,6 +144,10 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
         r = rect_for(px, py, where, name, shape if pri == 0 else "")
         if r.right() < 0 or r.left() > width or r.bottom() < 0 or r.top() > height:
             continue
+        if r.left() < 2 * s:  # keep labels whole: slide them inside the view
+            r.moveLeft(2 * s)
+        if r.right() > width - 2 * s:
+            r.moveRight(width - 2 * s)
         if pri > 0 and not _rect_free(r, taken):
             continue
         taken.append(r)

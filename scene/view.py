@@ -69,38 +69,10 @@ class _GL(gl.GLViewWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
         self.paint_count = 0
-        self._overlay_key = None
-        self._overlay_img = None
 
     def paintGL(self):
         super().paintGL()
         self.paint_count += 1
-        if self.owner.labels_enabled:
-            img = self._overlay_image()
-            p = QPainter(self)
-            try:
-                p.drawImage(0, 0, img)
-            finally:
-                p.end()
-
-    def _overlay_image(self) -> QImage:
-        """The label overlay, re-drawn (raster) only when something it shows changed; else the cached image
-        is blitted (the GL paint engine keeps its texture), so a plain redraw costs one textured quad."""
-        o = self.owner
-        dpr = self.devicePixelRatioF()
-        key = (o._overlay_version, o.tr("scene.title"), tuple(o.cam.to_dict()["center"]), o.cam.distance, o.cam.azimuth,
-               o.cam.elevation, o.cam.fov, self.width(), self.height(), dpr)
-        if key != self._overlay_key:
-            img = QImage(int(self.width() * dpr), int(self.height() * dpr), QImage.Format.Format_ARGB32_Premultiplied)
-            img.setDevicePixelRatio(dpr)
-            img.fill(0)
-            p = QPainter(img)
-            try:
-                draw_overlay(p, o._overlay_input(), self.width(), self.height(), 1.0)
-            finally:
-                p.end()
-            self._overlay_img, self._overlay_key = img, key
-        return self._overlay_img
 
     # input goes to the owner (picking, camera), never to pyqtgraph's own handlers
     def mousePressEvent(self, ev):
@@ -120,6 +92,51 @@ class _GL(gl.GLViewWidget):
 
     def leaveEvent(self, ev):
         self.owner._leave()
+
+
+class _Overlay(QWidget):
+    """The label layer: a transparent raster widget over the GL surface (one QPainter pass, Qt fonts).
+
+    Being a normal widget, it is part of every widget grab of the window; it never takes mouse input. Its
+    picture is cached and redrawn only when the camera or something it shows changed."""
+
+    def __init__(self, owner: "SceneView"):
+        super().__init__(owner)
+        self.owner = owner
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
+        self._key = None
+        self._img: QImage | None = None
+        self.paint_count = 0
+
+    def image(self) -> QImage:
+        o = self.owner
+        dpr = self.devicePixelRatioF()
+        c = o.cam
+        key = (o._overlay_version, o.tr("scene.title"), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
+               self.width(), self.height(), dpr)
+        if key != self._key or self._img is None:
+            img = QImage(max(1, int(self.width() * dpr)), max(1, int(self.height() * dpr)),
+                         QImage.Format.Format_ARGB32_Premultiplied)
+            img.setDevicePixelRatio(dpr)
+            img.fill(0)
+            p = QPainter(img)
+            try:
+                draw_overlay(p, o._overlay_input(), self.width(), self.height(), 1.0)
+            finally:
+                p.end()
+            self._img, self._key = img, key
+        return self._img
+
+    def paintEvent(self, ev):
+        if not self.owner.labels_enabled:
+            return
+        self.paint_count += 1
+        p = QPainter(self)
+        try:
+            p.drawImage(0, 0, self.image())
+        finally:
+            p.end()
 
 
 class SceneView(QWidget):
@@ -146,6 +163,7 @@ class SceneView(QWidget):
         self.expert: int | None = None
         self.labels_enabled = True
         self._overlay_version = 0
+        self._auto_fit = True  # refit the overview on resize until the camera is moved on purpose
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
         self.cam = camlib.Camera()
@@ -158,6 +176,8 @@ class SceneView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.gl)
+        self.overlay = _Overlay(self)
+        self.overlay.raise_()
         self.meshes: dict[str, FamilyMesh] = {}
         for fam in ("stack", "cells", "experts"):
             m = FamilyMesh()
@@ -181,7 +201,22 @@ class SceneView(QWidget):
     def _touch(self) -> None:
         """Something the labels show changed: redraw the overlay at the next frame."""
         self._overlay_version += 1
+        self._redraw()
+
+    def _redraw(self) -> None:
         self.gl.update()
+        self.overlay.update()
+
+    def resizeEvent(self, ev):
+        super().resizeEvent(ev)
+        self.overlay.setGeometry(self.gl.geometry())
+        self.overlay.raise_()
+        if self._auto_fit:  # until the user moves the camera, the overview fits the widget's shape
+            self._apply_camera(camlib.preset("reset", self.layout.bounds, self._aspect(), self.layout.stack_bounds))
+
+    def showEvent(self, ev):
+        super().showEvent(ev)
+        self.overlay.setGeometry(self.gl.geometry())
 
     def set_translator(self, fn) -> None:
         self._tr = fn
@@ -204,8 +239,8 @@ class SceneView(QWidget):
             self.pass_index = min(self.pass_index, len(trace.passes) - 1)
         if trace is None or old is None or not self._same_shapes(old, trace):
             self._rebuild()
-        else:  # same grids: only the colour buffers change
-            self.recolour()
+        else:  # same grids: only the colour buffers of the cells change
+            self.recolour(("cells", "experts"))
 
     def _same_shapes(self, a, b) -> bool:
         if len(a.tokens) != len(b.tokens) or len(a.passes) != len(b.passes) or a.n_layers != b.n_layers:
@@ -226,14 +261,15 @@ class SceneView(QWidget):
 
     def set_pass(self, i: int) -> None:
         self.pass_index = int(i)
-        self.recolour()
+        self.recolour(("cells", "experts"))
 
     def set_token(self, pos: int) -> None:
         self.token = int(pos)
-        self.recolour()
+        self.recolour(("cells", "experts"))
 
     def set_step_focus(self, step_kind: str | None) -> None:
-        same = step_kind == self.step_kind
+        # the first step ever shown keeps the overview; later steps move the camera to what they are about
+        same = step_kind == self.step_kind or self.step_kind is None
         self.step_kind = step_kind
         self._update_flow()
         self.recolour()
@@ -250,7 +286,7 @@ class SceneView(QWidget):
         if boxes and not same:
             lo = np.min([b[0] for b in boxes], axis=0)
             hi = np.max([b[1] for b in boxes], axis=0)
-            self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=14.0), True)
+            self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=20.0), True)
         self._touch()
 
     def select_block(self, block_id: str | None) -> None:
@@ -266,11 +302,13 @@ class SceneView(QWidget):
             raise ValueError(f"unknown camera preset {name!r}")
         target = camlib.preset(name, self.layout.bounds, self._aspect(), self.layout.stack_bounds)
         self._animate_to(target, animate)
+        self._auto_fit = name == "reset"
 
     def camera_state(self) -> dict:
         return self.cam.to_dict()
 
     def set_camera_state(self, state: dict) -> None:
+        self._auto_fit = False
         self._stop_anim()
         self._apply_camera(camlib.Camera.from_dict(state))
 
@@ -369,12 +407,12 @@ class SceneView(QWidget):
             return None
         return None
 
-    def recolour(self) -> None:
+    def recolour(self, families: tuple[str, ...] = ("stack", "cells", "experts")) -> None:
         """Recompute cell colours from the trace and upload colour buffers only."""
         if self.layout is None:
             return
         for name, mesh in self.meshes.items():
-            if name not in self.families:
+            if name not in self.families or name not in families:
                 continue
             rgba = self._family_colors(name)
             self._box_rgba[name] = rgba
@@ -479,7 +517,8 @@ class SceneView(QWidget):
 
     # ================================================================ camera
     def _aspect(self) -> float:
-        return max(self.gl.width(), 1) / max(self.gl.height(), 1) if self.gl.isVisible() else 1.6
+        w, h = self.gl.width(), self.gl.height()
+        return w / h if w > 10 and h > 10 else 1.6
 
     def _layer_camera(self) -> camlib.Camera:
         lay = self.layout
@@ -497,7 +536,7 @@ class SceneView(QWidget):
         o["azimuth"] = float(cam.azimuth)
         o["elevation"] = float(cam.elevation)
         o["fov"] = float(cam.fov)
-        self.gl.update()
+        self._redraw()
 
     def _stop_anim(self) -> None:
         if self._anim is not None:
@@ -506,6 +545,7 @@ class SceneView(QWidget):
 
     def _animate_to(self, target: camlib.Camera, animate: bool = True) -> None:
         self._stop_anim()
+        self._auto_fit = False
         if not animate or not self.isVisible():
             self._apply_camera(target)
             return
@@ -532,6 +572,7 @@ class SceneView(QWidget):
         self._pan_mode = bool(ev.button() == Qt.MouseButton.MiddleButton or
                               ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         self._stop_anim()
+        self._auto_fit = False
         self.gl.setFocus()
 
     def _move(self, ev) -> None:
@@ -574,6 +615,7 @@ class SceneView(QWidget):
     def _wheel(self, ev) -> None:
         delta = ev.angleDelta().y() or ev.angleDelta().x()
         self._stop_anim()
+        self._auto_fit = False
         cam = camlib.Camera.from_dict(self.cam.to_dict())
         cam.distance = max(1.0, min(cam.distance * 0.999 ** delta, 400.0))
         self._apply_camera(cam)

@@ -305,8 +305,10 @@ def test_render_image_size_transparency_and_view_restored(view, qtbot):
 
 def test_step_focus_draws_flow_lines_and_moves_the_camera(view, qtbot, trace_a):
     view.set_trace(trace_a)
+    c_first = view.camera_state()
     view.set_step_focus("prefill")
     assert view.flow_edges and view.line_flow.visible()
+    assert view.camera_state() == c_first  # the first step keeps the overview the user sees at start
     c0 = view.camera_state()
     view.set_step_focus("lm_head")
     qtbot.waitUntil(lambda: view._anim is None or view._anim.state() == view._anim.State.Stopped, timeout=2000)
