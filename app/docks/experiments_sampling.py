@@ -134,6 +134,11 @@ class SamplingPanel(ExperimentPanel):
         self._sent += 1
 
     def retranslate(self):
+        if self.timer.isActive() or self._sent:  # the answer text is per language: start the demo afresh
+            self.timer.stop()
+            self.screen.clear()
+            self.log.clear()
+            self._sent = 0
         self.retranslate_frame()
         names = CANDIDATES[language()]
         self.logits_label.setText(tr("learn.exp.sampling.logits", pairs=", ".join(
