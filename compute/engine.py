@@ -8,13 +8,19 @@
 Toy sizes (`ToyDims`): hidden 8; KDA 2 heads × 4; MLA 2 heads, q_lora 4, kv_lora 3, nope 4, rope 2, v 4;
 MoE with the REAL expert count and top-k of the config (896 / 16 for K3), 2 shared, latent 4, expert width 4;
 dense MLP width 16; a toy vocabulary of 64 pieces (compute.tokenizer, honestly labelled) whose IDs lie in the
-real vocab range. Weights are seeded (numpy-free torch.Generator on the CPU, float64, then cast), so the same
-seed gives the same model on every device and dtype. Other configs of the family (Kimi Linear, K2,
+real vocab range. Weights are drawn from a seeded torch.Generator on the CPU in float64 and then cast, so the
+same seed gives the same model on every device and dtype. Other configs of the family (Kimi Linear, K2,
 DeepSeek-V3) run with their own layer order, expert counts, routing groups, gate form, activation and
 residual path (plain residual without AttnRes; for a non-latent MoE the keys 'moe.down', 'moe.norm' and
 'moe.up' are absent).
 
-The result is a `compute.trace.Trace` (numpy on the CPU); see that module for every field.
+The result is a `compute.trace.Trace` (numpy on the CPU); see that module for every field. Weight arrays in
+the trace (and 'moe.bias') are read-only views of the engine's weights.
+
+Caches: KDA keeps, per layer, the short-conv tail (3 rows) and the state S [H, K, V] (constant size); MLA keeps
+the latent c_kv [S, kv_lora] and k_rope [S, rope] (one row more per token). `resample` rebuilds them from the
+trace itself, so a trace is all it needs. Speed: see bench/engine.py (per-layer work is a few dozen tiny torch
+ops, so Python/dispatch overhead dominates; routed experts are gathered and run as one batched matmul).
 """
 from __future__ import annotations
 
@@ -168,6 +174,9 @@ class ToyK3:
         self.final_norm = conv(self.final_norm64)
         self.w_out = conv(self.w_out64)
         self._weights_np = self._linear_weights_numpy()
+        for d in self._weights_np[0] + [self._weights_np[1]]:
+            for a in d.values():
+                a.setflags(write=False)
 
     def _linear_weights_numpy(self) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
         """Per layer: block key → W [in, out] (numpy, engine dtype) of every LINEAR_INPUTS block."""
@@ -411,8 +420,10 @@ def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
     layers = []
     for li, t in enumerate(data["layers"]):
         cache: dict = {}
-        layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li],
-                                 tensors={k: to_numpy(v, cache) for k, v in t.items()}))
+        tensors = {k: to_numpy(v, cache) for k, v in t.items()}
+        if "moe.bias" in tensors:
+            tensors["moe.bias"].setflags(write=False)  # may be a view of the engine's bias
+        layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li], tensors=tensors))
     cache = {}
     final = {k: to_numpy(v, cache) for k, v in data["final"].items()}
     return PassTrace(kind=kind, positions=_np(data["positions"]), embedding=_np(data["embedding"]),

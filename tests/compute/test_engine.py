@@ -303,3 +303,12 @@ def test_other_family_configs_run(name):
     assert "moe.down" not in lt.tensors and lt.tensors["attnres.mixer"] is None
     assert tr.passes[1].layers[cfg.mla_layers[0]].tensors["mla.c_kv"].shape[0] == tr.prompt_len + 1
     assert all(0 <= tid < cfg.vocab_size for _, tid in tr.tokens)
+
+
+def test_trace_cannot_corrupt_the_engine(model, trace):
+    with pytest.raises(ValueError):
+        trace.weights[1]["kda.q_proj"][0, 0] = 1.0
+    with pytest.raises(ValueError):
+        trace.passes[0].layers[1].tensors["moe.bias"][0] = 1.0
+    with pytest.raises(ValueError):
+        trace.weights_global["lm_head"][0, 0] = 1.0
