@@ -15,6 +15,7 @@ from app.docks.experts_grid_tab import GridTab
 from app.docks.experts_latent import LatentTab
 from app.docks.experts_layers import LayersTab
 from app.docks.experts_qb import QBTab
+from app.docks.experts_responsive import scrolled
 from app.i18n import tr
 
 
@@ -29,11 +30,18 @@ class ExpertGridDock(QDockWidget):
         self.layers_tab = LayersTab(state, self)
         self.qb_tab = QBTab(state, self)
         self.latent_tab = LatentTab(state, self)
-        for w in (self.grid_tab, self.layers_tab, self.qb_tab, self.latent_tab):
-            self.tabs.addTab(w, "")
+        for w in self.pages():
+            self.tabs.addTab(scrolled(w), "")
         self.setWidget(self.tabs)
         state.language_changed.connect(self.retranslate)
         self.retranslate()
+
+    def pages(self):
+        return (self.grid_tab, self.layers_tab, self.qb_tab, self.latent_tab)
+
+    def show_tab(self, page) -> None:
+        """Bring one of `pages()` to the front."""
+        self.tabs.setCurrentIndex(self.pages().index(page))
 
     @property
     def grid(self):

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPus
                                QSpinBox, QVBoxLayout, QWidget)
 
 from app.docks.experts_data import cutoff_without, routing
+from app.docks.experts_responsive import ResponsiveBox
 from app.i18n import tr
 from app.widgets.expert_grid import ExpertGridWidget
 
@@ -49,7 +50,7 @@ class GridTab(QWidget):
         self.slider.setObjectName("experts.bias_slider")
         self.slider.setRange(-int(BIAS_RANGE * BIAS_STEPS_PER_UNIT), int(BIAS_RANGE * BIAS_STEPS_PER_UNIT))
         self.slider.setPageStep(10)
-        self.slider.setMinimumWidth(220)
+        self.slider.setMinimumWidth(120)
         self.value_label = QLabel()
         self.value_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("+0.000 ") + 4)
         self.reset_button = QPushButton()
@@ -87,7 +88,7 @@ class GridTab(QWidget):
         sl.addWidget(self.sum_line)
         sl.addStretch(1)
 
-        bottom = QHBoxLayout()
+        bottom = ResponsiveBox(780)  # side by side in a wide dock, stacked in the default narrow one
         bottom.addWidget(self.bias_box, 3)
         bottom.addWidget(self.selected_box, 2)
         lay = QVBoxLayout(self)
@@ -95,7 +96,7 @@ class GridTab(QWidget):
         lay.addWidget(self.grid, 1)
         lay.addWidget(self.legend)
         lay.addWidget(self.hover)
-        lay.addLayout(bottom)
+        lay.addWidget(bottom)
 
         self.grid.set_focus_expert(self.expert_spin.value())
         self.grid.expert_clicked.connect(self._on_cell_clicked)

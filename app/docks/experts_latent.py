@@ -70,7 +70,7 @@ class LatentDiagram(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.sizes: LatentSizes | None = None
-        self.setMinimumSize(560, 260)
+        self.setMinimumSize(400, 260)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
     def paintEvent(self, event):  # noqa: N802

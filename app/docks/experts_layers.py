@@ -29,6 +29,8 @@ class LayersTab(QWidget):
         self.mode = QComboBox()
         self.mode.setObjectName("experts.layers.mode")
         self.mode.addItems(["", ""])
+        self.mode.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(16)
         self.expert_label = QLabel()
         self.expert = QSpinBox()
         self.expert.setRange(0, 895)

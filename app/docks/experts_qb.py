@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
+from app.docks.experts_responsive import ResponsiveBox
 from app.i18n import tr
 
 _BEFORE = (150, 160, 175)
@@ -66,25 +67,36 @@ class QBTab(QWidget):
                                                 symbolBrush=_AFTER)
         self.ratio_plot.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen(_IDEAL, width=2, style=Qt.DashLine)))
 
-        controls = QHBoxLayout()
-        for w in (self.tokens_label, self.tokens, self.skew_label, self.skew, self.fresh):
+        controls_w = QWidget()
+        controls = QHBoxLayout(controls_w)
+        controls.setContentsMargins(0, 0, 0, 0)
+        for w in (self.tokens_label, self.tokens, self.skew_label, self.skew):
             controls.addWidget(w)
         controls.addStretch(1)
-        buttons = QHBoxLayout()
+        buttons_w = QWidget()
+        buttons = QHBoxLayout(buttons_w)
+        buttons.setContentsMargins(0, 0, 0, 0)
         buttons.addWidget(self.update_button)
         buttons.addWidget(self.play_button)
         buttons.addWidget(self.reset_button)
+        buttons.addWidget(self.fresh)
         buttons.addStretch(1)
-        plots = QHBoxLayout()
+        rows = ResponsiveBox(980)
+        rows.addWidget(controls_w)
+        rows.addWidget(buttons_w)
+        self.load_plot.setMinimumSize(300, 220)
+        self.ratio_plot.setMinimumSize(300, 180)
+        self.load_plot.setMaximumHeight(340)
+        self.ratio_plot.setMaximumHeight(340)
+        plots = ResponsiveBox(820)
         plots.addWidget(self.load_plot, 3)
         plots.addWidget(self.ratio_plot, 2)
         lay = QVBoxLayout(self)
         lay.addWidget(self.intro)
-        lay.addLayout(controls)
-        lay.addLayout(buttons)
+        lay.addWidget(rows)
         lay.addWidget(self.numbers)
         lay.addWidget(self.error)
-        lay.addLayout(plots, 1)
+        lay.addWidget(plots, 1)
 
         self.timer = QTimer(self)
         self.timer.setInterval(700)

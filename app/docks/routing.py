@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDockWidget, QTabWidget
 
+from app.docks.experts_responsive import scrolled
 from app.docks.routing_encap import EncapTab
 from app.docks.routing_meanings import MeaningsTab
 from app.docks.routing_server import ServerTab
@@ -27,14 +28,18 @@ class RoutingDock(QDockWidget):
         self.encap_tab = EncapTab(state, self)
         self.server_tab = ServerTab(state, self)
         self.toy_tab = RouterToyTab(state, self)
-        for w in self.pages():
-            self.tabs.addTab(w, "")
+        for w in self.pages():  # the meanings tab scrolls its cards itself
+            self.tabs.addTab(w if w is self.meanings_tab else scrolled(w), "")
         self.setWidget(self.tabs)
         state.language_changed.connect(self.retranslate)
         self.retranslate()
 
     def pages(self):
         return (self.meanings_tab, self.encap_tab, self.server_tab, self.toy_tab)
+
+    def show_tab(self, page) -> None:
+        """Bring one of `pages()` to the front."""
+        self.tabs.setCurrentIndex(self.pages().index(page))
 
     def retranslate(self, *_):
         self.setWindowTitle(tr("routing.dock.title"))

@@ -93,6 +93,12 @@ def label(p: QPainter, x: float, y: float, text: str, color: QColor = MUTED, ali
     p.drawText(rect, align | Qt.AlignVCenter, text)
 
 
+def caption(p: QPainter, w: float, h: float, text: str, color: QColor = MUTED) -> None:
+    """A caption at the foot of a diagram, wrapped onto two lines when the diagram is narrow."""
+    p.setPen(color)
+    p.drawText(QRectF(5, h - 36, w - 10, 33), Qt.AlignHCenter | Qt.AlignBottom | Qt.TextWordWrap, text)
+
+
 def line(p: QPainter, a: QPointF, b: QPointF, color: QColor = EDGE, width: float = 1.5, style=Qt.SolidLine):
     pen = QPen(color)
     pen.setWidthF(width)

@@ -52,15 +52,16 @@ class StacksDiagram(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setMinimumSize(520, 330)
+        self.setMinimumSize(400, 420)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
         self.selected: tuple[str, str] = ("https", "llm.tls")
         self._rects: dict[tuple[str, str], QRectF] = {}
 
     def geometry_for(self, w: float, h: float):
-        left = 118.0
-        top = 30.0
-        bottom_note = 34.0
+        narrow = w < 620
+        left = 118.0 if not narrow else 66.0
+        top = 30.0 if not narrow else 46.0
+        bottom_note = 34.0 if not narrow else 46.0
         row_h = (h - top - bottom_note - 6) / 7
         col_w = (w - left - 10) / 3
         return left, top, row_h, col_w
@@ -77,11 +78,15 @@ class StacksDiagram(QWidget):
         p.setFont(f)
         w, h = float(self.width()), float(self.height())
         left, top, row_h, col_w = self.geometry_for(w, h)
+        if w < 620:
+            f.setPointSizeF(7.5)
+            p.setFont(f)
         for i, layer in enumerate(OSI):
             y = top + i * row_h
             p.setPen(MUTED)
-            p.drawText(QRectF(4, y, left - 10, row_h), Qt.AlignVCenter | Qt.AlignLeft,
-                       f"L{layer} {tr(f'routing.osi.{layer}')}")
+            sep = " " if left > 100 else "\n"
+            p.drawText(QRectF(4, y, left - 8, row_h), Qt.AlignVCenter | Qt.AlignLeft | Qt.TextWordWrap,
+                       f"L{layer}{sep}{tr(f'routing.osi.{layer}')}")
             pen = QPen(QColor(45, 50, 60))
             p.setPen(pen)
             p.drawLine(QPointF(left - 4, y), QPointF(w - 6, y))
@@ -110,7 +115,7 @@ class StacksDiagram(QWidget):
                     p.setBrush(Qt.NoBrush)
                     p.drawRoundedRect(r, 5, 5)
             # after the wire: where the request goes next (not OSI)
-            note_r = QRectF(x + 5, top + 7 * row_h + 6, col_w - 10, 26)
+            note_r = QRectF(x + 5, top + 7 * row_h + 4, col_w - 10, h - (top + 7 * row_h) - 6)
             pen = QPen(MUTED)
             pen.setStyle(Qt.DashLine)
             p.setPen(pen)
@@ -135,7 +140,7 @@ class EnvelopeBar(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setMinimumHeight(54)
+        self.setMinimumHeight(70)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.stack, self.key = "https", "llm.tls"
 
@@ -146,23 +151,31 @@ class EnvelopeBar(QWidget):
         f = QFont(self.font())
         f.setPointSizeF(8)
         p.setFont(f)
-        segs = ENVELOPES[self.stack]
-        fm = p.fontMetrics()
-        widths = [fm.horizontalAdvance(t) + 14 for t, _ in segs]
-        scale = min(1.0, (self.width() - 12) / sum(widths))
-        x = 6.0
-        for (text, owner), wd in zip(segs, widths):
-            wd *= scale
-            r = QRectF(x, 8, wd - 2, 26)
+        rects = self.segment_rects(p.fontMetrics())
+        for (text, owner), r in zip(ENVELOPES[self.stack], rects):
             mine = owner == self.key
             color = QColor(60, 64, 72) if owner == "payload" else block_color(owner_layer(owner))
-            box(p, r, text if scale > 0.75 else "", color if mine else color.darker(230),
-                QColor(255, 255, 255) if mine else EDGE, TEXT if mine else MUTED, 3)
-            x += wd
+            box(p, r, text, color if mine else color.darker(230), QColor(255, 255, 255) if mine else EDGE,
+                TEXT if mine else MUTED, 3)
+        bottom = max(r.bottom() for r in rects)
         p.setPen(MUTED)
-        p.drawText(QRectF(6, 36, self.width() - 12, 16), Qt.AlignLeft | Qt.AlignVCenter,
+        p.drawText(QRectF(6, bottom + 2, self.width() - 12, 32), Qt.AlignLeft | Qt.AlignTop | Qt.TextWordWrap,
                    tr("routing.encap.envelope_hint"))
         p.end()
+        need = int(bottom + 36)
+        if need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+    def segment_rects(self, fm) -> list[QRectF]:
+        """Segments at their text width, wrapping onto the next line when the bar is narrow."""
+        out, x, y = [], 6.0, 6.0
+        for text, _ in ENVELOPES[self.stack]:
+            wd = fm.horizontalAdvance(text) + 14
+            if x + wd > self.width() - 6 and x > 6:
+                x, y = 6.0, y + 30
+            out.append(QRectF(x, y, wd - 2, 26))
+            x += wd
+        return out
 
 
 class EncapTab(QWidget):

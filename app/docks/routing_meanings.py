@@ -11,8 +11,9 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.docks.experts_data import routing
-from app.docks.routing_anim import (EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, dot, label, line,
-                                    role)
+from app.docks.experts_responsive import ResponsiveGrid
+from app.docks.routing_anim import (EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, caption, dot,
+                                    label, line, role)
 from app.i18n import tr
 
 PACKET = QColor(120, 220, 140)
@@ -44,7 +45,7 @@ class NetworkDiagram(AnimatedDiagram):
                     tr("routing.net.host_b")][hop]
         r = QRectF(pos.x() - 70, y - bh / 2 - 44, 140, 34)
         box(p, r, f"IP → 203.0.113.7\nMAC → {next_mac}", QColor(30, 60, 40), PACKET, TEXT, 4)
-        label(p, w / 2, h - 12, tr("routing.net.caption"), MUTED, w=w - 10)
+        caption(p, w, h, tr("routing.net.caption"))
 
 
 class MemoryDiagram(AnimatedDiagram):
@@ -71,7 +72,7 @@ class MemoryDiagram(AnimatedDiagram):
             dot(p, pos, DATA, 6)
             label(p, pos.x(), y - bh / 2 - 14, tr("routing.mem.line"), DATA, w=130)
         label(p, w / 2, y + bh / 2 + 14, tr("routing.mem.tlb"), MUTED, w=w - 10)
-        label(p, w / 2, h - 12, tr("routing.mem.caption"), MUTED, w=w - 10)
+        caption(p, w, h, tr("routing.mem.caption"))
 
 
 class InterconnectDiagram(AnimatedDiagram):
@@ -121,7 +122,7 @@ class InterconnectDiagram(AnimatedDiagram):
         arrow(p, QPointF(sw.right(), cy), QPointF(nic.left(), cy), EDGE, 1.2)
         label(p, nic.center().x(), nic.bottom() + 12, "InfiniBand / RoCE", MUTED, w=w * 0.36)
         label(p, nic.center().x(), nic.bottom() + 26, tr("routing.gpu.other_servers"), MUTED, w=w * 0.36)
-        label(p, w / 2, h - 10, tr("routing.gpu.caption"), MUTED, w=w - 10)
+        caption(p, w, h, tr("routing.gpu.caption"))
 
 
 class MoEDiagram(AnimatedDiagram):
@@ -140,7 +141,7 @@ class MoEDiagram(AnimatedDiagram):
         return r.selected, tr("routing.moe.from_trace", layer=st.layer + 1, token=st.token)
 
     def draw(self, p, w, h):
-        sel, caption = self.selection()
+        sel, cap = self.selection()
         y = h * 0.48
         tok = QRectF(w * 0.03, y - 14, w * 0.12, 28)
         box(p, tok, "x (token)", role("activation").darker(200))
@@ -164,7 +165,7 @@ class MoEDiagram(AnimatedDiagram):
             line(p, QPointF(rt.right(), y), dst, QColor(245, 178, 46, 70), 1)
             dot(p, along([QPointF(rt.right(), y), dst], t), DATA, 2.5)
         label(p, gx + cols * cell / 2, gy - 10, tr("routing.moe.grid"), TEXT, w=w * 0.6)
-        label(p, w / 2, h - 10, caption, MUTED, w=w - 10)
+        caption(p, w, h, cap)
 
 
 CARDS = ("net", "mem", "gpu", "moe")
@@ -210,10 +211,10 @@ class MeaningsTab(QWidget):
         diagrams = {"net": NetworkDiagram(), "mem": MemoryDiagram(), "gpu": InterconnectDiagram(),
                     "moe": MoEDiagram(state)}
         self.cards = {k: MeaningCard(k, diagrams[k]) for k in CARDS}
-        inner = QWidget()
-        grid = QGridLayout(inner)
-        for i, k in enumerate(CARDS):
-            grid.addWidget(self.cards[k], i // 2, i % 2)
+        inner = ResponsiveGrid(860)  # 2 × 2 cards in a wide dock, one column in the default narrow one
+        for k in CARDS:
+            self.cards[k].setMinimumHeight(430)
+            inner.addWidget(self.cards[k])
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(inner)

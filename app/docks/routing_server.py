@@ -8,7 +8,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QVBoxLayout, QWidget
 
-from app.docks.routing_anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, dot, label, line, role
+from app.docks.routing_anim import (EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, caption, dot,
+                                    label, line, role)
 from app.i18n import tr
 
 BF16 = 2
@@ -75,7 +76,7 @@ class ServerDiagram(AnimatedDiagram):
     device_clicked = Signal(str)
 
     def __init__(self, parent=None):
-        super().__init__(parent, (480, 190))
+        super().__init__(parent, (400, 240))
         self.selected = "pcie"
         self._rects: dict[str, QRectF] = {}
 
@@ -83,7 +84,7 @@ class ServerDiagram(AnimatedDiagram):
         return self._rects.get(key, QRectF())
 
     def draw(self, p, w, h):
-        y = (h - 20) * 0.5
+        y = (h - 36) * 0.5 + 4
         r = self._rects
         r["cpu"] = QRectF(w * 0.02, y - 50, w * 0.14, 40)
         r["ram"] = QRectF(w * 0.02, y + 10, w * 0.14, 40)
@@ -112,9 +113,10 @@ class ServerDiagram(AnimatedDiagram):
         t = self.phase(4.0)
         dot(p, along(path, t), role("expert"), 5)
         # bandwidth labels (orders of magnitude, H200-class)
-        label(p, r["pcie"].center().x(), r["pcie"].bottom() + 14, "PCIe 5.0 ×16 ≈ 64 GB/s", MUTED, w=170)
-        label(p, r["hbm"].center().x(), gpu.bottom() + 12, "HBM3e ≈ 4.8 TB/s", MUTED, w=150)
-        label(p, w / 2, h - 10, tr("routing.server.caption"), MUTED, w=w - 10)
+        label(p, r["pcie"].center().x(), r["pcie"].top() - 24, "PCIe 5.0 ×16", MUTED, w=120)
+        label(p, r["pcie"].center().x(), r["pcie"].top() - 10, "≈ 64 GB/s", MUTED, w=120)
+        label(p, r["hbm"].center().x(), r["hbm"].bottom() - 12, "≈ 4.8 TB/s", MUTED, w=r["hbm"].width())
+        caption(p, w, h, tr("routing.server.caption"))
 
     def mousePressEvent(self, event):  # noqa: N802
         pos = event.position()
@@ -128,7 +130,7 @@ class ServerDiagram(AnimatedDiagram):
 
 class PlacementDiagram(AnimatedDiagram):
     def __init__(self, placement: Placement | None, parent=None):
-        super().__init__(parent, (480, 200))
+        super().__init__(parent, (400, 200))
         self.pl = placement
         self.mode = "tp"
 
@@ -147,7 +149,10 @@ class PlacementDiagram(AnimatedDiagram):
             x = gap * g + (gap - gw) / 2
             gr = QRectF(x, top, gw, gh)
             box(p, gr, "", QColor(28, 34, 42), EDGE)
-            title = f"GPU{g}" + (" · " + tr("routing.place.tp.slice", n=n) if self.mode == "tp" else "")
+            title = f"GPU{g}"
+            if self.mode == "tp":
+                full = f"GPU{g} · " + tr("routing.place.tp.slice", n=n)
+                title = full if p.fontMetrics().horizontalAdvance(full) < gap - 6 else f"GPU{g} · 1/{n}"
             label(p, gr.center().x(), top - 10, title, TEXT, w=gap)
             centers.append(gr)
             if self.mode == "tp":  # every layer's matrices, this GPU's 1/n column slice bright
@@ -204,7 +209,7 @@ class PlacementDiagram(AnimatedDiagram):
                         b = QPointF(centers[d].center().x(), centers[d].bottom() - 8)
                         mid = QPointF((a.x() + b.x()) / 2, h - 22)
                         dot(p, along([a, mid, b], t), role("expert"), 3)
-        label(p, w / 2, h - 8, tr(f"routing.place.{self.mode}.travel"), MUTED, w=w - 10)
+        caption(p, w, h, tr(f"routing.place.{self.mode}.travel"))
 
 
 class ServerTab(QWidget):
@@ -253,7 +258,7 @@ class ServerTab(QWidget):
         lay.addWidget(self.place, 1)
         lay.addWidget(self.place_detail)
         lay.addWidget(self.gpu_note)
-        self.server.setMaximumHeight(250)
+        self.server.setMaximumHeight(280)
         self.place.setMaximumHeight(330)
         self.server.device_clicked.connect(lambda k: self._update_server())
         self.buttons.idClicked.connect(self._on_mode)

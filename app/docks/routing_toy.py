@@ -47,7 +47,10 @@ def k3_router(r: np.ndarray, bias: np.ndarray, k: int = TOP_K) -> tuple[np.ndarr
 
 class RouterToyDiagram(AnimatedDiagram):
     def __init__(self, parent=None):
-        super().__init__(parent, (520, 300))
+        super().__init__(parent, (400, 260))
+        policy = self.sizePolicy()
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
         self.condition = "robot"
         self.bias = np.zeros(4)
 
@@ -58,28 +61,30 @@ class RouterToyDiagram(AnimatedDiagram):
         return h, r, p, idx, s, idx3, w3
 
     def draw(self, p, w, h_):
+        """Wide: h | W | experts | softmax bars | K3 bars in one row. Narrow (< 700 px): the bars go below."""
         h, r, prob, idx, s, idx3, w3 = self.compute()
         gold = role("expert")
-        # h vector
+        narrow = w < 700
+        ch = 26.0
         x0, y0 = 10.0, 40.0
-        label(p, x0 + 30, y0 - 16, "h", TEXT, w=60)
-        ch = max(16.0, min(30.0, (h_ - 150) / 4 - 10))
+        band = 4 * (ch + 10)  # height of one block of four rows
+        span = w if narrow else w * 0.48  # width of the h | W | experts part
+        label(p, x0 + 25, y0 - 16, "h", TEXT, w=60)
         for i, v in enumerate(h):
-            box(p, QRectF(x0, y0 + i * (ch + 3), 60, ch), f"{v:+.2f}", role("activation").darker(200 if v < 0.5 else 140))
-        rt = QRectF(w * 0.14, y0 - 4, w * 0.19, 4 * (ch + 3) + 26)
+            box(p, QRectF(x0, y0 + i * (ch + 10), 50, ch + 4), f"{v:+.2f}",
+                role("activation").darker(200 if v < 0.5 else 140))
+        rt = QRectF(x0 + 50 + span * 0.08, y0 - 4, max(130.0, span * 0.36), band + 2)
         box(p, rt, "", QColor(60, 50, 20))
         p.setPen(TEXT)
-        p.drawText(QRectF(rt.left(), rt.top() + 2, rt.width(), 18), Qt.AlignCenter, "W_router · h")
+        p.drawText(QRectF(rt.left(), rt.top() - 20, rt.width(), 18), Qt.AlignCenter, "W_router (4 × 4) · h")
         for e in range(4):  # the constructed matrix, one row per expert
             p.setPen(MUTED)
-            p.drawText(QRectF(rt.left() + 4, rt.top() + 22 + e * (ch + 3), rt.width() - 8, ch), Qt.AlignCenter,
+            p.drawText(QRectF(rt.left() + 4, y0 + e * (ch + 10), rt.width() - 8, ch + 4), Qt.AlignCenter,
                        " ".join(f"{v:+.1f}" for v in W_ROUTER[e]))
-        arrow(p, QPointF(x0 + 62, rt.center().y()), QPointF(rt.left(), rt.center().y()), EDGE)
-        # experts E0..E3 with paths
-        ex = []
+        arrow(p, QPointF(x0 + 52, rt.center().y()), QPointF(rt.left(), rt.center().y()), EDGE)
+        ex_x = rt.right() + span * 0.12
         for e in range(4):
-            r_ = QRectF(w * 0.37, y0 + e * (ch + 10), w * 0.08, ch + 4)
-            ex.append(r_)
+            r_ = QRectF(ex_x, y0 + e * (ch + 10), 46, ch + 4)
             on = e in idx
             box(p, r_, f"E{e}", gold.darker(110) if on else PANEL, QColor(255, 255, 255) if on else EDGE,
                 QColor(20, 20, 20) if on else MUTED)
@@ -88,12 +93,12 @@ class RouterToyDiagram(AnimatedDiagram):
             arrow(p, a, b, gold if on else QColor(70, 76, 88), 2.0 if on else 1.0)
             if on:
                 dot(p, along([a, b], self.phase(1.6)), gold, 4)
-        # bar charts: softmax p (left) and K3 sigmoid s (right)
-        def bars(x, title, values, chosen, fmt, weights=None):
-            bw = w * 0.22
-            label(p, x + bw / 2, y0 - 16, title, TEXT, w=bw + 40)
+        label(p, ex_x + 23, y0 - 16, tr("routing.toy.seed_pick"), TEXT, w=120)
+
+        def bars(x, top, bw, title, values, chosen, fmt, weights=None):
+            label(p, x + bw / 2, top - 16, title, TEXT, w=bw + 20)
             for e, v in enumerate(values):
-                yy = y0 + e * (ch + 10)
+                yy = top + e * (ch + 10)
                 full = QRectF(x, yy, bw, ch + 4)
                 p.fillRect(full, QColor(34, 38, 46))
                 p.fillRect(QRectF(x, yy, bw * float(v), ch + 4), gold if e in chosen else QColor(96, 108, 128))
@@ -108,13 +113,31 @@ class RouterToyDiagram(AnimatedDiagram):
                     pen.setWidthF(2.0)
                     p.setPen(pen)
                     p.drawLine(QPointF(xb, yy), QPointF(xb, yy + ch + 4))
-        bars(w * 0.50, tr("routing.toy.softmax_title"), prob, list(idx), "p={:.3f}")
-        bars(w * 0.76, tr("routing.toy.k3_title"), s, list(idx3), "s={:.3f}", w3)
-        yb = y0 + 4 * (ch + 10) + 12
+
+        if narrow:
+            top2 = y0 + band + 40
+            bw = (w - 30) / 2
+            bars(10, top2, bw, tr("routing.toy.softmax_title"), prob, list(idx), "p={:.3f}")
+            bars(20 + bw, top2, bw, tr("routing.toy.k3_title"), s, list(idx3), "s={:.3f}", w3)
+            yb = top2 + band + 8
+        else:
+            bw = w * 0.24
+            bars(w * 0.50, y0, bw, tr("routing.toy.softmax_title"), prob, list(idx), "p={:.3f}")
+            bars(w * 0.76 - 6, y0, bw, tr("routing.toy.k3_title"), s, list(idx3), "s={:.3f}", w3)
+            yb = y0 + band + 8
         r_txt = "  ".join(f"r{e}={v:+.2f}" for e, v in enumerate(r))
-        label(p, w / 2, yb, "r = W·h:  " + r_txt, TEXT, w=w - 10)
-        label(p, w / 2, yb + 20, tr("routing.toy.formula_softmax"), MUTED, w=w - 10)
-        label(p, w / 2, yb + 38, tr("routing.toy.formula_k3"), MUTED, w=w - 10)
+        p.setPen(TEXT)
+        p.drawText(QRectF(8, yb, w - 16, 18), Qt.AlignCenter, "r = W·h:  " + r_txt)
+        p.setPen(MUTED)
+        p.drawText(QRectF(8, yb + 20, w - 16, 70), Qt.AlignHCenter | Qt.AlignTop | Qt.TextWordWrap,
+                   tr("routing.toy.formula_softmax") + "\n" + tr("routing.toy.formula_k3"))
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802
+        band = 4 * (26.0 + 10)
+        return int(40 + band + (band + 40 if width < 700 else 0) + 8 + 20 + 64)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return True
 
 
 class RouterToyTab(QWidget):
@@ -127,6 +150,8 @@ class RouterToyTab(QWidget):
         self.condition = QComboBox()
         self.condition.setObjectName("routing.toy.condition")
         self.condition.addItems([""] * len(CONDITIONS))
+        self.condition.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.condition.setMinimumContentsLength(20)
         self.diagram = RouterToyDiagram(self)
         self.diagram.setObjectName("routing.toy.diagram")
         self.result = QLabel()
@@ -141,8 +166,10 @@ class RouterToyTab(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.cond_label)
         row.addWidget(self.condition)
-        row.addSpacing(16)
-        row.addWidget(self.bias_label)
+        row.addStretch(1)
+        row2 = QHBoxLayout()
+        row = (row, row2)
+
         for e in range(4):
             sp = QDoubleSpinBox()
             sp.setObjectName(f"routing.toy.bias{e}")
@@ -152,16 +179,17 @@ class RouterToyTab(QWidget):
             sp.setPrefix(f"b{e} ")
             sp.valueChanged.connect(self._on_bias)
             self.bias_spins.append(sp)
-            row.addWidget(sp)
-        row.addStretch(1)
+            row2.addWidget(sp)
+        row2.addStretch(1)
         lay = QVBoxLayout(self)
         lay.addWidget(self.badge)
-        lay.addLayout(row)
+        lay.addLayout(row[0])
+        lay.addWidget(self.bias_label)
+        lay.addLayout(row[1])
         lay.addWidget(self.diagram, 1)
         lay.addWidget(self.result)
         lay.addWidget(self.caveat)
         lay.addStretch(0)
-        self.diagram.setMaximumHeight(340)
         self.condition.currentIndexChanged.connect(self._on_condition)
         self.retranslate()
 

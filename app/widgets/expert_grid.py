@@ -70,7 +70,9 @@ class ExpertGridWidget(QWidget):
         super().__init__(parent)
         self.setObjectName("ExpertGridWidget")
         self.setMouseTracking(True)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        policy = QSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        policy.setHeightForWidth(True)  # square cells: as tall as the width needs
+        self.setSizePolicy(policy)
         self.setMinimumSize(300, 240)
         self._n = n_experts
         self._cols = cols
@@ -176,6 +178,13 @@ class ExpertGridWidget(QWidget):
         e = int(y // cell) * self._cols + int(x // cell)
         return e if e < self._n else -1
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802
+        cell = (width - 12.0) / (self._cols + 1 + 3.2)
+        return max(240, int(cell * self._rows + 12))
+
     def sizeHint(self) -> QSize:
         return QSize(620, 480)
 
@@ -223,8 +232,11 @@ class ExpertGridWidget(QWidget):
             p.setBrush(_SHARED)
             p.drawRoundedRect(rc, 4, 4)
             p.setPen(QColor(20, 20, 20))
-            p.drawText(rc.adjusted(2, 2, -2, -2), Qt.AlignCenter | Qt.TextWordWrap,
-                       tr("experts.grid.shared_cell", n=i + 1))
+            text = tr("experts.grid.shared_cell", n=i + 1)
+            widest = max(p.fontMetrics().horizontalAdvance(part) for part in text.split("\n"))
+            if widest > rc.width() - 4:  # narrow grid: the short form
+                text = tr("experts.grid.shared_short", n=i + 1)
+            p.drawText(rc.adjusted(2, 2, -2, -2), Qt.AlignCenter | Qt.TextWordWrap, text)
         p.end()
 
     # --- mouse --------------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def test_moe_card_shows_the_engine_selection(dock, qtbot):
 
 
 def test_clicking_a_layer_shows_what_it_adds(dock, qtbot):
-    dock.tabs.setCurrentWidget(dock.encap_tab)
+    dock.show_tab(dock.encap_tab)
     qtbot.wait(20)
     stacks = dock.encap_tab.stacks
     rect = stacks.block_rect("ethercat", "ecat.frame")
@@ -118,7 +118,7 @@ def test_clicking_a_layer_shows_what_it_adds(dock, qtbot):
 
 def test_server_devices_and_placements_with_hand_numbers(dock, qtbot):
     tab = dock.server_tab
-    dock.tabs.setCurrentWidget(tab)
+    dock.show_tab(tab)
     qtbot.wait(30)
     qtbot.mouseClick(tab.server, Qt.LeftButton, pos=tab.server.device_rect("hbm").center().toPoint())
     assert tab.server.selected == "hbm" and "HBM" in tab.server_detail.text()
@@ -150,7 +150,7 @@ def test_logical_router_hand_computation_and_k3_bias(dock, qtbot):
     np.testing.assert_allclose(w3, [s_hand[0] / (s_hand[0] + s_hand[3]), s_hand[3] / (s_hand[0] + s_hand[3])])
 
     tab = dock.toy_tab
-    dock.tabs.setCurrentWidget(tab)
+    dock.show_tab(tab)
     qtbot.wait(20)
     assert "E0 (p=0.399), E1 (p=0.240)" in tab.result.text()
     spin = tab.bias_spins[1]
