@@ -59,6 +59,32 @@ def fmt_int(n: int) -> str:
     return f"{int(n):,}"
 
 
+def _opt(cfg, name, default):
+    """Like _g, but a field that is present and None stays None (an absent feature), unlike a missing one."""
+    if cfg is None:
+        return default
+    if isinstance(cfg, dict):
+        return cfg.get(name, default)
+    return getattr(cfg, name, default)
+
+
+def _block_size(cfg) -> int:
+    """AttnRes block size; 0 = the model has plain residuals (no AttnRes). No config at all = K3's 12."""
+    if cfg is None:
+        return 12
+    v = cfg.get("attn_res_block_size") if isinstance(cfg, dict) else getattr(cfg, "attn_res_block_size", None)
+    return int(v or 0)
+
+
+def _expert_grid(n: int) -> tuple[int, int]:
+    """(rows, cols) holding exactly n experts, as square as possible (896 -> 28 x 32)."""
+    best = (1, n)
+    for c in range(1, n + 1):
+        if n % c == 0 and abs(c - (n / c) * 8 / 7) < abs(best[1] - best[0] * 8 / 7):
+            best = (n // c, c)
+    return best
+
+
 @dataclass
 class ModelDims:
     """The real (K3) dims the labels need, read from a ModelConfig or an HF config dict."""
@@ -84,6 +110,7 @@ class ModelDims:
     expert_width: int = 3072
     latent: int = 3584
     block_size: int = 12
+    mla_gate: bool = True
     name: str = "kimi-k3"
 
     @classmethod
@@ -109,13 +136,14 @@ class ModelDims:
             dense_width=int(_g(cfg, "intermediate_size", 33792)), mixers=tuple(mixers), ffns=tuple(ffns),
             kda_heads=int(kda_heads or 96), kda_dim=int(kda_dim or 128),
             conv=int(_g(cfg, "kda_conv_size", 4) or 4),
-            mla_heads=int(_g(cfg, "num_attention_heads", 96)), q_lora=int(_g(cfg, "q_lora_rank", 1536) or 0),
+            mla_heads=int(_g(cfg, "num_attention_heads", 96)), q_lora=int(_opt(cfg, "q_lora_rank", 1536) or 0),
             kv_lora=int(_g(cfg, "kv_lora_rank", 512)), nope=int(_g(cfg, "qk_nope_head_dim", 128)),
             rope=int(_g(cfg, "qk_rope_head_dim", 64)), v=int(_g(cfg, "v_head_dim", 128)),
             experts=int(_g(cfg, "n_routed_experts", 896)), topk=int(_g(cfg, "num_experts_per_tok", 16)),
             shared=int(_g(cfg, "n_shared_experts", 2)), expert_width=shared_w,
-            latent=int(_g(cfg, "moe_latent_size", 0) or _g(cfg, "hidden_size", 7168)),
-            block_size=int(_g(cfg, "attn_res_block_size", 12) or 0), name=str(_g(cfg, "name", "kimi-k3")),
+            latent=int(_opt(cfg, "moe_latent_size", 3584 if cfg is None else None) or _g(cfg, "hidden_size", 7168)),
+            mla_gate=_opt(cfg, "mla_output_gate", "sigmoid") is not None,
+            block_size=_block_size(cfg), name=str(_g(cfg, "name", "kimi-k3")),
         )
 
 
@@ -196,6 +224,7 @@ class Layout:
     panel_bounds: tuple[np.ndarray, np.ndarray] | None = None
     stack_bounds: tuple[np.ndarray, np.ndarray] | None = None
     flow: list[tuple[str, str]] = field(default_factory=list)  # conceptual data-flow edges of the layer
+    trace_ok: bool = False  # the trace was made by this model's structure (else: structure only)
 
     def __post_init__(self):
         self.by_id = {b.id: b for b in self.blocks}
@@ -387,16 +416,24 @@ PLATE_IN = {"kda.q_proj": "hidden", "kda.k_proj": "hidden", "kda.v_proj": "hidde
             "mlp.down": "mlp.act"}
 
 
-def _grid_of(kind: str, shape: tuple) -> tuple[tuple[int, int], float, bool]:
+def _grid_of(kind: str, shape: tuple, n_experts: int = 896) -> tuple[tuple[int, int], float, bool]:
     """(rows, cols), pitch, rows_are_tokens for a tensor of the given toy shape."""
     if kind in ("moe.router", "moe.experts"):
-        return (28, 32), EXPERT_PITCH, False
+        return _expert_grid(n_experts), EXPERT_PITCH, False
     if kind == "kda.state":  # [H, dk, dv] -> heads stacked vertically
         return (shape[0] * shape[1], shape[2]), PITCH, False
     if kind in ("mla.scores", "mla.softmax"):  # [H, T, S] -> heads stacked vertically
         return (shape[0] * shape[1], shape[2]), PITCH, False
     rows, cols = shape[0], (shape[1] if len(shape) > 1 else 1)
     return (max(rows, 1), max(cols, 1)), PITCH, True
+
+
+def trace_fits(trace, dims: ModelDims) -> bool:
+    """True when the trace has this model's layers with the same mixer / FFN types."""
+    if not trace.passes or trace.n_layers != dims.n_layers:
+        return False
+    layers = trace.passes[0].layers
+    return all(lt.mixer == dims.mixers[i] and lt.ffn == dims.ffns[i] for i, lt in enumerate(layers))
 
 
 def token_rows(trace) -> list[int]:
@@ -415,6 +452,8 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
     dims = ModelDims.from_config(cfg)
     n = dims.n_layers
     layer0 = int(min(max(layer0, 0), n - 1))
+    if trace is not None and not trace_fits(trace, dims):
+        trace = None  # e.g. a K3 trace while another model's config is shown: draw structure, no numbers
     positions = token_rows(trace)
     rows = len(positions)
     blocks: list[Block] = []
@@ -456,6 +495,8 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
     gz = top + 0.35
     for kind, h, role, w in (("final.attnres", 0.3, "attnres", 0.8), ("final.norm", 0.25, "norm", 0.84),
                              ("lm_head", 0.5, "output", 0.96), ("sampling", 0.35, "output", 0.5)):
+        if kind == "final.attnres" and not dims.block_size:
+            continue
         blocks.append(Block(
             id=kind, kind=kind, layer=0, role=role, family="stack",
             center=np.array([STACK_X, 0.0, gz + h / 2]), size=np.array([SLAB_W * w, SLAB_D * w, h]),
@@ -477,6 +518,17 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
         din = TOY["hidden"] if src == "hidden" else shapes[src][-1]
         return din, shapes[kind][-1]
 
+    # which sub-operations this model has (K3 has all; e.g. DeepSeek-V3 has no AttnRes and no latent MoE)
+    present = set(shapes)
+    if not dims.block_size:
+        present -= {"attnres.mixer", "attnres.mixer.out", "attnres.ffn", "attnres.ffn.out"}
+    if dims.latent == dims.hidden:
+        present -= {"moe.down", "moe.norm", "moe.up"}
+    if not dims.q_lora:
+        present -= {"mla.q_a", "mla.q_a_norm"}
+    if not dims.mla_gate:
+        present -= {"mla.gate", "mla.o_gated"}
+
     def column(stations: list[list[str]], x0: float, z_start: float) -> tuple[float, float]:
         """Place the stations of one column; returns (max x, top z)."""
         z = z_start
@@ -484,10 +536,12 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
         for station in stations:
             items = []
             for kind in station:
+                if kind not in present:
+                    continue
                 shp = shapes.get(kind)
                 if kind in ("attnres.mixer",) and (shp is None or shp[-1] == 0):
                     continue
-                (gr, gc), pitch, tok = _grid_of(kind, shp)
+                (gr, gc), pitch, tok = _grid_of(kind, shp, dims.experts)
                 pitch_r = pitch
                 if tok or kind in ("mla.scores", "mla.softmax"):
                     pitch_r = min(pitch, ROWS_BUDGET / max(rows, 1))
@@ -516,13 +570,15 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
                         size=np.array([dout * PITCH, din * PITCH, PLATE_T]), part="weight", tensor_key=kind,
                         label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=(din, dout),
                         grid=(din, dout), orient="plate", rows_are_tokens=False, label=False))
-                if kind == "moe.experts":  # the 2 shared experts, apart from the routed grid, always on
+                if kind == "moe.experts" and dims.shared > 0:  # the shared experts, apart from the routed grid, always on
                     sp = 0.42
+                    ns = max(dims.shared, 1)
                     blocks.append(Block(
                         id=f"L{L}/moe.shared/E", kind="moe.shared", layer=L, role="shared", family="experts",
-                        center=np.array([x + w + 0.3 + sp / 2, 0.0, z + sp]), size=np.array([sp, WALL_T, 2 * sp]),
+                        center=np.array([x + w + 0.3 + sp / 2, 0.0, z + ns * sp / 2]),
+                        size=np.array([sp, WALL_T, ns * sp]),
                         part="shared_experts", tensor_key=None, label_key="scene.shared_experts",
-                        k3_shape=k3["moe.shared"], toy_shape=(2,), grid=(2, 1), pitch=sp,
+                        k3_shape=k3["moe.shared"], toy_shape=(ns,), grid=(ns, 1), pitch=sp,
                         rows_are_tokens=False, label=False))
                     w += 0.3 + sp
                 x += w + BLOCK_GAP
@@ -541,6 +597,20 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
         part="backdrop", label=False, meta=dict(mixer=mixer, ffn=ffn)))
     flow = [(f"L{L}/{a}", f"L{L}/{b}") for a, b in FLOW[mixer] + FLOW[ffn]]
     flow.append((f"L{L}/{mixer}.o_proj", f"L{L}/attnres.ffn"))
-    lay = Layout(blocks=blocks, dims=dims, layer=layer0, rows=rows, row_positions=positions)
+    lay = Layout(blocks=blocks, dims=dims, layer=layer0, rows=rows, row_positions=positions,
+                 trace_ok=trace is not None)
+    # models without some sub-operations: connect around the missing ones
+    flow += [(f"L{L}/{a}", f"L{L}/{b}") for a, b in (
+        ("norm.mixer", "mla.q_b"), ("mla.o", "mla.o_proj"), ("norm.ffn", "moe.experts"), ("moe.mix", "ffn.out"),
+        ("norm.mixer", "kda.q_proj"))]
+    ids = {b.id for b in blocks}
+    skip = set()
+    if f"L{L}/mla.q_a" in ids:
+        skip.add((f"L{L}/norm.mixer", f"L{L}/mla.q_b"))
+    if f"L{L}/mla.o_gated" in ids:
+        skip.add((f"L{L}/mla.o", f"L{L}/mla.o_proj"))
+    if f"L{L}/moe.down" in ids:
+        skip |= {(f"L{L}/norm.ffn", f"L{L}/moe.experts"), (f"L{L}/moe.mix", f"L{L}/ffn.out")}
+    flow = list(dict.fromkeys(e for e in flow if e not in skip))
     lay.flow = [(a, b) for a, b in flow if a in lay.by_id and b in lay.by_id]
     return lay

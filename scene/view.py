@@ -260,7 +260,8 @@ class SceneView(QWidget):
         self._animate_to(self._layer_camera(), animate)
 
     def set_pass(self, i: int) -> None:
-        self.pass_index = int(i)
+        n = len(self.trace.passes) if self.trace is not None else 1
+        self.pass_index = int(min(max(i, 0), n - 1))
         self.recolour(("cells", "experts"))
 
     def set_token(self, pos: int) -> None:
@@ -385,6 +386,10 @@ class SceneView(QWidget):
                 pts += [(x0, y, zs), (x1, bd.center[1] if y > 0 else bd.lo[1], zb)]
         self._set_lines(self.line_link, np.array(pts, np.float32))
 
+    def drawn_trace(self):
+        """The trace the cells show (None when it does not match the shown model's structure)."""
+        return self.trace if self.layout is not None and self.layout.trace_ok else None
+
     def _family_colors(self, name: str) -> np.ndarray:
         fam = self.families[name]
         out = np.empty((fam.n_boxes, 4), np.float32)
@@ -394,7 +399,7 @@ class SceneView(QWidget):
             if b.family == "stack":
                 out[k:k + n] = colouring.stack_colors(b, self.layout, emphasis)
             else:
-                out[k:k + n] = colouring.block_colors(b, self.layout, self.trace, self.pass_index, self.token)
+                out[k:k + n] = colouring.block_colors(b, self.layout, self.drawn_trace(), self.pass_index, self.token)
         return out
 
     def _stack_emphasis(self) -> set[int] | None:
@@ -700,11 +705,12 @@ class SceneView(QWidget):
         if hit.cell is None:
             return head
         r, c = hit.cell
-        vals = colouring.block_values(b, self.layout, self.trace, self.pass_index, self.token)
-        if b.kind in ("moe.router", "moe.experts") and self.trace is not None:
+        trace = self.drawn_trace()
+        vals = colouring.block_values(b, self.layout, trace, self.pass_index, self.token)
+        if b.kind in ("moe.router", "moe.experts") and trace is not None:
             e = r * b.grid[1] + c
-            tens = self.trace.passes[self.pass_index].layers[self.layer0].tensors
-            row = colouring._token_row(self.trace, self.pass_index, self.token)
+            tens = trace.passes[self.pass_index].layers[self.layer0].tensors
+            row = colouring._token_row(trace, self.pass_index, self.token)
             s = float(tens["moe.router"][row][e])
             idx = list(np.asarray(tens["moe.topk_idx"][row]))
             sel = (tr("scene.tip.expert_sel", w=f"{float(tens['moe.topk_weight'][row][idx.index(e)]):.4f}")
@@ -714,9 +720,9 @@ class SceneView(QWidget):
             value = tr("scene.tip.no_value")
         else:
             value = f"{vals[r, c]:+.4f}"
-        if b.rows_are_tokens and self.trace is not None and r < len(self.layout.row_positions):
+        if b.rows_are_tokens and trace is not None and r < len(self.layout.row_positions):
             pos = self.layout.row_positions[r]
-            piece = self.trace.tokens[pos][0] if pos < len(self.trace.tokens) else ""
+            piece = trace.tokens[pos][0] if pos < len(trace.tokens) else ""
             cell = tr("scene.tip.cell_token", name=name, token=pos, piece=piece, col=c, value=value)
         else:
             cell = tr("scene.tip.cell", name=name, row=r, col=c, value=value)
@@ -724,8 +730,9 @@ class SceneView(QWidget):
 
     def _overlay_input(self) -> OverlayInput:
         tokens = None
-        if self.trace is not None:
-            tokens = [self.trace.tokens[p][0] if p < len(self.trace.tokens) else "" for p in self.layout.row_positions]
+        trace = self.drawn_trace()
+        if trace is not None:
+            tokens = [trace.tokens[p][0] if p < len(trace.tokens) else "" for p in self.layout.row_positions]
         note = ""
         if self.step_kind:
             if self.step_kind in ("prefill", "decode"):
@@ -733,5 +740,5 @@ class SceneView(QWidget):
             else:
                 note = self.tr("scene.step.generic", step=self.step_kind)
         return OverlayInput(layout=self.layout, camera=self.cam, tr=self.tr, selected=self.selected,
-                            hovered=self.hovered, has_trace=self.trace is not None, tokens=tokens,
+                            hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
                             step_note=note, flow_on=bool(self.flow_edges))

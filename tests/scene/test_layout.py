@@ -102,3 +102,34 @@ def test_families_merge_geometry_into_few_meshes(k3_config):
         # block ranges tile the family without gaps
         spans = sorted(f.ranges.values())
         assert spans[0][0] == 0 and all(a[0] + a[1] == b[0] for a, b in zip(spans, spans[1:]))
+
+
+def _cfg(name):
+    from compute.config import ModelConfig, available_configs
+
+    return ModelConfig.from_json(available_configs()[name])
+
+
+def test_other_models_get_their_own_structure():
+    kl = build_layout(_cfg("kimi-linear-48b"), 3)
+    slabs = [b for b in kl.blocks if b.part == "slab"]
+    assert len(slabs) == 27
+    assert {b.layer for b in slabs if b.meta["mixer"] == "mla"} == {4, 8, 12, 16, 20, 24, 27}
+    assert not [b for b in kl.blocks if b.part == "bracket"]  # no AttnRes: plain residuals
+    assert "final.attnres" not in kl.by_id
+    kinds = {b.kind for b in kl.layer_blocks()}
+    assert not any(k.startswith("attnres.") for k in kinds)
+    assert "mla.q_a" not in kinds  # Kimi Linear's MLA has no query compression
+    assert "moe.down" not in kinds  # no latent MoE
+    ds = build_layout(_cfg("deepseek-v3"), 5)
+    assert {b.meta["mixer"] for b in ds.blocks if b.part == "slab"} == {"mla"}
+    assert [b.layer for b in ds.blocks if b.part == "slab" and b.meta["ffn"] == "dense"] == [1, 2, 3]
+    ex = ds.by_id["L6/moe.experts"]
+    assert ex.grid[0] * ex.grid[1] == 256
+    assert ds.by_id["L6/moe.shared/E"].grid == (1, 1)
+
+
+def test_a_trace_of_another_structure_is_not_drawn(trace_a):
+    lay = build_layout(_cfg("deepseek-v3"), 5, trace_a)
+    assert not lay.trace_ok
+    assert build_layout(None, 5, trace_a).trace_ok

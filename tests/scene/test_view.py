@@ -314,3 +314,24 @@ def test_step_focus_draws_flow_lines_and_moves_the_camera(view, qtbot, trace_a):
     qtbot.waitUntil(lambda: view._anim is None or view._anim.state() == view._anim.State.Stopped, timeout=2000)
     assert view.camera_state()["center"] != c0["center"]
     assert not view.flow_edges
+
+
+def test_switching_model_config_keeps_working(view, qtbot, trace_a):
+    from compute.config import ModelConfig, available_configs
+
+    view.set_trace(trace_a)
+    view.set_config(ModelConfig.from_json(available_configs()["deepseek-v3"]))
+    assert len([b for b in view.layout.blocks if b.part == "slab"]) == 61
+    assert view.drawn_trace() is None  # a K3 trace is not painted onto DeepSeek-V3's blocks
+    view.set_camera_preset("reset", animate=False)
+    settle(qtbot, view)
+    b = view.layout.by_id[f"L{view.layer0 + 1}/moe.experts"]
+    pt = b.center.copy()
+    pt[1] = b.lo[1]
+    p = renderer_project(view, pt).toPoint()
+    QTest.mouseMove(view.gl, p)
+    assert view.hovered == b.id and "no number" in view.last_tooltip or "Expert" not in view.last_tooltip
+    img = view.render_image(400, 250)
+    assert img.width() == 400
+    view.set_config(ModelConfig.from_json(available_configs()["kimi-k3"]))
+    assert view.drawn_trace() is trace_a
