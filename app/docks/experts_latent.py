@@ -85,9 +85,11 @@ class LatentDiagram(QWidget):
             return
         W, H = self.width(), self.height()
         f = QFont(self.font())
-        f.setPointSizeF(9)
+        narrow = W < 640
+        f.setPointSizeF(7.5 if narrow else 9)
         p.setFont(f)
-        top, bottom = 34.0, H - 58.0
+        top, bottom = (58.0 if narrow else 34.0), H - (70.0 if narrow else 58.0)
+        cw = W * 0.13  # label width per column
         full_h = bottom - top
         mid = (top + bottom) / 2
         act = QColor(*role_qcolor_tuple("activation"))
@@ -103,9 +105,11 @@ class LatentDiagram(QWidget):
             p.setBrush(color)
             p.drawRoundedRect(r, 3, 3)
             p.setPen(text)
-            p.drawText(QRectF(r.center().x() - 60, top - 30, 120, 16), Qt.AlignCenter, label)
+            p.drawText(QRectF(r.center().x() - cw / 2, 2, cw, 16), Qt.AlignCenter, label)
             if sub:
-                p.drawText(QRectF(r.center().x() - 60, top - 15, 120, 14), Qt.AlignCenter, sub)
+                if narrow:
+                    sub = sub.replace("→", "→\n")
+                p.drawText(QRectF(r.center().x() - cw / 2, 18, cw, top - 20), Qt.AlignHCenter | Qt.AlignTop, sub)
             return r
 
         h_full = full_h * 0.62
@@ -125,9 +129,8 @@ class LatentDiagram(QWidget):
             p.setBrush(gold)
             p.drawRect(r)
         p.setPen(text)
-        p.drawText(QRectF(ex_x - 90, top - 30, 180, 16), Qt.AlignCenter,
-                   tr("experts.latent.routed", k=n, n=s.n_experts))
-        p.drawText(QRectF(ex_x - 90, top - 15, 180, 14), Qt.AlignCenter, tr("experts.latent.on_gpus"))
+        p.drawText(QRectF(ex_x - W * 0.11, 2, W * 0.22, top - 4), Qt.AlignHCenter | Qt.AlignTop | Qt.TextWordWrap,
+                   tr("experts.latent.routed", k=n, n=s.n_experts) + "\n" + tr("experts.latent.on_gpus"))
         rn = box(xs[4], h_lat, act, "Σ w·E(z)", tr("experts.latent.rmsnorm"))
         ru = box(xs[5], h_full * 0.8, weight, "W↑", f"{_fmt(s.latent)}→{_fmt(s.hidden)}")
         ry = box(xs[6], h_full, act, "y", _fmt(s.hidden))
@@ -168,7 +171,7 @@ class LatentDiagram(QWidget):
         arrow(QPointF(rx.center().x(), rx.bottom()), QPointF(sh.left(), sh.center().y()), shared)
         arrow(QPointF(sh.right(), sh.center().y()), QPointF(ry.center().x(), ry.bottom()), shared)
         p.setPen(net)
-        p.drawText(QRectF(W * 0.27, bottom + 34, W * 0.5, 18), Qt.AlignCenter,
+        p.drawText(QRectF(8, bottom + 32, W - 16, H - bottom - 34), Qt.AlignHCenter | Qt.AlignTop | Qt.TextWordWrap,
                    tr("experts.latent.a2a_label", k=n, w=_fmt(s.latent), b=_fmt(s.with_latent)))
         p.end()
 
@@ -191,6 +194,7 @@ class LatentTab(QWidget):
         lay.addWidget(self.diagram, 1)
         lay.addWidget(self.numbers)
         lay.addWidget(self.caveat)
+        lay.addStretch(1)
         try:
             self.diagram.sizes = LatentSizes.from_configs()
             self._error = ""
