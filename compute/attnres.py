@@ -7,6 +7,8 @@ import math
 
 import torch
 
+from compute.parts import const
+
 
 def attn_res_weights(partial: torch.Tensor, blocks: torch.Tensor | list[torch.Tensor], w: torch.Tensor,
                      eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
@@ -26,7 +28,7 @@ def attn_res_weights(partial: torch.Tensor, blocks: torch.Tensor | list[torch.Te
 def _mix(V: torch.Tensor, w: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """V [C, T, D] candidates → (Σ_c softmax_c(RMS-normalised V_c · w) V_c [T, D], weights [T, C])."""
     D = V.shape[-1]
-    s = (V * torch.rsqrt((V * V).sum(-1, keepdim=True) + D * eps)) @ (w * math.sqrt(D))  # [C, T]
+    s = (V * torch.rsqrt((V * V).sum(-1, keepdim=True) + const(D * eps, V))) @ (w * const(math.sqrt(D), w))  # [C, T]
     a = s.softmax(0)
     return (a.unsqueeze(-1) * V).sum(0), a.T
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from compute.norms import l2_norm, rms_norm
-from compute.parts import Part
+from compute.parts import Part, const
 
 __all__ = ["kda_recurrent", "kda_chunked", "kda_step", "kda_gate", "short_conv", "l2_norm", "kda_layer"]
 
@@ -26,7 +26,7 @@ def kda_gate(f: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
     a = A_log.exp().unsqueeze(-1)  # [H, 1]
     if lower_bound is None:
         return -a * F.softplus(f + dt_bias)
-    return lower_bound * torch.sigmoid(a * (f + dt_bias))
+    return const(lower_bound, f) * torch.sigmoid(a * (f + dt_bias))
 
 
 def short_conv(x: torch.Tensor, weight: torch.Tensor, cache: torch.Tensor | None = None
@@ -92,7 +92,7 @@ def kda_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, alpha: torch.Ten
         S = state * alpha.unsqueeze(-1)  # forget: Diag(α) S
         u = beta.view(H, 1, 1) * (v.unsqueeze(1) - k.unsqueeze(1) @ S)  # [H, 1, V] the delta
         S = S + k.unsqueeze(-1) * u  # write k uᵀ
-    return (q.unsqueeze(1) @ S).view(H, -1) * scale, S  # read after the update
+    return (q.unsqueeze(1) @ S).view(H, -1) * const(scale, q), S  # read after the update
 
 
 def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,

@@ -9,7 +9,7 @@ import math
 import torch
 
 from compute.norms import rms_norm
-from compute.parts import Part
+from compute.parts import Part, const
 
 __all__ = ["mla_attention", "apply_rope", "mla_layer"]
 
@@ -34,7 +34,7 @@ def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torc
     Returns (scores [H, T, S] with masked entries −inf, softmax [H, T, S], o [T, H, dv]).
     """
     T, S = q.shape[0], k.shape[0]
-    scores = (q.transpose(0, 1) @ k.permute(1, 2, 0)) * scale  # [H, T, S]
+    scores = (q.transpose(0, 1) @ k.permute(1, 2, 0)) * const(scale, q)  # [H, T, S]
     if q_pos is not None:
         masked = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]  # [T, S]
         scores = scores.masked_fill(masked, float("-inf"))

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from compute.norms import rms_norm
+from compute.parts import const
 
 __all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio", "latent_moe", "dense_mlp",
            "softmax_router"]
@@ -14,7 +15,7 @@ __all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio"
 
 def situ_glu(g: torch.Tensor, u: torch.Tensor, beta1: float = 4.0, beta2: float = 25.0) -> torch.Tensor:
     """SiTU-GLU(g, u) = [β₁·tanh(g/β₁)·sigmoid(g)] · [β₂·tanh(u/β₂)]. Elementwise; bounded by β₁·β₂."""
-    return torch.tanh(g / beta1) * torch.sigmoid(g) * torch.tanh(u / beta2) * (beta1 * beta2)
+    return torch.tanh(g / const(beta1, g)) * torch.sigmoid(g) * torch.tanh(u / const(beta2, u)) * const(beta1 * beta2, g)
 
 
 def silu_glu(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -48,7 +49,7 @@ def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group
         sel = grouped.masked_fill(drop.unsqueeze(-1), float("-inf")).view(T, E)
     idx = sel.topk(top_k, -1)[1]
     w = s.gather(1, idx)
-    w = w / (w.sum(-1, keepdim=True) + 1e-20)
+    w = w / (w.sum(-1, keepdim=True) + const(1e-20, w))
     return (w if routed_scaling_factor == 1.0 else w * routed_scaling_factor), idx, s
 
 

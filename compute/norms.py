@@ -5,6 +5,8 @@ import math
 
 import torch
 
+from compute.parts import const
+
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
     """RMSNorm(x) = x / sqrt(mean(x², last dim) + eps) ⊙ weight.
@@ -13,13 +15,13 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1
     """
     D = x.shape[-1]
     # mean(x²) + eps = (Σx² + D·eps) / D; a sum is cheaper than a mean for tiny tensors
-    y = x * (torch.rsqrt((x * x).sum(-1, keepdim=True) + D * eps) * math.sqrt(D))
+    y = x * (torch.rsqrt((x * x).sum(-1, keepdim=True) + const(D * eps, x)) * const(math.sqrt(D), x))
     return y if weight is None else y * weight
 
 
 def l2_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """x / ‖x‖ with ‖x‖ = sqrt(Σ x² + eps) over the last dim (KDA: per head). x [..., K]."""
-    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
+    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + const(eps, x))
 
 
 class RMSNorm:

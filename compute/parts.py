@@ -43,3 +43,19 @@ def _np(t: torch.Tensor) -> np.ndarray:
     if t.device.type == "cpu" and not t.requires_grad:
         return t.numpy()
     return t.detach().cpu().numpy()
+
+
+_CONSTS: dict[tuple, torch.Tensor] = {}
+
+
+def const(value: float, like: torch.Tensor) -> torch.Tensor:
+    """A cached 0-dim tensor holding `value` with like's dtype and device.
+
+    tensor ⊙ 0-dim tensor dispatches about twice as fast as tensor ⊙ Python float (no scalar wrapping),
+    which matters for the engine's many tiny ops; the result is the same number.
+    """
+    key = (value, like.dtype, like.device)
+    t = _CONSTS.get(key)
+    if t is None:
+        t = _CONSTS[key] = torch.tensor(value, dtype=like.dtype, device=like.device)
+    return t
