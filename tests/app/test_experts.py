@@ -282,3 +282,52 @@ def test_korean_everywhere_no_missing_keys(setup, qtbot):
     ko = i18n.table("ko")
     mine = {k for k in en if k.startswith("experts.")}
     assert mine == {k for k in ko if k.startswith("experts.")}
+
+
+def test_grid_widget_standalone_contract(qtbot):
+    """The reusable widget on its own: set_scores, lit colours, hover text, signals, a clear error."""
+    from app.widgets.expert_grid import ExpertGridWidget
+
+    g = ExpertGridWidget()
+    qtbot.addWidget(g)
+    g.resize(640, 520)
+    g.show()
+    qtbot.waitExposed(g)
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.2, 0.8, 896)
+    b = np.zeros(896)
+    b[5] = 0.5
+    sel = np.argsort(-(s + b))[:16]
+    w = s[sel] / s[sel].sum()
+    g.set_scores(s, b, sel, w)
+    assert lit_cells_from_pixels(g) == set(int(e) for e in sel)
+    text = g.hover_text(5)
+    assert "Expert 5" in text and f"{s[5]:.4f}" in text and "+0.5000" in text and "rank 1 of 896" in text
+    with qtbot.waitSignal(g.expert_clicked) as sig:
+        qtbot.mouseClick(g, Qt.LeftButton, pos=g.cell_rect(700).center())
+    assert sig.args == [700]
+    with qtbot.waitSignal(g.expert_hovered) as sig:
+        qtbot.mouseMove(g, g.cell_rect(33).center())
+    assert sig.args == [33]
+    with pytest.raises(ValueError, match="896"):
+        g.set_scores(s[:10], None, sel, w)
+
+
+def test_no_trace_yet_says_so_and_slider_still_requests(qtbot):
+    from app.docks.experts import ExpertGridDock
+
+    state = AppState()
+    win = QMainWindow()
+    dock = ExpertGridDock(state, win)
+    win.addDockWidget(Qt.RightDockWidgetArea, dock)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    assert not dock.grid.has_data()
+    assert "trace" in dock.grid_tab.header.text().lower()
+    asked = []
+    state.knobs_requested.connect(asked.append)
+    dock.grid_tab.slider.setFocus()
+    qtbot.keyClick(dock.grid_tab.slider, Qt.Key_PageUp)
+    assert asked and asked[-1].expert_bias == {17: pytest.approx(0.10)}
+    assert "No router" in dock.grid_tab.why.text()
