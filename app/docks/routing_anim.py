@@ -33,7 +33,11 @@ class AnimatedDiagram(QWidget):
         self._frozen: float | None = None  # fixed time (s) for exports/tests; None = live clock
         self.timer = QTimer(self)
         self.timer.setInterval(33)
-        self.timer.timeout.connect(self.update)
+        self.timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        if not self.visibleRegion().isEmpty():  # scrolled out of sight: no repaint
+            self.update()
 
     def seconds(self) -> float:
         return self._frozen if self._frozen is not None else self._clock.elapsed() / 1000.0

@@ -7,7 +7,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.docks.routing_anim import BG, EDGE, MUTED, PANEL, TEXT, box
+from app.docks.routing_anim import BG, EDGE, MUTED, TEXT, box
 from app.i18n import tr
 
 OSI = (7, 6, 5, 4, 3, 2, 1)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPen
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.docks.experts_data import routing
 from app.docks.experts_responsive import ResponsiveGrid
-from app.docks.routing_anim import (EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, caption, dot,
+from app.docks.routing_anim import (BG, EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, caption, dot,
                                     label, line, role)
 from app.i18n import tr
 
@@ -43,7 +43,7 @@ class NetworkDiagram(AnimatedDiagram):
         hop = min(3, int(t * 4))
         next_mac = [tr("routing.net.router") + " 1", tr("routing.net.router") + " 1", tr("routing.net.router") + " 2",
                     tr("routing.net.host_b")][hop]
-        r = QRectF(pos.x() - 70, y - bh / 2 - 44, 140, 34)
+        r = QRectF(min(max(4.0, pos.x() - 70), w - 144), y - bh / 2 - 44, 140, 34)
         box(p, r, f"IP → 203.0.113.7\nMAC → {next_mac}", QColor(30, 60, 40), PACKET, TEXT, 4)
         caption(p, w, h, tr("routing.net.caption"))
 
@@ -152,12 +152,21 @@ class MoEDiagram(AnimatedDiagram):
         cell = min((w * 0.54) / cols, (h * 0.72) / rows)
         gx, gy = w * 0.43, y - rows * cell / 2
         lit = set(int(e) for e in sel)
-        p.setPen(Qt.NoPen)
-        for e in range(cols * rows):
-            r_, c_ = divmod(e, cols)
-            color = DATA if e in lit else QColor(52, 60, 74)
-            p.setBrush(color)
-            p.drawRect(QRectF(gx + c_ * cell + 0.5, gy + r_ * cell + 0.5, cell - 1, cell - 1))
+        rgba = np.zeros((cols * rows, 4), dtype=np.uint8)  # one image for all 896 cells
+        rgba[:] = (52, 60, 74, 255)
+        if lit:
+            rgba[sorted(lit)] = (DATA.red(), DATA.green(), DATA.blue(), 255)
+        self._buf = np.ascontiguousarray(rgba.reshape(rows, cols, 4))
+        img = QImage(self._buf.data, cols, rows, cols * 4, QImage.Format_RGBA8888)
+        area = QRectF(gx, gy, cols * cell, rows * cell)
+        p.setRenderHint(QPainter.Antialiasing, False)
+        p.drawImage(area, img)
+        gap = QPen(BG)
+        gap.setWidthF(1.0)
+        p.setPen(gap)
+        p.drawLines([QLineF(gx + c * cell, gy, gx + c * cell, area.bottom()) for c in range(cols + 1)]
+                    + [QLineF(gx, gy + r * cell, area.right(), gy + r * cell) for r in range(rows + 1)])
+        p.setRenderHint(QPainter.Antialiasing, True)
         t = self.phase(2.5)
         for e in sorted(lit):
             r_, c_ = divmod(e, cols)

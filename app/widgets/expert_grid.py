@@ -16,7 +16,7 @@ Hover also shows a tooltip: id, score, bias, rank (by biased score), weight.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QLineF, QPoint, QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QLineF, QPoint, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
