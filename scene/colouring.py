@@ -11,7 +11,7 @@ import numpy as np
 from scene import palette
 from scene.layout import Block, Layout
 
-EMPTY = np.array([0.16, 0.17, 0.20, 1.0], np.float32)  # a cell with no number (not computed yet)
+EMPTY = np.array([0.19, 0.20, 0.24, 1.0], np.float32)  # a cell with no number (not computed yet)
 DIM = 0.42  # brightness factor for rows computed by an earlier pass
 
 
@@ -171,6 +171,7 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
         rgba = palette.diverging(clean, scale).reshape(-1, 4)
         rgba[~finite.ravel()] = EMPTY
     light = np.repeat(row_lighting(b, layout, trace, pass_index), cols)
+    light[~np.isfinite(vals.ravel())] = 1.0  # an empty slot keeps its own grey
     rgba[:, :3] *= light[:, None].astype(np.float32)
     return np.clip(rgba, 0, 1)
 

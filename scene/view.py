@@ -446,6 +446,12 @@ class SceneView(QWidget):
         s = seg(self.selected) if self.selected else None
         self._set_lines(self.line_sel, s)
         hv = seg(self.hovered) if self.hovered and self.hovered != self.selected else None
+        if self.hover_cell is not None:  # and the cell under the cursor
+            hb = lay.by_id.get(self.hover_cell[0])
+            if hb is not None and hb.grid is not None:
+                r, c = self.hover_cell[1], self.hover_cell[2]
+                cell = self._cell_box(hb, r, r, c, c)
+                hv = cell if hv is None else np.concatenate([hv, cell])
         self._set_lines(self.line_hover, hv)
         self._set_lines(self.line_follow, self._follow_segments())
         self._touch()

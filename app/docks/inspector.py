@@ -128,6 +128,12 @@ class InspectorDock(QDockWidget):
         state.pass_changed.connect(self._on_change)
         state.token_changed.connect(self._on_change)
         state.language_changed.connect(self._on_language)
+        # in the main window the scene already exists when docks are made: follow its cell clicks (S6)
+        scene = getattr(parent, "scene", None)
+        if scene is not None and hasattr(scene, "cell_clicked"):
+            scene.cell_clicked.connect(self.show_cell)
+            if hasattr(parent, "config"):
+                self.config = parent.config
         self.retranslate()
 
     def _on_change(self, *_args) -> None:
@@ -247,6 +253,9 @@ class InspectorDock(QDockWidget):
         r, c = min(v.shape[0], MAX_ROWS_SHOWN), min(v.shape[1], MAX_COLS_SHOWN)
         self.table.setRowCount(r)
         self.table.setColumnCount(c)
+        # 0-based indices, as in the follow-one-number sums and the scene's tooltips
+        self.table.setHorizontalHeaderLabels([str(j) for j in range(c)])
+        self.table.setVerticalHeaderLabels(self._row_labels(r))
         finite = np.isfinite(v)
         scale = float(np.max(np.abs(v[finite]))) if finite.any() else 1.0
         colours = palette.diverging(np.where(finite, v, 0.0), scale)
@@ -258,6 +267,25 @@ class InspectorDock(QDockWidget):
                 item.setForeground(QBrush(QColor(20, 20, 20)))
                 self.table.setItem(i, j, item)
         self.table.resizeColumnsToContents()
+
+    def _row_labels(self, n: int) -> list[str]:
+        """Token position and piece for rows that are tokens of the shown pass, else plain indices."""
+        trace = self.state.trace
+        labels = [str(i) for i in range(n)]
+        if trace is None or not self.block_id:
+            return labels
+        layer, kind, part = parse_block_id(self.block_id)
+        if part != "tensor" or kind in ("kda.state", "mla.scores", "mla.softmax", "sampling"):
+            return labels
+        ps = trace.passes[min(self.state.pass_index, len(trace.passes) - 1)]
+        positions = [int(p) for p in ps.positions]
+        if kind in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+            positions = list(range(n))  # the cache: one row per position so far
+        for i in range(min(n, len(positions))):
+            pos = positions[i]
+            piece = trace.tokens[pos][0] if pos < len(trace.tokens) else ""
+            labels[i] = f"{pos} {piece}".rstrip()
+        return labels
 
     def _fill_follow(self, layer: int, kind: str, part: str) -> None:
         trace = self.state.trace
