@@ -29,13 +29,20 @@ from compute.trace import Knobs  # noqa: E402
 PROMPT = "Kimi K3 reads the next token"  # 6 toy tokens
 
 
+_CONVERSION_OPS = {"aten.detach.default", "aten.to.dtype_layout", "aten.resolve_conj.default",
+                   "aten.resolve_neg.default"}  # what Tensor.numpy() dispatches (C++ side, cheap)
+
+
 class OpCounter(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.count = 0
+        self.conversion = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.count += 1
+        if str(func) in _CONVERSION_OPS:
+            self.conversion += 1
         return func(*args, **(kwargs or {}))
 
 
@@ -110,6 +117,8 @@ def main() -> None:
         "prefill_pass_ms_median": round(pre_med, 2),
         "decode_pass_ms_median": round(dec_med, 2),
         "torch_ops_per_run": oc.count,
+        "torch_compute_ops_per_run": oc.count - oc.conversion,
+        "numpy_conversion_ops_per_run": oc.conversion,
         "torch_ops_per_layer_pass": round(oc.count / (93 * 4), 1),
         "passes_per_run": len(tr.passes),
         "layers": len(tr.passes[0].layers),
