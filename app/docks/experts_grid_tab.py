@@ -107,6 +107,7 @@ class GridTab(QWidget):
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
             sig.connect(self.refresh)
         state.expert_selected.connect(self._on_expert_selected)
+        state.knobs_requested.connect(lambda _k: self._sync_slider())  # e.g. another dock reset the knobs
         self._sync_slider()
         self.retranslate()
 
@@ -182,6 +183,9 @@ class GridTab(QWidget):
                             k=r.top_k, cut=cut, n_other=r.scores.size - 1) + "<br>" + verdict)
 
     def _sync_slider(self):
+        """Show the latest requested offset of the chosen expert (not while the user drags the handle)."""
+        if self.slider.isSliderDown():
+            return
         e = self.expert_spin.value()
         value = float(self.state.knobs.expert_bias.get(e, 0.0))
         self.slider.blockSignals(True)

@@ -331,3 +331,7 @@ def test_no_trace_yet_says_so_and_slider_still_requests(qtbot):
     qtbot.keyClick(dock.grid_tab.slider, Qt.Key_PageUp)
     assert asked and asked[-1].expert_bias == {17: pytest.approx(0.10)}
     assert "No router" in dock.grid_tab.why.text()
+    state.request_knobs(expert_bias={17: 0.5, 3: -0.2})  # e.g. restored settings or another dock
+    assert dock.grid_tab.slider.value() == 50
+    dock.grid_tab.expert_spin.setValue(3)
+    assert dock.grid_tab.slider.value() == -20 and state.expert == 3
