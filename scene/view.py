@@ -287,7 +287,7 @@ class SceneView(QWidget):
         if boxes and not same:
             lo = np.min([b[0] for b in boxes], axis=0)
             hi = np.max([b[1] for b in boxes], axis=0)
-            self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=20.0), True)
+            self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=26.0), True)
         self._touch()
 
     def select_block(self, block_id: str | None) -> None:
@@ -501,7 +501,7 @@ class SceneView(QWidget):
         pts = []
         for a, b in edges:
             A, B = lay.by_id[a], lay.by_id[b]
-            y = min(A.lo[1], B.lo[1]) - 0.02
+            y = max(A.hi[1], B.hi[1]) + 0.08  # just behind the walls: the blocks stay readable, lines in the gaps
             p0 = np.array([A.center[0], y, A.hi[2]])
             p3 = np.array([B.center[0], y, B.lo[2]])
             if p3[2] < p0[2]:  # target below (next column): leave sideways
@@ -741,9 +741,8 @@ class SceneView(QWidget):
             tokens = [trace.tokens[p][0] if p < len(trace.tokens) else "" for p in self.layout.row_positions]
         note = ""
         if self.step_kind:
-            if self.step_kind in ("prefill", "decode"):
-                note = self.tr(f"scene.step.{self.step_kind}")
-            else:
+            note = self.tr(f"scene.step.{self.step_kind}")
+            if note.startswith("[scene.step."):  # a step kind this catalogue does not know
                 note = self.tr("scene.step.generic", step=self.step_kind)
         return OverlayInput(layout=self.layout, camera=self.cam, tr=self.tr, selected=self.selected,
                             hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
