@@ -45,3 +45,47 @@ def test_many_frames_and_exports_do_not_crash():
     assert proc.returncode == 0, proc.stderr[-3000:]
     frames = int(proc.stdout.split("frames")[-1])
     assert frames >= 120
+
+
+HIDPI = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from PySide6.QtCore import QCoreApplication, Qt, QPoint
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
+    from PySide6.QtWidgets import QApplication
+    from PySide6.QtGui import QVector4D
+    from PySide6.QtTest import QTest
+    app = QApplication([])
+    from compute.config import load_default
+    from scene.view import SceneView
+    v = SceneView()
+    v.resize(500, 340)
+    v.show()
+    QTest.qWaitForWindowExposed(v)
+    v.set_config(load_default())
+    v.set_layer(36, animate=False)
+    lo, hi = v.layout.panel_bounds
+    v.set_camera_state(dict(center=list((lo + hi) / 2), distance=40.0, azimuth=-95.0, elevation=10.0, fov=38))
+    got = []
+    v.block_clicked.connect(got.append)
+    g = v.gl
+    for bid in ("L37/kda.state", "L37/moe.experts", "L37/norm.mixer"):
+        b = v.layout.by_id[bid]
+        pt = b.center.copy(); pt[1] = b.lo[1]
+        region = (0, 0, g.width(), g.height())
+        c = (g.projectionMatrix(region, region) * g.viewMatrix()).map(QVector4D(*map(float, pt), 1.0))
+        x, y = (c.x() / c.w() + 1) / 2 * g.width(), (1 - c.y() / c.w()) / 2 * g.height()
+        QTest.mouseClick(g, Qt.LeftButton, Qt.NoModifier, QPoint(int(x), int(y)))
+    fb = g.grabFramebuffer()
+    print("dpr", g.devicePixelRatioF(), "fb", fb.width(), "clicked", ",".join(got))
+""")
+
+
+def test_picking_is_hidpi_correct():
+    env = dict(os.environ, QT_QPA_PLATFORM="xcb", QT_SCALE_FACTOR="2")
+    proc = subprocess.run([sys.executable, "-c", HIDPI.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "dpr 2.0" in out and "fb 1000" in out  # really rendered at twice the logical size
+    assert out.strip().endswith("clicked L37/kda.state,L37/moe.experts,L37/norm.mixer")
