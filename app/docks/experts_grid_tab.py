@@ -147,6 +147,7 @@ class GridTab(QWidget):
                 self.header.setText(tr("experts.header", layer=layer1, token=st.token, piece=piece, kind=kind,
                                        k=r.top_k, n=r.scores.size))
                 self.grid.set_scores(r.scores, r.bias, r.selected, r.weights)
+                self.expert_spin.setMaximum(r.scores.size - 1)
         self._update_selected_list()
         self._update_why()
 

@@ -121,7 +121,7 @@ class LayersTab(QWidget):
         if m is None:
             self.image.clear()
             self.marker.clear()
-            self.bars.setOpts(height=np.zeros(896))
+            self.bars.setOpts(height=np.zeros(len(self.bars.opts["height"])))
             self.info.setText(tr("experts.layers.none") if tr_ is None else tr("experts.layers.unprocessed"))
             self.counts_info.setText("")
             return
@@ -151,12 +151,14 @@ class LayersTab(QWidget):
                                  wmax=float(m.max())))
         else:
             self.info.setText(tr("experts.layers.info_overlap", token=self.state.token, mean=float(m.mean())))
-        counts = usage_counts(self._idx, 896)
-        ideal = self._idx.size / 896
-        self.bars.setOpts(height=counts)
+        n_exp = int(np.asarray(tr_.passes[0].layers[self._layers[0]].tensors["moe.router"]).shape[-1])
+        counts = usage_counts(self._idx, n_exp)
+        ideal = self._idx.size / n_exp
+        self.bars.setOpts(x=np.arange(n_exp), height=counts)
         self.ideal.setPos(ideal)
         self.counts.setYRange(0, max(float(counts.max()), ideal) * 1.08, padding=0)
-        self.counts.setXRange(-1, 896, padding=0)
+        self.counts.setXRange(-1, n_exp, padding=0)
+        self.expert.setMaximum(n_exp - 1)
         self.counts_info.setText(tr("experts.layers.counts", slots=int(self._idx.size), ideal=ideal,
                                     cmax=int(counts.max()), ratio=float(counts.max()) / ideal,
                                     unused=int(np.sum(counts == 0))))

@@ -67,6 +67,7 @@ class ExpertGridWidget(QWidget):
     expert_hovered = Signal(int)
 
     def __init__(self, parent=None, n_experts: int = COLS * ROWS, n_shared: int = 2, cols: int = COLS):
+        """n_experts / cols: the grid's shape (K3: 896 = 32 × 28); it adapts when scores of another size come."""
         super().__init__(parent)
         self.setObjectName("ExpertGridWidget")
         self.setMouseTracking(True)
@@ -94,11 +95,16 @@ class ExpertGridWidget(QWidget):
     def set_scores(self, scores, bias, selected, weights) -> None:
         """scores [E] unbiased sigmoid scores; bias [E] selection bias; selected [k] ids; weights [k]."""
         s = np.asarray(scores, dtype=np.float64).reshape(-1)
-        if s.size != self._n:
-            raise ValueError(f"expected {self._n} scores, got {s.size}")
+        if s.size == 0:
+            raise ValueError("no router scores")
+        if s.size != self._n:  # another model (e.g. 256 or 384 experts): reshape the grid
+            self.set_shape(s.size, self._n_shared)
         b = np.zeros(self._n) if bias is None else np.asarray(bias, dtype=np.float64).reshape(-1)
         sel = np.asarray(selected, dtype=np.int64).reshape(-1)
         w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if b.size != s.size or sel.size != w.size or (sel.size and not (0 <= sel.min() and sel.max() < s.size)):
+            raise ValueError(f"inconsistent router data: {s.size} scores, {b.size} biases, "
+                             f"{sel.size} selected ids, {w.size} weights")
         self._scores, self._bias, self._selected, self._weights = s, b, sel, w
         self._weight_of = np.full(self._n, np.nan)
         self._weight_of[sel] = w
@@ -112,6 +118,19 @@ class ExpertGridWidget(QWidget):
         self._image = QImage(self._buffer.data, self._cols, self._rows, self._cols * 4, QImage.Format_RGBA8888)
         self._message = ""
         self.update()
+
+    def set_shape(self, n_experts: int, n_shared: int = 2) -> None:
+        """Grid for n routed experts: 32 columns from 512 experts up (K3: 32 × 28), else 16."""
+        self._n = int(n_experts)
+        self._cols = COLS if self._n >= 512 else 16
+        self._rows = -(-self._n // self._cols)
+        self._n_shared = int(n_shared)
+        self._lines_key = None
+        self._colors = np.zeros((self._n, 4), dtype=np.uint8)
+        self.updateGeometry()
+
+    def n_experts(self) -> int:
+        return self._n
 
     def set_message(self, text: str) -> None:
         """Show a message instead of the grid (e.g. 'layer 1 is dense: no router')."""

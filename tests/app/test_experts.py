@@ -66,9 +66,13 @@ def trace_selection(trace, token, layer):
 
 def lit_cells_from_pixels(grid) -> set[int]:
     """Experts whose cell centre is gold in a grab of the widget (gold: strong red, little blue)."""
+    return lit_cells_from_pixels_n(grid, 896)
+
+
+def lit_cells_from_pixels_n(grid, n) -> set[int]:
     img = grid.grab().toImage()
     lit = set()
-    for e in range(896):
+    for e in range(n):
         c = img.pixelColor(grid.cell_rect(e).center())
         if c.red() > 200 and c.green() > 120 and c.blue() < 150:
             lit.add(e)
@@ -309,8 +313,13 @@ def test_grid_widget_standalone_contract(qtbot):
     with qtbot.waitSignal(g.expert_hovered) as sig:
         qtbot.mouseMove(g, g.cell_rect(33).center())
     assert sig.args == [33]
-    with pytest.raises(ValueError, match="896"):
-        g.set_scores(s[:10], None, sel, w)
+    with pytest.raises(ValueError, match="inconsistent"):
+        g.set_scores(s, b[:10], sel, w)
+    # another model's router (DeepSeek-V3 / Kimi Linear: 256 experts): the grid reshapes to 16 × 16
+    s256 = rng.uniform(0.2, 0.8, 256)
+    sel256 = np.argsort(-s256)[:8]
+    g.set_scores(s256, None, sel256, s256[sel256] / s256[sel256].sum())
+    assert g.n_experts() == 256 and lit_cells_from_pixels_n(g, 256) == set(int(e) for e in sel256)
 
 
 def test_no_trace_yet_says_so_and_slider_still_requests(qtbot):
