@@ -146,7 +146,10 @@ class MoEDiagram(AnimatedDiagram):
         tok = QRectF(w * 0.03, y - 14, w * 0.12, 28)
         box(p, tok, "x (token)", role("activation").darker(200))
         rt = QRectF(w * 0.19, y - 22, w * 0.19, 44)
-        box(p, rt, "router\nsigmoid(W_r·x) + b", QColor(60, 50, 20))
+        text = "router\nsigmoid(W_r·x) + b"
+        if p.fontMetrics().horizontalAdvance("sigmoid(W_r·x) + b") > rt.width() - 6:
+            text = "router\nσ(W_r·x) + b"
+        box(p, rt, text, QColor(60, 50, 20))
         arrow(p, QPointF(tok.right(), y), QPointF(rt.left(), y), EDGE)
         cols, rows = 32, 28
         cell = min((w * 0.54) / cols, (h * 0.72) / rows)
