@@ -68,7 +68,8 @@ def fit_distance(lo: np.ndarray, hi: np.ndarray, fov: float, aspect: float, marg
     return r / math.sin(half) * margin
 
 
-def fit_box(cam: Camera, lo, hi, aspect: float, fill: float = 0.9) -> Camera:
+def fit_box(cam: Camera, lo, hi, aspect: float, fill: float = 0.9, fill_y: float | None = None,
+            centre_y: float = 0.52) -> Camera:
     """The camera moved along its view direction (angles kept, centred on the box) so that the box's 8
     corners fill `fill` of the view in the tighter direction (projected extent, not a bounding sphere)."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
@@ -81,8 +82,9 @@ def fit_box(cam: Camera, lo, hi, aspect: float, fill: float = 0.9) -> Camera:
         c.distance = math.sqrt(a * b)
         px, ok = project(corners, c, w, h)
         if ok.all():
-            ext = np.max(np.abs(px - [w / 2, h / 2]) / [w / 2, h / 2])
-            if ext <= fill:
+            fy = fill if fill_y is None else fill_y
+            ext = np.max((px.max(axis=0) - px.min(axis=0)) / [w * fill, h * fy])
+            if ext <= 1.0:
                 b = c.distance
                 continue
         a = c.distance
@@ -92,7 +94,7 @@ def fit_box(cam: Camera, lo, hi, aspect: float, fill: float = 0.9) -> Camera:
     mid = (px.min(axis=0) + px.max(axis=0)) / 2
     v = view_matrix(c)
     per_px = 2 * c.distance * math.tan(math.radians(c.fov) / 2) / w
-    target = np.array([w / 2, h * 0.52])  # a little below the middle: the title block sits at the top
+    target = np.array([w / 2, h * centre_y])  # a little below the middle: the title block sits at the top
     shift = -v[0, :3] * (target[0] - mid[0]) * per_px + v[1, :3] * (target[1] - mid[1]) * per_px
     c.center = tuple(np.array(c.center) + shift)
     return c
@@ -110,7 +112,8 @@ def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=Non
                   "stack": (-62.0, 14.0), "reset": (-100.0, 14.0)}[name]
     lo = lo - np.array([3.0, 0.0, 0.0])  # room for the AttnRes bracket labels left of the stack
     cam = Camera(center=center, distance=50.0, azimuth=azim, elevation=elev, fov=fov)
-    return fit_box(cam, lo, hi, aspect, fill=0.84 if name != "stack" else 0.9)
+    # the band between the title block (top ~11 %) and the legend strip (bottom ~9 %)
+    return fit_box(cam, lo, hi, aspect, fill=0.92, fill_y=0.78, centre_y=0.505)
 
 
 def focus_on(lo: np.ndarray, hi: np.ndarray, current: Camera, aspect: float, min_dist: float = 6.0) -> Camera:
