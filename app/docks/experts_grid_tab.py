@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import (QGridLayout, QGroupBox, QLabel, QPushButton, QSizePolicy, QSlider,
+from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider,
                                QSpinBox, QVBoxLayout, QWidget)
 
 from app.docks.experts_data import cutoff_without, routing
@@ -28,6 +28,21 @@ class GridTab(QWidget):
         self._dirty = True
         self.current = None  # experts_data.Routing shown now (or None)
 
+        # local pickers: the same selection as everywhere else in the app (they call state.select_*)
+        self.layer_label, self.token_label = QLabel(), QLabel()
+        self.layer_spin = QSpinBox()
+        self.layer_spin.setObjectName("experts.layer_spin")
+        self.layer_spin.setRange(1, 93)
+        self.layer_spin.setValue(state.layer + 1)
+        self.token_combo = QComboBox()
+        self.token_combo.setObjectName("experts.token_combo")
+        self.token_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.token_combo.setMinimumContentsLength(10)
+        self._combo_trace = None
+        pick = QHBoxLayout()
+        for w in (self.layer_label, self.layer_spin, self.token_label, self.token_combo):
+            pick.addWidget(w)
+        pick.addStretch(1)
         self.header = QLabel()
         self.header.setObjectName("experts.header")
         self.header.setWordWrap(True)
@@ -92,6 +107,7 @@ class GridTab(QWidget):
         bottom.addWidget(self.bias_box, 3)
         bottom.addWidget(self.selected_box, 2)
         lay = QVBoxLayout(self)
+        lay.addLayout(pick)
         lay.addWidget(self.header)
         lay.addWidget(self.grid, 1)
         lay.addWidget(self.legend)
@@ -102,6 +118,9 @@ class GridTab(QWidget):
         self.grid.expert_clicked.connect(self._on_cell_clicked)
         self.grid.expert_hovered.connect(self._on_hover)
         self.expert_spin.valueChanged.connect(self._on_expert_spin)
+        self.layer_spin.valueChanged.connect(lambda v: self.state.select_layer(v - 1))
+        self.token_combo.currentIndexChanged.connect(
+            lambda i: self.state.select_token(i) if i >= 0 and not self.token_combo.signalsBlocked() else None)
         self.slider.valueChanged.connect(self._on_slider)
         self.reset_button.clicked.connect(lambda: self.slider.setValue(0))
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
@@ -126,6 +145,7 @@ class GridTab(QWidget):
         st = self.state
         tr_ = st.trace
         layer1 = st.layer + 1
+        self._sync_pickers()
         if tr_ is None:
             self.current = None
             self.header.setText(tr("experts.header.no_trace"))
@@ -150,6 +170,24 @@ class GridTab(QWidget):
                 self.expert_spin.setMaximum(r.scores.size - 1)
         self._update_selected_list()
         self._update_why()
+
+    def _sync_pickers(self):
+        """Layer spin box and token list show the app's selection (without echoing it back)."""
+        tr_ = self.state.trace
+        self.layer_spin.blockSignals(True)
+        if tr_ is not None:
+            self.layer_spin.setMaximum(tr_.n_layers)
+        self.layer_spin.setValue(self.state.layer + 1)
+        self.layer_spin.blockSignals(False)
+        self.token_combo.blockSignals(True)
+        if tr_ is not self._combo_trace:
+            self._combo_trace = tr_
+            self.token_combo.clear()
+            if tr_ is not None:
+                self.token_combo.addItems([f"{i} “{piece}”" for i, (piece, _) in enumerate(tr_.tokens)])
+        if 0 <= self.state.token < self.token_combo.count():
+            self.token_combo.setCurrentIndex(self.state.token)
+        self.token_combo.blockSignals(False)
 
     def _update_selected_list(self):
         r = self.current
@@ -223,6 +261,8 @@ class GridTab(QWidget):
         self.hover.setText(self.grid.hover_text(e) if e >= 0 else tr("experts.hover.hint"))
 
     def retranslate(self):
+        self.layer_label.setText(tr("experts.pick.layer"))
+        self.token_label.setText(tr("experts.pick.token"))
         self.bias_box.setTitle(tr("experts.bias.title"))
         self.expert_label.setText(tr("experts.bias.expert"))
         self.reset_button.setText(tr("experts.bias.reset"))

@@ -344,3 +344,21 @@ def test_no_trace_yet_says_so_and_slider_still_requests(qtbot):
     assert dock.grid_tab.slider.value() == 50
     dock.grid_tab.expert_spin.setValue(3)
     assert dock.grid_tab.slider.value() == -20 and state.expert == 3
+
+
+def test_local_layer_and_token_pickers_drive_the_app_selection(setup, qtbot):
+    state, dock, _ = setup
+    tab = dock.grid_tab
+    tab.layer_spin.setFocus()
+    tab.layer_spin.selectAll()
+    qtbot.keyClicks(tab.layer_spin, "12")
+    qtbot.keyClick(tab.layer_spin, Qt.Key_Return)
+    assert state.layer == 11
+    tab.token_combo.setFocus()
+    start = state.token
+    qtbot.keyClick(tab.token_combo, Qt.Key_Down)
+    assert state.token == start + 1
+    t, row = trace_selection(state.trace, state.token, 11)
+    assert set(int(e) for e in dock.grid.selected()) == set(int(e) for e in t["moe.topk_idx"][row])
+    state.select_layer(50)  # and the other way round
+    assert tab.layer_spin.value() == 51
