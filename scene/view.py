@@ -318,6 +318,7 @@ class SceneView(QWidget):
         w, h = int(w), int(h)
         if w <= 0 or h <= 0:
             raise ValueError(f"image size must be positive, got {w}x{h}")
+        self._ensure_context()
         self.gl.makeCurrent()
         fmt = QOpenGLFramebufferObjectFormat()
         fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
@@ -344,6 +345,20 @@ class SceneView(QWidget):
                 p.end()
         self.gl.update()
         return img
+
+    def _ensure_context(self) -> None:
+        """A never-shown top-level view gets its GL context by an off-screen show; else a clear error."""
+        if self.gl.isValid():
+            return
+        if self.window() is self and not self.isVisible():
+            from PySide6.QtWidgets import QApplication
+            self.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+            self.show()
+            QApplication.processEvents()
+        if not self.gl.isValid():
+            self.gl.grabFramebuffer()  # initialises the widget's context even when it was never exposed
+        if not self.gl.isValid():
+            raise RuntimeError("OpenGL is not available for the 3D view (no GL context could be created)")
 
     # ================================================================ building / colouring
     def _rebuild(self) -> None:

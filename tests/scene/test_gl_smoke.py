@@ -89,3 +89,25 @@ def test_picking_is_hidpi_correct():
     out = proc.stdout
     assert "dpr 2.0" in out and "fb 1000" in out  # really rendered at twice the logical size
     assert out.strip().endswith("clicked L37/kda.state,L37/moe.experts,L37/norm.mixer")
+
+
+HIDDEN = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from PySide6.QtCore import QCoreApplication, Qt
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
+    from PySide6.QtWidgets import QApplication
+    app = QApplication([])
+    from scene.view import SceneView
+    v = SceneView()  # never shown by the caller
+    img = v.render_image(320, 200)
+    print("size", img.width(), img.height(), "visible-on-screen", not v.testAttribute(Qt.WA_DontShowOnScreen))
+""")
+
+
+def test_render_image_of_a_never_shown_view():
+    env = dict(os.environ, QT_QPA_PLATFORM="xcb")
+    proc = subprocess.run([sys.executable, "-c", HIDDEN.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "size 320 200 visible-on-screen False" in proc.stdout

@@ -335,3 +335,26 @@ def test_switching_model_config_keeps_working(view, qtbot, trace_a):
     assert img.width() == 400
     view.set_config(ModelConfig.from_json(available_configs()["kimi-k3"]))
     assert view.drawn_trace() is trace_a
+
+
+def test_click_on_an_expert_cell_emits_its_id_and_select_expert_outlines_it(view, qtbot, trace_a):
+    view.set_trace(trace_a)
+    view.set_layer(36, animate=False)
+    b = view.layout.by_id["L37/moe.experts"]
+    view.set_camera_state(dict(center=list(b.center), distance=12.0, azimuth=-90.0, elevation=5.0, fov=38))
+    settle(qtbot, view)
+    rows, cols = b.grid
+    r, c = 3, 5
+    centre = b.cell_centers()[r * cols + c].copy()
+    centre[1] = b.lo[1]
+    p = renderer_project(view, centre).toPoint()
+    with qtbot.waitSignal(view.expert_clicked, timeout=2000) as sig:
+        QTest.mouseClick(view.gl, Qt.LeftButton, Qt.NoModifier, p)
+    assert sig.args == [r * cols + c]
+    # the tooltip reports the engine's router score and whether the expert was selected
+    QTest.mouseMove(view.gl, p)
+    e = r * cols + c
+    s = float(trace_a.passes[0].layers[36].tensors["moe.router"][0][e])
+    assert f"Expert {e}" in view.last_tooltip and f"{s:.4f}" in view.last_tooltip
+    view.select_expert(17)
+    assert view.line_follow.visible()
