@@ -163,7 +163,8 @@ class SceneView(QWidget):
         self.expert: int | None = None
         self.labels_enabled = True
         self._overlay_version = 0
-        self._auto_fit = True  # refit the overview on resize until the camera is moved on purpose
+        # how to recompute the current framing for a new widget shape; None once the user moved the camera
+        self._refit = lambda: camlib.preset("reset", self.layout.bounds, self._aspect(), self.layout.stack_bounds)
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
         self.cam = camlib.Camera()
@@ -211,8 +212,9 @@ class SceneView(QWidget):
         super().resizeEvent(ev)
         self.overlay.setGeometry(self.gl.geometry())
         self.overlay.raise_()
-        if self._auto_fit:  # until the user moves the camera, the overview fits the widget's shape
-            self._apply_camera(camlib.preset("reset", self.layout.bounds, self._aspect(), self.layout.stack_bounds))
+        if self._refit is not None:  # until the user moves the camera, the framing follows the widget's shape
+            self._stop_anim()
+            self._apply_camera(self._refit())
 
     def showEvent(self, ev):
         super().showEvent(ev)
@@ -257,7 +259,7 @@ class SceneView(QWidget):
         self.layer0 = layer0
         self.follow = None
         self._rebuild()
-        self._animate_to(self._layer_camera(), animate)
+        self._animate_to(self._layer_camera(), animate, refit=self._layer_camera)
 
     def set_pass(self, i: int) -> None:
         n = len(self.trace.passes) if self.trace is not None else 1
@@ -287,7 +289,12 @@ class SceneView(QWidget):
         if boxes and not same:
             lo = np.min([b[0] for b in boxes], axis=0)
             hi = np.max([b[1] for b in boxes], axis=0)
-            self._animate_to(camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=26.0), True)
+            angles = (self.cam.azimuth, self.cam.elevation)
+
+            def focus(lo=lo, hi=hi, angles=angles):
+                base = camlib.Camera(azimuth=angles[0], elevation=angles[1], fov=self.cam.fov)
+                return camlib.focus_on(lo, hi, base, self._aspect(), min_dist=26.0)
+            self._animate_to(focus(), True, refit=focus)
         self._touch()
 
     def select_block(self, block_id: str | None) -> None:
@@ -301,15 +308,15 @@ class SceneView(QWidget):
     def set_camera_preset(self, name: str, animate: bool = True) -> None:
         if name not in camlib.PRESETS:
             raise ValueError(f"unknown camera preset {name!r}")
-        target = camlib.preset(name, self.layout.bounds, self._aspect(), self.layout.stack_bounds)
-        self._animate_to(target, animate)
-        self._auto_fit = name == "reset"
+        def fit():
+            return camlib.preset(name, self.layout.bounds, self._aspect(), self.layout.stack_bounds)
+        self._animate_to(fit(), animate, refit=fit)
 
     def camera_state(self) -> dict:
         return self.cam.to_dict()
 
     def set_camera_state(self, state: dict) -> None:
-        self._auto_fit = False
+        self._refit = None
         self._stop_anim()
         self._apply_camera(camlib.Camera.from_dict(state))
 
@@ -547,12 +554,14 @@ class SceneView(QWidget):
         return w / h if w > 10 and h > 10 else 1.6
 
     def _layer_camera(self) -> camlib.Camera:
+        """Frame the exploded layer and its slab in the stack, keeping the current viewing angles."""
         lay = self.layout
         lo, hi = lay.panel_bounds
         slab = lay.by_id[f"L{lay.layer + 1}/stack.layer"]
         lo = np.minimum(lo, slab.lo)
         hi = np.maximum(hi, slab.hi)
-        return camlib.focus_on(lo, hi, self.cam, self._aspect(), min_dist=10.0)
+        base = camlib.Camera(azimuth=self.cam.azimuth, elevation=self.cam.elevation, fov=self.cam.fov)
+        return camlib.fit_box(base, lo, hi, self._aspect(), fill=0.92, fill_y=0.78, centre_y=0.505)
 
     def _apply_camera(self, cam: camlib.Camera) -> None:
         self.cam = cam
@@ -569,9 +578,9 @@ class SceneView(QWidget):
             self._anim.stop()
             self._anim = None
 
-    def _animate_to(self, target: camlib.Camera, animate: bool = True) -> None:
+    def _animate_to(self, target: camlib.Camera, animate: bool = True, refit=None) -> None:
         self._stop_anim()
-        self._auto_fit = False
+        self._refit = refit
         if not animate or not self.isVisible():
             self._apply_camera(target)
             return
@@ -598,7 +607,7 @@ class SceneView(QWidget):
         self._pan_mode = bool(ev.button() == Qt.MouseButton.MiddleButton or
                               ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         self._stop_anim()
-        self._auto_fit = False
+        self._refit = None
         self.gl.setFocus()
 
     def _move(self, ev) -> None:
@@ -641,7 +650,7 @@ class SceneView(QWidget):
     def _wheel(self, ev) -> None:
         delta = ev.angleDelta().y() or ev.angleDelta().x()
         self._stop_anim()
-        self._auto_fit = False
+        self._refit = None
         cam = camlib.Camera.from_dict(self.cam.to_dict())
         cam.distance = max(1.0, min(cam.distance * 0.999 ** delta, 400.0))
         self._apply_camera(cam)
