@@ -189,7 +189,11 @@ class SceneView(QWidget):
         self.line_sel = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.line_link = gl.GLLinePlotItem(mode="lines", width=1.2, antialias=True, color=(0.6, 0.75, 0.8, 0.55))
         self.line_hover = gl.GLLinePlotItem(mode="lines", width=1.5, antialias=True, color=(0.75, 0.8, 0.9, 0.9))
-        for item in (self.line_link, self.line_flow, self.line_follow, self.line_sel, self.line_hover):
+        # a dot where each conceptual flow arrives: shows the direction without animating (render on demand)
+        self.flow_heads = gl.GLScatterPlotItem(size=7.0, color=(1.0, 0.85, 0.4, 1.0), pxMode=True)
+        self.flow_heads.setGLOptions("translucent")
+        for item in (self.line_link, self.line_flow, self.flow_heads, self.line_follow, self.line_sel,
+                     self.line_hover):
             item.setVisible(False)
             self.gl.addItem(item)
         self.layout: Layout | None = None
@@ -539,6 +543,14 @@ class SceneView(QWidget):
             p2 = np.array([p3[0], y, zm])
             pts += [p0, p1, p1, p2, p2, p3]
         self._set_lines(self.line_flow, np.array(pts, np.float32) if pts else None)
+        if pts:  # every edge ends with its arrival point: the last point of each polyline
+            heads = np.array([lay.by_id[b].center for _, b in edges], np.float32)
+            heads[:, 1] = np.array([lay.by_id[b].hi[1] for _, b in edges]) + 0.08
+            heads[:, 2] = np.array([lay.by_id[b].lo[2] for _, b in edges])
+            self.flow_heads.setData(pos=heads)
+            self.flow_heads.setVisible(True)
+        else:
+            self.flow_heads.setVisible(False)
 
     @staticmethod
     def _set_lines(item, pts) -> None:
@@ -666,6 +678,16 @@ class SceneView(QWidget):
             ev.accept()
         elif k == Qt.Key.Key_Home:
             self.set_camera_preset("reset")
+        elif k in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Plus,
+                   Qt.Key.Key_Minus, Qt.Key.Key_Equal):
+            self._stop_anim()
+            self._refit = None
+            cam = camlib.Camera.from_dict(self.cam.to_dict())
+            cam.azimuth += {Qt.Key.Key_Left: 5.0, Qt.Key.Key_Right: -5.0}.get(k, 0.0)
+            cam.elevation = max(-89.0, min(89.0, cam.elevation + {Qt.Key.Key_Up: 5.0, Qt.Key.Key_Down: -5.0}.get(k, 0.0)))
+            cam.distance *= {Qt.Key.Key_Plus: 0.85, Qt.Key.Key_Equal: 0.85, Qt.Key.Key_Minus: 1 / 0.85}.get(k, 1.0)
+            self._apply_camera(cam)
+            ev.accept()
         else:
             ev.ignore()
 

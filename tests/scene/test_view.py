@@ -208,6 +208,13 @@ def test_click_on_slab_and_pgup_emit_layer(view, qtbot):
     with qtbot.waitSignal(view.layer_clicked, timeout=2000) as sig2:
         QTest.keyClick(view.gl, Qt.Key_PageUp)
     assert sig2.args == [11] and view.layer0 == 11
+    view._stop_anim()
+    az = view.camera_state()["azimuth"]
+    QTest.keyClick(view.gl, Qt.Key_Left)
+    assert view.camera_state()["azimuth"] == pytest.approx(az + 5.0)
+    d = view.camera_state()["distance"]
+    QTest.keyClick(view.gl, Qt.Key_Minus)
+    assert view.camera_state()["distance"] > d
 
 
 def _panel_region(view, w, h):
