@@ -46,7 +46,7 @@ def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -
         return out
     tens = passes[pass_index].layers[l0].tensors
     if kind in ("moe.router", "moe.experts"):
-        prow = _token_row(trace, pass_index, token)
+        prow = token_row(trace, pass_index, token)
         if kind == "moe.router":
             s = np.asarray(tens["moe.router"], float)[prow]
             out.ravel()[: s.size] = s
@@ -101,7 +101,7 @@ def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -
     return out
 
 
-def _token_row(trace, pass_index: int, token: int) -> int:
+def token_row(trace, pass_index: int, token: int) -> int:
     """Row (within the pass) of the selected token, or the pass's last row if the token is not in it."""
     pos = np.asarray(trace.passes[pass_index].positions)
     hit = np.nonzero(pos == token)[0]

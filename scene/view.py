@@ -24,13 +24,16 @@ from PySide6.QtOpenGL import (QOpenGLFramebufferObject, QOpenGLFramebufferObject
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from assets import asset_path
+from compute.trace import LINEAR_INPUTS
 from scene import camera as camlib
 from scene import colouring, palette
-from scene.geometry import build_families, outline_segments
+from scene import highlights
+from scene.geometry import build_families
 from scene.gl_items import FamilyMesh
 from scene.labels import OverlayInput, draw_overlay
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
+from scene.tooltips import tooltip_text
 
 ANIM_MS = 300
 CLICK_SLOP = 4  # px a press may move and still be a click
@@ -465,92 +468,25 @@ class SceneView(QWidget):
     # ================================================================ lines: outlines, follow, flow
     def _update_outlines(self) -> None:
         lay = self.layout
-
-        def seg(bid):
-            b = lay.by_id.get(bid)
-            return None if b is None else outline_segments(b.lo, b.hi)
-        s = seg(self.selected) if self.selected else None
-        self._set_lines(self.line_sel, s)
-        hv = seg(self.hovered) if self.hovered and self.hovered != self.selected else None
+        self._set_lines(self.line_sel, highlights.block_outline(lay, self.selected))
+        hv = highlights.block_outline(lay, self.hovered) if self.hovered != self.selected else None
         if self.hover_cell is not None:  # and the cell under the cursor
             hb = lay.by_id.get(self.hover_cell[0])
             if hb is not None and hb.grid is not None:
                 r, c = self.hover_cell[1], self.hover_cell[2]
-                cell = self._cell_box(hb, r, r, c, c)
+                cell = highlights.cell_box(hb, r, r, c, c)
                 hv = cell if hv is None else np.concatenate([hv, cell])
         self._set_lines(self.line_hover, hv)
-        self._set_lines(self.line_follow, self._follow_segments())
+        self._set_lines(self.line_follow, highlights.follow_segments(lay, self.follow, self.expert))
         self._touch()
 
-    def _follow_segments(self) -> np.ndarray | None:
-        """S6: outline the output cell, the input row and the weight column it came from."""
-        segs = []
-        lay = self.layout
-        if self.follow is not None:
-            from compute.trace import LINEAR_INPUTS
-            bid, row, col = self.follow
-            b = lay.by_id.get(bid)
-            if b is not None and b.grid is not None:
-                segs.append(self._cell_box(b, row, row, col, col))
-                src = LINEAR_INPUTS.get(b.kind)
-                sb = lay.by_id.get(f"L{b.layer}/{src}") if src else None
-                if sb is not None and sb.grid is not None and row < sb.grid[0]:
-                    segs.append(self._cell_box(sb, row, row, 0, sb.grid[1] - 1))
-                wb = lay.by_id.get(f"{bid}/W")
-                if wb is not None and col < wb.grid[1]:
-                    segs.append(self._cell_box(wb, 0, wb.grid[0] - 1, col, col))
-        if self.expert is not None:
-            eb = lay.by_id.get(f"L{self.layer0 + 1}/moe.experts")
-            if eb is not None and 0 <= self.expert < eb.grid[0] * eb.grid[1]:
-                r, c = divmod(self.expert, eb.grid[1])
-                segs.append(self._cell_box(eb, r, r, c, c))
-        return np.concatenate(segs) if segs else None
-
-    @staticmethod
-    def _cell_box(b, r0, r1, c0, c1) -> np.ndarray:
-        p, pr = b.pitch, b.pitch_r
-        lo = b.lo.copy()
-        hi = b.hi.copy()
-        lo[0], hi[0] = b.lo[0] + c0 * p, b.lo[0] + (c1 + 1) * p
-        if b.orient == "wall":
-            hi[2], lo[2] = b.hi[2] - r0 * pr, b.hi[2] - (r1 + 1) * pr
-        else:
-            hi[1], lo[1] = b.hi[1] - r0 * pr, b.hi[1] - (r1 + 1) * pr
-        return outline_segments(lo, hi, pad=0.03)
-
     def _update_flow(self) -> None:
-        lay = self.layout
-        edges = []
-        if self.step_kind in ("prefill", "decode", "kda_state", "mla_cache", "attnres", "moe", "decode_cache"):
-            edges = lay.flow
-        self.flow_edges = edges
-        pts = []
-        for a, b in edges:
-            A, B = lay.by_id[a], lay.by_id[b]
-            y = max(A.hi[1], B.hi[1]) + 0.08  # just behind the walls: the blocks stay readable, lines in the gaps
-            p0 = np.array([A.center[0], y, A.hi[2]])
-            p3 = np.array([B.center[0], y, B.lo[2]])
-            if p3[2] < p0[2]:  # target below (next column): leave sideways
-                p0 = np.array([A.hi[0], y, A.center[2]])
-                p3 = np.array([B.lo[0], y, B.lo[2]])
-                mid = np.array([p3[0] - 0.3, y, p0[2]])
-                pts += [p0, mid, mid, np.array([mid[0], y, p3[2] - 0.3]), np.array([mid[0], y, p3[2] - 0.3]),
-                        np.array([p3[0] + 0.4, y, p3[2] - 0.3]), np.array([p3[0] + 0.4, y, p3[2] - 0.3]),
-                        np.array([p3[0] + 0.4, y, p3[2]])]
-                continue
-            zm = (p0[2] + p3[2]) / 2
-            p1 = np.array([p0[0], y, zm])
-            p2 = np.array([p3[0], y, zm])
-            pts += [p0, p1, p1, p2, p2, p3]
-        self._set_lines(self.line_flow, np.array(pts, np.float32) if pts else None)
-        if pts:  # every edge ends with its arrival point: the last point of each polyline
-            heads = np.array([lay.by_id[b].center for _, b in edges], np.float32)
-            heads[:, 1] = np.array([lay.by_id[b].hi[1] for _, b in edges]) + 0.08
-            heads[:, 2] = np.array([lay.by_id[b].lo[2] for _, b in edges])
+        self.flow_edges = self.layout.flow if self.step_kind in highlights.FLOW_STEPS else []
+        pts, heads = highlights.flow_lines(self.layout, self.flow_edges)
+        self._set_lines(self.line_flow, pts)
+        if heads is not None:
             self.flow_heads.setData(pos=heads)
-            self.flow_heads.setVisible(True)
-        else:
-            self.flow_heads.setVisible(False)
+        self.flow_heads.setVisible(heads is not None)
 
     @staticmethod
     def _set_lines(item, pts) -> None:
@@ -733,7 +669,6 @@ class SceneView(QWidget):
             r, c = hit.cell
             if b.kind == "moe.experts":
                 self.expert_clicked.emit(r * b.grid[1] + c)
-            from compute.trace import LINEAR_INPUTS
             if b.part == "tensor" and b.kind in LINEAR_INPUTS:
                 self.follow = (b.id, r, c)
                 self._update_outlines()
@@ -743,42 +678,8 @@ class SceneView(QWidget):
 
     # ================================================================ text
     def tooltip_text(self, hit) -> str:
-        b = self.layout.by_id[hit.block_id]
-        tr = self.tr
-        name = tr(b.label_key) if b.label_key else b.kind
-        if b.part == "slab":
-            d = self.layout.dims
-            return tr("scene.layer_tip", layer=b.layer, mixer=tr(f"scene.mixer.{d.mixers[b.layer - 1]}"),
-                      ffn=tr(f"scene.ffn.{d.ffns[b.layer - 1]}"))
-        if b.part == "weight":
-            name = f"{name} · W"
-        head = tr("scene.tip.block", name=name, k3=b.k3_shape or "—",
-                  toy=" × ".join(str(v) for v in b.toy_shape) or "—")
-        if hit.cell is None:
-            return head
-        r, c = hit.cell
-        trace = self.drawn_trace()
-        vals = colouring.block_values(b, self.layout, trace, self.pass_index, self.token)
-        if b.kind in ("moe.router", "moe.experts") and trace is not None:
-            e = r * b.grid[1] + c
-            tens = trace.passes[self.pass_index].layers[self.layer0].tensors
-            row = colouring._token_row(trace, self.pass_index, self.token)
-            s = float(tens["moe.router"][row][e])
-            idx = list(np.asarray(tens["moe.topk_idx"][row]))
-            sel = (tr("scene.tip.expert_sel", w=f"{float(tens['moe.topk_weight'][row][idx.index(e)]):.4f}")
-                   if e in idx else tr("scene.tip.expert_off"))
-            return tr("scene.tip.expert", e=e, s=f"{s:.4f}", sel=sel)
-        if vals is None or not np.isfinite(vals[r, c]):
-            value = tr("scene.tip.no_value")
-        else:
-            value = f"{vals[r, c]:+.4f}"
-        if b.rows_are_tokens and trace is not None and r < len(self.layout.row_positions):
-            pos = self.layout.row_positions[r]
-            piece = trace.tokens[pos][0] if pos < len(trace.tokens) else ""
-            cell = tr("scene.tip.cell_token", name=name, token=pos, piece=piece, col=c, value=value)
-        else:
-            cell = tr("scene.tip.cell", name=name, row=r, col=c, value=value)
-        return head + "\n" + cell
+        return tooltip_text(self.layout, hit.block_id, hit.cell, self.drawn_trace(), self.pass_index, self.token,
+                            self.tr)
 
     def _overlay_input(self) -> OverlayInput:
         tokens = None

@@ -1,0 +1,42 @@
+"""Hover texts of the scene: block name, real K3 and toy shapes, the cell under the cursor and its value
+(from the trace: never a made-up number). Qt-free; `tr` is the translator (key, **fmt) -> str."""
+from __future__ import annotations
+
+import numpy as np
+
+from scene import colouring
+from scene.layout import Layout
+
+
+def tooltip_text(layout: Layout, block_id: str, cell: tuple[int, int] | None, trace, pass_index: int,
+                 token: int, tr) -> str:
+    b = layout.by_id[block_id]
+    name = tr(b.label_key) if b.label_key else b.kind
+    if b.part == "slab":
+        d = layout.dims
+        return tr("scene.layer_tip", layer=b.layer, mixer=tr(f"scene.mixer.{d.mixers[b.layer - 1]}"),
+                  ffn=tr(f"scene.ffn.{d.ffns[b.layer - 1]}"))
+    if b.part == "weight":
+        name = f"{name} · W"
+    head = tr("scene.tip.block", name=name, k3=b.k3_shape or "—", toy=" × ".join(str(v) for v in b.toy_shape) or "—")
+    if cell is None:
+        return head
+    r, c = cell
+    if b.kind in ("moe.router", "moe.experts") and trace is not None:
+        e = r * b.grid[1] + c
+        tens = trace.passes[pass_index].layers[layout.layer].tensors
+        row = colouring.token_row(trace, pass_index, token)
+        s = float(tens["moe.router"][row][e])
+        idx = [int(i) for i in np.asarray(tens["moe.topk_idx"][row])]
+        sel = (tr("scene.tip.expert_sel", w=f"{float(tens['moe.topk_weight'][row][idx.index(e)]):.4f}")
+               if e in idx else tr("scene.tip.expert_off"))
+        return tr("scene.tip.expert", e=e, s=f"{s:.4f}", sel=sel)
+    vals = colouring.block_values(b, layout, trace, pass_index, token)
+    value = tr("scene.tip.no_value") if vals is None or not np.isfinite(vals[r, c]) else f"{vals[r, c]:+.4f}"
+    if b.rows_are_tokens and trace is not None and r < len(layout.row_positions):
+        pos = layout.row_positions[r]
+        piece = trace.tokens[pos][0] if pos < len(trace.tokens) else ""
+        text = tr("scene.tip.cell_token", name=name, token=pos, piece=piece, col=c, value=value)
+    else:
+        text = tr("scene.tip.cell", name=name, row=r, col=c, value=value)
+    return head + "\n" + text
