@@ -133,3 +133,51 @@ def test_a_trace_of_another_structure_is_not_drawn(trace_a):
     lay = build_layout(_cfg("deepseek-v3"), 5, trace_a)
     assert not lay.trace_ok
     assert build_layout(None, 5, trace_a).trace_ok
+
+
+def test_follow_one_number_outlines_the_input_row_and_the_weight_column(k3_config, trace_a):
+    from scene.highlights import follow_segments
+
+    lay = build_layout(k3_config, 36, trace_a)
+    row, col = 2, 5
+    pts = follow_segments(lay, ("L37/kda.q_proj", row, col), None).reshape(3, 24, 3)
+    out, inp, wcol = (p.reshape(-1, 3) for p in pts)
+    y, x, w = lay.by_id["L37/kda.q_proj"], lay.by_id["L37/norm.mixer"], lay.by_id["L37/kda.q_proj/W"]
+    pad = 0.03 + 1e-6
+    # the output cell: column col, row row of the wall
+    assert out[:, 0].min() == pytest.approx(y.lo[0] + col * y.pitch - 0.03)
+    assert out[:, 2].max() == pytest.approx(y.hi[2] - row * y.pitch_r + 0.03)
+    # the input row spans all input features of x, at the same token row
+    assert inp[:, 0].min() >= x.lo[0] - pad and inp[:, 0].max() <= x.hi[0] + pad
+    assert inp[:, 2].max() == pytest.approx(x.hi[2] - row * x.pitch_r + 0.03)
+    # the weight column spans every input row of the plate and sits right under the output column
+    assert wcol[:, 1].min() == pytest.approx(w.lo[1] - 0.03) and wcol[:, 1].max() == pytest.approx(w.hi[1] + 0.03)
+    assert wcol[:, 0].min() == pytest.approx(out[:, 0].min())
+
+
+def test_flow_lines_join_the_blocks_of_the_step(k3_config):
+    from scene.highlights import flow_lines
+
+    lay = build_layout(k3_config, 36)
+    pts, heads = flow_lines(lay, lay.flow)
+    assert len(pts) % 2 == 0 and len(heads) == len(lay.flow)
+    for (a, b), h in zip(lay.flow, heads):  # each edge arrives at the bottom of its target
+        B = lay.by_id[b]
+        assert h[2] == pytest.approx(B.lo[2]) and B.lo[0] <= h[0] <= B.hi[0]
+    assert flow_lines(lay, []) == (None, None)
+
+
+def test_tooltip_texts_come_from_the_trace(k3_config, trace_a):
+    from scene.tooltips import tooltip_text
+
+    lay = build_layout(k3_config, 36, trace_a)
+
+    def tr(key, **fmt):
+        return key + "|" + "|".join(f"{k}={v}" for k, v in sorted(fmt.items()))
+
+    t = tooltip_text(lay, "L37/residual", (1, 3), trace_a, 0, 0, tr)
+    v = float(trace_a.passes[0].layers[36].tensors["residual"][1, 3])
+    assert f"value={v:+.4f}" in t and "token=1" in t
+    last = len(trace_a.tokens) - 1  # never processed: no number
+    assert "scene.tip.no_value" in tooltip_text(lay, "L37/residual", (last, 0), trace_a, 0, 0, tr)
+    assert tooltip_text(lay, "L4/stack.layer", None, trace_a, 0, 0, tr).startswith("scene.layer_tip|")
