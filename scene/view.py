@@ -634,6 +634,7 @@ class SceneView(QWidget):
             for name in self._box_rgba:
                 self._upload_colors(name)
             self._update_outlines()
+            self.block_hovered.emit("")
 
     def _hover(self, pos: QPointF, global_pos: QPoint) -> None:
         hit = self.pick_at(pos.x(), pos.y())
