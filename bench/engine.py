@@ -5,7 +5,8 @@
 run: a full ToyK3.run (6-token prompt + 4 generated tokens → 1 prefill + 3 decode passes over 93 layers),
 including the trace's numpy conversion. resample: ToyK3.resample after a temperature / top-p change that
 keeps the sampled tokens (the common slider case: no layer re-runs). torch_ops_per_run: aten ops dispatched
-during one run (TorchDispatchMode counter), the floor of the eager per-op overhead.
+during one run (TorchDispatchMode counter), the floor of the eager per-op overhead; with the numpy backend
+(the default on a CPU device) only the few ops that stay in torch (top-k, large sigmoids, weight set-up).
 """
 from __future__ import annotations
 
@@ -65,11 +66,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (0 = leave torch's default)")
+    ap.add_argument("--backend", default="auto", choices=("auto", "numpy", "torch"), help="ToyK3 backend")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    m = ToyK3(device=args.device)
+    m = ToyK3(device=args.device, backend=args.backend)
     init_ms = (time.perf_counter() - t0) * 1e3
     knobs = Knobs(temperature=0.8, top_p=0.95, sample_seed=0)
     m.run(PROMPT, 4, knobs)  # warm-up
@@ -124,6 +126,7 @@ def main() -> None:
         "layers": len(tr.passes[0].layers),
         "init_ms": round(init_ms, 1),
         "device": str(m.device),
+        "backend": m.backend,
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "python": platform.python_version(),

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from compute.parts import const
+from compute.xp import ops
 
 
 def attn_res_weights(partial: torch.Tensor, blocks: torch.Tensor | list[torch.Tensor], w: torch.Tensor,
@@ -18,19 +18,21 @@ def attn_res_weights(partial: torch.Tensor, blocks: torch.Tensor | list[torch.Te
     V = [R_0 … R_{N-1}, p]; s_c = (V_c / sqrt(mean(V_c²) + eps)) · w; returns (Σ_c softmax(s)_c V_c [T, D],
     weights [T, N+1]). The mix uses the UN-normalised candidates.
     """
+    o = ops(partial)
     if isinstance(blocks, (list, tuple)):
-        V = torch.stack([*blocks, partial])
+        V = o.stack([*blocks, partial])
     else:
-        V = torch.cat([blocks, partial.unsqueeze(0)], 0)
+        V = o.cat([blocks, partial[None]], 0)
     return _mix(V, w, eps)
 
 
 def _mix(V: torch.Tensor, w: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """V [C, T, D] candidates → (Σ_c softmax_c(RMS-normalised V_c · w) V_c [T, D], weights [T, C])."""
     D = V.shape[-1]
-    s = (V * torch.rsqrt((V * V).sum(-1, keepdim=True) + const(D * eps, V))) @ (w * const(math.sqrt(D), w))  # [C, T]
-    a = s.softmax(0)
-    return (a.unsqueeze(-1) * V).sum(0), a.T
+    o = ops(V)
+    s = (V * o.rsqrt(o.sum_keep(V * V) + o.const(D * eps, V))) @ (w * o.const(math.sqrt(D), w))  # [C, T]
+    a = o.softmax(s, 0)
+    return (a[..., None] * V).sum(0), a.T
 
 
 def attn_res(partial: torch.Tensor, blocks: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -56,13 +58,13 @@ class BlockAttnRes:
     @property
     def stored(self) -> list[torch.Tensor]:
         """R as a list [embedding, b1, ...] (each [T, D])."""
-        return [] if self._R is None else list(self._R.unbind(0))
+        return [] if self._R is None else list(self._R)
 
     def start(self, embedding: torch.Tensor) -> None:
         self.p, self._R, self.prefix = embedding, None, None
 
     def _attn(self, partial: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return _mix(torch.cat([self._R, partial.unsqueeze(0)], 0), w, self.eps)
+        return _mix(ops(partial).cat([self._R, partial[None]], 0), w, self.eps)
 
     def before_mixer(self, layer: int, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x = AttnRes(p, R; w) if R else p; store p at a block start. Returns (x, weights or None)."""
@@ -71,8 +73,8 @@ class BlockAttnRes:
         else:
             x, wts = self.p, None
         if layer % self.block_size == 0:
-            P = self.p.unsqueeze(0)
-            self._R = P if self._R is None else torch.cat([self._R, P], 0)
+            P = self.p[None]
+            self._R = P if self._R is None else ops(P).cat([self._R, P], 0)
             self.prefix = None
         else:
             self.prefix = self.p

@@ -19,8 +19,16 @@ the trace (and 'moe.bias') are read-only views of the engine's weights.
 
 Caches: KDA keeps, per layer, the short-conv tail (3 rows) and the state S [H, K, V] (constant size); MLA keeps
 the latent c_kv [S, kv_lora] and k_rope [S, rope] (one row more per token). `resample` rebuilds them from the
-trace itself, so a trace is all it needs. Speed: see bench/engine.py (per-layer work is a few dozen tiny torch
-ops, so Python/dispatch overhead dominates; routed experts are gathered and run as one batched matmul).
+trace itself, so a trace is all it needs.
+
+Backends: on a CPU device the layers run on numpy arrays (`backend="auto"`), on CUDA on torch tensors — the same
+operator code either way (compute.xp spells the few operations the two libraries name differently). Per-layer
+work is a few dozen ops on 8-wide arrays, so per-op overhead dominates, and a numpy ufunc costs a fraction of a
+torch dispatch; the trace then needs no conversion. float64 runs of the two backends agree to ~1e-9; in float32
+the libraries' different roundings (exp, reductions) can, through the discrete top-k routing of 92 layers, pick
+a different expert somewhere and so shift later values and even a sampled token. `backend="torch"` reproduces
+the torch results exactly. Speed: see bench/engine.py (routed experts are gathered and run as one batched
+matmul).
 """
 from __future__ import annotations
 
@@ -73,13 +81,23 @@ class ToyK3:
     """The toy-width K3 engine. See the module docstring."""
 
     def __init__(self, config: ModelConfig | None = None, seed: int = 0, device: str | torch.device = "auto",
-                 dtype: torch.dtype = torch.float32, dims: ToyDims | None = None, cpu_threads: int | None = 1):
+                 dtype: torch.dtype = torch.float32, dims: ToyDims | None = None, cpu_threads: int | None = 1,
+                 backend: str = "auto"):
         """cpu_threads: torch.set_num_threads on a CPU device (process-wide). The toy's ops are tiny, so one
         intra-op thread is the fastest (bench/engine.py: several times faster than 2 threads on a busy
-        machine); None leaves torch's setting alone."""
+        machine); None leaves torch's setting alone.
+
+        backend: the array library the layers run on. "auto" = numpy on a CPU device (the same operator code,
+        compute.xp; a numpy ufunc on an 8-wide array costs a fraction of a torch dispatch and the trace needs
+        no conversion), torch elsewhere; "torch" forces torch tensors on the CPU too."""
         self.config = config if config is not None else load_default()
         self.seed = int(seed)
         self.device = resolve_device(device)
+        if backend not in ("auto", "torch", "numpy"):
+            raise ValueError(f"backend must be 'auto', 'torch' or 'numpy', got {backend!r}")
+        if backend == "numpy" and self.device.type != "cpu":
+            raise ValueError("the numpy backend runs on the CPU only")
+        self.backend = "numpy" if backend == "numpy" or (backend == "auto" and self.device.type == "cpu") else "torch"
         if cpu_threads is not None and self.device.type == "cpu":
             torch.set_num_threads(int(cpu_threads))
         self.dtype = dtype
@@ -165,7 +183,8 @@ class ToyK3:
             if isinstance(obj, dict):
                 return {k: conv(v) for k, v in obj.items()}
             if isinstance(obj, torch.Tensor):
-                return obj.to(device=self.device, dtype=self.dtype).contiguous()
+                t = obj.to(device=self.device, dtype=self.dtype).contiguous()
+                return t.numpy() if self.backend == "numpy" else t
             return obj
 
         self.layers = [conv(w) for w in self._layers64]
@@ -175,7 +194,8 @@ class ToyK3:
         self.w_out = conv(self.w_out64)
         self._weights_np = self._linear_weights_numpy()
         for d in self._weights_np[0] + [self._weights_np[1]]:
-            for a in d.values():
+            for k, a in d.items():
+                d[k] = a = a.view()  # read-only views: the engine's own arrays stay as they are
                 a.setflags(write=False)
 
     def _linear_weights_numpy(self) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
@@ -215,7 +235,7 @@ class ToyK3:
             else:
                 g = torch.Generator().manual_seed(self.seed * 1_000_003 + int(i) + 7)
                 rows.append(torch.randn(self.dims.hidden, generator=g, dtype=torch.float64))
-        return torch.stack(rows).to(device=self.device, dtype=self.dtype)
+        return self._arr(torch.stack(rows))
 
     # ------------------------------------------------------------------ one pass
     def forward(self, ids: list[int], start: int, knobs: Knobs, caches: list | None = None
@@ -226,7 +246,8 @@ class ToyK3:
         """
         c, d = self.config, self.dims
         T = len(ids)
-        positions = torch.arange(start, start + T, device=self.device)
+        positions = (np.arange(start, start + T) if self.backend == "numpy"
+                     else torch.arange(start, start + T, device=self.device))
         emb = self.embed_ids(ids)
         bias_off = self._bias_offset(knobs)
         ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else None
@@ -295,13 +316,13 @@ class ToyK3:
         if not knobs.expert_bias:
             return None
         E = self.config.n_routed_experts
-        off = torch.zeros(E, dtype=self.dtype, device=self.device)
+        off = torch.zeros(E, dtype=torch.float64)
         for e, b in knobs.expert_bias.items():
             e = int(e)
             if not 0 <= e < E:
                 raise ValueError(f"expert_bias: expert {e} outside 0..{E - 1}")
             off[e] = float(b)
-        return off
+        return self._arr(off)
 
     # ------------------------------------------------------------------ public API
     def run(self, prompt: str, max_new_tokens: int = 4, knobs: Knobs | None = None) -> Trace:
@@ -386,8 +407,14 @@ class ToyK3:
                 caches.append({"c_kv": self._t(lt.tensors["mla.c_kv"]), "k_rope": self._t(lt.tensors["mla.k_rope"])})
         return caches
 
-    def _t(self, a: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(np.ascontiguousarray(a), device=self.device, dtype=self.dtype)
+    def _t(self, a: np.ndarray) -> torch.Tensor | np.ndarray:
+        """A trace array as a layer input of this engine's backend, device and dtype (a copy)."""
+        return self._arr(torch.from_numpy(np.array(a)))
+
+    def _arr(self, t: torch.Tensor) -> torch.Tensor | np.ndarray:
+        """t cast to the engine's dtype on its device; numpy for the numpy backend."""
+        t = t.to(device=self.device, dtype=self.dtype)
+        return t.numpy() if self.backend == "numpy" else t
 
 
 # ---------------------------------------------------------------------- helpers
@@ -422,7 +449,8 @@ def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
         cache: dict = {}
         tensors = {k: to_numpy(v, cache) for k, v in t.items()}
         if "moe.bias" in tensors:
-            tensors["moe.bias"].setflags(write=False)  # may be a view of the engine's bias
+            tensors["moe.bias"] = b = tensors["moe.bias"].view()  # may be the engine's bias: a read-only view
+            b.setflags(write=False)
         layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li], tensors=tensors))
     cache = {}
     final = {k: to_numpy(v, cache) for k, v in data["final"].items()}

@@ -7,10 +7,10 @@ on any device.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from compute.norms import l2_norm, rms_norm
-from compute.parts import Part, const
+from compute.parts import const, part
+from compute.xp import ops
 
 __all__ = ["kda_recurrent", "kda_chunked", "kda_step", "kda_gate", "short_conv", "l2_norm", "kda_layer"]
 
@@ -23,10 +23,11 @@ def kda_gate(f: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
     Kimi Linear (lower_bound=None): g = −exp(A_log[h]) · softplus(f + dt_bias).
     f [..., H, K], A_log [H], dt_bias [H, K] → g [..., H, K].
     """
-    a = A_log.exp().unsqueeze(-1)  # [H, 1]
+    o = ops(f)
+    a = o.exp(A_log)[:, None]  # [H, 1]
     if lower_bound is None:
-        return -a * F.softplus(f + dt_bias)
-    return const(lower_bound, f) * torch.sigmoid(a * (f + dt_bias))
+        return -a * o.softplus(f + dt_bias)
+    return o.const(lower_bound, f) * o.sigmoid(a * (f + dt_bias))
 
 
 def short_conv(x: torch.Tensor, weight: torch.Tensor, cache: torch.Tensor | None = None
@@ -37,10 +38,11 @@ def short_conv(x: torch.Tensor, weight: torch.Tensor, cache: torch.Tensor | None
     Returns (y [T, C], new cache [K-1, C] = the last K-1 inputs).
     """
     K = weight.shape[1]
+    o = ops(x)
     if cache is None:
-        cache = x.new_zeros(K - 1, x.shape[1])
-    xp = torch.cat([cache, x], 0)  # [T+K-1, C]
-    win = xp.unfold(0, K, 1)  # [T, C, K]
+        cache = o.zeros((K - 1, x.shape[1]), x)
+    xp = o.cat([cache, x], 0)  # [T+K-1, C]
+    win = o.windows(xp, K)  # [T, C, K]
     y = (win * weight).sum(-1)
     return y, xp[xp.shape[0] - (K - 1):]
 
@@ -85,14 +87,15 @@ def kda_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, alpha: torch.Ten
     H, K = q.shape
     if scale is None:
         scale = K ** -0.5
+    b = beta.reshape(H, 1, 1)
     if state is None:
-        u = beta.view(H, 1, 1) * v.unsqueeze(1)  # S' = 0: the delta is the whole value
-        S = k.unsqueeze(-1) * u
+        u = b * v[:, None]  # S' = 0: the delta is the whole value
+        S = k[:, :, None] * u
     else:
-        S = state * alpha.unsqueeze(-1)  # forget: Diag(α) S
-        u = beta.view(H, 1, 1) * (v.unsqueeze(1) - k.unsqueeze(1) @ S)  # [H, 1, V] the delta
-        S = S + k.unsqueeze(-1) * u  # write k uᵀ
-    return (q.unsqueeze(1) @ S).view(H, -1) * const(scale, q), S  # read after the update
+        S = state * alpha[:, :, None]  # forget: Diag(α) S
+        u = b * (v[:, None] - k[:, None] @ S)  # [H, 1, V] the delta
+        S = S + k[:, :, None] * u  # write k uᵀ
+    return (q[:, None] @ S).reshape(H, -1) * const(scale, q), S  # read after the update
 
 
 def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
@@ -115,36 +118,36 @@ def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tens
         scale = K ** -0.5
     if T <= C:
         C = T  # one chunk of exactly T tokens: no padding needed
+    o_ = ops(q)
     pad = (-T) % C
     if pad:
-        q, k, v, g = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v, g))
-        beta = F.pad(beta, (0, 0, 0, pad))
+        q, k, v, g, beta = (o_.pad_time(x, pad) for x in (q, k, v, g, beta))
     N = (T + pad) // C
     # [B, H, N, C, *]
-    q, k, v, g = (x.reshape(B, N, C, H, x.shape[-1]).permute(0, 3, 1, 2, 4) for x in (q, k, v, g))
-    beta = beta.reshape(B, N, C, H).permute(0, 3, 1, 2)
+    q, k, v, g = (o_.permute(x.reshape(B, N, C, H, x.shape[-1]), (0, 3, 1, 2, 4)) for x in (q, k, v, g))
+    beta = o_.permute(beta.reshape(B, N, C, H), (0, 3, 1, 2))
     q = q * scale
     Gam = g.cumsum(-2)  # [B,H,N,C,K]
-    diff = Gam.unsqueeze(-2) - Gam.unsqueeze(-3)  # [B,H,N,C(r),C(c),K] = Γ_r − Γ_c
-    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()  # c <= r
-    decay = diff.masked_fill(~causal.unsqueeze(-1), float("-inf")).exp()  # 0 above the diagonal
-    kd = k.unsqueeze(-3) * decay  # [B,H,N,r,c,K] = k_c[i] e^{Γ_r[i]−Γ_c[i]}
-    A_kk = (k.unsqueeze(-2) * kd).sum(-1).tril(-1) * beta.unsqueeze(-1)
-    A_qk = (q.unsqueeze(-2) * kd).sum(-1)
-    eye = torch.eye(C, dtype=q.dtype, device=q.device)
-    Tm = torch.linalg.solve_triangular(eye + A_kk, torch.diag_embed(beta), upper=False, unitriangular=True)
-    eG = Gam.exp()
+    diff = Gam[..., :, None, :] - Gam[..., None, :, :]  # [B,H,N,C(r),C(c),K] = Γ_r − Γ_c
+    above = o_.causal_mask(C, C, q)  # c > r
+    decay = o_.exp(o_.masked_fill(diff, above[..., None], float("-inf")))  # 0 above the diagonal
+    kd = k[..., None, :, :] * decay  # [B,H,N,r,c,K] = k_c[i] e^{Γ_r[i]−Γ_c[i]}
+    A_kk = o_.tril((k[..., :, None, :] * kd).sum(-1), -1) * beta[..., None]
+    A_qk = (q[..., :, None, :] * kd).sum(-1)
+    Tm = o_.solve_unit_lower(o_.eye(C, q) + A_kk, o_.diag_embed(beta))
+    eG = o_.exp(Gam)
     W = Tm @ (eG * k)
     U = Tm @ v
-    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.to(q.dtype)
+    S = o_.zeros((B, H, K, V), q) if initial_state is None else o_.cast(initial_state, q)
     outs = []
     for n in range(N):
         Vp = U[:, :, n] - W[:, :, n] @ S
         outs.append((q[:, :, n] * eG[:, :, n]) @ S + A_qk[:, :, n] @ Vp)
         G_last = Gam[:, :, n, -1]  # [B,H,K]
-        S = G_last.exp().unsqueeze(-1) * S + ((G_last.unsqueeze(-2) - Gam[:, :, n]).exp() * k[:, :, n]).transpose(-1, -2) @ Vp
-    o = torch.stack(outs, 2)  # [B,H,N,C,V]
-    o = o.permute(0, 2, 3, 1, 4).reshape(B, N * C, H, V)[:, :T]
+        S = (o_.exp(G_last)[..., None] * S
+             + (o_.exp(G_last[..., None, :] - Gam[:, :, n]) * k[:, :, n]).swapaxes(-1, -2) @ Vp)
+    o = o_.stack(outs, 2)  # [B,H,N,C,V]
+    o = o_.permute(o, (0, 2, 3, 1, 4)).reshape(B, N * C, H, V)[:, :T]
     return o, S
 
 
@@ -155,7 +158,7 @@ def kda_output(o: torch.Tensor, norm_w: torch.Tensor, gate_pre: torch.Tensor, ep
     o [T, H, V]; norm_w [V]; gate_pre [T, H*V] = W_g x. Returns (gate [T, H*V], gated output [T, H*V]).
     """
     T, H, V = o.shape
-    gate = torch.sigmoid(gate_pre)
+    gate = ops(gate_pre).sigmoid(gate_pre)
     return gate, rms_norm(o, norm_w, eps).reshape(T, H * V) * gate
 
 
@@ -173,25 +176,26 @@ def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: 
     T = x.shape[0]
     H, Kd = heads, head_dim
     HK = H * Kd
+    xp = ops(x)
     z = x @ w["in"]
     conv, conv_cache = short_conv(z[:, : 3 * HK], w["conv"], None if cache is None else cache["conv"])
-    conv = F.silu(conv)
+    conv = xp.silu(conv)
     qkn = l2_norm(conv[:, : 2 * HK].reshape(T, 2 * H, Kd))  # q and k heads normalised together
     vc = conv[:, 2 * HK:].reshape(T, H, -1)
     f = z[:, 3 * HK: 3 * HK + Kd] @ w["f_b"]
     if alpha is None:
-        g = kda_gate(f.view(T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
-        a = g.exp()
+        g = kda_gate(f.reshape(T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
+        a = xp.exp(g)
     else:
-        a = torch.full((T, H, Kd), float(alpha), dtype=x.dtype, device=x.device)
-        g = a.clamp_min(1e-12).log()
+        a = xp.full((T, H, Kd), float(alpha), x)
+        g = xp.log(xp.maximum(a, 1e-12))
     b_pre = z[:, 3 * HK + Kd: 3 * HK + Kd + H]
-    beta = torch.sigmoid(b_pre) if beta_override is None else torch.full_like(b_pre, float(beta_override))
+    beta = xp.sigmoid(b_pre) if beta_override is None else xp.full(b_pre.shape, float(beta_override), x)
     state0 = None if cache is None else cache["state"]
     if T == 1:
-        qk1 = qkn.view(2 * H, Kd)
-        o, S = kda_step(qk1[:H], qk1[H:], vc.view(H, -1), a.view(H, Kd), beta.view(H), state0)
-        o = o.view(1, H, -1)
+        qk1 = qkn.reshape(2 * H, Kd)
+        o, S = kda_step(qk1[:H], qk1[H:], vc.reshape(H, -1), a.reshape(H, Kd), beta.reshape(H), state0)
+        o = o.reshape(1, H, -1)
     else:
         o, S = kda_chunked(qkn[None, :, :H], qkn[None, :, H:], vc[None], g[None], beta[None],
                            chunk_size=chunk_size, initial_state=None if state0 is None else state0[None])
@@ -200,13 +204,13 @@ def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: 
     y = o_norm @ w["o"]
     col = slice(None)
     tensors = {
-        "kda.q_proj": Part(z, (col, slice(0, HK))), "kda.k_proj": Part(z, (col, slice(HK, 2 * HK))),
-        "kda.v_proj": Part(z, (col, slice(2 * HK, 3 * HK))),
-        "kda.q_conv": Part(conv, (col, slice(0, HK))), "kda.k_conv": Part(conv, (col, slice(HK, 2 * HK))),
-        "kda.v_conv": Part(conv, (col, slice(2 * HK, None))),
-        "kda.q_norm": Part(qkn, (col, slice(0, H)), (T, HK)), "kda.k_norm": Part(qkn, (col, slice(H, None)), (T, HK)),
-        "kda.f": f, "kda.alpha": Part(a, (), (T, HK)), "kda.beta": beta,
-        "kda.state": S, "kda.o": Part(o, (), (T, -1)), "kda.gate": gate, "kda.o_norm": o_norm,
+        "kda.q_proj": part(z, (col, slice(0, HK))), "kda.k_proj": part(z, (col, slice(HK, 2 * HK))),
+        "kda.v_proj": part(z, (col, slice(2 * HK, 3 * HK))),
+        "kda.q_conv": part(conv, (col, slice(0, HK))), "kda.k_conv": part(conv, (col, slice(HK, 2 * HK))),
+        "kda.v_conv": part(conv, (col, slice(2 * HK, None))),
+        "kda.q_norm": part(qkn, (col, slice(0, H)), (T, HK)), "kda.k_norm": part(qkn, (col, slice(H, None)), (T, HK)),
+        "kda.f": f, "kda.alpha": part(a, (), (T, HK)), "kda.beta": beta,
+        "kda.state": S, "kda.o": part(o, (), (T, -1)), "kda.gate": gate, "kda.o_norm": o_norm,
         "kda.o_proj": y,
     }
     return y, tensors, {"conv": conv_cache, "state": S}

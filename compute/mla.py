@@ -9,7 +9,8 @@ import math
 import torch
 
 from compute.norms import rms_norm
-from compute.parts import Part, const
+from compute.parts import part
+from compute.xp import ops
 
 __all__ = ["mla_attention", "apply_rope", "mla_layer"]
 
@@ -34,15 +35,15 @@ def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torc
     Returns (scores [H, T, S] with masked entries −inf, softmax [H, T, S], o [T, H, dv]).
     """
     T, S = q.shape[0], k.shape[0]
-    scores = (q.transpose(0, 1) @ k.permute(1, 2, 0)) * const(scale, q)  # [H, T, S]
+    o = ops(q)
+    scores = (q.swapaxes(0, 1) @ o.permute(k, (1, 2, 0))) * o.const(scale, q)  # [H, T, S]
     if q_pos is not None:
-        masked = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]  # [T, S]
-        scores = scores.masked_fill(masked, float("-inf"))
+        masked = o.causal_mask(S, S, q)[q_pos]  # [T, S]
+        scores = o.masked_fill(scores, masked, float("-inf"))
     elif T > 1:
-        masked = torch.ones(T, S, dtype=torch.bool, device=q.device).triu(S - T + 1)
-        scores = scores.masked_fill(masked, float("-inf"))
-    p = scores.softmax(-1)
-    return scores, p, (p @ v.transpose(0, 1)).transpose(0, 1)  # o [T, H, dv]
+        scores = o.masked_fill(scores, o.causal_mask(T, S, q), float("-inf"))
+    p = o.softmax(scores, -1)
+    return scores, p, (p @ v.swapaxes(0, 1)).swapaxes(0, 1)  # o [T, H, dv]
 
 
 def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim: int, kv_lora: int,
@@ -58,6 +59,7 @@ def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim:
     """
     T = x.shape[0]
     H = heads
+    xp = ops(x)
     z = x @ w["in"]
     q_lora = w["q_a_norm"].shape[0]
     q_a = z[:, :q_lora]
@@ -67,27 +69,27 @@ def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim:
     q = q_b.reshape(T, H, nope + rope)
     c_new, kr_new = kv_a[:, :kv_lora], kv_a[:, kv_lora:]
     if rope_theta is not None:
-        q = torch.cat([q[..., :nope], apply_rope(q[..., nope:], positions, rope_theta)], -1)
-        kr_new = apply_rope(kr_new, positions, rope_theta)
+        q = xp.cat([q[..., :nope], xp.via_torch(apply_rope, q[..., nope:], positions, rope_theta)], -1)
+        kr_new = xp.via_torch(apply_rope, kr_new, positions, rope_theta)
     if cache is None:
         c_kv, k_rope = c_new, kr_new
     else:
-        c_kv, k_rope = torch.cat([cache["c_kv"], c_new], 0), torch.cat([cache["k_rope"], kr_new], 0)
+        c_kv, k_rope = xp.cat([cache["c_kv"], c_new], 0), xp.cat([cache["k_rope"], kr_new], 0)
     S = c_kv.shape[0]
     kv_b = rms_norm(c_kv, w["kv_a_norm"], eps) @ w["kv_b"]
     kv = kv_b.reshape(S, H, nope + v_dim)
-    k = torch.cat([kv[..., :nope], k_rope.unsqueeze(1).expand(S, H, rope)], -1)
+    k = xp.cat([kv[..., :nope], xp.expand(k_rope[:, None], (S, H, rope))], -1)
     scores, p, o = mla_attention(q, k, kv[..., nope:], None, 1.0 / math.sqrt(nope + rope))
     o = o.reshape(T, H * v_dim)
-    tensors = {"mla.q_a": Part(z, (slice(None), slice(0, q_lora))), "mla.q_a_norm": q_a_n, "mla.q_b": q_b,
-               "mla.kv_a": Part(z, (slice(None), slice(q_lora, q_lora + kv_lora + rope))),
+    tensors = {"mla.q_a": part(z, (slice(None), slice(0, q_lora))), "mla.q_a_norm": q_a_n, "mla.q_b": q_b,
+               "mla.kv_a": part(z, (slice(None), slice(q_lora, q_lora + kv_lora + rope))),
                "mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": kv_b,
                "mla.scores": scores, "mla.softmax": p, "mla.o": o}
     if gated:
-        gate = torch.sigmoid(z[:, q_lora + kv_lora + rope:])
+        gate = xp.sigmoid(z[:, q_lora + kv_lora + rope:])
         og = o * gate
     else:
-        gate, og = torch.ones_like(o), o
+        gate, og = xp.full(o.shape, 1.0, o), o
     y = og @ w["o"]
     tensors.update({"mla.gate": gate, "mla.o_gated": og, "mla.o_proj": y})
     return y, tensors, {"c_kv": c_kv, "k_rope": k_rope}

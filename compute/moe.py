@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from compute.norms import rms_norm
-from compute.parts import const
+from compute.xp import ops
 
 __all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio", "latent_moe", "dense_mlp",
            "softmax_router"]
@@ -15,12 +14,13 @@ __all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio"
 
 def situ_glu(g: torch.Tensor, u: torch.Tensor, beta1: float = 4.0, beta2: float = 25.0) -> torch.Tensor:
     """SiTU-GLU(g, u) = [β₁·tanh(g/β₁)·sigmoid(g)] · [β₂·tanh(u/β₂)]. Elementwise; bounded by β₁·β₂."""
-    return torch.tanh(g / const(beta1, g)) * torch.sigmoid(g) * torch.tanh(u / const(beta2, u)) * const(beta1 * beta2, g)
+    o = ops(g)
+    return o.tanh(g / o.const(beta1, g)) * o.sigmoid(g) * o.tanh(u / o.const(beta2, u)) * o.const(beta1 * beta2, g)
 
 
 def silu_glu(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """SwiGLU(g, u) = SiLU(g) · u (Kimi Linear, K2, DeepSeek-V3)."""
-    return F.silu(g) * u
+    return ops(g).silu(g) * u
 
 
 def route(logits: torch.Tensor, bias: torch.Tensor | None, top_k: int, routed_scaling_factor: float = 1.0,
@@ -38,19 +38,26 @@ def route(logits: torch.Tensor, bias: torch.Tensor | None, top_k: int, routed_sc
 
 def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group=1):
     """`route` that also returns the sigmoid scores s [T, E]."""
-    s = torch.sigmoid(logits)
+    o = ops(logits)
+    s = o.sigmoid(logits)
     sel = s if bias is None else s + bias
     if n_group > 1:
-        T, E = sel.shape
-        grouped = sel.view(T, n_group, E // n_group)
-        gscore = grouped.amax(-1) if bias is None else grouped.topk(2, -1)[0].sum(-1)
-        keep = gscore.topk(topk_group, -1)[1]
-        drop = torch.ones(T, n_group, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
-        sel = grouped.masked_fill(drop.unsqueeze(-1), float("-inf")).view(T, E)
-    idx = sel.topk(top_k, -1)[1]
-    w = s.gather(1, idx)
-    w = w / (w.sum(-1, keepdim=True) + const(1e-20, w))
+        sel = o.via_torch(_group_limit, sel, bias is not None, n_group, topk_group)
+    idx = o.topk_idx(sel, top_k)
+    w = o.gather(s, idx)
+    w = w / (o.sum_keep(w) + o.const(1e-20, w))
     return (w if routed_scaling_factor == 1.0 else w * routed_scaling_factor), idx, s
+
+
+def _group_limit(sel: torch.Tensor, biased: bool, n_group: int, topk_group: int) -> torch.Tensor:
+    """DeepSeek-V3 group limiting: sel [T, E] with the experts outside the best `topk_group` of `n_group`
+    groups set to −inf. A group scores the sum of its top-2 biased scores (its max without a bias)."""
+    T, E = sel.shape
+    grouped = sel.view(T, n_group, E // n_group)
+    gscore = grouped.topk(2, -1)[0].sum(-1) if biased else grouped.amax(-1)
+    keep = gscore.topk(topk_group, -1)[1]
+    drop = torch.ones(T, n_group, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
+    return grouped.masked_fill(drop.unsqueeze(-1), float("-inf")).view(T, E)
 
 
 def softmax_router(h: torch.Tensor, W_router: torch.Tensor, top_k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,11 +117,11 @@ def latent_moe(x: torch.Tensor, w: dict, top_k: int, bias: torch.Tensor, routed_
     logits = x @ w["router"]
     weights, idx, s = _route(logits, bias, top_k, routed_scaling_factor, n_group, topk_group)
     z = x if w["down"] is None else x @ w["down"]
-    h = (z[:, None, None, :] @ w["w13"][idx]).squeeze(-2)  # [T, k, 2F]: gathered experts, one batched matmul
+    h = (z[:, None, None, :] @ w["w13"][idx])[..., 0, :]  # [T, k, 2F]: gathered experts, one batched matmul
     F_ = h.shape[-1] // 2
     a = _act(h[..., :F_], h[..., F_:], act, beta1, beta2)
-    experts = (a.unsqueeze(-2) @ w["w2"][idx]).squeeze(-2)  # [T, k, L]
-    mix = (weights.unsqueeze(-2) @ experts).squeeze(-2)  # [T, L]
+    experts = (a[..., None, :] @ w["w2"][idx])[..., 0, :]  # [T, k, L]
+    mix = (weights[:, None] @ experts)[:, 0]  # [T, L]
     r = mix if w["norm"] is None else rms_norm(mix, w["norm"], eps)
     up = r if w["up"] is None else r @ w["up"]
     if w["shared13"] is not None:
@@ -122,7 +129,7 @@ def latent_moe(x: torch.Tensor, w: dict, top_k: int, bias: torch.Tensor, routed_
         Fs = hs.shape[-1] // 2
         shared = _act(hs[:, :Fs], hs[:, Fs:], act, beta1, beta2) @ w["shared2"]
     else:
-        shared = torch.zeros_like(up)
+        shared = ops(up).zeros(up.shape, up)
     y = up + shared
     tensors = {"moe.router.logits": logits, "moe.router": s, "moe.bias": bias,
                "moe.topk_idx": idx, "moe.topk_weight": weights, "moe.down": z, "moe.experts": experts,

@@ -1,11 +1,11 @@
-"""Normalisations used by K3: RMSNorm and the per-head L2 norm of KDA's q and k."""
+"""Normalisations used by K3: RMSNorm and the per-head L2 norm of KDA's q and k (torch or numpy arrays)."""
 from __future__ import annotations
 
 import math
 
 import torch
 
-from compute.parts import const
+from compute.xp import ops
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
@@ -14,14 +14,16 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1
     x [..., D], weight [D] (None = 1). Returns [..., D].
     """
     D = x.shape[-1]
+    o = ops(x)
     # mean(x²) + eps = (Σx² + D·eps) / D; a sum is cheaper than a mean for tiny tensors
-    y = x * (torch.rsqrt((x * x).sum(-1, keepdim=True) + const(D * eps, x)) * const(math.sqrt(D), x))
+    y = x * (o.rsqrt(o.sum_keep(x * x) + o.const(D * eps, x)) * o.const(math.sqrt(D), x))
     return y if weight is None else y * weight
 
 
 def l2_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """x / ‖x‖ with ‖x‖ = sqrt(Σ x² + eps) over the last dim (KDA: per head). x [..., K]."""
-    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + const(eps, x))
+    o = ops(x)
+    return x * o.rsqrt(o.sum_keep(x * x) + o.const(eps, x))
 
 
 class RMSNorm:

@@ -1,8 +1,9 @@
 """`Part`: a lazily sliced piece of a fused tensor, for trace recording without extra torch ops.
 
-Layer functions compute fused projections (one matmul for q|k|v|…) and record their pieces as
-`Part(base, index, shape)`; `to_numpy` converts the base once and slices it in numpy (cheap), instead of
-dispatching one torch view per piece. `materialize` gives the torch tensor when a caller needs it.
+Layer functions compute fused projections (one matmul for q|k|v|…) and record their pieces with
+`part(base, index, shape)`: for a torch base a lazy `Part`, which `to_numpy` converts once and slices in numpy
+(cheap) instead of dispatching one torch view per piece; for a numpy base (the engine's CPU backend) the view
+itself. `materialize` gives the torch tensor of a Part when a caller needs it.
 """
 from __future__ import annotations
 
@@ -11,11 +12,22 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from compute.xp import ops
+
 
 class Part(NamedTuple):
     base: torch.Tensor
     index: Any  # a numpy/torch basic index (tuple of slices / ints)
     shape: tuple[int, ...] | None = None  # reshape after indexing (None = keep)
+
+
+def part(base: Any, index: Any, shape: tuple[int, ...] | None = None) -> Any:
+    """A piece of a fused array for the trace: a lazy `Part` of a torch tensor, the view itself for numpy
+    (a numpy view costs less than the Part)."""
+    if isinstance(base, np.ndarray):
+        a = base[index]
+        return a if shape is None else a.reshape(shape)
+    return Part(base, index, shape)
 
 
 def materialize(v: Any) -> Any:
@@ -27,9 +39,9 @@ def materialize(v: Any) -> Any:
 
 
 def to_numpy(v: Any, cache: dict[int, np.ndarray]) -> Any:
-    """numpy for a torch tensor or a Part (None passes through). `cache` maps id(base) → numpy base."""
-    if v is None:
-        return None
+    """numpy for a torch tensor or a Part (None and numpy arrays pass through). `cache` maps id(base) → numpy base."""
+    if v is None or isinstance(v, np.ndarray):
+        return v
     if isinstance(v, Part):
         a = cache.get(id(v.base))
         if a is None:
@@ -39,23 +51,14 @@ def to_numpy(v: Any, cache: dict[int, np.ndarray]) -> Any:
     return _np(v)
 
 
-def _np(t: torch.Tensor) -> np.ndarray:
+def _np(t: torch.Tensor | np.ndarray) -> np.ndarray:
+    if isinstance(t, np.ndarray):
+        return t
     if t.device.type == "cpu" and not t.requires_grad:
         return t.numpy()
     return t.detach().cpu().numpy()
 
 
-_CONSTS: dict[tuple, torch.Tensor] = {}
-
-
-def const(value: float, like: torch.Tensor) -> torch.Tensor:
-    """A cached 0-dim tensor holding `value` with like's dtype and device.
-
-    tensor ⊙ 0-dim tensor dispatches about twice as fast as tensor ⊙ Python float (no scalar wrapping),
-    which matters for the engine's many tiny ops; the result is the same number.
-    """
-    key = (value, like.dtype, like.device)
-    t = _CONSTS.get(key)
-    if t is None:
-        t = _CONSTS[key] = torch.tensor(value, dtype=like.dtype, device=like.device)
-    return t
+def const(value: float, like: Any) -> Any:
+    """A scalar for tensor ⊙ scalar in like's library (see compute.xp: a cached 0-dim tensor for torch)."""
+    return ops(like).const(value, like)

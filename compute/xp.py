@@ -1,0 +1,288 @@
+"""Array namespace: the few operations that torch and numpy spell differently.
+
+The operators are written once against `ops(x)`, so the same code runs on torch tensors (any device, any
+dtype: the public API, tests, CUDA) and on numpy arrays (ToyK3's CPU fast path: a numpy ufunc on an 8-wide
+array costs a fraction of a torch dispatch, and the trace needs no conversion afterwards). Everything else
+the operators use (`@`, `*`, `+`, basic and integer-array indexing, `[..., None]`, `.reshape`, `.sum(axis)`,
+`.swapaxes`, `.T`, `.shape`) is spelled the same in both libraries.
+
+`const(value, like)` gives what to multiply/add a scalar with: a cached 0-dim tensor for torch (about twice
+as fast to dispatch as a Python float), the Python float itself for numpy (NEP 50: it keeps the dtype).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+__all__ = ["ops", "TorchOps", "NumpyOps"]
+
+_CONSTS: dict[tuple, torch.Tensor] = {}
+
+
+class TorchOps:
+    """torch spellings (any device)."""
+
+    @staticmethod
+    def const(value: float, like: torch.Tensor) -> torch.Tensor:
+        key = (value, like.dtype, like.device)
+        t = _CONSTS.get(key)
+        if t is None:
+            t = _CONSTS[key] = torch.tensor(value, dtype=like.dtype, device=like.device)
+        return t
+
+    sigmoid = staticmethod(torch.sigmoid)
+    silu = staticmethod(F.silu)
+    softplus = staticmethod(F.softplus)
+    exp = staticmethod(torch.exp)
+    log = staticmethod(torch.log)
+    tanh = staticmethod(torch.tanh)
+    rsqrt = staticmethod(torch.rsqrt)
+
+    @staticmethod
+    def sum_keep(x: torch.Tensor) -> torch.Tensor:
+        """Σ over the last dim, kept as size 1."""
+        return x.sum(-1, keepdim=True)
+
+    @staticmethod
+    def softmax(x: torch.Tensor, axis: int) -> torch.Tensor:
+        return x.softmax(axis)
+
+    @staticmethod
+    def cat(xs, axis: int) -> torch.Tensor:
+        return torch.cat(xs, axis)
+
+    @staticmethod
+    def stack(xs, axis: int = 0) -> torch.Tensor:
+        return torch.stack(xs, axis)
+
+    @staticmethod
+    def permute(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
+        return x.permute(axes)
+
+    @staticmethod
+    def expand(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        return x.expand(shape)
+
+    @staticmethod
+    def zeros(shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        return like.new_zeros(shape)
+
+    @staticmethod
+    def full(shape: tuple[int, ...], value: float, like: torch.Tensor) -> torch.Tensor:
+        return torch.full(shape, value, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def maximum(x: torch.Tensor, value: float) -> torch.Tensor:
+        return x.clamp_min(value)
+
+    @staticmethod
+    def masked_fill(x: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor:
+        return x.masked_fill(mask, value)
+
+    @staticmethod
+    def causal_mask(T: int, S: int, like: torch.Tensor) -> torch.Tensor:
+        """[T, S] True where key s lies after query t (queries = the last T of S keys)."""
+        return torch.ones(T, S, dtype=torch.bool, device=like.device).triu(S - T + 1)
+
+    @staticmethod
+    def topk_idx(x: torch.Tensor, k: int) -> torch.Tensor:
+        """Indices of the k largest along the last dim, largest first."""
+        return x.topk(k, -1)[1]
+
+    @staticmethod
+    def gather(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """x[..., idx] row by row along the last dim (x [T, E], idx [T, k] → [T, k])."""
+        return x.gather(-1, idx)
+
+    @staticmethod
+    def windows(x: torch.Tensor, K: int) -> torch.Tensor:
+        """Sliding windows along dim 0: x [T+K-1, C] → [T, C, K] (a view)."""
+        return x.unfold(0, K, 1)
+
+    @staticmethod
+    def tril(x: torch.Tensor, k: int = 0) -> torch.Tensor:
+        """Lower triangle of the last two dims (entries above diagonal k zeroed)."""
+        return x.tril(k)
+
+    @staticmethod
+    def eye(n: int, like: torch.Tensor) -> torch.Tensor:
+        return torch.eye(n, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def diag_embed(x: torch.Tensor) -> torch.Tensor:
+        """[..., n] → [..., n, n] with x on the diagonal."""
+        return torch.diag_embed(x)
+
+    @staticmethod
+    def pad_time(x: torch.Tensor, pad: int) -> torch.Tensor:
+        """Zero rows appended along dim 1 (the time axis of [B, T, ...])."""
+        return F.pad(x, (0, 0) * (x.dim() - 2) + (0, pad))
+
+    @staticmethod
+    def solve_unit_lower(L: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        """X with L X = B for unit lower-triangular L (batched over leading dims)."""
+        return torch.linalg.solve_triangular(L, B, upper=False, unitriangular=True)
+
+    @staticmethod
+    def cast(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        return x.to(like.dtype)
+
+    @staticmethod
+    def via_torch(fn: Callable, *args: Any):
+        """fn on torch tensors (here: the arguments as they are)."""
+        return fn(*args)
+
+
+def _np_sigmoid(x: np.ndarray) -> np.ndarray:
+    if x.size > 256:  # torch's vectorised sigmoid wins once the array is large (the router's [T, 896])
+        return torch.sigmoid(torch.from_numpy(x)).numpy()
+    y = np.exp(np.negative(x))
+    y += 1.0
+    return np.reciprocal(y, out=y)
+
+
+def _np_silu(x: np.ndarray) -> np.ndarray:
+    y = np.exp(np.negative(x))
+    y += 1.0
+    return np.divide(x, y, out=y)
+
+
+def _np_rsqrt(x: np.ndarray) -> np.ndarray:
+    y = np.sqrt(x)
+    return np.reciprocal(y, out=y)
+
+
+def _to_np(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        return v.numpy()
+    if isinstance(v, tuple):
+        return tuple(_to_np(x) for x in v)
+    return v
+
+
+class NumpyOps:
+    """numpy spellings (CPU)."""
+
+    @staticmethod
+    def const(value: float, like: np.ndarray) -> float:
+        return value
+
+    sigmoid = staticmethod(_np_sigmoid)
+    silu = staticmethod(_np_silu)
+    exp = staticmethod(np.exp)
+    log = staticmethod(np.log)
+    tanh = staticmethod(np.tanh)
+    rsqrt = staticmethod(_np_rsqrt)
+
+    @staticmethod
+    def softplus(x: np.ndarray) -> np.ndarray:
+        return np.logaddexp(0.0, x)
+
+    @staticmethod
+    def sum_keep(x: np.ndarray) -> np.ndarray:
+        return np.add.reduce(x, -1, keepdims=True)
+
+    @staticmethod
+    def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+        e = np.exp(x - np.maximum.reduce(x, axis, keepdims=True))
+        e /= np.add.reduce(e, axis, keepdims=True)
+        return e
+
+    @staticmethod
+    def cat(xs, axis: int) -> np.ndarray:
+        return np.concatenate(xs, axis)
+
+    @staticmethod
+    def stack(xs, axis: int = 0) -> np.ndarray:
+        return np.stack(xs, axis)
+
+    @staticmethod
+    def permute(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return x.transpose(axes)
+
+    @staticmethod
+    def expand(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """x repeated along its size-1 dims up to shape (a copy: cheaper than np.broadcast_to here)."""
+        for axis, (n, m) in enumerate(zip(x.shape, shape)):
+            if n != m:
+                x = x.repeat(m, axis)
+        return x
+
+    @staticmethod
+    def zeros(shape: tuple[int, ...], like: np.ndarray) -> np.ndarray:
+        return np.zeros(shape, like.dtype)
+
+    @staticmethod
+    def full(shape: tuple[int, ...], value: float, like: np.ndarray) -> np.ndarray:
+        return np.full(shape, value, like.dtype)
+
+    @staticmethod
+    def maximum(x: np.ndarray, value: float) -> np.ndarray:
+        return np.maximum(x, value)
+
+    @staticmethod
+    def masked_fill(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
+        return np.where(mask, x.dtype.type(value), x)
+
+    @staticmethod
+    def causal_mask(T: int, S: int, like: np.ndarray) -> np.ndarray:
+        return np.arange(S)[None, :] > np.arange(S - T, S)[:, None]
+
+    @staticmethod
+    def topk_idx(x: np.ndarray, k: int) -> np.ndarray:
+        # torch.topk: the same selection and order (largest first) as the torch path
+        return torch.from_numpy(x).topk(k, -1)[1].numpy()
+
+    @staticmethod
+    def gather(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        if x.ndim == 2:
+            return x[np.arange(x.shape[0])[:, None], idx]
+        return np.take_along_axis(x, idx, -1)
+
+    @staticmethod
+    def windows(x: np.ndarray, K: int) -> np.ndarray:
+        x = np.ascontiguousarray(x)
+        s0, s1 = x.strides
+        return np.ndarray((x.shape[0] - K + 1, x.shape[1], K), x.dtype, x, 0, (s0, s1, s0))
+
+    @staticmethod
+    def tril(x: np.ndarray, k: int = 0) -> np.ndarray:
+        n, m = x.shape[-2:]
+        return np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + k, x, x.dtype.type(0))
+
+    @staticmethod
+    def eye(n: int, like: np.ndarray) -> np.ndarray:
+        return np.eye(n, dtype=like.dtype)
+
+    @staticmethod
+    def diag_embed(x: np.ndarray) -> np.ndarray:
+        return x[..., None] * np.eye(x.shape[-1], dtype=x.dtype)
+
+    @staticmethod
+    def pad_time(x: np.ndarray, pad: int) -> np.ndarray:
+        return np.concatenate([x, np.zeros((x.shape[0], pad) + x.shape[2:], x.dtype)], 1)
+
+    @staticmethod
+    def solve_unit_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Forward substitution, one row at a time (the diagonal of L is taken as 1)."""
+        X = np.empty(np.broadcast_shapes(L.shape[:-2], B.shape[:-2]) + B.shape[-2:], B.dtype)
+        for r in range(B.shape[-2]):
+            X[..., r, :] = B[..., r, :] - (L[..., r:r + 1, :r] @ X[..., :r, :])[..., 0, :] if r else B[..., r, :]
+        return X
+
+    @staticmethod
+    def cast(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+        return x.astype(like.dtype, copy=False)
+
+    @staticmethod
+    def via_torch(fn: Callable, *args: Any):
+        """fn on zero-copy torch views of numpy arguments; tensor results come back as numpy."""
+        return _to_np(fn(*(torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)))
+
+
+def ops(x: Any) -> type[TorchOps] | type[NumpyOps]:
+    """The namespace for x's library."""
+    return NumpyOps if isinstance(x, np.ndarray) else TorchOps
