@@ -60,6 +60,8 @@ class MainWindow(QMainWindow):
         self.config = load_default()
         self._start_engine = start_engine
         self._shown_once = False
+        self._first_frame_done = False
+        self._focused_kind = None
         self._export_dir = os.path.expanduser("~")
 
         lang = language or self.settings.language(i18n.system_language())
@@ -76,7 +78,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.scene)
 
         self.docks = {}
-        self._make_docks()
+        self._entries = {}
+        self._group_heads = {}
+        self.registry = None
+        self._make_docks(eager=True)
 
         self.registry = ActionRegistry(self, self._handlers())
         self.window_menu_actions = []
@@ -106,8 +111,6 @@ class MainWindow(QMainWindow):
         self._connect_state()
 
         self.resize(*default_window_size())
-        self._default_geometry = self.saveGeometry()
-        self._default_state = self.saveState(1)
         self._restored = self.settings.restore_window(self)
         self.tabifiedDockWidgetActivated.connect(lambda _d: self._unelide_tabs())
         camera = self.settings.camera()
@@ -119,22 +122,37 @@ class MainWindow(QMainWindow):
         self.retranslate()
 
     # --- construction ------------------------------------------------------------------------
-    def _make_docks(self) -> None:
-        first_in_group: dict[str, object] = {}
-        for cls, area, group in DOCKS:
+    def _make_docks(self, eager: bool) -> list:
+        """Build the registry's eager docks (before the first frame) or the rest (right after it)."""
+        made = []
+        for entry in DOCKS:
+            if entry.eager != eager:
+                continue
+            cls = entry.load()
             dock = cls(self.state, self)
             if not dock.objectName():
                 dock.setObjectName(cls.__name__)
             _scroll_if_wide(dock)
-            self.addDockWidget(area, dock)
-            if group in first_in_group:
-                self.tabifyDockWidget(first_in_group[group], dock)
-            else:
-                first_in_group[group] = dock
+            self._place(entry, dock)
             self.docks[dock.objectName()] = dock
-        for dock in first_in_group.values():
+            self._entries[dock.objectName()] = entry
+            if self.registry is not None:
+                self._add_window_toggle(dock)
+            made.append(dock)
+        for dock in self._group_heads.values():
             dock.raise_()
-        self._group_heads = first_in_group
+        return made
+
+    def _place(self, entry, dock) -> None:
+        """Put a dock in its default area / tab group."""
+        dock.setFloating(False)
+        self.addDockWidget(entry.area, dock)
+        head = self._group_heads.get(entry.group)
+        if head is None or head is dock:
+            self._group_heads[entry.group] = dock
+        else:
+            self.tabifyDockWidget(head, dock)
+        dock.show()
 
     def _default_sizes(self) -> None:
         """Side columns of a comfortable width; the controls only as tall as they need."""
@@ -161,12 +179,14 @@ class MainWindow(QMainWindow):
                 bar.setUsesScrollButtons(True)
 
     def _fill_window_menu(self) -> None:
-        menu = self.registry.menus["window"]
         for dock in self.docks.values():
-            action = dock.toggleViewAction()
-            action.setObjectName(f"toggle_{dock.objectName()}")
-            menu.addAction(action)
-            self.window_menu_actions.append(action)
+            self._add_window_toggle(dock)
+
+    def _add_window_toggle(self, dock) -> None:
+        action = dock.toggleViewAction()
+        action.setObjectName(f"toggle_{dock.objectName()}")
+        self.registry.menus["window"].addAction(action)
+        self.window_menu_actions.append(action)
 
     def _handlers(self) -> dict:
         h = {
@@ -213,16 +233,20 @@ class MainWindow(QMainWindow):
     # --- state -> scene / status -------------------------------------------------------------
     def _on_trace(self, trace) -> None:
         self.scene.set_trace(trace)
-        steps = player.build_steps(trace)
-        if steps:
-            self.scene.set_step_focus(steps[min(self.state.step, len(steps) - 1)].kind)
+        self._focus_step()  # only when the step's kind changed: a new trace alone must not move the camera
         self._update_status()
 
     def _on_step(self, index: int) -> None:
+        self._focus_step()
+        self._update_status()
+
+    def _focus_step(self) -> None:
         steps = player.build_steps(self.state.trace)
         if steps:
-            self.scene.set_step_focus(steps[min(index, len(steps) - 1)].kind)
-        self._update_status()
+            kind = steps[min(self.state.step, len(steps) - 1)].kind
+            if kind != self._focused_kind:
+                self._focused_kind = kind
+                self.scene.set_step_focus(kind)
 
     def _on_error(self, message: str) -> None:
         self.statusBar().showMessage(tr("app.status.engine_error", message=message), 15000)
@@ -260,10 +284,10 @@ class MainWindow(QMainWindow):
         self.state.select_layer(max(0, min(n - 1, self.state.layer + delta)))
 
     def reset_layout(self) -> None:
-        self.restoreState(self._default_state, 1)
-        for dock in self.docks.values():
-            dock.setFloating(False)
-            dock.show()
+        """Every dock back to its registry place, shown, group heads in front, default sizes."""
+        self._group_heads = {}
+        for name, dock in self.docks.items():
+            self._place(self._entries[name], dock)
         for dock in self._group_heads.values():
             dock.raise_()
         self._default_sizes()
@@ -326,17 +350,32 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._shown_once:
             self._shown_once = True
-            QTimer.singleShot(0, self._after_first_show)
+            self.scene.gl.frameSwapped.connect(self._on_first_frame)
+            QTimer.singleShot(3000, self._on_first_frame)  # no GL frame (e.g. GL failed): start anyway
+
+    def _on_first_frame(self) -> None:
+        if self._first_frame_done:
+            return
+        self._first_frame_done = True
+        try:
+            self.scene.gl.frameSwapped.disconnect(self._on_first_frame)
+        except (RuntimeError, TypeError):
+            pass
+        QTimer.singleShot(0, self._after_first_show)
 
     def _after_first_show(self) -> None:
-        if not self._restored:
+        late = self._make_docks(eager=False)
+        for dock in late:
+            dock.retranslate()
+        if self._restored:
+            self.settings.restore_window(self, geometry=False)  # now also places the late docks
+        else:
             self._default_sizes()
-            self._default_state = self.saveState(1)
         self._unelide_tabs()
         self.first_frame.emit()
         if self._start_engine:
-            # torch loads in the worker thread once the window is on screen
-            QTimer.singleShot(50, self.engine.start)
+            # torch loads in the worker thread once the first frame is on screen
+            self.engine.start()
 
     def save_settings(self) -> None:
         self.settings.save_window(self)

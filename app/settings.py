@@ -53,13 +53,14 @@ class Settings:
         self.q.setValue("window/geometry", window.saveGeometry())
         self.q.setValue("window/state", window.saveState(SETTINGS_VERSION))
 
-    def restore_window(self, window) -> bool:
-        """Restore geometry (unless off-screen) and dock layout; False when nothing usable was saved."""
+    def restore_window(self, window, geometry: bool = True) -> bool:
+        """Restore geometry (unless off-screen) and dock layout; False when nothing usable was saved.
+        Docks created later can be placed by calling it again with geometry=False."""
         if not self.valid:
             return False
-        geometry = self.q.value("window/geometry")
         state = self.q.value("window/state")
         restored = False
+        geometry = self.q.value("window/geometry") if geometry else None
         if isinstance(geometry, QByteArray) and not geometry.isEmpty():
             before = window.geometry()
             if window.restoreGeometry(geometry):

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -124,6 +125,9 @@ class EngineController(QObject):
     def start(self) -> None:
         """Start the thread and load the engine there; the first trace follows automatically."""
         if not self.thread.isRunning() and not self._stopped:
+            # the engine's Python holds the GIL in short bursts; a shorter switch interval keeps the UI
+            # thread's waits for it well under a frame
+            sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
             self.thread.start()
             self._load.emit()
             if self._pending is None:
