@@ -344,7 +344,8 @@ class TracePlayerDock(QDockWidget):
         phase_note = tr(f"app.player.phase_{step.phase}.note")
         if md:  # demote headings: the panel is narrow
             md = "\n".join("###" + line.lstrip("#") if line.startswith("#") else line for line in md.splitlines())
-        self.explain.setMarkdown(f"{what}\n\n*{phase_note}*" + (f"\n\n---\n\n{md}" if md else ""))
+        # the step's own explanation text when there is one, else the short catalogue line
+        self.explain.setMarkdown(f"*{phase_note}*\n\n---\n\n{md}" if md else f"{what}\n\n*{phase_note}*")
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("app.dock.trace_player"))
