@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default="로봇이 컵을 집었다", help="prompt the toy engine runs")
     p.add_argument("--tokens", type=int, default=4, help="tokens to generate, 1..64 (default 4)")
     p.add_argument("--transparent", action="store_true", help="transparent background")
+    p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
     p.add_argument("--device", default="cpu", help="engine device: cpu (default), cuda or auto")
     return p
 
@@ -51,7 +52,7 @@ def _fail(message: str, code: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     i18n.set_language(args.lang)
-    from app.export import ExportError, check_size, check_writable, parse_size, save_png
+    from app.export import ExportError, check_size, check_writable, parse_size, render_view, save_png
 
     try:
         width, height = parse_size(args.size)
@@ -119,11 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     view.setAttribute(Qt.WA_DontShowOnScreen, True)
     view.show()
     app.processEvents()
+    _settle(app, view)  # the step focus animates the camera
     if args.camera:
         view.set_camera_preset(args.camera)
         _settle(app, view)
     try:
-        image = view.render_image(width, height, transparent=args.transparent)
+        image = render_view(view, width, height, transparent=args.transparent, labels=not args.no_labels)
         save_png(image, out)
     except ExportError as exc:
         return _fail(str(exc), 1)

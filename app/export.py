@@ -70,9 +70,15 @@ def save_png(image: QImage, path: str) -> None:
         raise ExportError(tr("app.export.error.unwritable", path=path))
 
 
-def render_view(scene, w: int, h: int, transparent: bool = False) -> QImage:
+def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True) -> QImage:
+    """The 3D view at w x h; labels=False leaves out the label overlay (restored afterwards)."""
     check_size(w, h)
-    image = scene.render_image(w, h, transparent=transparent)
+    before = getattr(scene, "labels_enabled", True)
+    scene.labels_enabled = labels
+    try:
+        image = scene.render_image(w, h, transparent=transparent)
+    finally:
+        scene.labels_enabled = before
     if image is None or image.isNull():
         raise ExportError(tr("app.export.error.render"))
     return image
@@ -94,6 +100,7 @@ class ExportChoice:
     transparent: bool
     destination: str  # "file" | "clipboard"
     path: str
+    labels: bool = True
 
 
 class ExportDialog(QDialog):
@@ -144,6 +151,9 @@ class ExportDialog(QDialog):
         self.result_size.setObjectName("export_result_size")
         self.transparent = QCheckBox(tr("app.export.transparent"))
         self.transparent.setObjectName("export_transparent")
+        self.labels = QCheckBox(tr("app.export.labels"))
+        self.labels.setObjectName("export_labels")
+        self.labels.setChecked(True)
         self.labels_note = QLabel(tr("app.export.labels_note"))
         self.labels_note.setStyleSheet("color: gray;")
 
@@ -184,6 +194,7 @@ class ExportDialog(QDialog):
         form.addRow("", custom)
         form.addRow("", self.result_size)
         form.addRow("", self.transparent)
+        form.addRow("", self.labels)
         form.addRow("", self.labels_note)
         dest_row = QWidget()
         dl = QHBoxLayout(dest_row)
@@ -229,7 +240,7 @@ class ExportDialog(QDialog):
     def _update(self, *_args) -> None:
         view = self.view_radio.isChecked()
         mode = self.size_mode.currentData()
-        for w in (self.size_mode, self.transparent, self.labels_note):
+        for w in (self.size_mode, self.transparent, self.labels, self.labels_note):
             w.setEnabled(view)
         self.width_spin.setVisible(view and mode == "custom")
         self.height_spin.setVisible(view and mode == "custom")
@@ -250,7 +261,8 @@ class ExportDialog(QDialog):
         return ExportChoice("view" if self.view_radio.isChecked() else "window", w, h,
                             self.transparent.isChecked() and self.view_radio.isChecked(),
                             "file" if self.file_radio.isChecked() else "clipboard",
-                            with_png_suffix(self.path_edit.text().strip()) if self.path_edit.text().strip() else "")
+                            with_png_suffix(self.path_edit.text().strip()) if self.path_edit.text().strip() else "",
+                            self.labels.isChecked() or not self.view_radio.isChecked())
 
     def show_error(self, message: str) -> None:
         self.error.setText(message)
@@ -287,7 +299,7 @@ def _spin(name: str, value: int) -> QSpinBox:
 def perform(choice: ExportChoice, scene, window) -> QImage:
     """Render and deliver an export; raises ExportError with a translated message."""
     if choice.target == "view":
-        image = render_view(scene, choice.width, choice.height, choice.transparent)
+        image = render_view(scene, choice.width, choice.height, choice.transparent, choice.labels)
     else:
         image = grab_window(window)
     if choice.destination == "clipboard":

@@ -83,6 +83,13 @@ def test_4k_export_writes_a_png_of_that_size_with_labels_and_leaves_the_view_alo
         i18n.set_language("en")
     diff = np.abs(px.astype(int) - ko.astype(int))[..., :3].max(axis=-1) > 40
     assert 0.001 < diff.mean() < 0.2
+    # and without the labels (dialog option) those pixels go away
+    from app.export import render_view
+
+    bare = image_array(render_view(win.scene, 3840, 2160, labels=False))
+    no_text = np.abs(px.astype(int) - bare.astype(int))[..., :3].max(axis=-1) > 40
+    assert no_text.mean() > diff.mean() * 0.5 and no_text.mean() > 0.005
+    assert win.scene.labels_enabled
     # the user's view is unchanged
     assert win.scene.camera_state() == camera and win.scene.size() == size
     assert "k3-4k.png" in win.statusBar().currentMessage()
