@@ -6,6 +6,7 @@ Help -> Keyboard shortcuts. A test checks no two actions share a key binding.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -69,6 +70,11 @@ def duplicate_shortcuts(specs=ACTIONS) -> dict[str, list[str]]:
             key = QKeySequence(spec.shortcut).toString(QKeySequence.PortableText)
             seen.setdefault(key, []).append(spec.id)
     return {key: ids for key, ids in seen.items() if len(ids) > 1}
+
+
+def plain(text: str) -> str:
+    """Menu text without its mnemonic: '&File' -> 'File', '파일(&F)' -> '파일'."""
+    return re.sub(r"\(&\w\)", "", text).replace("&", "").strip()
 
 
 def text_field_has_focus() -> bool:
@@ -139,7 +145,7 @@ class ActionRegistry:
         for spec in self.specs:
             action = self.actions[spec.id]
             action.setText(tr(spec.text_key))
-            tip = tr(spec.text_key).replace("&", "").rstrip("…")
+            tip = plain(tr(spec.text_key)).rstrip("…")
             if spec.shortcut:
                 tip += f" ({QKeySequence(spec.shortcut).toString(QKeySequence.NativeText)})"
             action.setToolTip(tip)
@@ -154,8 +160,7 @@ class ActionRegistry:
         rows = []
         for spec in self.specs:
             if spec.shortcut:
-                rows.append((tr(f"app.menu.{spec.menu}").replace("&", ""),
-                             tr(spec.text_key).replace("&", "").rstrip("…"),
+                rows.append((plain(tr(f"app.menu.{spec.menu}")), plain(tr(spec.text_key)).rstrip("…"),
                              QKeySequence(spec.shortcut).toString(QKeySequence.NativeText)))
         return rows
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
                                QToolButton, QVBoxLayout, QWidget)
 
@@ -272,7 +272,7 @@ class TracePlayerDock(QDockWidget):
         self.list.blockSignals(True)
         if n:
             self.list.setCurrentRow(self.index)
-            self.list.scrollToItem(self.list.currentItem())
+            self.list.scrollToItem(self.list.currentItem(), QAbstractItemView.PositionAtCenter)
         self.list.blockSignals(False)
         self._show_io()
         self._show_details()
