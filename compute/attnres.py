@@ -32,7 +32,7 @@ def _mix(V: torch.Tensor, w: torch.Tensor, eps: float) -> tuple[torch.Tensor, to
     o = ops(V)
     s = (V * o.rsqrt(o.sum_keep(V * V) + o.const(D * eps, V))) @ (w * o.const(math.sqrt(D), w))  # [C, T]
     a = o.softmax(s, 0)
-    return (a[..., None] * V).sum(0), a.T
+    return o.sum(a[..., None] * V, 0), a.T
 
 
 def attn_res(partial: torch.Tensor, blocks: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -43,7 +43,7 @@ def short_conv(x: torch.Tensor, weight: torch.Tensor, cache: torch.Tensor | None
         cache = o.zeros((K - 1, x.shape[1]), x)
     xp = o.cat([cache, x], 0)  # [T+K-1, C]
     win = o.windows(xp, K)  # [T, C, K]
-    y = (win * weight).sum(-1)
+    y = o.sum(win * weight, -1)
     return y, xp[xp.shape[0] - (K - 1):]
 
 
@@ -132,8 +132,8 @@ def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tens
     above = o_.causal_mask(C, C, q)  # c > r
     decay = o_.exp(o_.masked_fill(diff, above[..., None], float("-inf")))  # 0 above the diagonal
     kd = k[..., None, :, :] * decay  # [B,H,N,r,c,K] = k_c[i] e^{Γ_r[i]−Γ_c[i]}
-    A_kk = o_.tril((k[..., :, None, :] * kd).sum(-1), -1) * beta[..., None]
-    A_qk = (q[..., :, None, :] * kd).sum(-1)
+    A_kk = o_.tril(o_.sum(k[..., :, None, :] * kd, -1), -1) * beta[..., None]
+    A_qk = o_.sum(q[..., :, None, :] * kd, -1)
     Tm = o_.solve_unit_lower(o_.eye(C, q) + A_kk, o_.diag_embed(beta))
     eG = o_.exp(Gam)
     W = Tm @ (eG * k)
@@ -146,7 +146,7 @@ def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tens
         G_last = Gam[:, :, n, -1]  # [B,H,K]
         S = (o_.exp(G_last)[..., None] * S
              + (o_.exp(G_last[..., None, :] - Gam[:, :, n]) * k[:, :, n]).swapaxes(-1, -2) @ Vp)
-    o = o_.stack(outs, 2)  # [B,H,N,C,V]
+    o = outs[0][:, :, None] if N == 1 else o_.stack(outs, 2)  # [B,H,N,C,V]
     o = o_.permute(o, (0, 2, 3, 1, 4)).reshape(B, N * C, H, V)[:, :T]
     return o, S
 

@@ -47,6 +47,10 @@ class TorchOps:
         return x.sum(-1, keepdim=True)
 
     @staticmethod
+    def sum(x: torch.Tensor, axis: int) -> torch.Tensor:
+        return x.sum(axis)
+
+    @staticmethod
     def softmax(x: torch.Tensor, axis: int) -> torch.Tensor:
         return x.softmax(axis)
 
@@ -186,6 +190,10 @@ class NumpyOps:
         return np.add.reduce(x, -1, keepdims=True)
 
     @staticmethod
+    def sum(x: np.ndarray, axis: int) -> np.ndarray:
+        return np.add.reduce(x, axis)  # ndarray.sum adds a Python-level wrapper call
+
+    @staticmethod
     def softmax(x: np.ndarray, axis: int) -> np.ndarray:
         e = np.exp(x - np.maximum.reduce(x, axis, keepdims=True))
         e /= np.add.reduce(e, axis, keepdims=True)
@@ -229,7 +237,7 @@ class NumpyOps:
 
     @staticmethod
     def causal_mask(T: int, S: int, like: np.ndarray) -> np.ndarray:
-        return np.arange(S)[None, :] > np.arange(S - T, S)[:, None]
+        return _above(T, S, S - T)
 
     @staticmethod
     def topk_idx(x: np.ndarray, k: int) -> np.ndarray:
@@ -257,7 +265,7 @@ class NumpyOps:
     @staticmethod
     def tril(x: np.ndarray, k: int = 0) -> np.ndarray:
         n, m = x.shape[-2:]
-        return np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + k, x, x.dtype.type(0))
+        return np.where(_above(n, m, k), x.dtype.type(0), x)
 
     @staticmethod
     def eye(n: int, like: np.ndarray) -> np.ndarray:
@@ -273,11 +281,17 @@ class NumpyOps:
 
     @staticmethod
     def solve_unit_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """Forward substitution, one row at a time (the diagonal of L is taken as 1)."""
-        X = np.empty(np.broadcast_shapes(L.shape[:-2], B.shape[:-2]) + B.shape[-2:], B.dtype)
-        for r in range(B.shape[-2]):
-            X[..., r, :] = B[..., r, :] - (L[..., r:r + 1, :r] @ X[..., :r, :])[..., 0, :] if r else B[..., r, :]
-        return X
+        """(I + N)^{-1} B with N the strictly lower part of L (nilpotent, N^n = 0), as the product
+        (I − N)(I + N²)(I + N⁴)… — a few matmuls instead of one step per row."""
+        n = L.shape[-1]
+        N = np.where(_above(n, n, -1), L.dtype.type(0), L)  # strictly lower
+        inv = np.eye(n, dtype=L.dtype) - N
+        P, span = N, 2
+        while span < n:
+            P = P @ P
+            inv = inv @ (P + np.eye(n, dtype=L.dtype))
+            span *= 2
+        return inv @ B
 
     @staticmethod
     def cast(x: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -287,6 +301,19 @@ class NumpyOps:
     def via_torch(fn: Callable, *args: Any):
         """fn on zero-copy torch views of numpy arguments; tensor results come back as numpy."""
         return _to_np(fn(*(torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)))
+
+
+_MASKS: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _above(n: int, m: int, k: int) -> np.ndarray:
+    """Cached read-only bool [n, m]: True where column c > row r + k (above diagonal k)."""
+    key = (n, m, k)
+    a = _MASKS.get(key)
+    if a is None:
+        a = _MASKS[key] = np.arange(m)[None, :] > np.arange(n)[:, None] + k
+        a.setflags(write=False)
+    return a
 
 
 def ops(x: Any) -> type[TorchOps] | type[NumpyOps]:

@@ -271,7 +271,7 @@ def test_device_auto(monkeypatch):
 def test_cuda_matches_cpu():
     kn = Knobs(temperature=0.0)
     a = ToyK3(device="cuda", dtype=torch.float64).run(PROMPT, 3, kn)
-    b = ToyK3(device="cpu", dtype=torch.float64).run(PROMPT, 3, kn)
+    b = ToyK3(device="cpu", dtype=torch.float64, backend="torch").run(PROMPT, 3, kn)  # numpy: test_backends
     assert a.device.startswith("cuda")
     _assert_same_trace(a, b, exact=False)
 
