@@ -23,7 +23,10 @@ def test_window_title_docks_window_menu_and_status_bar(main_window, qtbot):
     toggles = {a.text() for a in win.registry.menus["window"].actions()}
     assert {d.windowTitle() for d in docks} <= toggles
     assert win.layer_label.text() == "Layer 37 / 93 · KDA + MoE"  # 1-based layer 37 is KDA with MoE
-    assert win.device_label.text() == "Engine: CPU"
+    import torch
+
+    expected = "Engine: CUDA · " if torch.cuda.is_available() else "Engine: CPU"
+    assert win.device_label.text().startswith(expected)
     assert win.step_label.text().startswith("Step 1 / 33")
 
 
@@ -145,7 +148,12 @@ def test_close_and_reopen_restores_docks_sliders_layer_language_camera(make_wind
     controls.slider("beta").setValue(controls.rows["beta"].spec.to_slider(0.3))
     win.state.select_layer(49)
     win.docks["ControlsDock"].toggleViewAction().trigger()  # hide the controls
-    win.set_camera_for_test = None
+    player = win.docks["TracePlayerDock"]
+    win.removeDockWidget(player)
+    win.addDockWidget(Qt.BottomDockWidgetArea, player)  # move the player under the scene
+    player.show()
+    win.docks["SiliconDock"].toggleViewAction().trigger()  # a dock built after the first frame
+    assert not win.docks["SiliconDock"].isVisible()
     win.scene.set_camera_preset("top", animate=False)
     camera = win.scene.camera_state()
     win.registry.actions["lang_ko"].trigger()
@@ -160,6 +168,10 @@ def test_close_and_reopen_restores_docks_sliders_layer_language_camera(make_wind
     assert rows["alpha"].value.text() == i18n.tr("app.controls.computed", lang="ko")
     assert not again.docks["ControlsDock"].isVisible()
     assert again.docks["TracePlayerDock"].isVisible()
+    assert again.dockWidgetArea(again.docks["TracePlayerDock"]) == Qt.BottomDockWidgetArea
+    qtbot.waitUntil(lambda: "SiliconDock" in again.docks, timeout=30000)
+    assert not again.docks["SiliconDock"].isVisible()
+    assert again.dockWidgetArea(again.docks["ExpertGridDock"]) == Qt.RightDockWidgetArea
     assert again.state.layer == 49 and again.scene.layer0 == 49
     restored = again.scene.camera_state()
     for key, value in camera.items():
