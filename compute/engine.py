@@ -242,7 +242,8 @@ class ToyK3:
                 ) -> tuple[dict, list, torch.Tensor]:
         """Run all layers over tokens `ids` at positions start.. with the caches of earlier positions.
 
-        Returns (pass data: dict of torch tensors, new caches (one per layer), logits [T, V_toy]).
+        Returns (pass data: dict of the backend's arrays — torch tensors or `Part`s, or numpy arrays —, new
+        caches (one per layer), logits [T, V_toy]).
         """
         c, d = self.config, self.dims
         T = len(ids)
@@ -444,10 +445,15 @@ def _sample(last_logits: np.ndarray, knobs: Knobs, u: float) -> tuple[np.ndarray
 
 
 def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
+    """The PassTrace of forward's data (torch tensors / Parts converted; numpy-backend dicts taken as they are)."""
     layers = []
+    is_np = isinstance(data["embedding"], np.ndarray)
     for li, t in enumerate(data["layers"]):
-        cache: dict = {}
-        tensors = {k: to_numpy(v, cache) for k, v in t.items()}
+        if is_np:
+            tensors = t
+        else:
+            cache: dict = {}
+            tensors = {k: to_numpy(v, cache) for k, v in t.items()}
         if "moe.bias" in tensors:
             tensors["moe.bias"] = b = tensors["moe.bias"].view()  # may be the engine's bias: a read-only view
             b.setflags(write=False)

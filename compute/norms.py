@@ -16,7 +16,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1
     D = x.shape[-1]
     o = ops(x)
     # mean(x²) + eps = (Σx² + D·eps) / D; a sum is cheaper than a mean for tiny tensors
-    y = x * (o.rsqrt(o.sum_keep(x * x) + o.const(D * eps, x)) * o.const(math.sqrt(D), x))
+    y = x * o.scaled_rsqrt(o.sum_keep(x * x) + o.const(D * eps, x), math.sqrt(D))
     return y if weight is None else y * weight
 
 

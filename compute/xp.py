@@ -42,6 +42,11 @@ class TorchOps:
     rsqrt = staticmethod(torch.rsqrt)
 
     @staticmethod
+    def scaled_rsqrt(x: torch.Tensor, c: float) -> torch.Tensor:
+        """c / sqrt(x)."""
+        return torch.rsqrt(x) * TorchOps.const(c, x)
+
+    @staticmethod
     def sum_keep(x: torch.Tensor) -> torch.Tensor:
         """Σ over the last dim, kept as size 1."""
         return x.sum(-1, keepdim=True)
@@ -180,6 +185,11 @@ class NumpyOps:
     log = staticmethod(np.log)
     tanh = staticmethod(np.tanh)
     rsqrt = staticmethod(_np_rsqrt)
+
+    @staticmethod
+    def scaled_rsqrt(x: np.ndarray, c: float) -> np.ndarray:
+        y = np.sqrt(x)
+        return np.divide(c, y, out=y)
 
     @staticmethod
     def softplus(x: np.ndarray) -> np.ndarray:
