@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QDockWidget, QGridLayout, QLabel, QSlider, QToolButton, QVBoxLayout, QWidget)
 
+from app import i18n, texts
 from app.i18n import tr
 
 
@@ -136,4 +137,11 @@ class ControlsDock(QDockWidget):
         self.setWindowTitle(tr("app.dock.controls"))
         for row in self.rows.values():
             row.retranslate()
-        self.note.setText(tr("app.controls.note"))
+        md = texts.explanation("dock", "controls", i18n.language())
+        if md:  # the dock's explanation (with its honesty note), minus its title line
+            body = "\n".join(line for line in md.splitlines() if not line.startswith("# "))
+            self.note.setTextFormat(Qt.MarkdownText)
+            self.note.setText(body.strip())
+        else:
+            self.note.setTextFormat(Qt.PlainText)
+            self.note.setText(tr("app.controls.note"))
