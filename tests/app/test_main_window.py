@@ -272,3 +272,43 @@ def test_layer_keys_and_status_follow_the_layer(main_window, qtbot):
     QTest.keyClick(win.scene.gl, Qt.Key_PageDown)
     assert win.state.layer == 35 and win.scene.layer0 == 35
     assert win.layer_label.text() == "Layer 36 / 93 · Gated MLA + MoE"
+
+
+def test_reset_returns_alpha_to_computed(main_window, qtbot):
+    win = main_window
+    controls = win.docks["ControlsDock"]
+    row = controls.rows["alpha"]
+    row.slider.setValue(row.spec.to_slider(0.4))
+    qtbot.waitUntil(lambda: win.state.trace.knobs.alpha == 0.4, timeout=60000)
+    qtbot.mouseClick(row.reset, Qt.LeftButton)
+    assert win.state.knobs.alpha is None and row.value.text() == "computed" and not row.reset.isEnabled()
+    qtbot.waitUntil(lambda: win.state.trace.knobs.alpha is None, timeout=60000)
+    wait_idle(qtbot, win)
+
+
+def test_temperature_zero_samples_greedily(main_window, qtbot):
+    win = main_window
+    row = win.docks["ControlsDock"].rows["temperature"]
+    drag_slider(row.slider, -row.slider.width())  # all the way left: T = 0
+    assert win.state.knobs.temperature == 0.0 and row.value.text() == "0.00"
+    qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 0.0, timeout=60000)
+    wait_idle(qtbot, win)
+    trace = win.state.trace
+    for p in trace.passes:  # greedy: each pass takes the largest logit at its last position
+        assert int(p.final["sampled"]) == int(np.argmax(p.final["lm_head"][-1]))
+    qtbot.mouseClick(row.reset, Qt.LeftButton)
+    qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 1.0, timeout=60000)
+    wait_idle(qtbot, win)
+
+
+def test_clicking_a_step_in_the_list_moves_the_scene(main_window, qtbot):
+    win = main_window
+    player = win.docks["TracePlayerDock"]
+    item = player.list.item(9)  # 10 MoE routing
+    rect = player.list.visualItemRect(item)
+    qtbot.mouseClick(player.list.viewport(), Qt.LeftButton, pos=rect.center())
+    assert win.state.step == 9 and win.scene.step_kind == "moe"
+    assert player.title.text().startswith("10  MoE routing")
+    assert "16 of 896" in player.facts.text()
+    qtbot.mouseClick(player.first_button, Qt.LeftButton)
+    assert win.state.step == 0
