@@ -49,7 +49,7 @@ def _scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
 
 
 class MainWindow(QMainWindow):
-    first_frame = Signal()  # emitted once, when the window has been shown and the event loop ran
+    first_frame = Signal()  # once: the 3D view has drawn its first frame and the late docks exist
 
     def __init__(self, settings_path: str | None = None, start_engine: bool = True, device: str = "auto",
                  language: str | None = None):
@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
         self._shown_once = False
         self._first_frame_done = False
         self._focused_kind = None
+        self._hover_message = ""
         self._export_dir = os.path.expanduser("~")
 
         lang = language or self.settings.language(i18n.system_language())
@@ -74,7 +75,7 @@ class MainWindow(QMainWindow):
         self.scene = SceneView(self)
         self.scene.set_translator(tr)
         self.scene.set_config(self.config)
-        self.scene.set_layer(self.state.layer)
+        self.scene.set_layer(self.state.layer, animate=False)
         self.setCentralWidget(self.scene)
 
         self.docks = {}
@@ -252,9 +253,16 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(tr("app.status.engine_error", message=message), 15000)
 
     def _on_hover(self, block_id: str) -> None:
-        if block_id:
-            kind = block_id.split("/", 1)[-1]
-            self.statusBar().showMessage(f"{block_id} · {tr('block.' + kind) if ('block.' + kind) in i18n.table() else kind}", 4000)
+        """Name the hovered block in the status bar ('L37/kda.state · state S (d_k × d_v)')."""
+        bar = self.statusBar()
+        if not block_id:
+            if bar.currentMessage() and bar.currentMessage() == self._hover_message:
+                bar.clearMessage()  # only our own hover text, never an error message
+            return
+        kind = block_id.split("/", 1)[-1]
+        name = tr(f"block.{kind}") if f"block.{kind}" in i18n.table() else kind
+        self._hover_message = f"{block_id} · {name}"
+        bar.showMessage(self._hover_message, 4000)
 
     def _update_status(self) -> None:
         layer = self.state.layer
