@@ -151,15 +151,13 @@ def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tens
     return o, S
 
 
-def kda_output(o: torch.Tensor, norm_w: torch.Tensor, gate_pre: torch.Tensor, eps: float = 1e-6
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Full-rank output gate: o_h ← RMSNorm(o_h) ⊙ w_norm ⊙ sigmoid(W_g x)_h.
+def kda_output(o: torch.Tensor, norm_w: torch.Tensor, gate: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Full-rank output gate: o_h ← RMSNorm(o_h) ⊙ w_norm ⊙ gate_h, gate = sigmoid(W_g x).
 
-    o [T, H, V]; norm_w [V]; gate_pre [T, H*V] = W_g x. Returns (gate [T, H*V], gated output [T, H*V]).
+    o [T, H, V]; norm_w [V]; gate [T, H*V]. Returns the gated output [T, H*V].
     """
     T, H, V = o.shape
-    gate = ops(gate_pre).sigmoid(gate_pre)
-    return gate, rms_norm(o, norm_w, eps).reshape(T, H * V) * gate
+    return rms_norm(o, norm_w, eps).reshape(T, H * V) * gate
 
 
 def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: float | None,
@@ -189,8 +187,9 @@ def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: 
     else:
         a = xp.full((T, H, Kd), float(alpha), x)
         g = xp.log(xp.maximum(a, 1e-12))
-    b_pre = z[:, 3 * HK + Kd: 3 * HK + Kd + H]
-    beta = xp.sigmoid(b_pre) if beta_override is None else xp.full(b_pre.shape, float(beta_override), x)
+    bg = xp.sigmoid(z[:, 3 * HK + Kd:])  # β = sigmoid(W_b x) | output gate sigmoid(W_g x): adjacent columns
+    beta = bg[:, :H] if beta_override is None else xp.full((T, H), float(beta_override), x)
+    gate = bg[:, H:]
     state0 = None if cache is None else cache["state"]
     if T == 1:
         qk1 = qkn.reshape(2 * H, Kd)
@@ -200,7 +199,7 @@ def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: 
         o, S = kda_chunked(qkn[None, :, :H], qkn[None, :, H:], vc[None], g[None], beta[None],
                            chunk_size=chunk_size, initial_state=None if state0 is None else state0[None])
         o, S = o[0], S[0]
-    gate, o_norm = kda_output(o, w["o_norm"], z[:, 3 * HK + Kd + H:], eps)
+    o_norm = kda_output(o, w["o_norm"], gate, eps)
     y = o_norm @ w["o"]
     col = slice(None)
     tensors = {

@@ -6,8 +6,8 @@ array costs a fraction of a torch dispatch, and the trace needs no conversion af
 the operators use (`@`, `*`, `+`, basic and integer-array indexing, `[..., None]`, `.reshape`, `.sum(axis)`,
 `.swapaxes`, `.T`, `.shape`) is spelled the same in both libraries.
 
-`const(value, like)` gives what to multiply/add a scalar with: a cached 0-dim tensor for torch (about twice
-as fast to dispatch as a Python float), the Python float itself for numpy (NEP 50: it keeps the dtype).
+`const(value, like)` gives what to multiply/add a scalar with: a cached 0-dim tensor / array of like's dtype
+(about twice as fast as a Python float in torch, ~0.25 µs less per op in numpy; the same numbers).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import torch.nn.functional as F
 __all__ = ["ops", "TorchOps", "NumpyOps"]
 
 _CONSTS: dict[tuple, torch.Tensor] = {}
+_NP_CONSTS: dict[tuple, np.ndarray] = {}
 
 
 class TorchOps:
@@ -176,8 +177,13 @@ class NumpyOps:
     """numpy spellings (CPU)."""
 
     @staticmethod
-    def const(value: float, like: np.ndarray) -> float:
-        return value
+    def const(value: float, like: np.ndarray) -> np.ndarray:
+        key = (value, like.dtype)
+        c = _NP_CONSTS.get(key)
+        if c is None:
+            c = _NP_CONSTS[key] = np.array(value, like.dtype)
+            c.setflags(write=False)
+        return c
 
     sigmoid = staticmethod(_np_sigmoid)
     silu = staticmethod(_np_silu)
