@@ -257,19 +257,19 @@ class NumpyOps:
 
     @staticmethod
     def topk_idx(x: np.ndarray, k: int) -> np.ndarray:
-        """2-D x: partition, then sort the k winners (largest first, ties by index); ~2× faster than
-        torch.topk on the router's [T, 896] in the engine."""
+        """2-D x: partition, then sort the k winners, largest first (exact ties in partition order); ~2× faster
+        than torch.topk on the router's [T, 896] in the engine."""
         if x.ndim != 2:
             return torch.from_numpy(np.ascontiguousarray(x)).topk(k, -1)[1].numpy()
-        neg = np.negative(x)
-        part = np.argpartition(neg, k - 1, -1)[:, :k]
-        rows = np.arange(x.shape[0])[:, None]
-        return part[rows, np.argsort(neg[rows, part], -1, kind="stable")]
+        n = x.shape[1]
+        part = np.argpartition(x, n - k, -1)[:, n - k:]
+        rows = _rows(x.shape[0])
+        return part[rows, np.argsort(np.negative(x[rows, part]), -1, kind="stable")]
 
     @staticmethod
     def gather(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         if x.ndim == 2:
-            return x[np.arange(x.shape[0])[:, None], idx]
+            return x[_rows(x.shape[0]), idx]
         return np.take_along_axis(x, idx, -1)
 
     @staticmethod
@@ -330,6 +330,18 @@ def _above(n: int, m: int, k: int) -> np.ndarray:
         a = _MASKS[key] = np.arange(m)[None, :] > np.arange(n)[:, None] + k
         a.setflags(write=False)
     return a
+
+
+_ROWS: dict[int, np.ndarray] = {}
+
+
+def _rows(n: int) -> np.ndarray:
+    """Cached read-only column [n, 1] of row indices (for x[rows, idx] gathers)."""
+    r = _ROWS.get(n)
+    if r is None:
+        r = _ROWS[n] = np.arange(n)[:, None]
+        r.setflags(write=False)
+    return r
 
 
 def ops(x: Any) -> type[TorchOps] | type[NumpyOps]:
