@@ -123,10 +123,10 @@ def test_overwrite_needs_confirmation(main_window, qtbot, tmp_path):
 
     def answer(button):
         def click():
-            box = QApplication.activeModalWidget()
-            if isinstance(box, QMessageBox):
-                answers.append(box.text())
-                box.button(button).click()
+            boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+            if boxes:
+                answers.append(boxes[0].text())
+                boxes[0].button(button).click()
             else:
                 QTimer.singleShot(50, click)
         QTimer.singleShot(50, click)
