@@ -85,6 +85,16 @@ def _time_start(kind: str) -> tuple[float, bool]:
     return (t1 - t0) * 1000.0, bool(json.loads(line)["torch"])
 
 
+def _pump(ms: int) -> None:
+    """Run the event loop for ms milliseconds. Not QTest.qWait: it keeps the GIL, so the engine thread would
+    stall while we wait (the real app's exec() releases it)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
 def _child_interact() -> None:
     from PySide6.QtCore import QCoreApplication, QElapsedTimer, QPoint, Qt, QTimer
     from PySide6.QtTest import QTest
@@ -101,14 +111,13 @@ def _child_interact() -> None:
     gl_widget = win.scene.gl
     deadline = time.monotonic() + 120
     while (win.state.trace is None or win.engine.busy) and time.monotonic() < deadline:
-        app.processEvents()
-        time.sleep(0.005)
+        _pump(5)
     win.activateWindow()
-    QTest.qWait(300)
+    _pump(300)
 
     def idle():
         while (win.engine.busy or win.engine._pending is not None) and time.monotonic() < deadline + 300:
-            QTest.qWait(5)
+            _pump(5)
 
     engine_ms = []
     win.engine.trace_published.connect(lambda _t, s: engine_ms.append(s * 1000.0))
@@ -138,10 +147,10 @@ def _child_interact() -> None:
     for i in range(120):  # 2 s at 60 moves per second, left then right
         dx = -span * i // 60 if i < 60 else -span + span * (i - 60) // 60
         QTest.mouseMove(slider, QPoint(handle.x() + dx, handle.y()))
-        QTest.qWait(16)
+        _pump(16)
     QTest.mouseRelease(slider, Qt.LeftButton, Qt.NoModifier, handle)
     idle()
-    QTest.qWait(200)
+    _pump(200)
     ticker.stop()
     max_stall = max(0.0, max(gaps) - 2.0) if gaps else float("nan")
     drag_runs = len(engine_ms)
@@ -151,7 +160,7 @@ def _child_interact() -> None:
     engine_ms.clear()
     for value in (20, 35, 50, 65, 80, 30, 45, 60, 75):
         idle()
-        QTest.qWait(50)
+        _pump(50)
         swapped = []
         target = slider.maximum() * value // 100
         t0 = time.perf_counter()
@@ -165,8 +174,7 @@ def _child_interact() -> None:
         gl_widget.frameSwapped.connect(on_swap)
         end = time.monotonic() + 60
         while not swapped and time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.001)
+            _pump(1)
         gl_widget.frameSwapped.disconnect(on_swap)
         if swapped:
             latencies.append((swapped[0] - t0) * 1000.0)

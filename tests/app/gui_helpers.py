@@ -17,13 +17,23 @@ def slider_handle_center(slider) -> QPoint:
     return rect.center()
 
 
+def pump(ms: int) -> None:
+    """Run the event loop for ms milliseconds, releasing the GIL (QTest.qWait keeps it and starves the
+    engine thread)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
 def drag_slider(slider, dx: int, steps: int = 12, qtbot=None, pause_ms: int = 15) -> None:
     """Press the handle with the left button, move it by dx pixels in steps, release (real mouse events)."""
     start = slider_handle_center(slider)
     QTest.mousePress(slider, Qt.LeftButton, Qt.NoModifier, start)
     for i in range(1, steps + 1):
         QTest.mouseMove(slider, QPoint(start.x() + dx * i // steps, start.y()))
-        QTest.qWait(pause_ms)
+        pump(pause_ms)
     QTest.mouseRelease(slider, Qt.LeftButton, Qt.NoModifier, QPoint(start.x() + dx, start.y()))
 
 

@@ -121,7 +121,7 @@ def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(main_window, qtbo
     slider = controls.slider("alpha")
     before_trace = win.state.trace
     win.scene.set_camera_preset("front", animate=False)  # the exploded KDA layer 37 in view
-    QTest.qWait(50)
+    qtbot.wait(50)
     shot = win.scene.gl.grabFramebuffer()
     shot.save(str(tmp_path / "before.png"))
     before = image_array(shot)
@@ -134,7 +134,7 @@ def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(main_window, qtbo
     a1 = win.state.trace.passes[0].layers[36].tensors["kda.alpha"]
     assert np.allclose(a1, win.state.knobs.alpha) and not np.allclose(a0, a1)
     assert controls.rows["alpha"].value.text() == f"{win.state.knobs.alpha:.2f}"
-    QTest.qWait(100)
+    qtbot.wait(100)
     shot = win.scene.gl.grabFramebuffer()
     shot.save(str(tmp_path / "after.png"))
     after = image_array(shot)
