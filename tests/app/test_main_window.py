@@ -312,3 +312,12 @@ def test_clicking_a_step_in_the_list_moves_the_scene(main_window, qtbot):
     assert "16 of 896" in player.facts.text()
     qtbot.mouseClick(player.first_button, Qt.LeftButton)
     assert win.state.step == 0
+
+
+def test_language_defaults_to_the_system_locale(make_window, monkeypatch):
+    for var in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LANG", "ko_KR.UTF-8")
+    win = make_window("fresh-ko.ini", language=None, wait_trace=False)
+    assert i18n.language() == "ko" and win.registry.menus["file"].title() == "파일(&F)"
+    assert win.registry.actions["lang_ko"].isChecked()

@@ -43,6 +43,10 @@ def test_every_step_says_where_data_lives_and_has_texts_in_both_languages(trace)
         for lang in ("en", "ko"):
             for key in (step.title_key, step.what_key, step.move_key):
                 assert key in i18n.table(lang), (lang, key)
+    from scene.block_kinds import ALL_KINDS
+
+    for step in player.build_steps(trace):  # highlights name real scene blocks
+        assert set(step.blocks) <= set(ALL_KINDS), step.kind
     steps = {s.kind: s for s in player.build_steps(trace)}
     assert steps["input"].location == "cpu_ram"
     assert steps["token_ids"].path == ("cpu_ram", "pcie", "hbm")  # host -> device copy
