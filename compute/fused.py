@@ -116,7 +116,11 @@ class FusedK3:
         sh = np.concatenate([s13[:, :Fs] / b1, s13[:, :Fs] / 2, s13[:, Fs:] / b2], 1)
         W = np.concatenate([np.asarray(m["router"], np.float64), np.asarray(m["down"], np.float64), sh], 1)
         Ln = m["norm"].shape[0]
+        # decode layout: [L, 3, E·F] so that the k selected experts' columns gather into contiguous blocks
+        w13L = np.stack([w1 / b1, w1 / 2, w3 / b2], 0).transpose(2, 0, 1, 3).reshape(L, 3, E * F)
         return {"W": W.astype(dt), "E": E, "L": L, "F": F, "Fs": Fs,
+                "w13L": np.ascontiguousarray(w13L).astype(dt), "cols": np.arange(E * F).reshape(E, F),
+                "w2": np.ascontiguousarray(e2).astype(dt),
                 "experts": np.ascontiguousarray(np.concatenate([e13, e2], 1)).astype(dt),
                 "n13": L * 3 * F, "bias": m["bias"],
                 "norm": (np.asarray(m["norm"], np.float64) * math.sqrt(Ln)).astype(dt),
@@ -327,16 +331,16 @@ class FusedK3:
         s += one
         np.reciprocal(s, out=s)  # sigmoid
         sel = s + bias
-        part = np.argpartition(sel, E - top_k, -1)
+        part = sel.argpartition(E - top_k, -1)
         if T == 1:
             cand = part[0, E - top_k:]
-            order = np.argsort(sel[0].take(cand), kind="stable")[::-1]
+            order = sel[0].take(cand).argsort(kind="stable")[::-1]
             idx = cand.take(order)[None]
             sw = s[0].take(idx[0])[None]
         else:
             offE = rows * E
             cand = part[:, E - top_k:] + offE  # flat indices into sel / s
-            order = np.argsort(sel.take(cand), -1, kind="stable")[:, ::-1]
+            order = sel.take(cand).argsort(-1, kind="stable")[:, ::-1]
             flat = cand.take(order + rows * top_k)
             idx = flat - offE
             sw = s.take(flat)
@@ -344,15 +348,26 @@ class FusedK3:
         if rsf != 1.0:
             wts = wts * rsf
         z = zz[:, E:E + L]
-        G = mp["experts"].take(idx, 0)  # [T, k, L·3F + F·L]
-        n13 = mp["n13"]
-        h = z[:, None, None, :] @ G[..., :n13].reshape(T, top_k, L, 3 * F)  # [T, k, 1, 3F]
-        np.tanh(h, out=h)
-        h[..., F:2 * F] += one
-        act = h[..., :F] * h[..., F:2 * F]
-        act *= h[..., 2 * F:]
-        experts = (act @ G[..., n13:].reshape(T, top_k, F, L))[:, :, 0]  # [T, k, L]
-        mix = (wts[:, None, :] @ experts)[:, 0]  # [T, L]
+        if T == 1:
+            # [W1/β1 | W1/2 | W3/β2] columns of the k experts as [L, 3·k·F]: one plain matmul, contiguous parts
+            kF = top_k * F
+            h = z @ mp["w13L"].take(mp["cols"].take(idx[0], 0).ravel(), 2).reshape(L, 3 * kF)
+            np.tanh(h, out=h)
+            h[:, kF:2 * kF] += one
+            act = h[:, :kF] * h[:, kF:2 * kF]
+            act *= h[:, 2 * kF:]
+            experts = (act.reshape(top_k, 1, F) @ mp["w2"].take(idx[0], 0).reshape(top_k, F, L)).reshape(1, top_k, L)
+            mix = wts @ experts[0]  # [1, L]
+        else:
+            G = mp["experts"].take(idx, 0)  # [T, k, L·3F + F·L]
+            n13 = mp["n13"]
+            h = z[:, None, None, :] @ G[..., :n13].reshape(T, top_k, L, 3 * F)  # [T, k, 1, 3F]
+            np.tanh(h, out=h)
+            h[..., F:2 * F] += one
+            act = h[..., :F] * h[..., F:2 * F]
+            act *= h[..., 2 * F:]
+            experts = (act @ G[..., n13:].reshape(T, top_k, F, L))[:, :, 0]  # [T, k, L]
+            mix = (wts[:, None, :] @ experts)[:, 0]  # [T, L]
         ss = np.add.reduce(mix * mix, -1, keepdims=True)
         ss += mp["c_Leps"]
         np.sqrt(ss, out=ss)
