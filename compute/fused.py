@@ -32,6 +32,7 @@ import numpy as np
 from compute.kda import kda_chunked
 from compute.mla import mla_layer
 from compute.moe import dense_mlp
+from compute.xp import _above
 
 __all__ = ["supported", "FusedK3"]
 
@@ -73,6 +74,8 @@ class FusedK3:
                 p["kda"] = self._kda_plan(w["kda"], dt)
             else:
                 p["mla"] = w["mla"]
+                if c.mla_output_gate is not None:
+                    p["mla_f"] = self._mla_plan(w["mla"], dt)
             if "mlp" in w:
                 p["mlp"] = w["mlp"]
             else:
@@ -102,6 +105,64 @@ class FusedK3:
                 "convT": np.ascontiguousarray(conv.T).astype(dt), "HK": HK, "nbg": bg.shape[1],
                 "o_norm": (np.asarray(k["o_norm"], np.float64) * math.sqrt(V)).astype(dt),
                 "c_Veps": np.array(V * self.eps, dt), "o": np.asarray(k["o"]), "V": V}
+
+    def _mla_plan(self, m: dict, dt) -> dict:
+        d = self.dims
+        ql, kl, r = d.q_lora, d.kv_lora, d.rope
+        win = np.asarray(m["in"], np.float64).copy()
+        win[:, ql + kl + r:] *= 0.5  # the gate's sigmoid through tanh
+        return {"W": win.astype(dt), "q_a_norm": (np.asarray(m["q_a_norm"], np.float64) * math.sqrt(ql)).astype(dt),
+                "c_q": np.array(ql * self.eps, dt), "q_b": np.asarray(m["q_b"]),
+                "kv_a_norm": (np.asarray(m["kv_a_norm"], np.float64) * math.sqrt(kl)).astype(dt),
+                "c_kv": np.array(kl * self.eps, dt), "kv_b": np.asarray(m["kv_b"]), "o": np.asarray(m["o"]),
+                "scale": np.array(1.0 / math.sqrt(d.nope + r), dt)}
+
+    def _mla(self, xn, mp, t, cache, T, one, half):
+        """Gated MLA (NoPE), the formulas of compute.mla.mla_layer: scores = q_nope·k_nope + q_rope·k_rope (the
+        shared k_rope is not broadcast to the heads)."""
+        d = self.dims
+        H, ql, kl, r, nope, dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
+        z = xn @ mp["W"]  # [T, q_lora | kv_lora + rope | H·v (gate/2)]
+        q_a = z[:, :ql]
+        ss = np.add.reduce(q_a * q_a, -1, keepdims=True)
+        ss += mp["c_q"]
+        np.sqrt(ss, out=ss)
+        q_a_n = q_a * mp["q_a_norm"]
+        q_a_n /= ss
+        q_b = q_a_n @ mp["q_b"]
+        q = q_b.reshape(T, H, nope + r).swapaxes(0, 1)  # [H, T, dq]
+        kv_a = z[:, ql:ql + kl + r]
+        if cache is None:
+            c_kv, k_rope = kv_a[:, :kl], kv_a[:, kl:]
+        else:
+            c_kv = np.concatenate([cache["c_kv"], kv_a[:, :kl]], 0)
+            k_rope = np.concatenate([cache["k_rope"], kv_a[:, kl:]], 0)
+        S = c_kv.shape[0]
+        ss = np.add.reduce(c_kv * c_kv, -1, keepdims=True)
+        ss += mp["c_kv"]
+        np.sqrt(ss, out=ss)
+        cn = c_kv * mp["kv_a_norm"]
+        cn /= ss
+        kv_b = cn @ mp["kv_b"]
+        kv = kv_b.reshape(S, H, nope + dv).swapaxes(0, 1)  # [H, S, nope + v]
+        scores = q[..., :nope] @ kv[..., :nope].swapaxes(1, 2)  # [H, T, S]
+        scores += q[..., nope:] @ k_rope.T
+        scores *= mp["scale"]
+        if T > 1:
+            scores[:, _above(T, S, S - T)] = -np.inf
+        p = scores - np.maximum.reduce(scores, -1, keepdims=True)
+        np.exp(p, out=p)
+        p /= np.add.reduce(p, -1, keepdims=True)
+        o = (p @ kv[..., nope:]).swapaxes(0, 1).reshape(T, H * dv)
+        gate = np.tanh(z[:, ql + kl + r:])
+        gate += one
+        gate *= half
+        og = o * gate
+        y = og @ mp["o"]
+        t.update({"mla.q_a": q_a, "mla.q_a_norm": q_a_n, "mla.q_b": q_b, "mla.kv_a": kv_a, "mla.c_kv": c_kv,
+                  "mla.k_rope": k_rope, "mla.kv_b": kv_b, "mla.scores": scores, "mla.softmax": p, "mla.o": o,
+                  "mla.gate": gate, "mla.o_gated": og, "mla.o_proj": y})
+        return y, {"c_kv": c_kv, "k_rope": k_rope}
 
     def _moe_plan(self, m: dict, dt, b1: float, b2: float) -> dict:
         E, L, F2 = m["w13"].shape
@@ -204,18 +265,16 @@ class FusedK3:
             kp = P.get("kda")
             if kp is not None:
                 a, nc = self._kda(xn, kp, t, cache, T, H, Kd, lb_half, half, scale, alpha_k, beta_k, one, eps)
+            elif "mla_f" in P:
+                a, nc = self._mla(xn, P["mla_f"], t, cache, T, one, half)
             else:
                 a, mt, nc = mla_layer(xn, P["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, positions, cache,
                                       gated=mla_gated, rope_theta=rope_theta, eps=eps)
                 t.update(mt)
             new_caches.append(nc)
-            t["mixer.out"] = a
             prefix = a if prefix is None else prefix + a
             x2, fw = attn(prefix, P["w_mlp"], n)
-            t["attnres.ffn"] = fw
-            t["attnres.ffn.out"] = x2
             xn2 = rms(x2, P["norm_ffn"])
-            t["norm.ffn"] = xn2
             mp = P.get("moe")
             if mp is not None:
                 bias = mp["bias"] if bias_off is None else mp["bias"] + bias_off
@@ -223,9 +282,9 @@ class FusedK3:
             else:
                 f, ft = dense_mlp(xn2, P["mlp"], hact, sb1, sb2)
                 t.update(ft)
-            t["ffn.out"] = f
             p = prefix + f
-            t["residual"] = p
+            t.update({"mixer.out": a, "attnres.ffn": fw, "attnres.ffn.out": x2, "norm.ffn": xn2, "ffn.out": f,
+                      "residual": p})
             layer_data.append(t)
         h, fw = attn(p, self.w_out, n)
         return layer_data, new_caches, h, fw
@@ -271,23 +330,31 @@ class FusedK3:
         S0 = None if cache is None else cache["state"]
         q = qkn[:, :H] * scale  # [T, H, K]
         k = qkn[:, H:]
-        if T <= RECURRENT_MAX_T:
+        if T == 1:  # decode: one step of the recurrence (kda_step's formula)
+            b3 = beta.reshape(H, 1, 1)
+            kc = k.reshape(H, Kd, 1)
+            if S0 is None:
+                S = kc * (v.reshape(H, 1, V) * b3)  # S' = 0: the delta is the whole value
+            else:
+                S = S0 * a.reshape(H, Kd, 1)  # forget: Diag(α) S
+                u = v.reshape(H, 1, V) - k.reshape(H, 1, Kd) @ S
+                u *= b3  # the delta
+                S += kc * u  # write k uᵀ
+            o = (q.reshape(H, 1, Kd) @ S).reshape(1, H, V)  # read after the update
+        elif T <= RECURRENT_MAX_T:  # short prefill: the recurrence token by token (kda_recurrent's formula)
             o = np.empty((T, H, 1, V), self.dtype)
             a4 = a.reshape(T, H, Kd, 1)
-            kr = k.reshape(T, H, 1, Kd)
+            bk = (k * beta[:, :, None]).reshape(T, H, 1, Kd)  # β folded into k (row) and v
+            bv = (v * beta[:, :, None]).reshape(T, H, 1, V)
             kc = k.reshape(T, H, Kd, 1)
             q4 = q.reshape(T, H, 1, Kd)
-            v4 = v.reshape(T, H, 1, V)
-            b4 = beta.reshape(T, H, 1, 1)
             S = S0
             for i in range(T):
                 if S is None:
-                    u = v4[i] * b4[i]  # S' = 0: the delta is the whole value
-                    S = kc[i] * u
+                    S = kc[i] * bv[i]
                 else:
-                    S = S * a4[i]  # forget: Diag(α) S
-                    u = v4[i] - kr[i] @ S
-                    u *= b4[i]  # the delta
+                    S = S * a4[i]  # forget
+                    u = bv[i] - bk[i] @ S  # the delta β(v − S'ᵀk)
                     S += kc[i] * u  # write k uᵀ
                 np.matmul(q4[i], S, out=o[i])  # read after the update
             o = o.reshape(T, H, V)
@@ -304,22 +371,12 @@ class FusedK3:
         on = on.reshape(T, HV)
         on *= gate
         y = on @ kp["o"]
-        t["kda.q_proj"] = z[:, :HK]
-        t["kda.k_proj"] = z[:, HK:2 * HK]
-        t["kda.v_proj"] = z[:, 2 * HK:3 * HK]
-        t["kda.q_conv"] = conv[:, :HK]
-        t["kda.k_conv"] = conv[:, HK:2 * HK]
-        t["kda.v_conv"] = conv[:, 2 * HK:]
-        t["kda.q_norm"] = qkn[:, :H].reshape(T, HK)
-        t["kda.k_norm"] = qkn[:, H:].reshape(T, HK)
-        t["kda.f"] = z[:, 3 * HK:4 * HK]
-        t["kda.alpha"] = a.reshape(T, HK)
-        t["kda.beta"] = beta
-        t["kda.state"] = S
-        t["kda.o"] = o.reshape(T, HV)
-        t["kda.gate"] = gate
-        t["kda.o_norm"] = on
-        t["kda.o_proj"] = y
+        t.update({
+            "kda.q_proj": z[:, :HK], "kda.k_proj": z[:, HK:2 * HK], "kda.v_proj": z[:, 2 * HK:3 * HK],
+            "kda.q_conv": conv[:, :HK], "kda.k_conv": conv[:, HK:2 * HK], "kda.v_conv": conv[:, 2 * HK:],
+            "kda.q_norm": qkn[:, :H].reshape(T, HK), "kda.k_norm": qkn[:, H:].reshape(T, HK),
+            "kda.f": z[:, 3 * HK:4 * HK], "kda.alpha": a.reshape(T, HK), "kda.beta": beta, "kda.state": S,
+            "kda.o": o.reshape(T, HV), "kda.gate": gate, "kda.o_norm": on, "kda.o_proj": y})
         return y, {"conv": xp[xp.shape[0] - (kp["conv"].shape[1] - 1):], "state": S}
 
     def _moe(self, x, mp, t, bias, T, top_k, rsf, rows, c20, one):
@@ -380,15 +437,7 @@ class FusedK3:
         sa *= hs[:, 2 * Fs:]
         shared = sa @ mp["shared2"]
         y = up + shared
-        t["moe.router.logits"] = logits
-        t["moe.router"] = s
-        t["moe.bias"] = bias
-        t["moe.topk_idx"] = idx
-        t["moe.topk_weight"] = wts
-        t["moe.down"] = z
-        t["moe.experts"] = experts
-        t["moe.mix"] = mix
-        t["moe.norm"] = r
-        t["moe.up"] = up
-        t["moe.shared"] = shared
+        t.update({"moe.router.logits": logits, "moe.router": s, "moe.bias": bias, "moe.topk_idx": idx,
+                  "moe.topk_weight": wts, "moe.down": z, "moe.experts": experts, "moe.mix": mix, "moe.norm": r,
+                  "moe.up": up, "moe.shared": shared})
         return y
