@@ -188,6 +188,30 @@ class FusedK3:
                 "c_Leps": np.array(Ln * self.eps, dt), "up": np.asarray(m["up"]),
                 "shared2": (np.asarray(m["shared2"], np.float64) * (b1 * b2 / 2)).astype(dt)}
 
+    # ------------------------------------------------------------------ one block (tests)
+    def mixer(self, li: int, xn: np.ndarray, cache: dict | None, knobs) -> tuple[np.ndarray, dict, dict]:
+        """Layer li's fused mixer on xn = RMSNorm'd input [T, D] → (y [T, D], trace tensors, new cache); as
+        compute.kda.kda_layer / compute.mla.mla_layer."""
+        dt, T = self.dtype, xn.shape[0]
+        P, t = self.plans[li], {}
+        one, half = np.array(1.0, dt), np.array(0.5, dt)
+        if "kda" in P:
+            Kd = self.dims.kda_head_dim
+            y, nc = self._kda(xn, P["kda"], t, cache, T, self.dims.kda_heads, Kd,
+                              np.array(self.config.kda_gate_lower_bound / 2, dt), half, np.array(Kd ** -0.5, dt),
+                              knobs.alpha, knobs.beta, one, self.eps)
+        else:
+            y, nc = self._mla(xn, P["mla_f"], t, cache, T, one, half)
+        return y, t, nc
+
+    def ffn(self, li: int, xn: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, dict]:
+        """Layer li's fused MoE on xn [T, D] with the selection bias [E] → (y [T, D], trace tensors); as
+        compute.moe.latent_moe."""
+        dt, T, t = self.dtype, xn.shape[0], {}
+        y = self._moe(xn, self.plans[li]["moe"], t, bias, T, self.config.num_experts_per_tok,
+                      self.config.routed_scaling_factor, np.arange(T)[:, None], np.array(1e-20, dt), np.array(1.0, dt))
+        return y, t
+
     # ------------------------------------------------------------------ forward
     def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, bias_off, caches: list | None,
                 rope_theta=None) -> tuple[list[dict], list, np.ndarray, np.ndarray]:

@@ -1,0 +1,98 @@
+"""compute.fused (the numpy backend's fused layer kernels) equals the operators block by block in float64."""
+import numpy as np
+import pytest
+import torch
+
+from compute.attnres import attn_res_weights
+from compute.engine import ToyK3
+from compute.kda import kda_layer
+from compute.mla import mla_layer
+from compute.moe import latent_moe
+from compute.trace import Knobs
+
+
+@pytest.fixture(scope="module")
+def model():
+    return ToyK3(device="cpu", dtype=torch.float64, backend="numpy")
+
+
+def _rand(seed, *shape):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _same(fused: dict, ref: dict):
+    assert fused.keys() == ref.keys()
+    for k, r in ref.items():
+        f = np.asarray(fused[k])
+        r = np.asarray(r)
+        assert f.shape == r.shape, k
+        if r.dtype.kind in "iu":
+            np.testing.assert_array_equal(f, r, err_msg=k)
+        else:
+            np.testing.assert_allclose(f, r, rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+@pytest.mark.parametrize("T,cached,knobs", [(1, True, Knobs()), (1, False, Knobs()), (6, False, Knobs()),
+                                            (5, True, Knobs()), (40, True, Knobs()),
+                                            (3, True, Knobs(alpha=0.3, beta=0.7))])
+def test_kda_block(model, T, cached, knobs):
+    li = 1
+    w, c, d = model.layers[li]["kda"], model.config, model.dims
+    x = _rand(T, T, d.hidden)
+    cache = None
+    if cached:
+        cache = {"conv": _rand(50 + T, d.conv - 1, 3 * d.kda_heads * d.kda_head_dim),
+                 "state": 0.3 * _rand(60 + T, d.kda_heads, d.kda_head_dim, d.kda_head_dim)}
+    y_r, t_r, c_r = kda_layer(x, w, d.kda_heads, d.kda_head_dim, c.kda_gate_lower_bound, cache, knobs.alpha,
+                              knobs.beta, eps=c.rms_norm_eps)
+    y_f, t_f, c_f = model._fused.mixer(li, x, cache, knobs)
+    np.testing.assert_allclose(y_f, y_r, rtol=1e-10, atol=1e-12)
+    _same(t_f, t_r)
+    _same(c_f, c_r)
+
+
+@pytest.mark.parametrize("T,S0", [(1, 0), (1, 7), (6, 0), (3, 4)])
+def test_mla_block(model, T, S0):
+    li = model.config.mla_layers[0] if hasattr(model.config, "mla_layers") else 3
+    w, c, d = model.layers[li]["mla"], model.config, model.dims
+    x = _rand(T + 10, T, d.hidden)
+    cache = None if not S0 else {"c_kv": _rand(S0, S0, d.kv_lora), "k_rope": _rand(S0 + 1, S0, d.rope)}
+    pos = np.arange(S0, S0 + T)
+    y_r, t_r, c_r = mla_layer(x, w, d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, pos, cache, gated=True,
+                              rope_theta=None, eps=c.rms_norm_eps)
+    y_f, t_f, c_f = model._fused.mixer(li, x, cache, Knobs())
+    np.testing.assert_allclose(y_f, y_r, rtol=1e-10, atol=1e-12)
+    _same(t_f, t_r)
+    _same(c_f, c_r)
+
+
+@pytest.mark.parametrize("T", [1, 6])
+def test_moe_block(model, T):
+    li = 5
+    mw, c = model.layers[li]["moe"], model.config
+    x = _rand(T + 20, T, model.dims.hidden)
+    bias = mw["bias"] + 0.05 * _rand(3, mw["bias"].shape[0])
+    y_r, t_r = latent_moe(x, mw, c.num_experts_per_tok, bias, c.routed_scaling_factor, c.n_group, c.topk_group,
+                          c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, c.rms_norm_eps)
+    y_f, t_f = model._fused.ffn(li, x, bias)
+    np.testing.assert_allclose(y_f, y_r, rtol=1e-10, atol=1e-12)
+    _same(t_f, t_r)
+
+
+def test_attnres_bound_allows_unshifted_softmax(model):
+    """The fused AttnRes skips the softmax max-shift only when √D·‖w‖ keeps exp finite."""
+    f = model._fused
+    ws = [p["w_attn"] for p in f.plans] + [p["w_mlp"] for p in f.plans] + [f.w_out]
+    assert f.softmax_shift == (max(np.linalg.norm(w) for w in ws) * np.sqrt(f.D) >= 60.0)
+
+
+def test_forward_attnres_weights_equal_operator(model):
+    """Layer 20's AttnRes weights in a fused run equal attn_res_weights over the stored residuals of the trace."""
+    tr = model.run("Kimi K3 reads the next token", 1, Knobs(temperature=0.0))
+    ps = tr.passes[0]
+    bs = model.config.attn_res_block_size
+    li = 20
+    stored = [ps.embedding] + [ps.layers[j - 1].tensors["residual"] for j in range(bs, li + 1, bs)]
+    mix, wts = attn_res_weights(ps.layers[li - 1].tensors["residual"], np.stack(stored), model.layers[li]["w_attn"])
+    np.testing.assert_allclose(ps.layers[li].tensors["attnres.mixer"], wts, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ps.layers[li].tensors["attnres.mixer.out"], mix, rtol=1e-10, atol=1e-12)
