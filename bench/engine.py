@@ -6,7 +6,8 @@ run: a full ToyK3.run (6-token prompt + 4 generated tokens → 1 prefill + 3 dec
 including the trace's numpy conversion. resample: ToyK3.resample after a temperature / top-p change that
 keeps the sampled tokens (the common slider case: no layer re-runs). torch_ops_per_run: aten ops dispatched
 during one run (TorchDispatchMode counter), the floor of the eager per-op overhead; with the numpy backend
-(the default on a CPU device) only the few ops that stay in torch (top-k, large sigmoids, weight set-up).
+(the default on a CPU device) only the few ops that stay in torch (sampling, embedding set-up); the layers
+then run compute.fused's kernels (numpy_fused_kernels).
 """
 from __future__ import annotations
 
@@ -127,6 +128,7 @@ def main() -> None:
         "init_ms": round(init_ms, 1),
         "device": str(m.device),
         "backend": m.backend,
+        "numpy_fused_kernels": getattr(m, "_fused", None) is not None,  # compute.fused (numpy backend, K3 config)
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "python": platform.python_version(),

@@ -104,7 +104,7 @@ class FusedK3:
         return {"W": W.astype(dt), "gbias": gbias.astype(dt), "conv": conv.astype(dt),
                 "convT": np.ascontiguousarray(conv.T).astype(dt), "HK": HK, "nbg": bg.shape[1],
                 "o_norm": (np.asarray(k["o_norm"], np.float64) * math.sqrt(V)).astype(dt),
-                "c_Veps": np.array(V * self.eps, dt), "o": np.asarray(k["o"]), "V": V}
+                "c_Veps": np.array(V * self.eps, dt), "c_l2": np.array(1e-6, dt), "o": np.asarray(k["o"]), "V": V}
 
     def _mla_plan(self, m: dict, dt) -> dict:
         d = self.dims
@@ -228,19 +228,26 @@ class FusedK3:
         shift = self.softmax_shift
         one = np.array(1.0, dt)
 
+        # views per number of stored blocks n: slot n, and the n+1 candidates
+        V_slot = [Vb[:, i] for i in range(C)]
+        D_slot = [Den[:, i] for i in range(C)]
+        V_upto = [Vb[:, :i + 1] for i in range(C)]
+        D_upto = [Den[:, :i + 1] for i in range(C)]
+
         def attn(partial, wq, n):
             """AttnRes with n stored candidates: partial written to slot n. Returns (mix [T, D], weights)."""
-            Vb[:, n] = partial
+            V_slot[n][...] = partial
             ss = np.add.reduce(partial * partial, -1)
             ss += cD
-            np.sqrt(ss, out=Den[:, n])
-            s = Vb[:, :n + 1] @ wq
-            s /= Den[:, :n + 1]
+            np.sqrt(ss, out=D_slot[n])
+            Vn = V_upto[n]
+            s = Vn @ wq
+            s /= D_upto[n]
             if shift:
                 s -= np.maximum.reduce(s, -1, keepdims=True)
             np.exp(s, out=s)
             s /= np.add.reduce(s, -1, keepdims=True)
-            return (s[:, None, :] @ Vb[:, :n + 1])[:, 0], s
+            return (s[:, None, :] @ Vn)[:, 0], s
 
         def rms(x, w2):
             ss = np.add.reduce(x * x, -1, keepdims=True)
@@ -338,7 +345,7 @@ class FusedK3:
         conv = Bt[:, :3 * HK] * th[:, :3 * HK]  # SiLU(conv) for q | k | v
         qk = conv[:, :2 * HK].reshape(T, 2 * H, Kd)
         ss = np.add.reduce(qk * qk, -1, keepdims=True)
-        ss += np.array(1e-6, self.dtype)
+        ss += kp["c_l2"]
         np.sqrt(ss, out=ss)
         qkn = qk / ss
         v = conv[:, 2 * HK:].reshape(T, H, -1)
