@@ -101,7 +101,8 @@ class FusedK3:
         gbias = np.concatenate([0.5 * eA * np.asarray(k["dt_bias"], np.float64).reshape(-1), np.zeros(bg.shape[1])])
         conv = 0.5 * np.asarray(k["conv"], np.float64)  # [3HK, ck]
         V = k["o_norm"].shape[0]
-        return {"W": W.astype(dt), "gbias": gbias.astype(dt), "conv": conv.astype(dt),
+        gscale = np.concatenate([np.full(HK, self.config.kda_gate_lower_bound / 2), np.full(bg.shape[1], 0.5)])
+        return {"gscale": gscale.astype(dt), "W": W.astype(dt), "gbias": gbias.astype(dt), "conv": conv.astype(dt),
                 "convT": np.ascontiguousarray(conv.T).astype(dt), "HK": HK, "nbg": bg.shape[1],
                 "o_norm": (np.asarray(k["o_norm"], np.float64) * math.sqrt(V)).astype(dt),
                 "c_Veps": np.array(V * self.eps, dt), "c_l2": np.array(1e-6, dt), "o": np.asarray(k["o"]), "V": V}
@@ -349,13 +350,15 @@ class FusedK3:
         np.sqrt(ss, out=ss)
         qkn = qk / ss
         v = conv[:, 2 * HK:].reshape(T, H, -1)
+        gb = th[:, 3 * HK:]
+        gb *= kp["gscale"]  # lower_bound/2 on the decay columns, 1/2 on β | gate
         if alpha_k is None:
-            g = th[:, 3 * HK:4 * HK] * lb_half
+            g = gb[:, :HK]
             a = np.exp(g)
         else:
             a = np.full((T, HK), float(alpha_k), self.dtype)
             g = np.log(np.maximum(a, 1e-12))
-        bg = th[:, 4 * HK:] * half
+        bg = gb[:, HK:]
         beta = bg[:, :H] if beta_k is None else np.full((T, H), float(beta_k), self.dtype)
         gate = bg[:, H:]
         S0 = None if cache is None else cache["state"]
@@ -419,15 +422,20 @@ class FusedK3:
         s += one
         np.reciprocal(s, out=s)  # sigmoid
         sel = s + bias
-        part = sel.argpartition(E - top_k, -1)
         if T == 1:
-            cand = part[0, E - top_k:]
+            cand = sel.argpartition(E - top_k, -1)[0, E - top_k:]
             order = sel[0].take(cand).argsort(kind="stable")[::-1]
             idx = cand.take(order)[None]
             sw = s[0].take(idx[0])[None]
         else:
             offE = rows * E
-            cand = part[:, E - top_k:] + offE  # flat indices into sel / s
+            # the k-th largest value of each row; the entries >= it are the top k unless it is tied
+            thr = np.partition(sel, E - top_k, -1)[:, E - top_k:E - top_k + 1]
+            cand = np.flatnonzero(sel >= thr)  # flat indices into sel / s, row by row
+            if cand.shape[0] == T * top_k:
+                cand = cand.reshape(T, top_k)
+            else:
+                cand = sel.argpartition(E - top_k, -1)[:, E - top_k:] + offE
             order = sel.take(cand).argsort(-1, kind="stable")[:, ::-1]
             flat = cand.take(order + rows * top_k)
             idx = flat - offE
