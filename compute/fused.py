@@ -12,8 +12,10 @@ tests/compute/test_fused.py compares layer by layer in float64):
   sigmoid(y) = ½(1 + tanh(y/2)), SiLU(c) = (c/2)(1 + tanh(c/2)),
   SiTU-GLU(g, u) = 50 · tanh(g/4) · (1 + tanh(g/2)) · tanh(u/25) (the 50 folded into W2);
   all tanh arguments of a KDA layer (conv output, decay gate, β, output gate) go through ONE tanh call;
-- MoE: argpartition + one argsort for the top-k, one `take` gathers the 16 experts' W1|W3|W2 rows, one
-  batched matmul each for W1|W3 and W2;
+- MoE: top-k by argpartition (decode) or an np.partition threshold (prefill; argpartition on ties) and one
+  argsort of the k winners; decode gathers the k experts' [W1/β1 | W1/2 | W3/β2] columns with one `take` as an
+  [L, 3·k·F] block (one plain matmul, each SiTU-GLU factor a contiguous slice) and their W2 with another;
+  prefill gathers W1|W3|W2 rows per token and runs one batched matmul each;
 - AttnRes: the candidates live in a preallocated [T, N+1, D] buffer with the RMS denominator of every stored
   block computed once (stored blocks never change), so a call normalises only the new partial; the softmax
   skips the max shift when the scores are provably bounded (|s| ≤ √D·‖w‖ < 60 for every pseudo-query);
