@@ -12,8 +12,7 @@ tests/compute/test_fused.py compares layer by layer in float64):
   sigmoid(y) = ½(1 + tanh(y/2)), SiLU(c) = (c/2)(1 + tanh(c/2)),
   SiTU-GLU(g, u) = 50 · tanh(g/4) · (1 + tanh(g/2)) · tanh(u/25) (the 50 folded into W2);
   all tanh arguments of a KDA layer (conv output, decay gate, β, output gate) go through ONE tanh call;
-- MoE: top-k by argpartition (decode) or an np.partition threshold (prefill; argpartition on ties) and one
-  argsort of the k winners; decode gathers the k experts' [W1/β1 | W1/2 | W3/β2] columns with one `take` as an
+- MoE: top-k by argpartition and one argsort of the k winners; decode gathers the k experts' [W1/β1 | W1/2 | W3/β2] columns with one `take` as an
   [L, 3·k·F] block (one plain matmul, each SiTU-GLU factor a contiguous slice) and their W2 with another;
   prefill gathers W1|W3|W2 rows per token and runs one batched matmul each;
 - AttnRes: the candidates live in a preallocated [T, N+1, D] buffer with the RMS denominator of every stored
@@ -431,13 +430,7 @@ class FusedK3:
             sw = s[0].take(idx[0])[None]
         else:
             offE = rows * E
-            # the k-th largest value of each row; the entries >= it are the top k unless it is tied
-            thr = np.partition(sel, E - top_k, -1)[:, E - top_k:E - top_k + 1]
-            cand = np.flatnonzero(sel >= thr)  # flat indices into sel / s, row by row
-            if cand.shape[0] == T * top_k:
-                cand = cand.reshape(T, top_k)
-            else:
-                cand = sel.argpartition(E - top_k, -1)[:, E - top_k:] + offE
+            cand = sel.argpartition(E - top_k, -1)[:, E - top_k:] + offE  # flat indices into sel / s
             order = sel.take(cand).argsort(-1, kind="stable")[:, ::-1]
             flat = cand.take(order + rows * top_k)
             idx = flat - offE
