@@ -126,11 +126,15 @@ class FusedK3:
         H, ql, kl, r, nope, dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
         z = xn @ mp["W"]  # [T, q_lora | kv_lora + rope | H·v (gate/2)]
         q_a = z[:, :ql]
-        ss = np.add.reduce(q_a * q_a, -1, keepdims=True)
-        ss += mp["c_q"]
-        np.sqrt(ss, out=ss)
         q_a_n = q_a * mp["q_a_norm"]
-        q_a_n /= ss
+        if T == 1:
+            qf = q_a[0]
+            q_a_n /= math.sqrt(np.dot(qf, qf) + float(mp["c_q"]))
+        else:
+            ss = np.add.reduce(q_a * q_a, -1, keepdims=True)
+            ss += mp["c_q"]
+            np.sqrt(ss, out=ss)
+            q_a_n /= ss
         q_b = q_a_n @ mp["q_b"]
         q = q_b.reshape(T, H, nope + r).swapaxes(0, 1)  # [H, T, dq]
         kv_a = z[:, ql:ql + kl + r]
@@ -187,7 +191,7 @@ class FusedK3:
                 "experts": np.ascontiguousarray(np.concatenate([e13, e2], 1)).astype(dt),
                 "n13": L * 3 * F, "bias": m["bias"],
                 "norm": (np.asarray(m["norm"], np.float64) * math.sqrt(Ln)).astype(dt),
-                "c_Leps": np.array(Ln * self.eps, dt), "up": np.asarray(m["up"]),
+                "c_Leps": np.array(Ln * self.eps, dt), "Leps": float(np.array(Ln * self.eps, dt)), "up": np.asarray(m["up"]),
                 "shared2": (np.asarray(m["shared2"], np.float64) * (b1 * b2 / 2)).astype(dt)}
 
     # ------------------------------------------------------------------ one block (tests)
@@ -236,12 +240,19 @@ class FusedK3:
         V_upto = [Vb[:, :i + 1] for i in range(C)]
         D_upto = [Den[:, :i + 1] for i in range(C)]
 
+        Deps = float(cD)
+        sqrt, dot = math.sqrt, np.dot
+
         def attn(partial, wq, n):
             """AttnRes with n stored candidates: partial written to slot n. Returns (mix [T, D], weights)."""
             V_slot[n][...] = partial
-            ss = np.add.reduce(partial * partial, -1)
-            ss += cD
-            np.sqrt(ss, out=D_slot[n])
+            if T == 1:  # one token: a dot product and a scalar square root
+                pf = partial[0]
+                D_slot[n][0] = sqrt(dot(pf, pf) + Deps)
+            else:
+                ss = np.add.reduce(partial * partial, -1)
+                ss += cD
+                np.sqrt(ss, out=D_slot[n])
             Vn = V_upto[n]
             s = Vn @ wq
             s /= D_upto[n]
@@ -252,6 +263,12 @@ class FusedK3:
             return (s[:, None, :] @ Vn)[:, 0], s
 
         def rms(x, w2):
+            """RMSNorm(x) ⊙ w with w2 = √D·w: x·w2 / sqrt(Σx² + D·eps)."""
+            if T == 1:
+                xf = x[0]
+                y = x * w2
+                y /= sqrt(dot(xf, xf) + Deps)
+                return y
             ss = np.add.reduce(x * x, -1, keepdims=True)
             ss += cD
             np.sqrt(ss, out=ss)
@@ -459,11 +476,15 @@ class FusedK3:
             act *= h[..., 2 * F:]
             experts = (act @ G[..., n13:].reshape(T, top_k, F, L))[:, :, 0]  # [T, k, L]
             mix = (wts[:, None, :] @ experts)[:, 0]  # [T, L]
-        ss = np.add.reduce(mix * mix, -1, keepdims=True)
-        ss += mp["c_Leps"]
-        np.sqrt(ss, out=ss)
         r = mix * mp["norm"]
-        r /= ss
+        if T == 1:
+            mf = mix[0]
+            r /= math.sqrt(np.dot(mf, mf) + mp["Leps"])
+        else:
+            ss = np.add.reduce(mix * mix, -1, keepdims=True)
+            ss += mp["c_Leps"]
+            np.sqrt(ss, out=ss)
+            r /= ss
         up = r @ mp["up"]
         hs = np.tanh(zz[:, E + L:])
         hs[:, Fs:2 * Fs] += one
