@@ -394,22 +394,20 @@ class FusedK3:
                 S += kc * u  # write k uᵀ
             o = (q.reshape(H, 1, Kd) @ S).reshape(1, H, V)  # read after the update
         elif T <= RECURRENT_MAX_T:  # short prefill: the recurrence token by token (kda_recurrent's formula)
-            o = np.empty((T, H, 1, V), self.dtype)
+            St = np.empty((T, H, Kd, V), self.dtype)  # the state after each token
             a4 = a.reshape(T, H, Kd, 1)
             bk = (k * beta[:, :, None]).reshape(T, H, 1, Kd)  # β folded into k (row) and v
             bv = (v * beta[:, :, None]).reshape(T, H, 1, V)
             kc = k.reshape(T, H, Kd, 1)
-            q4 = q.reshape(T, H, 1, Kd)
             S = S0
             for i in range(T):
                 if S is None:
-                    S = kc[i] * bv[i]
+                    S = np.multiply(kc[i], bv[i], out=St[i])
                 else:
-                    S = S * a4[i]  # forget
+                    S = np.multiply(S, a4[i], out=St[i])  # forget
                     u = bv[i] - bk[i] @ S  # the delta β(v − S'ᵀk)
                     S += kc[i] * u  # write k uᵀ
-                np.matmul(q4[i], S, out=o[i])  # read after the update
-            o = o.reshape(T, H, V)
+            o = (q.reshape(T, H, 1, Kd) @ St).reshape(T, H, V)  # every token reads its state after the update
         else:
             o, S = kda_chunked(q[None], k[None], v[None], g.reshape(1, T, H, Kd), beta[None], scale=1.0,
                                initial_state=None if S0 is None else S0[None])
