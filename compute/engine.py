@@ -26,7 +26,8 @@ work is a few dozen ops on 8-wide arrays, so per-op overhead dominates, and a nu
 torch dispatch; the trace then needs no conversion. The torch backend runs the operator code (compute.kda, .mla,
 .moe, .attnres; compute.xp spells the few operations the two libraries name differently); the numpy backend
 runs compute.fused — the same formulas with fused projections and fewer array ops per layer — for configs it
-supports (K3), the operator code on numpy otherwise. float64 runs of the two backends agree to ~1e-8 of each
+supports (K3), the operator code on numpy otherwise. KDA prefill: the torch backend runs `kda_chunked`; the fused
+kernels run the token recurrence for prompts of up to 32 tokens and `kda_chunked` beyond (equal to rounding). float64 runs of the two backends agree to ~1e-8 of each
 tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In float32
 the toy is chaotic: a rounding difference (the two libraries round exp and sums differently) flips a near-tied
 top-k choice somewhere in the 92 routed layers and the difference grows — float32 logits of either backend
