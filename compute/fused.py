@@ -12,12 +12,13 @@ tests/compute/test_fused.py compares layer by layer in float64):
   sigmoid(y) = ½(1 + tanh(y/2)), SiLU(c) = (c/2)(1 + tanh(c/2)),
   SiTU-GLU(g, u) = 50 · tanh(g/4) · (1 + tanh(g/2)) · tanh(u/25) (the 50 folded into W2);
   all tanh arguments of a KDA layer (conv output, decay gate, β, output gate) go through ONE tanh call;
-- MoE: top-k by argpartition and one argsort of the k winners; decode gathers the k experts' [W1/β1 | W1/2 | W3/β2] columns with one `take` as an
-  [L, 3·k·F] block (one plain matmul, each SiTU-GLU factor a contiguous slice) and their W2 with another;
-  prefill gathers W1|W3|W2 rows per token and runs one batched matmul each;
+- MoE: top-k by argpartition and one argsort of the k winners; each expert's [W1/β1 | W1/2 | W3/β2] and
+  β1β2/2·W2 are one contiguous row of a table, so one `take` gathers the k experts (per token) and one batched
+  matmul each runs W1|W3 and W2;
 - AttnRes: the candidates live in a preallocated [T, N+1, D] buffer with the RMS denominator of every stored
   block computed once (stored blocks never change), so a call normalises only the new partial; the softmax
   skips the max shift when the scores are provably bounded (|s| ≤ √D·‖w‖ < 60 for every pseudo-query);
+- one token (decode): RMS denominators are a dot product and a scalar square root;
 - KDA prefill: the token recurrence (`kda_recurrent`'s formula) for T ≤ 32 — fewer ops than the chunked
   form at toy width —, `compute.kda.kda_chunked` for longer prompts; decode: one step (`kda_step`'s formula).
 
@@ -183,11 +184,7 @@ class FusedK3:
         sh = np.concatenate([s13[:, :Fs] / b1, s13[:, :Fs] / 2, s13[:, Fs:] / b2], 1)
         W = np.concatenate([np.asarray(m["router"], np.float64), np.asarray(m["down"], np.float64), sh], 1)
         Ln = m["norm"].shape[0]
-        # decode layout: [L, 3, E·F] so that the k selected experts' columns gather into contiguous blocks
-        w13L = np.stack([w1 / b1, w1 / 2, w3 / b2], 0).transpose(2, 0, 1, 3).reshape(L, 3, E * F)
         return {"W": W.astype(dt), "E": E, "L": L, "F": F, "Fs": Fs,
-                "w13L": np.ascontiguousarray(w13L).astype(dt), "cols": np.arange(E * F).reshape(E, F),
-                "w2": np.ascontiguousarray(e2).astype(dt),
                 "experts": np.ascontiguousarray(np.concatenate([e13, e2], 1)).astype(dt),
                 "n13": L * 3 * F, "bias": m["bias"],
                 "norm": (np.asarray(m["norm"], np.float64) * math.sqrt(Ln)).astype(dt),
@@ -454,19 +451,18 @@ class FusedK3:
         if rsf != 1.0:
             wts = wts * rsf
         z = zz[:, E:E + L]
+        n13 = mp["n13"]
         if T == 1:
-            # [W1/β1 | W1/2 | W3/β2] columns of the k experts as [L, 3·k·F]: one plain matmul, contiguous parts
-            kF = top_k * F
-            h = z @ mp["w13L"].take(mp["cols"].take(idx[0], 0).ravel(), 2).reshape(L, 3 * kF)
+            G = mp["experts"].take(idx[0], 0)  # [k, L·3F + F·L]: each expert's weights are one contiguous row
+            h = z[0] @ G[:, :n13].reshape(top_k, L, 3 * F)  # [k, 3F]
             np.tanh(h, out=h)
-            h[:, kF:2 * kF] += one
-            act = h[:, :kF] * h[:, kF:2 * kF]
-            act *= h[:, 2 * kF:]
-            experts = (act.reshape(top_k, 1, F) @ mp["w2"].take(idx[0], 0).reshape(top_k, F, L)).reshape(1, top_k, L)
+            h[:, F:2 * F] += one
+            act = h[:, :F] * h[:, F:2 * F]
+            act *= h[:, 2 * F:]
+            experts = (act[:, None, :] @ G[:, n13:].reshape(top_k, F, L)).reshape(1, top_k, L)
             mix = wts @ experts[0]  # [1, L]
         else:
             G = mp["experts"].take(idx, 0)  # [T, k, L·3F + F·L]
-            n13 = mp["n13"]
             h = z[:, None, None, :] @ G[..., :n13].reshape(T, top_k, L, 3 * F)  # [T, k, 1, 3F]
             np.tanh(h, out=h)
             h[..., F:2 * F] += one
