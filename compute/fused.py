@@ -236,6 +236,7 @@ class FusedK3:
         D_slot = [Den[:, i] for i in range(C)]
         V_upto = [Vb[:, :i + 1] for i in range(C)]
         D_upto = [Den[:, :i + 1] for i in range(C)]
+        V1_upto = [Vb[0, :i + 1] for i in range(C)]  # one token: the candidates as a plain [n+1, D] matrix
 
         Deps = float(cD)
         sqrt, dot = math.sqrt, np.dot
@@ -257,7 +258,7 @@ class FusedK3:
                 s -= np.maximum.reduce(s, -1, keepdims=True)
             np.exp(s, out=s)
             s /= np.add.reduce(s, -1, keepdims=True)
-            return (s[:, None, :] @ Vn)[:, 0], s
+            return (s @ V1_upto[n] if T == 1 else (s[:, None, :] @ Vn)[:, 0]), s
 
         def rms(x, w2):
             """RMSNorm(x) ⊙ w with w2 = √D·w: x·w2 / sqrt(Σx² + D·eps)."""
