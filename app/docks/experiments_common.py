@@ -276,3 +276,19 @@ def section_label(text: str = "") -> QLabel:
     lab.setWordWrap(True)
     f = lab.font(); f.setBold(True); lab.setFont(f)
     return lab
+
+
+def scroll_page(area: QScrollArea) -> tuple[QVBoxLayout, QLabel]:
+    """Turn a QScrollArea into a frameless, resizable page: returns its vertical layout and a bold title label
+    already added to it (the shared frame of every Learn-dock panel)."""
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.NoFrame)
+    inner = QWidget()
+    area.setWidget(inner)
+    lay = QVBoxLayout(inner)
+    lay.setContentsMargins(12, 10, 12, 10)
+    title = QLabel()
+    title.setWordWrap(True)
+    f = title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); title.setFont(f)
+    lay.addWidget(title)
+    return lay, title

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QDockWidget, QFrame, QHeaderView, QLabel, QScroll
 
 from app.docks.learn_harness import HarnessPanel
 from app.docks.learn_quiz import QuizPanel
-from app.docks.experiments_common import demote_headings, fit_table_height, qcolor
+from app.docks.experiments_common import demote_headings, fit_table_height, qcolor, scroll_page
 from app.docks.learn_serving import ServingPanel, markdown_label
 from app.i18n import language, tr
 from app.texts import explanation
@@ -26,16 +26,7 @@ class QualityPanel(QScrollArea):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.NoFrame)
-        inner = QWidget()
-        self.setWidget(inner)
-        lay = QVBoxLayout(inner)
-        lay.setContentsMargins(12, 10, 12, 10)
-        self.title = QLabel()
-        self.title.setWordWrap(True)
-        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
-        lay.addWidget(self.title)
+        lay, self.title = scroll_page(self)
         self.table = QTableWidget(QUALITY_ROWS, 3)
         self.table.setObjectName("quality_table")
         self.table.setWordWrap(True)

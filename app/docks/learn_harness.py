@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from app.docks.experiments_common import demote_headings, qcolor, section_label
+from app.docks.experiments_common import demote_headings, qcolor, scroll_page, section_label
 from app.docks.learn_serving import markdown_label
 from app.i18n import language, tr
 from app.texts import explanation
@@ -41,16 +41,7 @@ def xtml_text(segs: list[tuple[str, str]]) -> str:
 class HarnessPanel(QScrollArea):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.NoFrame)
-        inner = QWidget()
-        self.setWidget(inner)
-        lay = QVBoxLayout(inner)
-        lay.setContentsMargins(12, 10, 12, 10)
-        self.title = QLabel()
-        self.title.setWordWrap(True)
-        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
-        lay.addWidget(self.title)
+        lay, self.title = scroll_page(self)
         self.intro = markdown_label("")
         lay.addWidget(self.intro)
         self.config_title = section_label()

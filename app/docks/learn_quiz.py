@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QRadioButton, QScrollArea,
                                QToolButton, QVBoxLayout, QWidget)
 
+from app.docks.experiments_common import scroll_page
 from app.i18n import tr
 
 
@@ -76,18 +77,9 @@ class QuizPanel(QScrollArea):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.NoFrame)
         self.session = QuizSession()
         self.index = 0
-        inner = QWidget()
-        self.setWidget(inner)
-        lay = QVBoxLayout(inner)
-        lay.setContentsMargins(12, 10, 12, 10)
-        self.title = QLabel()
-        self.title.setWordWrap(True)
-        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
-        lay.addWidget(self.title)
+        lay, self.title = scroll_page(self)
         self.progress = QLabel(); self.progress.setObjectName("quiz_progress")
         self.score = QLabel(); self.score.setObjectName("quiz_score")
         top = QHBoxLayout(); top.addWidget(self.progress); top.addStretch(1); top.addWidget(self.score)

@@ -8,7 +8,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QHBoxLayout,
                                QLabel, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 
-from app.docks.experiments_common import FloatSlider, demote_headings, fmt, qcolor
+from app.docks.experiments_common import FloatSlider, demote_headings, fmt, qcolor, scroll_page
 from app.i18n import language, tr
 from app.texts import explanation
 from compute import teaching as T
@@ -142,16 +142,7 @@ class TrafficDiagram(QWidget):
 class ServingPanel(QScrollArea):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.NoFrame)
-        inner = QWidget()
-        self.setWidget(inner)
-        lay = QVBoxLayout(inner)
-        lay.setContentsMargins(12, 10, 12, 10)
-        self.title = QLabel()
-        self.title.setWordWrap(True)
-        f = self.title.font(); f.setPointSizeF(f.pointSizeF() * 1.35); f.setBold(True); self.title.setFont(f)
-        lay.addWidget(self.title)
+        lay, self.title = scroll_page(self)
         self.traffic = markdown_label("")
         lay.addWidget(self.traffic)
         row = QHBoxLayout()
