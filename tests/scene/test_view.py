@@ -192,6 +192,12 @@ def test_hover_tooltip_names_block_cell_and_value(view, qtbot, trace_a):
     assert "RMSNorm" in tip and "feature 3" in tip and trace_a.tokens[1][0] in tip
     assert f"{value:+.4f}" in tip
     assert view.hovered == "L37/norm.mixer"
+    # the cursor leaving the GL window (a native window: Qt sends it a Leave event) clears the hover
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+    with qtbot.waitSignal(view.block_hovered, timeout=2000) as left:
+        QApplication.sendEvent(view.gl, QEvent(QEvent.Leave))
+    assert left.args == [""] and view.hovered is None and not view.line_hover.visible()
 
 
 def test_click_on_slab_and_pgup_emit_layer(view, qtbot):
