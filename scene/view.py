@@ -171,18 +171,22 @@ class _LabelCache:
     def image(self, w: int, h: int, dpr: float) -> QImage:
         o = self.owner
         c = o.cam
-        key = (o._overlay_version, o.tr("scene.title"), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
-               w, h, dpr)
+        inp = o._overlay_input()
+        # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
+        # the view size and the OverlayInput fields
+        key = (o._overlay_version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
+               w, h, dpr, inp.selected, inp.hovered, inp.has_trace, tuple(inp.tokens or ()), inp.step_note,
+               inp.flow_on)
         if key != self._key or self._img is None:
             img = QImage(max(1, int(w * dpr)), max(1, int(h * dpr)), QImage.Format.Format_ARGB32_Premultiplied)
             img.setDevicePixelRatio(dpr)
             img.fill(0)
             p = QPainter(img)
             try:
-                draw_overlay(p, o._overlay_input(), w, h, 1.0)
+                draw_overlay(p, inp, w, h, 1.0)
             finally:
                 p.end()
-            self._img, self._key = img, key
+            self._img, self._key, self._layout = img, key, inp.layout  # keeps id(layout) unique while cached
             self.paint_count += 1
         return self._img
 
@@ -286,8 +290,9 @@ class SceneView(QWidget):
 
     # ================================================================ public API
     def _touch(self) -> None:
-        """Something the labels show changed: redraw the overlay at the next frame."""
-        self._overlay_version += 1
+        """Something the labels may show changed: redraw at the next frame. The label picture is laid out
+        again only if what it shows differs (see _LabelCache), so a new trace of the same shape (a slider
+        drag) reuses it and its GL texture."""
         self._redraw()
 
     def _redraw(self) -> None:
@@ -301,6 +306,7 @@ class SceneView(QWidget):
 
     def set_translator(self, fn) -> None:
         self._tr = fn
+        self._overlay_version += 1  # every text may differ
         self._touch()
 
     def tr(self, key: str, **fmt) -> str:
