@@ -7,6 +7,11 @@
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
              expert_clicked(int)
 
+The 3D picture is a native child window (`_GL`, a pyqtgraph GLViewMixin on a QOpenGLWindow, in a
+`createWindowContainer` widget: `SceneView.container`), so other widgets' updates never recomposite it through
+GL; labels are painted into the same GL frame. Exports render into an FBO with an off-screen context of the
+application's share group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs anyway).
+
 Everything drawn comes from one `Layout` (scene/layout.py). Geometry is merged per family into a few
 FamilyMesh items; a new trace / pass / token only rewrites colour buffers. Redraws happen on demand.
 """
