@@ -10,8 +10,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication, QImage
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
                                QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox,
                                QPushButton, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
@@ -85,7 +85,19 @@ def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool =
 
 
 def grab_window(window) -> QImage:
-    return window.grab().toImage()
+    """The whole window as shown. The 3D view is a native GL window that a widget grab cannot see, so its
+    picture (3D + labels, at the window's pixel ratio) is painted into the grab where it sits."""
+    image = window.grab().toImage()
+    scene = getattr(window, "scene", None)
+    container = getattr(scene, "container", None)
+    if container is not None and container.isVisible():
+        shot = scene.gl.grabFramebuffer()
+        p = QPainter(image)
+        try:
+            p.drawImage(container.mapTo(window, QPoint(0, 0)), shot)
+        finally:
+            p.end()
+    return image
 
 
 def copy_to_clipboard(image: QImage) -> None:

@@ -7,6 +7,11 @@
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
              expert_clicked(int)
 
+The 3D picture is a native child window (`_GL`, a pyqtgraph GLViewMixin on a QOpenGLWindow, in a
+`createWindowContainer` widget: `SceneView.container`), so other widgets' updates never recomposite it through
+GL; labels are painted into the same GL frame. Exports render into an FBO with an off-screen context of the
+application's share group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs anyway).
+
 Everything drawn comes from one `Layout` (scene/layout.py). Geometry is merged per family into a few
 FamilyMesh items; a new trace / pass / token only rewrites colour buffers. Redraws happen on demand.
 """
@@ -18,9 +23,10 @@ import math
 import numpy as np
 import pyqtgraph.opengl as gl
 from OpenGL import GL
-from PySide6.QtCore import QPoint, QPointF, Qt, QVariantAnimation, Signal
-from PySide6.QtGui import QImage, QPainter, QVector3D
-from PySide6.QtOpenGL import (QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat)
+from pyqtgraph.opengl.GLViewWidget import GLViewMixin
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, Qt, QVariantAnimation, Signal
+from PySide6.QtGui import QImage, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat, QVector3D
+from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat, QOpenGLWindow
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from assets import asset_path
@@ -62,22 +68,73 @@ STEP_FOCUS = {
 }
 
 
-class _GL(gl.GLViewWidget):
-    """The GL surface: pyqtgraph draws the items, then one QPainter pass draws the labels."""
+class _GL(GLViewMixin, QOpenGLWindow):
+    """The GL surface: a native child window (QOpenGLWindow) embedded with QWidget.createWindowContainer.
+
+    Being its own native window, it is swapped on its own: updating any other widget of the main window no
+    longer recomposites the 3D picture through GL (which a QOpenGLWidget forces on the whole top-level window),
+    and a 3D frame does not repaint the other widgets. pyqtgraph draws the items, then one QPainter pass draws
+    the labels into the same frame (a widget overlay cannot sit above a native window). Input arrives here and
+    goes to the owner (picking, camera), never to pyqtgraph's own handlers."""
 
     def __init__(self, owner: "SceneView"):
-        super().__init__()
+        share = QOpenGLContext.globalShareContext()
+        if share is not None:
+            super().__init__(share, QOpenGLWindow.UpdateBehavior.NoPartialUpdate)
+        else:
+            super().__init__(QOpenGLWindow.UpdateBehavior.NoPartialUpdate)
         self.owner = owner
-        self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setFormat(_surface_format())
         self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
+        self.labels = _LabelCache(owner)
         self.paint_count = 0
 
+    # --- what GLViewMixin and callers expect of a QOpenGLWidget ---------------------------------------
+    def devicePixelRatioF(self) -> float:
+        return float(self.devicePixelRatio())
+
+    def deviceWidth(self) -> int:
+        return int(self.width() * self.devicePixelRatio())
+
+    def deviceHeight(self) -> int:
+        return int(self.height() * self.devicePixelRatio())
+
+    def setFocus(self) -> None:
+        """Keyboard focus to the 3D view (the container takes it and activates this window)."""
+        self.owner.container.setFocus()
+        if self.isExposed():
+            self.requestActivate()
+
+    def repaint(self) -> None:
+        """Draw now (synchronously), like QWidget.repaint."""
+        self.update()
+        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.UpdateRequest))
+
+    def grabFramebuffer(self) -> QImage:
+        """What the window shows (3D + labels) at its device-pixel size, rendered into an FBO.
+
+        QOpenGLWindow's own grabFramebuffer reads the default framebuffer, whose contents are undefined after
+        a swap; rendering the current state again is exact and works while hidden."""
+        dpr = float(self.devicePixelRatio())
+        w, h = max(1, self.owner.container.width()), max(1, self.owner.container.height())
+        img = self.owner._render(int(w * dpr), int(h * dpr), transparent=False, label_size=(w, h), dpr=dpr)
+        img.setDevicePixelRatio(dpr)
+        return img
+
+    # --- drawing --------------------------------------------------------------------------------------
     def paintGL(self):
+        dpr = self.devicePixelRatio()
+        GL.glViewport(0, 0, int(self.width() * dpr), int(self.height() * dpr))
         super().paintGL()
+        if self.owner.labels_enabled:
+            p = QPainter(self)
+            try:
+                p.drawImage(0, 0, self.labels.image(self.width(), self.height(), dpr))
+            finally:
+                p.end()
         self.paint_count += 1
 
-    # input goes to the owner (picking, camera), never to pyqtgraph's own handlers
+    # --- input ----------------------------------------------------------------------------------------
     def mousePressEvent(self, ev):
         self.owner._press(ev)
 
@@ -93,53 +150,81 @@ class _GL(gl.GLViewWidget):
     def keyPressEvent(self, ev):
         self.owner._key(ev)
 
-    def leaveEvent(self, ev):
-        self.owner._leave()
+    def event(self, ev):
+        if ev.type() == QEvent.Type.Leave:
+            self.owner._leave()
+        return super().event(ev)
 
 
-class _Overlay(QWidget):
-    """The label layer: a transparent raster widget over the GL surface (one QPainter pass, Qt fonts).
+def _surface_format() -> QSurfaceFormat:
+    fmt = QSurfaceFormat.defaultFormat()
+    fmt.setDepthBufferSize(24)
+    fmt.setStencilBufferSize(8)
+    return fmt
 
-    Being a normal widget, it is part of every widget grab of the window; it never takes mouse input. Its
-    picture is cached and redrawn only when the camera or something it shows changed."""
+
+class _LabelCache:
+    """The labels as one premultiplied image, laid out and painted again only when the camera or something
+    they show changed (one QPainter pass, Qt fonts, so Korean renders)."""
 
     def __init__(self, owner: "SceneView"):
-        super().__init__(owner)
         self.owner = owner
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
         self._key = None
         self._img: QImage | None = None
         self.paint_count = 0
 
-    def image(self) -> QImage:
+    def image(self, w: int, h: int, dpr: float) -> QImage:
         o = self.owner
-        dpr = self.devicePixelRatioF()
         c = o.cam
-        key = (o._overlay_version, o.tr("scene.title"), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
-               self.width(), self.height(), dpr)
+        inp = o._overlay_input()
+        # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
+        # the view size and the OverlayInput fields
+        key = (o._overlay_version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
+               w, h, dpr, inp.selected, inp.hovered, inp.has_trace, tuple(inp.tokens or ()), inp.step_note,
+               inp.flow_on)
         if key != self._key or self._img is None:
-            img = QImage(max(1, int(self.width() * dpr)), max(1, int(self.height() * dpr)),
-                         QImage.Format.Format_ARGB32_Premultiplied)
+            img = QImage(max(1, int(w * dpr)), max(1, int(h * dpr)), QImage.Format.Format_ARGB32_Premultiplied)
             img.setDevicePixelRatio(dpr)
             img.fill(0)
             p = QPainter(img)
             try:
-                draw_overlay(p, o._overlay_input(), self.width(), self.height(), 1.0)
+                draw_overlay(p, inp, w, h, 1.0)
             finally:
                 p.end()
-            self._img, self._key = img, key
+            self._img, self._key, self._layout = img, key, inp.layout  # keeps id(layout) unique while cached
+            self.paint_count += 1
         return self._img
 
-    def paintEvent(self, ev):
-        if not self.owner.labels_enabled:
-            return
-        self.paint_count += 1
-        p = QPainter(self)
-        try:
-            p.drawImage(0, 0, self.image())
-        finally:
-            p.end()
+
+class _ExportContext:
+    """An off-screen GL context in the app's share group: exports render into an FBO with it, whether or not
+    the window was ever shown (the items' buffers and pyqtgraph's shader programs are shared)."""
+    _instance: "_ExportContext | None" = None
+
+    def __init__(self):
+        self.surface = QOffscreenSurface()
+        self.surface.setFormat(_surface_format())
+        self.surface.create()
+        self.context = QOpenGLContext()
+        self.context.setFormat(_surface_format())
+        share = QOpenGLContext.globalShareContext()
+        if share is not None:
+            self.context.setShareContext(share)
+        if not self.context.create():
+            raise RuntimeError("OpenGL is not available for the 3D view (no GL context could be created)")
+
+    @classmethod
+    def get(cls) -> "_ExportContext":
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def make_current(self) -> None:
+        if not self.context.makeCurrent(self.surface):
+            raise RuntimeError("OpenGL is not available for the 3D view (cannot make a GL context current)")
+
+    def done_current(self) -> None:
+        self.context.doneCurrent()
 
 
 class SceneView(QWidget):
@@ -177,11 +262,14 @@ class SceneView(QWidget):
         self._dragged = False
 
         self.gl = _GL(self)
+        # the native GL window inside the widget tree; it takes keyboard focus like the old GL widget did
+        self.container = QWidget.createWindowContainer(self.gl, self)
+        self.container.setObjectName("sceneGL")
+        self.container.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.container.setMinimumSize(16, 16)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.gl)
-        self.overlay = _Overlay(self)
-        self.overlay.raise_()
+        lay.addWidget(self.container)
         self.meshes: dict[str, FamilyMesh] = {}
         for fam in ("stack", "cells", "experts"):
             m = FamilyMesh()
@@ -207,28 +295,23 @@ class SceneView(QWidget):
 
     # ================================================================ public API
     def _touch(self) -> None:
-        """Something the labels show changed: redraw the overlay at the next frame."""
-        self._overlay_version += 1
+        """Something the labels may show changed: redraw at the next frame. The label picture is laid out
+        again only if what it shows differs (see _LabelCache), so a new trace of the same shape (a slider
+        drag) reuses it and its GL texture."""
         self._redraw()
 
     def _redraw(self) -> None:
         self.gl.update()
-        self.overlay.update()
 
     def resizeEvent(self, ev):
         super().resizeEvent(ev)
-        self.overlay.setGeometry(self.gl.geometry())
-        self.overlay.raise_()
         if self._refit is not None:  # until the user moves the camera, the framing follows the widget's shape
             self._stop_anim()
             self._apply_camera(self._refit())
 
-    def showEvent(self, ev):
-        super().showEvent(ev)
-        self.overlay.setGeometry(self.gl.geometry())
-
     def set_translator(self, fn) -> None:
         self._tr = fn
+        self._overlay_version += 1  # every text may differ
         self._touch()
 
     def tr(self, key: str, **fmt) -> str:
@@ -332,47 +415,46 @@ class SceneView(QWidget):
         w, h = int(w), int(h)
         if w <= 0 or h <= 0:
             raise ValueError(f"image size must be positive, got {w}x{h}")
-        self._ensure_context()
-        self.gl.makeCurrent()
+        return self._render(w, h, transparent)
+
+    def _render(self, w: int, h: int, transparent: bool = False, label_size=None, dpr: float = 1.0) -> QImage:
+        """Render into an FBO of w x h device pixels with the off-screen export context. Labels are laid out
+        for label_size logical pixels at dpr (the on-screen look), or scaled to the image size (exports)."""
+        ctx = _ExportContext.get()
+        ctx.make_current()
         fmt = QOpenGLFramebufferObjectFormat()
         fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
         fmt.setSamples(4)
-        fbo = QOpenGLFramebufferObject(w, h, fmt)
         old_bg = self.gl.opts["bgcolor"]
         try:
+            for item in self.gl.items:  # a never-shown window has not initialised them: the share group is one
+                if not item.isInitialized():
+                    item.initialize()
+            fbo = QOpenGLFramebufferObject(w, h, fmt)
             if transparent:
                 self.gl.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
             fbo.bind()
             GL.glViewport(0, 0, w, h)
-            self.gl.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
+            lw, lh = label_size if label_size is not None else (w, h)
+            self.gl.paint(region=(0, 0, lw, lh), viewport=(0, 0, lw, lh))
             GL.glFinish()
             fbo.release()
             img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
+            del fbo
         finally:
             self.gl.opts["bgcolor"] = old_bg
-            self.gl.doneCurrent()
+            ctx.done_current()
         if self.labels_enabled:
             p = QPainter(img)
             try:
-                draw_overlay(p, self._overlay_input(), w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
+                if label_size is not None:
+                    p.scale(dpr, dpr)
+                    draw_overlay(p, self._overlay_input(), label_size[0], label_size[1], 1.0)
+                else:
+                    draw_overlay(p, self._overlay_input(), w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
             finally:
                 p.end()
-        self.gl.update()
         return img
-
-    def _ensure_context(self) -> None:
-        """A never-shown top-level view gets its GL context by an off-screen show; else a clear error."""
-        if self.gl.isValid():
-            return
-        if self.window() is self and not self.isVisible():
-            from PySide6.QtWidgets import QApplication
-            self.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-            self.show()
-            QApplication.processEvents()
-        if not self.gl.isValid():
-            self.gl.grabFramebuffer()  # initialises the widget's context even when it was never exposed
-        if not self.gl.isValid():
-            raise RuntimeError("OpenGL is not available for the 3D view (no GL context could be created)")
 
     # ================================================================ building / colouring
     def _rebuild(self) -> None:
@@ -498,7 +580,7 @@ class SceneView(QWidget):
 
     # ================================================================ camera
     def _aspect(self) -> float:
-        w, h = self.gl.width(), self.gl.height()
+        w, h = self.container.width(), self.container.height()
         return w / h if w > 10 and h > 10 else 1.6
 
     def _layer_camera(self) -> camlib.Camera:
@@ -654,7 +736,7 @@ class SceneView(QWidget):
             text = self.tooltip_text(hit) if hit else ""
             self.last_tooltip = text
             if text:
-                QToolTip.showText(global_pos, text, self.gl)
+                QToolTip.showText(global_pos, text, self.container)
             else:
                 QToolTip.hideText()
 

@@ -183,6 +183,16 @@ def test_clipboard_and_whole_window(main_window, qtbot, tmp_path):
     img = QImage(str(out))
     ratio = win.devicePixelRatioF()
     assert img.size().toTuple() == (int(win.width() * ratio), int(win.height() * ratio))
+    # the 3D view is a native GL window a widget grab cannot see: its picture must be in the file, where it sits
+    from scene import palette
+    top_left = win.scene.container.mapTo(win, QPoint(0, 0))
+    x0, y0 = int(top_left.x() * ratio), int(top_left.y() * ratio)
+    x1, y1 = x0 + int(win.scene.container.width() * ratio), y0 + int(win.scene.container.height() * ratio)
+    area = image_array(img)[y0:y1, x0:x1, :3].astype(int)
+    bg = np.array(palette.role("background")[:3]) * 255
+    is_bg = np.abs(area - bg).max(axis=-1) <= 3
+    assert is_bg.mean() > 0.2  # the GL clear colour fills the empty space of the view
+    assert (~is_bg).mean() > 0.1  # and the scene (blocks, labels) is drawn over it
     _finish(dialog)
 
 

@@ -101,7 +101,9 @@ HIDDEN = textwrap.dedent("""
     from scene.view import SceneView
     v = SceneView()  # never shown by the caller
     img = v.render_image(320, 200)
-    print("size", img.width(), img.height(), "visible-on-screen", not v.testAttribute(Qt.WA_DontShowOnScreen))
+    # rendered off-screen: the view was never shown, not even off-screen, and nothing appeared on the display
+    print("size", img.width(), img.height(), "shown", v.isVisible() or v.testAttribute(Qt.WA_DontShowOnScreen),
+          "drawn", img.pixelColor(160, 100) != img.pixelColor(0, 0) or img.pixelColor(2, 2).alpha() == 255)
 """)
 
 
@@ -110,4 +112,4 @@ def test_render_image_of_a_never_shown_view():
     proc = subprocess.run([sys.executable, "-c", HIDDEN.format(root=str(ROOT))], capture_output=True, text=True,
                           timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "size 320 200 visible-on-screen False" in proc.stdout
+    assert "size 320 200 shown False drawn True" in proc.stdout

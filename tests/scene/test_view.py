@@ -192,6 +192,12 @@ def test_hover_tooltip_names_block_cell_and_value(view, qtbot, trace_a):
     assert "RMSNorm" in tip and "feature 3" in tip and trace_a.tokens[1][0] in tip
     assert f"{value:+.4f}" in tip
     assert view.hovered == "L37/norm.mixer"
+    # the cursor leaving the GL window (a native window: Qt sends it a Leave event) clears the hover
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+    with qtbot.waitSignal(view.block_hovered, timeout=2000) as left:
+        QApplication.sendEvent(view.gl, QEvent(QEvent.Leave))
+    assert left.args == [""] and view.hovered is None and not view.line_hover.visible()
 
 
 def test_click_on_slab_and_pgup_emit_layer(view, qtbot):
@@ -365,3 +371,42 @@ def test_click_on_an_expert_cell_emits_its_id_and_select_expert_outlines_it(view
     assert f"Expert {e}" in view.last_tooltip and f"{s:.4f}" in view.last_tooltip
     view.select_expert(17)
     assert view.line_follow.visible()
+
+
+def _screen_pixels(view, qtbot, before_count):
+    """What the X server shows in the GL window (not an FBO re-render): the real on-screen frame."""
+    from PySide6.QtWidgets import QApplication
+
+    qtbot.waitUntil(lambda: view.gl.paint_count > before_count, timeout=5000)
+    qtbot.wait(50)
+    shot = QApplication.primaryScreen().grabWindow(int(view.gl.winId()))
+    return image_array(shot.toImage()).astype(int)
+
+
+def test_on_screen_frame_has_the_labels_and_they_follow_the_state(view, qtbot, trace_a, trace_b):
+    from scene import palette
+
+    view.set_trace(trace_a)
+    view.set_layer(36, animate=False)
+    view.set_camera_state(dict(center=[10, 0, 8], distance=30.0, azimuth=-90.0, elevation=8.0, fov=38))
+    settle(qtbot, view)
+    n = view.gl.paint_count
+    view.gl.update()
+    shown = _screen_pixels(view, qtbot, n)
+    assert shown.shape[:2] == (H, W)
+    bg = np.array(palette.role("background")[:3]) * 255
+    title = shown[8:40, 8:360, :3]  # the HUD title is drawn into the GL frame itself
+    assert (np.abs(title - bg).max(axis=-1) > 60).mean() > 0.03
+    view.labels_enabled = False
+    n = view.gl.paint_count
+    view.gl.update()
+    bare = _screen_pixels(view, qtbot, n)
+    # the same frame without labels: the title's glyph pixels are gone (the 3D content stays)
+    assert (np.abs(bare[8:40, 8:360, :3] - title).max(axis=-1) > 60).mean() > 0.03
+    assert (np.abs(bare[8:40, 8:360, :3] - bg).max(axis=-1) > 60).mean() < (np.abs(title - bg).max(axis=-1) > 60).mean()
+    view.labels_enabled = True
+    # another prompt: new cells and token names by the rows reach the screen, not a stale label picture
+    n = view.gl.paint_count
+    view.set_trace(trace_b)
+    other = _screen_pixels(view, qtbot, n)
+    assert np.abs(other - shown)[..., :3].max(axis=-1).astype(bool).mean() > 0.001
