@@ -19,6 +19,38 @@ from app.widgets.expert_grid import ExpertGridWidget
 
 BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert
 BIAS_STEPS_PER_UNIT = 100  # slider resolution 0.01
+_DIGITS = str.maketrans("0123456789", "0000000000")
+
+
+class _NumbersLabel(QLabel):
+    """A word-wrapped rich-text label whose text changes only in its numbers on every token / layer.
+
+    QLabel lays its document out three times for sizeHint / minimumSizeHint after each setText (the layout
+    asks for them on every change). Those hints depend on the glyph widths only, and digits share one width,
+    so they are cached per text with its digits replaced by 0 (and per font): a new token costs one layout
+    for the height at the actual width (heightForWidth, not cached) and one for painting."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._hints: dict = {}
+
+    def _key(self):
+        return self.text().translate(_DIGITS), self.font().key(), self.logicalDpiX()
+
+    def _cached(self) -> tuple:
+        key = self._key()
+        hit = self._hints.get(key)
+        if hit is None:
+            if len(self._hints) > 64:
+                self._hints.clear()
+            hit = self._hints[key] = (super().sizeHint(), super().minimumSizeHint())
+        return hit
+
+    def sizeHint(self):  # noqa: N802
+        return self._cached()[0]
+
+    def minimumSizeHint(self):  # noqa: N802
+        return self._cached()[1]
 
 
 class GridTab(QWidget):
@@ -69,7 +101,7 @@ class GridTab(QWidget):
         self.value_label = QLabel()
         self.value_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("+0.000 ") + 4)
         self.reset_button = QPushButton()
-        self.why = QLabel()
+        self.why = _NumbersLabel()
         self.why.setObjectName("experts.why")
         self.why.setWordWrap(True)
         self.why.setTextFormat(Qt.RichText)
@@ -93,6 +125,7 @@ class GridTab(QWidget):
         self.selected_list.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
         self.selected_list.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.selected_list.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self._selected_key = None
         self.shared_line = QLabel()
         self.shared_line.setWordWrap(True)
         self.shared_line.setStyleSheet("color: #d0702a;")
@@ -192,13 +225,24 @@ class GridTab(QWidget):
     def _update_selected_list(self):
         r = self.current
         if r is None:
-            self.selected_list.setText(tr("experts.selected.none"))
+            self._set_selected_text(tr("experts.selected.none"))
             self.sum_line.setText("")
             return
         order = np.argsort(-r.weights, kind="stable")
         cells = [f"E{int(r.selected[i]):<4d}{r.weights[i]:.3f}" for i in order]
-        self.selected_list.setText("\n".join("   ".join(cells[j:j + 4]) for j in range(0, len(cells), 4)))
+        self._set_selected_text("\n".join("   ".join(cells[j:j + 4]) for j in range(0, len(cells), 4)))
         self.sum_line.setText(tr("experts.selected.sum", total=float(r.weights.sum())))
+
+    def _set_selected_text(self, text: str):
+        """The list's columns have fixed widths, so its size changes only with the number of experts or the
+        font: the label is pinned to that size (a fixed-size widget's text change does not invalidate the
+        dock's layouts) and re-pinned when the text's shape (digits aside) changes."""
+        label = self.selected_list
+        label.setText(text)
+        key = (text.translate(_DIGITS), label.font().key(), label.logicalDpiX())
+        if key != self._selected_key:
+            self._selected_key = key
+            label.setFixedSize(label.sizeHint())
 
     def _update_why(self):
         e = self.expert_spin.value()

@@ -7,16 +7,20 @@ weights)` and it draws
     lit cells     the selected top-k experts in gold; brightness and the bar at the cell's foot = mixing weight
     apart         the shared experts (always on, never routed)
 
-Colours are computed for all cells at once (one numpy expression -> one QImage of 32 x 28 pixels) and the
-whole grid is one `drawImage` scaled without smoothing, so an update costs well under a millisecond.
+Colours are computed for all cells at once (one numpy expression) and the grid, gaps included, is composed at
+device resolution by two numpy gathers (a column index map and a row index map, cached per geometry) into one
+RGB32 QImage, drawn unscaled with a single `drawImage`; the 16 weight-bar rectangles are cached with it. The widget is
+opaque (no parent background painted under it), so a new token / layer costs about a millisecond.
 
 Signals: `expert_clicked(int)`, `expert_hovered(int)` (-1 when the pointer leaves the grid).
 Hover also shows a tooltip: id, score, bias, rank (by biased score), weight.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from PySide6.QtCore import QLineF, QPoint, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
@@ -31,6 +35,8 @@ _TEXT = QColor(*role_qcolor_tuple("text"))
 _GOLD = np.array(role_qcolor_tuple("expert")[:3], dtype=np.float64)
 _SHARED = QColor(*role_qcolor_tuple("shared"))
 # unselected cells: dark slate (lowest score of the token) -> light steel blue (highest)
+_BG_PACKED = 0xFF000000 | (_BG.red() << 16) | (_BG.green() << 8) | _BG.blue()
+_BAR = QColor(120, 40, 0)
 _LOW = np.array([34.0, 40.0, 52.0])
 _HIGH = np.array([120.0, 150.0, 196.0])
 
@@ -75,6 +81,7 @@ class ExpertGridWidget(QWidget):
         policy.setHeightForWidth(True)  # square cells: as tall as the width needs
         self.setSizePolicy(policy)
         self.setMinimumSize(300, 240)
+        self.setAttribute(Qt.WA_OpaquePaintEvent)  # paintEvent covers every pixel: no background under it
         self._n = n_experts
         self._cols = cols
         self._rows = -(-n_experts // cols)
@@ -86,7 +93,12 @@ class ExpertGridWidget(QWidget):
         self._weight_of = np.full(n_experts, np.nan)
         self._rank: np.ndarray | None = None
         self._colors = np.zeros((n_experts, 4), dtype=np.uint8)
-        self._image: QImage | None = None
+        self._image: QImage | None = None  # cols x rows, one pixel per cell (None: a message instead)
+        self._packed: np.ndarray | None = None  # [rows + 1, cols + 1] uint32 0xAARRGGBB; last row / col = gap
+        self._maps_key = None  # geometry the pixel index maps were built for
+        self._frame_key = None  # (data serial, geometry) of the composed frame
+        self._serial = 0
+        self._shared_texts: dict = {}  # (i, text, width, point size) -> the label that fits
         self._message = ""
         self._focus = -1  # outlined expert (e.g. the bias slider's expert)
         self._hover = -1
@@ -116,6 +128,11 @@ class ExpertGridWidget(QWidget):
         padded[: self._n] = self._colors
         self._buffer = np.ascontiguousarray(padded.reshape(self._rows, self._cols, 4))
         self._image = QImage(self._buffer.data, self._cols, self._rows, self._cols * 4, QImage.Format_RGBA8888)
+        c = self._buffer.astype(np.uint32)
+        packed = np.full((self._rows + 1, self._cols + 1), _BG_PACKED, dtype=np.uint32)
+        packed[: self._rows, : self._cols] = 0xFF000000 | (c[..., 0] << 16) | (c[..., 1] << 8) | c[..., 2]
+        self._packed = packed
+        self._serial += 1
         self._message = ""
         self.update()
 
@@ -125,9 +142,12 @@ class ExpertGridWidget(QWidget):
         self._cols = COLS if self._n >= 512 else 16
         self._rows = -(-self._n // self._cols)
         self._n_shared = int(n_shared)
-        self._lines_key = None
+        self._maps_key = None
+        self._frame_key = None
         self._colors = np.zeros((self._n, 4), dtype=np.uint8)
+        self._image = self._packed = self._scores = None  # the old data has the old shape
         self.updateGeometry()
+        self.update()
 
     def n_experts(self) -> int:
         return self._n
@@ -166,22 +186,77 @@ class ExpertGridWidget(QWidget):
         shared = QRectF(grid.right() + cell, margin, cell * shared_w_cells, cell * self._rows)
         return cell, grid, shared
 
-    def _gap_lines(self, cell: float, grid: QRectF) -> list[QLineF]:
-        """The lines between cells for this geometry (cached until the widget is resized)."""
-        key = (cell, grid.left(), grid.top())
-        if getattr(self, "_lines_key", None) != key:
-            lines = [QLineF(grid.left() + c * cell, grid.top(), grid.left() + c * cell, grid.bottom())
-                     for c in range(self._cols + 1)]
-            lines += [QLineF(grid.left(), grid.top() + r * cell, grid.right(), grid.top() + r * cell)
-                      for r in range(self._rows + 1)]
-            self._lines_key, self._lines = key, lines
-        return self._lines
+    @staticmethod
+    def _index_map(start: float, cell: float, n: int, gap: float, origin: int, count: int, dpr: float,
+                   rows: bool) -> np.ndarray:
+        """For `count` device pixels from device pixel `origin` along one axis (x, or y when `rows`): the index
+        (0..n-1) of the cell whose area holds each pixel's centre (what a nearest-neighbour scaled image shows),
+        or n for the gaps and outside the grid. The gaps are lines of width `gap` (logical) on every cell edge,
+        rasterised by QPainter itself in widget coordinates (a 1-pixel strip along the axis), so they fall on
+        exactly the pixels that drawing them across the grid covers."""
+        x = (origin + np.arange(count) + 0.5) / dpr - start  # pixel centres, logical, relative to the grid edge
+        idx = np.floor(x / cell).astype(np.int64)
+        length = origin + count
+        strip = QImage(1 if rows else length, length if rows else 1, QImage.Format_RGB32)
+        strip.setDevicePixelRatio(dpr)
+        strip.fill(0)
+        p = QPainter(strip)
+        pen = QPen(QColor(255, 255, 255))
+        pen.setWidthF(gap)
+        p.setPen(pen)
+        at = [start + i * cell for i in range(n + 1)]
+        p.drawLines([QLineF(-4.0, v, 4.0, v) if rows else QLineF(v, -4.0, v, 4.0) for v in at])
+        p.end()
+        line = np.frombuffer(strip.constBits(), dtype=np.uint32, count=strip.bytesPerLine() * strip.height() // 4)
+        if rows:
+            line = line[:: strip.bytesPerLine() // 4]
+        covered = line[origin:length] & 0xFFFFFF != 0
+        idx[(idx < 0) | (idx >= n) | covered] = n
+        return idx
+
+    def _frame(self, cell: float, grid: QRectF) -> tuple[QPointF, QImage]:
+        """The grid with its gaps at device resolution: rebuilt only when the data or the geometry changed."""
+        dpr = self.devicePixelRatioF()
+        x0, y0 = math.floor(grid.left() * dpr), math.floor(grid.top() * dpr)  # device pixels
+        w_px = math.ceil(grid.right() * dpr) - x0
+        h_px = math.ceil(grid.bottom() * dpr) - y0
+        geo = (cell, grid.left(), grid.top(), dpr, self._cols, self._rows)
+        if self._maps_key != geo:
+            gap = max(1.0, cell * 0.12)
+            self._col_map = self._index_map(grid.left(), cell, self._cols, gap, x0, w_px, dpr, rows=False)
+            self._row_map = self._index_map(grid.top(), cell, self._rows, gap, y0, h_px, dpr, rows=True)
+            # the frame's pixels live in this buffer; the QImage wraps it (no copy) and is refilled in place
+            self._frame_buf = np.empty((h_px, w_px), dtype=np.uint32)
+            self._frame_img = QImage(self._frame_buf.data, w_px, h_px, w_px * 4, QImage.Format_RGB32)
+            self._frame_img.setDevicePixelRatio(dpr)
+            self._maps_key = geo
+        if self._frame_key != (self._serial, geo):
+            # two gathers: cells -> pixel columns (tiny), then those rows -> pixel rows (one copy per row)
+            np.take(self._packed[:, self._col_map], self._row_map, axis=0, out=self._frame_buf, mode="clip")
+            self._bars = self._bar_rects(cell, grid)
+            self._frame_key = (self._serial, geo)
+        return QPointF(x0 / dpr, y0 / dpr), self._frame_img
+
+    def _bar_rects(self, cell: float, grid: QRectF) -> list[QRectF]:
+        """Weight bars at the foot of the lit cells (width = weight / largest weight)."""
+        if not self._selected.size:
+            return []
+        wmax = float(np.max(self._weights)) if np.max(self._weights) > 0 else 1.0
+        out = []
+        for e, w in zip(self._selected.tolist(), self._weights.tolist()):
+            rc = QRectF(self._cell_rect(e, cell, grid))
+            bar_h = max(1.5, rc.height() * 0.22)
+            out.append(QRectF(rc.left(), rc.bottom() - bar_h + 1, rc.width() * w / wmax, bar_h))
+        return out
+
+    def _cell_rect(self, expert: int, cell: float, grid: QRectF) -> QRect:
+        r, c = divmod(int(expert), self._cols)
+        return QRectF(grid.left() + c * cell + 1, grid.top() + r * cell + 1, cell - 2, cell - 2).toRect()
 
     def cell_rect(self, expert: int) -> QRect:
         """Widget-pixel rectangle of a routed expert's cell (inside the 1-px gaps)."""
         cell, grid, _ = self._layout()
-        r, c = divmod(int(expert), self._cols)
-        return QRectF(grid.left() + c * cell + 1, grid.top() + r * cell + 1, cell - 2, cell - 2).toRect()
+        return self._cell_rect(expert, cell, grid)
 
     def shared_rect(self, i: int) -> QRect:
         _, _, shared = self._layout()
@@ -210,37 +285,36 @@ class ExpertGridWidget(QWidget):
     # --- painting -----------------------------------------------------------------------------------
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
         p = QPainter(self)
-        p.fillRect(self.rect(), _BG)
         if self._image is None:
+            p.fillRect(self.rect(), _BG)
             p.setPen(_TEXT)
             p.drawText(self.rect().adjusted(12, 12, -12, -12), Qt.AlignCenter | Qt.TextWordWrap,
                        self._message or tr("experts.grid.empty"))
             p.end()
             return
         cell, grid, shared = self._layout()
-        p.setRenderHint(QPainter.SmoothPixmapTransform, False)
-        p.drawImage(grid, self._image)
-        # 1-px gaps between cells: one batch of lines in the background colour
-        pen = QPen(_BG)
-        pen.setWidthF(max(1.0, cell * 0.12))
-        p.setPen(pen)
-        p.drawLines(self._gap_lines(cell, grid))
-        # weight bars at the foot of lit cells + outline
-        if self._selected.size:
-            wmax = float(np.max(self._weights)) if np.max(self._weights) > 0 else 1.0
-            p.setPen(Qt.NoPen)
-            for e, w in zip(self._selected, self._weights):
-                rc = QRectF(self.cell_rect(int(e)))
-                bar_h = max(1.5, rc.height() * 0.22)
-                p.fillRect(QRectF(rc.left(), rc.bottom() - bar_h + 1, rc.width() * float(w) / wmax, bar_h),
-                           QColor(120, 40, 0))
+        origin, frame = self._frame(cell, grid)
+        # background around the frame only (the frame is opaque and carries the gaps); the strips reach one
+        # pixel into the frame's area, which the frame then covers, so no seam is left at fractional scales
+        fx0, fy0 = origin.x(), origin.y()
+        fx1 = fx0 + frame.width() / frame.devicePixelRatio()
+        fy1 = fy0 + frame.height() / frame.devicePixelRatio()
+        w, h = float(self.width()), float(self.height())
+        for rect in (QRectF(0, 0, w, fy0 + 1), QRectF(0, fy1 - 1, w, h - fy1 + 1),
+                     QRectF(0, fy0, fx0 + 1, fy1 - fy0), QRectF(fx1 - 1, fy0, w - fx1 + 1, fy1 - fy0)):
+            if rect.width() > 0 and rect.height() > 0:
+                p.fillRect(rect, _BG)
+        p.drawImage(origin, frame)
+        # weight bars at the foot of lit cells (cached with the frame)
+        for rect in self._bars:
+            p.fillRect(rect, _BAR)
         for e, color, width in ((self._focus, QColor(80, 230, 255), 2.0), (self._hover, QColor(255, 255, 255), 1.5)):
             if 0 <= e < self._n:
                 pen = QPen(color)
                 pen.setWidthF(width)
                 p.setPen(pen)
                 p.setBrush(Qt.NoBrush)
-                p.drawRect(QRectF(self.cell_rect(e)).adjusted(-1, -1, 1, 1))
+                p.drawRect(QRectF(self._cell_rect(e, cell, grid)).adjusted(-1, -1, 1, 1))
         # shared experts, apart, always on
         font = QFont(self.font())
         font.setPointSizeF(max(6.0, min(9.0, cell * 0.45)))
@@ -251,12 +325,21 @@ class ExpertGridWidget(QWidget):
             p.setBrush(_SHARED)
             p.drawRoundedRect(rc, 4, 4)
             p.setPen(QColor(20, 20, 20))
-            text = tr("experts.grid.shared_cell", n=i + 1)
-            widest = max(p.fontMetrics().horizontalAdvance(part) for part in text.split("\n"))
-            if widest > rc.width() - 4:  # narrow grid: the short form
-                text = tr("experts.grid.shared_short", n=i + 1)
-            p.drawText(rc.adjusted(2, 2, -2, -2), Qt.AlignCenter | Qt.TextWordWrap, text)
+            p.drawText(rc.adjusted(2, 2, -2, -2), Qt.AlignCenter | Qt.TextWordWrap, self._shared_text(p, i, rc))
         p.end()
+
+    def _shared_text(self, p: QPainter, i: int, rc: QRect) -> str:
+        """The shared expert's label, or its short form when the long one does not fit (cached per width,
+        font size and language)."""
+        text = tr("experts.grid.shared_cell", n=i + 1)
+        key = (i, text, rc.width(), p.font().pointSizeF())
+        cache = self._shared_texts
+        if key not in cache:
+            if len(cache) > 64:  # many resizes: start again
+                cache.clear()
+            widest = max(p.fontMetrics().horizontalAdvance(part) for part in text.split("\n"))
+            cache[key] = tr("experts.grid.shared_short", n=i + 1) if widest > rc.width() - 4 else text
+        return cache[key]
 
     # --- mouse --------------------------------------------------------------------------------------
     def hover_text(self, e: int) -> str:
