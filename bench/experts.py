@@ -7,7 +7,8 @@ engine thread). "Painted" = the end of ExpertGridWidget.paintEvent (timed by wra
 
 grid_update_ms_median   state.select_layer / select_token (alternating, other token / MoE layer every time) ->
                         the expert dock's signal handlers -> update() -> event loop -> grid painted (target <= 5)
-grid_paint_ms_median    the grid's paintEvent alone (part of the above)
+grid_handlers_ms_median the synchronous part: select_layer / select_token returns (the dock's refresh ran)
+grid_paint_ms_median    the grid's paintEvent alone (the rest is the event loop: layouts, other widgets)
 floor_repaint_ms_median a bare QWidget of the grid's size filled with one colour: update() -> painted, the
                         same way (the event loop + backing-store cost nothing can avoid)
 grid_over_floor         grid_update_ms_median / floor_repaint_ms_median
@@ -16,6 +17,10 @@ bias_to_grid_ms_median  state.request_knobs(expert_bias={17: b}) -> app/worker.p
 engine_in_worker_ms_median   the worker's own time for those runs (trace_published seconds)
 engine_alone_ms_median  ToyK3.run with the same prompt / knobs, synchronously in this thread (the floor)
 bias_over_engine        bias_to_grid_ms_median / engine_alone_ms_median
+bias_request_to_worker_ms_median / bias_worker_to_refreshed_ms_median / bias_refreshed_to_painted_ms_median
+                        the bias path's parts: request -> the worker starts the run; the worker's run ends (its
+                        own clock) -> the trace_changed handlers have run in the UI thread (the dock's refresh
+                        included); -> grid painted (the previous Trace's ~13k arrays are freed in this part)
 """
 from __future__ import annotations
 
@@ -72,6 +77,7 @@ def _run() -> dict:
     from app.docks.experts_data import moe_layers
     from app.state import AppState
     from app.widgets import expert_grid
+    from app import worker as worker_mod
     from app.worker import EngineController
 
     i18n.set_language("en")
@@ -111,6 +117,18 @@ def _run() -> dict:
         loop = QEventLoop()
         QTimer.singleShot(ms, loop.quit)
         loop.exec()
+
+    # worker-side timestamps for the bias path's breakdown (wrapped before the controller connects to it)
+    stamps = {}
+    original_compute = worker_mod._EngineObject.compute
+
+    def timed_compute(self, request):
+        stamps["worker_start"] = time.perf_counter()
+        original_compute(self, request)
+
+    from PySide6.QtCore import Slot
+
+    worker_mod._EngineObject.compute = Slot(object)(timed_compute)
 
     # --- the dock with the real worker --------------------------------------------------------------
     state = AppState()
@@ -174,7 +192,7 @@ def _run() -> dict:
         else:
             plan.append(("token", (state.token + 1 + i) % n_tok))
 
-    grid_ms, floor_ms, misses = [], [], 0
+    grid_ms, floor_ms, handlers_ms, misses = [], [], [], 0
     marks["paint_ms"].clear()
     for i, (kind, value) in enumerate(plan):
         if kind == "layer" and value == state.layer:
@@ -187,11 +205,13 @@ def _run() -> dict:
             state.select_layer(value)
         else:
             state.select_token(value)
+        returned = time.perf_counter()
         end = wait_paint()
         if end is None:
             misses += 1
         elif i >= 4:  # warm-up
             grid_ms.append((end - t0) * 1e3)
+            handlers_ms.append((returned - t0) * 1e3)
         if i >= 4:
             floor_ms.append(floor_once())  # interleaved: both see the same machine load
     grid_paint = marks["paint_ms"][4:]
@@ -202,7 +222,13 @@ def _run() -> dict:
     pump(100)
     bias_ms, bias_misses = [], 0
     values = [round(0.05 + 0.03 * i, 2) for i in range(14)]
-    state.trace_changed.connect(lambda _t: marks.update(armed=True))  # after the dock's refresh, before paint
+    to_worker, to_ui, ui_part = [], [], []
+
+    def on_trace(_t):  # connected after the dock's refresh, so it runs before the paint
+        marks["armed"] = True
+        stamps["trace_set"] = time.perf_counter()
+
+    state.trace_changed.connect(on_trace)
     for b in values:
         while engine.busy:
             pump(5)
@@ -215,6 +241,9 @@ def _run() -> dict:
             bias_misses += 1
         else:
             bias_ms.append((end - t0) * 1e3)
+            to_worker.append((stamps["worker_start"] - t0) * 1e3)
+            to_ui.append((stamps["trace_set"] - stamps["worker_start"]) * 1e3 - engine_ms[-1])
+            ui_part.append((end - stamps["trace_set"]) * 1e3)
         marks["armed"] = True
     worker_ms = engine_ms[-len(values):]
     engine.stop()
@@ -236,10 +265,13 @@ def _run() -> dict:
     bz, ea = med(bias_ms), med(alone)
     return dict(
         grid_update_ms_median=round(g, 3), grid_update_ms_p90=round(sorted(grid_ms)[int(0.9 * len(grid_ms))], 3),
-        grid_paint_ms_median=round(med(grid_paint), 3), floor_repaint_ms_median=round(f, 3),
+        grid_handlers_ms_median=round(med(handlers_ms), 3), grid_paint_ms_median=round(med(grid_paint), 3), floor_repaint_ms_median=round(f, 3),
         grid_over_floor=round(g / f, 2),
         bias_to_grid_ms_median=round(bz, 1), engine_in_worker_ms_median=round(med(worker_ms), 1),
         engine_alone_ms_median=round(ea, 1), bias_over_engine=round(bz / ea, 2),
+        bias_request_to_worker_ms_median=round(med(to_worker), 2),
+        bias_worker_to_refreshed_ms_median=round(med(to_ui), 2),
+        bias_refreshed_to_painted_ms_median=round(med(ui_part), 2),
         grid_samples=len(grid_ms), bias_samples=len(bias_ms), missed_paints=misses + bias_misses,
         grid_widget=f"{grid.width()}x{grid.height()}", window=f"{WINDOW[0]}x{WINDOW[1]}",
         new_tokens=NEW_TOKENS, backend=model.backend,

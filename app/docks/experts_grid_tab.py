@@ -71,6 +71,7 @@ class GridTab(QWidget):
         self.token_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.token_combo.setMinimumContentsLength(10)
         self._combo_trace = None
+        self._combo_items: list[str] = []
         pick = QHBoxLayout()
         for w in (self.layer_label, self.layer_spin, self.token_label, self.token_combo):
             pick.addWidget(w)
@@ -215,9 +216,11 @@ class GridTab(QWidget):
         self.token_combo.blockSignals(True)
         if tr_ is not self._combo_trace:
             self._combo_trace = tr_
-            self.token_combo.clear()
-            if tr_ is not None:
-                self.token_combo.addItems([f"{i} “{piece}”" for i, (piece, _) in enumerate(tr_.tokens)])
+            items = [] if tr_ is None else [f"{i} “{piece}”" for i, (piece, _) in enumerate(tr_.tokens)]
+            if items != self._combo_items:  # a knob change usually keeps the tokens: keep the list then
+                self._combo_items = items
+                self.token_combo.clear()
+                self.token_combo.addItems(items)
         if 0 <= self.state.token < self.token_combo.count():
             self.token_combo.setCurrentIndex(self.state.token)
         self.token_combo.blockSignals(False)
