@@ -9,8 +9,8 @@ weights)` and it draws
 
 Colours are computed for all cells at once (one numpy expression) and the grid, gaps included, is composed at
 device resolution by two numpy gathers (a column index map and a row index map, cached per geometry) into one
-RGB32 QImage, drawn unscaled with a single `drawImage`; the 16 weight-bar rectangles are cached with it. The widget is
-opaque (no parent background painted under it), so a new token / layer costs about a millisecond.
+RGB32 QImage, drawn unscaled with a single `drawImage`; the 16 weight-bar rectangles are cached with it. The
+widget is opaque (no parent background is painted under it); a paint with new data takes about a millisecond.
 
 Signals: `expert_clicked(int)`, `expert_hovered(int)` (-1 when the pointer leaves the grid).
 Hover also shows a tooltip: id, score, bias, rank (by biased score), weight.
@@ -93,8 +93,9 @@ class ExpertGridWidget(QWidget):
         self._weight_of = np.full(n_experts, np.nan)
         self._rank: np.ndarray | None = None
         self._colors = np.zeros((n_experts, 4), dtype=np.uint8)
-        self._image: QImage | None = None  # cols x rows, one pixel per cell (None: a message instead)
-        self._packed: np.ndarray | None = None  # [rows + 1, cols + 1] uint32 0xAARRGGBB; last row / col = gap
+        # one 0xAARRGGBB pixel per cell, [rows + 1, cols + 1]: the last row / column is the gap colour
+        # (None: a message instead of the grid)
+        self._packed: np.ndarray | None = None
         self._maps_key = None  # geometry the pixel index maps were built for
         self._frame_key = None  # (data serial, geometry) of the composed frame
         self._serial = 0
@@ -122,15 +123,11 @@ class ExpertGridWidget(QWidget):
         self._weight_of[sel] = w
         self._rank = None  # computed on first hover (only the tooltip needs it)
         self._colors = cell_colors(s, sel, w)
-        padded = np.zeros((self._rows * self._cols, 4), dtype=np.uint8)
-        padded[:, :3] = (_BG.red(), _BG.green(), _BG.blue())
-        padded[:, 3] = 255
-        padded[: self._n] = self._colors
-        self._buffer = np.ascontiguousarray(padded.reshape(self._rows, self._cols, 4))
-        self._image = QImage(self._buffer.data, self._cols, self._rows, self._cols * 4, QImage.Format_RGBA8888)
-        c = self._buffer.astype(np.uint32)
+        c = self._colors.astype(np.uint32)
+        cells = np.full(self._rows * self._cols, _BG_PACKED, dtype=np.uint32)  # the last row may be short
+        cells[: self._n] = 0xFF000000 | (c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]
         packed = np.full((self._rows + 1, self._cols + 1), _BG_PACKED, dtype=np.uint32)
-        packed[: self._rows, : self._cols] = 0xFF000000 | (c[..., 0] << 16) | (c[..., 1] << 8) | c[..., 2]
+        packed[: self._rows, : self._cols] = cells.reshape(self._rows, self._cols)
         self._packed = packed
         self._serial += 1
         self._message = ""
@@ -145,7 +142,7 @@ class ExpertGridWidget(QWidget):
         self._maps_key = None
         self._frame_key = None
         self._colors = np.zeros((self._n, 4), dtype=np.uint8)
-        self._image = self._packed = self._scores = None  # the old data has the old shape
+        self._packed = self._scores = None  # the old data has the old shape
         self.updateGeometry()
         self.update()
 
@@ -155,7 +152,7 @@ class ExpertGridWidget(QWidget):
     def set_message(self, text: str) -> None:
         """Show a message instead of the grid (e.g. 'layer 1 is dense: no router')."""
         self._message = text
-        self._image = None
+        self._packed = None
         self._scores = None
         self.update()
 
@@ -285,7 +282,7 @@ class ExpertGridWidget(QWidget):
     # --- painting -----------------------------------------------------------------------------------
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
         p = QPainter(self)
-        if self._image is None:
+        if self._packed is None:
             p.fillRect(self.rect(), _BG)
             p.setPen(_TEXT)
             p.drawText(self.rect().adjusted(12, 12, -12, -12), Qt.AlignCenter | Qt.TextWordWrap,
@@ -363,7 +360,7 @@ class ExpertGridWidget(QWidget):
             QToolTip.showText(event.globalPosition().toPoint(), self.hover_text(e), self, self.cell_rect(e))
         else:
             shared = [i for i in range(self._n_shared) if self.shared_rect(i).contains(event.position().toPoint())]
-            if shared and self._image is not None:
+            if shared and self._packed is not None:
                 QToolTip.showText(event.globalPosition().toPoint(), tr("experts.grid.shared_tip", n=shared[0] + 1),
                                   self)
             else:
