@@ -265,8 +265,8 @@ def _run() -> dict:
     bz, ea = med(bias_ms), med(alone)
     return dict(
         grid_update_ms_median=round(g, 3), grid_update_ms_p90=round(sorted(grid_ms)[int(0.9 * len(grid_ms))], 3),
-        grid_handlers_ms_median=round(med(handlers_ms), 3), grid_paint_ms_median=round(med(grid_paint), 3), floor_repaint_ms_median=round(f, 3),
-        grid_over_floor=round(g / f, 2),
+        grid_handlers_ms_median=round(med(handlers_ms), 3), grid_paint_ms_median=round(med(grid_paint), 3),
+        floor_repaint_ms_median=round(f, 3), grid_over_floor=round(g / f, 2),
         bias_to_grid_ms_median=round(bz, 1), engine_in_worker_ms_median=round(med(worker_ms), 1),
         engine_alone_ms_median=round(ea, 1), bias_over_engine=round(bz / ea, 2),
         bias_request_to_worker_ms_median=round(med(to_worker), 2),
