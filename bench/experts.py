@@ -47,10 +47,12 @@ def _ensure_display():
     xvfb = shutil.which("Xvfb")
     if not xvfb:
         raise SystemExit("bench/experts.py needs an X display (install xvfb)")
+    os.environ["DISPLAY"] = ":98"
+    if Path("/tmp/.X98-lock").exists():  # an X server already runs on :98: use it
+        return None
     proc = subprocess.Popen([xvfb, ":98", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
-    os.environ["DISPLAY"] = ":98"
     return proc
 
 
