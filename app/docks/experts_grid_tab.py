@@ -26,9 +26,11 @@ class _NumbersLabel(QLabel):
     """A word-wrapped rich-text label whose text changes only in its numbers on every token / layer.
 
     QLabel lays its document out three times for sizeHint / minimumSizeHint after each setText (the layout
-    asks for them on every change). Those hints depend on the glyph widths only, and digits share one width,
-    so they are cached per text with its digits replaced by 0 (and per font): a new token costs one layout
-    for the height at the actual width (heightForWidth, not cached) and one for painting."""
+    asks for them on every change). Those hints depend on the glyph widths only, and digits share one width
+    in UI fonts, so they are cached per text with its digits replaced by 0 (and per font): a new token costs
+    one layout for the height at the actual width (heightForWidth, never cached) and one for painting. With
+    a font whose digits differ in width only the preferred / minimum width could be a few pixels off; the
+    height is always exact."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
