@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,34 +34,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from xdisplay import x_display  # noqa: E402
+
 PROMPT = "로봇이 컵을 집었다"
 NEW_TOKENS = 4  # the app's EngineController default
 WINDOW = (1000, 950)  # the size tests/app/test_experts.py uses
 
 
-def _ensure_display():
-    if os.environ.get("DISPLAY"):
-        return None
-    xvfb = shutil.which("Xvfb")
-    if not xvfb:
-        raise SystemExit("bench/experts.py needs an X display (install xvfb)")
-    os.environ["DISPLAY"] = ":98"
-    if Path("/tmp/.X98-lock").exists():  # an X server already runs on :98: use it
-        return None
-    proc = subprocess.Popen([xvfb, ":98", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)
-    return proc
-
-
 def main() -> dict:
-    xproc = _ensure_display()
-    os.environ["QT_QPA_PLATFORM"] = "xcb"
-    try:
+    with x_display("bench/experts.py"):
         return _run()
-    finally:
-        if xproc is not None:
-            xproc.terminate()
 
 
 def _run() -> dict:

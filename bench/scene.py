@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,31 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def _ensure_display():
-    if os.environ.get("DISPLAY"):
-        return None
-    xvfb = shutil.which("Xvfb")
-    if not xvfb:
-        raise SystemExit("bench/scene.py needs an X display (install xvfb)")
-    for n in range(150, 200):
-        if not Path(f"/tmp/.X{n}-lock").exists():
-            proc = subprocess.Popen([xvfb, f":{n}", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.0)
-            os.environ["DISPLAY"] = f":{n}"
-            return proc
-    raise SystemExit("no free X display number")
+from xdisplay import x_display  # noqa: E402
 
 
 def main() -> dict:
-    xproc = _ensure_display()
-    os.environ["QT_QPA_PLATFORM"] = "xcb"
-    try:
+    with x_display("bench/scene.py"):
         return _run()
-    finally:
-        if xproc is not None:
-            xproc.terminate()
 
 
 def _run() -> dict:
