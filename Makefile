@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) bench/engine.py
 	$(PY) bench/scene.py
 	$(PY) bench/app.py
+	$(PY) bench/experts.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
