@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -64,6 +65,9 @@ class _EngineObject(QObject):
     @Slot()
     def load(self) -> None:
         try:
+            # The toy's ops are tiny: one OpenMP thread (ToyK3 sets torch to 1 thread too). Set before torch
+            # loads, so that no thread of this process ever opens an OpenMP team.
+            os.environ.setdefault("OMP_NUM_THREADS", "1")
             from compute.engine import ToyK3  # imports torch: here, off the UI thread
 
             self.model = ToyK3(device=self._device)

@@ -185,12 +185,17 @@ class ToyK3:
         self._to_device()
 
     def _to_device(self) -> None:
+        np_dtype = torch.empty((), dtype=self.dtype).numpy().dtype
+
         def conv(obj):
             if isinstance(obj, dict):
                 return {k: conv(v) for k, v in obj.items()}
             if isinstance(obj, torch.Tensor):
-                t = obj.to(device=self.device, dtype=self.dtype).contiguous()
-                return t.numpy() if self.backend == "numpy" else t
+                if self.backend == "numpy":
+                    # cast in numpy: torch's parallel copy kernel would open an OpenMP team in whatever
+                    # thread builds the model (the app's worker thread), which has hung in libgomp
+                    return np.ascontiguousarray(obj.numpy().astype(np_dtype))
+                return obj.to(device=self.device, dtype=self.dtype).contiguous()
             return obj
 
         self.layers = [conv(w) for w in self._layers64]

@@ -3,6 +3,10 @@ import os
 import sys
 from pathlib import Path
 
+# As the app does before torch loads (app/worker.py): one OpenMP thread, so that engines built in worker
+# threads never open OpenMP teams.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
