@@ -25,7 +25,7 @@ import pyqtgraph.opengl as gl
 from OpenGL import GL
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, Qt, QVariantAnimation, Signal
-from PySide6.QtGui import QImage, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat, QVector3D
+from PySide6.QtGui import QImage, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat, QVector3D, QWindow
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat, QOpenGLWindow
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
@@ -77,12 +77,12 @@ class _GL(GLViewMixin, QOpenGLWindow):
     the labels into the same frame (a widget overlay cannot sit above a native window). Input arrives here and
     goes to the owner (picking, camera), never to pyqtgraph's own handlers."""
 
-    def __init__(self, owner: "SceneView"):
+    def __init__(self, owner: "SceneView", parent: QWindow):
         share = QOpenGLContext.globalShareContext()
         if share is not None:
-            super().__init__(share, QOpenGLWindow.UpdateBehavior.NoPartialUpdate)
+            super().__init__(share, QOpenGLWindow.UpdateBehavior.NoPartialUpdate, parent)
         else:
-            super().__init__(QOpenGLWindow.UpdateBehavior.NoPartialUpdate)
+            super().__init__(QOpenGLWindow.UpdateBehavior.NoPartialUpdate, parent)
         self.owner = owner
         self.setFormat(_surface_format())
         self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
@@ -261,7 +261,10 @@ class SceneView(QWidget):
         self._last_pos: QPointF | None = None
         self._dragged = False
 
-        self.gl = _GL(self)
+        # Created with a parent so that Qt, not Python, owns the native window: the container takes it over
+        # and deletes it; a Python-owned one was deleted twice at exit (QWindowContainer teardown segfault).
+        self._gl_birth_parent = QWindow()
+        self.gl = _GL(self, self._gl_birth_parent)
         # the native GL window inside the widget tree; it takes keyboard focus like the old GL widget did
         self.container = QWidget.createWindowContainer(self.gl, self)
         self.container.setObjectName("sceneGL")
