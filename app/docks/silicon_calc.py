@@ -61,6 +61,24 @@ class Field:
         self.hint.setText(tr(f"silicon.calc.{self.prefix}.{self.name}_hint"))
 
 
+
+def _result_labels(prefix: str) -> tuple[QLabel, QLabel, QLabel]:
+    """The 'fits' line, the stale-input warning and the formula box of a calculator panel."""
+    fits = QLabel()
+    fits.setObjectName(f"{prefix}_fits")
+    fits.setWordWrap(True)
+    stale = QLabel()
+    stale.setWordWrap(True)
+    stale.setObjectName(f"{prefix}_stale")
+    stale.setStyleSheet(ERROR_STYLE)
+    formula = QLabel()
+    formula.setObjectName(f"{prefix}_formula")
+    formula.setStyleSheet("font-family: 'DejaVu Sans Mono'; background: rgb(24,27,33); color: rgb(220,224,230);"
+                          " padding: 8px; border-radius: 6px;")
+    formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    formula.setWordWrap(True)
+    return fits, stale, formula
+
 def _output_grid(names, prefix: str):
     grid = QGridLayout()
     labels, values = {}, {}
@@ -102,19 +120,7 @@ class SeedCalc(QWidget):
                 row += 2
         grid.setColumnStretch(2, 1)
         out, self.out_labels, self.out_values = _output_grid(self.OUTPUTS, "seed")
-        self.fits = QLabel()
-        self.fits.setObjectName("seed_fits")
-        self.fits.setWordWrap(True)
-        self.stale = QLabel()
-        self.stale.setWordWrap(True)
-        self.stale.setObjectName("seed_stale")
-        self.stale.setStyleSheet(ERROR_STYLE)
-        self.formula = QLabel()
-        self.formula.setObjectName("seed_formula")
-        self.formula.setStyleSheet("font-family: 'DejaVu Sans Mono'; background: rgb(24,27,33); color: rgb(220,224,230);"
-                                   " padding: 8px; border-radius: 6px;")
-        self.formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.formula.setWordWrap(True)
+        self.fits, self.stale, self.formula = _result_labels("seed")
         self.title_out = QLabel()
         self.title_out.setStyleSheet("font-weight: bold;")
         self.excl_title = QLabel()
@@ -237,19 +243,7 @@ class K3Calc(QWidget):
         out, self.out_labels, self.out_values = _output_grid(self.OUTPUTS, "k3")
         self.title_out = QLabel()
         self.title_out.setStyleSheet("font-weight: bold;")
-        self.fits = QLabel()
-        self.fits.setObjectName("k3_fits")
-        self.fits.setWordWrap(True)
-        self.stale = QLabel()
-        self.stale.setWordWrap(True)
-        self.stale.setObjectName("k3_stale")
-        self.stale.setStyleSheet(ERROR_STYLE)
-        self.formula = QLabel()
-        self.formula.setObjectName("k3_formula")
-        self.formula.setStyleSheet("font-family: 'DejaVu Sans Mono'; background: rgb(24,27,33); color: rgb(220,224,230);"
-                                   " padding: 8px; border-radius: 6px;")
-        self.formula.setWordWrap(True)
-        self.formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.fits, self.stale, self.formula = _result_labels("k3")
         right = QVBoxLayout()
         right.addWidget(self.title_out)
         right.addLayout(out)

@@ -180,3 +180,17 @@ def shrinkable(combo: QComboBox, chars: int = 16) -> QComboBox:
     combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
     combo.setMinimumContentsLength(chars)
     return combo
+
+
+class VisibleTimerMixin:
+    """For a QWidget with `self.timer` (QTimer) and `self._clock` (QElapsedTimer): the animation runs only while
+    the widget is visible, and the wall clock restarts when it is shown again."""
+
+    def showEvent(self, e):
+        super().showEvent(e)
+        self._clock.start()
+        self.timer.start()
+
+    def hideEvent(self, e):
+        super().hideEvent(e)
+        self.timer.stop()

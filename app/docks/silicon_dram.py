@@ -9,7 +9,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QPainterPath, QPolygonF
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget)
 
-from app.docks.silicon_common import (DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WIRE, Canvas, arrow, box, dot, shrinkable,
+from app.docks.silicon_common import (VisibleTimerMixin, DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WIRE, Canvas, arrow, box, dot, shrinkable,
                                       font, ground, mix, nmos, note_label, pen, qcolor, text)
 from app.i18n import tr
 from compute.cells import DRAMCell, dram_voltage
@@ -147,7 +147,7 @@ class DramSchematic(Canvas):
              align=Qt.AlignHCenter | Qt.AlignVCenter, width=200)
 
 
-class DramTab(QWidget):
+class DramTab(VisibleTimerMixin, QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.cell = DRAMCell()
@@ -225,15 +225,6 @@ class DramTab(QWidget):
             self.advance(min(wall, 0.2) * self.compression())
         else:
             self.canvas.update()
-
-    def showEvent(self, e):
-        super().showEvent(e)
-        self._clock.start()
-        self.timer.start()
-
-    def hideEvent(self, e):
-        super().hideEvent(e)
-        self.timer.stop()
 
     def voltage_at(self, t: float) -> float:
         """Capacitor voltage at model time t, from the recorded writes/restores (pure)."""

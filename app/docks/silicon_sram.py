@@ -8,7 +8,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, Qt, QTimer
 from PySide6.QtGui import QPolygonF
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.docks.silicon_common import (DARK, DIM, HOT, PANEL, TEXT, WIRE, Canvas, dot, font, nmos, note_label,
+from app.docks.silicon_common import (VisibleTimerMixin, DARK, DIM, HOT, PANEL, TEXT, WIRE, Canvas, dot, font, nmos, note_label,
                                       pen, qcolor, text)
 from app.i18n import tr
 from compute.cells import SRAMCell
@@ -103,7 +103,7 @@ class SramSchematic(Canvas):
         text(p, x, y, s, 9, DIM, align=Qt.AlignHCenter | Qt.AlignVCenter, width=360)
 
 
-class SramTab(QWidget):
+class SramTab(VisibleTimerMixin, QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.cell = SRAMCell()
@@ -156,15 +156,6 @@ class SramTab(QWidget):
 
     def _tick(self) -> None:
         self.advance(min(self._clock.restart() / 1000.0, 1.0))
-
-    def showEvent(self, e):
-        super().showEvent(e)
-        self._clock.start()
-        self.timer.start()
-
-    def hideEvent(self, e):
-        super().hideEvent(e)
-        self.timer.stop()
 
     def _write(self, bit: int) -> None:
         if not self.cell.powered:
