@@ -12,6 +12,7 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider,
                                QSpinBox, QVBoxLayout, QWidget)
 
+from app.docks.experts_deferred import DeferredRefreshMixin
 from app.docks.experts_data import cutoff_without, routing
 from app.docks.experts_responsive import ResponsiveBox
 from app.i18n import tr
@@ -55,11 +56,10 @@ class _NumbersLabel(QLabel):
         return self._cached()[1]
 
 
-class GridTab(QWidget):
+class GridTab(DeferredRefreshMixin, QWidget):
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
-        self._dirty = True
         self.current = None  # experts_data.Routing shown now (or None)
 
         # local pickers: the same selection as everywhere else in the app (they call state.select_*)
@@ -167,17 +167,10 @@ class GridTab(QWidget):
         self.retranslate()
 
     # --- state -> view ------------------------------------------------------------------------------
-    def showEvent(self, event):  # noqa: N802
-        super().showEvent(event)
-        if self._dirty:
-            self.refresh()
-
     def refresh(self, *_):
         """Re-read the trace for the current token / layer; deferred while the tab is hidden."""
-        if not self.isVisible():
-            self._dirty = True
+        if self.postpone_while_hidden():
             return
-        self._dirty = False
         st = self.state
         tr_ = st.trace
         layer1 = st.layer + 1

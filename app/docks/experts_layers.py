@@ -14,6 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
+from app.docks.experts_deferred import DeferredRefreshMixin
 from app.docks.experts_data import expert_weight_map, overlap_map, processed_positions, usage, usage_counts
 from app.i18n import tr
 
@@ -21,11 +22,10 @@ _GOLD_MAP = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=[(18, 20, 26), (150, 100, 30)
 _BLUE_MAP = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=[(18, 20, 26), (40, 110, 170), (190, 235, 255)])
 
 
-class LayersTab(QWidget):
+class LayersTab(DeferredRefreshMixin, QWidget):
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
-        self._dirty = True
         self.mode = QComboBox()
         self.mode.setObjectName("experts.layers.mode")
         self.mode.addItems(["", ""])
@@ -103,17 +103,10 @@ class LayersTab(QWidget):
         rows = np.nonzero(self._positions == self.state.token)[0]
         return overlap_map(self._idx, int(rows[0])) if rows.size else None
 
-    def showEvent(self, event):  # noqa: N802
-        super().showEvent(event)
-        if self._dirty:
-            self.refresh()
-
     def refresh(self, *_):
         """Re-read the trace for the current token / layer; deferred while the tab is hidden."""
-        if not self.isVisible():
-            self._dirty = True
+        if self.postpone_while_hidden():
             return
-        self._dirty = False
         self.expert.setEnabled(self.mode.currentIndex() == 0)
         self.expert_label.setEnabled(self.mode.currentIndex() == 0)
         m = self.matrix()
