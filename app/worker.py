@@ -76,6 +76,11 @@ class _EngineObject(QObject):
             self.failed.emit(-1, f"{type(exc).__name__}: {exc}")
 
     @Slot(object)
+    def dispose(self, _trace) -> None:
+        """Receives a trace the UI no longer shows: its last reference goes away here, in this thread, so
+        freeing its ~10^4 arrays never stalls the UI thread."""
+
+    @Slot(object)
     def compute(self, request: Request) -> None:
         if self.model is None:
             self.failed.emit(request.serial, "engine not loaded")
@@ -98,6 +103,7 @@ class EngineController(QObject):
 
     _load = Signal()
     _compute = Signal(object)
+    _dispose = Signal(object)
     busy_changed = Signal(bool)
     device_ready = Signal(str)
     trace_published = Signal(object, float)  # Trace, engine seconds (after state.set_trace)
@@ -119,6 +125,7 @@ class EngineController(QObject):
         self.engine.moveToThread(self.thread)
         self._load.connect(self.engine.load)
         self._compute.connect(self.engine.compute)
+        self._dispose.connect(self.engine.dispose)
         self.engine.ready.connect(self._on_ready)
         self.engine.finished.connect(self._on_finished)
         self.engine.failed.connect(self._on_failed)
@@ -187,10 +194,14 @@ class EngineController(QObject):
     @Slot(int, object, float)
     def _on_finished(self, serial: int, trace, seconds: float) -> None:
         self._in_flight = None
+        old = self.state.trace
         self._good = trace
         self.state.set_trace(trace)
         self.trace_published.emit(trace, seconds)
         self._dispatch()
+        if old is not None and old is not trace:
+            self._dispose.emit(old)  # freed in the worker thread once the UI has dropped it
+        del old
         if self._in_flight is None:
             self.busy_changed.emit(False)
 

@@ -3,12 +3,15 @@
     python bench/scene.py            # under Xvfb; starts its own Xvfb when DISPLAY is unset
 
 frame_ms_median   one redraw of the default view (whole stack + exploded MoE layer with all 896 experts, labels)
-                  through the event loop (update() -> frameSwapped), 1280x800
+                  through the event loop (update() -> render thread -> frame on screen -> frameSwapped), 1280x800
+render_phases_ms  the render thread's phases of the last steady frame (snapshot incl. cell colours, draw calls,
+                  rasterisation + read-back, labels)
 floor_ms_median   the same triangles as ONE merged GLMeshItem (same shader, same camera, same widget size)
 frame_over_floor  ratio of the two, measured in the same run, interleaved rounds (target <= 1.25)
 select_layer_ms   set_layer() = layout rebuild + geometry + recolour (CPU; upload happens in the next frame)
 pick_ms           one hover pick (ray-AABB over every block + cell index)
-recolour_ms       set_trace() with a new trace of the same shapes (colour buffers only)
+recolour_ms       set_trace() with a new trace of the same shapes, UI-thread part (the colours themselves are
+                  computed by the render thread for the next frame: render_phases_ms.snapshot_ms)
 orbit_frame_ms    one frame while orbiting (camera changed: GL + the label overlay laid out and painted again)
 """
 from __future__ import annotations
@@ -105,6 +108,7 @@ def _run() -> dict:
     for _ in range(30):  # interleaved frame by frame: both see the same machine load
         scene_ms.append(one_frame(view.gl, done_v))
         floor_ms.append(one_frame(floor, done_f))
+    phases = {k: round(v, 2) for k, v in view.gl.renderer.timings.items()}
     floor.hide()
 
     # orbiting: the camera changes every frame, so the label overlay is re-laid-out and re-painted too
@@ -147,7 +151,7 @@ def _run() -> dict:
         frame_ms_median=round(fm, 2), floor_ms_median=round(fl, 2), frame_over_floor=round(fm / fl, 3),
         select_layer_ms=round(statistics.median(sel), 2), pick_ms=round(statistics.median(picks), 3),
         recolour_ms=round(statistics.median(rec), 2), orbit_frame_ms=round(statistics.median(orbit_ms), 2),
-        triangles=n_tris, blocks=len(view.layout.blocks),
+        render_phases_ms=phases, triangles=n_tris, blocks=len(view.layout.blocks),
         widget="1280x800", gl_renderer=_renderer(view))
     return result
 
@@ -155,9 +159,12 @@ def _run() -> dict:
 def _renderer(view) -> str:
     try:
         from OpenGL import GL
-        view.gl.makeCurrent()
+
+        from scene.view import _ExportContext
+        ctx = _ExportContext.get()
+        ctx.make_current()
         r = GL.glGetString(GL.GL_RENDERER)
-        view.gl.doneCurrent()
+        ctx.done_current()
         return r.decode() if isinstance(r, bytes) else str(r)
     except Exception:  # noqa: BLE001 - informative only
         return "unknown"

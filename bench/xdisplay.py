@@ -53,4 +53,6 @@ def _close_qt() -> None:
         for w in QApplication.topLevelWidgets():
             w.close()
         app.processEvents()
+        if "scene.frames" in sys.modules:  # render threads end before Qt (and its GL) goes away
+            sys.modules["scene.frames"].stop_all()
         shiboken6.delete(app)

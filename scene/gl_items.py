@@ -6,9 +6,23 @@ colour buffer and nothing else (spec/platform.md).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+from OpenGL import GL
 from pyqtgraph.opengl import shaders
+from pyqtgraph.opengl.GLGraphicsItem import GLOptions
+from pyqtgraph.opengl.items.GLLinePlotItem import GLLinePlotItem
 from pyqtgraph.opengl.items.GLMeshItem import DirtyFlag, GLMeshItem
+from pyqtgraph.opengl.items.GLScatterPlotItem import GLScatterPlotItem
+
+# Frames are drawn in a render thread (scene/frames.py) while the UI thread changes the items. The UI thread
+# changes the items it owns under SCENE_LOCK (a few attribute assignments); the render thread, under the same
+# lock, copies their state into render twins (make_twin / sync_twin: references, no array copies) and then
+# draws the twins without any lock, so neither thread waits for the other's work. PAINT_LOCK lets one painter
+# (the render thread or an export on the UI thread) use the twins' GL buffers at a time.
+SCENE_LOCK = threading.RLock()
+PAINT_LOCK = threading.Lock()
 
 _HEADLIGHT = None
 
@@ -55,22 +69,28 @@ class FamilyMesh(GLMeshItem):
 
     def __init__(self, **kwds):
         kwds.setdefault("shader", headlight_shader())
-        kwds.setdefault("glOptions", "opaque")
+        # opaque, and back faces culled: every box is closed and wound counter-clockwise seen from outside
+        # (scene/geometry.py), so the hidden half of its triangles is never rasterised
+        kwds.setdefault("glOptions", {**GLOptions["opaque"], GL.GL_CULL_FACE: True})
         super().__init__(**kwds)
         self._dirty = DirtyFlag(0)
 
     def set_geometry(self, verts: np.ndarray, normals: np.ndarray, faces: np.ndarray, colors: np.ndarray):
-        self.vertexes = np.ascontiguousarray(verts, np.float32)
-        self.normals = np.ascontiguousarray(normals, np.float32)
-        self.faces = np.ascontiguousarray(faces, np.uint32)
-        self.colors = np.ascontiguousarray(colors, np.float32)
-        self._dirty = DirtyFlag.POSITION | DirtyFlag.NORMAL | DirtyFlag.FACES | DirtyFlag.COLOR
+        arrays = (np.ascontiguousarray(verts, np.float32), np.ascontiguousarray(normals, np.float32),
+                  np.ascontiguousarray(faces, np.uint32), np.ascontiguousarray(colors, np.float32))
+        with SCENE_LOCK:
+            self.vertexes, self.normals, self.faces, self.colors = arrays
+            self._dirty = DirtyFlag.POSITION | DirtyFlag.NORMAL | DirtyFlag.FACES | DirtyFlag.COLOR
         self.update()
 
-    def set_colors(self, colors: np.ndarray):
-        self.colors = np.ascontiguousarray(colors, np.float32)
-        self._dirty |= DirtyFlag.COLOR
-        self.update()
+    def set_colors(self, colors: np.ndarray, notify: bool = True):
+        """New colours (the colour buffer only); notify=False when the caller is drawing the frame itself."""
+        colors = np.ascontiguousarray(colors, np.float32)
+        with SCENE_LOCK:
+            self.colors = colors
+            self._dirty |= DirtyFlag.COLOR
+        if notify:
+            self.update()
 
     def parseMeshData(self) -> DirtyFlag:  # GLMeshItem asks which buffers to upload
         d, self._dirty = self._dirty, DirtyFlag(0)
@@ -78,3 +98,48 @@ class FamilyMesh(GLMeshItem):
 
     def n_triangles(self) -> int:
         return 0 if self.faces is None else len(self.faces)
+
+
+class Lines(GLLinePlotItem):
+    """GLLinePlotItem whose data changes are atomic for the render thread."""
+
+    def setData(self, **kwds):
+        with SCENE_LOCK:
+            super().setData(**kwds)
+
+
+class Dots(GLScatterPlotItem):
+    """GLScatterPlotItem whose data changes are atomic for the render thread."""
+
+    def setData(self, **kwds):
+        with SCENE_LOCK:
+            super().setData(**kwds)
+
+
+# what a twin copies from its item, per class (array references; the UI side always assigns new arrays)
+_DATA = {
+    FamilyMesh: ("vertexes", "normals", "faces", "colors"),
+    Lines: ("pos", "color", "width", "mode", "antialias"),
+    Dots: ("pos", "color", "size", "pxMode"),
+}
+_DIRTY = {FamilyMesh: "_dirty", Lines: "dirty_bits", Dots: "dirty_bits"}
+
+
+def make_twin(item):
+    """A render-side copy of a scene item (same class, its own GL buffers); created on the UI thread."""
+    if type(item) not in _DATA:
+        raise TypeError(f"{type(item).__name__} has no render twin (use FamilyMesh, Lines or Dots)")
+    return type(item)()
+
+
+def sync_twin(twin, item) -> None:
+    """Bring twin up to item's state: data, visibility, GL options, dirty flags (moved from item to twin, so
+    each change is uploaded once). Caller holds SCENE_LOCK."""
+    for key in _DATA[type(item)]:
+        setattr(twin, key, getattr(item, key))
+    flag = _DIRTY[type(item)]
+    bits = getattr(item, flag)
+    setattr(twin, flag, getattr(twin, flag) | bits)
+    setattr(item, flag, type(bits)(0))
+    twin._GLGraphicsItem__visible = item.visible()
+    twin._GLGraphicsItem__glOpts = item._GLGraphicsItem__glOpts

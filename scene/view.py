@@ -7,26 +7,27 @@
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
              expert_clicked(int)
 
-The 3D picture is a native child window (`_GL`, a pyqtgraph GLViewMixin on a QOpenGLWindow, in a
-`createWindowContainer` widget: `SceneView.container`), so other widgets' updates never recomposite it through
-GL; labels are painted into the same GL frame. Exports render into an FBO with an off-screen context of the
-application's share group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs anyway).
+The 3D picture (`_GL`, also `SceneView.container`) is a plain raster widget holding pyqtgraph's GLViewMixin
+state; its frames are drawn by a render thread into an FBO (scene/frames.py) and blitted, with the labels
+painted over them, so no software-GL frame ever runs on the UI thread. Exports render into an FBO with an
+off-screen context of the application's share group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs
+anyway).
 
 Everything drawn comes from one `Layout` (scene/layout.py). Geometry is merged per family into a few
 FamilyMesh items; a new trace / pass / token only rewrites colour buffers. Redraws happen on demand.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 
 import numpy as np
-import pyqtgraph.opengl as gl
 from OpenGL import GL
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
-from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, Qt, QVariantAnimation, Signal
-from PySide6.QtGui import QImage, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat, QVector3D, QWindow
-from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat, QOpenGLWindow
+from PySide6.QtCore import QEventLoop, QPoint, QPointF, QRectF, Qt, QTimer, QVariantAnimation, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QVector3D
+from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from assets import asset_path
@@ -35,7 +36,8 @@ from scene import camera as camlib
 from scene import colouring, palette
 from scene import highlights
 from scene.geometry import build_families
-from scene.gl_items import FamilyMesh
+from scene.frames import FrameRenderer, FrameState, FrameView, new_context, paint_twins
+from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines, make_twin, sync_twin
 from scene.labels import OverlayInput, draw_overlay
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
@@ -68,71 +70,157 @@ STEP_FOCUS = {
 }
 
 
-class _GL(GLViewMixin, QOpenGLWindow):
-    """The GL surface: a native child window (QOpenGLWindow) embedded with QWidget.createWindowContainer.
+def _atomic(method):
+    """Run a SceneView method under SCENE_LOCK: a frame sees the scene before or after it, never halfway."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with SCENE_LOCK:
+            return method(self, *args, **kwargs)
+    return locked
 
-    Being its own native window, it is swapped on its own: updating any other widget of the main window no
-    longer recomposites the 3D picture through GL (which a QOpenGLWidget forces on the whole top-level window),
-    and a 3D frame does not repaint the other widgets. pyqtgraph draws the items, then one QPainter pass draws
-    the labels into the same frame (a widget overlay cannot sit above a native window). Input arrives here and
-    goes to the owner (picking, camera), never to pyqtgraph's own handlers."""
 
-    def __init__(self, owner: "SceneView", parent: QWindow):
-        share = QOpenGLContext.globalShareContext()
-        if share is not None:
-            super().__init__(share, QOpenGLWindow.UpdateBehavior.NoPartialUpdate, parent)
-        else:
-            super().__init__(QOpenGLWindow.UpdateBehavior.NoPartialUpdate, parent)
+class _GL(GLViewMixin, QWidget):
+    """The 3D picture: a plain (raster) widget showing frames that a render thread draws (scene/frames.py).
+
+    pyqtgraph's GLViewMixin keeps the items and the camera options; `update()` (called by the items and the
+    mixin whenever something changes) asks the render thread for a frame instead of drawing here, so the UI
+    thread never waits for software GL. The render thread draws render twins of the items and the labels (for
+    the camera of that frame) and this widget blits the result. Input goes to the owner (picking, camera), never
+    to pyqtgraph's own handlers. Signals frameSwapped when a new frame reaches the screen; paint_count counts
+    those frames."""
+
+    frameSwapped = Signal()
+
+    def __init__(self, owner: "SceneView", parent: QWidget):
+        super().__init__(parent)
         self.owner = owner
-        self.setFormat(_surface_format())
-        self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self.labels = _LabelCache(owner)
         self.paint_count = 0
+        self.version = 0  # bumped by every change of what the frame shows
+        self.shown_version = -1  # the version the frame on screen was drawn from
+        self._frame: QImage | None = None
+        self._frame_version = -1
+        self._frame_cam = None
+        self._job = None
+        self.frame_view = FrameView()
+        self._twins: list = []  # (item, render twin), in the order the items were added
+        self.renderer = FrameRenderer(self)
+        self.renderer.frame_ready.connect(self._on_frame)
+        renderer = self.renderer
+        self.destroyed.connect(lambda *_: renderer.stop())
+        self._ready = True
+        self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
 
-    # --- what GLViewMixin and callers expect of a QOpenGLWidget ---------------------------------------
-    def devicePixelRatioF(self) -> float:
-        return float(self.devicePixelRatio())
+    # --- what GLViewMixin expects of a QOpenGLWidget ------------------------------------------------
+    def isValid(self) -> bool:
+        return False  # items are never drawn here; their render twins are initialised where they are drawn
 
-    def deviceWidth(self) -> int:
-        return int(self.width() * self.devicePixelRatio())
+    def addItem(self, item) -> None:
+        twin = make_twin(item)
+        twin._setView(self.frame_view)
+        with SCENE_LOCK:
+            self._twins.append((item, twin))
+        super().addItem(item)
 
-    def deviceHeight(self) -> int:
-        return int(self.height() * self.devicePixelRatio())
-
-    def setFocus(self) -> None:
-        """Keyboard focus to the 3D view (the container takes it and activates this window)."""
-        self.owner.container.setFocus()
-        if self.isExposed():
-            self.requestActivate()
+    def update(self) -> None:
+        """The scene changed: a new frame (drawn in the render thread) will follow."""
+        if not getattr(self, "_ready", False):
+            return
+        self.version += 1
+        if not self.isVisible():
+            return  # drawn when shown
+        dpr = self.devicePixelRatioF()
+        w, h = max(1, self.width()), max(1, self.height())
+        self._job = (max(1, int(w * dpr)), max(1, int(h * dpr)), w, h, dpr)
+        self.renderer.request()
 
     def repaint(self) -> None:
-        """Draw now (synchronously), like QWidget.repaint."""
+        """Draw the current state now and wait until it is on screen (at most 5 s)."""
         self.update()
-        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.UpdateRequest))
+        if not self.isVisible():
+            return
+        target = self.version
+        if self.shown_version >= target:
+            return
+        loop = QEventLoop()
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(loop.quit)
+
+        def check():
+            if self.shown_version >= target:
+                loop.quit()
+        self.frameSwapped.connect(check)
+        timer.start(5000)
+        loop.exec()
+        timer.stop()
+        self.frameSwapped.disconnect(check)
 
     def grabFramebuffer(self) -> QImage:
-        """What the window shows (3D + labels) at its device-pixel size, rendered into an FBO.
-
-        QOpenGLWindow's own grabFramebuffer reads the default framebuffer, whose contents are undefined after
-        a swap; rendering the current state again is exact and works while hidden."""
-        dpr = float(self.devicePixelRatio())
-        w, h = max(1, self.owner.container.width()), max(1, self.owner.container.height())
+        """What the view shows (3D + labels) at its device-pixel size, rendered again from the current state
+        (exact, and works while hidden)."""
+        dpr = float(self.devicePixelRatioF())
+        w, h = max(1, self.width()), max(1, self.height())
         img = self.owner._render(int(w * dpr), int(h * dpr), transparent=False, label_size=(w, h), dpr=dpr)
         img.setDevicePixelRatio(dpr)
         return img
 
-    # --- drawing --------------------------------------------------------------------------------------
-    def paintGL(self):
-        dpr = self.devicePixelRatio()
-        GL.glViewport(0, 0, int(self.width() * dpr), int(self.height() * dpr))
-        super().paintGL()
-        if self.owner.labels_enabled:
-            p = QPainter(self)
-            try:
-                p.drawImage(0, 0, self.labels.image(self.width(), self.height(), dpr))
-            finally:
-                p.end()
-        self.paint_count += 1
+    # --- the render thread's side (called there; reads plain Python state only) ----------------------
+    def frame_job(self):
+        return self._job
+
+    def frame_snapshot(self) -> FrameState:
+        """The scene's state for one frame, copied by reference under SCENE_LOCK (any thread)."""
+        o = self.owner
+        with SCENE_LOCK:
+            o.apply_colours()
+            for item, twin in self._twins:
+                sync_twin(twin, item)
+            order = sorted(self._twins, key=lambda pair: pair[0].depthValue())  # stable: insertion order
+            overlay = None
+            if o.labels_enabled:
+                overlay = (o._overlay_version, o._overlay_input(o.cam))
+            return FrameState([t for _, t in order], dict(self.opts), self.version, o.cam, overlay)
+
+    def frame_labels(self, state: FrameState, job) -> QImage | None:
+        """The labels of a frame (render thread; QPainter on a QImage is thread-safe)."""
+        if state.overlay is None:
+            return None
+        _w, _h, lw, lh, dpr = job
+        return self.labels.image(state.overlay[1], state.overlay[0], lw, lh, dpr)
+
+    # --- showing frames -------------------------------------------------------------------------------
+    def _on_frame(self, image: QImage, version: int, cam) -> None:
+        self._frame, self._frame_version, self._frame_cam = image, version, cam
+        QWidget.update(self)
+
+    def paintEvent(self, ev):
+        p = QPainter(self)
+        new = False
+        try:
+            frame = self._frame
+            if frame is None:
+                p.fillRect(self.rect(), QColor.fromRgbF(*self.opts["bgcolor"]))
+            else:
+                p.drawImage(QRectF(0, 0, self.width(), self.height()), frame, QRectF(frame.rect()))
+                new = self._frame_version != self.shown_version
+        finally:
+            p.end()
+        if new:
+            self.shown_version = self._frame_version
+            self.paint_count += 1
+            self.frameSwapped.emit()
+
+    def showEvent(self, ev):
+        super().showEvent(ev)
+        self.update()
+
+    def resizeEvent(self, ev):
+        super().resizeEvent(ev)
+        self.update()
 
     # --- input ----------------------------------------------------------------------------------------
     def mousePressEvent(self, ev):
@@ -150,36 +238,29 @@ class _GL(GLViewMixin, QOpenGLWindow):
     def keyPressEvent(self, ev):
         self.owner._key(ev)
 
-    def event(self, ev):
-        if ev.type() == QEvent.Type.Leave:
-            self.owner._leave()
-        return super().event(ev)
+    def keyReleaseEvent(self, ev):
+        ev.ignore()
 
-
-def _surface_format() -> QSurfaceFormat:
-    fmt = QSurfaceFormat.defaultFormat()
-    fmt.setDepthBufferSize(24)
-    fmt.setStencilBufferSize(8)
-    return fmt
+    def leaveEvent(self, ev):
+        self.owner._leave()
+        super().leaveEvent(ev)
 
 
 class _LabelCache:
     """The labels as one premultiplied image, laid out and painted again only when the camera or something
-    they show changed (one QPainter pass, Qt fonts, so Korean renders)."""
+    they show changed (one QPainter pass, Qt fonts, so Korean renders). Used by the render thread only."""
 
     def __init__(self, owner: "SceneView"):
-        self.owner = owner
         self._key = None
         self._img: QImage | None = None
         self.paint_count = 0
 
-    def image(self, w: int, h: int, dpr: float) -> QImage:
-        o = self.owner
-        c = o.cam
-        inp = o._overlay_input()
+    def image(self, inp: OverlayInput, version: int, w: int, h: int, dpr: float) -> QImage:
+        """The labels of inp for a w x h view at dpr; version changes whenever any text may have changed."""
+        c = inp.camera
         # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
         # the view size and the OverlayInput fields
-        key = (o._overlay_version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
+        key = (version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
                w, h, dpr, inp.selected, inp.hovered, inp.has_trace, tuple(inp.tokens or ()), inp.step_note,
                inp.flow_on)
         if key != self._key or self._img is None:
@@ -197,21 +278,12 @@ class _LabelCache:
 
 
 class _ExportContext:
-    """An off-screen GL context in the app's share group: exports render into an FBO with it, whether or not
-    the window was ever shown (the items' buffers and pyqtgraph's shader programs are shared)."""
+    """An off-screen GL context in the app's share group for exports on the UI thread, whether or not the
+    view was ever shown (the items' buffers and pyqtgraph's shader programs are shared)."""
     _instance: "_ExportContext | None" = None
 
     def __init__(self):
-        self.surface = QOffscreenSurface()
-        self.surface.setFormat(_surface_format())
-        self.surface.create()
-        self.context = QOpenGLContext()
-        self.context.setFormat(_surface_format())
-        share = QOpenGLContext.globalShareContext()
-        if share is not None:
-            self.context.setShareContext(share)
-        if not self.context.create():
-            raise RuntimeError("OpenGL is not available for the 3D view (no GL context could be created)")
+        self.surface, self.context = new_context()
 
     @classmethod
     def get(cls) -> "_ExportContext":
@@ -261,15 +333,10 @@ class SceneView(QWidget):
         self._last_pos: QPointF | None = None
         self._dragged = False
 
-        # Created with a parent so that Qt, not Python, owns the native window: the container takes it over
-        # and deletes it; a Python-owned one was deleted twice at exit (QWindowContainer teardown segfault).
-        self._gl_birth_parent = QWindow()
-        self.gl = _GL(self, self._gl_birth_parent)
-        # the native GL window inside the widget tree; it takes keyboard focus like the old GL widget did
-        self.container = QWidget.createWindowContainer(self.gl, self)
-        self.container.setObjectName("sceneGL")
-        self.container.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.container.setMinimumSize(16, 16)
+        self.gl = _GL(self, self)
+        self.gl.setObjectName("sceneGL")
+        self.gl.setMinimumSize(16, 16)
+        self.container = self.gl  # the widget that shows the 3D picture (where it sits, its size)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.container)
@@ -278,13 +345,13 @@ class SceneView(QWidget):
             m = FamilyMesh()
             self.meshes[fam] = m
             self.gl.addItem(m)
-        self.line_flow = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 0.78, 0.3, 0.9))
-        self.line_follow = gl.GLLinePlotItem(mode="lines", width=2.5, antialias=True, color=(1.0, 0.95, 0.35, 1.0))
-        self.line_sel = gl.GLLinePlotItem(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
-        self.line_link = gl.GLLinePlotItem(mode="lines", width=1.2, antialias=True, color=(0.6, 0.75, 0.8, 0.55))
-        self.line_hover = gl.GLLinePlotItem(mode="lines", width=1.5, antialias=True, color=(0.75, 0.8, 0.9, 0.9))
+        self.line_flow = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 0.78, 0.3, 0.9))
+        self.line_follow = Lines(mode="lines", width=2.5, antialias=True, color=(1.0, 0.95, 0.35, 1.0))
+        self.line_sel = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        self.line_link = Lines(mode="lines", width=1.2, antialias=True, color=(0.6, 0.75, 0.8, 0.55))
+        self.line_hover = Lines(mode="lines", width=1.5, antialias=True, color=(0.75, 0.8, 0.9, 0.9))
         # a dot where each conceptual flow arrives: shows the direction without animating (render on demand)
-        self.flow_heads = gl.GLScatterPlotItem(size=7.0, color=(1.0, 0.85, 0.4, 1.0), pxMode=True)
+        self.flow_heads = Dots(size=7.0, color=(1.0, 0.85, 0.4, 1.0), pxMode=True)
         self.flow_heads.setGLOptions("translucent")
         for item in (self.line_link, self.line_flow, self.flow_heads, self.line_follow, self.line_sel,
                      self.line_hover):
@@ -293,6 +360,7 @@ class SceneView(QWidget):
         self.layout: Layout | None = None
         self.picker: Picker | None = None
         self._box_rgba: dict[str, np.ndarray] = {}
+        self._stale_colours: set[str] = set()  # families whose colours the next frame must recompute
         self._rebuild()
         self._apply_camera(camlib.preset("reset", self.layout.bounds, 1.6, self.layout.stack_bounds))
 
@@ -327,6 +395,7 @@ class SceneView(QWidget):
         if self.layout.dims.n_layers != n:
             self.set_camera_preset("reset", animate=False)
 
+    @_atomic
     def set_trace(self, trace) -> None:
         old = self.trace
         self.trace = trace
@@ -424,29 +493,25 @@ class SceneView(QWidget):
         """Render into an FBO of w x h device pixels with the off-screen export context. Labels are laid out
         for label_size logical pixels at dpr (the on-screen look), or scaled to the image size (exports)."""
         ctx = _ExportContext.get()
-        ctx.make_current()
         fmt = QOpenGLFramebufferObjectFormat()
         fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
         fmt.setSamples(4)
-        old_bg = self.gl.opts["bgcolor"]
-        try:
-            for item in self.gl.items:  # a never-shown window has not initialised them: the share group is one
-                if not item.isInitialized():
-                    item.initialize()
-            fbo = QOpenGLFramebufferObject(w, h, fmt)
-            if transparent:
-                self.gl.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
-            fbo.bind()
-            GL.glViewport(0, 0, w, h)
-            lw, lh = label_size if label_size is not None else (w, h)
-            self.gl.paint(region=(0, 0, lw, lh), viewport=(0, 0, lw, lh))
-            GL.glFinish()
-            fbo.release()
-            img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
-            del fbo
-        finally:
-            self.gl.opts["bgcolor"] = old_bg
-            ctx.done_current()
+        lw, lh = label_size if label_size is not None else (w, h)
+        with PAINT_LOCK:  # the render thread's twins and buffers are ours until the image is read back
+            ctx.make_current()
+            try:
+                fbo = QOpenGLFramebufferObject(w, h, fmt)
+                fbo.bind()
+                state = self.gl.frame_snapshot()
+                if transparent:
+                    state.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
+                paint_twins(self.gl.frame_view, state, w, h, lw, lh)
+                GL.glFinish()
+                fbo.release()
+                img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
+                del fbo
+            finally:
+                ctx.done_current()
         if self.labels_enabled:
             p = QPainter(img)
             try:
@@ -460,12 +525,14 @@ class SceneView(QWidget):
         return img
 
     # ================================================================ building / colouring
+    @_atomic
     def _rebuild(self) -> None:
         self.layout = build_layout(self.cfg, self.layer0, self.trace, self.pass_index)
         self.layer0 = self.layout.layer
         self.picker = Picker(self.layout)
         self.families = build_families(self.layout)
         self._box_rgba = {}
+        self._stale_colours = set()
         for name, mesh in self.meshes.items():
             fam = self.families.get(name)
             if fam is None:
@@ -526,19 +593,25 @@ class SceneView(QWidget):
             return None
         return None
 
+    @_atomic
     def recolour(self, families: tuple[str, ...] = ("stack", "cells", "experts")) -> None:
-        """Recompute cell colours from the trace and upload colour buffers only."""
+        """Cell colours of these families follow the trace / pass / token / step again. They are computed for
+        the next frame by whoever draws it (apply_colours, in the render thread), so a new trace during a
+        slider drag costs the UI thread nothing here; only colour buffers change."""
         if self.layout is None:
             return
-        for name, mesh in self.meshes.items():
-            if name not in self.families or name not in families:
-                continue
-            rgba = self._family_colors(name)
-            self._box_rgba[name] = rgba
-            self._upload_colors(name)
-        self._update_outlines()
+        self._stale_colours |= {name for name in families if name in self.families}
+        self._update_outlines()  # asks for the frame
 
-    def _upload_colors(self, name: str) -> None:
+    def apply_colours(self) -> None:
+        """Compute the stale families' colours now (under SCENE_LOCK; any thread; no frame request)."""
+        with SCENE_LOCK:
+            for name in sorted(self._stale_colours):
+                self._box_rgba[name] = self._family_colors(name)
+                self._upload_colors(name, notify=False)
+            self._stale_colours.clear()
+
+    def _upload_colors(self, name: str, notify: bool = True) -> None:
         rgba = self._box_rgba[name]
         if self.hover_cell is not None:
             bid, r, c = self.hover_cell
@@ -548,7 +621,7 @@ class SceneView(QWidget):
                 rgba = rgba.copy()
                 i = k + r * b.grid[1] + c
                 rgba[i, :3] = np.minimum(rgba[i, :3] * 0.5 + 0.55, 1.0)
-        self.meshes[name].set_colors(self.families[name].box_colors_to_vertex(rgba))
+        self.meshes[name].set_colors(self.families[name].box_colors_to_vertex(rgba), notify=notify)
 
     # ================================================================ lines: outlines, follow, flow
     def _update_outlines(self) -> None:
@@ -597,13 +670,14 @@ class SceneView(QWidget):
         return camlib.fit_box(base, lo, hi, self._aspect(), fill=0.92, fill_y=0.78, centre_y=0.505)
 
     def _apply_camera(self, cam: camlib.Camera) -> None:
-        self.cam = cam
         o = self.gl.opts
-        o["center"] = QVector3D(*[float(v) for v in cam.center])
-        o["distance"] = float(cam.distance)
-        o["azimuth"] = float(cam.azimuth)
-        o["elevation"] = float(cam.elevation)
-        o["fov"] = float(cam.fov)
+        with SCENE_LOCK:  # the render thread reads the camera and the options together
+            self.cam = cam
+            o["center"] = QVector3D(*[float(v) for v in cam.center])
+            o["distance"] = float(cam.distance)
+            o["azimuth"] = float(cam.azimuth)
+            o["elevation"] = float(cam.elevation)
+            o["fov"] = float(cam.fov)
         self._redraw()
 
     def _stop_anim(self) -> None:
@@ -767,7 +841,7 @@ class SceneView(QWidget):
         return tooltip_text(self.layout, hit.block_id, hit.cell, self.drawn_trace(), self.pass_index, self.token,
                             self.tr)
 
-    def _overlay_input(self) -> OverlayInput:
+    def _overlay_input(self, camera=None) -> OverlayInput:
         tokens = None
         trace = self.drawn_trace()
         if trace is not None:
@@ -777,6 +851,6 @@ class SceneView(QWidget):
             note = self.tr(f"scene.step.{self.step_kind}")
             if note.startswith("[scene.step."):  # a step kind this catalogue does not know
                 note = self.tr("scene.step.generic", step=self.step_kind)
-        return OverlayInput(layout=self.layout, camera=self.cam, tr=self.tr, selected=self.selected,
+        return OverlayInput(layout=self.layout, camera=camera if camera is not None else self.cam, tr=self.tr, selected=self.selected,
                             hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
                             step_note=note, flow_on=bool(self.flow_edges))

@@ -113,7 +113,16 @@ class TokenizerPanel(ExperimentPanel):
             state.trace_changed.connect(self.on_trace)
         self.retranslate()
 
-    def on_trace(self, _trace) -> None:
+    def on_trace(self, trace) -> None:
+        """A new trace changes this panel only through the prompt's embedding rows; a knob change (α, β,
+        temperature, ...) leaves them as they are, so the table is not rebuilt on every slider step."""
+        key = None
+        if trace is not None and trace.passes:
+            key = (trace.text, np.asarray(trace.passes[0].embedding))
+        old = getattr(self, "_trace_key", None)
+        if key is not None and old is not None and key[0] == old[0] and np.array_equal(key[1], old[1]):
+            return
+        self._trace_key = key
         self.recompute()
 
     def _use_prompt(self) -> None:

@@ -12,7 +12,7 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from app.docks.experts_deferred import DeferredRefreshMixin
+from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experts_data import cutoff_without, routing
 from app.docks.experts_responsive import ResponsiveBox
 from app.i18n import tr

@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from app.docks.experts_deferred import DeferredRefreshMixin
+from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experts_data import expert_weight_map, overlap_map, processed_positions, usage, usage_counts
 from app.i18n import tr
 

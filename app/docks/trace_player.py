@@ -244,11 +244,15 @@ class TracePlayerDock(QDockWidget):
         self.message.show()
 
     def _fill_list(self) -> None:
+        rows = [(self._step_label(step), step.phase) for step in self.steps]
+        if rows == getattr(self, "_rows", None):
+            return  # a knob change keeps the steps: keep the list (and its scroll position)
+        self._rows = rows
         self.list.blockSignals(True)
         self.list.clear()
-        for step in self.steps:
-            item = QListWidgetItem(self._step_label(step))
-            item.setForeground(_qcolor(PHASE_COLOURS[step.phase]))
+        for label, phase in rows:
+            item = QListWidgetItem(label)
+            item.setForeground(_qcolor(PHASE_COLOURS[phase]))
             self.list.addItem(item)
         self.list.blockSignals(False)
 
@@ -311,12 +315,14 @@ class TracePlayerDock(QDockWidget):
             self.phase.setText("")
             self.facts.setText("")
             self.explain.setMarkdown("")
+            self._explain_md = ""
             return
         step = self.steps[self.index]
         self.title.setText(f"{step.index + 1:02d}  {tr(step.title_key)}")
         colour = PHASE_COLOURS[step.phase]
         self.phase.setText(tr(f"app.player.phase_{step.phase}"))
-        self.phase.setStyleSheet(f"background:{colour}; color:white; border-radius:4px; padding:2px 6px;")
+        _set_if_changed(self.phase, "styleSheet", "setStyleSheet",
+                        f"background:{colour}; color:white; border-radius:4px; padding:2px 6px;")
         try:
             facts = player.describe(trace, step, self.state.layer)
         except (KeyError, IndexError, ValueError) as exc:
@@ -338,14 +344,17 @@ class TracePlayerDock(QDockWidget):
             rows.append(("", html.escape(tr(key, **fmt))))
         body = "".join(f"<tr><td style='color:gray; padding-right:8px; vertical-align:top'>{html.escape(k)}</td>"
                        f"<td>{v}</td></tr>" for k, v in rows)
-        self.facts.setText(f"<table cellspacing='2'>{body}</table>")
+        _set_if_changed(self.facts, "text", "setText", f"<table cellspacing='2'>{body}</table>")
         md = texts.explanation("step", step.kind, i18n.language())
         what = tr(step.what_key)
         phase_note = tr(f"app.player.phase_{step.phase}.note")
         if md:  # demote headings: the panel is narrow
             md = "\n".join("###" + line.lstrip("#") if line.startswith("#") else line for line in md.splitlines())
         # the step's own explanation text when there is one, else the short catalogue line
-        self.explain.setMarkdown(f"*{phase_note}*\n\n---\n\n{md}" if md else f"{what}\n\n*{phase_note}*")
+        explain = f"*{phase_note}*\n\n---\n\n{md}" if md else f"{what}\n\n*{phase_note}*"
+        if explain != getattr(self, "_explain_md", None):  # a new trace of the same step keeps its text
+            self._explain_md = explain
+            self.explain.setMarkdown(explain)
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("app.dock.trace_player"))
@@ -387,3 +396,9 @@ def _qcolor(hex_colour: str):
     from PySide6.QtGui import QColor
 
     return QColor(hex_colour)
+
+
+def _set_if_changed(widget, getter: str, setter: str, value: str) -> None:
+    """Set a widget's text / style sheet only when it differs (re-setting re-lays out or re-polishes it)."""
+    if getattr(widget, getter)() != value:
+        getattr(widget, setter)(value)

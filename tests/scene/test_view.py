@@ -364,7 +364,9 @@ def test_click_on_an_expert_cell_emits_its_id_and_select_expert_outlines_it(view
     with qtbot.waitSignal(view.expert_clicked, timeout=2000) as sig:
         QTest.mouseClick(view.gl, Qt.LeftButton, Qt.NoModifier, p)
     assert sig.args == [r * cols + c]
-    # the tooltip reports the engine's router score and whether the expert was selected
+    # the tooltip reports the engine's router score and whether the expert was selected (Qt drops a move to
+    # where the cursor already is, so come from elsewhere)
+    QTest.mouseMove(view.gl, QPoint(2, 2))
     QTest.mouseMove(view.gl, p)
     e = r * cols + c
     s = float(trace_a.passes[0].layers[36].tensors["moe.router"][0][e])
@@ -379,7 +381,8 @@ def _screen_pixels(view, qtbot, before_count):
 
     qtbot.waitUntil(lambda: view.gl.paint_count > before_count, timeout=5000)
     qtbot.wait(50)
-    shot = QApplication.primaryScreen().grabWindow(int(view.gl.winId()))
+    top_left = view.gl.mapToGlobal(QPoint(0, 0))
+    shot = QApplication.primaryScreen().grabWindow(0, top_left.x(), top_left.y(), view.gl.width(), view.gl.height())
     return image_array(shot.toImage()).astype(int)
 
 

@@ -1,0 +1,64 @@
+"""Work that only pays off while a dock's content can be seen.
+
+Qt keeps the covered tabs of a tabbed dock area "visible" (isVisible() stays True, no hideEvent), so a widget
+cannot rely on show/hide events alone: `on_screen` also asks whether its dock is the tab on top, and
+`watch_dock` calls back when the dock's tab is raised or covered (QDockWidget.visibilityChanged).
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QDockWidget, QWidget
+
+
+def enclosing_dock(widget: QWidget) -> QDockWidget | None:
+    p = widget.parentWidget()
+    while p is not None and not isinstance(p, QDockWidget):
+        p = p.parentWidget()
+    return p
+
+
+def on_screen(widget: QWidget) -> bool:
+    """Visible, and not inside a dock whose tab is covered by another dock's."""
+    if not widget.isVisible():
+        return False
+    dock = enclosing_dock(widget)
+    return dock is None or not dock.visibleRegion().isEmpty()
+
+
+def watch_dock(widget: QWidget, callback) -> bool:
+    """Call callback(shown: bool) after the widget's dock tab is raised (True) or covered (False), once the
+    layout has settled. Returns False when the widget is not (yet) inside a dock."""
+    dock = enclosing_dock(widget)
+    if dock is None:
+        return False
+    dock.visibilityChanged.connect(lambda shown: QTimer.singleShot(0, lambda: callback(bool(shown))))
+    return True
+
+
+class DeferredRefreshMixin:
+    """For a QWidget with a `refresh()` that re-reads the trace: a refresh asked for while the widget cannot be
+    seen (hidden, or in a covered dock tab) is postponed until it can (covered tabs cost nothing on a token /
+    layer / trace change).
+
+    `refresh()` starts with `if self.postpone_while_hidden(): return`."""
+
+    _dirty = True
+    _watching = False
+
+    def showEvent(self, event):  # noqa: N802
+        super().showEvent(event)
+        if not self._watching:
+            self._watching = watch_dock(self, self._dock_shown)
+        if self._dirty:
+            self.refresh()
+
+    def _dock_shown(self, shown: bool) -> None:
+        if shown and self._dirty:
+            self.refresh()
+
+    def postpone_while_hidden(self) -> bool:
+        if not on_screen(self):
+            self._dirty = True
+            return True
+        self._dirty = False
+        return False

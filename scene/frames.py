@@ -1,0 +1,241 @@
+"""Off-UI-thread 3D frames: a render thread draws the scene into an FBO and hands back a finished QImage.
+
+On software GL (llvmpipe on these 2-core machines) one frame of the scene costs 20-60 ms. Drawn on the UI
+thread that time is a stall for every slider drag and trace arrival; here it is spent in a render thread, and
+the UI thread only blits the finished picture (labels included). The thread owns one QOpenGLContext (in the
+application's share group) on an off-screen surface.
+
+    renderer = FrameRenderer(source)   # source.frame_job() -> (w, h, logical_w, logical_h, dpr) | None
+                                       # source.frame_snapshot() -> FrameState   (state copied under SCENE_LOCK)
+                                       # source.frame_labels(state, job) -> QImage | None   (render thread)
+    renderer.frame_ready.connect(slot) # slot(image: QImage, version: int, camera), on the UI thread
+    renderer.request()                 # from the UI thread; requests while a frame is drawn coalesce
+    renderer.stop()
+
+What is drawn are render twins of the scene's items (scene/gl_items.py): their state is copied, by reference,
+under SCENE_LOCK in a few microseconds, then drawn without it, so the UI thread never waits for a frame.
+Requests coalesce: however many arrive while a frame is being drawn, one more frame follows, of the newest
+state. Where the platform cannot make a context current in another thread, the same renderer runs on the UI
+thread (correct, not stall-free).
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from OpenGL import GL
+from pyqtgraph.opengl.GLViewWidget import GLViewMixin
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QImage, QMatrix4x4, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat
+from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
+
+from scene.gl_items import PAINT_LOCK
+
+# Renderers whose thread may be running. Held strongly: a QThread destroyed while running aborts the process,
+# so a renderer stays here (even if its view is gone) until stop() has ended its thread.
+_LIVE: "set[FrameRenderer]" = set()
+_QUIT_HOOKED = False
+
+
+def surface_format() -> QSurfaceFormat:
+    fmt = QSurfaceFormat.defaultFormat()
+    fmt.setDepthBufferSize(24)
+    fmt.setStencilBufferSize(8)
+    return fmt
+
+
+def new_context() -> tuple[QOffscreenSurface, QOpenGLContext]:
+    """An off-screen surface and a GL context in the application's share group (created on the UI thread)."""
+    surface = QOffscreenSurface()
+    surface.setFormat(surface_format())
+    surface.create()
+    context = QOpenGLContext()
+    context.setFormat(surface_format())
+    share = QOpenGLContext.globalShareContext()
+    if share is not None:
+        context.setShareContext(share)
+    if not context.create():
+        raise RuntimeError("OpenGL is not available for the 3D view (no GL context could be created)")
+    return surface, context
+
+
+@dataclass
+class FrameState:
+    """One frame's worth of scene state: twins in paint order, camera options, and what describes it."""
+    twins: list
+    opts: dict
+    version: int
+    camera: object = None
+    overlay: object = None
+
+
+class FrameView:
+    """The view a render twin sees while it paints: the frame's matrices and options (pyqtgraph items ask
+    their view for currentModelView / currentProjection, opts and width)."""
+
+    def __init__(self):
+        self.opts: dict = {}
+        self._mv = QMatrix4x4()
+        self._proj = QMatrix4x4()
+        self._w = 1
+
+    def currentModelView(self):  # noqa: N802 - pyqtgraph's names
+        return self._mv
+
+    def currentProjection(self):  # noqa: N802
+        return self._proj
+
+    def width(self) -> int:
+        return self._w
+
+    def update(self) -> None:  # a twin never asks for frames
+        pass
+
+
+def paint_twins(fv: FrameView, state: FrameState, w: int, h: int, lw: int, lh: int) -> None:
+    """Draw the twins into the bound framebuffer of w x h device pixels, laid out for lw x lh logical pixels
+    (pyqtgraph's own projection and view matrices). Caller holds PAINT_LOCK and has a context current."""
+    ns = SimpleNamespace(opts=state.opts)
+    region = (0, 0, lw, lh)
+    fv.opts, fv._w = state.opts, lw
+    fv._proj = GLViewMixin.projectionMatrix(ns, region, region)
+    fv._mv = GLViewMixin.viewMatrix(ns)
+    GL.glViewport(0, 0, w, h)
+    GL.glClearColor(*state.opts["bgcolor"])
+    GL.glClear(GL.GL_DEPTH_BUFFER_BIT | GL.GL_COLOR_BUFFER_BIT)
+    for twin in state.twins:
+        if not twin.visible():
+            continue
+        if not twin.isInitialized():
+            twin.initialize()
+        twin.paint()
+
+
+class FrameRenderer(QObject):
+    frame_ready = Signal(QImage, int, object)
+    _kick = Signal()
+    _halt = Signal()
+
+    def __init__(self, view):
+        super().__init__()
+        self.view = view
+        self._surface, self._context = new_context()
+        self._fbo: QOpenGLFramebufferObject | None = None
+        self._mutex = threading.Lock()
+        self._scheduled = False
+        self._stopped = False
+        self.frames = 0
+        self.timings: dict[str, float] = {}  # the last frame's phases in ms (benches read it)
+        self.threaded = bool(QOpenGLContext.supportsThreadedOpenGL())
+        self._thread: QThread | None = None
+        if self.threaded:
+            self._thread = QThread()
+            self._thread.setObjectName("k3-render")
+            self.moveToThread(self._thread)
+            self._context.moveToThread(self._thread)
+        # queued even without a thread: a request made while the UI changes the scene never draws re-entrantly
+        self._kick.connect(self._render, Qt.ConnectionType.QueuedConnection)
+        self._halt.connect(self._cleanup, Qt.ConnectionType.QueuedConnection)
+
+    # --- UI thread ------------------------------------------------------------------------------------
+    def request(self) -> None:
+        """Ask for a frame of the current state (cheap; coalesces with pending requests)."""
+        with self._mutex:
+            if self._scheduled or self._stopped:
+                return
+            self._scheduled = True
+        if self._thread is not None and not self._thread.isRunning():
+            _LIVE.add(self)
+            _hook_quit()
+            self._thread.start()
+        self._kick.emit()
+
+    def stop(self) -> None:
+        """Finish the render thread (idempotent); its GL objects are released in that thread."""
+        self._stopped = True
+        t = self._thread
+        try:
+            if t is not None and t.isRunning():
+                self._halt.emit()
+                t.wait(10000)
+        except RuntimeError:  # the thread object is already gone (interpreter shutdown)
+            pass
+        _LIVE.discard(self)
+
+    # --- render thread ----------------------------------------------------------------------------------
+    @Slot()
+    def _render(self) -> None:
+        with self._mutex:
+            self._scheduled = False
+        if self._stopped:
+            return
+        job = self.view.frame_job()  # (w, h, logical_w, logical_h, dpr) or None when nothing is to be drawn
+        if job is None:
+            return
+        w, h, lw, lh, _dpr = job
+        t0 = time.perf_counter()
+        with PAINT_LOCK:
+            if not self._context.makeCurrent(self._surface):
+                return
+            try:
+                if self._fbo is None or self._fbo.width() != w or self._fbo.height() != h:
+                    fmt = QOpenGLFramebufferObjectFormat()
+                    fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
+                    self._fbo = None
+                    self._fbo = QOpenGLFramebufferObject(w, h, fmt)
+                self._fbo.bind()
+                state = self.view.frame_snapshot()
+                t1 = time.perf_counter()
+                paint_twins(self.view.frame_view, state, w, h, lw, lh)
+                t2 = time.perf_counter()
+                image = self._fbo.toImage().convertToFormat(QImage.Format.Format_RGB32)
+                self._fbo.release()
+            finally:
+                self._context.doneCurrent()
+        t3 = time.perf_counter()
+        labels = self.view.frame_labels(state, job)
+        if labels is not None:
+            p = QPainter(image)
+            try:
+                p.drawImage(0, 0, labels)
+            finally:
+                p.end()
+        t4 = time.perf_counter()
+        self.frames += 1
+        self.timings = {"snapshot_ms": (t1 - t0) * 1e3, "draw_calls_ms": (t2 - t1) * 1e3,
+                        "raster_readback_ms": (t3 - t2) * 1e3, "labels_ms": (t4 - t3) * 1e3,
+                        "total_ms": (t4 - t0) * 1e3}
+        self.frame_ready.emit(image, state.version, state.camera)
+
+    @Slot()
+    def _cleanup(self) -> None:
+        try:
+            if self._context.makeCurrent(self._surface):
+                self._fbo = None
+                self._context.doneCurrent()
+            app = QCoreApplication.instance()
+            if app is not None:  # hand the objects back so the UI thread may delete them
+                self._context.moveToThread(app.thread())
+                self.moveToThread(app.thread())
+        finally:
+            QThread.currentThread().quit()
+
+
+def stop_all() -> None:
+    """Stop every render thread (the application is quitting; Python must not run in them any more)."""
+    for r in list(_LIVE):
+        r.stop()
+
+
+def _hook_quit() -> None:
+    global _QUIT_HOOKED
+    app = QCoreApplication.instance()
+    if not _QUIT_HOOKED and app is not None:
+        app.aboutToQuit.connect(stop_all)
+        _QUIT_HOOKED = True
+
+
+atexit.register(stop_all)
