@@ -107,6 +107,7 @@ class MainWindow(QMainWindow):
             self.statusBar().addPermanentWidget(label)
 
         self.engine = EngineController(self.state, device=device, parent=self)
+        self.engine.set_after_run(self.scene.precolour)  # cell colours computed in the engine thread
         self.engine.device_ready.connect(lambda _d: self._update_status())
         self.engine.busy_changed.connect(lambda _b: self._update_status())
         self._connect_state()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from compute.trace import Knobs
 
@@ -61,6 +62,7 @@ class _EngineObject(QObject):
         super().__init__()
         self._device = device
         self.model = None
+        self.after_run = None  # optional callable(trace), run here after each run (see EngineController)
 
     @Slot()
     def load(self) -> None:
@@ -76,9 +78,9 @@ class _EngineObject(QObject):
             self.failed.emit(-1, f"{type(exc).__name__}: {exc}")
 
     @Slot(object)
-    def dispose(self, _trace) -> None:
-        """Receives a trace the UI no longer shows: its last reference goes away here, in this thread, so
-        freeing its ~10^4 arrays never stalls the UI thread."""
+    def dispose(self, _traces) -> None:
+        """Receives traces the UI no longer shows: their last references go away here, in this thread, so
+        freeing their ~10^4 arrays each never stalls the UI thread."""
 
     @Slot(object)
     def compute(self, request: Request) -> None:
@@ -95,7 +97,13 @@ class _EngineObject(QObject):
         except Exception as exc:  # noqa: BLE001 - shown to the user, last good trace stays
             self.failed.emit(request.serial, f"{type(exc).__name__}: {exc}")
             return
-        self.finished.emit(request.serial, trace, time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        if self.after_run is not None:
+            try:
+                self.after_run(trace)
+            except Exception:  # noqa: BLE001 - a preparation only: whoever needs it computes it again
+                traceback.print_exc()
+        self.finished.emit(request.serial, trace, seconds)
 
 
 class EngineController(QObject):
@@ -119,6 +127,11 @@ class EngineController(QObject):
         self._good = None  # last good trace
         self._loaded = False
         self._stopped = False
+        self._graveyard: list = []  # traces no longer shown, to be freed in the worker thread
+        self._dispose_timer = QTimer(self)
+        self._dispose_timer.setSingleShot(True)
+        self._dispose_timer.setInterval(1000)
+        self._dispose_timer.timeout.connect(self._bury)
         self.thread = QThread()
         self.thread.setObjectName("k3-engine")
         self.engine = _EngineObject(device)
@@ -131,6 +144,12 @@ class EngineController(QObject):
         self.engine.failed.connect(self._on_failed)
         state.knobs_requested.connect(lambda knobs: self.request(self._current_prompt(), knobs))
         state.prompt_requested.connect(lambda text: self.request(text, self.state.knobs))
+
+    def set_after_run(self, fn) -> None:
+        """fn(trace) runs in the worker thread after each run, before the trace is published: work that the
+        UI would otherwise do when the trace arrives (e.g. the 3D view's cell colours), done while the UI
+        thread is idle. It must not touch widgets; its errors are printed and ignored."""
+        self.engine.after_run = fn
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -200,10 +219,21 @@ class EngineController(QObject):
         self.trace_published.emit(trace, seconds)
         self._dispatch()
         if old is not None and old is not trace:
-            self._dispose.emit(old)  # freed in the worker thread once the UI has dropped it
+            # freed in the worker thread once the UI has dropped it, when the app is quiet (or a few have
+            # piled up in a long drag), so that freeing competes neither with a frame nor with the next run
+            self._graveyard.append(old)
+            if len(self._graveyard) >= 8:
+                self._bury()
+            else:
+                self._dispose_timer.start()
         del old
         if self._in_flight is None:
             self.busy_changed.emit(False)
+
+    def _bury(self) -> None:
+        if self._graveyard and self.thread.isRunning():
+            dead, self._graveyard = self._graveyard, []
+            self._dispose.emit(dead)
 
     @Slot(int, str)
     def _on_failed(self, serial: int, message: str) -> None:

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+import numpy as np
 from OpenGL import GL
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
@@ -124,6 +125,7 @@ class FrameRenderer(QObject):
         self.view = view
         self._surface, self._context = new_context()
         self._fbo: QOpenGLFramebufferObject | None = None
+        self._pixels: np.ndarray | None = None
         self._mutex = threading.Lock()
         self._scheduled = False
         self._stopped = False
@@ -190,25 +192,36 @@ class FrameRenderer(QObject):
                 state = self.view.frame_snapshot()
                 t1 = time.perf_counter()
                 paint_twins(self.view.frame_view, state, w, h, lw, lh)
+                GL.glFlush()  # rasterisation runs in llvmpipe's threads while the labels are laid out here
                 t2 = time.perf_counter()
-                image = self._fbo.toImage().convertToFormat(QImage.Format.Format_RGB32)
+                labels = self.view.frame_labels(state, job)
+                t3 = time.perf_counter()
+                image = self._read_back(w, h)
                 self._fbo.release()
             finally:
                 self._context.doneCurrent()
-        t3 = time.perf_counter()
-        labels = self.view.frame_labels(state, job)
+        t4 = time.perf_counter()
         if labels is not None:
             p = QPainter(image)
             try:
                 p.drawImage(0, 0, labels)
             finally:
                 p.end()
-        t4 = time.perf_counter()
+        t5 = time.perf_counter()
         self.frames += 1
         self.timings = {"snapshot_ms": (t1 - t0) * 1e3, "draw_calls_ms": (t2 - t1) * 1e3,
-                        "raster_readback_ms": (t3 - t2) * 1e3, "labels_ms": (t4 - t3) * 1e3,
-                        "total_ms": (t4 - t0) * 1e3}
+                        "labels_ms": (t3 - t2) * 1e3, "raster_readback_ms": (t4 - t3) * 1e3,
+                        "composite_ms": (t5 - t4) * 1e3, "total_ms": (t5 - t0) * 1e3}
         self.frame_ready.emit(image, state.version, state.camera)
+
+    def _read_back(self, w: int, h: int) -> QImage:
+        """The bound FBO as an RGB32 image (waits for the rasterisation): BGRA read straight into a buffer,
+        then flipped (GL's rows run bottom-up), one copy in all."""
+        if self._pixels is None or self._pixels.shape[:2] != (h, w):
+            self._pixels = np.empty((h, w, 4), np.uint8)
+        GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 4)
+        GL.glReadPixels(0, 0, w, h, GL.GL_BGRA, GL.GL_UNSIGNED_BYTE, self._pixels)
+        return QImage(self._pixels.data, w, h, 4 * w, QImage.Format.Format_RGB32).flipped(Qt.Orientation.Vertical)
 
     @Slot()
     def _cleanup(self) -> None:

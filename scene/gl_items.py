@@ -32,6 +32,9 @@ def headlight_shader() -> shaders.ShaderProgram:
     global _HEADLIGHT
     if _HEADLIGHT is None:
         _HEADLIGHT = shaders.ShaderProgram("k3_headlight", [
+            # Lighting per vertex: every face is flat (its 4 vertices share one normal), so the light is the
+            # same at every fragment of it and the fragment shader only copies the colour, which on a
+            # software rasteriser is most of a frame's cost.
             shaders.VertexShader("""
                 uniform mat4 u_mvp;
                 uniform mat3 u_normal;
@@ -39,10 +42,12 @@ def headlight_shader() -> shaders.ShaderProgram:
                 attribute vec3 a_normal;
                 attribute vec4 a_color;
                 varying vec4 v_color;
-                varying vec3 v_normal;
                 void main() {
-                    v_normal = normalize(u_normal * a_normal);
-                    v_color = a_color;
+                    vec3 n = normalize(u_normal * a_normal);
+                    float head = abs(n.z);
+                    float key = max(dot(n, normalize(vec3(-0.35, 0.6, 0.7))), 0.0);
+                    float light = 0.38 + 0.42 * head + 0.28 * key;
+                    v_color = vec4(min(a_color.rgb * light, vec3(1.0)), a_color.a);
                     gl_Position = u_mvp * a_position;
                 }
             """),
@@ -51,13 +56,8 @@ def headlight_shader() -> shaders.ShaderProgram:
                 precision mediump float;
                 #endif
                 varying vec4 v_color;
-                varying vec3 v_normal;
                 void main() {
-                    vec3 n = normalize(v_normal);
-                    float head = abs(n.z);
-                    float key = max(dot(n, normalize(vec3(-0.35, 0.6, 0.7))), 0.0);
-                    float light = 0.38 + 0.42 * head + 0.28 * key;
-                    gl_FragColor = vec4(min(v_color.rgb * light, vec3(1.0)), v_color.a);
+                    gl_FragColor = v_color;
                 }
             """),
         ])

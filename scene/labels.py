@@ -51,8 +51,12 @@ def _rect_free(r: QRectF, taken: list[QRectF]) -> bool:
     return not any(r.intersects(t) for t in taken)
 
 
-def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0) -> None:
-    """Draw every label and the legend for a width x height view (logical px; scale multiplies fonts)."""
+def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0,
+                 with_tokens: bool = True) -> list[QRectF]:
+    """Draw every label and the legend for a width x height view (logical px; scale multiplies fonts).
+
+    Returns the rectangles taken. with_tokens=False leaves out the token names by the rows (the only labels
+    that change when a knob changes the sampled tokens): draw_token_names adds them over such a picture."""
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
     lay, cam, tr = inp.layout, inp.camera, inp.tr
@@ -181,33 +185,47 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
             p.setPen(dim_c)
             p.drawText(QPointF(r.left() + 7 * s + wn + gap, base), shape)
 
-    # ---- token names beside the rows of the first block of the exploded layer ------------------------
-    if inp.tokens:
-        first = None
-        for b in lay.layer_blocks():
-            if b.grid is not None and b.rows_are_tokens and b.orient == "wall":
-                if first is None or (b.lo[2], b.lo[0]) < (first.lo[2], first.lo[0]):
-                    first = b
-        if first is not None:
-            rows = first.grid[0]
-            anchors = np.array([[first.lo[0] - 0.08, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch_r]
-                                for r in range(rows)])
-            tp, tok_ok = project(anchors, cam, width, height)
-            p.setFont(f_small)
-            fmt = QFontMetricsF(f_small)
-            spacing = float(np.median(np.abs(np.diff(tp[:, 1])))) if rows > 1 else fmt.height()
-            if spacing < fmt.height() * 0.95:  # rows too close at this zoom: names would pile up
-                return
-            for r, ((px, py), vis) in enumerate(zip(tp, tok_ok)):
-                if not vis or r >= len(inp.tokens):
-                    continue
-                txt = inp.tokens[r].replace(" ", "␣") or "·"
-                w = fmt.horizontalAdvance(txt)
-                rr = QRectF(px - w - 4 * s, py - fmt.height() / 2, w + 2 * s, fmt.height())
-                if not _rect_free(rr, taken):
-                    continue
-                p.setPen(dim_c)
-                p.drawText(QPointF(rr.left(), rr.top() + fmt.ascent()), txt)
+    if with_tokens:
+        draw_token_names(p, inp, width, height, scale, taken)
+    return taken
+
+
+def draw_token_names(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float,
+                     taken: list[QRectF]) -> None:
+    """The token names beside the rows of the first block of the exploded layer, where nothing in taken is."""
+    if not inp.tokens:
+        return
+    lay, cam, s = inp.layout, inp.camera, scale
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+    f_small = make_font(10 * s)
+    dim_c = QColor(170, 176, 190)
+    first = None
+    for b in lay.layer_blocks():
+        if b.grid is not None and b.rows_are_tokens and b.orient == "wall":
+            if first is None or (b.lo[2], b.lo[0]) < (first.lo[2], first.lo[0]):
+                first = b
+    if first is None:
+        return
+    rows = first.grid[0]
+    anchors = np.array([[first.lo[0] - 0.08, first.lo[1], first.hi[2] - (r + 0.5) * first.pitch_r]
+                        for r in range(rows)])
+    tp, tok_ok = project(anchors, cam, width, height)
+    p.setFont(f_small)
+    fmt = QFontMetricsF(f_small)
+    spacing = float(np.median(np.abs(np.diff(tp[:, 1])))) if rows > 1 else fmt.height()
+    if spacing < fmt.height() * 0.95:  # rows too close at this zoom: names would pile up
+        return
+    for r, ((px, py), vis) in enumerate(zip(tp, tok_ok)):
+        if not vis or r >= len(inp.tokens):
+            continue
+        txt = inp.tokens[r].replace(" ", "␣") or "·"
+        w = fmt.horizontalAdvance(txt)
+        rr = QRectF(px - w - 4 * s, py - fmt.height() / 2, w + 2 * s, fmt.height())
+        if not _rect_free(rr, taken):
+            continue
+        p.setPen(dim_c)
+        p.drawText(QPointF(rr.left(), rr.top() + fmt.ascent()), txt)
 
 
 def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s: float, taken: list) -> None:

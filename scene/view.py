@@ -38,7 +38,7 @@ from scene import highlights
 from scene.geometry import build_families
 from scene.frames import FrameRenderer, FrameState, FrameView, new_context, paint_twins
 from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines, make_twin, sync_twin
-from scene.labels import OverlayInput, draw_overlay
+from scene.labels import OverlayInput, draw_overlay, draw_token_names
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
 from scene.tooltips import tooltip_text
@@ -77,6 +77,15 @@ def _atomic(method):
         with SCENE_LOCK:
             return method(self, *args, **kwargs)
     return locked
+
+
+def _grid_colors(fam, layout: Layout, trace, pass_index: int, token: int) -> np.ndarray:
+    """[n_boxes, 4] colours of a family of grid blocks (cells / experts) for one trace, pass and token."""
+    out = np.empty((fam.n_boxes, 4), np.float32)
+    for b in fam.blocks:
+        k, n = fam.ranges[b.id]
+        out[k:k + n] = colouring.block_colors(b, layout, trace, pass_index, token)
+    return out
 
 
 class _GL(GLViewMixin, QWidget):
@@ -195,7 +204,8 @@ class _GL(GLViewMixin, QWidget):
     # --- showing frames -------------------------------------------------------------------------------
     def _on_frame(self, image: QImage, version: int, cam) -> None:
         self._frame, self._frame_version, self._frame_cam = image, version, cam
-        QWidget.update(self)
+        if self.isVisible():
+            QWidget.repaint(self)  # on screen now, not one event-loop turn later
 
     def paintEvent(self, ev):
         p = QPainter(self)
@@ -247,10 +257,15 @@ class _GL(GLViewMixin, QWidget):
 
 
 class _LabelCache:
-    """The labels as one premultiplied image, laid out and painted again only when the camera or something
-    they show changed (one QPainter pass, Qt fonts, so Korean renders). Used by the render thread only."""
+    """The labels as one premultiplied image, laid out and painted again only when something they show
+    changed (one QPainter pass, Qt fonts, so Korean renders). Two levels: everything but the token names by the
+    rows, and those names on top, so a knob change that only changes sampled tokens re-lays out just those.
+    Used by the render thread only."""
 
     def __init__(self, owner: "SceneView"):
+        self._base_key = None
+        self._base: QImage | None = None
+        self._taken: list = []
         self._key = None
         self._img: QImage | None = None
         self.paint_count = 0
@@ -260,20 +275,29 @@ class _LabelCache:
         c = inp.camera
         # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
         # the view size and the OverlayInput fields
-        key = (version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
-               w, h, dpr, inp.selected, inp.hovered, inp.has_trace, tuple(inp.tokens or ()), inp.step_note,
-               inp.flow_on)
-        if key != self._key or self._img is None:
+        base_key = (version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
+                    w, h, dpr, inp.selected, inp.hovered, inp.has_trace, inp.step_note, inp.flow_on)
+        key = (base_key, tuple(inp.tokens or ()))
+        if key == self._key and self._img is not None:
+            return self._img
+        if base_key != self._base_key or self._base is None:
             img = QImage(max(1, int(w * dpr)), max(1, int(h * dpr)), QImage.Format.Format_ARGB32_Premultiplied)
             img.setDevicePixelRatio(dpr)
             img.fill(0)
             p = QPainter(img)
             try:
-                draw_overlay(p, inp, w, h, 1.0)
+                self._taken = draw_overlay(p, inp, w, h, 1.0, with_tokens=False)
             finally:
                 p.end()
-            self._img, self._key, self._layout = img, key, inp.layout  # keeps id(layout) unique while cached
-            self.paint_count += 1
+            self._base, self._base_key, self._layout = img, base_key, inp.layout  # keeps id(layout) unique
+        img = self._base.copy()
+        p = QPainter(img)
+        try:
+            draw_token_names(p, inp, w, h, 1.0, list(self._taken))
+        finally:
+            p.end()
+        self._img, self._key = img, key
+        self.paint_count += 1
         return self._img
 
 
@@ -361,6 +385,8 @@ class SceneView(QWidget):
         self.picker: Picker | None = None
         self._box_rgba: dict[str, np.ndarray] = {}
         self._stale_colours: set[str] = set()  # families whose colours the next frame must recompute
+        self._precoloured = None  # (colour inputs, trace, {family: rgba}) from precolour()
+        self.trace_version = 0
         self._rebuild()
         self._apply_camera(camlib.preset("reset", self.layout.bounds, 1.6, self.layout.stack_bounds))
 
@@ -399,6 +425,7 @@ class SceneView(QWidget):
     def set_trace(self, trace) -> None:
         old = self.trace
         self.trace = trace
+        self.trace_version = self.gl.version + 1  # frames of at least this version show this trace
         if trace is not None:
             self.pass_index = min(self.pass_index, len(trace.passes) - 1)
         if trace is None or old is None or not self._same_shapes(old, trace):
@@ -572,16 +599,38 @@ class SceneView(QWidget):
         return self.trace if self.layout is not None and self.layout.trace_ok else None
 
     def _family_colors(self, name: str) -> np.ndarray:
-        fam = self.families[name]
-        out = np.empty((fam.n_boxes, 4), np.float32)
-        emphasis = self._stack_emphasis()
-        for b in fam.blocks:
-            k, n = fam.ranges[b.id]
-            if b.family == "stack":
+        if name == "stack":
+            fam = self.families[name]
+            out = np.empty((fam.n_boxes, 4), np.float32)
+            emphasis = self._stack_emphasis()
+            for b in fam.blocks:
+                k, n = fam.ranges[b.id]
                 out[k:k + n] = colouring.stack_colors(b, self.layout, emphasis)
-            else:
-                out[k:k + n] = colouring.block_colors(b, self.layout, self.drawn_trace(), self.pass_index, self.token)
-        return out
+            return out
+        pre = self._precoloured
+        if pre is not None and pre[0] == self._colour_inputs(self.trace) and name in pre[2]:
+            return pre[2][name]
+        return _grid_colors(self.families[name], self.layout, self.drawn_trace(), self.pass_index, self.token)
+
+    def _colour_inputs(self, trace) -> tuple:
+        """What the cell colours of a family depend on besides the trace's numbers."""
+        return id(trace), id(self.layout), self.pass_index, self.token
+
+    def precolour(self, trace) -> None:
+        """The cell colours the next frame will need for trace, computed ahead (the engine thread calls this
+        right after a run, while the UI thread and the render thread are idle); apply_colours uses them if
+        the view still shows what they were computed for (same layout, pass and token), else computes anew.
+        Reads the view's state under SCENE_LOCK; computes without it."""
+        with SCENE_LOCK:
+            layout, families, old = self.layout, self.families, self.trace
+            pass_index, token = self.pass_index, self.token
+        if layout is None or old is None or not layout.trace_ok or not self._same_shapes(old, trace):
+            return  # set_trace will rebuild the layout: colours are computed with it
+        pass_index = min(pass_index, len(trace.passes) - 1)
+        colours = {name: _grid_colors(families[name], layout, trace, pass_index, token)
+                   for name in ("cells", "experts") if name in families}
+        with SCENE_LOCK:
+            self._precoloured = ((id(trace), id(layout), pass_index, token), trace, colours)
 
     def _stack_emphasis(self) -> set[int] | None:
         dims = self.layout.dims

@@ -8,6 +8,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from app.docks.deferred import on_screen, watch_dock
 from scene.palette import role_qcolor_tuple
 
 BG = QColor(*role_qcolor_tuple("background"))
@@ -34,6 +35,7 @@ class AnimatedDiagram(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(33)
         self.timer.timeout.connect(self._tick)
+        self._watching = False
 
     def _tick(self) -> None:
         if not self.visibleRegion().isEmpty():  # scrolled out of sight: no repaint
@@ -52,7 +54,16 @@ class AnimatedDiagram(QWidget):
 
     def showEvent(self, event):  # noqa: N802
         super().showEvent(event)
-        self.timer.start()
+        if not self._watching:  # a covered dock tab stays "visible": its raise / cover starts / stops the clock
+            self._watching = watch_dock(self, self._dock_shown)
+        if on_screen(self):
+            self.timer.start()
+
+    def _dock_shown(self, shown: bool) -> None:
+        if shown and self.isVisible():
+            self.timer.start()
+        else:
+            self.timer.stop()
 
     def hideEvent(self, event):  # noqa: N802
         self.timer.stop()
