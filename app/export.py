@@ -85,8 +85,9 @@ def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool =
 
 
 def grab_window(window) -> QImage:
-    """The whole window as shown. The 3D view is a native GL window that a widget grab cannot see, so its
-    picture (3D + labels, at the window's pixel ratio) is painted into the grab where it sits."""
+    """The whole window as shown. The grab holds the 3D view's last finished frame, which may lag the state by
+    a frame still being drawn in the render thread, so the view's picture (3D + labels, at the window's pixel
+    ratio) is rendered again from the current state and painted into the grab where it sits."""
     image = window.grab().toImage()
     scene = getattr(window, "scene", None)
     container = getattr(scene, "container", None)

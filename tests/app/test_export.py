@@ -183,7 +183,7 @@ def test_clipboard_and_whole_window(main_window, qtbot, tmp_path):
     img = QImage(str(out))
     ratio = win.devicePixelRatioF()
     assert img.size().toTuple() == (int(win.width() * ratio), int(win.height() * ratio))
-    # the 3D view is a native GL window a widget grab cannot see: its picture must be in the file, where it sits
+    # the 3D view's picture (current state, not a frame still in flight) must be in the file, where it sits
     from scene import palette
     top_left = win.scene.container.mapTo(win, QPoint(0, 0))
     x0, y0 = int(top_left.x() * ratio), int(top_left.y() * ratio)
