@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc), 1)
     finally:
         view.close()
+        from scene.frames import stop_all
+
+        stop_all()  # the view's render thread ends before Qt does
     print(tr("app.cli.wrote", path=out, w=width, h=height))
     return 0
 

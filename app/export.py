@@ -77,6 +77,8 @@ def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool =
     scene.labels_enabled = labels
     try:
         image = scene.render_image(w, h, transparent=transparent)
+    except RuntimeError as exc:  # no OpenGL context
+        raise ExportError(f"{tr('app.export.error.render')} {exc}") from exc
     finally:
         scene.labels_enabled = before
     if image is None or image.isNull():
@@ -91,7 +93,7 @@ def grab_window(window) -> QImage:
     image = window.grab().toImage()
     scene = getattr(window, "scene", None)
     container = getattr(scene, "container", None)
-    if container is not None and container.isVisible():
+    if container is not None and container.isVisible() and not getattr(scene.gl, "gl_error", ""):
         shot = scene.gl.grabFramebuffer()
         p = QPainter(image)
         try:

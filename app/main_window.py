@@ -360,7 +360,8 @@ class MainWindow(QMainWindow):
         if not self._shown_once:
             self._shown_once = True
             self.scene.gl.frameSwapped.connect(self._on_first_frame)
-            QTimer.singleShot(3000, self._on_first_frame)  # no GL frame (e.g. GL failed): start anyway
+            # no GL frame will come when GL is missing (the view says why): start at once; else a safety net
+            QTimer.singleShot(0 if self.scene.gl.gl_error else 3000, self._on_first_frame)
 
     def _on_first_frame(self) -> None:
         if self._first_frame_done:

@@ -59,7 +59,7 @@ def new_context() -> tuple[QOffscreenSurface, QOpenGLContext]:
     if share is not None:
         context.setShareContext(share)
     if not context.create():
-        raise RuntimeError("OpenGL is not available for the 3D view (no GL context could be created)")
+        raise RuntimeError("no OpenGL context could be created")
     return surface, context
 
 

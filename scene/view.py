@@ -116,10 +116,16 @@ class _GL(GLViewMixin, QWidget):
         self._job = None
         self.frame_view = FrameView()
         self._twins: list = []  # (item, render twin), in the order the items were added
-        self.renderer = FrameRenderer(self)
-        self.renderer.frame_ready.connect(self._on_frame)
-        renderer = self.renderer
-        self.destroyed.connect(lambda *_: renderer.stop())
+        self.gl_error = ""  # why no GL context could be made ("" = frames are drawn)
+        try:
+            self.renderer = FrameRenderer(self)
+        except RuntimeError as exc:  # no OpenGL: the view says so, the rest of the app works
+            self.renderer = None
+            self.gl_error = str(exc)
+        else:
+            self.renderer.frame_ready.connect(self._on_frame)
+            renderer = self.renderer
+            self.destroyed.connect(lambda *_: renderer.stop())
         self._ready = True
         self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
 
@@ -144,12 +150,15 @@ class _GL(GLViewMixin, QWidget):
         dpr = self.devicePixelRatioF()
         w, h = max(1, self.width()), max(1, self.height())
         self._job = (max(1, int(w * dpr)), max(1, int(h * dpr)), w, h, dpr)
-        self.renderer.request()
+        if self.renderer is None:
+            QWidget.update(self)  # the message instead of a picture
+        else:
+            self.renderer.request()
 
     def repaint(self) -> None:
         """Draw the current state now and wait until it is on screen (at most 5 s)."""
         self.update()
-        if not self.isVisible():
+        if not self.isVisible() or self.renderer is None:
             return
         target = self.version
         if self.shown_version >= target:
@@ -214,6 +223,11 @@ class _GL(GLViewMixin, QWidget):
             frame = self._frame
             if frame is None:
                 p.fillRect(self.rect(), QColor.fromRgbF(*self.opts["bgcolor"]))
+                if self.gl_error:
+                    p.setPen(QColor(235, 200, 120))
+                    p.drawText(self.rect().adjusted(40, 40, -40, -40),
+                               Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                               self.owner.tr("scene.no_gl", error=self.gl_error))
             else:
                 p.drawImage(QRectF(0, 0, self.width(), self.height()), frame, QRectF(frame.rect()))
                 new = self._frame_version != self.shown_version
@@ -317,7 +331,7 @@ class _ExportContext:
 
     def make_current(self) -> None:
         if not self.context.makeCurrent(self.surface):
-            raise RuntimeError("OpenGL is not available for the 3D view (cannot make a GL context current)")
+            raise RuntimeError("an OpenGL context could not be made current")
 
     def done_current(self) -> None:
         self.context.doneCurrent()
@@ -518,7 +532,10 @@ class SceneView(QWidget):
 
     def _render(self, w: int, h: int, transparent: bool = False, label_size=None, dpr: float = 1.0) -> QImage:
         """Render into an FBO of w x h device pixels with the off-screen export context. Labels are laid out
-        for label_size logical pixels at dpr (the on-screen look), or scaled to the image size (exports)."""
+        for label_size logical pixels at dpr (the on-screen look), or scaled to the image size (exports).
+        Raises RuntimeError when there is no OpenGL."""
+        if self.gl.gl_error:
+            raise RuntimeError(self.gl.gl_error)
         ctx = _ExportContext.get()
         fmt = QOpenGLFramebufferObjectFormat()
         fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
