@@ -140,6 +140,16 @@ class _GL(GLViewMixin, QWidget):
             self._twins.append((item, twin))
         super().addItem(item)
 
+    def removeItem(self, item) -> None:
+        with SCENE_LOCK:
+            self._twins = [(i, t) for i, t in self._twins if i is not item]
+        super().removeItem(item)
+
+    def clear(self) -> None:
+        with SCENE_LOCK:
+            self._twins = []
+        super().clear()
+
     def update(self) -> None:
         """The scene changed: a new frame (drawn in the render thread) will follow."""
         if not getattr(self, "_ready", False):

@@ -13,7 +13,8 @@ _KEEP = []  # AppState registers itself with app.i18n for good: keep it alive pa
 def image_array(img: QImage) -> np.ndarray:
     img = img.convertToFormat(QImage.Format_RGBA8888)
     arr = np.frombuffer(img.constBits(), dtype=np.uint8, count=img.sizeInBytes())
-    return arr.reshape(img.height(), img.bytesPerLine())[:, : img.width() * 4].reshape(img.height(), img.width(), 4)
+    rows = arr.reshape(img.height(), img.bytesPerLine())[:, : img.width() * 4]
+    return rows.reshape(img.height(), img.width(), 4).copy()  # a copy: the buffer dies with the QImage
 
 
 @pytest.fixture
@@ -414,3 +415,26 @@ def test_on_screen_frame_has_the_labels_and_they_follow_the_state(view, qtbot, t
     view.set_trace(trace_b)
     other = _screen_pixels(view, qtbot, n)
     assert np.abs(other - shown)[..., :3].max(axis=-1).astype(bool).mean() > 0.001
+
+
+def test_a_burst_of_changes_ends_on_screen_as_the_last_state(view, qtbot, trace_a, trace_b):
+    """Frames are drawn in a render thread and requests coalesce: 30 changes made without waiting give fewer
+    frames, and the frame finally on screen is the last state (compared with a fresh render of it)."""
+    view.set_trace(trace_a)
+    view.set_layer(36, animate=False)
+    settle(qtbot, view)
+    before = view.gl.renderer.frames
+    for i in range(30):
+        view.set_trace(trace_b if i % 2 == 0 else trace_a)
+        view.set_pass(i % len(trace_a.passes))
+        view.set_camera_state(dict(center=[10, 0, 8], distance=26.0 + i * 0.3, azimuth=-100.0 + i,
+                                   elevation=6.0 + i * 0.2, fov=38))
+    target = view.gl.version
+    qtbot.waitUntil(lambda: view.gl.shown_version >= target, timeout=10000)
+    assert view.gl.renderer.frames - before < 30
+    shown = image_array(view.gl.grab().toImage()).astype(int)[..., :3]  # the widget paints its last frame
+    exact = image_array(view.gl.grabFramebuffer()).astype(int)[..., :3]  # the current state, rendered again
+    assert shown.shape == exact.shape
+    # the same picture up to anti-aliasing (exports use 4x MSAA, frames do not)
+    assert np.abs(shown - exact).mean() < 3.0
+    assert (np.abs(shown - exact).max(axis=-1) > 80).mean() < 0.02
