@@ -177,7 +177,7 @@ class FrameRenderer(QObject):
         job = self.view.frame_job()  # (w, h, logical_w, logical_h, dpr) or None when nothing is to be drawn
         if job is None:
             return
-        w, h, lw, lh, _dpr = job
+        w, h, lw, lh, dpr = job
         t0 = time.perf_counter()
         with PAINT_LOCK:
             if not self._context.makeCurrent(self._surface):
@@ -201,6 +201,7 @@ class FrameRenderer(QObject):
             finally:
                 self._context.doneCurrent()
         t4 = time.perf_counter()
+        image.setDevicePixelRatio(dpr)  # the labels are laid out in logical pixels at this ratio
         if labels is not None:
             p = QPainter(image)
             try:

@@ -77,6 +77,16 @@ HIDPI = textwrap.dedent("""
         x, y = (c.x() / c.w() + 1) / 2 * g.width(), (1 - c.y() / c.w()) / 2 * g.height()
         QTest.mouseClick(g, Qt.LeftButton, Qt.NoModifier, QPoint(int(x), int(y)))
     fb = g.grabFramebuffer()
+    g.repaint()  # the frame on screen is of the current state
+    import numpy as np
+    from PySide6.QtGui import QImage
+    def rgb(img):
+        img = img.convertToFormat(QImage.Format.Format_RGB32)
+        a = np.frombuffer(img.constBits(), np.uint8).reshape(img.height(), img.bytesPerLine() // 4, 4)
+        return a[:, :img.width(), :3].astype(int).copy()
+    shown, exact = rgb(g.grab().toImage()), rgb(fb)
+    # the render thread's frame (3D + labels) matches a fresh render at the same pixel ratio (up to MSAA)
+    print("frame_diff", float(np.abs(shown - exact).mean()) if shown.shape == exact.shape else 999.0)
     print("dpr", g.devicePixelRatioF(), "fb", fb.width(), "clicked", ",".join(got))
 """)
 
@@ -88,6 +98,7 @@ def test_picking_is_hidpi_correct():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "dpr 2.0" in out and "fb 1000" in out  # really rendered at twice the logical size
+    assert float(out.split("frame_diff")[1].split()[0]) < 3.0  # labels at the same place and size on screen
     assert out.strip().endswith("clicked L37/kda.state,L37/moe.experts,L37/norm.mixer")
 
 
