@@ -362,3 +362,40 @@ def test_local_layer_and_token_pickers_drive_the_app_selection(setup, qtbot):
     assert set(int(e) for e in dock.grid.selected()) == set(int(e) for e in t["moe.topk_idx"][row])
     state.select_layer(50)  # and the other way round
     assert tab.layer_spin.value() == 51
+
+
+def test_a_covered_dock_tab_defers_its_refresh_until_raised(qtbot, engine, base_trace):
+    """Qt keeps a covered dock tab 'visible'; the grid must still skip work there and catch up when raised."""
+    from PySide6.QtWidgets import QDockWidget, QLabel
+
+    from app.docks.experts import ExpertGridDock
+
+    i18n.set_language("en")
+    state = AppState()
+    state.prompt = PROMPT
+    state.set_trace(base_trace)
+    win = QMainWindow()
+    dock = ExpertGridDock(state, win)
+    other = QDockWidget("other", win)
+    other.setObjectName("other")
+    other.setWidget(QLabel("covers the expert dock"))
+    win.addDockWidget(Qt.RightDockWidgetArea, dock)
+    win.addDockWidget(Qt.RightDockWidgetArea, other)
+    win.tabifyDockWidget(dock, other)
+    win.resize(1000, 950)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    other.raise_()
+    qtbot.waitUntil(lambda: dock.visibleRegion().isEmpty(), timeout=3000)
+    assert dock.isVisible()  # Qt's behaviour that the deferral has to see through
+    shown = dock.grid_tab.current
+    state.select_layer(60)
+    state.select_token(3)
+    qtbot.wait(20)
+    assert dock.grid_tab.current is shown  # covered: nothing recomputed
+    dock.raise_()
+    t, row = trace_selection(state.trace, 3, 60)
+    expected = set(int(e) for e in t["moe.topk_idx"][row])
+    qtbot.waitUntil(lambda: set(int(e) for e in dock.grid.selected()) == expected, timeout=3000)
+    qtbot.waitUntil(lambda: lit_cells_from_pixels(dock.grid) == expected, timeout=3000)
