@@ -116,6 +116,9 @@ def paint_twins(fv: FrameView, state: FrameState, w: int, h: int, lw: int, lh: i
 
 
 class FrameRenderer(QObject):
+    """Draws frames of one view in its own thread (see the module docstring); frame_ready(image, version,
+    camera) is delivered to the UI thread."""
+
     frame_ready = Signal(QImage, int, object)
     _kick = Signal()
     _halt = Signal()
