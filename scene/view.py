@@ -106,7 +106,7 @@ class _GL(GLViewMixin, QWidget):
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
-        self.labels = _LabelCache(owner)
+        self.labels = _LabelCache()
         self.paint_count = 0
         self.version = 0  # bumped by every change of what the frame shows
         self.shown_version = -1  # the version the frame on screen was drawn from
@@ -286,7 +286,7 @@ class _LabelCache:
     rows, and those names on top, so a knob change that only changes sampled tokens re-lays out just those.
     Used by the render thread only."""
 
-    def __init__(self, owner: "SceneView"):
+    def __init__(self):
         self._base_key = None
         self._base: QImage | None = None
         self._taken: list = []

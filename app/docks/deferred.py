@@ -62,3 +62,34 @@ class DeferredRefreshMixin:
             return True
         self._dirty = False
         return False
+
+
+class VisibleTimerMixin:
+    """For a QWidget with `self.timer` (QTimer) driving an animation: the timer runs only while the widget can
+    be seen (not hidden, not in a covered dock tab). With restart_clock_on_show, `self._clock` (QElapsedTimer)
+    restarts when the animation resumes (its wall-clock steps then never include the time it was unseen)."""
+
+    restart_clock_on_show = True
+    _watching = False
+
+    def showEvent(self, event):  # noqa: N802
+        super().showEvent(event)
+        if not self._watching:
+            self._watching = watch_dock(self, self._dock_shown)
+        if on_screen(self):
+            self._resume()
+
+    def _dock_shown(self, shown: bool) -> None:
+        if shown and self.isVisible():
+            self._resume()
+        else:
+            self.timer.stop()
+
+    def hideEvent(self, event):  # noqa: N802
+        self.timer.stop()
+        super().hideEvent(event)
+
+    def _resume(self) -> None:
+        if self.restart_clock_on_show:
+            self._clock.start()
+        self.timer.start()

@@ -8,7 +8,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from app.docks.deferred import on_screen, watch_dock
+from app.docks.deferred import VisibleTimerMixin
 from scene.palette import role_qcolor_tuple
 
 BG = QColor(*role_qcolor_tuple("background"))
@@ -22,8 +22,10 @@ def role(name: str) -> QColor:
     return QColor(*role_qcolor_tuple(name))
 
 
-class AnimatedDiagram(QWidget):
-    """Repaints at ~30 fps while visible; `phase(period_s)` gives a value in [0, 1) for drawing motion."""
+class AnimatedDiagram(VisibleTimerMixin, QWidget):
+    """Repaints at ~30 fps while it can be seen; `phase(period_s)` gives a value in [0, 1) for drawing motion."""
+
+    restart_clock_on_show = False  # the motion continues where the clock is, it does not jump back
 
     def __init__(self, parent=None, min_size=(300, 170)):
         super().__init__(parent)
@@ -35,7 +37,6 @@ class AnimatedDiagram(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(33)
         self.timer.timeout.connect(self._tick)
-        self._watching = False
 
     def _tick(self) -> None:
         if not self.visibleRegion().isEmpty():  # scrolled out of sight: no repaint
@@ -51,23 +52,6 @@ class AnimatedDiagram(QWidget):
 
     def phase(self, period_s: float) -> float:
         return (self.seconds() / period_s) % 1.0
-
-    def showEvent(self, event):  # noqa: N802
-        super().showEvent(event)
-        if not self._watching:  # a covered dock tab stays "visible": its raise / cover starts / stops the clock
-            self._watching = watch_dock(self, self._dock_shown)
-        if on_screen(self):
-            self.timer.start()
-
-    def _dock_shown(self, shown: bool) -> None:
-        if shown and self.isVisible():
-            self.timer.start()
-        else:
-            self.timer.stop()
-
-    def hideEvent(self, event):  # noqa: N802
-        self.timer.stop()
-        super().hideEvent(event)
 
     def paintEvent(self, event):  # noqa: N802
         p = QPainter(self)

@@ -7,7 +7,6 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QBoxLayout, QComboBox, QLabel, QSizePolicy, QWidget
 
-from app.docks.deferred import on_screen, watch_dock
 from scene.palette import role_qcolor_tuple
 
 ERROR_STYLE = "color: #ff7070;"
@@ -181,30 +180,3 @@ def shrinkable(combo: QComboBox, chars: int = 16) -> QComboBox:
     combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
     combo.setMinimumContentsLength(chars)
     return combo
-
-
-class VisibleTimerMixin:
-    """For a QWidget with `self.timer` (QTimer) and `self._clock` (QElapsedTimer): the animation runs only while
-    the widget can be seen (not hidden, not in a covered dock tab), and the wall clock restarts when it is
-    shown again."""
-
-    _watching = False
-
-    def showEvent(self, e):
-        super().showEvent(e)
-        if not self._watching:
-            self._watching = watch_dock(self, self._dock_shown)
-        if on_screen(self):
-            self._clock.start()
-            self.timer.start()
-
-    def _dock_shown(self, shown: bool) -> None:
-        if shown and self.isVisible():
-            self._clock.start()
-            self.timer.start()
-        else:
-            self.timer.stop()
-
-    def hideEvent(self, e):
-        super().hideEvent(e)
-        self.timer.stop()

@@ -9,7 +9,8 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QPainterPath, QPolygonF
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget)
 
-from app.docks.silicon_common import (VisibleTimerMixin, DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WIRE, Canvas, arrow, box, dot, shrinkable,
+from app.docks.deferred import VisibleTimerMixin
+from app.docks.silicon_common import (DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WIRE, Canvas, arrow, box, dot, shrinkable,
                                       font, ground, mix, nmos, note_label, pen, qcolor, text)
 from app.i18n import tr
 from compute.cells import DRAMCell, dram_voltage

@@ -8,7 +8,8 @@ from PySide6.QtCore import QElapsedTimer, QPointF, Qt, QTimer
 from PySide6.QtGui import QPolygonF
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.docks.silicon_common import (VisibleTimerMixin, DARK, DIM, HOT, PANEL, TEXT, WIRE, Canvas, dot, font, nmos, note_label,
+from app.docks.deferred import VisibleTimerMixin
+from app.docks.silicon_common import (DARK, DIM, HOT, PANEL, TEXT, WIRE, Canvas, dot, font, nmos, note_label,
                                       pen, qcolor, text)
 from app.i18n import tr
 from compute.cells import SRAMCell
