@@ -58,7 +58,7 @@ def _run() -> dict:
 
     from app import i18n
     from app.docks.experts import ExpertGridDock
-    from app.docks.experts_data import moe_layers
+    from app.docks.experts.model import moe_layers
     from app.state import AppState
     from app.widgets import expert_grid
     from app import worker as worker_mod

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDockWidget, QTabWidget
 
-from app.docks.experts_responsive import scrolled
+from app.widgets.controls import scrolled
 from app.docks.routing_encap import EncapTab
 from app.docks.routing_meanings import MeaningsTab
 from app.docks.routing_server import ServerTab

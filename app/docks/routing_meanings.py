@@ -10,8 +10,8 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from app.docks.experts_data import routing
-from app.docks.experts_responsive import ResponsiveGrid
+from app.docks.experts.model import routing
+from app.widgets.controls import ResponsiveGrid
 from app.docks.routing_anim import (BG, EDGE, MUTED, PANEL, TEXT, AnimatedDiagram, along, arrow, box, caption, dot,
                                     label, line, role)
 from app.i18n import tr

@@ -263,7 +263,7 @@ def test_qb_tab_buttons_balance_the_skewed_router(setup, qtbot):
 
 
 def test_latent_numbers_hand_computed(setup):
-    from app.docks.experts_latent import all_to_all_bytes
+    from app.docks.experts.latent import all_to_all_bytes
 
     assert all_to_all_bytes(3584, 16) == 16 * 3584 * 2 == 114688
     assert all_to_all_bytes(7168, 16) == 229376

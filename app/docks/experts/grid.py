@@ -13,8 +13,8 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, Q
                                QSpinBox, QVBoxLayout, QWidget)
 
 from app.docks.deferred import DeferredRefreshMixin
-from app.docks.experts_data import cutoff_without, routing
-from app.docks.experts_responsive import ResponsiveBox
+from app.docks.experts.model import cutoff_without, routing
+from app.widgets.controls import ResponsiveBox
 from app.i18n import tr
 from app.widgets.expert_grid import ExpertGridWidget
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from app.docks.experts_responsive import ResponsiveBox
+from app.widgets.controls import ResponsiveBox
 from app.i18n import tr
 
 _BEFORE = (150, 160, 175)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDockWidget, QTabWidget
 
-from app.docks.experts_grid_tab import GridTab
-from app.docks.experts_latent import LatentTab
-from app.docks.experts_layers import LayersTab
-from app.docks.experts_qb import QBTab
-from app.docks.experts_responsive import scrolled
+from app.docks.experts.grid import GridTab
+from app.docks.experts.latent import LatentTab
+from app.docks.experts.layers import LayersTab
+from app.docks.experts.qb import QBTab
+from app.widgets.controls import scrolled
 from app.i18n import tr
 
 

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from app.docks.deferred import DeferredRefreshMixin
-from app.docks.experts_data import expert_weight_map, overlap_map, processed_positions, usage, usage_counts
+from app.docks.experts.model import expert_weight_map, overlap_map, processed_positions, usage, usage_counts
 from app.i18n import tr
 
 _GOLD_MAP = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=[(18, 20, 26), (150, 100, 30), (255, 214, 120)])
