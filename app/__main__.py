@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app import __version__
+
 
 def _gui_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="k3-explorer",
@@ -13,6 +15,8 @@ def _gui_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--lang", choices=("en", "ko"), help="interface language (default: saved, else system)")
     parser.add_argument("--settings", metavar="FILE", help="settings file to use instead of the user's")
     parser.add_argument("--device", default="auto", help="engine device: auto, cpu or cuda (default auto)")
+    parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
+    parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
     return parser.parse_args(argv)
 
 
@@ -23,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return export_main(argv[1:])
     args = _gui_args(argv)
+    from app import log
+
+    log.setup(verbose=args.verbose)
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
 

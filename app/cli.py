@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
     p.add_argument("--device", default="cpu", help="engine device: cpu (default), cuda or auto")
+    p.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     return p
 
 
@@ -51,6 +52,9 @@ def _fail(message: str, code: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from app import log
+
+    log.setup(verbose=args.verbose)
     i18n.set_language(args.lang)
     from app.export import ExportError, check_size, check_writable, parse_size, render_view, save_png
 

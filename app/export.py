@@ -6,6 +6,7 @@ framebuffer and restores the view, so an export never changes what the user sees
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDia
 
 from app.i18n import tr
 
+log = logging.getLogger(__name__)
 MAX_SIDE = 8192
 PRESETS = {"1080p": (1920, 1080), "4k": (3840, 2160)}
 PNG_QUALITY = 80  # Qt maps PNG "quality" to zlib level; 80 keeps 4K exports fast and still small
@@ -67,7 +69,9 @@ def save_png(image: QImage, path: str) -> None:
     if image.isNull():
         raise ExportError(tr("app.export.error.render"))
     if not image.save(path, "PNG", PNG_QUALITY):
+        log.warning("export: could not write %s", path)
         raise ExportError(tr("app.export.error.unwritable", path=path))
+    log.info("export: wrote %s (%d x %d)", os.path.abspath(path), image.width(), image.height())
 
 
 def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True) -> QImage:
@@ -78,6 +82,7 @@ def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool =
     try:
         image = scene.render_image(w, h, transparent=transparent)
     except RuntimeError as exc:  # no OpenGL context
+        log.warning("export: the 3D view could not be rendered: %s", exc)
         raise ExportError(f"{tr('app.export.error.render')} {exc}") from exc
     finally:
         scene.labels_enabled = before
@@ -105,6 +110,7 @@ def grab_window(window) -> QImage:
 
 def copy_to_clipboard(image: QImage) -> None:
     QGuiApplication.clipboard().setImage(image)
+    log.info("export: copied a %d x %d image to the clipboard", image.width(), image.height())
 
 
 @dataclass

@@ -10,16 +10,17 @@
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
-import traceback
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from compute.trace import Knobs
 
+log = logging.getLogger(__name__)
 RESAMPLE_FIELDS = ("temperature", "top_p", "sample_seed")
 
 
@@ -76,8 +77,10 @@ class _EngineObject(QObject):
             from compute.engine import ToyK3  # imports torch: here, off the UI thread
 
             self.model = ToyK3(device=self._device)
+            log.info("engine loaded on %s", device_description(self.model))
             self.ready.emit(device_description(self.model))
         except Exception as exc:  # noqa: BLE001 - shown to the user, app keeps running
+            log.exception("engine: loading failed")
             self.failed.emit(-1, f"{type(exc).__name__}: {exc}")
 
     @Slot(object)
@@ -102,14 +105,17 @@ class _EngineObject(QObject):
                 trace = self.model.run(request.prompt, max_new_tokens=request.max_new_tokens,
                                        knobs=request.knobs)
         except Exception as exc:  # noqa: BLE001 - shown to the user, last good trace stays
+            log.exception("engine: run %d failed (prompt %r)", request.serial, request.prompt)
             self.failed.emit(request.serial, f"{type(exc).__name__}: {exc}")
             return
         seconds = time.perf_counter() - t0
+        log.debug("engine: run %d (%s) took %.1f ms", request.serial,
+                  "resample" if request.base is not None else "full", seconds * 1000)
         if self.after_run is not None:
             try:
                 self.after_run(trace)
             except Exception:  # noqa: BLE001 - a preparation only: whoever needs it computes it again
-                traceback.print_exc()
+                log.exception("engine: after-run preparation failed")
         self.finished.emit(request.serial, trace, seconds)
 
 
