@@ -1,0 +1,128 @@
+"""app.atomic_io: a write either lands whole or leaves the old file as it was, and names the real cause."""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import subprocess
+
+import pytest
+
+from app import atomic_io
+from app.atomic_io import WriteError, write_bytes
+
+
+def leftovers(folder) -> list[str]:
+    return sorted(n for n in os.listdir(folder) if n.endswith(".tmp"))
+
+
+def test_write_creates_and_replaces(tmp_path):
+    target = tmp_path / "a.bin"
+    write_bytes(str(target), b"first")
+    assert target.read_bytes() == b"first"
+    write_bytes(str(target), b"second, longer")
+    assert target.read_bytes() == b"second, longer"
+    assert leftovers(tmp_path) == []
+
+
+def test_new_file_gets_usual_mode_and_existing_keeps_its_own(tmp_path):
+    new = tmp_path / "new.bin"
+    write_bytes(str(new), b"x")
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~atomic_io._umask()
+    kept = tmp_path / "kept.bin"
+    kept.write_bytes(b"old")
+    kept.chmod(0o640)
+    write_bytes(str(kept), b"new")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+
+
+def test_a_link_is_followed_not_replaced(tmp_path):
+    real = tmp_path / "real.bin"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.bin"
+    link.symlink_to(real)
+    write_bytes(str(link), b"new")
+    assert link.is_symlink() and real.read_bytes() == b"new"
+
+
+def test_disk_full_midway_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "keep.png"
+    target.write_bytes(b"precious")
+    calls = []
+
+    def full_after_first_chunk(fd, data):
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return min(len(data), 4)  # a short write: the rest must follow in a second call
+
+    monkeypatch.setattr(atomic_io.os, "write", full_after_first_chunk)
+    with pytest.raises(WriteError) as info:
+        write_bytes(str(target), b"0123456789")
+    assert info.value.kind == "disk_full" and info.value.errno == errno.ENOSPC
+    assert "No space left on device" in str(info.value)
+    monkeypatch.undo()
+    assert target.read_bytes() == b"precious"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_folder_in_the_way_is_named(tmp_path):
+    (tmp_path / "shot.png").mkdir()
+    with pytest.raises(WriteError) as info:
+        write_bytes(str(tmp_path / "shot.png"), b"x")
+    assert info.value.kind == "is_dir"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_missing_folder_is_named(tmp_path):
+    with pytest.raises(WriteError) as info:
+        write_bytes(str(tmp_path / "nope" / "shot.png"), b"x")
+    assert info.value.kind == "no_folder"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores folder permissions")
+def test_an_unwritable_folder_is_named(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(WriteError) as info:
+            write_bytes(str(folder / "shot.png"), b"x")
+        assert info.value.kind == "permission"
+    finally:
+        folder.chmod(0o755)
+
+
+@contextlib.contextmanager
+def tmpfs(path, options: str):
+    """A real small file system (needs root and mount); skips the test where that is not possible."""
+    path.mkdir(exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+def test_real_disk_full_keeps_the_old_file(tmp_path):
+    with tmpfs(tmp_path / "small", "size=64k") as disk:
+        target = disk / "shot.png"
+        write_bytes(str(target), b"old picture " * 1000)  # 12 kB: fits
+        with pytest.raises(WriteError) as info:
+            write_bytes(str(target), os.urandom(200_000))  # does not fit next to the old one
+        assert info.value.kind == "disk_full"
+        assert target.read_bytes() == b"old picture " * 1000
+        assert leftovers(disk) == []
+
+
+def test_real_read_only_file_system_is_named(tmp_path):
+    with tmpfs(tmp_path / "ro", "size=64k,ro") as disk:
+        with pytest.raises(WriteError) as info:
+            write_bytes(str(disk / "shot.png"), b"x")
+        assert info.value.kind == "read_only"
+        assert "Read-only file system" in str(info.value)
