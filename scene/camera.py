@@ -12,6 +12,13 @@ import numpy as np
 
 PRESETS = ("front", "side", "top", "stack", "reset")
 
+# Limits every camera the view applies is held to, so no input (a held key, the wheel, a long pan, a bad
+# settings file) can drive a value to inf or NaN: distance range, zoom range of the wheel / +/- keys, and
+# how far from the origin the orbit centre may wander (the scene is ~100 units across).
+MIN_DISTANCE, MAX_DISTANCE = 0.5, 2000.0
+ZOOM_MIN, ZOOM_MAX = 1.0, 400.0
+MAX_REACH = 5000.0
+
 
 @dataclass
 class Camera:
@@ -34,14 +41,44 @@ class Camera:
                 setattr(c, k, float(d[k]))
         if "center" in d:
             c.center = tuple(float(v) for v in d["center"])
-        c.elevation = max(-90.0, min(90.0, c.elevation))
-        c.distance = max(0.5, c.distance)
-        return c
+        return c.sanitized()
+
+    def sanitized(self) -> "Camera":
+        """This camera with every value finite and in range (non-finite values fall back to the defaults)."""
+        base = Camera()
+        center = tuple(_clip(_finite(v, b), -MAX_REACH, MAX_REACH) for v, b in zip(self.center, base.center))
+        azimuth = _finite(self.azimuth, base.azimuth)
+        if not -360.0 <= azimuth <= 360.0:  # keep orbiting bounded: the same direction, a small number
+            azimuth = math.fmod(azimuth, 360.0)
+        return Camera(center=center,
+                      distance=_clip(_finite(self.distance, base.distance), MIN_DISTANCE, MAX_DISTANCE),
+                      azimuth=azimuth,
+                      elevation=_clip(_finite(self.elevation, base.elevation), -90.0, 90.0),
+                      fov=_clip(_finite(self.fov, base.fov), 1.0, 170.0))
 
     def position(self) -> np.ndarray:
         e, a = math.radians(self.elevation), math.radians(self.azimuth)
         return np.array(self.center) + self.distance * np.array(
             [math.cos(e) * math.cos(a), math.cos(e) * math.sin(a), math.sin(e)])
+
+
+def zoom(distance: float, factor: float) -> float:
+    """The distance after a zoom step by `factor` (<1 in, >1 out), kept in [ZOOM_MIN, ZOOM_MAX]; a camera
+    already outside that range (a preset in a narrow window, a saved close-up) may come back but not go further."""
+    if not math.isfinite(distance):
+        return ZOOM_MAX
+    near, far = max(min(ZOOM_MIN, distance), MIN_DISTANCE), min(max(ZOOM_MAX, distance), MAX_DISTANCE)
+    d = distance * factor
+    return _clip(d if math.isfinite(d) else far, near, far)
+
+
+def _finite(value: float, default: float) -> float:
+    value = float(value)
+    return value if math.isfinite(value) else float(default)
+
+
+def _clip(value: float, lo: float, hi: float) -> float:
+    return max(lo, min(hi, value))
 
 
 def ease(t: float) -> float:

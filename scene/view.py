@@ -376,7 +376,15 @@ class SceneView(QWidget):
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
         self.cam = camlib.Camera()
-        self._anim: QVariantAnimation | None = None
+        # one camera animation, reused by every move: a new QVariantAnimation per move (parented to the view)
+        # would live as long as the view, with the two cameras its closures hold
+        self._anim = QVariantAnimation(self)
+        self._anim.setStartValue(0.0)
+        self._anim.setEndValue(1.0)
+        self._anim.setDuration(ANIM_MS)
+        self._anim.valueChanged.connect(self._anim_step)
+        self._anim.finished.connect(self._anim_done)
+        self._anim_path: tuple[camlib.Camera, camlib.Camera] | None = None  # (from, to) while it runs
         self._press_pos: QPointF | None = None
         self._last_pos: QPointF | None = None
         self._dragged = False
@@ -746,6 +754,7 @@ class SceneView(QWidget):
         return camlib.fit_box(base, lo, hi, self._aspect(), fill=0.92, fill_y=0.78, centre_y=0.505)
 
     def _apply_camera(self, cam: camlib.Camera) -> None:
+        cam = cam.sanitized()  # whatever asked for it, the view only ever holds a finite camera
         o = self.gl.opts
         with SCENE_LOCK:  # the render thread reads the camera and the options together
             self.cam = cam
@@ -757,9 +766,8 @@ class SceneView(QWidget):
         self._redraw()
 
     def _stop_anim(self) -> None:
-        if self._anim is not None:
-            self._anim.stop()
-            self._anim = None
+        self._anim_path = None
+        self._anim.stop()  # stop() does not emit finished: the camera stays where the animation was
 
     def _animate_to(self, target: camlib.Camera, animate: bool = True, refit=None) -> None:
         self._stop_anim()
@@ -767,15 +775,19 @@ class SceneView(QWidget):
         if not animate or not self.isVisible():
             self._apply_camera(target)
             return
-        start = camlib.Camera.from_dict(self.cam.to_dict())
-        anim = QVariantAnimation(self)
-        anim.setStartValue(0.0)
-        anim.setEndValue(1.0)
-        anim.setDuration(ANIM_MS)
-        anim.valueChanged.connect(lambda t: self._apply_camera(camlib.lerp(start, target, float(t))))
-        anim.finished.connect(lambda: self._apply_camera(target))
-        self._anim = anim
-        anim.start()
+        self._anim_path = (camlib.Camera.from_dict(self.cam.to_dict()), target)
+        self._anim.start()
+
+    def _anim_step(self, t) -> None:
+        if self._anim_path is not None:
+            start, target = self._anim_path
+            self._apply_camera(camlib.lerp(start, target, float(t)))
+
+    def _anim_done(self) -> None:
+        if self._anim_path is not None:
+            target = self._anim_path[1]
+            self._anim_path = None
+            self._apply_camera(target)
 
     # ================================================================ input
     def pick_at(self, x: float, y: float):
@@ -835,7 +847,7 @@ class SceneView(QWidget):
         self._stop_anim()
         self._refit = None
         cam = camlib.Camera.from_dict(self.cam.to_dict())
-        cam.distance = max(1.0, min(cam.distance * 0.999 ** delta, 400.0))
+        cam.distance = camlib.zoom(cam.distance, 0.999 ** max(-2400, min(delta, 2400)))
         self._apply_camera(cam)
 
     def _key(self, ev) -> None:
@@ -856,7 +868,8 @@ class SceneView(QWidget):
             cam = camlib.Camera.from_dict(self.cam.to_dict())
             cam.azimuth += {Qt.Key.Key_Left: 5.0, Qt.Key.Key_Right: -5.0}.get(k, 0.0)
             cam.elevation = max(-89.0, min(89.0, cam.elevation + {Qt.Key.Key_Up: 5.0, Qt.Key.Key_Down: -5.0}.get(k, 0.0)))
-            cam.distance *= {Qt.Key.Key_Plus: 0.85, Qt.Key.Key_Equal: 0.85, Qt.Key.Key_Minus: 1 / 0.85}.get(k, 1.0)
+            cam.distance = camlib.zoom(cam.distance, {Qt.Key.Key_Plus: 0.85, Qt.Key.Key_Equal: 0.85,
+                                                      Qt.Key.Key_Minus: 1 / 0.85}.get(k, 1.0))
             self._apply_camera(cam)
             ev.accept()
         else:
