@@ -445,14 +445,20 @@ class ToyK3:
 
 
 def _check_knobs(k: Knobs) -> None:
+    """ValueError unless every knob is finite (Knobs.check_values: fields may have been set after
+    construction) and in range. A positive temperature under 1e-6 would overflow logits / T."""
+    k.check_values()
     if k.alpha is not None and not 0.0 <= k.alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {k.alpha}")
     if k.beta is not None and not 0.0 <= k.beta <= 1.0:
         raise ValueError(f"beta must be in [0, 1], got {k.beta}")
-    if k.temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {k.temperature}")
+    if k.temperature != 0 and not 1e-6 <= k.temperature <= 1000.0:
+        raise ValueError(f"temperature must be 0 (greedy) or in [1e-06, 1000], got {k.temperature}")
     if not 0.0 < k.top_p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1], got {k.top_p}")
+    for e, b in k.expert_bias.items():
+        if not -1e6 <= b <= 1e6:
+            raise ValueError(f"expert_bias: bias {b} of expert {e} outside [-1e6, 1e6]")
 
 
 def _uniforms(sample_seed: int, n: int) -> np.ndarray:

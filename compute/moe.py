@@ -51,10 +51,11 @@ def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group
 
 def _group_limit(sel: torch.Tensor, biased: bool, n_group: int, topk_group: int) -> torch.Tensor:
     """DeepSeek-V3 group limiting: sel [T, E] with the experts outside the best `topk_group` of `n_group`
-    groups set to −inf. A group scores the sum of its top-2 biased scores (its max without a bias)."""
+    groups set to −inf. A group scores the sum of its top-2 biased scores (its max without a bias); a group of
+    one expert (n_group = E) scores that expert's biased score."""
     T, E = sel.shape
     grouped = sel.view(T, n_group, E // n_group)
-    gscore = grouped.topk(2, -1)[0].sum(-1) if biased else grouped.amax(-1)
+    gscore = grouped.topk(min(2, E // n_group), -1)[0].sum(-1) if biased else grouped.amax(-1)
     keep = gscore.topk(topk_group, -1)[1]
     drop = torch.ones(T, n_group, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
     return grouped.masked_fill(drop.unsqueeze(-1), float("-inf")).view(T, E)

@@ -17,6 +17,7 @@ Trace
                   plus `weights_global` for 'embedding' [V_toy, D] and 'lm_head' [D, V_toy].
     vocab         list[(piece, id)] of the toy vocabulary (index = row of the LM head).
     config_name   name of the model config; `device` the torch device the engine ran on (e.g. "cpu").
+    weights_name  "trained" (the shipped weights trained on compute.task) | "random" (seeded random weights).
 
 PassTrace
     kind          "prefill" | "decode"
@@ -65,6 +66,8 @@ LINEAR_INPUTS maps each block key that is a plain matmul y = x @ W to the block 
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +103,34 @@ class Knobs:
     expert_bias: dict[int, float] = field(default_factory=dict)
     sample_seed: int = 0
 
+    def __post_init__(self) -> None:
+        self.check_values()
+
+    def check_values(self) -> None:
+        """ValueError (one line, naming the knob) unless every knob is a finite number of the right kind.
+        Ranges (alpha in [0, 1], ...) are the engine's to check (compute.engine._check_knobs)."""
+        for name in ("alpha", "beta"):
+            if getattr(self, name) is not None:
+                _finite(name, getattr(self, name))
+        _finite("temperature", self.temperature)
+        _finite("top_p", self.top_p)
+        if isinstance(self.sample_seed, bool) or not isinstance(self.sample_seed, numbers.Integral):
+            raise ValueError(f"sample_seed must be an integer, got {self.sample_seed!r}")
+        if not isinstance(self.expert_bias, dict):
+            raise ValueError(f"expert_bias must be a dict {{expert: bias}}, got {type(self.expert_bias).__name__}")
+        for e, b in self.expert_bias.items():
+            if isinstance(e, bool) or not isinstance(e, numbers.Integral):
+                raise ValueError(f"expert_bias: expert {e!r} is not an integer expert number")
+            _finite(f"expert_bias[{e}]", b)
+
+
+def _finite(name: str, v: Any) -> None:
+    """ValueError unless v is a finite real number (bool is not a number here)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {v!r}")
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v}")
+
 
 @dataclass
 class LayerTrace:
@@ -130,6 +161,7 @@ class Trace:
     vocab: list[tuple[str, int]]
     config_name: str = "kimi-k3"
     device: str = "cpu"
+    weights_name: str = "random"  # which weights produced the numbers: "trained" | "random" (compute.weights)
 
     @property
     def generated_text(self) -> str:

@@ -140,3 +140,154 @@ def test_group_errors(tmp_path):
     d = _k3()
     d["topk_group"] = 2  # > n_group 1
     _expect(tmp_path, d, "topk_group")
+
+
+# --- hardening: every bad document is a ConfigError; what is accepted runs --------------------------------
+
+
+def test_deep_nesting(tmp_path):
+    d = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert "nested" in _expect(tmp_path, d, "<json>")
+
+
+def test_brackets_inside_strings_are_not_nesting():
+    d = _k3()
+    d["_comment"] = "[" * 1000
+    assert ModelConfig.from_dict(json.loads(json.dumps(d))).num_hidden_layers == 93
+    from compute.config import parse_json
+    assert parse_json(json.dumps(d))["_comment"] == "[" * 1000
+
+
+def test_huge_integer_literal(tmp_path):
+    text = DEFAULT_CONFIG.read_text(encoding="utf-8").replace('"hidden_size": 7168', '"hidden_size": ' + "9" * 4300)
+    assert "digits" in _expect(tmp_path, text, "<json>")
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_non_finite_literals(tmp_path, literal):
+    text = DEFAULT_CONFIG.read_text(encoding="utf-8").replace('"situ_glu_beta2": 25.0', f'"situ_glu_beta2": {literal}')
+    assert literal in text
+    _expect(tmp_path, text, "<json>")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_values_from_code(value):
+    d = _k3()
+    d["situ_glu_beta2"] = value
+    with pytest.raises(ConfigError, match="finite") as ei:
+        ModelConfig.from_dict(d)
+    assert ei.value.field == "situ_glu_beta2"
+
+
+def test_huge_int_in_a_float_field_from_code():
+    d = _k3()
+    d["total_params_billion"] = 10 ** 400  # float() of it would raise OverflowError
+    with pytest.raises(ConfigError, match="too large"):
+        ModelConfig.from_dict(d)
+
+
+def test_file_too_large(tmp_path):
+    d = _k3()
+    d["_comment"] = "x" * (2 << 20)
+    assert "bytes" in _expect(tmp_path, d, "<file>")
+
+
+@pytest.mark.parametrize("field,value,word", [
+    ("num_hidden_layers", 10 ** 9, "too large"), ("n_routed_experts", 10 ** 6, "too large"),
+    ("vocab_size", 320, "too small"), ("vocab_size", 10 ** 12, "too large"),
+    ("situ_glu_beta1", 0.0, "too small"), ("rms_norm_eps", 0.0, "too small"),
+    ("routed_scaling_factor", 1e300, "too large"), ("max_position_embeddings", 10 ** 15, "too large"),
+    ("total_params_billion", 10 ** 15, "too large"),
+])
+def test_out_of_range(tmp_path, field, value, word):
+    d = _k3()
+    d[field] = value
+    msg = _expect(tmp_path, d, field)
+    assert word in msg and len(msg) < 200, msg
+
+
+def test_gate_lower_bound_must_not_grow_the_state(tmp_path):
+    d = _k3()
+    d["linear_attn_config"]["gate_lower_bound"] = 3.0
+    assert "too large" in _expect(tmp_path, d, "linear_attn_config.gate_lower_bound")
+
+
+def test_alias_fields_are_bounded(tmp_path):
+    d = json.loads(available_configs()["kimi-linear-48b"].read_text(encoding="utf-8"))
+    d["num_experts"] = 10 ** 7
+    assert "too large" in _expect(tmp_path, d, "num_experts")
+
+
+def test_rope_theta_is_checked(tmp_path):
+    d = json.loads(available_configs()["deepseek-v3"].read_text(encoding="utf-8"))
+    d["rope_theta"] = "ten thousand"
+    _expect(tmp_path, d, "rope_theta")
+    d["rope_theta"] = 0.0
+    assert "too small" in _expect(tmp_path, d, "rope_theta")
+    d["rope_theta"] = None  # null: the engine's default
+    assert "rope_theta" not in ModelConfig.from_dict(d).raw
+
+
+def test_long_values_are_cut_in_messages(tmp_path):
+    d = _k3()
+    d["hidden_size"] = list(range(10_000))
+    assert len(_expect(tmp_path, d, "hidden_size")) < 250
+
+
+def test_name_must_be_a_short_string(tmp_path):
+    d = _k3()
+    d["name"] = {"a": 1}
+    _expect(tmp_path, d, "name")
+    d["name"] = "k" * 1000
+    assert "too long" in _expect(tmp_path, d, "name")
+
+
+def test_active_params_not_above_total(tmp_path):
+    d = _k3()
+    d["active_params_billion"] = 5000
+    _expect(tmp_path, d, "active_params_billion")
+
+
+def test_family_inside_limits():
+    """The bounds hold the real family with room to spare."""
+    from compute.config import LIMITS
+    for p in available_configs().values():
+        c = ModelConfig.from_json(p)
+        for f in ("num_hidden_layers", "vocab_size", "n_routed_experts", "hidden_size", "max_position_embeddings"):
+            lo, hi = LIMITS[f]
+            assert lo <= getattr(c, f) <= hi
+
+
+def test_vocab_minimum_fits_the_toy_tokenizer():
+    """A vocabulary at the minimum holds the 256 byte IDs, the toy pieces and room for hashed ones: the
+    tokenizer (which searches for a free ID) ends."""
+    from compute.config import MIN_VOCAB
+    from compute.tokenizer import TOY_PIECES, ToyTokenizer
+    assert MIN_VOCAB >= 2 * (256 + len(TOY_PIECES))
+    tok = ToyTokenizer(vocab_size=MIN_VOCAB)
+    ids = [i for _, i in tok.encode("robots read 모델은 다음 토큰을 🙂 zzz qqq")]
+    assert all(0 <= i < MIN_VOCAB for i in ids)
+
+
+def test_one_expert_per_group_is_a_legal_grouping():
+    """n_group = n_routed_experts: each group holds one expert (a group scores that expert's biased score).
+    The config accepts it and the toy runs it; routing keeps the topk_group best experts, so with
+    top-k <= topk_group it equals plain top-k."""
+    import numpy as np
+    import torch
+
+    from compute.engine import ToyK3
+    from compute.moe import route
+    from compute.trace import Knobs
+
+    d = json.loads(available_configs()["deepseek-v3"].read_text(encoding="utf-8"))
+    d["n_group"], d["topk_group"] = 256, 8
+    cfg = ModelConfig.from_dict(d)
+    tr = ToyK3(cfg, device="cpu").run("the model", max_new_tokens=2, knobs=Knobs(temperature=0.0))
+    assert np.isfinite(tr.passes[-1].final["lm_head"]).all()
+    logits = torch.randn(5, 256, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    bias = torch.randn(256, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.1
+    for b in (bias, None):
+        w_g, idx_g = route(logits, b, 8, 2.5, n_group=256, topk_group=8)
+        w_1, idx_1 = route(logits, b, 8, 2.5)
+        assert torch.equal(idx_g.sort(-1)[0], idx_1.sort(-1)[0])
