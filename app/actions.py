@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QComboBox, QDialo
                                QHeaderView, QLineEdit, QMenu, QMenuBar, QPlainTextEdit, QTableWidget,
                                QTableWidgetItem, QTextEdit, QToolBar, QVBoxLayout, QWidget)
 
+from app import i18n
 from app.i18n import tr
 
 MENUS: tuple[str, ...] = ("file", "view", "player", "language", "window", "help")
@@ -34,6 +35,11 @@ class ActionSpec:
     @property
     def text_key(self) -> str:
         return f"app.action.{self.id}"
+
+    @property
+    def tip_key(self) -> str:
+        """Its tooltip's key (assets/i18n/tips.*.json); the action's text when the catalogue has none."""
+        return f"tip.action.{self.id}"
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -145,7 +151,7 @@ class ActionRegistry:
         for spec in self.specs:
             action = self.actions[spec.id]
             action.setText(tr(spec.text_key))
-            tip = plain(tr(spec.text_key)).rstrip("…")
+            tip = tr(spec.tip_key) if spec.tip_key in i18n.table() else plain(tr(spec.text_key)).rstrip("…")
             if spec.shortcut:
                 tip += f" ({QKeySequence(spec.shortcut).toString(QKeySequence.NativeText)})"
             action.setToolTip(tip)
@@ -182,6 +188,7 @@ class ShortcutsDialog(QDialog):
                 item = QTableWidgetItem(text)
                 item.setFlags(item.flags() & ~Qt.ItemIsEditable)
                 table.setItem(r, c, item)
+        table.setTabKeyNavigation(False)  # Tab leaves the table (to the Close button)
         table.verticalHeader().setVisible(False)
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         table.horizontalHeader().setStretchLastSection(True)

@@ -37,8 +37,8 @@ def log_gl_info() -> None:
     """Log the OpenGL vendor / renderer / version once per process (INFO), from a short-lived context on the
     UI thread; a missing OpenGL is logged as a warning."""
     global _gl_logged
-    if _gl_logged:
-        return
+    if _gl_logged or not log.isEnabledFor(logging.INFO):
+        return  # (no context is made just to be thrown away unlogged)
     _gl_logged = True
     try:
         info = gl_strings()

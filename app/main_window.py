@@ -3,13 +3,16 @@ action registry, a status bar (layer + type, trace step, engine device), the eng
 """
 from __future__ import annotations
 
+import logging
 import os
+import sys
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QTabBar, QToolBar
 
-from app import i18n, player
+from app import focus, i18n, player, qt_translator, tooltips
+from app.about import AboutDialog
 from app.actions import ActionRegistry, ShortcutsDialog
 from app.docks.registry import DOCKS
 from app.export import ExportDialog, ExportError, perform, render_view, copy_to_clipboard
@@ -20,6 +23,7 @@ from app.worker import EngineController
 from compute.config import load_default
 from scene.view import SceneView
 
+log = logging.getLogger(__name__)
 CAMERA_PRESETS = ("front", "side", "top", "stack")
 
 
@@ -30,6 +34,22 @@ def default_window_size() -> tuple[int, int]:
         return 1600, 960
     avail = screen.availableGeometry()
     return min(1880, int(avail.width() * 0.92)), min(1040, int(avail.height() * 0.92))
+
+
+def fit_to_screen(window) -> None:
+    """Shrink and move the window into its screen's available area (a geometry saved when something had
+    widened the window past the screen must not come back)."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    avail = screen.availableGeometry()
+    geo = window.geometry()
+    w, h = min(geo.width(), avail.width()), min(geo.height(), avail.height())
+    if (w, h) != (geo.width(), geo.height()):
+        window.resize(w, h)
+        x = min(max(geo.x(), avail.left()), avail.right() + 1 - w)
+        y = min(max(geo.y(), avail.top()), avail.bottom() + 1 - h)
+        window.move(x, y)
 
 
 def _scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
@@ -67,6 +87,7 @@ class MainWindow(QMainWindow):
 
         lang = language or self.settings.language(i18n.system_language())
         i18n.set_language(lang)
+        qt_translator.follow_language()  # Qt's own strings (OK / Cancel ...) in the same language
         n_layers = len(self.config.mixer_types)
         self.state.layer = self.settings.layer(self.state.layer, n_layers)
         self.state.knobs = self.settings.knobs()
@@ -114,6 +135,7 @@ class MainWindow(QMainWindow):
 
         self.resize(*default_window_size())
         self._restored = self.settings.restore_window(self)
+        fit_to_screen(self)
         self.tabifiedDockWidgetActivated.connect(lambda _d: self._unelide_tabs())
         camera = self.settings.camera()
         if camera:
@@ -122,6 +144,8 @@ class MainWindow(QMainWindow):
             except (KeyError, TypeError, ValueError):
                 pass  # a camera saved by an older scene version: keep the default view
         self.retranslate()
+        if self.settings.notes:  # values refused from the settings file, a cut prompt
+            self.statusBar().showMessage(" ".join(self.settings.note_texts()), 30000)
 
     # --- construction ------------------------------------------------------------------------
     def _make_docks(self, eager: bool) -> list:
@@ -340,8 +364,10 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def show_about(self) -> None:
-        QMessageBox.about(self, tr("app.about.title"), tr("app.about.text"))
+    def show_about(self) -> AboutDialog:
+        dialog = AboutDialog(self)
+        dialog.open()
+        return dialog
 
     # --- language ----------------------------------------------------------------------------
     def retranslate(self) -> None:
@@ -352,6 +378,7 @@ class MainWindow(QMainWindow):
         self.scene.set_translator(tr)
         for dock in self.docks.values():
             dock.retranslate()
+        tooltips.apply(self)
         self._update_status()
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -367,6 +394,12 @@ class MainWindow(QMainWindow):
         if self._first_frame_done:
             return
         self._first_frame_done = True
+        if self.scene.gl.gl_error:
+            log.warning("OpenGL unavailable, the 3D view shows why: %s", self.scene.gl.gl_error)
+        else:
+            from app.log import log_gl_info
+
+            log_gl_info()
         try:
             self.scene.gl.frameSwapped.disconnect(self._on_first_frame)
         except (RuntimeError, TypeError):
@@ -377,6 +410,8 @@ class MainWindow(QMainWindow):
         late = self._make_docks(eager=False)
         for dock in late:
             dock.retranslate()
+        tooltips.apply(self)
+        focus.untrap_tab(self)
         if self._restored:
             self.settings.restore_window(self, geometry=False)  # now also places the late docks
         else:
@@ -395,7 +430,10 @@ class MainWindow(QMainWindow):
             camera = None
         self.settings.save_values(language=i18n.language(), layer=self.state.layer, knobs=self.state.knobs,
                                   prompt=self.state.prompt, camera=camera)
-        self.settings.sync()
+        problem = self.settings.sync()
+        if problem:  # the old file is unchanged; say why where it can still be read
+            print(problem, file=sys.stderr)
+            self.statusBar().showMessage(problem, 15000)
 
     def closeEvent(self, event) -> None:
         self._player_call("pause")

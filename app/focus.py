@@ -1,0 +1,19 @@
+"""Keyboard focus: Tab walks through the whole window (3D view included) and no panel traps it.
+
+Tables and lists would move between their cells on Tab and text boxes would type a tab character; both are
+set so that Tab moves on to the next control (arrow keys still move inside a table)."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QAbstractItemView, QPlainTextEdit, QTextEdit, QWidget
+
+
+def untrap_tab(root: QWidget) -> None:
+    """Make Tab / Shift+Tab leave every table, list and text box under root (and root itself)."""
+    views = root.findChildren(QAbstractItemView)
+    if isinstance(root, QAbstractItemView):
+        views.append(root)
+    for view in views:
+        view.setTabKeyNavigation(False)
+    for cls in (QTextEdit, QPlainTextEdit):
+        for edit in root.findChildren(cls):
+            edit.setTabChangesFocus(True)
