@@ -1,0 +1,80 @@
+"""Help -> About: name and version, what the app shows, the honesty note (what is toy, what is K3's), the
+licence and the versions of the libraries it runs on. Every string comes from the i18n catalogues."""
+from __future__ import annotations
+
+import html
+import platform
+from importlib import metadata
+
+from PySide6 import __version__ as pyside_version
+from PySide6.QtCore import Qt, qVersion
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMessageBox, QPushButton, QVBoxLayout
+
+from app import __version__
+from app.i18n import tr
+
+DIST_NAME = "k3-explorer"
+
+
+def licence_text() -> str:
+    """The licence the installed package declares, or a translated 'not declared'."""
+    try:
+        meta = metadata.metadata(DIST_NAME)
+    except metadata.PackageNotFoundError:
+        meta = None
+    declared = ""
+    if meta is not None:
+        declared = (meta.get("License-Expression") or meta.get("License") or "").strip()
+    return declared or tr("app.about.licence_none")
+
+
+def library_versions() -> str:
+    """'Python 3.11.2 · Qt 6.11.3 · PySide6 6.11.3 · NumPy … · PyTorch …' (PyTorch only when installed)."""
+    parts = [f"Python {platform.python_version()}", f"Qt {qVersion()}", f"PySide6 {pyside_version}"]
+    for dist, label in (("numpy", "NumPy"), ("pyqtgraph", "pyqtgraph"), ("torch", "PyTorch")):
+        try:
+            parts.append(f"{label} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return " · ".join(parts)
+
+
+class AboutDialog(QDialog):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("about_dialog")
+        self.setWindowTitle(tr("app.about.title"))
+        self.heading = QLabel(f"<h2>K3 Explorer {__version__}</h2>")
+        self.heading.setObjectName("about_heading")
+        self.body = QLabel()
+        self.body.setObjectName("about_body")
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(Qt.RichText)
+        self.body.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.body.setText(self.html())
+        buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
+        buttons.button(QDialogButtonBox.Close).setText(tr("app.common.close"))
+        buttons.button(QDialogButtonBox.Close).setToolTip(tr("app.common.close"))
+        self.about_qt = QPushButton(tr("app.about.about_qt"))
+        self.about_qt.setObjectName("about_qt_button")
+        self.about_qt.setToolTip(tr("app.about.about_qt.tip"))
+        self.about_qt.clicked.connect(lambda: QMessageBox.aboutQt(self, tr("app.about.about_qt")))
+        buttons.addButton(self.about_qt, QDialogButtonBox.HelpRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.body)
+        layout.addWidget(buttons)
+        self.setMinimumWidth(520)
+
+    @staticmethod
+    def html() -> str:
+        e = html.escape
+        rows = [
+            e(tr("app.about.text")),
+            f"<b>{e(tr('app.about.honesty.title'))}</b> {e(tr('app.about.honesty'))}",
+            f"<b>{e(tr('app.about.version'))}</b> {e(__version__)}",
+            f"<b>{e(tr('app.about.licence'))}</b> {e(licence_text())}",
+            f"<b>{e(tr('app.about.libraries'))}</b> {e(library_versions())}",
+        ]
+        return "".join(f"<p>{row}</p>" for row in rows)
