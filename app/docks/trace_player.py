@@ -9,6 +9,7 @@ field has focus); the camera and highlights follow through AppState.step_changed
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
@@ -21,6 +22,13 @@ from app.i18n import tr
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL_MS = 1400
 PHASE_COLOURS = {"A": "#2f7fd8", "B": "#d9822b"}
+# What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
+# gets break points, a long token list its tail; so no prompt can widen (or lengthen) the panel or the window.
+MAX_SHOWN_CHARS = 240
+MAX_PIECE_CHARS = 32
+MAX_CHIPS = 64
+BREAK_EVERY = 24
+_LONG_RUN = re.compile(r"\S{%d,}" % (BREAK_EVERY + 1))
 
 
 class TracePlayerDock(QDockWidget):
@@ -109,6 +117,8 @@ class TracePlayerDock(QDockWidget):
         self.list.setObjectName("step_list")
         self.list.setFocusPolicy(Qt.NoFocus)
         self.list.currentRowChanged.connect(self._on_list_row)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # a long row is elided, never widens
+        self.list.setTextElideMode(Qt.ElideRight)
         split.addWidget(self.list)
 
         detail = QFrame()
@@ -240,7 +250,7 @@ class TracePlayerDock(QDockWidget):
         self._show_message(tr("app.status.engine_error", message=message))
 
     def _show_message(self, text: str) -> None:
-        self.message.setText(text)
+        self.message.setText(shown_text(text))
         self.message.show()
 
     def _fill_list(self) -> None:
@@ -293,20 +303,22 @@ class TracePlayerDock(QDockWidget):
         hexes = " ".join(f"{b:02X}" for b in data[:40]) + (" …" if len(data) > 40 else "")
         self.bytes_label.setText(tr("app.player.utf8", n=len(data)) + "  " + hexes)
         chips = []
-        for pos, (piece, token_id) in enumerate(trace.tokens):
+        for pos, (piece, token_id) in enumerate(trace.tokens[:MAX_CHIPS]):
             generated = pos >= trace.prompt_len
             colour = PHASE_COLOURS["B"] if generated else PHASE_COLOURS["A"]
             weight = "bold" if self.steps and pos == self.steps[self.index].token else "normal"
             chips.append(f"<span style='border:1px solid {colour}; color:{colour}; font-weight:{weight}'>"
-                         f"&nbsp;{html.escape(piece.replace(' ', '·'))}&nbsp;</span>"
+                         f"&nbsp;{html.escape(shown_text(piece.replace(' ', '·'), MAX_PIECE_CHARS))}&nbsp;</span>"
                          f"<sub style='color:gray'>{token_id}</sub>")
+        if len(trace.tokens) > MAX_CHIPS:
+            chips.append(f"… +{len(trace.tokens) - MAX_CHIPS}")
         self.tokens_label.setText(tr("app.player.tokens") + " " + " ".join(chips)
                                   + f"<br><i style='color:gray'>{html.escape(tr('app.player.toy_tokenizer'))}</i>")
         streamed = player.streamed_text(trace, self.steps, self.index) if self.steps else ""
         self.stream_label.setText(f"{html.escape(tr('app.player.stream'))} "
-                                  f"<b>{html.escape(trace.text)}</b>"
+                                  f"<b>{html.escape(shown_text(trace.text))}</b>"
                                   f"<span style='color:{PHASE_COLOURS['B']}; font-weight:bold'>"
-                                  f"{html.escape(streamed)}</span>▌")
+                                  f"{html.escape(shown_text(streamed))}</span>▌")
 
     def _show_details(self) -> None:
         trace = self.state.trace
@@ -338,7 +350,7 @@ class TracePlayerDock(QDockWidget):
             (tr("app.player.data"), data),
             (tr("app.player.where"), " → ".join(places)),
             (tr("app.player.moves"), html.escape(tr(step.move_key))),
-            (tr("app.player.value"), f"<code>{html.escape(facts.value)}</code>"),
+            (tr("app.player.value"), f"<code>{html.escape(shown_text(facts.value))}</code>"),
         ]
         for key, fmt in facts.extra:
             rows.append(("", html.escape(tr(key, **fmt))))
@@ -371,6 +383,16 @@ class TracePlayerDock(QDockWidget):
         for step, i in zip(self.steps, range(self.list.count())):
             self.list.item(i).setText(self._step_label(step))
         self._refresh()
+
+
+def shown_text(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """`text` as a wrapping label may show it: the middle of a text longer than `limit` replaced by "…", and a
+    zero-width space every BREAK_EVERY characters of a run without spaces (a line can break there)."""
+    if len(text) > limit:
+        tail = limit // 4
+        text = text[: limit - tail - 1] + "…" + text[-tail:]
+    return _LONG_RUN.sub(lambda m: "\u200b".join(m.group(0)[i:i + BREAK_EVERY]
+                                                 for i in range(0, len(m.group(0)), BREAK_EVERY)), text)
 
 
 def _wrap_label(name: str) -> QLabel:
