@@ -96,3 +96,18 @@ def test_gl_renderer_is_logged_once(main_window, captured):
     lines = [l for l in captured.getvalue().splitlines() if "OpenGL:" in l]
     assert len(lines) == 1 and lines[0].startswith(tuple("0123456789")) and "INFO    app.log: OpenGL: " in lines[0]
     assert len(lines[0].split(" · ")) == 3  # vendor · renderer · version
+
+
+def test_export_command_takes_verbose(tmp_path):
+    from app import cli
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        assert cli.main(["--out", str(tmp_path / "x.txt"), "--verbose"]) == 2  # not a .png: fails early
+        assert root.level == logging.DEBUG
+    finally:
+        for h in list(root.handlers):
+            if h not in handlers:
+                root.removeHandler(h)
+        root.setLevel(level)
