@@ -377,7 +377,8 @@ class MainWindow(QMainWindow):
         self.toolbar.setWindowTitle(tr("app.toolbar"))
         self.scene.set_translator(tr)
         for dock in self.docks.values():
-            dock.retranslate()
+            if not getattr(dock, "retranslates_itself", False):  # a TabbedDock follows language_changed itself
+                dock.retranslate()
         tooltips.apply(self)
         self._update_status()
 
@@ -409,7 +410,8 @@ class MainWindow(QMainWindow):
     def _after_first_show(self) -> None:
         late = self._make_docks(eager=False)
         for dock in late:
-            dock.retranslate()
+            if not getattr(dock, "retranslates_itself", False):  # translated when built
+                dock.retranslate()
         tooltips.apply(self)
         focus.untrap_tab(self)
         if self._restored:

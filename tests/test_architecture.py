@@ -63,3 +63,44 @@ print('ok', len({modules!r}))
 
 def test_compute_tests_need_no_qt():
     assert _violations("tests/compute", {"PySide6", "pyqtgraph", "OpenGL", "pytestqt", "scene", "app"}) == []
+
+
+DOCK_MODELS = ("app.docks.experts.model", "app.docks.routing.model", "app.docks.experiments.model",
+               "app.docks.learn.model")
+
+
+def test_dock_model_modules_import_no_qt():
+    """The Qt-free read-outs of the dock packages (app/docks/<feature>/model.py) never import Qt, statically
+    and in a fresh interpreter where PySide6 / pyqtgraph / OpenGL / scene cannot be imported."""
+    bad = []
+    for name in DOCK_MODELS:
+        path = ROOT / (name.replace(".", "/") + ".py")
+        hit = _imports(path) & {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "OpenGL", "scene"}
+        if hit:
+            bad.append(f"{path.relative_to(ROOT)} imports {sorted(hit)}")
+    assert bad == []
+    code = f"""
+import importlib, importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('PySide6', 'pyqtgraph', 'OpenGL', 'scene'):
+            raise ImportError('blocked for this test: ' + name)
+sys.meta_path.insert(0, Block())
+for m in {DOCK_MODELS!r}:
+    importlib.import_module(m)
+from app.docks.experts.model import usage_counts
+from app.docks.learn.model import QuizSession
+assert QuizSession().score == 0 and int(usage_counts(__import__('numpy').array([[1, 2]]), 4).sum()) == 2
+print('ok', len({DOCK_MODELS!r}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok")
+
+
+def test_each_dock_package_has_its_dock_tabs_and_no_flat_prefix_modules():
+    """app/docks/<feature>/ packages (dock in the package, one module per tab) instead of flat prefixed files."""
+    docks = ROOT / "app" / "docks"
+    for pkg in ("silicon", "experts", "routing", "experiments", "learn"):
+        assert (docks / pkg / "__init__.py").is_file() and (docks / pkg / "dock.py").is_file(), pkg
+        assert not list(docks.glob(f"{pkg}_*.py")), f"flat {pkg}_*.py modules left in app/docks"

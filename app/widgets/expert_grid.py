@@ -21,22 +21,23 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QLineF, QPoint, QPointF, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtGui import QFont, QImage, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.i18n import tr
+from app.widgets.paint import qcolor
 from scene.palette import role_qcolor_tuple
 
 COLS = 32
 ROWS = 28
 
-_BG = QColor(*role_qcolor_tuple("background"))
-_TEXT = QColor(*role_qcolor_tuple("text"))
+_BG = qcolor("background")
+_TEXT = qcolor("text")
 _GOLD = np.array(role_qcolor_tuple("expert")[:3], dtype=np.float64)
-_SHARED = QColor(*role_qcolor_tuple("shared"))
+_SHARED = qcolor("shared")
 # unselected cells: dark slate (lowest score of the token) -> light steel blue (highest)
 _BG_PACKED = 0xFF000000 | (_BG.red() << 16) | (_BG.green() << 8) | _BG.blue()
-_BAR = QColor(120, 40, 0)
+_BAR = qcolor("expert_bar")
 _LOW = np.array([34.0, 40.0, 52.0])
 _HIGH = np.array([120.0, 150.0, 196.0])
 
@@ -198,7 +199,7 @@ class ExpertGridWidget(QWidget):
         strip.setDevicePixelRatio(dpr)
         strip.fill(0)
         p = QPainter(strip)
-        pen = QPen(QColor(255, 255, 255))
+        pen = QPen(qcolor("highlight"))
         pen.setWidthF(gap)
         p.setPen(pen)
         at = [start + i * cell for i in range(n + 1)]
@@ -305,7 +306,7 @@ class ExpertGridWidget(QWidget):
         # weight bars at the foot of lit cells (cached with the frame)
         for rect in self._bars:
             p.fillRect(rect, _BAR)
-        for e, color, width in ((self._focus, QColor(80, 230, 255), 2.0), (self._hover, QColor(255, 255, 255), 1.5)):
+        for e, color, width in ((self._focus, qcolor("focus"), 2.0), (self._hover, qcolor("highlight"), 1.5)):
             if 0 <= e < self._n:
                 pen = QPen(color)
                 pen.setWidthF(width)
@@ -321,7 +322,7 @@ class ExpertGridWidget(QWidget):
             p.setPen(Qt.NoPen)
             p.setBrush(_SHARED)
             p.drawRoundedRect(rc, 4, 4)
-            p.setPen(QColor(20, 20, 20))
+            p.setPen(qcolor("ink"))
             p.drawText(rc.adjusted(2, 2, -2, -2), Qt.AlignCenter | Qt.TextWordWrap, self._shared_text(p, i, rc))
         p.end()
 

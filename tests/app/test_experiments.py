@@ -9,8 +9,8 @@ from PySide6.QtCore import QPoint, Qt
 
 from app import i18n
 from app.docks.experiments import TABS, ExperimentsDock
-from app.docks.experiments_attention import MAX_LINE
-from app.docks.experiments_sampling import ANSWER
+from app.docks.experiments.attention import MAX_LINE
+from app.docks.experiments.sampling import ANSWER
 from app.state import AppState
 from tests.app.learn_helpers import assert_rendered, click_slider_at, drag_slider, key_to_value, set_lang, type_text
 
@@ -34,7 +34,7 @@ def _num(label) -> float:
 
 def _open(dock, key):
     dock.tabs.setCurrentIndex(TABS.index(key))
-    return dock.panels[key]
+    return dock.pages[key]
 
 
 # --- KDA ------------------------------------------------------------------------------------------------------
@@ -217,15 +217,15 @@ def test_all_panels_render_in_both_languages(dock, qtbot, lang):
     for i, key in enumerate(TABS):
         dock.tabs.setCurrentIndex(i)
         qtbot.wait(10)
-        assert_rendered(dock.panels[key].widget())
-        assert dock.panels[key].badge.text() == i18n.tr("learn.exp.badge")
+        assert_rendered(dock.pages[key].widget())
+        assert dock.pages[key].badge.text() == i18n.tr("learn.exp.badge")
     assert dock.windowTitle() == i18n.tr("learn.exp.dock_title")
 
 
 def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
     """With a trace published, the rows shown are the engine's: its actual input rows for the traced prompt,
     its toy embedding table for toy-vocab pieces of other text (plain Trace data built here by hand)."""
-    from app.docks.experiments_tokenizer import ROW_ROLE
+    from app.docks.experiments.tokenizer import ROW_ROLE
     from compute.tokenizer import TOY_PIECES, ToyTokenizer
     from compute.trace import Knobs, PassTrace, Trace
 

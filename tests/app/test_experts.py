@@ -214,7 +214,7 @@ def test_bias_drag_pulls_expert_17_in_exactly_past_the_cutoff(setup, qtbot):
 
 def test_per_layer_heatmap_matches_trace_and_click_navigates(setup, qtbot):
     state, dock, _ = setup
-    dock.show_tab(dock.layers_tab)
+    dock.show_tab("layers")
     tab = dock.layers_tab
     tab.expert.setValue(17)
     tab.mode.setCurrentIndex(0)
@@ -247,7 +247,7 @@ def test_per_layer_heatmap_matches_trace_and_click_navigates(setup, qtbot):
 
 def test_qb_tab_buttons_balance_the_skewed_router(setup, qtbot):
     state, dock, _ = setup
-    dock.show_tab(dock.qb_tab)
+    dock.show_tab("qb")
     qtbot.waitUntil(lambda: dock.qb_tab.sim is not None, timeout=5000)
     sim = dock.qb_tab.sim
     assert sim.before.max_over_ideal > 4
@@ -258,7 +258,7 @@ def test_qb_tab_buttons_balance_the_skewed_router(setup, qtbot):
     # the play timer runs only while the tab is visible
     qtbot.mouseClick(dock.qb_tab.play_button, Qt.LeftButton)
     assert dock.qb_tab.timer.isActive()
-    dock.show_tab(dock.grid_tab)
+    dock.show_tab("grid")
     assert not dock.qb_tab.timer.isActive()
 
 

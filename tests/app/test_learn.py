@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QMainWindow
 from app import i18n
 from app.docks.experiments import ExperimentsDock
 from app.docks.learn import QUALITY_ROWS, TABS, LearnDock
-from app.docks.learn_harness import CLOSE, OPEN, SEP
-from app.docks.learn_quiz import QUESTIONS, QuizSession
+from app.docks.learn.harness import CLOSE, OPEN, SEP
+from app.docks.learn.model import QUESTIONS, QuizSession
 from app.state import AppState
 from assets import asset_path
 from tests.app.learn_helpers import assert_rendered, click_slider_at, set_lang
@@ -54,7 +54,7 @@ def _type_into(qtbot, spin, text):
 
 
 def test_cost_per_turn_live_from_edited_prices(win, qtbot):
-    p = win.learn.panels["serving"]
+    p = win.learn.pages["serving"]
     # seed numbers: 142,000 × $3/M + 444 × $15/M = 0.426 + 0.00666
     assert "$0.4327 per turn" in p.cost_result.text()
     assert "$28.12" in p.cost_result.text()  # × 65 turns = 28.1229
@@ -67,7 +67,7 @@ def test_cost_per_turn_live_from_edited_prices(win, qtbot):
 
 
 def test_kv_capacity_and_speculative(win, qtbot):
-    p = win.learn.panels["serving"]
+    p = win.learn.pages["serving"]
     assert "27,648 bytes per token" in p.kv_text.text()  # 24 × 576 × 2
     assert f"{3.25e6 * 27648 / 1e9:.1f} GB" in p.kv_text.text()
     assert f"{3.25e6 / 142000:.1f} sessions" in p.kv_text.text()
@@ -79,7 +79,7 @@ def test_kv_capacity_and_speculative(win, qtbot):
 
 def test_harness_xtml_structure_follows_switches(win, qtbot):
     win.learn.show_tab("harness")
-    p = win.learn.panels["harness"]
+    p = win.learn.pages["harness"]
     html = p.xtml.toPlainText()
     for tok in (OPEN, SEP, CLOSE):
         assert tok in html
@@ -100,7 +100,7 @@ def test_harness_xtml_structure_follows_switches(win, qtbot):
 
 
 def test_quality_table_has_the_seed_rows(win):
-    p = win.learn.panels["quality"]
+    p = win.learn.pages["quality"]
     assert p.table.rowCount() == QUALITY_ROWS == 8
     firsts = [p.table.item(r, 0).text() for r in range(8)]
     assert firsts[0] == "KDA + MLA" and "speculative" in firsts[6].lower() and "Fleet" in firsts[7]
@@ -113,7 +113,7 @@ def test_quality_table_has_the_seed_rows(win):
 
 def test_quiz_scoring_with_real_clicks(win, qtbot):
     win.learn.show_tab("quiz")
-    p = win.learn.panels["quiz"]
+    p = win.learn.pages["quiz"]
     assert len(QUESTIONS) >= 12
     q0 = QUESTIONS[0]
     right = p.options[q0.correct]
@@ -176,7 +176,7 @@ def test_every_question_complete_and_link_works(win, qtbot, qi):
     assert HANGUL.search(i18n.tr(f"learn.quiz.{q.key}.q", lang="ko"))
     seen = []
     win.state.block_selected.connect(seen.append)
-    p = win.learn.panels["quiz"]
+    p = win.learn.pages["quiz"]
     p.go(qi)
     b = p.options[q.correct]
     qtbot.mouseClick(b, Qt.LeftButton, pos=QPoint(6, b.height() // 2))
@@ -184,9 +184,9 @@ def test_every_question_complete_and_link_works(win, qtbot, qi):
     qtbot.mouseClick(p.link, Qt.LeftButton)
     kind, _, target = q.link.partition(":")
     if kind == "exp":
-        assert win.exp.tabs.currentWidget() is win.exp.panels[target]
+        assert win.exp.tabs.currentWidget() is win.exp.pages[target]
     elif kind == "learn":
-        assert win.learn.tabs.currentWidget() is win.learn.panels[target]
+        assert win.learn.tabs.currentWidget() is win.learn.pages[target]
     else:
         assert kind == "block" and seen[-1] == target
         assert win.state.layer == int(target[1:target.index("/")]) - 1
@@ -211,10 +211,10 @@ def test_all_learn_panels_render_in_both_languages(win, qtbot, lang):
     for i, key in enumerate(TABS):
         win.learn.tabs.setCurrentIndex(i)
         qtbot.wait(10)
-        assert_rendered(win.learn.panels[key].widget())
+        assert_rendered(win.learn.pages[key].widget())
     assert win.learn.windowTitle() == i18n.tr("learn.dock_title")
     if lang == "ko":
-        assert HANGUL.search(win.learn.panels["serving"].cost_result.text())
+        assert HANGUL.search(win.learn.pages["serving"].cost_result.text())
 
 
 def test_quiz_link_without_experiments_dock_says_so(qtbot):
@@ -222,7 +222,7 @@ def test_quiz_link_without_experiments_dock_says_so(qtbot):
     dock = LearnDock(state)  # alone: no Experiments dock anywhere
     qtbot.addWidget(dock)
     dock.show()
-    p = dock.panels["quiz"]
+    p = dock.pages["quiz"]
     p.go(next(i for i, q in enumerate(QUESTIONS) if q.link.startswith("exp:")))
     qtbot.mouseClick(p.options[0], Qt.LeftButton, pos=QPoint(6, p.options[0].height() // 2))
     qtbot.mouseClick(p.check, Qt.LeftButton)
@@ -231,14 +231,14 @@ def test_quiz_link_without_experiments_dock_says_so(qtbot):
 
 
 def test_zero_input_tokens_gives_no_division_error(win, qtbot):
-    p = win.learn.panels["serving"]
+    p = win.learn.pages["serving"]
     _type_into(qtbot, p.tok_in, "0")
     assert p.tok_in.value() == 0
     assert "—" in p.kv_text.text() and "inf" not in p.kv_text.text()
 
 
 def test_traffic_scenarios_light_the_right_parts(win, qtbot):
-    p = win.learn.panels["serving"]
+    p = win.learn.pages["serving"]
     d = p.diagram
     seen = {}
     for i in range(p.scenario.count()):

@@ -42,7 +42,7 @@ def image_stats(widget):
 def test_every_tab_renders_non_blank_in_both_languages(dock, qtbot, lang):
     i18n.set_language(lang)
     qtbot.wait(20)
-    for i, page in enumerate(dock.pages()):
+    for i, page in enumerate(dock.pages.values()):
         dock.tabs.setCurrentIndex(i)
         qtbot.wait(40)
         assert dock.tabs.tabText(i) == i18n.tr(("routing.tab.meanings", "routing.tab.encap", "routing.tab.server",
@@ -96,7 +96,7 @@ def test_moe_card_shows_the_engine_selection(dock, qtbot):
 
 
 def test_clicking_a_layer_shows_what_it_adds(dock, qtbot):
-    dock.show_tab(dock.encap_tab)
+    dock.show_tab("encap")
     qtbot.wait(20)
     stacks = dock.encap_tab.stacks
     rect = stacks.block_rect("ethercat", "ecat.frame")
@@ -118,7 +118,7 @@ def test_clicking_a_layer_shows_what_it_adds(dock, qtbot):
 
 def test_server_devices_and_placements_with_hand_numbers(dock, qtbot):
     tab = dock.server_tab
-    dock.show_tab(tab)
+    dock.show_tab("server")
     qtbot.wait(30)
     qtbot.mouseClick(tab.server, Qt.LeftButton, pos=tab.server.device_rect("hbm").center().toPoint())
     assert tab.server.selected == "hbm" and "HBM" in tab.server_detail.text()
@@ -134,7 +134,7 @@ def test_server_devices_and_placements_with_hand_numbers(dock, qtbot):
 
 
 def test_logical_router_hand_computation_and_k3_bias(dock, qtbot):
-    from app.docks.routing_toy import H, W_ROUTER, k3_router, logical_router
+    from app.docks.routing.model import H, W_ROUTER, k3_router, logical_router
 
     r, p, idx = logical_router(H["robot"], W_ROUTER)
     # by hand: r0 = 1.2 - 0.18 - 0.04 + 0 ; r1 = -0.2 + 0.66 - 0.02 + 0.03 ; r2 = 0.1 + 0.12 - 0.26 - 0.04 ;
@@ -150,7 +150,7 @@ def test_logical_router_hand_computation_and_k3_bias(dock, qtbot):
     np.testing.assert_allclose(w3, [s_hand[0] / (s_hand[0] + s_hand[3]), s_hand[3] / (s_hand[0] + s_hand[3])])
 
     tab = dock.toy_tab
-    dock.show_tab(tab)
+    dock.show_tab("toy")
     qtbot.wait(20)
     assert "E0 (p=0.399), E1 (p=0.240)" in tab.result.text()
     spin = tab.bias_spins[1]

@@ -258,13 +258,13 @@ def test_analogy_table_has_the_seed_rows(dock):
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_every_tab_renders_non_blank_with_all_strings_translated(dock, qtbot, lang, monkeypatch):
-    import app.docks.silicon as m0
-    import app.docks.silicon_analogy as m6
-    import app.docks.silicon_bf16 as m3
-    import app.docks.silicon_calc as m5
-    import app.docks.silicon_dram as m1
-    import app.docks.silicon_hierarchy as m4
-    import app.docks.silicon_sram as m2
+    import app.docks.tabbed as m0
+    import app.docks.silicon.analogy as m6
+    import app.docks.silicon.bf16 as m3
+    import app.docks.silicon.calc as m5
+    import app.docks.silicon.dram as m1
+    import app.docks.silicon.hierarchy as m4
+    import app.docks.silicon.sram as m2
 
     missing = []
 
@@ -307,7 +307,7 @@ def test_every_literal_key_in_the_dock_code_exists():
     en = json.loads(asset_path("i18n", "silicon.en.json").read_text(encoding="utf-8"))
     root = Path(__file__).resolve().parents[2] / "app" / "docks"
     used = set()
-    for path in root.glob("silicon*.py"):
+    for path in root.glob("silicon/*.py"):
         used |= set(re.findall(r'"(silicon\.[a-z0-9_.]+[a-z0-9])"', path.read_text(encoding="utf-8")))
     assert len(used) > 100
     assert sorted(k for k in used if k not in en) == []

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, Q
 
 from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experts.model import cutoff_without, routing
-from app.widgets.controls import ResponsiveBox
 from app.i18n import tr
+from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
 
 BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert

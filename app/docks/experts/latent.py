@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.i18n import tr
-from scene.palette import role_qcolor_tuple
+from app.widgets.paint import qcolor
 
 BF16_BYTES = 2
 
@@ -76,9 +76,9 @@ class LatentDiagram(QWidget):
     def paintEvent(self, event):  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
-        p.fillRect(self.rect(), QColor(*role_qcolor_tuple("background")))
+        p.fillRect(self.rect(), qcolor("background"))
         s = self.sizes
-        text = QColor(*role_qcolor_tuple("text"))
+        text = qcolor("text")
         if s is None:
             p.setPen(text)
             p.drawText(self.rect(), Qt.AlignCenter, tr("experts.latent.no_config"))
@@ -92,10 +92,10 @@ class LatentDiagram(QWidget):
         cw = W * 0.13  # label width per column
         full_h = bottom - top
         mid = (top + bottom) / 2
-        act = QColor(*role_qcolor_tuple("activation"))
-        weight = QColor(*role_qcolor_tuple("weight"))
-        gold = QColor(*role_qcolor_tuple("expert"))
-        shared = QColor(*role_qcolor_tuple("shared"))
+        act = qcolor("activation")
+        weight = qcolor("weight")
+        gold = qcolor("expert")
+        shared = qcolor("shared")
         xs = [0.04, 0.15, 0.27, 0.50, 0.70, 0.82, 0.94]
         col_w = W * 0.07
 
@@ -141,7 +141,7 @@ class LatentDiagram(QWidget):
         p.setPen(Qt.NoPen)
         p.setBrush(shared)
         p.drawRoundedRect(sh, 4, 4)
-        p.setPen(QColor(20, 20, 20))
+        p.setPen(qcolor("ink"))
         p.drawText(sh, Qt.AlignCenter, sh_text)
         pen = QPen(text)
         pen.setWidthF(1.2)
@@ -164,7 +164,7 @@ class LatentDiagram(QWidget):
 
         for a, b in ((rx, rd), (rd, rz), (rn, ru), (ru, ry)):
             arrow(QPointF(a.right(), mid), QPointF(b.left(), mid))
-        net = QColor(120, 220, 140)
+        net = qcolor("packet")
         for r in ex_rects:  # dispatch z -> each expert, combine back
             arrow(QPointF(rz.right(), mid), QPointF(r.left(), r.center().y()), net)
             arrow(QPointF(r.right(), r.center().y()), QPointF(rn.left(), mid), net)

@@ -12,8 +12,8 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from app.widgets.controls import ResponsiveBox
 from app.i18n import tr
+from app.widgets.controls import ResponsiveBox
 
 _BEFORE = (150, 160, 175)
 _AFTER = (245, 178, 46)

@@ -1,0 +1,198 @@
+"""QPainter helpers shared by every dock's diagrams, and the one table of colours they use.
+
+Colours are named roles: the block kinds of scene/palette.py (kda, mla, expert, state, background, text, …)
+plus the diagram roles below (wires, panels, edges, packets, highlights …). Code asks `qcolor(role)` instead of
+writing RGB literals, so a colour is defined once. Shapes take QPointF / QRectF in the painter's coordinates.
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
+
+from scene.palette import ROLES as SCENE_ROLES
+from scene.palette import role_qcolor_tuple
+
+# diagram roles -> RGBA 0..255 (the block kinds come from scene/palette.py)
+UI_ROLES: dict[str, tuple[int, int, int, int]] = {
+    "dim": (120, 128, 140, 255),  # secondary text and arrows on a canvas
+    "muted": (140, 148, 160, 255),  # captions and labels of the routing diagrams
+    "wire": (150, 158, 170, 255),  # an idle wire / bit line
+    "wire_off": (70, 76, 88, 255),  # an unused router wire
+    "hot": (255, 214, 90, 255),  # an active word line / driven bit line
+    "dark": (60, 66, 78, 255),  # an empty capacitor / unpowered part
+    "panel": (38, 43, 52, 255),  # a box in a routing diagram
+    "panel_deep": (24, 27, 33, 255),  # a box on a silicon canvas
+    "panel_edge": (58, 64, 76, 255),  # the edge of a silicon box
+    "edge": (90, 98, 112, 255),  # the edge of a routing box, a link
+    "grid_line": (45, 50, 60, 255),  # the layer rails of the encapsulation stack
+    "payload": (60, 64, 72, 255),  # the user data inside the envelopes
+    "gpu_body": (28, 34, 42, 255),  # a GPU's outline fill
+    "cell_empty": (44, 52, 62, 255),  # an empty memory cell / slot
+    "bar_track": (34, 38, 46, 255),  # the empty part of a bar
+    "bar_off": (96, 108, 128, 255),  # a bar that was not selected
+    "highlight": (255, 255, 255, 255),  # the edge of the selected box
+    "ink": (20, 20, 20, 255),  # text on a bright fill
+    "focus": (80, 230, 255, 255),  # the expert the app has selected
+    "packet": (120, 220, 140, 255),  # a network packet / the all-to-all traffic
+    "packet_fill": (30, 60, 40, 255),  # a packet header box
+    "request": (110, 170, 255, 255),  # a memory request
+    "network_node": (44, 60, 80, 255),  # the routers on the packet's path
+    "link": (70, 80, 96, 255),  # a GPU ↔ NVSwitch link
+    "link_dim": (60, 70, 84, 255),  # the outline of the GPU ring
+    "switch": (50, 44, 70, 255),  # the NVSwitch
+    "router": (60, 50, 20, 255),  # the MoE router box
+    "pcie": (60, 50, 30, 255),  # the PCIe bus
+    "route": (245, 178, 46, 70),  # a token → expert route, faint
+    "expert_bar": (120, 40, 0, 255),  # the score bars of the expert grid
+    "error": (255, 112, 112, 255),  # an error message
+    "good": (31, 157, 106, 255),  # "it fits"
+    "note": (138, 147, 160, 255),  # a side note
+    "caveat": (107, 115, 128, 255),  # the "constructed / not to scale" line
+}
+
+
+def qcolor(role: str, alpha: int | None = None) -> QColor:
+    """The colour of a role (scene/palette.py block kinds and UI_ROLES), optionally with another alpha."""
+    if role in UI_ROLES:
+        c = QColor(*UI_ROLES[role])
+    elif role in SCENE_ROLES:
+        c = QColor(*role_qcolor_tuple(role))
+    else:
+        raise KeyError(f"unknown colour role {role!r}")
+    if alpha is not None:
+        c.setAlpha(alpha)
+    return c
+
+
+def css(role: str) -> str:
+    """A role as a style-sheet colour ("#rrggbb")."""
+    return qcolor(role).name()
+
+
+def css_rgba(role: str, alpha: int) -> str:
+    c = qcolor(role)
+    return f"rgba({c.red()},{c.green()},{c.blue()},{alpha})"
+
+
+def mix(a: QColor, b: QColor, t: float) -> QColor:
+    """Linear blend a -> b, t in [0, 1]."""
+    t = min(1.0, max(0.0, t))
+    return QColor(int(a.red() + (b.red() - a.red()) * t), int(a.green() + (b.green() - a.green()) * t),
+                  int(a.blue() + (b.blue() - a.blue()) * t), int(a.alpha() + (b.alpha() - a.alpha()) * t))
+
+
+FONT_FAMILIES = ["DejaVu Sans", "Noto Sans CJK KR"]  # Latin + combining marks from DejaVu, Hangul from Noto
+MONO_FAMILIES = ["DejaVu Sans Mono", "Noto Sans Mono CJK KR"]
+
+
+def font(pt: float, bold: bool = False, mono: bool = False) -> QFont:
+    f = QFont(MONO_FAMILIES if mono else FONT_FAMILIES)
+    f.setPointSizeF(pt)
+    f.setBold(bold)
+    return f
+
+
+def pen(color: QColor, width: float = 2.0, style=Qt.SolidLine) -> QPen:
+    q = QPen(color, width, style)
+    q.setCapStyle(Qt.RoundCap)
+    q.setJoinStyle(Qt.RoundJoin)
+    return q
+
+
+def box(p: QPainter, rect: QRectF, fill: QColor | None = None, edge: QColor | None = None, *, label: str = "",
+        text: QColor | None = None, radius: float = 5.0, width: float = 1.2,
+        flags=Qt.AlignCenter | Qt.TextWordWrap) -> QRectF:
+    """A rounded box (fill, edge of `width`), with `label` drawn inside in the painter's font."""
+    p.setPen(pen(qcolor("edge") if edge is None else edge, width))
+    p.setBrush(qcolor("panel") if fill is None else fill)
+    p.drawRoundedRect(rect, radius, radius)
+    p.setBrush(Qt.NoBrush)
+    if label:
+        p.setPen(qcolor("text") if text is None else text)
+        p.drawText(rect.adjusted(3, 2, -3, -2), flags, label)
+    return rect
+
+
+def line(p: QPainter, a: QPointF, b: QPointF, color: QColor | None = None, width: float = 1.5, style=Qt.SolidLine):
+    q = QPen(qcolor("edge") if color is None else color)
+    q.setWidthF(width)
+    q.setStyle(style)
+    p.setPen(q)
+    p.drawLine(a, b)
+
+
+def arrow(p: QPainter, a: QPointF, b: QPointF, color: QColor | None = None, width: float = 1.5,
+          head: float = 7.0) -> None:
+    """A line a -> b with a filled head `head` long (half as wide on each side) at b."""
+    color = qcolor("edge") if color is None else color
+    line(p, a, b, color, width)
+    d = b - a
+    n = math.hypot(d.x(), d.y()) or 1.0
+    ux, uy = d.x() / n, d.y() / n
+    tip = QPainterPath(b)
+    tip.lineTo(b - QPointF(head * ux - head * 0.5 * uy, head * uy + head * 0.5 * ux))
+    tip.lineTo(b - QPointF(head * ux + head * 0.5 * uy, head * uy - head * 0.5 * ux))
+    tip.closeSubpath()
+    p.fillPath(tip, color)
+
+
+def dot(p: QPainter, c: QPointF, color: QColor, r: float = 5.0) -> None:
+    p.setPen(Qt.NoPen)
+    p.setBrush(color)
+    p.drawEllipse(c, r, r)
+    p.setBrush(Qt.NoBrush)
+
+
+def text(p: QPainter, x: float, y: float, s: str, pt: float = 10, color: QColor | None = None, bold: bool = False,
+         align=Qt.AlignLeft | Qt.AlignVCenter, width: float = 400, mono: bool = False) -> None:
+    """Draw s in its own font anchored at (x, y): align picks which edge/centre of a width × 40 box sits on
+    the point."""
+    p.setFont(font(pt, bold, mono))
+    p.setPen(qcolor("text") if color is None else color)
+    if align & Qt.AlignHCenter:
+        left = x - width / 2
+    elif align & Qt.AlignRight:
+        left = x - width
+    else:
+        left = x
+    p.drawText(QRectF(left, y - 20, width, 40), int(align), s)
+
+
+def wrapped(p: QPainter, rect: QRectF, s: str, pt: float = 9, color: QColor | None = None) -> None:
+    p.setFont(font(pt))
+    p.setPen(qcolor("text") if color is None else color)
+    p.drawText(rect, int(Qt.TextWordWrap | Qt.AlignLeft | Qt.AlignTop), s)
+
+
+def label(p: QPainter, x: float, y: float, s: str, color: QColor | None = None, align=Qt.AlignCenter,
+          w: float = 160) -> None:
+    """One line in the painter's font, 18 high, anchored at (x, y) by `align`."""
+    p.setPen(qcolor("muted") if color is None else color)
+    if align & Qt.AlignLeft:
+        rect = QRectF(x, y - 9, w, 18)
+    elif align & Qt.AlignRight:
+        rect = QRectF(x - w, y - 9, w, 18)
+    else:
+        rect = QRectF(x - w / 2, y - 9, w, 18)
+    p.drawText(rect, align | Qt.AlignVCenter, s)
+
+
+def caption(p: QPainter, w: float, h: float, s: str, color: QColor | None = None) -> None:
+    """A caption at the foot of a w × h diagram, wrapped onto two lines when the diagram is narrow."""
+    p.setPen(qcolor("muted") if color is None else color)
+    p.drawText(QRectF(5, h - 36, w - 10, 33), Qt.AlignHCenter | Qt.AlignBottom | Qt.TextWordWrap, s)
+
+
+def along(points: list[QPointF], t: float) -> QPointF:
+    """Point at fraction t (0..1) of the polyline's length."""
+    segs = [(a, b, math.hypot(b.x() - a.x(), b.y() - a.y())) for a, b in zip(points, points[1:])]
+    total = sum(s[2] for s in segs) or 1.0
+    d = max(0.0, min(1.0, t)) * total
+    for a, b, length in segs:
+        if d <= length:
+            f = d / length if length else 0.0
+            return QPointF(a.x() + (b.x() - a.x()) * f, a.y() + (b.y() - a.y()) * f)
+        d -= length
+    return points[-1]
