@@ -68,6 +68,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "total_params_billion": (0.0, 1e6),
     "active_params_billion": (0.0, 1e6),
 }
+# why a minimum is what it is, added to the message
+_WHY_MINIMUM = {"vocab_size": "the toy tokenizer needs room for 256 byte IDs, its toy pieces and hashed IDs",
+                "situ_glu_beta1": "SiTU-GLU divides by it", "situ_glu_beta2": "SiTU-GLU divides by it"}
 MAX_NAME_CHARS = 200
 
 
@@ -408,7 +411,8 @@ class _Reader:
         lo, hi = LIMITS[self.prefix + _CANONICAL.get(key, key)]
         if v < lo:
             word = "negative" if v < 0 <= lo else "too small"
-            raise self._fail(key, f"{word}: {_short(v)} (minimum {lo})")
+            why = _WHY_MINIMUM.get(self.prefix + _CANONICAL.get(key, key))
+            raise self._fail(key, f"{word}: {_short(v)} (minimum {lo}{': ' + why if why else ''})")
         if v > hi:
             raise self._fail(key, f"too large: {_short(v)} (maximum {hi})")
 

@@ -206,6 +206,13 @@ def test_out_of_range(tmp_path, field, value, word):
     assert word in msg and len(msg) < 200, msg
 
 
+def test_vocab_too_small_for_the_toy_says_why(tmp_path):
+    """A vocabulary of 320 IDs used to hang ToyK3 (the tokenizer searched for a free ID for ever)."""
+    d = _k3()
+    d["vocab_size"] = 320
+    assert "tokenizer" in _expect(tmp_path, d, "vocab_size")
+
+
 def test_gate_lower_bound_must_not_grow_the_state(tmp_path):
     d = _k3()
     d["linear_attn_config"]["gate_lower_bound"] = 3.0
