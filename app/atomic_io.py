@@ -36,6 +36,8 @@ class WriteError(OSError):
         super().__init__(code, err.strerror or str(err), path)
         self.path = path
         self.kind = KINDS.get(code, "other")
+        if self.kind == "no_folder" and os.path.isdir(os.path.dirname(path)):
+            self.kind = "other"  # e.g. /proc: the folder is there but takes no new files; say what the OS said
         self.reason = err.strerror or str(err)
 
     def __str__(self) -> str:
@@ -116,3 +118,11 @@ def _sync_folder(folder: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def message(exc: WriteError) -> str:
+    """The translated one-line message for a failed write: the path and the real cause."""
+    from app.i18n import tr  # Qt-free; imported here so this module stays usable without the catalogues
+
+    reason = tr(f"files.reason.{exc.kind}", reason=exc.reason)
+    return tr("files.write_failed", path=exc.path, reason=reason)

@@ -6,17 +6,19 @@ framebuffer and restores the view, so an export never changes what the user sees
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QPoint, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
                                QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox,
                                QPushButton, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
+from app import atomic_io
 from app.i18n import tr
 
 log = logging.getLogger(__name__)
@@ -55,9 +57,19 @@ def check_writable(path: str) -> None:
     if not os.path.isdir(folder):
         raise ExportError(tr("app.export.error.no_folder", folder=folder))
     if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise ExportError(tr("app.export.error.unwritable", path=path))
+        raise ExportError(_unwritable(path))
     if not os.access(folder, os.W_OK):
-        raise ExportError(tr("app.export.error.unwritable", path=folder))
+        raise ExportError(_unwritable(folder))
+
+
+def _unwritable(path: str) -> str:
+    """Why os.access said no: a read-only file system, else permissions."""
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        read_only = False
+    code = errno.EROFS if read_only else errno.EACCES
+    return atomic_io.message(atomic_io.WriteError(path, OSError(code, os.strerror(code))))
 
 
 def with_png_suffix(path: str) -> str:
@@ -65,13 +77,27 @@ def with_png_suffix(path: str) -> str:
 
 
 def save_png(image: QImage, path: str) -> None:
+    """Encode in memory, then write atomically (app/atomic_io.py): a failure (disk full, read-only, a folder
+    in the way) leaves an existing file as it was, and the message names the real cause."""
     check_writable(path)
     if image.isNull():
         raise ExportError(tr("app.export.error.render"))
-    if not image.save(path, "PNG", PNG_QUALITY):
-        log.warning("export: could not write %s", path)
-        raise ExportError(tr("app.export.error.unwritable", path=path))
+    data = png_bytes(image)
+    try:
+        atomic_io.write_bytes(path, data)
+    except atomic_io.WriteError as exc:
+        log.warning("export: %s", exc)
+        raise ExportError(atomic_io.message(exc)) from exc
     log.info("export: wrote %s (%d x %d)", os.path.abspath(path), image.width(), image.height())
+
+
+def png_bytes(image: QImage) -> bytes:
+    """The PNG file's bytes, encoded in memory (so the file itself is written in one atomic step)."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    if not image.save(buffer, "PNG", PNG_QUALITY):
+        raise ExportError(tr("app.export.error.render"))
+    return bytes(buffer.data())
 
 
 def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True) -> QImage:

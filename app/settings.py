@@ -4,29 +4,70 @@ A version key guards restored layouts: a file written by another layout version 
 changed, so Qt's saved state would put docks in odd places). A saved window position that lies off every
 screen is ignored too. Tests and the command line pass their own file path so the user's settings are never
 touched.
+
+The settings file is untrusted input (`--settings FILE`): Qt would unpickle a stored Python object while
+parsing it. So Qt never reads the file itself: app/ini_guard.py screens the raw text and Qt works on the
+screened copy in a private folder (entries that could run code are left out, with a note). Only plain values
+are stored and read: text, numbers, and QByteArray for Qt's own window state. `sync()` writes that copy back
+atomically (app/atomic_io.py), so a full disk never leaves a half-written settings file.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 
 from PySide6.QtCore import QByteArray, QRect, QSettings
 from PySide6.QtGui import QGuiApplication
 
+from app import atomic_io, ini_guard
+from app.i18n import tr
+from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs
 
 SETTINGS_VERSION = 1
 ORGANISATION = "K3Explorer"
 APPLICATION = "K3 Explorer"
+# compute.engine.MAX_PROMPT_TOKENS (that module loads torch, which starts later); a test keeps them equal
+PROMPT_TOKEN_LIMIT = 256
+PROMPT_CHAR_LIMIT = 32767  # what the prompt box (a QLineEdit) holds
+CAMERA_TEXT_LIMIT = 4096
 
 
 class Settings:
     def __init__(self, path: str | None = None):
-        if path:
-            self.q = QSettings(path, QSettings.IniFormat)
-        else:
-            self.q = QSettings(QSettings.IniFormat, QSettings.UserScope, ORGANISATION, APPLICATION)
+        if not path:  # constructing QSettings only computes the path; nothing is read
+            path = QSettings(QSettings.IniFormat, QSettings.UserScope, ORGANISATION, APPLICATION).fileName()
+        self.path = os.path.abspath(os.path.expanduser(path))
+        self.refused: list[str] = []  # keys left out because their value could run code
+        self.notes: list[tuple[str, dict]] = []  # (i18n key, values) for the status bar
+        self._read_failed = False
+        self._workdir = tempfile.TemporaryDirectory(prefix="k3-settings-")
+        working = os.path.join(self._workdir.name, "settings.ini")
+        with open(working, "wb") as fh:
+            fh.write(self._screened())
+        self.q = QSettings(working, QSettings.IniFormat)
         self.valid = self._int("version", 0) == SETTINGS_VERSION
+
+    def _screened(self) -> bytes:
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            self._read_failed = True
+            self.notes.append(("files.settings.unreadable", {"path": self.path, "reason": exc.strerror or exc}))
+            return b""
+        clean, self.refused = ini_guard.screen(raw)
+        if self.refused:
+            self.notes.append(("files.settings.refused", {"keys": ", ".join(self.refused[:8])}))
+        return clean
+
+    def note_texts(self) -> list[str]:
+        """The notes about this file (refused values, a cut prompt), translated into the current language."""
+        return [tr(key, **values) for key, values in self.notes]
 
     # --- helpers -----------------------------------------------------------------------------
     def _int(self, key: str, default: int) -> int:
@@ -94,15 +135,24 @@ class Settings:
 
     def prompt(self, default: str) -> str:
         value = self.q.value("prompt", default) if self.valid else default
-        return value if isinstance(value, str) and value.strip() else default
+        if not isinstance(value, str) or not value.strip():
+            return default
+        cut = fit_prompt(value)
+        if cut != value:
+            self.notes.append(("files.settings.prompt_cut", {"n": PROMPT_TOKEN_LIMIT}))
+        return cut if cut.strip() else default
 
     def camera(self) -> dict | None:
+        """The saved camera's usable values (numbers only, finite, fov in (0, 180), distance > 0); None when
+        nothing usable was saved. A bad value falls back to the scene's default for that value."""
         raw = self.q.value("camera", "") if self.valid else ""
-        try:
-            value = json.loads(raw) if raw else None
-        except (TypeError, ValueError):
+        if not isinstance(raw, str) or not raw or len(raw) > CAMERA_TEXT_LIMIT:
             return None
-        return value if isinstance(value, dict) else None
+        try:
+            value = json.loads(raw)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return camera_values(value)
 
     def save_values(self, *, language: str, layer: int, knobs: Knobs, prompt: str, camera: dict | None) -> None:
         self.q.setValue("version", SETTINGS_VERSION)
@@ -117,8 +167,71 @@ class Settings:
             self.q.setValue("camera", json.dumps(camera, default=_jsonable))
         self.valid = True
 
-    def sync(self) -> None:
+    def sync(self) -> str | None:
+        """Write the settings to their file atomically; returns a translated message when that failed (the
+        old file is then unchanged). A file that exists but could not be read is left alone."""
+        if self._read_failed:
+            return tr("files.settings.left_alone", path=self.path)
         self.q.sync()
+        if self.q.status() != QSettings.NoError:
+            return tr("files.settings.not_saved", message=self.q.fileName())
+        try:
+            with open(self.q.fileName(), "rb") as fh:
+                data = fh.read()
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            atomic_io.write_bytes(self.path, data)
+        except atomic_io.WriteError as exc:
+            return tr("files.settings.not_saved", message=atomic_io.message(exc))
+        except OSError as exc:
+            return tr("files.settings.not_saved", message=atomic_io.message(atomic_io.WriteError(self.path, exc)))
+        return None
+
+
+def fit_prompt(text: str) -> str:
+    """text, or its longest start that the engine takes (PROMPT_TOKEN_LIMIT toy tokens, PROMPT_CHAR_LIMIT
+    characters)."""
+    text = text[:PROMPT_CHAR_LIMIT]
+    tokenizer = ToyTokenizer()
+    if len(tokenizer.split(text)) <= PROMPT_TOKEN_LIMIT:
+        return text
+    lo, hi = 0, len(text)  # text[:lo] fits, text[:hi] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if len(tokenizer.split(text[:mid])) <= PROMPT_TOKEN_LIMIT:
+            lo = mid
+        else:
+            hi = mid
+    return text[:lo]
+
+
+def camera_values(value) -> dict | None:
+    """The usable entries of a saved camera dict (see Settings.camera)."""
+    if not isinstance(value, dict):
+        return None
+    checks = {"distance": lambda v: v > 0, "fov": lambda v: 0 < v < 180,
+              "azimuth": lambda v: True, "elevation": lambda v: True}
+    out = {}
+    for key, ok in checks.items():
+        number = _finite(value.get(key))
+        if number is not None and ok(number):
+            out[key] = number
+    center = value.get("center")
+    if isinstance(center, list) and len(center) == 3:
+        numbers = [_finite(v) for v in center]
+        if all(v is not None for v in numbers):
+            out["center"] = numbers
+    return out or None
+
+
+def _finite(value) -> float | None:
+    """value as a float when it is a plain finite number (not a bool, a string or a nested value)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _clip(value, lo, hi):

@@ -1,5 +1,6 @@
 """Screenshot export (X1): the dialog driven with real clicks/keys, sizes, labels, clipboard, overwrite,
 and the headless command line in a subprocess."""
+import errno
 import os
 import subprocess
 import sys
@@ -219,7 +220,7 @@ def test_cli_export_in_a_subprocess(tmp_path):
     (["--layer", "94"], 2, "1…93"),
     (["--lang", "fr"], 2, "invalid choice"),
     (["--out", "{tmp}/no-such-folder/x.png"], 1, "does not exist"),
-    (["--out", "/proc/k3-explorer-test.png"], 1, "Cannot write"),
+    (["--out", "/proc/k3-explorer-test.png"], 1, "Could not write"),
 ])
 def test_cli_fails_cleanly(tmp_path, args, code, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
@@ -235,3 +236,64 @@ def test_cli_fails_cleanly(tmp_path, args, code, message):
 def test_cli_without_a_display_says_so(tmp_path):
     r = _cli("--out", str(tmp_path / "x.png"), env_extra={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
     assert r.returncode == 3 and "Xvfb" in r.stderr
+
+
+def _answer_boxes(buttons, texts):
+    """Click `buttons` in the message boxes as they come up, one each, noting their texts."""
+    pending = list(buttons)
+
+    def click():
+        boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+        if boxes and boxes[0].text() not in texts:
+            texts.append(boxes[0].text())
+            boxes[0].button(pending.pop(0)).click()
+        if pending:
+            QTimer.singleShot(50, click)
+    QTimer.singleShot(50, click)
+
+
+def test_a_failed_export_keeps_the_old_file_and_names_the_cause(main_window, qtbot, tmp_path, monkeypatch):
+    from app import atomic_io
+
+    win = main_window
+    out = tmp_path / "slide.png"
+    out.write_bytes(b"yesterday's picture")
+
+    def disk_full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic_io.os, "write", disk_full)
+    texts = []
+    dialog = _open_dialog(win, qtbot)
+    dialog.set_size_mode("custom")
+    dialog.width_spin.setValue(320)
+    dialog.height_spin.setValue(200)
+    dialog.path_edit.setText(str(out))
+    _answer_boxes([QMessageBox.Yes, QMessageBox.Ok], texts)  # replace it? yes; then the error box
+    _click_export(dialog, qtbot)
+    qtbot.waitUntil(lambda: len(texts) == 2, timeout=30000)
+    assert "disk is full" in texts[1] and str(out) in texts[1] and "permission" not in texts[1]
+    assert out.read_bytes() == b"yesterday's picture"
+    assert sorted(os.listdir(tmp_path)) == ["slide.png"]  # no temporary file left behind
+    _finish(dialog)
+
+
+def test_export_onto_a_full_disk_keeps_the_old_file(qapp, tmp_path):
+    """A real full file system (a 64 kB tmpfs; needs root to mount)."""
+    from app.export import save_png
+
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        out = disk / "slide.png"
+        out.write_bytes(b"old" * 10000)
+        noise = QImage(np.random.default_rng(1).integers(0, 255, (400, 400, 4), dtype=np.uint8).tobytes(),
+                       400, 400, QImage.Format_RGBA8888).copy()  # ~600 kB as PNG: cannot fit
+        with pytest.raises(ExportError, match="disk is full"):
+            save_png(noise, str(out))
+        assert out.read_bytes() == b"old" * 10000 and os.listdir(disk) == ["slide.png"]
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
