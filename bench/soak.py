@@ -1,0 +1,305 @@
+"""Soak test of the real app (issue 11): memory and responsiveness over a long auto-play; prints one JSON object.
+
+    python bench/soak.py --minutes 15          # under Xvfb; starts its own Xvfb when DISPLAY is unset
+    python bench/soak.py --minutes 3 --types   # also: which Python object types grew (to hunt a leak)
+    python bench/soak.py --minutes 3 --trace-malloc   # also: the source lines whose allocations grew (slow)
+
+What it does, like a person who leaves the app running: the trace player auto-plays at 4× (started again
+from the first step whenever it reaches the end), the layer changes every 10 s (the "next layer" action,
+PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine runs again, a new trace is drawn).
+
+- rss_start_mib / rss_end_mib: resident memory after the first minute (warm-up: caches, GL, torch) / at the end.
+- rss_growth_mib_per_hour: least-squares slope of RSS over time after the first minute (samples every 5 s).
+- gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks
+  (sampled every 30 s, after a gc.collect()).
+- max_heartbeat_gap_ms: the longest interval between ticks of a 20 ms UI-thread timer (so at least ~20); an
+  interval that contains the bench's own gc sampling is not counted (that pause is the bench's, not the app's).
+- exceptions: Python exceptions that reached sys.excepthook / threading.excepthook (slots, threads), and
+  errors_logged: log records at ERROR or above; the first few of each are listed in exception_samples.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WARMUP_S = 60.0
+RSS_EVERY_S, GC_EVERY_S = 5.0, 30.0
+LAYER_EVERY_S, SLIDER_EVERY_S = 10.0, 20.0
+HEARTBEAT_MS = 20
+ALPHA_VALUES = (20, 70, 35, 85, 50)  # percent of the slider's range, in turn
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def slope_per_hour(samples: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of (seconds, value) samples, in value per hour."""
+    if len(samples) < 2:
+        return None
+    n = len(samples)
+    mt = sum(t for t, _ in samples) / n
+    mv = sum(v for _, v in samples) / n
+    var = sum((t - mt) ** 2 for t, _ in samples)
+    if var == 0:
+        return None
+    return sum((t - mt) * (v - mv) for t, v in samples) / var * 3600.0
+
+
+def type_counts() -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for o in gc.get_objects():
+        name = f"{type(o).__module__}.{type(o).__qualname__}"
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+class Faults:
+    """Counts exceptions that reach the hooks and ERROR log records; keeps the first few as samples."""
+
+    def __init__(self):
+        self.exceptions = 0
+        self.errors_logged = 0
+        self.samples: list[str] = []
+        self._hook, self._thread_hook = sys.excepthook, threading.excepthook
+        sys.excepthook = self._on_exception
+        threading.excepthook = self._on_thread_exception
+        handler = logging.Handler(logging.ERROR)
+        handler.emit = self._on_record
+        logging.getLogger().addHandler(handler)
+
+    def _keep(self, text: str) -> None:
+        if len(self.samples) < 5:
+            self.samples.append(text[-600:])
+
+    def _on_exception(self, kind, value, tb) -> None:
+        self.exceptions += 1
+        self._keep("".join(traceback.format_exception(kind, value, tb)))
+        self._hook(kind, value, tb)
+
+    def _on_thread_exception(self, args) -> None:
+        self.exceptions += 1
+        self._keep("".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback)))
+        self._thread_hook(args)
+
+    def _on_record(self, record) -> None:
+        self.errors_logged += 1
+        self._keep(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
+class Soak:
+    def __init__(self, app, win, minutes: float, types: bool, trace_malloc: bool):
+        from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+
+        self.app, self.win = app, win
+        self.duration_s = minutes * 60.0
+        self.types, self.trace_malloc = types, trace_malloc
+        self.player = win.docks["TracePlayerDock"]
+        self.slider = win.docks["ControlsDock"].slider("alpha")
+        self.faults = Faults()
+        self.rss: list[tuple[float, float]] = []
+        self.objects: list[tuple[float, float]] = []
+        self.layer_changes = self.slider_changes = self.replays = self.traces = 0
+        win.state.trace_changed.connect(self._count_trace)
+        self.max_gap_ms = 0.0
+        self.gaps_over_100ms = 0
+        self.worst_gaps: list[tuple[float, float, str]] = []  # (gap ms, at s, what happened just before)
+        self._last_action = ("start", 0.0)
+        self._layer_step = 1
+        self._baseline_types: dict[str, int] | None = None
+        self._baseline_malloc = None
+        self.clock = QElapsedTimer()
+        self.clock.start()
+        self._last_beat = self.clock.nsecsElapsed()
+        self.timers = []
+        for ms, slot in ((HEARTBEAT_MS, self._beat), (RSS_EVERY_S * 1000, self._sample_rss),
+                         (GC_EVERY_S * 1000, self._sample_gc), (LAYER_EVERY_S * 1000, self._layer),
+                         (SLIDER_EVERY_S * 1000, self._slide), (500, self._keep_playing)):
+            timer = QTimer()
+            timer.setTimerType(Qt.PreciseTimer if slot == self._beat else Qt.CoarseTimer)
+            timer.timeout.connect(slot)
+            timer.start(int(ms))
+            self.timers.append(timer)
+        QTimer.singleShot(int(WARMUP_S * 1000), self._baseline)
+        QTimer.singleShot(int(self.duration_s * 1000), app.quit)
+        speed = self.player.speed
+        speed.setCurrentIndex(speed.findData(4.0))
+        self.player.play()
+        self._sample_rss()
+        self._sample_gc()
+
+    def elapsed_s(self) -> float:
+        return self.clock.nsecsElapsed() / 1e9
+
+    # --- what the person does ----------------------------------------------------------------------
+    def _keep_playing(self) -> None:
+        if not self.player.playing:
+            self.replays += 1
+            self.player.play()  # at the last step: starts again from the first
+            self._did("replay")
+
+    def _layer(self) -> None:
+        n = len(self.win.config.mixer_types)
+        layer = self.win.state.layer
+        if not 0 <= layer + self._layer_step < n:
+            self._layer_step = -self._layer_step
+        name = "layer_next" if self._layer_step > 0 else "layer_prev"
+        self._did("layer")
+        self.win.registry.actions[name].trigger()
+        self.layer_changes += 1
+
+    def _slide(self) -> None:
+        self._did("slider")
+        value = ALPHA_VALUES[self.slider_changes % len(ALPHA_VALUES)]
+        self.slider.setValue(self.slider.minimum() + (self.slider.maximum() - self.slider.minimum()) * value // 100)
+        self.slider_changes += 1
+
+    # --- what the bench measures -------------------------------------------------------------------
+    def _count_trace(self, _trace) -> None:
+        self.traces += 1
+        self._did("trace")
+
+    def _beat(self) -> None:
+        now = self.clock.nsecsElapsed()
+        gap = (now - self._last_beat) / 1e6
+        self._last_beat = now
+        if self.elapsed_s() > 5.0:  # the first seconds: the window is still settling
+            self.max_gap_ms = max(self.max_gap_ms, gap)
+            if gap > 100.0:
+                self.gaps_over_100ms += 1
+                what, at = self._last_action
+                self.worst_gaps.append((round(gap, 1), round(self.elapsed_s(), 1),
+                                        f"{what} {self.elapsed_s() - at:.1f} s before"))
+                self.worst_gaps = sorted(self.worst_gaps, reverse=True)[:5]
+
+    def _did(self, what: str) -> None:
+        self._last_action = (what, self.elapsed_s())
+
+    def _paused(self):
+        """Mark the bench's own UI-thread work so the heartbeat does not count it."""
+        bench = self
+
+        class _Pause:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                bench._last_beat = bench.clock.nsecsElapsed()
+        return _Pause()
+
+    def _sample_rss(self) -> None:
+        self.rss.append((self.elapsed_s(), rss_mib()))
+
+    def _sample_gc(self) -> None:
+        with self._paused():
+            gc.collect()
+            self.objects.append((self.elapsed_s(), float(len(gc.get_objects()))))
+
+    def _baseline(self) -> None:
+        with self._paused():
+            if self.types:
+                gc.collect()
+                self._baseline_types = type_counts()
+            if self.trace_malloc:
+                import tracemalloc
+
+                tracemalloc.start(8)
+                self._baseline_malloc = tracemalloc.take_snapshot()
+
+    def report(self) -> dict:
+        self._sample_rss()
+        self._sample_gc()
+        rss = [(t, v) for t, v in self.rss if t >= WARMUP_S] or self.rss
+        objs = [(t, v) for t, v in self.objects if t >= WARMUP_S] or self.objects
+        growth = slope_per_hour(rss)
+        obj_growth = slope_per_hour(objs)
+        result = {
+            "minutes": round(self.elapsed_s() / 60.0, 2),
+            "rss_start_mib": round(rss[0][1], 1),
+            "rss_end_mib": round(rss[-1][1], 1),
+            "rss_growth_mib_per_hour": None if growth is None else round(growth, 1),
+            "gc_objects_start": int(objs[0][1]),
+            "gc_objects_end": int(objs[-1][1]),
+            "gc_objects_growth_per_hour": None if obj_growth is None else round(obj_growth),
+            "max_heartbeat_gap_ms": round(self.max_gap_ms, 1),
+            "heartbeat_gaps_over_100ms": self.gaps_over_100ms,
+            "worst_gaps": [list(g) for g in self.worst_gaps],
+            "exceptions": self.faults.exceptions,
+            "errors_logged": self.faults.errors_logged,
+            "layer_changes": self.layer_changes,
+            "slider_changes": self.slider_changes,
+            "replays": self.replays,
+            "traces": self.traces,
+        }
+        if self.faults.samples:
+            result["exception_samples"] = self.faults.samples
+        if self._baseline_types is not None:
+            gc.collect()
+            now = type_counts()
+            grew = sorted(((now.get(k, 0) - self._baseline_types.get(k, 0), k) for k in now), reverse=True)
+            result["grown_types"] = {k: d for d, k in grew[:15] if d > 0}
+        if self._baseline_malloc is not None:
+            import tracemalloc
+
+            diff = tracemalloc.take_snapshot().compare_to(self._baseline_malloc, "traceback")
+            result["grown_allocations"] = [
+                {"kib": round(s.size_diff / 1024, 1), "count": s.count_diff,
+                 "where": [f"{f.filename.replace(str(ROOT) + '/', '')}:{f.lineno}" for f in s.traceback][-4:]}
+                for s in diff[:12] if s.size_diff > 0]
+        return result
+
+
+def run(args) -> dict:
+    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication([])
+    from app.main_window import MainWindow
+
+    win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "soak.ini"), language="en")
+    win.show()
+    win.activateWindow()
+    deadline = time.monotonic() + 180
+    while win.state.trace is None or "TracePlayerDock" not in win.docks or "ControlsDock" not in win.docks:
+        if time.monotonic() > deadline:
+            raise SystemExit("bench/soak.py: the app showed no trace within 180 s")
+        app.processEvents()
+        time.sleep(0.01)
+    soak = Soak(app, win, args.minutes, args.types, args.trace_malloc)
+    app.exec()
+    result = soak.report()
+    win.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--minutes", type=float, default=15.0)
+    parser.add_argument("--types", action="store_true", help="report the object types that grew")
+    parser.add_argument("--trace-malloc", action="store_true", help="report the allocation sites that grew")
+    args = parser.parse_args()
+    if args.minutes <= 0:
+        raise SystemExit("bench/soak.py: --minutes must be > 0")
+    sys.path.insert(0, str(ROOT))
+    from xdisplay import x_display  # bench/ is sys.path[1] now, still ahead of the packages
+
+    with x_display("bench/soak.py"):
+        result = run(args)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
