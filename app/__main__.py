@@ -1,5 +1,9 @@
 """Entry point: `k3-explorer` / `python -m app` opens the main window;
-`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py)."""
+`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py).
+
+Before Qt starts, the display is checked (Qt aborts the process when its X display cannot be opened) and
+PyOpenGL is pointed at the GL window system Qt will use (scene/display.py): both happen here, before anything
+imports pyqtgraph or OpenGL."""
 from __future__ import annotations
 
 import argparse
@@ -7,14 +11,20 @@ import sys
 
 from app import __version__
 
+DEVICES = ("auto", "cpu", "cuda")
+EXIT_NO_DISPLAY = 3
+
 
 def _gui_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="k3-explorer",
-                                     description="K3 Explorer: a 3D explorer of one Kimi K3 inference. "
-                                                 "Use 'k3-explorer export --help' for headless PNG export.")
+    from app.cli import OneLineParser
+
+    parser = OneLineParser(prog="k3-explorer",
+                           description="K3 Explorer: a 3D explorer of one Kimi K3 inference. "
+                                       "Use 'k3-explorer export --help' for headless PNG export.")
     parser.add_argument("--lang", choices=("en", "ko"), help="interface language (default: saved, else system)")
     parser.add_argument("--settings", metavar="FILE", help="settings file to use instead of the user's")
-    parser.add_argument("--device", default="auto", help="engine device: auto, cpu or cuda (default auto)")
+    parser.add_argument("--device", default="auto", choices=DEVICES,
+                        help="engine device: auto, cpu or cuda (default auto)")
     parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
     return parser.parse_args(argv)
@@ -27,9 +37,18 @@ def main(argv: list[str] | None = None) -> int:
 
         return export_main(argv[1:])
     args = _gui_args(argv)
-    from app import log
+    from app import i18n, log
 
     log.setup(verbose=args.verbose)
+    from app.cli import display_error
+    from scene.display import prepare_gl_platform
+
+    i18n.set_language(args.lang or i18n.system_language())
+    no_display = display_error()
+    if no_display:
+        print(f"k3-explorer: error: {no_display}", file=sys.stderr)
+        return EXIT_NO_DISPLAY
+    prepare_gl_platform()  # before pyqtgraph / OpenGL are imported
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
 

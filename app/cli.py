@@ -6,11 +6,13 @@
 Runs the toy engine on the prompt, puts the scene at the given layer (1-based) and trace step (1-based, as
 numbered in the trace player), renders the 3D view with labels at the given size and writes a PNG. Needs an X
 display (a real one or Xvfb: `xvfb-run -a k3-explorer export ...`); no window is needed on screen.
-Exit status: 0 written, 2 bad arguments, 1 the file could not be written or rendering failed, 3 no display.
+Exit status: 0 written, 2 bad arguments, 1 the file could not be written, the engine or rendering failed,
+3 no display (none set, or it cannot be opened). Every failure is one line on stderr, never a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -18,16 +20,18 @@ from app import i18n
 from app.i18n import tr
 
 CAMERAS = ("front", "side", "top", "stack", "reset")
+DEVICES = ("cpu", "cuda", "auto")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse prints usage + message and exits 2
-        self.print_usage(sys.stderr)
-        self.exit(2, f"k3-explorer export: error: {message}\n")
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr (exit 2), without the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="k3-explorer export",
+    p = OneLineParser(prog="k3-explorer export",
                 description="Render the 3D view of K3 Explorer to a PNG without user interaction.")
     p.add_argument("--out", required=True, metavar="FILE.png", help="PNG file to write (overwritten)")
     p.add_argument("--layer", type=int, default=37, help="layer to open, 1..93 (default 37)")
@@ -40,14 +44,82 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=4, help="tokens to generate, 1..64 (default 4)")
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
-    p.add_argument("--device", default="cpu", help="engine device: cpu (default), cuda or auto")
+    p.add_argument("--device", default="cpu", choices=DEVICES, help="engine device: cpu (default), cuda or auto")
     p.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     return p
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"k3-explorer export: error: {message}", file=sys.stderr)
+    print(f"k3-explorer export: error: {_printable(message)}", file=sys.stderr)
     return code
+
+
+def _printable(text: str) -> str:
+    """text with any undecodable bytes shown as \\xNN (a path or prompt from argv may hold them)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """(width, height) times scale, as whole pixels within MAX_SIDE; ExportError (translated) otherwise."""
+    from app.export import MAX_SIDE, ExportError, check_size
+
+    if not (math.isfinite(scale) and scale > 0):
+        raise ExportError(tr("app.cli.bad_scale", scale=scale))
+    w, h = width * scale, height * scale
+    if not (w <= MAX_SIDE and h <= MAX_SIDE):  # also catches a product that overflowed to inf
+        raise ExportError(tr("app.cli.scale_too_big", scale=f"{scale:g}", w=width, h=height, max=MAX_SIDE))
+    w, h = int(round(w)), int(round(h))
+    check_size(w, h)
+    return w, h
+
+
+def invalid_text(text: str, option: str) -> str | None:
+    """A translated one-line reason when text cannot be encoded as UTF-8, naming the option and the 1-based
+    character: a byte that was not UTF-8 on the command line (Python keeps it as U+DC80..U+DCFF) or another
+    lone surrogate. None when the text is valid."""
+    for i, ch in enumerate(text):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            return tr("app.cli.bad_byte", option=option, byte=f"0x{code - 0xDC00:02X}", pos=i + 1)
+        if 0xD800 <= code <= 0xDFFF:
+            return tr("app.cli.surrogate", option=option, code=f"U+{code:04X}", pos=i + 1)
+    return None
+
+
+def _check_arguments(args) -> tuple[int, int, str]:
+    """(width, height, absolute output path) from the arguments that need no engine; ExportError if bad."""
+    from app.export import ExportError, parse_size
+
+    width, height = parse_size(args.size)
+    if args.scale is not None:
+        width, height = scaled_size(width, height, args.scale)
+    problem = invalid_text(args.prompt, "--prompt") or invalid_text(args.out, "--out")
+    if problem:
+        raise ExportError(problem)
+    if not args.prompt.strip():
+        raise ExportError(tr("app.player.empty_prompt"))
+    if not 1 <= args.tokens <= 64:
+        raise ExportError(tr("app.cli.bad_tokens", n=args.tokens))
+    out = os.path.abspath(os.path.expanduser(args.out))
+    if not out.lower().endswith(".png"):
+        raise ExportError(tr("app.cli.not_png", path=args.out))
+    return width, height, out
+
+
+def display_error() -> str | None:
+    """One translated line when Qt could not use the display (none set, or no X server answers there)."""
+    from scene.display import display_problem
+
+    problem = display_problem()
+    if problem is None:
+        return None
+    key = "app.cli.no_display" if problem == "missing" else "app.cli.display_unreachable"
+    return tr(key, display=os.environ.get("DISPLAY", ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,22 +128,10 @@ def main(argv: list[str] | None = None) -> int:
 
     log.setup(verbose=args.verbose)
     i18n.set_language(args.lang)
-    from app.export import ExportError, check_size, check_writable, parse_size, render_view, save_png
+    from app.export import ExportError, check_writable, render_view, save_png
 
     try:
-        width, height = parse_size(args.size)
-        if args.scale is not None:
-            if not (args.scale > 0):
-                raise ExportError(tr("app.cli.bad_scale", scale=args.scale))
-            width, height = int(round(width * args.scale)), int(round(height * args.scale))
-            check_size(width, height)
-        if not args.prompt.strip():
-            raise ExportError(tr("app.player.empty_prompt"))
-        if not 1 <= args.tokens <= 64:
-            raise ExportError(tr("app.cli.bad_tokens", n=args.tokens))
-        out = os.path.abspath(os.path.expanduser(args.out))
-        if not out.lower().endswith(".png"):
-            raise ExportError(tr("app.cli.not_png", path=args.out))
+        width, height, out = _check_arguments(args)
     except ExportError as exc:
         return _fail(str(exc), 2)
     try:
@@ -87,16 +147,20 @@ def main(argv: list[str] | None = None) -> int:
     n_layers = len(config.mixer_types)
     if not 1 <= args.layer <= n_layers:
         return _fail(tr("app.cli.bad_layer", n=args.layer, total=n_layers), 2)
-    if os.environ.get("QT_QPA_PLATFORM", "xcb") == "xcb" and not (os.environ.get("DISPLAY")
-                                                                  or os.environ.get("WAYLAND_DISPLAY")):
-        return _fail(tr("app.cli.no_display"), 3)
+    from compute.engine import MAX_PROMPT_TOKENS, ToyK3  # torch: fine here, nothing is on screen yet
+    from compute.tokenizer import ToyTokenizer
 
-    from compute.engine import ToyK3  # torch: fine here, nothing is on screen yet
+    n_tokens = len(ToyTokenizer(vocab_size=config.vocab_size).encode(args.prompt))
+    if n_tokens > MAX_PROMPT_TOKENS:
+        return _fail(tr("app.cli.prompt_too_long", n=n_tokens, max=MAX_PROMPT_TOKENS), 2)
+    no_display = display_error()
+    if no_display:
+        return _fail(no_display, 3)
 
     try:
         trace = ToyK3(device=args.device).run(args.prompt, max_new_tokens=args.tokens)
     except Exception as exc:  # noqa: BLE001 - any engine failure is reported, not a traceback
-        return _fail(tr("app.status.engine_error", message=f"{type(exc).__name__}: {exc}"), 1)
+        return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
     from app import player
 
     steps = player.build_steps(trace)
@@ -107,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
 
+    from scene.display import prepare_gl_platform
+
+    prepare_gl_platform()  # before scene.view imports pyqtgraph and OpenGL
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication(["k3-explorer"])
     from scene.view import SceneView
@@ -138,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         from scene.frames import stop_all
 
         stop_all()  # the view's render thread ends before Qt does
-    print(tr("app.cli.wrote", path=out, w=width, h=height))
+    print(_printable(tr("app.cli.wrote", path=out, w=width, h=height)))
     return 0
 
 

@@ -355,6 +355,7 @@ class ToyK3:
         _check_knobs(knobs)
         if not isinstance(prompt, str):
             raise TypeError("prompt must be a string")
+        _check_prompt_text(prompt)
         toks = self.tokenizer.encode(prompt)
         if not toks:
             raise ValueError("the prompt is empty: type at least one character")
@@ -442,6 +443,15 @@ class ToyK3:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _check_prompt_text(prompt: str) -> None:
+    """ValueError naming the 1-based character when the prompt holds a lone surrogate (no UTF-8 bytes exist
+    for it: a byte that was not UTF-8 on a command line, or half of a broken pair)."""
+    for i, ch in enumerate(prompt):
+        if "\ud800" <= ch <= "\udfff":
+            raise ValueError(f"the prompt is not valid text: character {i + 1} is a lone surrogate "
+                             f"U+{ord(ch):04X}, which has no UTF-8 encoding")
 
 
 def _check_knobs(k: Knobs) -> None:

@@ -1,0 +1,107 @@
+"""The command line's contract (README): a bad argument exits 2, an unwritable file or a failed engine 1, a
+missing or unreachable display 3 — each with one line on stderr, never a traceback, never the GUI's wording."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_display() -> str:
+    """A display number no X server uses (no socket, no lock file)."""
+    for n in range(140, 400):
+        if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"):
+            return f":{n}"
+    raise RuntimeError("no free display number")
+
+
+def run_app(*args, env_extra=None, timeout=240):
+    env = dict(os.environ, **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, env=env, capture_output=True,
+                          timeout=timeout)
+
+
+def error_lines(r) -> list[str]:
+    """stderr's lines, logging records left out (a record carries a time stamp and a level)."""
+    text = r.stderr.decode("utf-8", "replace")
+    return [line for line in text.splitlines() if line.strip() and " INFO " not in line]
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["--scale", "inf"], 2, ["--scale inf", "finite"]),
+    (["--scale", "1e308"], 2, ["--scale 1e+308", "8192"]),
+    (["--scale", "nan"], 2, ["--scale nan"]),
+    (["--scale", "0"], 2, ["--scale 0"]),
+    (["--device", "bogus"], 2, ["--device", "'cpu', 'cuda', 'auto'"]),
+    (["--tokens", "0"], 2, ["--tokens 0"]),
+    (["--prompt", b"ab\xffcd"], 2, ["--prompt", "UTF-8", "0xFF", "character 3"]),
+    (["--prompt", "가" * 300], 2, ["--prompt has 300 toy tokens", "256"]),
+    (["--out", b"/tmp/k3-\xfe.png"], 2, ["--out", "0xFE", "character 9"]),
+])
+def test_a_bad_argument_exits_2_with_one_line(tmp_path, args, code, words):
+    out = tmp_path / "x.png"
+    r = run_app("export", "--size", "320x200", *([] if "--out" in args else ["--out", str(out)]), *args)
+    lines = error_lines(r)
+    assert r.returncode == code, (r.returncode, lines)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("k3-explorer export: error: ")
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert "last good trace" not in lines[0]
+    assert not out.exists()
+
+
+def test_the_gui_rejects_a_bad_device_in_one_line():
+    r = run_app("--device", "bogus")
+    lines = error_lines(r)
+    assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)
+    assert lines[0].startswith("k3-explorer: error: argument --device")
+
+
+@pytest.mark.parametrize("command", [["export", "--size", "320x200"], []])
+def test_a_display_no_server_answers_exits_3_with_one_line(tmp_path, command):
+    display = free_display()
+    args = [*command, "--out", str(tmp_path / "x.png")] if command else ["--settings", str(tmp_path / "s.ini")]
+    r = run_app(*args, env_extra={"DISPLAY": display, "QT_QPA_PLATFORM": "xcb"}, timeout=120)
+    lines = error_lines(r)
+    assert r.returncode == 3, (r.returncode, lines)  # not SIGABRT (-6) from Qt's xcb plugin
+    assert len(lines) == 1, lines
+    assert f"Cannot open the display {display}" in lines[0] and "Xvfb" in lines[0]
+    assert "xcb-cursor" not in lines[0]
+
+
+def test_cuda_without_cuda_fails_in_one_line_without_the_gui_wording(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    r = run_app("export", "--size", "320x200", "--device", "cuda", "--out", str(tmp_path / "x.png"))
+    lines = [line for line in error_lines(r) if " WARNING " not in line and " ERROR " not in line]
+    assert r.returncode == 1, (r.returncode, lines)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("k3-explorer export: error: The engine could not run on --device cuda: ")
+    assert "last good trace" not in lines[0] and "Traceback" not in r.stderr.decode()
+
+
+def test_a_lone_surrogate_in_the_prompt_names_the_prompt_and_its_position():
+    from compute.engine import ToyK3
+
+    with pytest.raises(ValueError) as info:
+        ToyK3(device="cpu").run("로봇이\ud83d 컵을")
+    assert "the prompt" in str(info.value) and "character 4" in str(info.value) and "U+D83D" in str(info.value)
+
+
+def test_scale_and_text_checks_directly():
+    from app.cli import invalid_text, scaled_size
+    from app.export import ExportError
+
+    assert scaled_size(1920, 1080, 2.0) == (3840, 2160)
+    for bad in (float("inf"), float("-inf"), float("nan"), 0.0, -2.0, 1e308, 5.0):
+        with pytest.raises(ExportError):
+            scaled_size(1920, 1080, bad)
+    assert invalid_text("로봇이 컵을", "--prompt") is None
+    assert "character 2" in invalid_text("a\udc80", "--prompt")
+    assert "U+D800" in invalid_text("ab\ud800", "--prompt") and "character 3" in invalid_text("ab\ud800", "--prompt")
