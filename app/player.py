@@ -1,16 +1,10 @@
-"""Trace player core: one inference as a list of numbered steps (Qt-free, a pure function of the trace).
+"""Trace player facts (Qt-free, a pure function of the trace): what a person reads for one step.
 
-The seed's HTML explorer plays a 17-step pipeline; here every step is computed from the real Trace:
-
-    Phase A (prefill, pass 0, all prompt positions in parallel, causal):
-      input, utf8, tokenize, token_ids, embedding, prefill, kda_state, mla_cache, attnres, moe,
-      final_norm, lm_head, sampling, detokenize, stream
-    Phase B (decode, one step per generated token after the first; pass i >= 1):
-      decode, decode_cache, lm_head, sampling, detokenize, stream
-
-`build_steps(trace)` returns the list; `describe(trace, step)` the live facts a person reads for that step
-(data type + shape, toy and real K3; where it lives; the path it moves along). Titles and explanations are
-i18n keys ("app.step.<kind>.title", ".what", ".move"); the Qt dock (app/docks/trace_player.py) adds the timer.
+The step table (kinds, phases, highlighted blocks, camera focus, flow, data kind, where data lives) and
+`build_steps(trace)` live in scene/steps.py, which the 3D scene reads too (re-exported here). This module
+adds `describe(trace, step, layer)`: the live facts of a step (data type + shape, toy and real K3; the value)
+and `step_caption(...)`: "step 12 of 17 · decode token 2". Titles and explanations are i18n keys
+("app.step.<kind>.title", ".what", ".move"); app/docks/trace_player.py adds the widgets and the timer.
 Seeking is plain indexing: `steps[i]` — nothing depends on having played the steps before it.
 """
 from __future__ import annotations
@@ -18,15 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-STEP_KINDS: tuple[str, ...] = (
-    "input", "utf8", "tokenize", "token_ids", "embedding", "prefill", "kda_state", "mla_cache",
-    "attnres", "moe", "final_norm", "lm_head", "sampling", "detokenize", "stream", "decode", "decode_cache",
-)
-PREFILL_KINDS: tuple[str, ...] = STEP_KINDS[:15]
-DECODE_KINDS: tuple[str, ...] = ("decode", "decode_cache", "lm_head", "sampling", "detokenize", "stream")
-
-# Where data can live, fastest last (seed: HBM -> L2 -> L1/Shared -> Registers; CPU RAM and PCIe before it).
-PLACES: tuple[str, ...] = ("cpu_ram", "pcie", "hbm", "l2", "smem", "registers")
+from scene.steps import (DECODE_KINDS, PIPELINE_LENGTH, PLACES, PREFILL_KINDS, STEP_KINDS, STEP_TABLE,  # noqa: F401
+                         Step, StepSpec, build_steps, fitting_layer, focus_layer, step_at)
 
 # Real K3 sizes used in the "real shape" column (spec/k3-math.md section 0).
 K3_HIDDEN = 7168
@@ -35,110 +22,6 @@ K3_KDA_HEADS, K3_KDA_DIM = 96, 128
 K3_KV_LORA, K3_ROPE = 512, 64
 K3_EXPERTS, K3_TOPK = 896, 16
 K3_ATTNRES_CANDIDATES = 9
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of the player. Per-layer blocks are kinds ("kda.state"); the dock resolves the layer."""
-
-    index: int
-    kind: str
-    phase: str  # "A" prefill | "B" decode
-    pass_index: int  # 0 = prefill, i = decode pass i
-    token: int  # absolute token position in focus
-    layer_type: str | None = None  # "kda" | "mla" | "moe" | "attnres" | None (whole stack / no layer)
-    blocks: tuple[str, ...] = ()  # block kinds to highlight
-    path: tuple[str, ...] = ()  # memory places the data moves through; the last is where it ends up
-    data_kind: str = "tensor"  # "string" | "bytes" | "pieces" | "ids" | "tensor" | "id" | "text"
-
-    @property
-    def title_key(self) -> str:
-        return f"app.step.{self.kind}.title"
-
-    @property
-    def what_key(self) -> str:
-        return f"app.step.{self.kind}.what"
-
-    @property
-    def move_key(self) -> str:
-        return f"app.step.{self.kind}.move"
-
-    @property
-    def location(self) -> str:
-        """Where the step's data lives at the end of the step."""
-        return self.path[-1] if self.path else "cpu_ram"
-
-
-# kind -> (layer_type, blocks, path, data_kind)
-_SPEC: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...], str]] = {
-    "input": (None, (), ("cpu_ram",), "string"),
-    "utf8": (None, (), ("cpu_ram",), "bytes"),
-    "tokenize": (None, (), ("cpu_ram",), "pieces"),
-    "token_ids": (None, ("embedding",), ("cpu_ram", "pcie", "hbm"), "ids"),
-    "embedding": (None, ("embedding",), ("hbm", "l2", "smem", "registers"), "tensor"),
-    "prefill": (None, ("stack.layer",), ("hbm", "l2", "smem", "registers"), "tensor"),
-    "kda_state": ("kda", ("kda.state", "kda.alpha", "kda.beta"), ("registers", "smem", "hbm"), "tensor"),
-    "mla_cache": ("mla", ("mla.c_kv", "mla.k_rope", "mla.kv_a"), ("registers", "l2", "hbm"), "tensor"),
-    "attnres": ("attnres", ("attnres.mixer", "attnres.ffn", "stack.attnres_bracket"),
-                ("hbm", "l2", "registers"), "tensor"),
-    "moe": ("moe", ("moe.router", "moe.experts", "moe.shared"), ("hbm", "l2", "smem", "registers"), "tensor"),
-    "final_norm": (None, ("final.attnres", "final.norm"), ("hbm", "smem", "registers"), "tensor"),
-    "lm_head": (None, ("lm_head",), ("hbm", "l2", "smem", "registers"), "tensor"),
-    "sampling": (None, ("sampling",), ("registers", "hbm", "pcie", "cpu_ram"), "id"),
-    "detokenize": (None, (), ("cpu_ram",), "text"),
-    "stream": (None, (), ("cpu_ram",), "text"),
-    "decode": (None, ("embedding", "stack.layer"), ("hbm", "l2", "smem", "registers"), "tensor"),
-    "decode_cache": (None, ("kda.state", "mla.c_kv"), ("registers", "hbm"), "tensor"),
-}
-
-
-def build_steps(trace) -> list[Step]:
-    """The player's steps for a Trace: 15 prefill steps, then 6 per decode pass."""
-    steps: list[Step] = []
-    if trace is None or not trace.passes:
-        return steps
-    last_prompt = max(trace.prompt_len - 1, 0)
-    for kind in PREFILL_KINDS:
-        token = 0 if kind in ("input", "utf8", "tokenize", "token_ids") else last_prompt
-        steps.append(_make(len(steps), kind, "A", 0, token))
-    for p in range(1, len(trace.passes)):
-        position = int(trace.passes[p].positions[-1])
-        for kind in DECODE_KINDS:
-            steps.append(_make(len(steps), kind, "B", p, position))
-    return steps
-
-
-def _make(index: int, kind: str, phase: str, pass_index: int, token: int) -> Step:
-    layer_type, blocks, path, data_kind = _SPEC[kind]
-    return Step(index, kind, phase, pass_index, token, layer_type, blocks, path, data_kind)
-
-
-def focus_layer(step: Step, mixer_types: Sequence[str], ffn_types: Sequence[str], current: int) -> int:
-    """The 0-based layer the step shows: the current one when it fits the step, else the nearest that does.
-
-    kda_state needs a KDA layer, mla_cache an MLA layer, moe a MoE layer, attnres a layer that mixes stored
-    blocks (any layer after the first)."""
-    n = len(mixer_types)
-    if n == 0:
-        return current
-    current = min(max(current, 0), n - 1)
-
-    def fits(i: int) -> bool:
-        if step.layer_type == "kda":
-            return mixer_types[i] == "kda"
-        if step.layer_type == "mla":
-            return mixer_types[i] == "mla"
-        if step.layer_type == "moe":
-            return ffn_types[i] == "moe"
-        if step.layer_type == "attnres":
-            return i >= 1
-        return True
-
-    for distance in range(n):
-        for i in (current - distance, current + distance):
-            if 0 <= i < n and fits(i):
-                return i
-    return current
 
 
 @dataclass
@@ -260,8 +143,7 @@ def _layer_of(trace, layer: int | None, layer_type: str) -> int:
     pss = trace.passes[0]
     mixers = [L.mixer for L in pss.layers]
     ffns = [L.ffn for L in pss.layers]
-    probe = Step(0, "prefill", "A", 0, 0, layer_type)
-    return focus_layer(probe, mixers, ffns, 0 if layer is None else layer)
+    return fitting_layer(layer_type, mixers, ffns, 0 if layer is None else layer)
 
 
 def _row(values) -> str:

@@ -1,5 +1,6 @@
-"""Line geometry of the highlights (numpy only): block / cell outlines, "follow one number" (S6) and the
-conceptual data-flow polylines of a trace step (S7). Everything is computed from the layout's blocks."""
+"""Line geometry of the highlights (numpy only): block / cell outlines, "follow one number" (S6), the blocks
+a trace step highlights and the conceptual data-flow polylines of a trace step (S7). Everything is computed
+from the layout's blocks; what a step highlights comes from the step table (scene/steps.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,9 @@ import numpy as np
 from compute.trace import LINEAR_INPUTS
 from scene.geometry import outline_segments
 from scene.layout import Block, Layout
+from scene.steps import LAYER_FOCUS, STEP_TABLE
 
-FLOW_STEPS = ("prefill", "decode", "kda_state", "mla_cache", "attnres", "moe", "decode_cache")
+FLOW_STEPS = tuple(kind for kind, spec in STEP_TABLE.items() if spec.flow)
 BEHIND = 0.08  # flow lines run just behind the walls: the blocks stay readable, the lines show in the gaps
 
 
@@ -27,6 +29,46 @@ def cell_box(b: Block, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
 def block_outline(layout: Layout, block_id: str | None) -> np.ndarray | None:
     b = layout.by_id.get(block_id) if block_id else None
     return None if b is None else outline_segments(b.lo, b.hi)
+
+
+def resolve_kinds(layout: Layout, kinds) -> tuple[str, ...]:
+    """Block ids of these kinds in the layout: a global block ("lm_head"), the shown layer's block
+    ("L37/kda.state"), or every numbered global block of that kind ("stack.attnres_bracket/1", ...)."""
+    ids: list[str] = []
+    for kind in kinds:
+        if kind in layout.by_id:
+            ids.append(kind)
+            continue
+        local = f"L{layout.layer + 1}/{kind}"
+        if local in layout.by_id:
+            ids.append(local)
+            continue
+        ids += sorted(i for i in layout.by_id if i.startswith(kind + "/"))
+    return tuple(ids)
+
+
+def step_blocks(layout: Layout, step_kind: str | None) -> tuple[str, ...]:
+    """The block ids a trace step highlights in this layout (the table's `blocks`)."""
+    spec = STEP_TABLE.get(step_kind or "")
+    return resolve_kinds(layout, spec.blocks) if spec is not None else ()
+
+
+def step_focus_boxes(layout: Layout, step_kind: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(lo, hi) boxes the camera frames for a trace step (the table's `focus`)."""
+    spec = STEP_TABLE.get(step_kind or "")
+    boxes = []
+    for kind in spec.focus if spec is not None else ():
+        if kind == LAYER_FOCUS:
+            if layout.panel_bounds is not None:
+                boxes.append(layout.panel_bounds)
+            continue
+        boxes += [(layout.by_id[i].lo, layout.by_id[i].hi) for i in resolve_kinds(layout, (kind,))]
+    return boxes
+
+
+def step_outlines(layout: Layout, block_ids) -> np.ndarray | None:
+    segs = [outline_segments(layout.by_id[i].lo, layout.by_id[i].hi, pad=0.06) for i in block_ids]
+    return np.concatenate(segs) if segs else None
 
 
 def follow_segments(layout: Layout, follow: tuple[str, int, int] | None, expert: int | None) -> np.ndarray | None:

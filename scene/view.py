@@ -59,15 +59,7 @@ def _default_translator():
     return tr
 
 
-# which blocks a trace step highlights, and what the camera looks at (S7 / T3)
-STEP_FOCUS = {
-    "input": ("embedding",), "utf8": ("embedding",), "tokenize": ("embedding",), "token_ids": ("embedding",),
-    "embedding": ("embedding",), "prefill": ("layer",), "kda_state": ("kda.state",), "mla_cache": ("mla.c_kv",),
-    "attnres": ("attnres.mixer.out", "attnres.ffn.out"), "moe": ("moe.router", "moe.experts"),
-    "final_norm": ("final.attnres", "final.norm"), "lm_head": ("lm_head",), "sampling": ("sampling",),
-    "detokenize": ("sampling",), "stream": ("sampling",), "decode": ("layer",),
-    "decode_cache": ("kda.state", "mla.c_kv"),
-}
+# which blocks a trace step highlights and what the camera looks at (S7 / T3): the step table, scene/steps.py
 
 
 def _atomic(method):
@@ -364,6 +356,7 @@ class SceneView(QWidget):
         self.pass_index = 0
         self.token = 0
         self.step_kind: str | None = None
+        self.step_blocks: tuple[str, ...] = ()  # block ids the current step outlines (from the step table)
         self.selected: str | None = None
         self.hovered: str | None = None
         self.hover_cell: tuple[str, int, int] | None = None
@@ -406,11 +399,12 @@ class SceneView(QWidget):
         self.line_sel = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.line_link = Lines(mode="lines", width=1.2, antialias=True, color=(0.6, 0.75, 0.8, 0.55))
         self.line_hover = Lines(mode="lines", width=1.5, antialias=True, color=(0.75, 0.8, 0.9, 0.9))
+        self.line_step = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 0.62, 0.2, 1.0))
         # a dot where each conceptual flow arrives: shows the direction without animating (render on demand)
         self.flow_heads = Dots(size=7.0, color=(1.0, 0.85, 0.4, 1.0), pxMode=True)
         self.flow_heads.setGLOptions("translucent")
-        for item in (self.line_link, self.line_flow, self.flow_heads, self.line_follow, self.line_sel,
-                     self.line_hover):
+        for item in (self.line_link, self.line_flow, self.flow_heads, self.line_step, self.line_follow,
+                     self.line_sel, self.line_hover):
             item.setVisible(False)
             self.gl.addItem(item)
         self.layout: Layout | None = None
@@ -497,16 +491,7 @@ class SceneView(QWidget):
         self.step_kind = step_kind
         self._update_flow()
         self.recolour()
-        targets = STEP_FOCUS.get(step_kind or "", ())
-        boxes = []
-        for t in targets:
-            if t == "layer":
-                if self.layout.panel_bounds is not None:
-                    boxes.append(self.layout.panel_bounds)
-                continue
-            b = self.layout.by_id.get(t) or self.layout.by_id.get(f"L{self.layer0 + 1}/{t}")
-            if b is not None:
-                boxes.append((b.lo, b.hi))
+        boxes = highlights.step_focus_boxes(self.layout, step_kind)
         if boxes and not same:
             lo = np.min([b[0] for b in boxes], axis=0)
             hi = np.max([b[1] for b in boxes], axis=0)
@@ -710,6 +695,8 @@ class SceneView(QWidget):
     # ================================================================ lines: outlines, follow, flow
     def _update_outlines(self) -> None:
         lay = self.layout
+        self.step_blocks = highlights.step_blocks(lay, self.step_kind)
+        self._set_lines(self.line_step, highlights.step_outlines(lay, self.step_blocks))
         self._set_lines(self.line_sel, highlights.block_outline(lay, self.selected))
         hv = highlights.block_outline(lay, self.hovered) if self.hovered != self.selected else None
         if self.hover_cell is not None:  # and the cell under the cursor

@@ -43,10 +43,6 @@ def test_every_step_says_where_data_lives_and_has_texts_in_both_languages(trace)
         for lang in ("en", "ko"):
             for key in (step.title_key, step.what_key, step.move_key):
                 assert key in i18n.table(lang), (lang, key)
-    from scene.block_kinds import ALL_KINDS
-
-    for step in player.build_steps(trace):  # highlights name real scene blocks
-        assert set(step.blocks) <= set(ALL_KINDS), step.kind
     steps = {s.kind: s for s in player.build_steps(trace)}
     assert steps["input"].location == "cpu_ram"
     assert steps["token_ids"].path == ("cpu_ram", "pcie", "hbm")  # host -> device copy
@@ -84,7 +80,7 @@ def test_caches_grow_for_mla_and_stay_constant_for_kda(trace):
 def test_focus_layer_picks_a_layer_of_the_right_type():
     cfg = load_default()
     mixers, ffns = cfg.mixer_types, cfg.ffn_types
-    step = {k: player.Step(0, k, "A", 0, 0, player._SPEC[k][0]) for k in player.STEP_KINDS}
+    step = {k: player.Step(0, k, "A", 0, 0) for k in player.STEP_KINDS}
     # 1-based layer 37 is KDA, 36 is MLA (every 4th), layer 1 is the dense one
     assert player.focus_layer(step["kda_state"], mixers, ffns, 36) == 36
     assert player.focus_layer(step["mla_cache"], mixers, ffns, 36) == 35
@@ -94,11 +90,49 @@ def test_focus_layer_picks_a_layer_of_the_right_type():
 
 
 def test_seek_is_pure_and_streamed_text_accumulates(trace):
+    import random
+
     a = player.build_steps(trace)
-    b = player.build_steps(trace)
-    assert a == b  # same trace, same steps: seeking needs no history
+
+    def facts(i):
+        return (player.describe(trace, a[i], layer=36), player.streamed_text(trace, a, i))
+
+    forward = [facts(i) for i in range(len(a))]
+    order = list(range(len(a)))
+    random.Random(7).shuffle(order)
+    jumped = {i: facts(i) for i in order}  # seeking in any order, with no history, says the same
+    assert [jumped[i] for i in range(len(a))] == forward
+    assert player.build_steps(trace) == a
     first_stream = next(s.index for s in a if s.kind == "stream")
     generated = [p for p, _ in trace.tokens[trace.prompt_len:]]
     assert player.streamed_text(trace, a, first_stream - 1) == ""
     assert player.streamed_text(trace, a, first_stream) == generated[0]
     assert player.streamed_text(trace, a, len(a) - 1) == "".join(generated)
+
+
+def test_the_scene_highlights_what_the_step_table_says(trace, qtbot):
+    """One table: the player's step and the 3D scene agree on the highlighted blocks, for every step."""
+    from scene.block_kinds import ALL_KINDS
+    from scene.steps import STEP_TABLE
+    from scene.view import SceneView
+
+    view = SceneView()
+    qtbot.addWidget(view)
+    view.set_config(load_default())
+    view.set_trace(trace)
+    for spec in STEP_TABLE.values():  # the table names real scene blocks
+        assert set(spec.blocks) <= set(ALL_KINDS) and spec.path and set(spec.path) <= set(player.PLACES)
+    for step in player.build_steps(trace):
+        view.set_step_focus(step.kind)
+        shown = view.step_blocks
+        kinds = {i.split("/")[1] if i.startswith("L") else i.split("/")[0] for i in shown}
+        # layer 37 is KDA + MoE: it has every kind the table names but MLA's
+        assert kinds == {k for k in step.blocks if not k.startswith("mla.")}, step.kind
+        assert view.line_step.visible() == bool(shown)
+    view.set_step_focus("kda_state")
+    assert view.step_blocks == ("L37/kda.state", "L37/kda.alpha", "L37/kda.beta")
+    view.set_step_focus("attnres")
+    assert "stack.attnres_bracket/1" in view.step_blocks and "L37/attnres.mixer" in view.step_blocks
+    view.set_layer(35, animate=False)  # layer 36 is MLA: the same step table row, resolved in that layer
+    view.set_step_focus("mla_cache")
+    assert view.step_blocks == ("L36/mla.c_kv", "L36/mla.k_rope", "L36/mla.kv_a")

@@ -1,0 +1,191 @@
+"""The one step table of the trace player (Qt-free, compute-free): what each step kind is, and what the app
+and the 3D scene do for it. The player (app/player.py, app/docks/trace_player.py) and the scene
+(scene/view.py, scene/highlights.py) both read `STEP_TABLE`; nothing else lists step kinds.
+
+The seed's HTML explorer plays a 17-step pipeline; here the steps of one inference are built from the real
+Trace:
+
+    Phase A (prefill, pass 0, all prompt positions in parallel, causal):
+      input, utf8, tokenize, token_ids, embedding, prefill, kda_state, mla_cache, attnres, moe,
+      final_norm, lm_head, sampling, detokenize, stream
+    Phase B (decode, one round per generated token after the first; pass i >= 1):
+      decode, decode_cache, lm_head, sampling, detokenize, stream
+
+A step's place in the 17-step pipeline (`StepSpec.number`) is what a person counts ("step 12 of 17 · decode
+token 2"); `Step.index` is its position in this trace's list (the seek position).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+# Where data can live, fastest last (seed: HBM -> L2 -> L1/Shared -> Registers; CPU RAM and PCIe before it).
+PLACES: tuple[str, ...] = ("cpu_ram", "pcie", "hbm", "l2", "smem", "registers")
+
+LAYER_FOCUS = "layer"  # a camera focus target: the whole exploded layer panel
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One row of the step table."""
+
+    kind: str
+    number: int  # 1-based place in the 17-step pipeline
+    phases: str  # "A", "B" or "AB": the phases the step runs in
+    layer_type: str | None  # the layer type whose values the facts show: "kda" | "mla" | "moe" | "attnres"
+    blocks: tuple[str, ...]  # block kinds the scene outlines (resolved in the shown layer, or global)
+    focus: tuple[str, ...]  # block kinds the camera frames (LAYER_FOCUS = the layer panel); () = overview
+    flow: bool  # the scene draws the layer's data-flow lines
+    data_kind: str  # "string" | "bytes" | "pieces" | "ids" | "tensor" | "id" | "text"
+    path: tuple[str, ...]  # memory places the data moves through; the last is where it ends up
+
+    @property
+    def location(self) -> str:
+        return self.path[-1] if self.path else "cpu_ram"
+
+
+def _rows() -> tuple[StepSpec, ...]:
+    R = ("hbm", "l2", "smem", "registers")
+    rows = [
+        # kind, phases, layer_type, blocks, focus, flow, data_kind, path
+        ("input", "A", None, (), ("embedding",), False, "string", ("cpu_ram",)),
+        ("utf8", "A", None, (), ("embedding",), False, "bytes", ("cpu_ram",)),
+        ("tokenize", "A", None, (), ("embedding",), False, "pieces", ("cpu_ram",)),
+        ("token_ids", "A", None, ("embedding",), ("embedding",), False, "ids", ("cpu_ram", "pcie", "hbm")),
+        ("embedding", "A", None, ("embedding",), ("embedding",), False, "tensor", R),
+        ("prefill", "A", None, ("stack.layer",), (LAYER_FOCUS,), True, "tensor", R),
+        ("kda_state", "A", "kda", ("kda.state", "kda.alpha", "kda.beta"), ("kda.state",), True, "tensor",
+         ("registers", "smem", "hbm")),
+        ("mla_cache", "A", "mla", ("mla.c_kv", "mla.k_rope", "mla.kv_a"), ("mla.c_kv",), True, "tensor",
+         ("registers", "l2", "hbm")),
+        ("attnres", "A", "attnres", ("attnres.mixer", "attnres.ffn", "stack.attnres_bracket"),
+         ("attnres.mixer.out", "attnres.ffn.out"), True, "tensor", ("hbm", "l2", "registers")),
+        ("moe", "A", "moe", ("moe.router", "moe.experts", "moe.shared"), ("moe.router", "moe.experts"), True,
+         "tensor", R),
+        ("final_norm", "A", None, ("final.attnres", "final.norm"), ("final.attnres", "final.norm"), False,
+         "tensor", ("hbm", "smem", "registers")),
+        ("lm_head", "AB", None, ("lm_head",), ("lm_head",), False, "tensor", R),
+        ("sampling", "AB", None, ("sampling",), ("sampling",), False, "id", ("registers", "hbm", "pcie", "cpu_ram")),
+        ("detokenize", "AB", None, (), ("sampling",), False, "text", ("cpu_ram",)),
+        ("stream", "AB", None, (), ("sampling",), False, "text", ("cpu_ram",)),
+        ("decode", "B", None, ("embedding", "stack.layer"), (LAYER_FOCUS,), True, "tensor", R),
+        ("decode_cache", "B", None, ("kda.state", "mla.c_kv"), ("kda.state", "mla.c_kv"), True, "tensor",
+         ("registers", "hbm")),
+    ]
+    return tuple(StepSpec(kind, n, phases, lt, blocks, focus, flow, data, path)
+                 for n, (kind, phases, lt, blocks, focus, flow, data, path) in enumerate(rows, start=1))
+
+
+STEP_TABLE: dict[str, StepSpec] = {spec.kind: spec for spec in _rows()}
+STEP_KINDS: tuple[str, ...] = tuple(STEP_TABLE)
+PIPELINE_LENGTH = len(STEP_KINDS)  # 17
+PREFILL_KINDS: tuple[str, ...] = tuple(k for k, s in STEP_TABLE.items() if "A" in s.phases)
+DECODE_KINDS: tuple[str, ...] = ("decode", "decode_cache", "lm_head", "sampling", "detokenize", "stream")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a trace: a table row at a place in the trace (pass, token)."""
+
+    index: int  # position in this trace's step list (the seek position)
+    kind: str
+    phase: str  # "A" prefill | "B" decode
+    pass_index: int  # 0 = prefill, i = decode round i
+    token: int  # absolute token position in focus
+
+    @property
+    def spec(self) -> StepSpec:
+        return STEP_TABLE[self.kind]
+
+    @property
+    def number(self) -> int:
+        """1-based place in the 17-step pipeline."""
+        return self.spec.number
+
+    @property
+    def layer_type(self) -> str | None:
+        return self.spec.layer_type
+
+    @property
+    def blocks(self) -> tuple[str, ...]:
+        return self.spec.blocks
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return self.spec.path
+
+    @property
+    def data_kind(self) -> str:
+        return self.spec.data_kind
+
+    @property
+    def location(self) -> str:
+        """Where the step's data lives at the end of the step."""
+        return self.spec.location
+
+    @property
+    def title_key(self) -> str:
+        return f"app.step.{self.kind}.title"
+
+    @property
+    def what_key(self) -> str:
+        return f"app.step.{self.kind}.what"
+
+    @property
+    def move_key(self) -> str:
+        return f"app.step.{self.kind}.move"
+
+
+def build_steps(trace) -> list[Step]:
+    """The steps of a Trace: 15 prefill steps, then 6 per decode round. Seeking is `steps[i]`."""
+    steps: list[Step] = []
+    if trace is None or not trace.passes:
+        return steps
+    last_prompt = max(trace.prompt_len - 1, 0)
+    for kind in PREFILL_KINDS:
+        token = 0 if kind in ("input", "utf8", "tokenize", "token_ids") else last_prompt
+        steps.append(Step(len(steps), kind, "A", 0, token))
+    for p in range(1, len(trace.passes)):
+        position = int(trace.passes[p].positions[-1])
+        for kind in DECODE_KINDS:
+            steps.append(Step(len(steps), kind, "B", p, position))
+    return steps
+
+
+def step_at(steps: Sequence[Step], index: int) -> Step | None:
+    """steps[index] clamped into range; None for no steps."""
+    if not steps:
+        return None
+    return steps[max(0, min(int(index), len(steps) - 1))]
+
+
+def fitting_layer(layer_type: str | None, mixer_types: Sequence[str], ffn_types: Sequence[str],
+                  current: int) -> int:
+    """The 0-based layer nearest `current` that has `layer_type` (the current one when it fits).
+
+    kda needs a KDA layer, mla an MLA layer, moe a MoE layer, attnres a layer that mixes stored blocks (any
+    layer after the first)."""
+    n = len(mixer_types)
+    if n == 0:
+        return current
+    current = min(max(current, 0), n - 1)
+
+    def fits(i: int) -> bool:
+        if layer_type in ("kda", "mla"):
+            return mixer_types[i] == layer_type
+        if layer_type == "moe":
+            return ffn_types[i] == "moe"
+        if layer_type == "attnres":
+            return i >= 1
+        return True
+
+    for distance in range(n):
+        for i in (current - distance, current + distance):
+            if 0 <= i < n and fits(i):
+                return i
+    return current
+
+
+def focus_layer(step: Step, mixer_types: Sequence[str], ffn_types: Sequence[str], current: int) -> int:
+    """The 0-based layer whose values the step's facts show (the player never moves the chosen layer)."""
+    return fitting_layer(step.layer_type, mixer_types, ffn_types, current)
