@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     log.setup(verbose=args.verbose)
     from app.cli import display_error
-    from scene.display import prepare_gl_platform
+    from scene.display import prepare_gl_platform, release_probe
 
     i18n.set_language(args.lang or i18n.system_language())
     no_display = display_error()
@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)  # before the QApplication (platform.md)
     app = QApplication.instance() or QApplication([sys.argv[0]])
+    release_probe()  # Qt is connected: the display probe's connection may go
     app.setApplicationName("K3 Explorer")
     app.setOrganizationName("K3Explorer")
     from app.main_window import MainWindow

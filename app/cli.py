@@ -171,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
 
-    from scene.display import prepare_gl_platform
+    from scene.display import prepare_gl_platform, release_probe
 
     prepare_gl_platform()  # before scene.view imports pyqtgraph and OpenGL
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication(["k3-explorer"])
+    release_probe()  # Qt is connected: the display probe's connection may go
     from scene.view import SceneView
 
     view = SceneView()

@@ -101,15 +101,19 @@ def png_bytes(image: QImage) -> bytes:
 
 
 def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True) -> QImage:
-    """The 3D view at w x h; labels=False leaves out the label overlay (restored afterwards)."""
+    """The 3D view at w x h; labels=False leaves out the label overlay (restored afterwards). Any GL failure
+    (no context, or PyOpenGL's errors when it cannot find Qt's context) becomes a one-line ExportError."""
+    from OpenGL.error import Error as GLError  # the scene has imported OpenGL already
+
     check_size(w, h)
     before = getattr(scene, "labels_enabled", True)
     scene.labels_enabled = labels
     try:
         image = scene.render_image(w, h, transparent=transparent)
-    except RuntimeError as exc:  # no OpenGL context
-        log.warning("export: the 3D view could not be rendered: %s", exc)
-        raise ExportError(f"{tr('app.export.error.render')} {exc}") from exc
+    except (RuntimeError, GLError) as exc:  # no OpenGL context, or one PyOpenGL cannot use
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        log.warning("export: the 3D view could not be rendered: %s", reason)
+        raise ExportError(f"{tr('app.export.error.render')} {reason}") from exc
     finally:
         scene.labels_enabled = before
     if image is None or image.isNull():

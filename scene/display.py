@@ -13,6 +13,12 @@ Two things must be known before the QApplication and before `import OpenGL`:
     from scene.display import display_problem, prepare_gl_platform
     problem = display_problem()      # None, "missing" or "unreachable"
     prepare_gl_platform()            # before anything imports OpenGL / pyqtgraph
+    ...                              # the QApplication connects
+    release_probe()
+
+The probe's connection stays open until release_probe(): an X server with no other client (a bare Xvfb, as
+under `xvfb-run`) resets when its last client leaves, and a client connecting during that reset is refused —
+Qt would then abort just after the probe said the display was fine.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 EGL_PLATFORMS = ("wayland", "wayland-egl", "eglfs", "minimalegl")
+_held: list = []  # (libxcb, connection) of probes kept open until release_probe()
 
 
 @dataclass(frozen=True)
@@ -75,25 +82,32 @@ def _libxcb():
 
 
 def probe_x11(display: str | None) -> X11Probe | None:
-    """Open the X display the way Qt's xcb platform does, ask whether it has GLX, close it again.
-    None when libxcb cannot be loaded (then Qt's xcb platform cannot run either; nothing is known)."""
+    """Open the X display the way Qt's xcb platform does and ask whether it has GLX; the connection is kept
+    until release_probe(). None when libxcb cannot be loaded (then Qt's xcb platform cannot run either)."""
     lib = _libxcb()
     if lib is None:
         return None
     conn = lib.xcb_connect(display.encode() if display else None, None)
-    try:
-        if not conn or lib.xcb_connection_has_error(conn):
-            return X11Probe(reachable=False, glx=None)
-        cookie = lib.xcb_query_extension(conn, 3, b"GLX")
-        reply = lib.xcb_query_extension_reply(conn, cookie, None)
-        if not reply:
-            return X11Probe(reachable=True, glx=None)
-        glx = bool(reply.contents.present)
-        _free(reply)
-        return X11Probe(reachable=True, glx=glx)
-    finally:
-        if conn:
-            lib.xcb_disconnect(conn)  # also frees a connection in error
+    if not conn:
+        return X11Probe(reachable=False, glx=None)
+    if lib.xcb_connection_has_error(conn):
+        lib.xcb_disconnect(conn)  # frees a connection in error
+        return X11Probe(reachable=False, glx=None)
+    _held.append((lib, conn))
+    cookie = lib.xcb_query_extension(conn, 3, b"GLX")
+    reply = lib.xcb_query_extension_reply(conn, cookie, None)
+    if not reply:
+        return X11Probe(reachable=True, glx=None)
+    glx = bool(reply.contents.present)
+    _free(reply)
+    return X11Probe(reachable=True, glx=glx)
+
+
+def release_probe() -> None:
+    """Close the probes' connections (call once Qt holds its own connection to the display)."""
+    while _held:
+        lib, conn = _held.pop()
+        lib.xcb_disconnect(conn)
 
 
 def _free(pointer) -> None:

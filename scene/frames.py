@@ -17,10 +17,15 @@ under SCENE_LOCK in a few microseconds, then drawn without it, so the UI thread 
 Requests coalesce: however many arrive while a frame is being drawn, one more frame follows, of the newest
 state. Where the platform cannot make a context current in another thread, the same renderer runs on the UI
 thread (correct, not stall-free).
+
+A frame that fails (a GL call raising, e.g. PyOpenGL looking for a GLX context where Qt made an EGL one) is
+reported once through frame_failed(message) and ends the renderer: no traceback per frame, and the view can say
+why it shows no picture.
 """
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -34,6 +39,8 @@ from PySide6.QtGui import QImage, QMatrix4x4, QOffscreenSurface, QOpenGLContext,
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 
 from scene.gl_items import PAINT_LOCK
+
+log = logging.getLogger(__name__)
 
 # Renderers whose thread may be running. Held strongly: a QThread destroyed while running aborts the process,
 # so a renderer stays here (even if its view is gone) until stop() has ended its thread.
@@ -120,6 +127,7 @@ class FrameRenderer(QObject):
     camera) is delivered to the UI thread."""
 
     frame_ready = Signal(QImage, int, object)
+    frame_failed = Signal(str)  # once, with a one-line reason; no frames follow
     _kick = Signal()
     _halt = Signal()
 
@@ -132,6 +140,7 @@ class FrameRenderer(QObject):
         self._mutex = threading.Lock()
         self._scheduled = False
         self._stopped = False
+        self.failure = ""  # why frames could not be drawn ("" = they can)
         self.frames = 0
         self.timings: dict[str, float] = {}  # the last frame's phases in ms (benches read it)
         self.threaded = bool(QOpenGLContext.supportsThreadedOpenGL())
@@ -177,6 +186,15 @@ class FrameRenderer(QObject):
             self._scheduled = False
         if self._stopped:
             return
+        try:
+            self._draw()
+        except Exception as exc:  # noqa: BLE001 - any GL failure: reported once, never a traceback per frame
+            self._stopped = True
+            self.failure = gl_failure_text(exc)
+            log.info("3D frames cannot be drawn: %s", self.failure)  # the view shows it
+            self.frame_failed.emit(self.failure)
+
+    def _draw(self) -> None:
         job = self.view.frame_job()  # (w, h, logical_w, logical_h, dpr) or None when nothing is to be drawn
         if job is None:
             return
@@ -239,6 +257,12 @@ class FrameRenderer(QObject):
                 self.moveToThread(app.thread())
         finally:
             QThread.currentThread().quit()
+
+
+def gl_failure_text(exc: BaseException) -> str:
+    """One line saying why a GL call failed (PyOpenGL's errors span several lines)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def stop_all() -> None:

@@ -116,6 +116,7 @@ class _GL(GLViewMixin, QWidget):
             self.gl_error = str(exc)
         else:
             self.renderer.frame_ready.connect(self._on_frame)
+            self.renderer.frame_failed.connect(self._on_frame_failed)
             renderer = self.renderer
             self.destroyed.connect(lambda *_: renderer.stop())
         self._ready = True
@@ -217,6 +218,12 @@ class _GL(GLViewMixin, QWidget):
         self._frame, self._frame_version, self._frame_cam = image, version, cam
         if self.isVisible():
             QWidget.repaint(self)  # on screen now, not one event-loop turn later
+
+    def _on_frame_failed(self, message: str) -> None:
+        """The render thread cannot draw (it said why, once): show the no-GL message instead of a picture."""
+        self.gl_error = message
+        self._frame = None
+        self.update()
 
     def paintEvent(self, ev):
         p = QPainter(self)
