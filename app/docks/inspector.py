@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QDockWidget, QGroupBox, QLabel, QScrollArea, QTab
 from app import i18n, texts
 from app.i18n import tr
 from app.state import AppState
+from app.widgets.paint import qcolor
 from compute.trace import LINEAR_INPUTS
 from scene import palette
 from scene.layout import ModelDims, _k3_shapes, token_rows
@@ -264,7 +265,7 @@ class InspectorDock(QDockWidget):
                 item = QTableWidgetItem("−∞" if v[i, j] == -np.inf else f"{v[i, j]:.3f}")
                 rgba = colours[i, j]
                 item.setBackground(QBrush(QColor.fromRgbF(float(rgba[0]), float(rgba[1]), float(rgba[2]))))
-                item.setForeground(QBrush(QColor(20, 20, 20)))
+                item.setForeground(QBrush(qcolor("ink")))
                 self.table.setItem(i, j, item)
         self.table.resizeColumnsToContents()
 

@@ -18,10 +18,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame
 
 from app import i18n, player, texts
 from app.i18n import tr
+from app.widgets.paint import css
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL_MS = 1400
-PHASE_COLOURS = {"A": "#2f7fd8", "B": "#d9822b"}
+PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
 # What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
 # gets break points, a long token list its tail; so no prompt can widen (or lengthen) the panel or the window.
 MAX_SHOWN_CHARS = 240
@@ -69,7 +70,7 @@ class TracePlayerDock(QDockWidget):
         layout.addLayout(row)
         self.message = QLabel()
         self.message.setObjectName("prompt_message")
-        self.message.setStyleSheet("color: #e5484d;")
+        self.message.setStyleSheet(f"color: {css('error')};")
         self.message.setWordWrap(True)
         self.message.hide()
         layout.addWidget(self.message)

@@ -50,6 +50,20 @@ UI_ROLES: dict[str, tuple[int, int, int, int]] = {
     "good": (31, 157, 106, 255),  # "it fits"
     "note": (138, 147, 160, 255),  # a side note
     "caveat": (107, 115, 128, 255),  # the "constructed / not to scale" line
+    "bad": (217, 83, 79, 255),  # a wrong quiz answer (on white text)
+    "phase_a": (47, 127, 216, 255),  # trace phase A: prefill
+    "phase_b": (217, 130, 43, 255),  # trace phase B: decode
+    "badge_fill": (58, 51, 32, 255),  # the "toy, not K3" badge of the routing toy
+    "badge_text": (245, 210, 138, 255),
+    "code_fill": (24, 27, 33, 255),  # the background of a formula block
+    "code_text": (220, 224, 230, 255),
+    "bit_off": (28, 31, 38, 255),  # a BF16 bit that is 0
+    "bit_text": (150, 158, 170, 255),
+    "table_head": (42, 47, 56, 255),  # a light HTML table: header row, rows, text, rules
+    "table_row": (255, 255, 255, 255),
+    "table_row_alt": (244, 246, 248, 255),
+    "table_text": (27, 31, 36, 255),
+    "table_rule": (201, 206, 214, 255),
 }
 
 

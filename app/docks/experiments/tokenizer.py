@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPus
 from app.docks.experiments.common import ExperimentPanel
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, section_label
+from app.widgets.paint import css
 from compute import teaching as T
 from compute.tokenizer import ToyTokenizer
 from scene.palette import diverging
@@ -71,7 +72,7 @@ class TokenizerPanel(ExperimentPanel):
         self.input = QLineEdit("로봇이 컵을 집었다")
         self.input.setObjectName("tok_input")
         self.input.setMaxLength(MAX_CHARS * 2)
-        self.error = QLabel(); self.error.setObjectName("tok_error"); self.error.setStyleSheet("color: #e0524f;")
+        self.error = QLabel(); self.error.setObjectName("tok_error"); self.error.setStyleSheet(f"color: {css('error')};")
         self.error.setVisible(False)
         self.body.addWidget(self.input_label)
         self.body.addWidget(self.input)

@@ -17,6 +17,7 @@ from app.docks.experts.model import cutoff_without, routing
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
+from app.widgets.paint import css
 
 BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert
 BIAS_STEPS_PER_UNIT = 100  # slider resolution 0.01
@@ -110,7 +111,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.why.setTextFormat(Qt.RichText)
         self.note = QLabel()
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #6b7380;")
+        self.note.setStyleSheet(f"color: {css('caveat')};")
         bl = QGridLayout(self.bias_box)
         bl.addWidget(self.expert_label, 0, 0)
         bl.addWidget(self.expert_spin, 0, 1)
@@ -131,7 +132,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self._selected_key = None
         self.shared_line = QLabel()
         self.shared_line.setWordWrap(True)
-        self.shared_line.setStyleSheet("color: #d0702a;")
+        self.shared_line.setStyleSheet(f"color: {css('shared')};")
         self.sum_line = QLabel()
         sl = QVBoxLayout(self.selected_box)
         sl.addWidget(self.selected_list)

@@ -14,7 +14,7 @@ from PySide6.QtGui import QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.i18n import tr
-from app.widgets.paint import qcolor
+from app.widgets.paint import css, qcolor
 
 BF16_BYTES = 2
 
@@ -188,7 +188,7 @@ class LatentTab(QWidget):
         self.numbers.setWordWrap(True)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
-        self.caveat.setStyleSheet("color: #6b7380;")
+        self.caveat.setStyleSheet(f"color: {css('caveat')};")
         lay = QVBoxLayout(self)
         self.diagram.setMaximumHeight(420)
         lay.addWidget(self.diagram, 1)

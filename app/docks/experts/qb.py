@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
 
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
+from app.widgets.paint import css
 
 _BEFORE = (150, 160, 175)
 _AFTER = (245, 178, 46)
@@ -26,7 +27,7 @@ class QBTab(QWidget):
         self.state = state
         self.sim = None
         self.error = QLabel()
-        self.error.setStyleSheet("color: #ff7070;")
+        self.error.setStyleSheet(f"color: {css('error')};")
         self.error.setWordWrap(True)
         self.intro = QLabel()
         self.intro.setWordWrap(True)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QButtonGroup, QGridLayout, QHBoxLayout, QLabel, Q
 from app.docks.learn.model import N_OPTIONS, QUESTIONS, QuizSession
 from app.i18n import tr
 from app.widgets.controls import scroll_page
+from app.widgets.paint import css
 
 
 class _ClickLabel(QLabel):
@@ -119,7 +120,7 @@ class QuizPanel(QScrollArea):
         q = QUESTIONS[self.index]
         ok = opt == q.correct
         head = tr("learn.quiz.right") if ok else tr("learn.quiz.wrong", answer="ABCD"[q.correct])
-        color = "#2e9e6a" if ok else "#d9534f"
+        color = css("good" if ok else "bad")
         self.feedback.setText(f"<b style='color:{color}'>{head}</b> {tr(f'learn.quiz.{q.key}.why')}")
         self.link.setText(tr("learn.quiz.show_me"))
         self.link.setVisible(True)
@@ -128,7 +129,7 @@ class QuizPanel(QScrollArea):
         for i, b in enumerate(self.dots):
             if i in self.session.first:
                 ok = self.session.first[i] == QUESTIONS[i].correct
-                bg = "#2e9e6a" if ok else "#d9534f"
+                bg = css("good" if ok else "bad")
                 style = f"background:{bg}; color:white; border-radius:4px;"
             else:
                 style = "border: 1px solid palette(mid); border-radius:4px;"

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.docks.routing.anim import BG, EDGE, MUTED, TEXT
 from app.i18n import tr
-from app.widgets.paint import box, qcolor
+from app.widgets.paint import box, css, qcolor
 
 OSI = (7, 6, 5, 4, 3, 2, 1)
 # stack -> blocks (top layer, bottom layer, key); keys name i18n entries routing.encap.<key>.name / .adds
@@ -195,7 +195,7 @@ class EncapTab(QWidget):
         self.caveats = QLabel()
         self.caveats.setWordWrap(True)
         self.caveats.setTextFormat(Qt.RichText)
-        self.caveats.setStyleSheet("color: #6b7380;")
+        self.caveats.setStyleSheet(f"color: {css('caveat')};")
         lay = QVBoxLayout(self)
         lay.addWidget(self.intro)
         lay.addWidget(self.stacks, 1)

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, Q
 
 from app.docks.routing.anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.i18n import tr
-from app.widgets.paint import along, arrow, box, caption, dot, label, line, qcolor
+from app.widgets.paint import along, arrow, box, caption, css, dot, label, line, qcolor
 
 BF16 = 2
 N_GPUS = 4
@@ -247,7 +247,7 @@ class ServerTab(QWidget):
         self.place_detail.setTextFormat(Qt.RichText)
         self.gpu_note = QLabel()
         self.gpu_note.setWordWrap(True)
-        self.gpu_note.setStyleSheet("color: #6b7380;")
+        self.gpu_note.setStyleSheet(f"color: {css('caveat')};")
         lay = QVBoxLayout(self)
         lay.addWidget(self.server_title)
         lay.addWidget(self.server, 1)

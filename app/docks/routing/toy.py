@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QV
 from app.docks.routing.anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.docks.routing.model import CONDITIONS, H, W_ROUTER, k3_router, logical_router
 from app.i18n import tr
-from app.widgets.paint import along, arrow, box, dot, label, qcolor
+from app.widgets.paint import along, arrow, box, css, dot, label, qcolor
 
 class RouterToyDiagram(AnimatedDiagram):
     def __init__(self, parent=None):
@@ -115,7 +115,7 @@ class RouterToyTab(QWidget):
     def __init__(self, state=None, parent=None):
         super().__init__(parent)
         self.badge = QLabel()
-        self.badge.setStyleSheet("background:#3a3320; color:#f5d28a; padding:3px 6px; border-radius:4px;")
+        self.badge.setStyleSheet(f"background:{css('badge_fill')}; color:{css('badge_text')}; padding:3px 6px; border-radius:4px;")
         self.badge.setWordWrap(True)
         self.cond_label = QLabel()
         self.condition = QComboBox()
@@ -131,7 +131,7 @@ class RouterToyTab(QWidget):
         self.result.setTextFormat(Qt.RichText)
         self.caveat = QLabel()
         self.caveat.setWordWrap(True)
-        self.caveat.setStyleSheet("color: #6b7380;")
+        self.caveat.setStyleSheet(f"color: {css('caveat')};")
         self.bias_label = QLabel()
         self.bias_spins = []
         row = QHBoxLayout()

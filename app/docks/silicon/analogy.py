@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.i18n import tr
 from app.widgets.controls import note_label
-from app.widgets.paint import qcolor
+from app.widgets.paint import css, qcolor
 
 ROWS = ("cpu", "hbm", "sm", "tensor")
 COLS = ("server", "factory", "difference")
@@ -45,15 +45,15 @@ class AnalogyTab(QWidget):
     def retranslate(self) -> None:
         self.title.setText(tr("silicon.analogy.title"))
         accent = qcolor("kda").name()
-        head = "".join(f'<th align="left" bgcolor="#2a2f38"><font color="#ffffff">{escape(tr(f"silicon.analogy.col_{c}"), quote=False)}'
+        head = "".join(f'<th align="left" bgcolor="{css("table_head")}"><font color="{css("table_row")}">{escape(tr(f"silicon.analogy.col_{c}"), quote=False)}'
                        f"</font></th>" for c in COLS)
         body = []
         for i, row in enumerate(self.cells()):
-            bg = "#f4f6f8" if i % 2 else "#ffffff"
+            bg = css("table_row_alt" if i % 2 else "table_row")
             tds = [f'<td bgcolor="{bg}"><b><font color="{accent}">{escape(row[0], quote=False)}</font></b></td>']
-            tds += [f'<td bgcolor="{bg}"><font color="#1b1f24">{escape(t, quote=False)}</font></td>' for t in row[1:]]
+            tds += [f'<td bgcolor="{bg}"><font color="{css("table_text")}">{escape(t, quote=False)}</font></td>' for t in row[1:]]
             body.append("<tr>" + "".join(tds) + "</tr>")
         self.table.setText('<table width="100%" cellspacing="0" cellpadding="9" border="1" '
-                           'style="border-color:#c9ced6; border-style:solid;">'
+                           f'style="border-color:{css("table_rule")}; border-style:solid;">'
                            f"<tr>{head}</tr>{''.join(body)}</table>")
         self.note.setText(tr("silicon.analogy.note"))

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPush
 from app.docks.silicon.canvas import DIM, PANEL, TEXT, Canvas
 from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, note_label
-from app.widgets.paint import box, mix, qcolor, text
+from app.widgets.paint import box, css, mix, qcolor, text
 from compute import bits as B
 
 GROUP_ROLE = {"sign": "attnres", "exponent": "activation", "mantissa": "state"}
@@ -137,14 +137,14 @@ class Bf16Tab(QWidget):
             c = qcolor(GROUP_ROLE[group_of(i)])
             rgb = f"{c.red()},{c.green()},{c.blue()}"
             b.setStyleSheet(
-                f"QPushButton {{ background: rgb(28,31,38); color: rgb(150,158,170); border: 2px solid rgb({rgb});"
+                f"QPushButton {{ background: {css('bit_off')}; color: {css('bit_text')}; border: 2px solid rgb({rgb});"
                 f" border-radius: 4px; font: bold 13px; padding: 0px; }}"
-                f"QPushButton:checked {{ background: rgb({rgb}); color: rgb(12,14,18); }}")
+                f"QPushButton:checked {{ background: rgb({rgb}); color: {css('ink')}; }}")
             b.toggled.connect(lambda _c, i=i: self._bit_toggled())
             grid.addWidget(b, 1, i)
             idx = QLabel(str(15 - i))
             idx.setAlignment(Qt.AlignCenter)
-            idx.setStyleSheet("color: #8a93a0; font-size: 10px;")
+            idx.setStyleSheet(f"color: {css('note')}; font-size: 10px;")
             grid.addWidget(idx, 2, i)
             self.bit_buttons.append(b)
         grid.setColumnStretch(16, 1)

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLab
 
 from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, NOTE_STYLE, note_label, set_stacked, shrinkable
-from app.widgets.paint import qcolor
+from app.widgets.paint import css, qcolor
 from compute import memory as M
 
 SEED_FIELDS = (("params_billion", "7"), ("tokens", "4096"), ("layers", "32"), ("d_model", "4096"),
@@ -74,7 +74,7 @@ def _result_labels(prefix: str) -> tuple[QLabel, QLabel, QLabel]:
     stale.setStyleSheet(ERROR_STYLE)
     formula = QLabel()
     formula.setObjectName(f"{prefix}_formula")
-    formula.setStyleSheet("font-family: 'DejaVu Sans Mono'; background: rgb(24,27,33); color: rgb(220,224,230);"
+    formula.setStyleSheet(f"font-family: 'DejaVu Sans Mono'; background: {css('code_fill')}; color: {css('code_text')};"
                           " padding: 8px; border-radius: 6px;")
     formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
     formula.setWordWrap(True)
@@ -184,7 +184,7 @@ class SeedCalc(QWidget):
         self.out_values["total_gib"].setText(f"{r['total_gib']:,.2f} GiB")
         self.out_values["per_gpu_gib"].setText(f"{r['per_gpu_gib']:,.2f} GiB")
         self.fits.setText(tr("silicon.calc.fits" if r["fits"] else "silicon.calc.no_fit", gib=f"{r['gpu_gib']:.2f}"))
-        self.fits.setStyleSheet(f"color: {'#1f9d6a' if r['fits'] else '#ff7070'}; font-weight: bold;")
+        self.fits.setStyleSheet(f"color: {css('good' if r['fits'] else 'error')}; font-weight: bold;")
         self.formula.setText(tr("silicon.calc.seed.formula", hd=r["head_dim"], kv=f"{r['kv_bytes']:,.0f}",
                                 w=f"{r['weights_bytes']:,.0f}"))
 
@@ -337,7 +337,7 @@ class K3Calc(QWidget):
         o["max_sequences"].setText(f"{r['max_sequences']:,}")
         o["all_mla_gib"].setText(f"{r['all_mla_gib']:,.2f} GiB")
         self.fits.setText(tr("silicon.calc.k3.fits" if r["fits"] else "silicon.calc.k3.no_fit"))
-        self.fits.setStyleSheet(f"color: {'#1f9d6a' if r['fits'] else '#ff7070'}; font-weight: bold;")
+        self.fits.setStyleSheet(f"color: {css('good' if r['fits'] else 'error')}; font-weight: bold;")
         bits, sbits, block = M.WEIGHT_FORMATS[v["weight_format"]]
         self.formula.setText(tr("silicon.calc.k3.formula", bits=bits, sbits=sbits, block=f"{block:,}",
                                 bpw=f"{r['bytes_per_weight']:.6g}", cb=f"{v['cache_bytes']:g}",
