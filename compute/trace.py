@@ -139,6 +139,9 @@ class LayerTrace:
     ffn: str  # "dense" | "moe"
     tensors: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return f"LayerTrace(index={self.index}, mixer={self.mixer!r}, ffn={self.ffn!r}, {len(self.tensors)} tensors)"
+
 
 @dataclass
 class PassTrace:
@@ -147,6 +150,10 @@ class PassTrace:
     embedding: np.ndarray
     layers: list[LayerTrace] = field(default_factory=list)
     final: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (f"PassTrace(kind={self.kind!r}, positions={_span(self.positions)}, {len(self.layers)} layers, "
+                f"final={sorted(self.final)})")
 
 
 @dataclass
@@ -170,3 +177,76 @@ class Trace:
     @property
     def n_layers(self) -> int:
         return len(self.passes[0].layers) if self.passes else 0
+
+    def __repr__(self) -> str:
+        """One line (the dataclass default printed every array: tens of millions of characters)."""
+        return (f"Trace({self.config_name}, {self.weights_name} weights, {self.device}, prompt={_clip(self.text)!r}, "
+                f"{self.prompt_len}+{len(self.tokens) - self.prompt_len} tokens, {len(self.passes)} passes, "
+                f"generated={_clip(self.generated_text)!r})")
+
+    def summary(self, top: int = 3, max_passes: int = 8, max_tokens: int = 24) -> str:
+        """A few dozen lines a person reads: model, weights, prompt, tokens, generated text, knobs, layers and
+        per pass its kind, positions, the sampled token and the `top` most probable candidates."""
+        k = self.knobs
+        mixers = [layer.mixer for layer in self.passes[0].layers] if self.passes else []
+        ffns = [layer.ffn for layer in self.passes[0].layers] if self.passes else []
+        pieces = [piece for piece, _ in self.tokens]
+        shown = "|".join(pieces[:max_tokens]) + (f"|… ({len(pieces) - max_tokens} more)" if len(pieces) > max_tokens else "")
+        lines = [
+            f"Trace of {self.config_name} ({self.weights_name} weights) on {self.device}",
+            f"prompt: {_clip(self.text, 120)!r} ({self.prompt_len} tokens)",
+            f"generated: {_clip(self.generated_text, 120)!r} ({len(self.tokens) - self.prompt_len} tokens)",
+            f"tokens: {shown}",
+            f"knobs: alpha={_knob(k.alpha)} beta={_knob(k.beta)} temperature={k.temperature:g} top_p={k.top_p:g} "
+            f"sample_seed={k.sample_seed} expert_bias={_bias(k.expert_bias)}",
+            f"layers: {len(mixers)} ({_counts(mixers)}; {_counts(ffns)})",
+            f"passes: {len(self.passes)}",
+        ]
+        for i, p in enumerate(self.passes[:max_passes]):
+            lines.append(f"  {i:>2} {p.kind:<7} positions {_span(p.positions)}: {self._sampled(p, top)}")
+        if len(self.passes) > max_passes:
+            lines.append(f"  … {len(self.passes) - max_passes} more passes")
+        return "\n".join(lines)
+
+    def _sampled(self, p: PassTrace, top: int) -> str:
+        probs = p.final.get("probs")
+        sampled = p.final.get("sampled")
+        if probs is None or sampled is None:
+            return "no sample"
+        probs = np.asarray(probs, dtype=np.float64).ravel()
+        best = np.argsort(-probs, kind="stable")[:top]
+        cands = ", ".join(f"{self._piece(int(j))!r} {probs[j]:.3f}" for j in best)
+        return f"sampled {self._piece(int(sampled))!r} (p={probs[int(sampled)]:.3f}); top {cands}"
+
+    def _piece(self, index: int) -> str:
+        return self.vocab[index][0] if 0 <= index < len(self.vocab) else f"#{index}"
+
+
+def _clip(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _span(positions) -> str:
+    pos = np.asarray(positions).ravel()
+    if pos.size == 0:
+        return "none"
+    return f"{int(pos[0])}" if pos.size == 1 else f"{int(pos[0])}..{int(pos[-1])}"
+
+
+def _knob(value) -> str:
+    return "computed" if value is None else f"{value:g}"
+
+
+def _bias(bias: dict) -> str:
+    if not bias:
+        return "{}"
+    items = sorted(bias.items())
+    text = ", ".join(f"{e}: {b:+g}" for e, b in items[:6])
+    return "{" + text + (f", … {len(items) - 6} more" if len(items) > 6 else "") + "}"
+
+
+def _counts(kinds: list[str]) -> str:
+    seen: dict[str, int] = {}
+    for kind in kinds:
+        seen[kind] = seen.get(kind, 0) + 1
+    return " + ".join(f"{n} {kind}" for kind, n in seen.items())
