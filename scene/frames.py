@@ -33,6 +33,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from OpenGL import GL
+from OpenGL.error import Error as GLError
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QImage, QMatrix4x4, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat
@@ -188,7 +189,7 @@ class FrameRenderer(QObject):
             return
         try:
             self._draw()
-        except Exception as exc:  # noqa: BLE001 - any GL failure: reported once, never a traceback per frame
+        except (GLError, RuntimeError) as exc:  # a GL failure: reported once, never a traceback per frame
             self._stopped = True
             self.failure = gl_failure_text(exc)
             log.info("3D frames cannot be drawn: %s", self.failure)  # the view shows it
