@@ -27,6 +27,7 @@ def _gui_args(argv: list[str]) -> argparse.Namespace:
                         help="engine device: auto, cpu or cuda (default auto)")
     parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
+    parser.add_argument("view", nargs="?", metavar="FILE.k3view", help="open a saved view (File -> Save view…)")
     return parser.parse_args(argv)
 
 
@@ -44,6 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     from scene.display import prepare_gl_platform, release_probe
 
     i18n.set_language(args.lang or i18n.system_language())
+    view = None
+    if args.view:  # checked before any window: a bad file is one line and exit 2, like a bad option
+        from app import viewfile
+
+        try:
+            view = viewfile.load(args.view)
+        except viewfile.ViewError as exc:
+            print(f"k3-explorer: error: {i18n.tr('app.view.bad_file', message=str(exc))}", file=sys.stderr)
+            return 2
     no_display = display_error()
     if no_display:
         print(f"k3-explorer: error: {no_display}", file=sys.stderr)
@@ -61,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 
     window = MainWindow(settings_path=args.settings, device=args.device, language=args.lang)
     window.show()
+    if view is not None:
+        window.views.apply(view)
+        window.views.remember(args.view)
     return app.exec()
 
 

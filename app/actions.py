@@ -43,7 +43,9 @@ class ActionSpec:
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
-    ActionSpec("export_image", "file", "Ctrl+S", toolbar=True),
+    ActionSpec("open_view", "file", "Ctrl+O"),
+    ActionSpec("save_view", "file", "Ctrl+Alt+S"),
+    ActionSpec("export_image", "file", "Ctrl+S", toolbar=True, separator_before=True),
     ActionSpec("copy_view", "file", "Ctrl+Shift+C"),
     ActionSpec("export_window", "file", "Ctrl+Shift+S"),
     ActionSpec("quit", "file", "Ctrl+Q", separator_before=True),

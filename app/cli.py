@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="k3-explorer export",
                 description="Render the 3D view of K3 Explorer to a PNG without user interaction.")
     p.add_argument("--out", required=True, metavar="FILE.png", help="PNG file to write (overwritten)")
+    p.add_argument("--view", metavar="FILE.k3view",
+                   help="render a saved view (File -> Save view…); options given as well override it")
     p.add_argument("--layer", type=int, default=37, help="layer to open, 1..93 (default 37)")
     p.add_argument("--step", type=int, default=6, help="trace player step, 1-based (default 6 = prefill)")
     p.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT in pixels, each side <= 8192")
@@ -122,11 +124,39 @@ def display_error() -> str | None:
     return tr(key, display=os.environ.get("DISPLAY", ""))
 
 
+def explicit_options(argv: list[str] | None) -> set[str]:
+    """The dests of the options given on the command line (not left at their defaults)."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_known_args(argv)[0]))
+
+
+def _apply_view(args, argv: list[str] | None):
+    """The view file named by --view (its values fill every option not given) or None; ViewError if bad."""
+    if not args.view:
+        return None
+    from app import viewfile
+
+    saved = viewfile.load(args.view)
+    given = explicit_options(argv)
+    for dest, value in viewfile.argument_values(saved).items():
+        if dest not in given:
+            setattr(args, dest, value)
+    return saved
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from app import log
 
     log.setup(verbose=args.verbose)
+    from app.viewfile import ViewError
+
+    try:
+        saved = _apply_view(args, argv)
+    except ViewError as exc:
+        return _fail(tr("app.view.bad_file", message=str(exc)), 2)
     i18n.set_language(args.lang)
     from app.export import ExportError, check_writable, render_view, save_png
 
@@ -138,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         check_writable(out)
     except ExportError as exc:
         return _fail(str(exc), 1)
-    from compute.config import ConfigError, load_default
+    from compute.config import ConfigError, ModelConfig, available_configs, load_default
 
     try:
-        config = load_default()
+        config = load_default() if saved is None else ModelConfig.from_json(available_configs()[saved.model])
     except ConfigError as exc:
         return _fail(str(exc), 1)
     n_layers = len(config.mixer_types)
@@ -158,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(no_display, 3)
 
     try:
-        trace = ToyK3(device=args.device).run(args.prompt, max_new_tokens=args.tokens)
+        engine = ToyK3(config=config, device=args.device, **({"weights": saved.weights} if saved else {}))
+        trace = engine.run(args.prompt, max_new_tokens=args.tokens, knobs=saved.knobs if saved else None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is reported, not a traceback
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
     from app import player
@@ -177,25 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication(["k3-explorer"])
     release_probe()  # Qt is connected: the display probe's connection may go
-    from scene.view import SceneView
+    from app.api import build_scene
+    from app.viewfile import View
 
-    view = SceneView()
-    view.set_translator(tr)
-    view.set_config(config)
-    view.set_trace(trace)
-    view.set_layer(args.layer - 1)
-    view.set_pass(step.pass_index)
-    view.set_token(step.token)
-    view.set_step_focus(step.kind)
-    fit = min(1.0, 1600 / width, 1000 / height)  # same aspect as the image, so presets frame it the same
-    view.resize(max(1, int(width * fit)), max(1, int(height * fit)))
-    view.setAttribute(Qt.WA_DontShowOnScreen, True)
-    view.show()
-    app.processEvents()
-    _settle(app, view)  # the step focus animates the camera
-    if args.camera:
-        view.set_camera_preset(args.camera)
-        _settle(app, view)
+    shown = (saved or View()).with_changes(layer=args.layer)  # the scene as the view file (or none) says
+    view = build_scene(app, config, trace, shown, step, width, height, args.camera)
     try:
         image = render_view(view, width, height, transparent=args.transparent, labels=not args.no_labels)
         save_png(image, out)

@@ -19,6 +19,7 @@ from app.export import ExportDialog, ExportError, perform, render_view, copy_to_
 from app.i18n import tr
 from app.settings import Settings
 from app.state import AppState
+from app.view_menu import ViewActions
 from app.worker import EngineController
 from compute.config import load_default
 from scene.view import SceneView
@@ -109,6 +110,7 @@ class MainWindow(QMainWindow):
         self.window_menu_actions = []
         self.registry.build_menus(self.menuBar())
         self._fill_window_menu()
+        self.views = ViewActions(self)  # File -> Open view… / Save view… / Recent views (app/view_menu.py)
         self.toolbar = QToolBar(self)
         self.toolbar.setObjectName("main_toolbar")
         self.toolbar.setToolButtonStyle(Qt.ToolButtonTextOnly)
@@ -219,6 +221,8 @@ class MainWindow(QMainWindow):
             "export_image": lambda: self.open_export_dialog("view"),
             "export_window": lambda: self.open_export_dialog("window"),
             "copy_view": self.copy_view,
+            "open_view": lambda: self.views.open_dialog(),
+            "save_view": lambda: self.views.save_dialog(),
             "quit": self.close,
             "camera_reset": lambda: self.scene.set_camera_preset("reset"),
             "layer_prev": lambda: self._layer_by(-1),

@@ -33,6 +33,8 @@ APPLICATION = "K3 Explorer"
 PROMPT_TOKEN_LIMIT = 256
 PROMPT_CHAR_LIMIT = 32767  # what the prompt box (a QLineEdit) holds
 CAMERA_TEXT_LIMIT = 4096
+RECENT_VIEWS_MAX = 8
+RECENT_PATH_LIMIT = 4096
 
 
 class Settings:
@@ -153,6 +155,27 @@ class Settings:
         except (TypeError, ValueError, RecursionError):
             return None
         return camera_values(value)
+
+    def recent_views(self) -> list[str]:
+        """The recently saved or opened view files (paths, newest first, at most RECENT_VIEWS_MAX)."""
+        raw = self.q.value("views/recent", "") if self.valid else ""
+        if not isinstance(raw, str) or not raw or len(raw) > RECENT_VIEWS_MAX * (RECENT_PATH_LIMIT + 8):
+            return []
+        try:
+            value = json.loads(raw)
+        except (TypeError, ValueError, RecursionError):
+            return []
+        if not isinstance(value, list):
+            return []
+        paths = [p for p in value if isinstance(p, str) and 0 < len(p) <= RECENT_PATH_LIMIT and "\0" not in p
+                 and os.path.isabs(p)]
+        return list(dict.fromkeys(paths))[:RECENT_VIEWS_MAX]
+
+    def set_recent_views(self, paths: list[str]) -> None:
+        """Remember the recent view files (written with the other settings by sync())."""
+        self.q.setValue("version", SETTINGS_VERSION)
+        self.q.setValue("views/recent", json.dumps([str(p) for p in paths][:RECENT_VIEWS_MAX]))
+        self.valid = True
 
     def save_values(self, *, language: str, layer: int, knobs: Knobs, prompt: str, camera: dict | None) -> None:
         self.q.setValue("version", SETTINGS_VERSION)

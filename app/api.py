@@ -1,0 +1,208 @@
+"""Python API for notebooks and scripts: render K3 Explorer's 3D view to a numpy image, no window shown.
+
+    from app.api import render, run
+
+    image = render(prompt="로봇이 컵을 집었다", layer=37, step=6, size=(1280, 720))   # HxWx4 uint8 RGBA
+    image = render(view="talk.k3view")                 # exactly a saved view (File -> Save view…)
+    print(run(prompt="The robot").summary())           # the trace itself, summarised in a few dozen lines
+
+`render` uses the same off-screen path as `k3-explorer export` (the scene is built by `build_scene`, which the
+CLI uses too, and drawn by app/export.render_view): it starts a QApplication when none exists, which needs a
+display (X11 or Xvfb, e.g. `xvfb-run -a jupyter lab`); without one it raises DisplayError with one line saying
+so. Arguments given explicitly override those of `view`. Bad arguments raise ValueError (one line).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from app import viewfile
+from app.viewfile import View
+
+_ENGINES: dict[tuple, object] = {}  # (model, weights, device) -> ToyK3, reused between calls in a session
+SETTLE_MS = 600  # the step focus animates the camera (scene.view ANIM_MS) before it is rendered
+
+
+class DisplayError(RuntimeError):
+    """No display Qt can use (none set, or no X server answers there)."""
+
+
+def resolve_view(view: View | str | os.PathLike | None = None, **overrides) -> View:
+    """A View from a View, a *.k3view path or the defaults, with the non-None overrides applied and checked
+    as a view file's fields are (ValueError, one line, on a bad value)."""
+    if isinstance(view, (str, os.PathLike)):
+        view = viewfile.load(view)
+    base = view if view is not None else View()
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    if not changes:
+        return base
+    doc = base.to_dict()
+    for key, value in changes.items():
+        if key == "knobs":
+            doc["knobs"] = View(knobs=value).to_dict()["knobs"] if not isinstance(value, dict) else value
+        elif key == "size":
+            doc["size"] = list(_size(value))
+        else:
+            doc[key] = value
+    return View.from_dict(doc, "<arguments>")
+
+
+def run(prompt: str | None = None, *, view: View | str | None = None, tokens: int | None = None, knobs=None,
+        weights: str | None = None, model: str | None = None, device: str = "cpu"):
+    """The toy engine's Trace for a prompt (or a view's prompt, knobs, weights and model)."""
+    v = resolve_view(view, prompt=prompt, tokens=tokens, knobs=knobs, weights=weights, model=model)
+    return _trace(v, device)
+
+
+def render(prompt: str | None = None, layer: int | None = None, step: int | None = None,
+           size: tuple[int, int] | str | None = None, view: View | str | os.PathLike | None = None, *,
+           camera: str | None = None, lang: str | None = None, tokens: int | None = None, knobs=None,
+           weights: str | None = None, transparent: bool = False, labels: bool = True,
+           device: str = "cpu") -> np.ndarray:
+    """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown).
+
+    layer and step are 1-based (as the trace player counts: step 6 = prefill); size is (width, height) or
+    "WIDTHxHEIGHT" (default: the view's saved size, else 1920x1080); camera a preset name ("front", "side",
+    "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
+    knobs object; weights "trained" | "random"."""
+    from app.cli import CAMERAS
+
+    if camera is not None and camera not in CAMERAS:
+        raise ValueError(f"camera must be one of {', '.join(CAMERAS)}, got {camera!r}")
+    v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
+                     knobs=knobs, weights=weights)
+    width, height = v.size or (1920, 1080)
+    app = ensure_app()  # no display: say so before the engine runs
+    trace = _trace(v, device)
+    from app import i18n, player
+
+    steps = player.build_steps(trace)
+    if not 1 <= v.step <= len(steps):
+        raise ValueError(f"step {v.step} is outside 1…{len(steps)} (steps of this trace)")
+    before = i18n.language()
+    i18n.set_language(v.language)
+    try:
+        from app.export import render_view
+
+        scene = build_scene(app, _config(v.model), trace, v, steps[v.step - 1], width, height, camera)
+        try:
+            image = render_view(scene, width, height, transparent=transparent, labels=labels)
+        finally:
+            close_scene(scene)
+    finally:
+        i18n.set_language(before)
+    return image_array(image)
+
+
+def ensure_app():
+    """The running QApplication, or a new one (OpenGL prepared as the app does); DisplayError without a
+    display."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is not None:
+        return app
+    from app.cli import display_error
+
+    problem = display_error()
+    if problem:
+        raise DisplayError(problem)
+    from PySide6.QtCore import QCoreApplication, Qt
+
+    from scene.display import prepare_gl_platform
+
+    prepare_gl_platform()  # before scene.view imports pyqtgraph and OpenGL
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
+    return QApplication(["k3-explorer"])
+
+
+def build_scene(app, config, trace, view: View, step, width: int, height: int, camera_preset: str | None = None):
+    """A SceneView showing `trace` at the view's layer, `step` (a player.Step), selection and camera, never
+    on screen, framed for a width x height image. The caller renders it and then calls close_scene."""
+    from PySide6.QtCore import Qt
+
+    from app.i18n import tr
+    from scene.view import SceneView
+
+    scene = SceneView()
+    scene.set_translator(tr)
+    scene.set_config(config)
+    scene.set_trace(trace)
+    scene.set_layer(view.layer - 1)
+    scene.set_pass(step.pass_index)
+    scene.set_token(step.token)
+    scene.set_step_focus(step.kind)
+    fit = min(1.0, 1600 / width, 1000 / height)  # same aspect as the image, so presets frame it the same
+    scene.resize(max(1, int(width * fit)), max(1, int(height * fit)))
+    scene.setAttribute(Qt.WA_DontShowOnScreen, True)
+    scene.show()
+    app.processEvents()
+    settle(app)  # the step focus animates the camera
+    if view.block:
+        scene.select_block(view.block)
+    if view.expert is not None:
+        scene.select_expert(view.expert)
+    if camera_preset:
+        scene.set_camera_preset(camera_preset)
+        settle(app)
+    elif view.camera:
+        scene.set_camera_state(view.camera)
+    app.processEvents()
+    return scene
+
+
+def close_scene(scene) -> None:
+    """Stop the scene's render thread and let Qt delete it."""
+    renderer = getattr(scene.gl, "renderer", None)
+    if renderer is not None:
+        renderer.stop()
+    scene.close()
+    scene.deleteLater()
+
+
+def settle(app, ms: int = SETTLE_MS) -> None:
+    """Let an animated camera transition finish."""
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def image_array(image) -> np.ndarray:
+    """QImage -> a new HxWx4 uint8 RGBA array."""
+    from PySide6.QtGui import QImage
+
+    image = image.convertToFormat(QImage.Format_RGBA8888)
+    w, h = image.width(), image.height()
+    data = np.frombuffer(image.constBits(), dtype=np.uint8, count=image.sizeInBytes())
+    return data.reshape(h, image.bytesPerLine())[:, : w * 4].reshape(h, w, 4).copy()
+
+
+def _size(value) -> tuple[int, int]:
+    if isinstance(value, str):
+        from app.export import parse_size
+
+        return parse_size(value)
+    try:
+        w, h = value
+    except (TypeError, ValueError):
+        raise ValueError(f"size must be (width, height) or \"WIDTHxHEIGHT\", got {value!r}") from None
+    return w, h  # range-checked with the view's other fields
+
+
+def _config(model: str):
+    from compute.config import ModelConfig, available_configs
+
+    return ModelConfig.from_json(available_configs()[model])
+
+
+def _trace(view: View, device: str):
+    key = (view.model, view.weights, device)
+    engine = _ENGINES.get(key)
+    if engine is None:
+        from compute.engine import ToyK3
+
+        engine = _ENGINES[key] = ToyK3(config=_config(view.model), device=device, weights=view.weights)
+    return engine.run(view.prompt, max_new_tokens=view.tokens, knobs=view.knobs)

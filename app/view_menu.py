@@ -1,0 +1,196 @@
+"""File -> Save view… / Open view… / Recent views: the window's side of view files (app/viewfile.py).
+
+`ViewActions(window)` captures what the window shows as a View (model, prompt, knobs, weights, layer, step,
+camera, selection, language, 3D view size), writes it atomically, and applies an opened one: a file that is
+unreadable, not a view, of a newer major version or with a bad field is refused with one message and nothing
+changes. Applying re-runs the engine only when the shown trace is not already the view's (prompt, knobs,
+tokens); the step, layer, selection and camera are applied once that trace is on screen. The recent views
+(at most `RECENT_MAX`) are kept in the settings.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
+
+from app import atomic_io, i18n, viewfile
+from app.i18n import tr
+from app.viewfile import View, ViewError
+
+log = logging.getLogger(__name__)
+RECENT_MAX = 8
+
+
+class ViewActions:
+    def __init__(self, window):
+        self.window = window
+        self.pending: View | None = None  # opened, waiting for its trace
+        self.folder = os.path.expanduser("~")
+        self.recent = list(window.settings.recent_views())
+        self.menu = QMenu(window)
+        self.menu.setObjectName("menu_recent_views")
+        self.menu.aboutToShow.connect(self._fill_recent)
+        file_menu = window.registry.menus["file"]
+        actions = file_menu.actions()
+        at = actions.index(window.registry.actions["export_image"])
+        if at > 0 and actions[at - 1].isSeparator():
+            at -= 1  # after Save view…, before the separator that starts the export group
+        file_menu.insertMenu(actions[at], self.menu)
+        window.state.trace_changed.connect(self._on_trace)
+        window.state.engine_error.connect(self._on_error)
+        window.state.language_changed.connect(lambda _l: self.retranslate())
+        self.retranslate()
+        self._fill_recent()
+
+    def retranslate(self) -> None:
+        self.menu.setTitle(tr("app.view.recent"))
+        self._fill_recent()
+
+    # --- capture and save ----------------------------------------------------------------------
+    def current_view(self) -> View:
+        """What the window shows now, as a View."""
+        w = self.window
+        st, trace = w.state, w.state.trace
+        inspector = w.docks.get("InspectorDock")
+        cell = getattr(inspector, "cell", None)
+        block = w.scene.selected
+        try:
+            camera = w.scene.camera_state()
+        except Exception:  # noqa: BLE001 - a view without a camera frames the step as the app does
+            camera = None
+        return View(model=w.config.name,
+                    weights=getattr(trace, "weights_name", "trained") if trace is not None else "trained",
+                    prompt=trace.text if trace is not None else st.prompt,
+                    tokens=len(trace.tokens) - trace.prompt_len if trace is not None else w.engine.max_new_tokens,
+                    knobs=trace.knobs if trace is not None else st.knobs,
+                    layer=st.layer + 1, step=st.step + 1, camera=camera, block=block,
+                    cell=(cell[1], cell[2]) if cell and block and cell[0] == block else None,
+                    expert=w.scene.expert, language=i18n.language(), size=w.scene_pixel_size())
+
+    def save_dialog(self) -> None:
+        default = os.path.join(self.folder, f"k3-layer{self.window.state.layer + 1}{viewfile.SUFFIX}")
+        path, _ = QFileDialog.getSaveFileName(self.window, plain_title("app.action.save_view"), default,
+                                              tr("app.view.filter"))
+        if path:
+            self.save_to(viewfile.with_suffix(path))
+
+    def save_to(self, path: str) -> bool:
+        try:
+            written = viewfile.save(self.current_view(), path)
+        except atomic_io.WriteError as exc:
+            QMessageBox.warning(self.window, plain_title("app.action.save_view"), atomic_io.message(exc))
+            return False
+        self.folder = os.path.dirname(written)
+        self.remember(written)
+        self.window.statusBar().showMessage(tr("app.view.saved", path=written), 8000)
+        return True
+
+    # --- open and apply ------------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.window, plain_title("app.action.open_view"), self.folder,
+                                              tr("app.view.filter"))
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str) -> bool:
+        """Load, validate and apply a view file; False (after one message) when it cannot be used."""
+        try:
+            view = viewfile.load(path)
+        except ViewError as exc:
+            if exc.kind == "read" and path in self.recent:
+                self.recent.remove(path)
+                self._store_recent()
+            self.refuse(exc)
+            return False
+        path = os.path.abspath(path)
+        self.folder = os.path.dirname(path)
+        if not self.apply(view):
+            return False
+        self.remember(path)
+        return True
+
+    def refuse(self, exc: ViewError) -> None:
+        key = "app.view.newer" if exc.kind == "version" else "app.view.open_failed"
+        QMessageBox.warning(self.window, plain_title("app.action.open_view"),
+                            tr(key, path=exc.path, message=str(exc)))
+
+    def apply(self, view: View) -> bool:
+        w = self.window
+        if view.model != w.config.name:
+            QMessageBox.warning(w, plain_title("app.action.open_view"),
+                                tr("app.view.other_model", model=view.model, shown=w.config.name))
+            return False
+        i18n.set_language(view.language)
+        w.engine.max_new_tokens = view.tokens
+        st = w.state
+        st.knobs, st.prompt = view.knobs, view.prompt
+        self.pending = view
+        if self._shows(view):
+            self._finish()
+        else:
+            w.engine.request(view.prompt, view.knobs)
+        return True
+
+    def _shows(self, view: View) -> bool:
+        trace = self.window.state.trace
+        return (trace is not None and trace.text == view.prompt and trace.knobs == view.knobs
+                and len(trace.tokens) - trace.prompt_len == view.tokens)
+
+    def _on_trace(self, _trace) -> None:
+        if self.pending is not None and self._shows(self.pending):
+            self._finish()
+
+    def _on_error(self, _message: str) -> None:
+        self.pending = None  # the engine refused the view's prompt or knobs; the message is shown already
+
+    def _finish(self) -> None:
+        """The view's trace is on screen: its step, layer, selection and camera."""
+        view, self.pending = self.pending, None
+        w = self.window
+        player_dock = w.docks.get("TracePlayerDock")
+        if player_dock is not None:
+            player_dock.seek(view.step - 1)
+        w.state.select_layer(view.layer - 1)
+        if view.block:
+            w.state.select_block(view.block)
+            inspector = w.docks.get("InspectorDock")
+            if view.cell and inspector is not None:
+                inspector.show_cell(view.block, *view.cell)
+        if view.expert is not None:
+            w.state.select_expert(view.expert)
+        if view.camera:
+            w.scene.set_camera_state(view.camera)
+        trace = w.state.trace
+        notes = list(view.notes)
+        if getattr(trace, "weights_name", view.weights) != view.weights:
+            notes.append(tr("app.view.other_weights", saved=view.weights, shown=trace.weights_name))
+        w.statusBar().showMessage(" ".join([tr("app.view.opened")] + notes), 15000)
+
+    # --- recent views ----------------------------------------------------------------------------
+    def remember(self, path: str) -> None:
+        path = os.path.abspath(path)
+        self.recent = [path] + [p for p in self.recent if p != path][: RECENT_MAX - 1]
+        self._store_recent()
+
+    def _store_recent(self) -> None:
+        self.window.settings.set_recent_views(self.recent)
+        self._fill_recent()
+
+    def _fill_recent(self) -> None:
+        self.menu.clear()
+        for path in self.recent:
+            action = self.menu.addAction(os.path.basename(path))
+            action.setToolTip(path)
+            action.setStatusTip(path)
+            action.triggered.connect(lambda _c=False, p=path: self.open_path(p))
+        if not self.recent:
+            empty = self.menu.addAction(tr("app.view.recent_empty"))
+            empty.setEnabled(False)
+        self.menu.setToolTipsVisible(True)
+
+
+def plain_title(key: str) -> str:
+    from app.actions import plain
+
+    return plain(tr(key)).rstrip("…")

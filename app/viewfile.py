@@ -1,0 +1,352 @@
+"""View files (`*.k3view`): one view of K3 Explorer, shareable — which model, prompt, knobs and weights, which
+layer and trace step, the camera, the selection and the label language. Qt-free (no Qt, no torch, no scene),
+so the CLI, the notebook API (app/api.py) and the window (File -> Save view… / Open view…) share it.
+
+The file is JSON:
+
+    {"format": "k3-explorer-view", "version": "1.0", "model": "kimi-k3", "weights": "trained",
+     "prompt": "로봇이 컵을 집었다", "tokens": 4,
+     "knobs": {"alpha": null, "beta": null, "temperature": 1.0, "top_p": 1.0, "expert_bias": {}, "sample_seed": 0},
+     "layer": 37, "step": 6, "camera": {"distance": ..., "azimuth": ..., "elevation": ..., "fov": ..., "center": [x, y, z]},
+     "selection": {"block": "L37/kda.state", "cell": [0, 3], "expert": 17}, "language": "en", "size": [1600, 900]}
+
+`layer` and `step` are 1-based, as the trace player and `k3-explorer export` count them; `camera` null means
+the framing the step gives; `size` is the 3D view's size in pixels when the view was saved (the CLI's default
+image size). A view file is untrusted input: it is parsed as JSON only (nothing in it is ever executed or
+imported), within a size and nesting limit, and every field is type-checked and bounded; a problem is a
+ViewError naming the file and the field, and nothing is applied. Unknown keys are ignored (listed in
+`View.notes`), so a newer minor version still opens; a newer major version is refused with a clear message.
+Writing is atomic (app/atomic_io.py).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from app import atomic_io
+from compute.config import ConfigError, available_configs, parse_json
+from compute.trace import Knobs
+
+FORMAT = "k3-explorer-view"
+VERSION = (1, 0)  # major.minor: a newer minor only adds keys (ignored here); a newer major is refused
+SUFFIX = ".k3view"
+MAX_BYTES = 256 * 1024  # a view is well under 2 kB (the prompt dominates)
+MAX_DEPTH = 8
+MAX_PROMPT_CHARS = 32767  # what the prompt box holds (app/settings.PROMPT_CHAR_LIMIT)
+MAX_PROMPT_TOKENS = 256  # compute.engine.MAX_PROMPT_TOKENS (that module loads torch); a test keeps them equal
+MAX_NEW_TOKENS = 64
+MAX_STEP = 15 + 6 * (MAX_NEW_TOKENS - 1)  # prefill steps + decode steps (app/player.py) with 64 tokens
+MAX_EXPERT_BIAS = 1e6  # compute.engine._check_knobs
+MAX_BIASED_EXPERTS = 1024
+MAX_SIDE = 8192  # app/export.MAX_SIDE (that module imports Qt)
+MAX_BLOCK_CHARS = 200
+MAX_CELL = 1 << 20
+MAX_REACH = 5000.0
+MAX_NOTES = 5  # scene/camera.MAX_REACH
+WEIGHTS = ("trained", "random")
+LANGUAGES = ("en", "ko")
+_BLOCK_ID = re.compile(r"[A-Za-z0-9_./:-]{1,200}")
+
+
+class ViewError(ValueError):
+    """A view file that cannot be used: unreadable, not a view, a newer major version, or a bad field.
+    `kind` is "read" | "format" | "version" | "field"; str() is one English line naming the file."""
+
+    def __init__(self, path: str, kind: str, problem: str, field_name: str = ""):
+        self.path, self.kind, self.problem, self.field = str(path), kind, problem, field_name
+        where = f" field '{field_name}':" if field_name else ""
+        super().__init__(f"{self.path}:{where} {problem}")
+
+
+@dataclass
+class View:
+    """One view, every field already validated (construct through `from_dict` / `load`, or `View()`)."""
+
+    model: str = "kimi-k3"
+    weights: str = "trained"
+    prompt: str = "로봇이 컵을 집었다"
+    tokens: int = 4
+    knobs: Knobs = field(default_factory=Knobs)
+    layer: int = 37  # 1-based
+    step: int = 6  # 1-based trace player step
+    camera: dict | None = None
+    block: str | None = None
+    cell: tuple[int, int] | None = None
+    expert: int | None = None
+    language: str = "en"
+    size: tuple[int, int] | None = None
+    notes: list[str] = field(default_factory=list)  # unknown keys that were ignored
+
+    def to_dict(self) -> dict:
+        k = self.knobs
+        return {"format": FORMAT, "version": f"{VERSION[0]}.{VERSION[1]}", "model": self.model,
+                "weights": self.weights, "prompt": self.prompt, "tokens": int(self.tokens),
+                "knobs": {"alpha": _num_or_none(k.alpha), "beta": _num_or_none(k.beta),
+                          "temperature": float(k.temperature), "top_p": float(k.top_p),
+                          "expert_bias": {str(int(e)): float(b) for e, b in sorted(k.expert_bias.items())},
+                          "sample_seed": int(k.sample_seed)},
+                "layer": int(self.layer), "step": int(self.step),
+                "camera": _camera_json(self.camera),
+                "selection": {"block": self.block, "cell": list(self.cell) if self.cell else None,
+                              "expert": self.expert},
+                "language": self.language, "size": list(self.size) if self.size else None}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str = "<view>") -> "View":
+        return _Reader(raw, path).view()
+
+    def with_changes(self, **changes) -> "View":
+        return replace(self, **changes)
+
+
+def load(path: str | os.PathLike) -> View:
+    """Read and validate a view file; ViewError (one line) on any problem."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ViewError(path, "read", f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > MAX_BYTES:
+        raise ViewError(path, "format", f"larger than {MAX_BYTES} bytes: not a K3 Explorer view")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ViewError(path, "format", "not UTF-8 text: not a K3 Explorer view") from exc
+    return loads(text, path)
+
+
+def loads(text: str, path: str = "<view>") -> View:
+    """Validate a view document given as text (see `load`)."""
+    if len(text) > MAX_BYTES:
+        raise ViewError(path, "format", f"larger than {MAX_BYTES} bytes: not a K3 Explorer view")
+    try:
+        raw = parse_json(text, path)  # bounded: depth, integer length, no NaN / Infinity
+    except ConfigError as exc:
+        raise ViewError(path, "format", f"not a K3 Explorer view: {exc.problem}") from exc
+    return View.from_dict(raw, path)
+
+
+def save(view: View, path: str | os.PathLike) -> str:
+    """Write the view atomically; returns the path written. Raises atomic_io.WriteError."""
+    return atomic_io.write_bytes(os.fspath(path), view.to_json().encode("utf-8"))
+
+
+def with_suffix(path: str) -> str:
+    return path if path.lower().endswith(SUFFIX) else path + SUFFIX
+
+
+def argument_values(view: View) -> dict:
+    """The view as `k3-explorer export` option values (dest -> value)."""
+    values = {"prompt": view.prompt, "tokens": view.tokens, "layer": view.layer, "step": view.step,
+              "lang": view.language}
+    if view.size:
+        values["size"] = f"{view.size[0]}x{view.size[1]}"
+    return values
+
+
+# ------------------------------------------------------------------------------------------- validation
+
+
+class _Reader:
+    """Checks one parsed document field by field; the first problem is a ViewError naming the field."""
+
+    def __init__(self, raw: Any, path: str):
+        self.raw, self.path = raw, str(path)
+
+    def fail(self, name: str, problem: str) -> ViewError:
+        return ViewError(self.path, "field", problem, name)
+
+    def view(self) -> View:
+        raw = self.raw
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+            raise ViewError(self.path, "format", f"not a K3 Explorer view (no \"format\": \"{FORMAT}\")")
+        if _depth(raw) > MAX_DEPTH:
+            raise ViewError(self.path, "format", f"nested more than {MAX_DEPTH} levels deep")
+        self.version(raw.get("version"))
+        known = {"format", "version", "model", "weights", "prompt", "tokens", "knobs", "layer", "step", "camera",
+                 "selection", "language", "size"}
+        notes = [f"ignored unknown key '{_key(k)}'" for k in raw if k not in known]
+        model = self.choice("model", raw.get("model", "kimi-k3"), tuple(available_configs()))
+        selection = raw.get("selection") or {}
+        if not isinstance(selection, dict):
+            raise self.fail("selection", "must be an object {block, cell, expert} or null")
+        notes += [f"ignored unknown key 'selection.{_key(k)}'" for k in selection
+                  if k not in ("block", "cell", "expert")]
+        return View(model=model,
+                    weights=self.choice("weights", raw.get("weights", "trained"), WEIGHTS),
+                    prompt=self.prompt(raw.get("prompt")),
+                    tokens=self.integer("tokens", raw.get("tokens", 4), 1, MAX_NEW_TOKENS),
+                    knobs=self.knobs(raw.get("knobs", {}), notes),
+                    layer=self.integer("layer", raw.get("layer"), 1, self.n_layers(model)),
+                    step=self.integer("step", raw.get("step", 1), 1, MAX_STEP),
+                    camera=self.camera(raw.get("camera")),
+                    block=self.block(selection.get("block")),
+                    cell=self.pair("selection.cell", selection.get("cell"), 0, MAX_CELL),
+                    expert=self.optional_int("selection.expert", selection.get("expert"), 0, 1 << 16),
+                    language=self.choice("language", raw.get("language", "en"), LANGUAGES),
+                    size=self.pair("size", raw.get("size"), 1, MAX_SIDE),
+                    notes=notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else []))
+
+    def version(self, value: Any) -> None:
+        text = value if isinstance(value, str) else ""
+        m = re.fullmatch(r"(\d{1,6})\.(\d{1,6})", text)
+        if not m:
+            raise self.fail("version", f"must be \"MAJOR.MINOR\" text, got {_short(value)}")
+        major = int(m.group(1))
+        if major > VERSION[0]:
+            raise ViewError(self.path, "version",
+                            f"written by a newer K3 Explorer (view format {text}; this version reads "
+                            f"{VERSION[0]}.x): update K3 Explorer to open it")
+        if major < 1:
+            raise self.fail("version", f"unknown view format {text}")
+
+    def n_layers(self, model: str) -> int:
+        from compute.config import ModelConfig  # Qt-free, no torch
+
+        try:
+            return ModelConfig.from_json(available_configs()[model]).num_hidden_layers
+        except (ConfigError, KeyError) as exc:
+            raise self.fail("model", f"the bundled config '{model}' cannot be read: {exc}") from exc
+
+    def choice(self, name: str, value: Any, allowed: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(name, f"must be one of {', '.join(allowed)}, got {_short(value)}")
+        return value
+
+    def integer(self, name: str, value: Any, lo: int, hi: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(name, f"must be a whole number, got {_short(value)}")
+        if not lo <= value <= hi:
+            raise self.fail(name, f"{value} is outside {lo}…{hi}")
+        return value
+
+    def optional_int(self, name: str, value: Any, lo: int, hi: int) -> int | None:
+        return None if value is None else self.integer(name, value, lo, hi)
+
+    def number(self, name: str, value: Any, lo: float, hi: float) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(name, f"must be a finite number, got {_short(value)}")
+        if not lo <= value <= hi:
+            raise self.fail(name, f"{value:g} is outside {lo:g}…{hi:g}")
+        return float(value)
+
+    def pair(self, name: str, value: Any, lo: int, hi: int) -> tuple[int, int] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list) or len(value) != 2:
+            raise self.fail(name, f"must be a list of two whole numbers or null, got {_short(value)}")
+        return (self.integer(name, value[0], lo, hi), self.integer(name, value[1], lo, hi))
+
+    def prompt(self, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail("prompt", "must be non-empty text")
+        if len(value) > MAX_PROMPT_CHARS:
+            raise self.fail("prompt", f"{len(value)} characters (at most {MAX_PROMPT_CHARS})")
+        for i, ch in enumerate(value):
+            if "\ud800" <= ch <= "\udfff":
+                raise self.fail("prompt", f"lone surrogate U+{ord(ch):04X} at character {i + 1}: not valid text")
+        from compute.tokenizer import ToyTokenizer  # Qt-free, no torch
+
+        n = len(ToyTokenizer().split(value))
+        if n > MAX_PROMPT_TOKENS:
+            raise self.fail("prompt", f"{n} toy tokens; the engine takes at most {MAX_PROMPT_TOKENS}")
+        return value
+
+    def knobs(self, value: Any, notes: list[str]) -> Knobs:
+        if not isinstance(value, dict):
+            raise self.fail("knobs", "must be an object")
+        fields = ("alpha", "beta", "temperature", "top_p", "expert_bias", "sample_seed")
+        notes += [f"ignored unknown key 'knobs.{_key(k)}'" for k in value if k not in fields]
+        alpha, beta = value.get("alpha"), value.get("beta")
+        temperature = self.number("knobs.temperature", value.get("temperature", 1.0), 0.0, 1000.0)
+        if 0 < temperature < 1e-6:
+            raise self.fail("knobs.temperature", f"{temperature:g}: must be 0 (greedy) or at least 1e-06")
+        top_p = self.number("knobs.top_p", value.get("top_p", 1.0), 0.0, 1.0)
+        if top_p == 0:
+            raise self.fail("knobs.top_p", "must be greater than 0")
+        try:
+            return Knobs(alpha=None if alpha is None else self.number("knobs.alpha", alpha, 0.0, 1.0),
+                         beta=None if beta is None else self.number("knobs.beta", beta, 0.0, 1.0),
+                         temperature=temperature, top_p=top_p,
+                         expert_bias=self.expert_bias(value.get("expert_bias", {})),
+                         sample_seed=self.integer("knobs.sample_seed", value.get("sample_seed", 0), 0, 2 ** 63 - 1))
+        except ValueError as exc:  # Knobs' own check (non-finite values); a ViewError passes through unchanged
+            if isinstance(exc, ViewError):
+                raise
+            raise self.fail("knobs", str(exc)) from exc
+
+    def expert_bias(self, value: Any) -> dict[int, float]:
+        if not isinstance(value, dict):
+            raise self.fail("knobs.expert_bias", "must be an object {\"expert\": bias}")
+        if len(value) > MAX_BIASED_EXPERTS:
+            raise self.fail("knobs.expert_bias", f"{len(value)} experts (at most {MAX_BIASED_EXPERTS})")
+        out = {}
+        for key, bias in value.items():
+            if not re.fullmatch(r"\d{1,5}", key):
+                raise self.fail("knobs.expert_bias", f"expert {_short(key)} is not an expert number")
+            out[int(key)] = self.number(f"knobs.expert_bias.{key}", bias, -MAX_EXPERT_BIAS, MAX_EXPERT_BIAS)
+        return out
+
+    def camera(self, value: Any) -> dict | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail("camera", "must be an object {distance, azimuth, elevation, fov, center} or null")
+        out = {"distance": self.number("camera.distance", value.get("distance"), 1e-6, MAX_REACH * 4),
+               "azimuth": self.number("camera.azimuth", value.get("azimuth"), -360.0, 360.0),
+               "elevation": self.number("camera.elevation", value.get("elevation"), -90.0, 90.0),
+               "fov": self.number("camera.fov", value.get("fov"), 1.0, 170.0)}
+        center = value.get("center")
+        if not isinstance(center, list) or len(center) != 3:
+            raise self.fail("camera.center", f"must be a list of three numbers, got {_short(center)}")
+        out["center"] = [self.number("camera.center", v, -MAX_REACH, MAX_REACH) for v in center]
+        return out
+
+    def block(self, value: Any) -> str | None:
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or not _BLOCK_ID.fullmatch(value):
+            raise self.fail("selection.block", f"must be a block id like \"L37/kda.state\", got {_short(value)}")
+        return value
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+def _camera_json(camera: dict | None) -> dict | None:
+    if camera is None:
+        return None
+    out = {k: float(camera[k]) for k in ("distance", "azimuth", "elevation", "fov") if k in camera}
+    if "center" in camera:
+        out["center"] = [float(v) for v in camera["center"]]
+    return out
+
+
+def _num_or_none(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def _key(key: str, limit: int = 40) -> str:
+    """A key for a note: printable, at most `limit` characters."""
+    text = key.encode("unicode_escape").decode("ascii") if not key.isprintable() else key
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
