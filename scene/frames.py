@@ -129,7 +129,9 @@ class FrameRenderer(QObject):
 
     frame_ready = Signal(QImage, int, object)
     frame_failed = Signal(str)  # once, with a one-line reason; no frames follow
+    job_done = Signal(object, object, object)  # (job, result, exception or None) of run_job
     _kick = Signal()
+    _job = Signal(object)
     _halt = Signal()
 
     def __init__(self, view):
@@ -154,6 +156,7 @@ class FrameRenderer(QObject):
         # queued even without a thread: a request made while the UI changes the scene never draws re-entrantly
         self._kick.connect(self._render, Qt.ConnectionType.QueuedConnection)
         self._halt.connect(self._cleanup, Qt.ConnectionType.QueuedConnection)
+        self._job.connect(self._run_job, Qt.ConnectionType.QueuedConnection)
 
     # --- UI thread ------------------------------------------------------------------------------------
     def request(self) -> None:
@@ -167,6 +170,16 @@ class FrameRenderer(QObject):
             _hook_quit()
             self._thread.start()
         self._kick.emit()
+
+    def run_job(self, job) -> None:
+        """Run a job in the render thread (an export, so the UI thread keeps handling events): job.render_gl()
+        -> image with this thread's context current and PAINT_LOCK held, then job.finish(image) -> result
+        without them; job_done(job, result, error) follows (error: the exception, or None)."""
+        if self._thread is not None and not self._thread.isRunning():
+            _LIVE.add(self)
+            _hook_quit()
+            self._thread.start()
+        self._job.emit(job)
 
     def stop(self) -> None:
         """Finish the render thread (idempotent); its GL objects are released in that thread."""
@@ -194,6 +207,22 @@ class FrameRenderer(QObject):
             self.failure = gl_failure_text(exc)
             log.info("3D frames cannot be drawn: %s", self.failure)  # the view shows it
             self.frame_failed.emit(self.failure)
+
+    @Slot(object)
+    def _run_job(self, job) -> None:
+        result, error = None, None
+        try:
+            with PAINT_LOCK:
+                if not self._context.makeCurrent(self._surface):
+                    raise RuntimeError("the render thread's OpenGL context could not be made current")
+                try:
+                    image = job.render_gl()
+                finally:
+                    self._context.doneCurrent()
+            result = job.finish(image)
+        except Exception as exc:  # noqa: BLE001 - handed to the UI thread, which reports it
+            error = exc
+        self.job_done.emit(job, result, error)
 
     def _draw(self) -> None:
         job = self.view.frame_job()  # (w, h, logical_w, logical_h, dpr) or None when nothing is to be drawn

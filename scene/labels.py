@@ -1,11 +1,21 @@
 """Scene labels: ONE QPainter overlay drawn with Qt fonts (CJK capable) on the widget and on exported images.
 
-Labels are anchored to blocks of the layout, projected with the same camera, and placed by priority; a label
-that would overlap one already placed is skipped (so nothing is drawn on top of anything else).
+Labels are anchored to blocks of the layout, projected with the same camera, and placed by priority
+(`place_labels`, pure geometry; `draw_overlay` paints its result). The header (title, layer, step) and the
+legend sit on opaque panels, so no block is ever drawn through them, on screen or in a transparent export.
+
+Placement rules:
+- the blocks the current step names (OverlayInput.focus) are placed first and never dropped: each tries its
+  spots in turn (above its block, aligned to its left or right edge, over its block's top, below it) and, if
+  every spot is taken, is drawn at the first one anyway (never under the header or the legend);
+- any other label is dropped when none of its spots above its block is free (nothing is drawn over it);
+- a label wider than its block starts at the block's left edge (its colour bar sits on its own block, not on
+  the neighbour's column).
+Two themes: "dark" (the app) and "light" (for light slides; exports only).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -16,6 +26,22 @@ from scene.camera import Camera, project
 from scene.layout import Layout
 
 FONT_FAMILIES = ["Noto Sans CJK KR", "Noto Sans KR", "Noto Sans CJK SC", "DejaVu Sans", "Sans Serif"]
+
+# colours of the overlay's text and panels per theme (RGBA 0-255)
+THEMES: dict[str, dict[str, tuple[int, int, int, int]]] = {
+    "dark": {"panel": (14, 16, 22, 255), "panel_edge": (60, 66, 80, 255), "title": (235, 237, 242, 255),
+             "text": (235, 237, 242, 255), "dim": (170, 176, 190, 255), "note": (255, 214, 120, 255),
+             "legend_text": (220, 224, 232, 255), "legend_note": (165, 172, 188, 255),
+             "label": (14, 16, 22, 190), "label_emph": (14, 16, 22, 235), "label_text": (235, 237, 242, 255),
+             "label_text_emph": (255, 255, 255, 255), "label_edge": (255, 255, 255, 200)},
+    "light": {"panel": (250, 250, 252, 255), "panel_edge": (190, 195, 205, 255), "title": (18, 20, 26, 255),
+              "text": (18, 20, 26, 255), "dim": (80, 86, 100, 255), "note": (150, 88, 0, 255),
+              "legend_text": (30, 34, 44, 255), "legend_note": (80, 86, 100, 255),
+              "label": (250, 250, 252, 215), "label_emph": (255, 255, 255, 245), "label_text": (18, 20, 26, 255),
+              "label_text_emph": (0, 0, 0, 255), "label_edge": (40, 44, 56, 220)},
+}
+THEME_NAMES: tuple[str, ...] = tuple(THEMES)
+BACKGROUNDS = {"dark": palette.role("background"), "light": (0.97, 0.97, 0.98, 1.0)}
 
 
 def make_font(px: float, bold: bool = False) -> QFont:
@@ -33,6 +59,10 @@ def qcolor(role_or_rgba, alpha: float | None = None) -> QColor:
     return c
 
 
+def theme_colour(theme: str, name: str) -> QColor:
+    return QColor(*THEMES.get(theme, THEMES["dark"])[name])
+
+
 @dataclass
 class OverlayInput:
     layout: Layout
@@ -45,10 +75,230 @@ class OverlayInput:
     step_note: str = ""  # text for the current trace step (S7)
     flow_on: bool = False
     extra_labels: list | None = None  # [(world point, text, role)]
+    focus: tuple = ()  # ids of the blocks the current step names: their labels are never dropped
+    theme: str = "dark"  # "dark" | "light" (THEMES)
+    label_scale: float = 1.0  # multiplies every font (presentation mode)
+
+
+@dataclass
+class PlacedLabel:
+    rect: QRectF
+    block_id: str
+    name: str
+    shape: str  # the K3 shape shown after the name ("" when there was no room)
+    role: str
+    where: str  # "above" | "left" | "right"
+    focus: bool = False
+    forced: bool = False  # drawn although every spot overlapped something (focus labels only)
+
+
+@dataclass
+class Placement:
+    """Where everything of the overlay goes (logical px of the view)."""
+    header: QRectF
+    legend: QRectF
+    labels: list[PlacedLabel] = field(default_factory=list)
+    taken: list[QRectF] = field(default_factory=list)
+
+    def label_for(self, block_id: str) -> PlacedLabel | None:
+        return next((lb for lb in self.labels if lb.block_id == block_id), None)
 
 
 def _rect_free(r: QRectF, taken: list[QRectF]) -> bool:
     return not any(r.intersects(t) for t in taken)
+
+
+def block_screen_box(block, cam: Camera, width: float, height: float) -> QRectF | None:
+    """The block's projected bounding box on screen (logical px), None when any corner is behind the camera."""
+    lo, hi = np.asarray(block.lo, float), np.asarray(block.hi, float)
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    pts, ok = project(corners, cam, width, height)
+    if not np.all(ok):
+        return None
+    x0, y0 = pts.min(axis=0)
+    x1, y1 = pts.max(axis=0)
+    return QRectF(float(x0), float(y0), float(x1 - x0), float(y1 - y0))
+
+
+@dataclass
+class _Fonts:
+    title: QFont
+    sub: QFont
+    name: QFont
+    shape: QFont
+
+
+def _fonts(s: float) -> _Fonts:
+    return _Fonts(make_font(17 * s, True), make_font(12 * s), make_font(11.5 * s, True), make_font(10 * s))
+
+
+def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
+    """(kind, text) of the header's lines: title, subtitle, rows/cols note, step note."""
+    lay, tr = inp.layout, inp.tr
+    dims = lay.dims
+    mixer = dims.mixers[lay.layer] if lay.layer < len(dims.mixers) else "kda"
+    ffn = dims.ffns[lay.layer] if lay.layer < len(dims.ffns) else "moe"
+    lines = [("title", tr("scene.title")),
+             ("sub", tr("scene.subtitle", layer=lay.layer + 1, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer}"),
+                        ffn=tr(f"scene.ffn.{ffn}"))),
+             ("dim", tr("scene.rows_cols"))]
+    if inp.step_note:
+        lines.append(("note", inp.step_note))
+    return lines
+
+
+def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:
+    fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
+    lines = _header_lines(inp)
+    w = max(QFontMetricsF(f.title if k == "title" else f.sub).horizontalAdvance(t) for k, t in lines)
+    h = fm.height() + 2 * s + (len(lines) - 1) * fm2.height()
+    pad = 8 * s
+    return QRectF(16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 8 * s), h + 1.75 * pad)
+
+
+def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fonts) -> None:
+    theme = inp.theme
+    p.setPen(QPen(theme_colour(theme, "panel_edge"), 1))
+    p.setBrush(theme_colour(theme, "panel"))
+    p.drawRoundedRect(rect, 6 * s, 6 * s)
+    x0, y = 16 * s, 12 * s
+    lay = inp.layout
+    mixer = lay.dims.mixers[lay.layer] if lay.layer < len(lay.dims.mixers) else "kda"
+    mixer_c = qcolor(mixer)
+    if theme == "light":  # the mixer's colour, darkened to read on white
+        mixer_c = QColor.fromRgbF(mixer_c.redF() * 0.55, mixer_c.greenF() * 0.55, mixer_c.blueF() * 0.55)
+    colours = {"title": theme_colour(theme, "title"), "sub": mixer_c, "dim": theme_colour(theme, "dim"),
+               "note": theme_colour(theme, "note")}
+    for kind, text in _header_lines(inp):
+        font = f.title if kind == "title" else f.sub
+        fm = QFontMetricsF(font)
+        p.setFont(font)
+        p.setPen(colours[kind])
+        p.drawText(QPointF(x0, y + fm.ascent()), text)
+        y += fm.height() + (2 * s if kind == "title" else 0)
+
+
+def _candidates(inp: OverlayInput) -> list[tuple]:
+    """(priority, anchor world, name, shape, role, block id, where); focus blocks get priority -1."""
+    lay, tr = inp.layout, inp.tr
+    dims = lay.dims
+    L = lay.layer + 1
+    focus = set(inp.focus or ())
+    cands = []
+    for b in lay.blocks:
+        if not b.label:
+            continue
+        if b.part == "bracket":
+            anchor = np.array([b.lo[0] - 0.1, b.lo[1], b.center[2]])
+            pri = -1 if b.id in focus else 3
+            cands.append((pri, anchor, tr("scene.bracket", n=b.meta["index"]), b.k3_shape, "attnres", b.id, "left"))
+            continue
+        anchor = np.array([b.center[0], b.lo[1], b.hi[2] + 0.06])
+        pri = -1 if b.id in focus else (1 if b.id in (inp.selected, inp.hovered) else 2)
+        name = tr(b.label_key) if b.label_key else b.kind
+        cands.append((pri, anchor, name, b.k3_shape, b.role, b.id, "above"))
+    # stack layer numbers + the selected layer marker
+    for b in lay.blocks:
+        if b.part == "slab" and (b.layer in (1, dims.n_layers) or b.layer % 12 == 0 or b.layer == L):
+            anchor = np.array([b.hi[0] + 0.15, b.lo[1], b.center[2]])
+            txt = f"▶ {b.layer}" if b.layer == L else str(b.layer)
+            pri = -1 if b.id in focus else (0 if b.layer == L else 4)
+            cands.append((pri, anchor, txt, "", b.role if b.layer == L else "text", b.id, "right"))
+    for item in inp.extra_labels or []:
+        cands.append((1, np.asarray(item[0]), item[1], "", item[2], "", "above"))
+    cands.sort(key=lambda c: c[0])
+    return cands
+
+
+def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 1.0) -> Placement:
+    """Where the header, the legend and every block label go for a width x height view (logical px)."""
+    s = scale * inp.label_scale
+    f = _fonts(s)
+    header = _header_rect(inp, width, s, f)
+    legend = _legend_layout(inp, width, height, s)["box"]
+    taken = [header, legend]
+    out = Placement(header, legend, [], taken)
+    cands = _candidates(inp)
+    if not cands:
+        return out
+    pts, ok = project(np.array([c[1] for c in cands]), inp.camera, width, height)
+    fmn, fms = QFontMetricsF(f.name), QFontMetricsF(f.shape)
+    by_id = inp.layout.by_id
+
+    def size_of(name, shp):
+        gap = 6 * s if shp else 0
+        return (fmn.horizontalAdvance(name) + gap + (fms.horizontalAdvance(shp) if shp else 0) + 12 * s,
+                fmn.height() + 3 * s)
+
+    def spots(px, py, where, name, shp, box, focus):
+        """The label's possible rects, best first."""
+        w, h = size_of(name, shp)
+        if where == "left":
+            first = [QRectF(px - w - 4 * s, py - h / 2, w, h)]
+            return first + ([first[0].translated(0, -h - 2 * s), first[0].translated(0, h + 2 * s)] if focus else [])
+        if where == "right":
+            first = [QRectF(px + 4 * s, py - h / 2, w, h)]
+            return first + ([first[0].translated(0, -h - 2 * s), first[0].translated(0, h + 2 * s)] if focus else [])
+        top = py - h - 2 * s
+        centred = QRectF(px - w / 2, top, w, h)
+        if box is None:
+            return [centred]
+        left = QRectF(box.left(), top, w, h)
+        right = QRectF(box.right() - w, top, w, h)
+        found = [left, centred, right] if w > box.width() else [centred, left, right]
+        if focus:  # over the top of its own block, then just below it
+            found.append(QRectF(found[0].left(), box.top() + 2 * s, w, h))
+            found.append(QRectF(found[0].left(), box.bottom() + 2 * s, w, h))
+        return found
+
+    def inside(r: QRectF) -> QRectF | None:
+        if r.right() < 0 or r.left() > width or r.bottom() < 0 or r.top() > height:
+            return None
+        r = QRectF(r)
+        if r.left() < 2 * s:  # keep labels whole: slide them inside the view
+            r.moveLeft(2 * s)
+        if r.right() > width - 2 * s:
+            r.moveRight(width - 2 * s)
+        return r
+
+    for cand, (px, py), vis in zip(cands, pts, ok):  # pass 1: names only, by priority
+        pri, _, name, shape, role, bid, where = cand
+        focus = pri == -1
+        if not vis or not (-50 < px < width + 50 and -50 < py < height + 50):
+            continue
+        block = by_id.get(bid)
+        box = block_screen_box(block, inp.camera, width, height) if block is not None else None
+        shown = shape if pri <= 0 else ""
+        options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus)) if r is not None]
+        if not options:
+            continue
+        chosen = next((r for r in options if _rect_free(r, taken)), None)
+        forced = False
+        if chosen is None:
+            if pri > 0:
+                continue
+            chosen, forced = options[0], focus
+            if focus:  # never under the header or the legend
+                if chosen.intersects(header):
+                    chosen.moveTop(header.bottom() + 2 * s)
+                if chosen.intersects(legend):
+                    chosen.moveBottom(legend.top() - 2 * s)
+        taken.append(chosen)
+        out.labels.append(PlacedLabel(chosen, bid, name, shown, role, where, focus, forced))
+    for lb in out.labels:  # pass 2: add the K3 shape where there is room
+        shape = next((c[3] for c in cands if c[5] == lb.block_id and c[2] == lb.name), "")
+        if shape and not lb.shape and not lb.forced:
+            w, h = size_of(lb.name, shape)
+            wide = QRectF(lb.rect.left(), lb.rect.top(), w, h)
+            if lb.where == "left":
+                wide.moveRight(lb.rect.right())
+            elif lb.where == "above":  # the name stays where it is; the shape goes after it
+                pass
+            others = [t for t in taken if t is not lb.rect]
+            if _rect_free(wide, others) and wide.right() < width and wide.left() > 0:
+                taken[next(i for i, t in enumerate(taken) if t is lb.rect)] = wide
+                lb.rect, lb.shape = wide, shape
+    return out
 
 
 def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0,
@@ -57,137 +307,46 @@ def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, sc
 
     Returns the rectangles taken. with_tokens=False leaves out the token names by the rows (the only labels
     that change when a knob changes the sampled tokens): draw_token_names adds them over such a picture."""
+    return paint_overlay(p, inp, width, height, scale, with_tokens).taken
+
+
+def paint_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0,
+                  with_tokens: bool = True) -> Placement:
+    """draw_overlay, returning the whole Placement (what was drawn where)."""
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
-    lay, cam, tr = inp.layout, inp.camera, inp.tr
-    s = scale
-    taken: list[QRectF] = []
-    f_title = make_font(17 * s, True)
-    f_sub = make_font(12 * s)
-    f_name = make_font(11.5 * s, True)
-    f_shape = make_font(10 * s)
-    f_small = make_font(10 * s)
-    text_c = qcolor("text")
-    dim_c = QColor(170, 176, 190)
-
-    # ---- HUD: title (top-left) ----------------------------------------------------------------------
-    L = lay.layer + 1
-    dims = lay.dims
-    mixer = dims.mixers[lay.layer] if lay.layer < len(dims.mixers) else "kda"
-    ffn = dims.ffns[lay.layer] if lay.layer < len(dims.ffns) else "moe"
-    title = tr("scene.title")
-    sub = tr("scene.subtitle", layer=L, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer}"),
-             ffn=tr(f"scene.ffn.{ffn}"))
-    x0, y0 = 16 * s, 12 * s
-    p.setFont(f_title)
-    fm = QFontMetricsF(f_title)
-    p.setPen(text_c)
-    p.drawText(QPointF(x0, y0 + fm.ascent()), title)
-    y = y0 + fm.height() + 2 * s
-    p.setFont(f_sub)
-    fm2 = QFontMetricsF(f_sub)
-    p.setPen(qcolor(mixer))
-    p.drawText(QPointF(x0, y + fm2.ascent()), sub)
-    y += fm2.height()
-    p.setPen(dim_c)
-    p.drawText(QPointF(x0, y + fm2.ascent()), tr("scene.rows_cols"))
-    y += fm2.height()
-    if inp.step_note:
-        p.setPen(QColor(255, 214, 120))
-        p.drawText(QPointF(x0, y + fm2.ascent()), inp.step_note)
-        y += fm2.height()
-    taken.append(QRectF(0, 0, max(fm.horizontalAdvance(title), fm2.horizontalAdvance(sub),
-                                  fm2.horizontalAdvance(tr("scene.rows_cols")),
-                                  fm2.horizontalAdvance(inp.step_note)) + 40 * s, y + 4 * s))
-
-    # ---- legend (bottom-left) -----------------------------------------------------------------------
-    _draw_legend(p, inp, width, height, s, taken)
-
-    # ---- block labels ---------------------------------------------------------------------------------
-    cands = []  # (priority, anchor world, name, shape, role, block id)
-    for b in lay.blocks:
-        if not b.label:
-            continue
-        if b.part == "bracket":
-            anchor = np.array([b.lo[0] - 0.1, b.lo[1], b.center[2]])
-            cands.append((3, anchor, tr("scene.bracket", n=b.meta["index"]), b.k3_shape, "attnres", b.id, "left"))
-            continue
-        anchor = np.array([b.center[0], b.lo[1], b.hi[2] + 0.06])
-        pri = 1 if b.id in (inp.selected, inp.hovered) else (2 if b.family != "stack" else 2)
-        name = tr(b.label_key) if b.label_key else b.kind
-        cands.append((pri, anchor, name, b.k3_shape, b.role, b.id, "above"))
-    # stack layer numbers + the selected layer marker
-    for b in lay.blocks:
-        if b.part == "slab" and (b.layer in (1, dims.n_layers) or b.layer % 12 == 0 or b.layer == L):
-            anchor = np.array([b.hi[0] + 0.15, b.lo[1], b.center[2]])
-            txt = f"▶ {b.layer}" if b.layer == L else str(b.layer)
-            cands.append((0 if b.layer == L else 4, anchor, txt, "", b.role if b.layer == L else "text", b.id,
-                          "right"))
-    for item in inp.extra_labels or []:
-        cands.append((1, np.asarray(item[0]), item[1], "", item[2], "", "above"))
-    cands.sort(key=lambda c: c[0])
-    pts, ok = project(np.array([c[1] for c in cands]), cam, width, height)
-    fmn = QFontMetricsF(f_name)
-    fms = QFontMetricsF(f_shape)
-
-    def rect_for(px, py, where, name, shp):
-        gap = 6 * s if shp else 0
-        w = fmn.horizontalAdvance(name) + gap + (fms.horizontalAdvance(shp) if shp else 0) + 12 * s
-        h = fmn.height() + 3 * s
-        if where == "above":
-            return QRectF(px - w / 2, py - h - 2 * s, w, h)
-        if where == "left":
-            return QRectF(px - w - 4 * s, py - h / 2, w, h)
-        return QRectF(px + 4 * s, py - h / 2, w, h)
-
-    placed = []  # [rect, cand, shape shown]
-    for cand, (px, py), vis in zip(cands, pts, ok):  # pass 1: names only, by priority
-        pri, _, name, shape, role, bid, where = cand
-        if not vis or not (-50 < px < width + 50 and -50 < py < height + 50):
-            continue
-        r = rect_for(px, py, where, name, shape if pri == 0 else "")
-        if r.right() < 0 or r.left() > width or r.bottom() < 0 or r.top() > height:
-            continue
-        if r.left() < 2 * s:  # keep labels whole: slide them inside the view
-            r.moveLeft(2 * s)
-        if r.right() > width - 2 * s:
-            r.moveRight(width - 2 * s)
-        if pri > 0 and not _rect_free(r, taken):
-            continue
-        taken.append(r)
-        placed.append([r, cand, shape if pri == 0 else "", (px, py)])
-    for item in placed:  # pass 2: add the K3 shape where there is room
-        r, cand, shown, (px, py) = item
-        shape = cand[3]
-        if shape and not shown:
-            wide = rect_for(px, py, cand[6], cand[2], shape)
-            others = [t for t in taken if t is not r]
-            if _rect_free(wide, others) and wide.right() < width and wide.left() > 0:
-                taken[taken.index(r)] = wide
-                item[0], item[2] = wide, shape
-    for r, cand, shape, _ in placed:
-        pri, _, name, _, role, bid, where = cand
-        wn = fmn.horizontalAdvance(name)
-        gap = 6 * s
-        emphasis = bool(bid) and bid in (inp.selected, inp.hovered)
-        p.setPen(QPen(QColor(255, 255, 255, 200), 1.2 * s) if emphasis else Qt.PenStyle.NoPen)
-        p.setBrush(QColor(14, 16, 22, 225 if emphasis else 185))
+    placement = place_labels(inp, width, height, scale)
+    s = scale * inp.label_scale
+    f = _fonts(s)
+    theme = inp.theme
+    _paint_header(p, inp, placement.header, s, f)
+    _paint_legend(p, inp, _legend_layout(inp, width, height, s), s)
+    fmn = QFontMetricsF(f.name)
+    for lb in placement.labels:
+        r = lb.rect
+        emphasis = bool(lb.block_id) and lb.block_id in (inp.selected, inp.hovered)
+        if lb.focus:
+            p.setPen(QPen(theme_colour(theme, "note"), 1.4 * s))
+        elif emphasis:
+            p.setPen(QPen(theme_colour(theme, "label_edge"), 1.2 * s))
+        else:
+            p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(theme_colour(theme, "label_emph" if emphasis or lb.focus else "label"))
         p.drawRoundedRect(r, 4 * s, 4 * s)
         p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(qcolor(role) if role != "text" else QColor(120, 126, 140))
+        p.setBrush(qcolor(lb.role) if lb.role != "text" else QColor(120, 126, 140))
         p.drawRoundedRect(QRectF(r.left(), r.top(), 3 * s, r.height()), 1.5 * s, 1.5 * s)
         base = r.top() + 1.5 * s + fmn.ascent()
-        p.setFont(f_name)
-        p.setPen(QColor(255, 255, 255) if emphasis else text_c)
-        p.drawText(QPointF(r.left() + 7 * s, base), name)
-        if shape:
-            p.setFont(f_shape)
-            p.setPen(dim_c)
-            p.drawText(QPointF(r.left() + 7 * s + wn + gap, base), shape)
-
+        p.setFont(f.name)
+        p.setPen(theme_colour(theme, "label_text_emph" if emphasis or lb.focus else "label_text"))
+        p.drawText(QPointF(r.left() + 7 * s, base), lb.name)
+        if lb.shape:
+            p.setFont(f.shape)
+            p.setPen(theme_colour(theme, "dim"))
+            p.drawText(QPointF(r.left() + 7 * s + fmn.horizontalAdvance(lb.name) + 6 * s, base), lb.shape)
     if with_tokens:
-        draw_token_names(p, inp, width, height, scale, taken)
-    return taken
+        draw_token_names(p, inp, width, height, scale, placement.taken)
+    return placement
 
 
 def draw_token_names(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float,
@@ -195,11 +354,11 @@ def draw_token_names(p: QPainter, inp: OverlayInput, width: float, height: float
     """The token names beside the rows of the first block of the exploded layer, where nothing in taken is."""
     if not inp.tokens:
         return
-    lay, cam, s = inp.layout, inp.camera, scale
+    lay, cam, s = inp.layout, inp.camera, scale * inp.label_scale
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
     f_small = make_font(10 * s)
-    dim_c = QColor(170, 176, 190)
+    dim_c = theme_colour(inp.theme, "dim")
     first = None
     for b in lay.layer_blocks():
         if b.grid is not None and b.rows_are_tokens and b.orient == "wall":
@@ -228,8 +387,9 @@ def draw_token_names(p: QPainter, inp: OverlayInput, width: float, height: float
         p.drawText(QPointF(rr.left(), rr.top() + fmt.ascent()), txt)
 
 
-def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s: float, taken: list) -> None:
-    """A compact strip along the bottom: the value scale, the colour roles, then the honesty notes."""
+def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> dict:
+    """The legend strip along the bottom: its box and its lines (the value scale, the colour roles, then the
+    honesty notes), flowed to the view's width."""
     tr = inp.tr
     f = make_font(10.5 * s)
     fb = make_font(10.5 * s, True)
@@ -247,7 +407,6 @@ def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s:
     pad = 10 * s
     max_w = width - 2 * pad - 16 * s
     bar_w = 90 * s
-    # flow the items into lines: (kind, payload, width)
     items = [("bar", tr("scene.legend.scale"), bar_w + 8 * s + QFontMetricsF(fb).horizontalAdvance(
         tr("scene.legend.scale")))]
     items += [("chip", (role, text), 16 * s + fm.horizontalAdvance(text)) for role, text in entries]
@@ -275,12 +434,20 @@ def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s:
     content_w = max([sum(it[2] for it in ln) + gap * (len(ln) - 1) for ln in lines] +
                     [fm.horizontalAdvance(t) for t in note_lines])
     box = QRectF(pad, height - box_h - pad, content_w + 2 * pad, box_h)
-    taken.append(box)
-    p.setPen(QPen(QColor(60, 66, 80), 1))
-    p.setBrush(QColor(14, 16, 22, 205))
+    return {"box": box, "lines": lines, "notes": note_lines, "font": f, "bold": fb, "lh": lh, "pad": pad,
+            "gap": gap, "bar_w": bar_w}
+
+
+def _paint_legend(p: QPainter, inp: OverlayInput, lg: dict, s: float) -> None:
+    theme = inp.theme
+    box, f, fb, lh, pad, gap, bar_w = (lg[k] for k in ("box", "font", "bold", "lh", "pad", "gap", "bar_w"))
+    fm = QFontMetricsF(f)
+    p.setPen(QPen(theme_colour(theme, "panel_edge"), 1))
+    p.setBrush(theme_colour(theme, "panel"))
     p.drawRoundedRect(box, 6 * s, 6 * s)
+    p.setFont(f)
     y = box.top() + pad - 2 * s
-    for ln in lines:
+    for ln in lg["lines"]:
         x = box.left() + pad
         for kind, payload, w in ln:
             if kind == "bar":
@@ -291,7 +458,7 @@ def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s:
                 p.setBrush(grad)
                 p.drawRoundedRect(QRectF(x, y + 3 * s, bar_w, fm.height() - 6 * s), 2 * s, 2 * s)
                 p.setFont(fb)
-                p.setPen(QColor(235, 237, 242))
+                p.setPen(theme_colour(theme, "text"))
                 p.drawText(QPointF(x + bar_w + 8 * s, y + fm.ascent()), payload)
                 p.setFont(f)
             else:
@@ -299,11 +466,11 @@ def _draw_legend(p: QPainter, inp: OverlayInput, width: float, height: float, s:
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(qcolor(role))
                 p.drawRoundedRect(QRectF(x, y + 3 * s, 10 * s, fm.height() - 6 * s), 2 * s, 2 * s)
-                p.setPen(QColor(220, 224, 232))
+                p.setPen(theme_colour(theme, "legend_text"))
                 p.drawText(QPointF(x + 16 * s, y + fm.ascent()), text)
             x += w + gap
         y += lh
-    p.setPen(QColor(165, 172, 188))
-    for t in note_lines:
+    p.setPen(theme_colour(theme, "legend_note"))
+    for t in lg["notes"]:
         p.drawText(QPointF(box.left() + pad, y + fm.ascent()), t)
         y += lh

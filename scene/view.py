@@ -38,7 +38,7 @@ from scene import highlights
 from scene.geometry import build_families
 from scene.frames import FrameRenderer, FrameState, FrameView, new_context, paint_twins
 from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines, make_twin, sync_twin
-from scene.labels import OverlayInput, draw_overlay, draw_token_names
+from scene.labels import BACKGROUNDS, OverlayInput, draw_token_names, paint_overlay
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
 from scene.tooltips import tooltip_text
@@ -289,6 +289,7 @@ class _LabelCache:
         self._base_key = None
         self._base: QImage | None = None
         self._taken: list = []
+        self.placement = None  # what the labels on screen are and where (scene.labels.Placement)
         self._key = None
         self._img: QImage | None = None
         self.paint_count = 0
@@ -299,7 +300,8 @@ class _LabelCache:
         # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
         # the view size and the OverlayInput fields
         base_key = (version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
-                    w, h, dpr, inp.selected, inp.hovered, inp.has_trace, inp.step_note, inp.flow_on)
+                    w, h, dpr, inp.selected, inp.hovered, inp.has_trace, inp.step_note, inp.flow_on, inp.focus,
+                    inp.theme, inp.label_scale)
         key = (base_key, tuple(inp.tokens or ()))
         if key == self._key and self._img is not None:
             return self._img
@@ -309,7 +311,8 @@ class _LabelCache:
             img.fill(0)
             p = QPainter(img)
             try:
-                self._taken = draw_overlay(p, inp, w, h, 1.0, with_tokens=False)
+                self.placement = paint_overlay(p, inp, w, h, 1.0, with_tokens=False)
+                self._taken = self.placement.taken
             finally:
                 p.end()
             self._base, self._base_key, self._layout = img, base_key, inp.layout  # keeps id(layout) unique
@@ -346,6 +349,40 @@ class _ExportContext:
         self.context.doneCurrent()
 
 
+class _ExportJob:
+    """One export rendered in the render thread (SceneView.render_image_async). The labels' input is taken on
+    the UI thread when the job is made, so the export shows the state of that moment."""
+
+    def __init__(self, view: "SceneView", w: int, h: int, transparent: bool, theme: str, after, done):
+        self.view, self.w, self.h, self.transparent, self.theme = view, w, h, transparent, theme
+        self.overlay = view._overlay_input() if view.labels_enabled else None
+        self.after, self.done = after, done
+        self.phase = 0  # 0 queued, 1 3D drawn, 2 labels drawn, 3 after() done
+        self.image: QImage | None = None
+        self.result = None
+        self.error: BaseException | None = None
+
+    def render_gl(self) -> QImage:  # render thread, context current, PAINT_LOCK held
+        image = self.view._gl_image(self.w, self.h, self.transparent, self.theme)
+        self.phase = 1
+        return image
+
+    def finish(self, image: QImage):  # render thread, no lock
+        if self.overlay is not None:
+            SceneView._paint_labels(image, self.overlay, self.theme)
+        self.image = image
+        self.phase = 2
+        result = self.after(image) if self.after is not None else image
+        self.phase = 3
+        return result
+
+    def finish_ui(self, job, result, error) -> None:  # UI thread
+        self.view._exports.discard(self)
+        self.result, self.error = result, error
+        if self.done is not None:
+            self.done(self)
+
+
 class SceneView(QWidget):
     block_hovered = Signal(str)
     block_clicked = Signal(str)
@@ -370,6 +407,9 @@ class SceneView(QWidget):
         self.follow: tuple[str, int, int] | None = None
         self.expert: int | None = None
         self.labels_enabled = True
+        self.label_scale = 1.0  # fonts of the on-screen labels (presentation mode enlarges them)
+        self._exports: set = set()  # export jobs in the render thread
+        self._exports_hooked = False
         self._overlay_version = 0
         # how to recompute the current framing for a new widget shape; None once the user moved the camera
         self._refit = lambda: camlib.preset("reset", self.layout.bounds, self._aspect(), self.layout.stack_bounds)
@@ -510,6 +550,16 @@ class SceneView(QWidget):
             self._animate_to(focus(), True, refit=focus)
         self._touch()
 
+    def set_label_scale(self, factor: float) -> None:
+        """Fonts of the on-screen labels, header and legend (1 = normal; presentation mode uses more)."""
+        self.label_scale = float(min(max(factor, 0.5), 3.0))
+        self._touch()
+
+    def focus_ids(self) -> tuple[str, ...]:
+        """Ids of the blocks the current step highlights (the step table's blocks, scene/steps.py): their
+        labels are always drawn, outlined, whatever else competes for the room."""
+        return highlights.step_blocks(self.layout, self.step_kind) if self.layout is not None else ()
+
     def select_block(self, block_id: str | None) -> None:
         self.selected = block_id if block_id and block_id in self.layout.by_id else None
         self._update_outlines()
@@ -533,50 +583,93 @@ class SceneView(QWidget):
         self._stop_anim()
         self._apply_camera(camlib.Camera.from_dict(state))
 
-    def render_image(self, w: int, h: int, transparent: bool = False) -> QImage:
-        """The current view rendered at w x h (4x MSAA) with the labels; the widget's view is unchanged."""
+    def render_image(self, w: int, h: int, transparent: bool = False, theme: str = "dark") -> QImage:
+        """The current view rendered at w x h (4x MSAA) with the labels; the widget's view is unchanged.
+        theme "light" draws a light background (unless transparent) and dark text on light panels (slides)."""
         w, h = int(w), int(h)
         if w <= 0 or h <= 0:
             raise ValueError(f"image size must be positive, got {w}x{h}")
-        return self._render(w, h, transparent)
+        return self._render(w, h, transparent, theme=theme)
 
-    def _render(self, w: int, h: int, transparent: bool = False, label_size=None, dpr: float = 1.0) -> QImage:
+    def render_image_async(self, w: int, h: int, transparent: bool = False, theme: str = "dark",
+                           after=None, done=None) -> "_ExportJob":
+        """render_image in the render thread, so the UI thread keeps handling events. after(image) -> result
+        (e.g. encode and write the file) also runs there; done(job) follows on the UI thread, with job.image,
+        job.result and job.error (an exception, or None) set; job.phase counts the phases done (0-3) for a
+        progress display. Without a render thread (no OpenGL) done follows at once with the error."""
+        w, h = int(w), int(h)
+        if w <= 0 or h <= 0:
+            raise ValueError(f"image size must be positive, got {w}x{h}")
+        job = _ExportJob(self, w, h, transparent, theme, after, done)
+        renderer = self.gl.renderer
+        if self.gl.gl_error or renderer is None:
+            job.error = RuntimeError(self.gl.gl_error or "no OpenGL")
+            QTimer.singleShot(0, lambda: job.finish_ui(job, None, job.error))
+            return job
+        if not self._exports_hooked:  # a slot of this UI-thread object: delivered on the UI thread
+            renderer.job_done.connect(self._on_job_done)
+            self._exports_hooked = True
+        self._exports.add(job)
+        renderer.run_job(job)
+        return job
+
+    def _on_job_done(self, job, result, error) -> None:
+        if job in self._exports:
+            job.finish_ui(job, result, error)
+
+    def _render(self, w: int, h: int, transparent: bool = False, label_size=None, dpr: float = 1.0,
+                theme: str = "dark") -> QImage:
         """Render into an FBO of w x h device pixels with the off-screen export context. Labels are laid out
         for label_size logical pixels at dpr (the on-screen look), or scaled to the image size (exports).
         Raises RuntimeError when there is no OpenGL."""
         if self.gl.gl_error:
             raise RuntimeError(self.gl.gl_error)
         ctx = _ExportContext.get()
+        with PAINT_LOCK:  # the render thread's twins and buffers are ours until the image is read back
+            ctx.make_current()
+            try:
+                img = self._gl_image(w, h, transparent, theme, label_size)
+            finally:
+                ctx.done_current()
+        if self.labels_enabled:
+            self._paint_labels(img, self._overlay_input(), theme, label_size, dpr)
+        return img
+
+    def _gl_image(self, w: int, h: int, transparent: bool, theme: str, label_size=None) -> QImage:
+        """The 3D picture at w x h (4x MSAA); a GL context is current and PAINT_LOCK held (any thread)."""
         fmt = QOpenGLFramebufferObjectFormat()
         fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
         fmt.setSamples(4)
         lw, lh = label_size if label_size is not None else (w, h)
-        with PAINT_LOCK:  # the render thread's twins and buffers are ours until the image is read back
-            ctx.make_current()
-            try:
-                fbo = QOpenGLFramebufferObject(w, h, fmt)
-                fbo.bind()
-                state = self.gl.frame_snapshot()
-                if transparent:
-                    state.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
-                paint_twins(self.gl.frame_view, state, w, h, lw, lh)
-                GL.glFinish()
-                fbo.release()
-                img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
-                del fbo
-            finally:
-                ctx.done_current()
-        if self.labels_enabled:
-            p = QPainter(img)
-            try:
-                if label_size is not None:
-                    p.scale(dpr, dpr)
-                    draw_overlay(p, self._overlay_input(), label_size[0], label_size[1], 1.0)
-                else:
-                    draw_overlay(p, self._overlay_input(), w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
-            finally:
-                p.end()
+        fbo = QOpenGLFramebufferObject(w, h, fmt)
+        fbo.bind()
+        state = self.gl.frame_snapshot()
+        if transparent:
+            state.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
+        elif theme != "dark":
+            state.opts["bgcolor"] = tuple(BACKGROUNDS.get(theme, BACKGROUNDS["dark"]))
+        paint_twins(self.gl.frame_view, state, w, h, lw, lh)
+        GL.glFinish()
+        fbo.release()
+        img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
+        del fbo
         return img
+
+    @staticmethod
+    def _paint_labels(img: QImage, inp: OverlayInput, theme: str, label_size=None, dpr: float = 1.0) -> None:
+        """The labels onto img (any thread): the on-screen look (label_size at dpr) or scaled to an export."""
+        inp.theme = theme
+        p = QPainter(img)
+        try:
+            if label_size is not None:
+                p.scale(dpr, dpr)
+                paint_overlay(p, inp, label_size[0], label_size[1], 1.0)
+            else:
+                inp.label_scale = 1.0  # exports: sized to the image, not to presentation mode
+                w, h = img.width(), img.height()
+                paint_overlay(p, inp, w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
+        finally:
+            p.end()
 
     # ================================================================ building / colouring
     @_atomic
@@ -936,4 +1029,5 @@ class SceneView(QWidget):
                 note = self.tr("scene.step.generic", step=self.step_kind)
         return OverlayInput(layout=self.layout, camera=camera if camera is not None else self.cam, tr=self.tr, selected=self.selected,
                             hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
-                            step_note=note, flow_on=bool(self.flow_edges))
+                            step_note=note, flow_on=bool(self.flow_edges), focus=self.focus_ids(),
+                            label_scale=self.label_scale)
