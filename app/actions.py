@@ -48,6 +48,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("export_image", "file", "Ctrl+S", toolbar=True, separator_before=True),
     ActionSpec("copy_view", "file", "Ctrl+Shift+C"),
     ActionSpec("export_window", "file", "Ctrl+Shift+S"),
+    ActionSpec("export_animation", "file", "Ctrl+Shift+E"),
+    ActionSpec("open_model", "file", "Ctrl+Shift+O", separator_before=True),
     ActionSpec("quit", "file", "Ctrl+Q", separator_before=True),
     ActionSpec("camera_front", "view", "Ctrl+1", toolbar=True),
     ActionSpec("camera_side", "view", "Ctrl+2", toolbar=True),

@@ -133,6 +133,9 @@ class MainWindow(QMainWindow):
         self.engine.set_after_run(self.scene.precolour)  # cell colours computed in the engine thread
         self.engine.device_ready.connect(lambda _d: self._update_status())
         self.engine.busy_changed.connect(lambda _b: self._update_status())
+        from app.model_menu import ModelActions
+
+        self.models = ModelActions(self)  # the Model menu, File -> Open model config…, dropped config.json
         self._connect_state()
 
         self.resize(*default_window_size())
@@ -221,6 +224,8 @@ class MainWindow(QMainWindow):
             "export_image": lambda: self.open_export_dialog("view"),
             "export_window": lambda: self.open_export_dialog("window"),
             "copy_view": self.copy_view,
+            "export_animation": self.open_animation_dialog,
+            "open_model": lambda: self.models.open_dialog(),
             "open_view": lambda: self.views.open_dialog(),
             "save_view": lambda: self.views.save_dialog(),
             "quit": self.close,
@@ -353,6 +358,16 @@ class MainWindow(QMainWindow):
                                             h=image.height()), 8000)
         else:
             self.statusBar().showMessage(tr("app.export.copied", w=image.width(), h=image.height()), 8000)
+
+    def open_animation_dialog(self):
+        """File -> Export animation…: the dialog, then the export with a progress dialog (app/animate_dialog.py)."""
+        from app.animate_dialog import AnimationDialog, run_export
+
+        default = os.path.join(self._export_dir, f"k3-{self.config.name.lower().replace(' ', '-')}-steps.mp4")
+        dialog = AnimationDialog(default, self)
+        dialog.accepted.connect(lambda: run_export(self, *dialog.choice()))
+        dialog.open()
+        return dialog
 
     def copy_view(self) -> None:
         w, h = self.scene_pixel_size()

@@ -31,6 +31,7 @@ class Request:
     knobs: Knobs
     max_new_tokens: int
     base: object = None  # last good Trace when a resample is enough, else None
+    config: object = None  # a ModelConfig to switch to: the engine is rebuilt for it before the run
 
 
 SWITCH_INTERVAL_S = 0.0002  # bench/app.py: max UI stall 23-31 ms at 1 ms, 13-17 ms at 0.2 ms
@@ -98,20 +99,26 @@ class _EngineObject(QObject):
             self.failed.emit(request.serial, "engine not loaded")
             return
         t0 = time.perf_counter()
+        model = self.model
         try:
+            if request.config is not None:  # another model: built and run here; kept only if the run works
+                from compute.engine import ToyK3
+
+                self.model = ToyK3(config=request.config, device=model.device)
             if request.base is not None:
                 trace = self.model.resample(request.base, request.knobs)
             else:
                 trace = self.model.run(request.prompt, max_new_tokens=request.max_new_tokens,
                                        knobs=request.knobs)
         except Exception as exc:  # noqa: BLE001 - shown to the user, last good trace stays
+            self.model = model  # a model that failed to build or run is not kept
             log.exception("engine: run %d failed (prompt %r)", request.serial, request.prompt)
             self.failed.emit(request.serial, f"{type(exc).__name__}: {exc}")
             return
         seconds = time.perf_counter() - t0
         log.debug("engine: run %d (%s) took %.1f ms", request.serial,
                   "resample" if request.base is not None else "full", seconds * 1000)
-        if self.after_run is not None:
+        if self.after_run is not None and request.config is None:  # a new model: the scene re-lays first
             try:
                 self.after_run(trace)
             except Exception:  # noqa: BLE001 - a preparation only: whoever needs it computes it again
@@ -128,6 +135,8 @@ class EngineController(QObject):
     busy_changed = Signal(bool)
     device_ready = Signal(str)
     trace_published = Signal(object, float)  # Trace, engine seconds (after state.set_trace)
+    config_applied = Signal(object)  # ModelConfig: the engine runs it now (emitted before its first trace)
+    config_failed = Signal(object, str)  # ModelConfig, reason: the engine could not run it; the old one stays
 
     def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None):
         super().__init__(parent)
@@ -137,6 +146,7 @@ class EngineController(QObject):
         self._serial = 0
         self._in_flight: Request | None = None
         self._pending: tuple[str, Knobs] | None = None
+        self._pending_config = None  # a ModelConfig waiting to be switched to (latest wins)
         self._good = None  # last good trace
         self._loaded = False
         self._stopped = False
@@ -198,11 +208,26 @@ class EngineController(QObject):
         self._pending = (prompt, knobs)
         self._dispatch()
 
+    def request_config(self, config) -> None:
+        """Switch the engine to another model (built in the worker thread) and run the prompt on screen with
+        it; `config_applied` then the new trace follow, or `config_failed` and the current model stays."""
+        self._pending_config = config
+        if self._pending is None:
+            self._pending = (self._current_prompt(), self.state.knobs)
+        self._dispatch()
+
     def _dispatch(self) -> None:
         if self._in_flight is not None or self._pending is None or not self._loaded:
             return
         prompt, knobs = self._pending
         self._pending = None
+        config, self._pending_config = self._pending_config, None
+        if config is not None:
+            self._serial += 1
+            self._in_flight = Request(self._serial, prompt, knobs, self.max_new_tokens, None, config)
+            self.busy_changed.emit(True)
+            self._compute.emit(self._in_flight)
+            return
         base = None
         good = self._good
         if good is not None and good.text == prompt and only_sampling_changed(good.knobs, knobs):
@@ -225,7 +250,9 @@ class EngineController(QObject):
 
     @Slot(int, object, float)
     def _on_finished(self, serial: int, trace, seconds: float) -> None:
-        self._in_flight = None
+        done, self._in_flight = self._in_flight, None
+        if done is not None and done.config is not None:
+            self.config_applied.emit(done.config)
         old = self.state.trace
         self._good = trace
         self.state.set_trace(trace)
@@ -250,7 +277,9 @@ class EngineController(QObject):
 
     @Slot(int, str)
     def _on_failed(self, serial: int, message: str) -> None:
-        self._in_flight = None
+        done, self._in_flight = self._in_flight, None
+        if done is not None and done.config is not None:
+            self.config_failed.emit(done.config, message)
         if self._good is not None:
             self.state.prompt = self._good.text  # the prompt of the trace still on screen
         self.state.set_error(message)

@@ -1,0 +1,137 @@
+"""File -> Export animation…: the dialog (file, size, frames per second, steps or orbit, caption language)
+and the export with a progress dialog that can cancel. The frames are rendered on a view of their own
+(app/animate.py offscreen_view), so the window's view does not move while it runs."""
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
+                               QFormLayout, QHBoxLayout, QLineEdit, QMessageBox, QProgressDialog, QPushButton,
+                               QSpinBox, QWidget)
+
+from app import animate, i18n
+from app.export import ExportError
+from app.i18n import tr
+
+SIZES = ((1280, 720), (1920, 1080), (2560, 1440), (3840, 2160))
+LANGUAGE_NAMES = {"en": "English", "ko": "한국어"}
+
+
+class AnimationDialog(QDialog):
+    def __init__(self, default_path: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName("animation_dialog")
+        self.setWindowTitle(tr("anim.title"))
+        self.path = QLineEdit(default_path)
+        self.path.setObjectName("anim_path")
+        browse = QPushButton(tr("anim.browse"))
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.path, 1)
+        row.addWidget(browse)
+        file_row = QWidget()
+        file_row.setLayout(row)
+        self.size = QComboBox()
+        self.size.setObjectName("anim_size")
+        for w, h in SIZES:
+            self.size.addItem(f"{w} × {h}", (w, h))
+        self.size.setCurrentIndex(1)
+        self.fps = QSpinBox()
+        self.fps.setObjectName("anim_fps")
+        self.fps.setRange(1, animate.MAX_FPS)
+        self.fps.setValue(30)
+        self.mode = QComboBox()
+        self.mode.setObjectName("anim_mode")
+        for mode in animate.MODES:
+            self.mode.addItem(tr(f"anim.mode.{mode}"), mode)
+        self.lang = QComboBox()
+        self.lang.setObjectName("anim_lang")
+        for code in i18n.LANGUAGES:
+            self.lang.addItem(LANGUAGE_NAMES.get(code, code), code)
+        self.lang.setCurrentIndex(list(i18n.LANGUAGES).index(i18n.language()))
+        self.captions = QCheckBox(tr("anim.captions"))
+        self.captions.setObjectName("anim_captions")
+        self.captions.setChecked(True)
+        form = QFormLayout(self)
+        form.addRow(tr("anim.file"), file_row)
+        form.addRow(tr("anim.size"), self.size)
+        form.addRow(tr("anim.fps"), self.fps)
+        form.addRow(tr("anim.mode"), self.mode)
+        form.addRow(tr("anim.lang"), self.lang)
+        form.addRow("", self.captions)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel, self)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, tr("anim.title"), self.path.text(), tr("anim.filter"))
+        if path:
+            self.path.setText(path)
+
+    def choice(self) -> tuple[str, animate.AnimationSpec]:
+        w, h = self.size.currentData()
+        spec = animate.AnimationSpec(width=w, height=h, fps=self.fps.value(), mode=self.mode.currentData(),
+                                     lang=self.lang.currentData(), captions=self.captions.isChecked())
+        return os.path.abspath(os.path.expanduser(self.path.text().strip())), spec
+
+
+def run_export(window, path: str, spec: animate.AnimationSpec) -> str | None:
+    """Export with a progress dialog; returns the path written, None when cancelled or refused (the reason
+    in a message box or the status bar)."""
+    state = window.state
+    steps = window_steps(window)
+    progress = QProgressDialog(tr("anim.progress", n=0, total=0), tr("anim.cancel"), 0, 1, window)
+    progress.setObjectName("anim_progress")
+    progress.setWindowTitle(tr("anim.title"))
+    progress.setWindowModality(Qt.WindowModal)
+    progress.setMinimumDuration(0)
+    window.anim_progress = progress
+
+    def report(done: int, total: int) -> bool:
+        progress.setMaximum(max(total, 1))
+        progress.setValue(min(done, total))
+        progress.setLabelText(tr("anim.progress", n=done, total=total))
+        QApplication.processEvents()
+        return not progress.wasCanceled()
+
+    view = None
+    try:
+        animate.check_spec(spec, path)
+        from app.export import check_writable
+
+        check_writable(path)
+        if state.trace is None:
+            raise ExportError(tr("anim.error.no_trace"))
+        view = animate.offscreen_view(window.config, state.trace, state.layer, window.scene.camera_state(),
+                                      spec.width, spec.height)
+        written, frames = animate.export(view, steps, spec, path, state.layer, progress=report, step=state.step)
+    except animate.AnimationCancelled:
+        window.statusBar().showMessage(tr("anim.cancelled"), 8000)
+        return None
+    except ExportError as exc:
+        QMessageBox.warning(window, tr("anim.title"), str(exc))
+        return None
+    finally:
+        progress.close()
+        if view is not None:
+            _close_view(view)
+    window.statusBar().showMessage(tr("anim.saved", path=written, frames=frames, w=spec.width, h=spec.height,
+                                      duration=animate.duration_text(frames, spec.fps)), 10000)
+    return written
+
+
+def window_steps(window) -> list:
+    from app import player
+
+    return player.build_steps(window.state.trace)
+
+
+def _close_view(view) -> None:
+    renderer = getattr(view.gl, "renderer", None)
+    if renderer is not None:
+        renderer.stop()
+    view.close()
+    view.deleteLater()

@@ -1,0 +1,157 @@
+"""Opening another model: the Model menu (the bundled configs in assets/configs), File -> Open model config…,
+a config.json dropped on the window, and `k3-explorer --config FILE`.
+
+A chosen file is untrusted: it goes through the bounded loader (compute.config.ModelConfig.from_json), whose
+ConfigError names the file and the field. The engine is rebuilt for the new config in its worker thread
+(EngineController.request_config) and runs the prompt on screen; only when that works does the window switch:
+`window.config`, AppState.set_config (config_changed: the docks follow), the scene re-lays, the layer is
+clamped to the new stack. A refused file or a failed engine run shows a message box and a status note, and
+the current model stays.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
+
+from app.i18n import tr
+from compute.config import ConfigError, ModelConfig, available_configs
+
+log = logging.getLogger(__name__)
+
+
+def summary(cfg: ModelConfig) -> dict:
+    """The facts the status line names: layers, KDA / MLA split, experts and top-k."""
+    return dict(name=cfg.name, layers=cfg.num_hidden_layers, kda=len(cfg.kda_layers), mla=len(cfg.mla_layers),
+                experts=cfg.n_routed_experts, topk=cfg.num_experts_per_tok)
+
+
+class ModelActions(QObject):
+    """The Model menu and the model-switching path of a MainWindow."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.last_error = ""  # the last refusal's message (also shown in a message box and the status bar)
+        self.message_box: QMessageBox | None = None
+        self.file_dialog: QFileDialog | None = None
+        self.menu = QMenu(window)
+        self.menu.setObjectName("menu_model")
+        bar = window.menuBar()
+        before = window.registry.menus.get("language")
+        bar.insertMenu(before.menuAction(), self.menu) if before is not None else bar.addMenu(self.menu)
+        self.group = QActionGroup(self)
+        self.group.setExclusive(True)
+        self.model_actions: dict[str, QAction] = {}
+        for stem, path in available_configs().items():
+            try:
+                name = ModelConfig.from_json(path).name
+            except ConfigError:
+                name = stem
+            action = QAction(name, self)
+            action.setObjectName(f"action_model_{stem}")
+            action.setCheckable(True)
+            action.setData(str(path))
+            action.triggered.connect(lambda _c=False, p=str(path): self.open_path(p))
+            self.group.addAction(action)
+            self.menu.addAction(action)
+            self.model_actions[stem] = action
+        self.menu.addSeparator()
+        self.menu.addAction(window.registry.actions["open_model"])
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
+        window.engine.config_applied.connect(self._applied)
+        window.engine.config_failed.connect(self._engine_failed)
+        window.state.language_changed.connect(lambda _l: self.retranslate())
+        self.retranslate()
+
+    # --- choosing -----------------------------------------------------------------------------
+    def open_dialog(self) -> QFileDialog:
+        """File -> Open model config…: a file dialog (not blocking); the chosen file goes to open_path."""
+        start = os.path.dirname(self.window.config.path) if self.window.config.path else os.path.expanduser("~")
+        dialog = QFileDialog(self.window, tr("model.open.title"), start, tr("model.open.filter"))
+        dialog.setObjectName("open_model_dialog")
+        dialog.setFileMode(QFileDialog.ExistingFile)
+        dialog.setAcceptMode(QFileDialog.AcceptOpen)
+        dialog.fileSelected.connect(self.open_path)
+        self.file_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def open_path(self, path: str) -> bool:
+        """Load a config file and ask the engine to switch to it; False (and a message) when it is refused."""
+        try:
+            cfg = ModelConfig.from_json(path)
+        except ConfigError as exc:
+            log.warning("model: %s", exc)
+            self.refuse(str(exc))
+            return False
+        self.request(cfg)
+        return True
+
+    def request(self, cfg: ModelConfig) -> None:
+        self.window.statusBar().showMessage(tr("model.status.loading", name=cfg.name), 15000)
+        self.window.engine.request_config(cfg)
+
+    def refuse(self, message: str) -> None:
+        """A message box (window-modal, not blocking) and a status note; nothing else changes."""
+        self.last_error = message
+        self.window.statusBar().showMessage(tr("model.status.failed", message=message), 15000)
+        box = QMessageBox(QMessageBox.Warning, tr("model.open.title"), tr("model.open.failed", message=message),
+                          QMessageBox.Ok, self.window)
+        box.setObjectName("model_error_box")
+        self.message_box = box
+        box.open()
+
+    # --- the engine's answer --------------------------------------------------------------------
+    def _applied(self, cfg: ModelConfig) -> None:
+        w = self.window
+        w.config = cfg
+        w.state.set_config(cfg)  # config_changed: the docks follow
+        w.scene.set_config(cfg)
+        n = cfg.num_hidden_layers
+        if w.state.layer >= n:
+            w.state.select_layer(n - 1)
+        self._check_current()
+        w._update_status()
+        w.statusBar().showMessage(tr("model.status.loaded", **summary(cfg)), 10000)
+        log.info("model: switched to %s (%s)", cfg.name, cfg.path)
+
+    def _engine_failed(self, cfg: ModelConfig, message: str) -> None:
+        self.refuse(tr("model.engine_failed", name=cfg.name, message=message))
+
+    def _check_current(self) -> None:
+        current = os.path.realpath(self.window.config.path) if self.window.config.path else ""
+        for action in self.model_actions.values():
+            action.setChecked(os.path.realpath(action.data()) == current)
+
+    # --- drag and drop --------------------------------------------------------------------------
+    @staticmethod
+    def _dropped_path(event) -> str | None:
+        mime = event.mimeData()
+        if mime is None or not mime.hasUrls():
+            return None
+        urls = [u for u in mime.urls() if u.isLocalFile()]
+        if len(urls) != 1 or not urls[0].toLocalFile().lower().endswith(".json"):
+            return None
+        return urls[0].toLocalFile()
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.window and event.type() in (QEvent.DragEnter, QEvent.DragMove):
+            if self._dropped_path(event):
+                event.acceptProposedAction()
+                return True
+        elif obj is self.window and event.type() == QEvent.Drop:
+            path = self._dropped_path(event)
+            if path:
+                event.acceptProposedAction()
+                self.open_path(path)
+                return True
+        return False
+
+    def retranslate(self) -> None:
+        self.menu.setTitle(tr("app.menu.model"))
+        self._check_current()
