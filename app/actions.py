@@ -3,6 +3,11 @@
 `ACTIONS` is plain data (id, menu, text key, shortcut, toolbar?, checkable group). `ActionRegistry` turns it
 into QActions bound to handlers, fills menus and the toolbar, retranslates them, and produces the rows of
 Help -> Keyboard shortcuts. A test checks no two actions share a key binding.
+
+Keys go to the focused control: a bare-key shortcut (arrows, Home / End, PgUp / PgDn, Space) does not fire
+while an input control that uses that key has the keyboard focus (a slider, spin box, combo box, text field,
+list or table; Space also for a button) — the control gets the key. With the focus on the 3D view or on
+nothing that takes keys, the shortcut drives the player / the layer.
 """
 from __future__ import annotations
 
@@ -10,11 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QComboBox, QDialog, QDialogButtonBox,
-                               QHeaderView, QLineEdit, QMenu, QMenuBar, QPlainTextEdit, QTableWidget,
-                               QTableWidgetItem, QTextEdit, QToolBar, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlider, QAbstractSpinBox, QApplication,
+                               QComboBox, QDialog, QDialogButtonBox, QHeaderView, QLineEdit, QMenu, QMenuBar,
+                               QPlainTextEdit, QTableWidget, QTableWidgetItem, QTextEdit, QToolBar,
+                               QVBoxLayout, QWidget)
 
 from app import i18n
 from app.i18n import tr
@@ -30,7 +36,7 @@ class ActionSpec:
     toolbar: bool = False
     group: str = ""  # exclusive checkable group ("" = plain action)
     separator_before: bool = False
-    text_input_safe: bool = True  # False: ignored while a text field has focus (bare keys like Space)
+    text_input_safe: bool = True  # False: a bare key that a focused input control gets instead
 
     @property
     def text_key(self) -> str:
@@ -56,8 +62,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("camera_top", "view", "Ctrl+3", toolbar=True),
     ActionSpec("camera_stack", "view", "Ctrl+4", toolbar=True),
     ActionSpec("camera_reset", "view", "Ctrl+0"),
-    ActionSpec("layer_prev", "view", "PgDown", separator_before=True),
-    ActionSpec("layer_next", "view", "PgUp"),
+    ActionSpec("layer_prev", "view", "PgDown", separator_before=True, text_input_safe=False),
+    ActionSpec("layer_next", "view", "PgUp", text_input_safe=False),
     ActionSpec("reset_layout", "view", "", separator_before=True),
     ActionSpec("play_pause", "player", "Space", toolbar=True, text_input_safe=False),
     ActionSpec("step_back", "player", "Left", text_input_safe=False),
@@ -88,11 +94,44 @@ def plain(text: str) -> str:
 
 
 def text_field_has_focus() -> bool:
-    """True while the keyboard goes to a text entry (then bare-key shortcuts must not fire)."""
+    """True while the keyboard goes to a text entry."""
     w = QApplication.focusWidget()
     if isinstance(w, (QLineEdit, QTextEdit, QPlainTextEdit, QAbstractSpinBox)):
         return not getattr(w, "isReadOnly", lambda: False)()
     return isinstance(w, QComboBox) and w.isEditable()
+
+
+# controls that use the bare navigation keys themselves (arrows, Home / End, PgUp / PgDn, Space)
+KEY_CONTROLS = (QAbstractSlider, QAbstractSpinBox, QComboBox, QLineEdit, QTextEdit, QPlainTextEdit,
+                QAbstractItemView)
+
+
+def control_wants_key(widget, key: int) -> bool:
+    """True when `widget` (the focus widget) uses `key` itself, so a bare-key shortcut must yield to it."""
+    if widget is None:
+        return False
+    if isinstance(widget, KEY_CONTROLS):
+        return widget.isEnabled()
+    return isinstance(widget, QAbstractButton) and key == Qt.Key_Space
+
+
+class _BareKeysToFocusedControl(QObject):
+    """Application event filter: a bare-key shortcut of `window` that the focused control uses is given to
+    the control (its ShortcutOverride is accepted, so Qt delivers the key press instead of the shortcut)."""
+
+    def __init__(self, window: QWidget, keys: set[int]):
+        super().__init__(window)
+        self.window = window
+        self.keys = keys
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.ShortcutOverride and event.modifiers() in (Qt.NoModifier, Qt.KeypadModifier):
+            key = event.key()
+            if key in self.keys and isinstance(obj, QWidget) and obj.window() is self.window \
+                    and control_wants_key(obj, key):
+                event.accept()
+                return True
+        return False
 
 
 class ActionRegistry:
@@ -118,18 +157,13 @@ class ActionRegistry:
             handler = handlers.get(spec.id)
             if handler is None:
                 raise KeyError(f"no handler for action {spec.id!r}")
-            action.triggered.connect(self._guarded(spec, handler))
+            action.triggered.connect(lambda _checked=False, handler=handler: handler())
             window.addAction(action)
             self.actions[spec.id] = action
+        bare = {QKeySequence(s.shortcut)[0].key() for s in self.specs if s.shortcut and not s.text_input_safe}
+        self._key_guard = _BareKeysToFocusedControl(window, bare)
+        QApplication.instance().installEventFilter(self._key_guard)
         self.retranslate()
-
-    @staticmethod
-    def _guarded(spec: ActionSpec, handler: Callable[[], None]):
-        def run(_checked=False):
-            if not spec.text_input_safe and text_field_has_focus():
-                return
-            handler()
-        return run
 
     def build_menus(self, menubar: QMenuBar, extra: dict[str, QMenu] | None = None) -> None:
         """One menu per MENUS entry, in order; `extra` supplies menus filled elsewhere (Window)."""

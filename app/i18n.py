@@ -3,7 +3,8 @@
 Catalogues are JSON files under assets/i18n/, one pair per area of the app: `<area>.en.json` and
 `<area>.ko.json` (flat {key: text}). All areas are merged into one table per language; keys must be unique
 across areas (a test checks both languages have the same keys). Qt-free: the Qt side listens to
-`on_change` callbacks (app/state.py re-emits them as a signal).
+`on_change` callbacks (app/state.py re-emits them as a signal). A bound method is held weakly: an object
+that is gone stops being called without anyone having to unregister it.
 
     from app.i18n import tr, set_language
     tr("menu.file")            # -> "File" / "파일"
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import locale
 import os
+import weakref
 from typing import Callable
 
 from assets import asset_path
@@ -21,7 +23,7 @@ from assets import asset_path
 LANGUAGES = ("en", "ko")
 _tables: dict[str, dict[str, str]] = {}
 _lang = "en"
-_listeners: list[Callable[[str], None]] = []
+_listeners: list = []  # plain callables, or weakref.WeakMethod for bound methods
 
 
 def load_catalogues(lang: str) -> dict[str, str]:
@@ -66,21 +68,39 @@ def set_language(lang: str) -> None:
     if lang == _lang:
         return
     _lang = lang
-    for listener in list(_listeners):
+    for entry in list(_listeners):
+        listener = entry() if isinstance(entry, weakref.WeakMethod) else entry
+        if listener is None:  # its object is gone
+            _forget(entry)
+            continue
         try:
             listener(lang)
         except RuntimeError:  # its Qt owner was deleted ("Signal source has been deleted"): forget it
-            off_change(listener)
+            _forget(entry)
 
 
 def on_change(listener: Callable[[str], None]) -> None:
-    _listeners.append(listener)
+    """Call listener(lang) after each language switch; a bound method is held weakly."""
+    _listeners.append(weakref.WeakMethod(listener) if hasattr(listener, "__self__") and
+                      hasattr(listener, "__func__") else listener)
 
 
 def off_change(listener: Callable[[str], None]) -> None:
     """Stop calling listener (no error when it was never registered)."""
+    for entry in list(_listeners):
+        target = entry() if isinstance(entry, weakref.WeakMethod) else entry
+        if target == listener:
+            _forget(entry)
+
+
+def listener_count() -> int:
+    """How many listeners are still alive (tests: a dropped state leaves none behind)."""
+    return sum(1 for e in _listeners if not isinstance(e, weakref.WeakMethod) or e() is not None)
+
+
+def _forget(entry) -> None:
     try:
-        _listeners.remove(listener)
+        _listeners.remove(entry)
     except ValueError:
         pass
 

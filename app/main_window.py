@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
         self.settings = Settings(settings_path)
         self.state = AppState(self)
         self.config = load_default()
+        self.state.set_config(self.config)
         self._start_engine = start_engine
         self._shown_once = False
         self._first_frame_done = False
@@ -220,6 +221,7 @@ class MainWindow(QMainWindow):
         self.window_menu_actions.append(action)
 
     def _handlers(self) -> dict:
+        player = self.state.player
         h = {
             "export_image": lambda: self.open_export_dialog("view"),
             "export_window": lambda: self.open_export_dialog("window"),
@@ -233,14 +235,14 @@ class MainWindow(QMainWindow):
             "layer_prev": lambda: self._layer_by(-1),
             "layer_next": lambda: self._layer_by(1),
             "reset_layout": self.reset_layout,
-            "play_pause": lambda: self._player_call("toggle_play"),
-            "step_back": lambda: self._player_call("step_by", -1),
-            "step_forward": lambda: self._player_call("step_by", 1),
-            "step_first": lambda: self._player_call("seek", 0),
-            "step_last": lambda: self._player_call("seek", 10 ** 6),
-            "run_prompt": lambda: self._player_call("run_prompt"),
-            "lang_en": lambda: i18n.set_language("en"),
-            "lang_ko": lambda: i18n.set_language("ko"),
+            "play_pause": player.toggle_play,
+            "step_back": lambda: player.step_by(-1),
+            "step_forward": lambda: player.step_by(1),
+            "step_first": player.first,
+            "step_last": player.last,
+            "run_prompt": self._run_prompt,
+            "lang_en": lambda: self.state.set_language("en"),
+            "lang_ko": lambda: self.state.set_language("ko"),
             "shortcuts": self.show_shortcuts,
             "about": self.show_about,
         }
@@ -256,11 +258,13 @@ class MainWindow(QMainWindow):
         st.token_changed.connect(sc.set_token)
         st.step_changed.connect(self._on_step)
         st.block_selected.connect(sc.select_block)
+        st.set_dock_opener(self.show_dock)
         st.expert_selected.connect(sc.select_expert)
         st.engine_error.connect(self._on_error)
         st.language_changed.connect(lambda _l: self.retranslate())
         st.layer_changed.connect(lambda _l: self._update_status())
         sc.block_clicked.connect(st.select_block)
+        sc.cell_clicked.connect(st.select_cell)
         sc.layer_clicked.connect(st.select_layer)
         sc.expert_clicked.connect(st.select_expert)
         sc.block_hovered.connect(self._on_hover)
@@ -276,9 +280,9 @@ class MainWindow(QMainWindow):
         self._update_status()
 
     def _focus_step(self) -> None:
-        steps = player.build_steps(self.state.trace)
-        if steps:
-            kind = steps[min(self.state.step, len(steps) - 1)].kind
+        step = self.state.player.current()
+        if step is not None:
+            kind = step.kind
             if kind != self._focused_kind:
                 self._focused_kind = kind
                 self.scene.set_step_focus(kind)
@@ -304,11 +308,10 @@ class MainWindow(QMainWindow):
         ffn = self.config.ffn_types[layer]
         self.layer_label.setText(tr("app.status.layer", n=layer + 1, total=len(self.config.mixer_types),
                                     mixer=tr(f"app.type.{mixer}"), ffn=tr(f"app.type.{ffn}")))
-        steps = player.build_steps(self.state.trace)
-        if steps:
-            step = steps[min(self.state.step, len(steps) - 1)]
-            self.step_label.setText(tr("app.status.step", n=step.index + 1, total=len(steps),
-                                       title=tr(step.title_key), phase=tr(f"app.player.phase_{step.phase}")))
+        step = self.state.player.current()
+        if step is not None:
+            self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr),
+                                       title=tr(step.title_key)))
         else:
             self.step_label.setText(tr("app.status.engine_loading"))
         device = self.engine.device_text or tr("app.status.device_loading")
@@ -316,10 +319,23 @@ class MainWindow(QMainWindow):
         self.device_label.setText(tr("app.status.device", device=device) + busy)
 
     # --- actions -----------------------------------------------------------------------------
-    def _player_call(self, name: str, *args) -> None:
+    def _run_prompt(self) -> None:
         dock = self.docks.get("TracePlayerDock")
         if dock is not None:
-            getattr(dock, name)(*args)
+            dock.run_prompt()
+
+    def show_dock(self, name: str, tab: str = "") -> bool:
+        """Show and raise the panel `name` (a dock's objectName), on its tab `tab` when it has tabs; False
+        when there is no such panel (yet) or it has no such tab."""
+        dock = self.docks.get(name)
+        if dock is None or (tab and not hasattr(dock, "show_tab")):
+            return False
+        if tab:
+            dock.show_tab(tab)
+        else:
+            dock.show()
+            dock.raise_()
+        return True
 
     def _layer_by(self, delta: int) -> None:
         n = len(self.config.mixer_types)
@@ -457,8 +473,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(problem, 15000)
 
     def closeEvent(self, event) -> None:
-        self._player_call("pause")
+        self.state.player.pause()
         self.save_settings()
         self.engine.stop()
-        i18n.off_change(self.state.language_changed.emit)  # a later switch must not reach a closed window
+        self.state.detach_language()  # a later switch must not reach a closed window
         super().closeEvent(event)

@@ -156,3 +156,11 @@ def shape_text(shape: tuple | None) -> str:
     if shape is None:
         return ""
     return "[" + ", ".join(f"{int(s):,}" for s in shape) + "]"
+
+
+def step_caption(step: Step, tr) -> str:
+    """'Step 12 of 17 · decode token 2': the step's place in the 17-step pipeline and its decode round
+    (round i samples generated token i + 1; the prefill samples the first)."""
+    if step.phase == "A":
+        return tr("app.player.caption_A", n=step.number, total=PIPELINE_LENGTH)
+    return tr("app.player.caption_B", n=step.number, total=PIPELINE_LENGTH, round=step.pass_index + 1)

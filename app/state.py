@@ -4,7 +4,11 @@ Data flows one way: user input -> AppState.request_* -> engine worker (coalesced
 scene + docks. Clicks flow back as block ids / expert ids / layer numbers, never as GL objects.
 
 Every dock is constructed as `SomeDock(state: AppState, parent=None)` (a QDockWidget with an objectName),
-connects to the signals it needs, and implements `retranslate()` (called on language_changed).
+connects to the signals it needs, and implements `retranslate()` (called on language_changed). A dock reads
+what it needs from the state — the model config (`config`), the language (`language`), the selected block
+and cell (`block`, `cell`), the trace player (`player`, a PlayerController) — never from its parent window.
+A dock that wants another panel shown asks with `show_dock(object_name, tab)`; the window that holds the
+panels answers it (`set_dock_opener`).
 
 The main window owns the engine worker and connects `knobs_requested` / `prompt_requested` to it; the worker
 answers with `set_trace(trace)` (or `set_error(message)`).
@@ -27,6 +31,8 @@ class AppState(QObject):
     token_changed = Signal(int)  # selected absolute token position
     step_changed = Signal(int)  # trace player step index
     block_selected = Signal(str)  # block id ("L37/kda.state", "lm_head", ...)
+    cell_selected = Signal(str, int, int)  # block id, drawn grid row, column (a cell clicked in the scene)
+    config_changed = Signal(object)  # ModelConfig of the shown model
     expert_selected = Signal(int)  # routed expert id 0..E-1
     language_changed = Signal(str)  # "en" | "ko"
     knobs_requested = Signal(object)  # Knobs: the worker should recompute (latest wins)
@@ -42,11 +48,42 @@ class AppState(QObject):
         self.token = 0
         self.step = 0
         self.block: str | None = None
+        self.cell: tuple[str, int, int] | None = None
         self.expert = 17
         self.device = "cpu"
-        listener = self.language_changed.emit
-        i18n.on_change(listener)
-        self.destroyed.connect(lambda *_: i18n.off_change(listener))
+        self.config = None
+        self._dock_opener = None
+        i18n.on_change(self._on_language)  # held weakly by i18n: a dropped state is forgotten by itself
+        from app.player_controller import PlayerController
+
+        self.player = PlayerController(self)
+
+    # --- language / config ---------------------------------------------------------------------
+    @property
+    def language(self) -> str:
+        return i18n.language()
+
+    def set_language(self, lang: str) -> None:
+        i18n.set_language(lang)  # language_changed follows through the i18n listener
+
+    def _on_language(self, lang: str) -> None:
+        self.language_changed.emit(lang)
+
+    def detach_language(self) -> None:
+        """A later language switch must not reach this state (its window is closing)."""
+        i18n.off_change(self._on_language)
+
+    def set_config(self, cfg) -> None:
+        self.config = cfg
+        self.config_changed.emit(cfg)
+
+    def set_dock_opener(self, opener) -> None:
+        """opener(object_name, tab) -> bool: shows that panel (on that tab); False when there is none."""
+        self._dock_opener = opener
+
+    def show_dock(self, name: str, tab: str = "") -> bool:
+        """Show the panel `name` on tab `tab`; False when no window holds such a panel."""
+        return bool(self._dock_opener(name, tab)) if self._dock_opener is not None else False
 
     # --- engine side ---------------------------------------------------------------------------
     def set_trace(self, trace: Trace) -> None:
@@ -91,7 +128,14 @@ class AppState(QObject):
 
     def select_block(self, block_id: str) -> None:
         self.block = block_id
+        if self.cell is not None and self.cell[0] != block_id:
+            self.cell = None
         self.block_selected.emit(block_id)
+
+    def select_cell(self, block_id: str, row: int, col: int) -> None:
+        self.block = block_id
+        self.cell = (block_id, int(row), int(col))
+        self.cell_selected.emit(block_id, int(row), int(col))
 
     def select_expert(self, expert: int) -> None:
         self.expert = expert

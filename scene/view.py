@@ -400,7 +400,7 @@ class SceneView(QWidget):
         self.pass_index = 0
         self.token = 0
         self.step_kind: str | None = None
-        self.step_blocks: tuple[str, ...] = ()  # block ids the current step outlines (from the step table)
+        self.step_block_ids: tuple[str, ...] = ()  # block ids the current step outlines (the step table's)
         self.selected: str | None = None
         self.hovered: str | None = None
         self.hover_cell: tuple[str, int, int] | None = None
@@ -795,8 +795,8 @@ class SceneView(QWidget):
     # ================================================================ lines: outlines, follow, flow
     def _update_outlines(self) -> None:
         lay = self.layout
-        self.step_blocks = highlights.step_blocks(lay, self.step_kind)
-        self._set_lines(self.line_step, highlights.step_outlines(lay, self.step_blocks))
+        self.step_block_ids = highlights.step_blocks(lay, self.step_kind)
+        self._set_lines(self.line_step, highlights.step_outlines(lay, self.step_block_ids))
         self._set_lines(self.line_sel, highlights.block_outline(lay, self.selected))
         hv = highlights.block_outline(lay, self.hovered) if self.hovered != self.selected else None
         if self.hover_cell is not None:  # and the cell under the cursor

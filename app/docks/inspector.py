@@ -1,8 +1,9 @@
 """Inspector dock (S5, S6): what the selected block is, its formula, real K3 and toy shapes, live values, and
 "follow one number" — x · W[:, j] = y_j written out term by term, summed before rounding.
 
-Listens to AppState (block_selected, trace/pass/token/language changes). The scene's `cell_clicked(block_id,
-row, col)` signal should be connected to `show_cell` (row = drawn grid row, as the scene reports it).
+Listens to AppState only: block_selected, cell_selected (row = drawn grid row, as the scene reports it),
+config_changed, trace/pass/token changes, and language_changed (it retranslates itself, so the main window
+leaves it alone: `retranslates_itself`).
 """
 from __future__ import annotations
 
@@ -63,13 +64,15 @@ def follow_one_number(trace, layer: int, kind: str, position: int, col: int):
 
 
 class InspectorDock(QDockWidget):
+    retranslates_itself = True  # follows state.language_changed; the main window must not call it again
+
     def __init__(self, state: AppState, parent=None):
         super().__init__(parent)
         self.setObjectName("inspectorDock")
         self.state = state
         self.block_id: str | None = None
         self.cell: tuple[str, int, int] | None = None
-        self.config = None
+        self.config = state.config
 
         body = QWidget()
         lay = QVBoxLayout(body)
@@ -119,22 +122,19 @@ class InspectorDock(QDockWidget):
             lay.addWidget(w)
         lay.addStretch(1)
         scroll = QScrollArea()
+        scroll.setFrameShape(QScrollArea.NoFrame)  # no empty box around the hint before a pick
         scroll.setWidgetResizable(True)
         scroll.setWidget(body)
         self.setWidget(scroll)
 
         state.block_selected.connect(self.show_block)
+        state.cell_selected.connect(self.show_cell)
+        state.config_changed.connect(self.set_config)
         # bound methods (not lambdas): Qt drops these connections when the dock is destroyed
         state.trace_changed.connect(self._on_change)
         state.pass_changed.connect(self._on_change)
         state.token_changed.connect(self._on_change)
         state.language_changed.connect(self._on_language)
-        # in the main window the scene already exists when docks are made: follow its cell clicks (S6)
-        scene = getattr(parent, "scene", None)
-        if scene is not None and hasattr(scene, "cell_clicked"):
-            scene.cell_clicked.connect(self.show_cell)
-            if hasattr(parent, "config"):
-                self.config = parent.config
         self.retranslate()
 
     def _on_change(self, *_args) -> None:
@@ -167,7 +167,14 @@ class InspectorDock(QDockWidget):
         self.refresh()
 
     # ---------------------------------------------------------------- content
+    def _show_details(self, shown: bool) -> None:
+        """Until a block is picked only the hint shows: no empty text, table or follow boxes."""
+        for w in (self.meta_label, self.what, self.formula_label, self.values_title, self.values_note, self.table,
+                  self.follow_box):
+            w.setVisible(shown)
+
     def refresh(self) -> None:
+        self._show_details(bool(self.block_id))
         if not self.block_id:
             self.name_label.setText(tr("inspector.empty"))
             self.meta_label.setText("")

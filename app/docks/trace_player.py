@@ -3,25 +3,25 @@
 Top: the prompt box (type any text, Korean works; Run), its UTF-8 bytes, the tokens (pieces + IDs) and the
 streamed answer. Middle: play / pause / step / seek / speed. Bottom: the step list and the selected step's
 facts — data type and shape (toy and real K3), where it lives, how it moves, Phase A / B — computed by the
-Qt-free core in app/player.py. Space / ←/→ / Home / End come from the action registry (ignored while a text
-field has focus); the camera and highlights follow through AppState.step_changed.
+Qt-free core in app/player.py. Steps, seek and the timer belong to the PlayerController (`state.player`);
+this dock shows them. Space / ←/→ / Home / End come from the action registry (they go to a focused input
+control instead); the camera and highlights follow through AppState.step_changed. The player never moves
+the chosen layer: a step about a layer type it lacks names the layer its values come from.
 """
 from __future__ import annotations
 
 import html
 import re
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
                                QToolButton, QVBoxLayout, QWidget)
 
 from app import i18n, player, texts
 from app.i18n import tr
+from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
-
-SPEEDS = (0.5, 1.0, 2.0, 4.0)
-BASE_INTERVAL_MS = 1400
 PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
 # What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
 # gets break points, a long token list its tail; so no prompt can widen (or lengthen) the panel or the window.
@@ -37,11 +37,9 @@ class TracePlayerDock(QDockWidget):
         super().__init__(parent)
         self.setObjectName("TracePlayerDock")
         self.state = state
-        self.steps: list[player.Step] = []
-        self.index = 0
-        self.timer = QTimer(self)
-        self.timer.timeout.connect(self._tick)
+        self.player = state.player
         self._build()
+        self.player.playing_changed.connect(lambda _p: self._update_play_button())
         state.trace_changed.connect(self._on_trace)
         state.step_changed.connect(self._on_step_changed)
         state.engine_error.connect(self._on_error)
@@ -89,7 +87,7 @@ class TracePlayerDock(QDockWidget):
         self.back_button = _tool(QStyle.SP_MediaSeekBackward, "player_back", lambda: self.step_by(-1))
         self.play_button = _tool(QStyle.SP_MediaPlay, "player_play", self.toggle_play)
         self.forward_button = _tool(QStyle.SP_MediaSeekForward, "player_forward", lambda: self.step_by(1))
-        self.last_button = _tool(QStyle.SP_MediaSkipForward, "player_last", lambda: self.seek(len(self.steps) - 1))
+        self.last_button = _tool(QStyle.SP_MediaSkipForward, "player_last", lambda: self.player.last())
         for b in (self.first_button, self.back_button, self.play_button, self.forward_button, self.last_button):
             transport.addWidget(b)
         self.seek_slider = QSlider(Qt.Horizontal)
@@ -97,9 +95,8 @@ class TracePlayerDock(QDockWidget):
         self.seek_slider.setFocusPolicy(Qt.NoFocus)
         self.seek_slider.valueChanged.connect(self._on_seek_slider)
         transport.addWidget(self.seek_slider, 1)
-        self.counter = QLabel("00 / 00")
+        self.counter = QLabel()
         self.counter.setObjectName("step_counter")
-        self.counter.setMinimumWidth(64)
         self.counter.setAlignment(Qt.AlignCenter)
         transport.addWidget(self.counter)
         self.speed = QComboBox()
@@ -156,49 +153,37 @@ class TracePlayerDock(QDockWidget):
         self.setWidget(body)
         self.setMinimumWidth(340)
 
-    # --- public control (used by the action registry and tests) ------------------------------
-    def seek(self, index: int) -> None:
-        if not self.steps:
-            return
-        index = max(0, min(index, len(self.steps) - 1))
-        self.index = index
-        step = self.steps[index]
-        st = self.state
-        if st.trace is not None and step.layer_type:
-            mixers = [L.mixer for L in st.trace.passes[0].layers]
-            ffns = [L.ffn for L in st.trace.passes[0].layers]
-            st.select_layer(player.focus_layer(step, mixers, ffns, st.layer))
-        st.select_pass(step.pass_index)
-        st.select_token(step.token)
-        if st.step != index:
-            st.select_step(index)
-        else:
-            self._refresh()
+    # --- the controller's state and control (state.player; kept here for the dock's callers) ----
+    @property
+    def steps(self) -> list[player.Step]:
+        return self.player.steps
 
-    def step_by(self, delta: int) -> None:
-        self.seek(self.index + delta)
+    @property
+    def index(self) -> int:
+        return self.player.index
 
-    def toggle_play(self) -> None:
-        if self.timer.isActive():
-            self.pause()
-        else:
-            self.play()
-
-    def play(self) -> None:
-        if not self.steps:
-            return
-        if self.index >= len(self.steps) - 1:
-            self.seek(0)
-        self.timer.start(self._interval())
-        self._update_play_button()
-
-    def pause(self) -> None:
-        self.timer.stop()
-        self._update_play_button()
+    @property
+    def timer(self):
+        return self.player.timer
 
     @property
     def playing(self) -> bool:
-        return self.timer.isActive()
+        return self.player.playing
+
+    def seek(self, index: int) -> None:
+        self.player.seek(index)
+
+    def step_by(self, delta: int) -> None:
+        self.player.step_by(delta)
+
+    def toggle_play(self) -> None:
+        self.player.toggle_play()
+
+    def play(self) -> None:
+        self.player.play()
+
+    def pause(self) -> None:
+        self.player.pause()
 
     def run_prompt(self) -> None:
         text = self.prompt.text()
@@ -209,18 +194,8 @@ class TracePlayerDock(QDockWidget):
         self.state.request_prompt(text)
 
     # --- internals ---------------------------------------------------------------------------
-    def _interval(self) -> int:
-        return int(BASE_INTERVAL_MS / float(self.speed.currentData() or 1.0))
-
-    def _tick(self) -> None:
-        if self.index >= len(self.steps) - 1:
-            self.pause()
-        else:
-            self.step_by(1)
-
     def _on_speed(self, _i: int) -> None:
-        if self.timer.isActive():
-            self.timer.start(self._interval())
+        self.player.set_speed(float(self.speed.currentData() or 1.0))
 
     def _on_seek_slider(self, value: int) -> None:
         if value != self.index:
@@ -230,13 +205,10 @@ class TracePlayerDock(QDockWidget):
         if row >= 0 and row != self.index:
             self.seek(row)
 
-    def _on_step_changed(self, index: int) -> None:
-        if self.steps:
-            self.index = max(0, min(index, len(self.steps) - 1))
+    def _on_step_changed(self, _index: int) -> None:
         self._refresh()
 
     def _on_trace(self, trace) -> None:
-        self.steps = player.build_steps(trace)
         if self.prompt.text() != trace.text and not self.prompt.hasFocus():
             self.prompt.setText(trace.text)
         self.message.hide()
@@ -244,7 +216,6 @@ class TracePlayerDock(QDockWidget):
         self.seek_slider.blockSignals(True)
         self.seek_slider.setRange(0, max(len(self.steps) - 1, 0))
         self.seek_slider.blockSignals(False)
-        self.index = max(0, min(self.state.step, len(self.steps) - 1))
         self._refresh()
 
     def _on_error(self, message: str) -> None:
@@ -268,7 +239,7 @@ class TracePlayerDock(QDockWidget):
         self.list.blockSignals(False)
 
     def _step_label(self, step: player.Step) -> str:
-        label = f"{step.index + 1:02d}  {tr(step.title_key)}"
+        label = f"{step.number:02d}  {tr(step.title_key)}"
         if step.phase == "B":
             label += "  · " + tr("app.player.token_n", n=step.pass_index + 1)
         return label
@@ -280,7 +251,7 @@ class TracePlayerDock(QDockWidget):
 
     def _refresh(self) -> None:
         n = len(self.steps)
-        self.counter.setText(f"{self.index + 1:02d} / {n:02d}" if n else "00 / 00")
+        self.counter.setText(player.step_caption(self.steps[self.index], tr) if n else "")
         self.seek_slider.blockSignals(True)
         self.seek_slider.setValue(self.index)
         self.seek_slider.blockSignals(False)
@@ -331,7 +302,7 @@ class TracePlayerDock(QDockWidget):
             self._explain_md = ""
             return
         step = self.steps[self.index]
-        self.title.setText(f"{step.index + 1:02d}  {tr(step.title_key)}")
+        self.title.setText(f"{step.number:02d}  {tr(step.title_key)}")
         colour = PHASE_COLOURS[step.phase]
         self.phase.setText(tr(f"app.player.phase_{step.phase}"))
         _set_if_changed(self.phase, "styleSheet", "setStyleSheet",
@@ -355,6 +326,9 @@ class TracePlayerDock(QDockWidget):
         ]
         for key, fmt in facts.extra:
             rows.append(("", html.escape(tr(key, **fmt))))
+        note = self._layer_note(trace, step)
+        if note:
+            rows.append(("", f"<i>{html.escape(note)}</i>"))
         body = "".join(f"<tr><td style='color:gray; padding-right:8px; vertical-align:top'>{html.escape(k)}</td>"
                        f"<td>{v}</td></tr>" for k, v in rows)
         _set_if_changed(self.facts, "text", "setText", f"<table cellspacing='2'>{body}</table>")
@@ -368,6 +342,19 @@ class TracePlayerDock(QDockWidget):
         if explain != getattr(self, "_explain_md", None):  # a new trace of the same step keeps its text
             self._explain_md = explain
             self.explain.setMarkdown(explain)
+
+    def _layer_note(self, trace, step: player.Step) -> str:
+        """Says so when the step's values come from another layer than the chosen one (which stays)."""
+        if not step.layer_type:
+            return ""
+        mixers = [L.mixer for L in trace.passes[0].layers]
+        ffns = [L.ffn for L in trace.passes[0].layers]
+        chosen = min(max(self.state.layer, 0), len(mixers) - 1)
+        shown = player.focus_layer(step, mixers, ffns, chosen)
+        if shown == chosen:
+            return ""
+        return tr("app.player.layer_note", chosen=chosen + 1, shown=shown + 1,
+                  type=tr(f"app.type.{step.layer_type}"))
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("app.dock.trace_player"))

@@ -97,3 +97,29 @@ def test_no_visible_text_is_a_missing_key(main_window, qtbot, lang):
         i18n.set_language("en")
         win.docks["TracePlayerDock"].seek(0)
         win._group_heads["right_tabs"].raise_()
+
+
+def test_a_dropped_state_leaves_no_language_listener(qapp):
+    """AppState is held weakly by app.i18n: a state nobody keeps stops listening by itself, a live one hears
+    every switch (no module-global list to keep states alive or to clean up by hand)."""
+    import gc
+
+    from app.state import AppState
+
+    i18n.set_language("en")
+    before = i18n.listener_count()
+    kept = AppState()
+    heard = []
+    kept.language_changed.connect(heard.append)
+    dropped = AppState()
+    assert i18n.listener_count() == before + 2
+    del dropped
+    gc.collect()
+    assert i18n.listener_count() == before + 1
+    try:
+        kept.set_language("ko")
+        assert heard == ["ko"] and kept.language == "ko"
+    finally:
+        i18n.set_language("en")
+    kept.detach_language()
+    assert i18n.listener_count() == before

@@ -4,8 +4,6 @@ import re
 import numpy as np
 import pytest
 
-_KEEP = []  # AppState registers with app.i18n for the process lifetime
-
 
 @pytest.fixture(scope="module")
 def traces():
@@ -22,9 +20,8 @@ def dock(qtbot, traces):
     from compute.config import load_default
 
     state = AppState()
-    _KEEP.append(state)
+    state.set_config(load_default())  # the dock reads the config from the state, never from a parent window
     d = InspectorDock(state)
-    d.set_config(load_default())
     qtbot.addWidget(d)
     d.show()
     qtbot.waitExposed(d)
@@ -124,3 +121,34 @@ def test_korean(dock, traces):
         assert re.search("[가-힣]", dock.what.toPlainText())
     finally:
         i18n.set_language("en")
+
+
+def test_a_cell_chosen_in_the_state_is_followed(dock, traces):
+    """The scene reports a clicked cell to AppState; the inspector reads it from there (no parent lookups)."""
+    dock.state.set_trace(traces)
+    dock.state.select_cell("L37/moe.down", 4, 2)
+    assert dock.state.block == "L37/moe.down" and dock.state.cell == ("L37/moe.down", 4, 2)
+    x = np.asarray(traces.passes[0].layers[36].tensors["norm.ffn"], np.float64)[4]
+    W = np.asarray(traces.weights[36]["moe.down"], np.float64)
+    assert f"{float(x @ W[:, 2]):+.10f}" in dock.follow_label.text()
+    dock.state.select_block("lm_head")  # another block: the cell is no longer chosen
+    assert dock.state.cell is None and dock.name_label.text() == "LM head"
+
+
+def test_retranslated_once_per_language_switch_in_the_main_window(qtbot, tmp_path):
+    from app import i18n
+    from app.main_window import MainWindow
+
+    i18n.set_language("en")
+    win = MainWindow(settings_path=str(tmp_path / "s.ini"), start_engine=False, language="en")
+    qtbot.addWidget(win)
+    inspector = win.docks["inspectorDock"]
+    calls = []
+    real = inspector.retranslate
+    inspector.retranslate = lambda: (calls.append(1), real())
+    try:
+        win.registry.actions["lang_ko"].trigger()
+        assert inspector.windowTitle() == "검사기" and len(calls) == 1
+    finally:
+        i18n.set_language("en")
+        win.close()

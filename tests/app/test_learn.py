@@ -30,6 +30,7 @@ def win(qtbot):
     w.state = state
     w.learn = LearnDock(state, w)
     w.exp = ExperimentsDock(state, w)
+    state.set_dock_opener(lambda name, tab: name == "ExperimentsDock" and (w.exp.show_tab(tab) or True))
     w.addDockWidget(Qt.RightDockWidgetArea, w.learn)
     w.addDockWidget(Qt.RightDockWidgetArea, w.exp)
     w.tabifyDockWidget(w.learn, w.exp)

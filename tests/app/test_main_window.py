@@ -27,7 +27,7 @@ def test_window_title_docks_window_menu_and_status_bar(main_window, qtbot):
 
     expected = "Engine: CUDA · " if torch.cuda.is_available() else "Engine: CPU"
     assert win.device_label.text().startswith(expected)
-    assert win.step_label.text().startswith("Step 1 / 33")
+    assert win.step_label.text().startswith("Step 1 of 17 · prefill · ")
 
 
 def test_window_menu_toggles_a_dock(main_window, qtbot):
@@ -57,7 +57,8 @@ def test_space_plays_and_the_step_advances(main_window, qtbot):
     assert win.state.step == step
     QTest.keyClick(win.scene.gl, Qt.Key_End)
     assert win.state.step == len(player.steps) - 1
-    assert player.counter.text() == f"{len(player.steps):02d} / {len(player.steps):02d}"
+    last_round = len(win.state.trace.passes)  # the last decode round samples the last generated token
+    assert player.counter.text() == f"Step 15 of 17 · decode token {last_round}"  # it ends with "stream"
     assert win.scene.step_kind == "stream"  # the scene follows the step
     QTest.keyClick(win.scene.gl, Qt.Key_Home)
     assert win.state.step == 0

@@ -124,15 +124,15 @@ def test_the_scene_highlights_what_the_step_table_says(trace, qtbot):
         assert set(spec.blocks) <= set(ALL_KINDS) and spec.path and set(spec.path) <= set(player.PLACES)
     for step in player.build_steps(trace):
         view.set_step_focus(step.kind)
-        shown = view.step_blocks
+        shown = view.step_block_ids
         kinds = {i.split("/")[1] if i.startswith("L") else i.split("/")[0] for i in shown}
         # layer 37 is KDA + MoE: it has every kind the table names but MLA's
         assert kinds == {k for k in step.blocks if not k.startswith("mla.")}, step.kind
         assert view.line_step.visible() == bool(shown)
     view.set_step_focus("kda_state")
-    assert view.step_blocks == ("L37/kda.state", "L37/kda.alpha", "L37/kda.beta")
+    assert view.step_block_ids == ("L37/kda.state", "L37/kda.alpha", "L37/kda.beta")
     view.set_step_focus("attnres")
-    assert "stack.attnres_bracket/1" in view.step_blocks and "L37/attnres.mixer" in view.step_blocks
+    assert "stack.attnres_bracket/1" in view.step_block_ids and "L37/attnres.mixer" in view.step_block_ids
     view.set_layer(35, animate=False)  # layer 36 is MLA: the same step table row, resolved in that layer
     view.set_step_focus("mla_cache")
-    assert view.step_blocks == ("L36/mla.c_kv", "L36/mla.k_rope", "L36/mla.kv_a")
+    assert view.step_block_ids == ("L36/mla.c_kv", "L36/mla.k_rope", "L36/mla.kv_a")

@@ -11,21 +11,11 @@ from app.i18n import tr
 from assets import asset_path
 
 
-def _safe(listener):
-    def call(lang):
-        try:
-            listener(lang)
-        except RuntimeError:  # an AppState of an earlier test is gone (app/state.py never unregisters)
-            pass
-    return call
-
-
 @pytest.fixture
 def dock(qtbot, monkeypatch):
     from app.docks.silicon import SiliconDock
     from app.state import AppState
 
-    monkeypatch.setattr(i18n, "_listeners", [_safe(f) for f in i18n._listeners])
     i18n.set_language("en")
     state = AppState()
     d = SiliconDock(state)

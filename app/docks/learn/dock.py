@@ -5,8 +5,6 @@ Quiz links: "exp:<tab>" opens the Experiments dock on that tab, "learn:<tab>" sw
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDockWidget
-
 from app.docks.learn import TABS
 from app.docks.learn.harness import HarnessPanel
 from app.docks.learn.quality import QualityPanel
@@ -24,27 +22,13 @@ class LearnDock(TabbedDock):
         super().__init__(state, "learn", dict(zip(TABS, panels)), parent, document_mode=True)
         self.pages["quiz"].link_requested.connect(self._quiz_link)
 
-    def _find_dock(self, name: str) -> QDockWidget | None:
-        for top in (self.parent(), self.window()):  # the main window this dock belongs to
-            if top is None:
-                continue
-            if top.objectName() == name and isinstance(top, QDockWidget):
-                return top
-            found = top.findChild(QDockWidget, name)
-            if found is not None:
-                return found
-        return None
-
     def follow_link(self, link: str) -> bool:
         """Go to what a quiz answer links to; False when the target panel is not in this window."""
         kind, _, target = link.partition(":")
         if kind == "learn":
             self.show_tab(target)
         elif kind == "exp":
-            dock = self._find_dock("ExperimentsDock")
-            if dock is None or not hasattr(dock, "show_tab"):
-                return False
-            dock.show_tab(target)
+            return self.state.show_dock("ExperimentsDock", target)  # the window shows it (AppState)
         elif kind == "block":
             head, _, _kind = target.partition("/")
             if head.startswith("L") and head[1:].isdigit():

@@ -1,0 +1,65 @@
+"""Keys go to the focused control (issue 14.3): with a slider focused, arrows / Home / End / PgUp move the
+slider, not the trace player or the layer; with the 3D view focused the same keys drive the player."""
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from gui_helpers import wait_idle
+
+
+def test_a_focused_slider_gets_the_keys_and_the_3d_view_gives_them_to_the_player(make_window, qtbot):
+    win = make_window()
+    player = win.state.player
+    slider = win.docks["ControlsDock"].slider("alpha")
+    slider.setFocus(Qt.TabFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is slider, timeout=3000)
+    player.seek(3)
+    step, layer = win.state.step, win.state.layer
+    start = slider.value()
+
+    QTest.keyClick(slider, Qt.Key_Right)
+    assert slider.value() == start + slider.singleStep()
+    QTest.keyClick(slider, Qt.Key_Home)
+    assert slider.value() == slider.minimum()
+    QTest.keyClick(slider, Qt.Key_PageUp)
+    assert slider.value() == slider.minimum() + slider.pageStep()
+    QTest.keyClick(slider, Qt.Key_End)
+    assert slider.value() == slider.maximum()
+    QTest.keyClick(slider, Qt.Key_Left)
+    assert slider.value() == slider.maximum() - slider.singleStep()
+    assert (win.state.step, win.state.layer, player.playing) == (step, layer, False)  # the player never moved
+
+    wait_idle(qtbot, win)
+    win.scene.gl.setFocus(Qt.MouseFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is win.scene.gl, timeout=3000)
+    QTest.keyClick(win.scene.gl, Qt.Key_Right)
+    assert win.state.step == step + 1
+    QTest.keyClick(win.scene.gl, Qt.Key_End)
+    assert win.state.step == len(player.steps) - 1
+    QTest.keyClick(win.scene.gl, Qt.Key_Home)
+    assert win.state.step == 0
+    QTest.keyClick(win.scene.gl, Qt.Key_PageUp)
+    assert win.state.layer == layer + 1
+    assert slider.value() == slider.maximum() - slider.singleStep()  # the slider kept its value
+
+
+def test_space_on_a_focused_button_presses_the_button_not_play(make_window, qtbot):
+    win = make_window()
+    run = win.docks["TracePlayerDock"].run_button
+    run.setFocus(Qt.TabFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is run, timeout=3000)
+    with qtbot.waitSignal(win.state.prompt_requested, timeout=2000):
+        QTest.keyClick(run, Qt.Key_Space)
+    assert not win.state.player.playing
+    wait_idle(qtbot, win)
+
+
+def test_menu_items_work_whatever_has_the_focus(make_window, qtbot):
+    win = make_window()
+    slider = win.docks["ControlsDock"].slider("beta")
+    slider.setFocus(Qt.TabFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is slider, timeout=3000)
+    win.registry.actions["step_forward"].trigger()  # Player -> Step forward, chosen with the mouse
+    assert win.state.step == 1
+    win.registry.actions["step_first"].trigger()
+    assert win.state.step == 0

@@ -1,0 +1,82 @@
+"""An honest step counter and layer (issue 14.4): "Step 12 of 17 · decode token 2" (pipeline step and
+decode round), the same in the status bar, in both languages; playing never changes the chosen layer, and a
+step whose values come from another layer says so."""
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from app import i18n
+
+
+def _facts(win) -> str:
+    return win.docks["TracePlayerDock"].facts.text()
+
+
+def test_counter_names_the_pipeline_step_and_the_decode_round(main_window, qtbot):
+    win = main_window
+    dock, player = win.docks["TracePlayerDock"], win.state.player
+    try:
+        player.seek(0)
+        assert dock.counter.text() == "Step 1 of 17 · prefill"
+        assert win.step_label.text().startswith("Step 1 of 17 · prefill · ")
+        first_decode = next(s.index for s in player.steps if s.kind == "decode")
+        player.seek(first_decode)
+        assert dock.counter.text() == "Step 16 of 17 · decode token 2"
+        player.seek(first_decode + 2)  # the decode round's LM head
+        assert dock.counter.text() == "Step 12 of 17 · decode token 2"
+        assert "Step 12 of 17 · decode token 2 · " in win.step_label.text()
+        assert all("33" not in t for t in (dock.counter.text(), win.step_label.text()))
+        win.registry.actions["lang_ko"].trigger()
+        assert dock.counter.text() == "17단계 중 12단계 · 디코드 토큰 2"
+        assert win.step_label.text().startswith("17단계 중 12단계 · 디코드 토큰 2 · ")
+    finally:
+        i18n.set_language("en")
+        player.seek(0)
+
+
+def test_playing_through_every_step_never_changes_the_layer(main_window, qtbot):
+    win = main_window
+    player = win.state.player
+    moved = []
+    win.state.layer_changed.connect(moved.append)
+    try:
+        for chosen in (36, 35):  # 1-based 37 is KDA, 36 is MLA
+            win.state.select_layer(chosen)
+            moved.clear()
+            player.seek(0)
+            win.scene.gl.setFocus()
+            notes = {}
+            for _ in range(len(player.steps) - 1):
+                QTest.keyClick(win.scene.gl, Qt.Key_Right)  # what playing does, one step at a time
+                step = player.current()
+                notes[step.kind] = "(the one you chose, still shown)" in _facts(win)
+            assert win.state.step == len(player.steps) - 1
+            assert moved == [] and win.state.layer == chosen and win.scene.layer0 == chosen
+            noted = {kind for kind, said in notes.items() if said}
+            if chosen == 36:  # a KDA + MoE layer: only the MLA cache step's values are another layer's
+                assert noted == {"mla_cache"}
+            else:  # an MLA layer: the KDA state step says where its values come from
+                assert noted == {"kda_state"}
+                player.seek(next(s.index for s in player.steps if s.kind == "kda_state"))
+                assert "Layer 36 (the one you chose, still shown) has no KDA: these values are from layer 35" \
+                    in _facts(win)
+    finally:
+        win.state.layer_changed.disconnect(moved.append)
+        win.state.select_layer(36)
+        player.seek(0)
+
+
+def test_the_timer_plays_and_leaves_the_layer(main_window, qtbot):
+    win = main_window
+    player = win.state.player
+    win.state.select_layer(35)
+    try:
+        player.set_speed(4.0)
+        player.play()
+        qtbot.waitUntil(lambda: win.state.step >= 8, timeout=15000)  # past kda_state and mla_cache
+        player.pause()
+        assert win.state.layer == 35
+    finally:
+        player.pause()
+        player.set_speed(1.0)
+        win.state.select_layer(36)
+        player.seek(0)
