@@ -7,9 +7,16 @@
 
 Toy sizes (`ToyDims`): hidden 8; KDA 2 heads × 4; MLA 2 heads, q_lora 4, kv_lora 3, nope 4, rope 2, v 4;
 MoE with the REAL expert count and top-k of the config (896 / 16 for K3), 2 shared, latent 4, expert width 4;
-dense MLP width 16; a toy vocabulary of 64 pieces (compute.tokenizer, honestly labelled) whose IDs lie in the
-real vocab range. Weights are drawn from a seeded torch.Generator on the CPU in float64 and then cast, so the
-same seed gives the same model on every device and dtype. Other configs of the family (Kimi Linear, K2,
+dense MLP width 16; a toy vocabulary of 117 pieces (compute.tokenizer, honestly labelled) whose IDs lie in the
+real vocab range.
+
+Weights (`weights=`): "trained" (the default) loads the shipped asset assets/weights/toy-k3-v1.npz, trained by
+`python -m compute.train` on the small bilingual language of compute.task (robots, cups, tables; particles,
+verb endings, an object repeated from the sentence before), so "로봇이 컵을" continues grammatically at
+temperature 0; it is used when the config, toy dims and vocabulary match the file, otherwise the engine falls
+back to random weights and `weights_note` says why. "random" draws them from a seeded torch.Generator on the
+CPU in float64 (then cast), so the same seed gives the same model on every device and dtype. Either way
+`weights_name` and every Trace's `weights_name` say which ones produced the numbers. Other configs of the family (Kimi Linear, K2,
 DeepSeek-V3) run with their own layer order, expert counts, routing groups, gate form, activation and
 residual path (plain residual without AttnRes; for a non-latent MoE the keys 'moe.down', 'moe.norm' and
 'moe.up' are absent).
@@ -38,11 +45,13 @@ Speed: see bench/engine.py (routed experts are gathered and run as one batched m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from compute import weights as weights_io
 from compute.attnres import BlockAttnRes
 from compute.config import ModelConfig, load_default
 from compute.fused import FusedK3, supported as fused_supported
@@ -54,6 +63,7 @@ from compute.parts import _np, to_numpy
 from compute.sampling import sample_index, top_p_probs
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
+from compute.weights import WeightsError
 
 MAX_PROMPT_TOKENS = 256
 MAX_NEW_TOKENS = 64
@@ -76,6 +86,10 @@ class ToyDims:
     conv: int = 4
 
 
+def dims_dict(d: ToyDims) -> dict[str, int]:
+    return {k: int(v) for k, v in asdict(d).items()}
+
+
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """"auto" → cuda when torch sees a GPU, else cpu; anything else is passed to torch.device."""
     if isinstance(device, str) and device == "auto":
@@ -88,8 +102,13 @@ class ToyK3:
 
     def __init__(self, config: ModelConfig | None = None, seed: int = 0, device: str | torch.device = "auto",
                  dtype: torch.dtype = torch.float32, dims: ToyDims | None = None, cpu_threads: int | None = 1,
-                 backend: str = "auto"):
-        """cpu_threads: torch.set_num_threads on a CPU device (process-wide). The toy's ops are tiny, so one
+                 backend: str = "auto", weights: str = "trained", weights_path: str | Path | None = None):
+        """weights: "trained" = the shipped trained weights (compute.weights.default_path(), or `weights_path`)
+        when they fit this config, dims and vocabulary — else the seeded random ones, and `weights_note` says
+        why (a bad `weights_path` raises WeightsError instead); "random" = seeded random weights (`seed`).
+        `weights_name` says which ones run ("trained" | "random"); every Trace carries it.
+
+        cpu_threads: torch.set_num_threads on a CPU device (process-wide). The toy's ops are tiny, so one
         intra-op thread is the fastest (bench/engine.py: several times faster than 2 threads on a busy
         machine); None leaves torch's setting alone.
 
@@ -111,15 +130,47 @@ class ToyK3:
         self.tokenizer = ToyTokenizer(vocab_size=self.config.vocab_size)
         self.vocab = list(self.tokenizer.vocab)
         self.layer_calls = 0  # number of layer forward calls since construction (tests, bench)
-        self._build_weights()
+        if weights not in ("trained", "random"):
+            raise ValueError(f"weights must be 'trained' or 'random', got {weights!r}")
+        self.weights_meta: dict = {}
+        self._build_weights(weights, weights_path)
 
     # ------------------------------------------------------------------ weights
-    def _build_weights(self) -> None:
-        c, d = self.config, self.dims
+    def _build_weights(self, weights: str, weights_path) -> None:
+        """Fill the float64 weights: the trained asset (weights="trained", when it fits this config, dims and
+        vocabulary; otherwise the seeded random ones, with the reason in `weights_note`) or seeded random."""
+        self.weights_note = ""
+        if weights == "trained":
+            try:
+                self._load_trained(weights_path)
+                self.weights_name = "trained"
+                self._to_device()
+                return
+            except WeightsError as e:
+                if weights_path is not None:
+                    raise
+                self.weights_note = f"trained weights not used: {e}"
+                self.weights_meta = {}
+        self._random_weights()
+        self.weights_name = "random"
+        self._to_device()
+
+    def _random_weights(self) -> None:
         gen = torch.Generator().manual_seed(self.seed)
 
         def rnd(*shape, scale=1.0):
             return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+
+        def uni(n, lo, hi):
+            return torch.empty(n, dtype=torch.float64).uniform_(lo, hi, generator=gen)
+
+        self.embedding64, self.lm_head64, self.final_norm64, self.w_out64, self._layers64 = self._weight_layout(
+            rnd, uni)
+
+    def _weight_layout(self, rnd, uni) -> tuple:
+        """(embedding, lm_head, final_norm, w_out, layers) drawn with rnd(*shape, scale) and uni(n, lo, hi), in
+        a fixed order (the seeded random model); with shape-only functions it gives the expected layout."""
+        c, d = self.config, self.dims
 
         def lin(n_in, n_out, gain=1.0):
             return rnd(n_in, n_out, scale=gain / math.sqrt(n_in))
@@ -131,10 +182,10 @@ class ToyK3:
         E = c.n_routed_experts
         latent = c.moe_latent_size is not None
         L = d.latent if latent else D
-        self.embedding64 = rnd(len(self.vocab), D)
-        self.lm_head64 = lin(D, len(self.vocab), gain=2.0)
-        self.final_norm64 = normw(D)
-        self.w_out64 = rnd(D, scale=0.7)
+        embedding = rnd(len(self.vocab), D)
+        lm_head = lin(D, len(self.vocab), gain=2.0)
+        final_norm = normw(D)
+        w_out = rnd(D, scale=0.7)
         layers = []
         for li in range(c.num_hidden_layers):
             w: dict = {"norm_mixer": normw(D), "norm_ffn": normw(D),
@@ -146,7 +197,7 @@ class ToyK3:
                     "in": torch.cat([lin(D, 3 * HK), lin(D, K), lin(D, H, gain=1.5), lin(D, HK)], 1),
                     "f_b": lin(K, HK),
                     "conv": rnd(3 * HK, d.conv, scale=0.6),
-                    "A_log": torch.log(torch.empty(H, dtype=torch.float64).uniform_(0.7, 1.5, generator=gen)),
+                    "A_log": torch.log(uni(H, 0.7, 1.5)),
                     "dt_bias": rnd(H, K, scale=0.5) - 2.5,  # mostly retentive channels (α ≈ 0.2 … 0.95)
                     "o_norm": normw(K),
                     "o": lin(HK, D, gain=0.8),
@@ -181,8 +232,39 @@ class ToyK3:
                     "shared2": lin(Fs, D, gain=0.5) if Fs else None,
                 }
             layers.append(w)
+        return embedding, lm_head, final_norm, w_out, layers
+
+    def _meta_layout(self) -> tuple:
+        """The weight layout as shape-only ("meta") tensors: no numbers are drawn."""
+        def rnd(*shape, scale=1.0):
+            return torch.empty(*shape, dtype=torch.float64, device="meta")
+
+        def uni(n, lo, hi):
+            return torch.empty(n, dtype=torch.float64, device="meta")
+
+        return self._weight_layout(rnd, uni)
+
+    def expected_weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        """{name: shape} of every weight a weights file must hold for this config, dims and vocabulary."""
+        emb, head, fn, wo, layers = self._meta_layout()
+        flat = weights_io.flatten_layout(layers, {"embedding": emb, "lm_head": head, "final_norm": fn, "w_out": wo})
+        return {k: tuple(v.shape) for k, v in flat.items()}
+
+    def _load_trained(self, path) -> None:
+        """Read and check the trained asset (or `path`) and take its weights (float64 on the CPU)."""
+        p = weights_io.default_path() if path is None else Path(path)
+        arrays, meta = weights_io.read(p)
+        emb, head, fn, wo, layers = self._meta_layout()
+        glob = {"embedding": emb, "lm_head": head, "final_norm": fn, "w_out": wo}
+        expected = {k: tuple(v.shape) for k, v in weights_io.flatten_layout(layers, glob).items()}
+        weights_io.check(arrays, meta, expected, self.config.name, dims_dict(self.dims),
+                         [pc for pc, _ in self.vocab], name=f"weights file {p.name}")
+        layers, glob = weights_io.unflatten_into(layers, glob, arrays,
+                                                 lambda a: torch.from_numpy(a.astype(np.float64)))
+        self.embedding64, self.lm_head64 = glob["embedding"], glob["lm_head"]
+        self.final_norm64, self.w_out64 = glob["final_norm"], glob["w_out"]
         self._layers64 = layers
-        self._to_device()
+        self.weights_meta = meta
 
     def _to_device(self) -> None:
         np_dtype = torch.empty((), dtype=self.dtype).numpy().dtype
@@ -365,7 +447,7 @@ class ToyK3:
             raise ValueError(f"max_new_tokens must be in 1..{MAX_NEW_TOKENS}")
         trace = Trace(tokens=list(toks), prompt_len=len(toks), text=prompt, passes=[], knobs=knobs,
                       weights=self._weights_np[0], weights_global=self._weights_np[1], vocab=list(self.vocab),
-                      config_name=self.config.name, device=str(self.device))
+                      config_name=self.config.name, device=str(self.device), weights_name=self.weights_name)
         self._continue(trace, int(max_new_tokens), None, knobs)
         return trace
 
@@ -383,7 +465,8 @@ class ToyK3:
         us = _uniforms(knobs.sample_seed, n)
         new = Trace(tokens=list(trace.tokens[:trace.prompt_len]), prompt_len=trace.prompt_len, text=trace.text,
                     passes=[], knobs=knobs, weights=trace.weights, weights_global=trace.weights_global,
-                    vocab=trace.vocab, config_name=trace.config_name, device=trace.device)
+                    vocab=trace.vocab, config_name=trace.config_name, device=trace.device,
+                    weights_name=trace.weights_name)
         for i, ps in enumerate(trace.passes):
             probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
             final = dict(ps.final)

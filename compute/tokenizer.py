@@ -2,15 +2,17 @@
 
 K3's real tokenizer is a tiktoken-based BPE with 163,840 entries. This toy one only imitates its shape:
 
-- at each position the longest piece of the 64-entry toy vocabulary is taken when one matches;
+- at each position the longest piece of the 117-entry toy vocabulary is taken when one matches;
 - otherwise the next unit becomes a piece: the rest of an ASCII word as one word piece, one Hangul syllable per piece, one
   character for other letters/digits, and UTF-8 byte pieces "<0xE2>" for everything else (emoji, symbols) —
   so any Unicode text round-trips;
 - IDs lie in the real vocab range: bytes are 0..255, every other piece gets a stable hash (CRC-32) modulo
   the vocab size, moved past collisions. They are NOT the real K3 token IDs.
 
-The 64 toy-vocab pieces (a mix of English and Korean) are the rows of the toy LM head, so a generated
-sequence reads as (random) text.
+The 117 toy-vocab pieces (a mix of English and Korean) are the rows of the toy LM head, so a generated
+sequence reads as text. The first 64 are general pieces; the 53 after them are the world of the trained toy's
+task (compute.task: robots, cups, tables, particles, verb stems and endings). New pieces are only ever
+appended, so every earlier piece keeps its ID (IDs are assigned in order, collisions moved forward).
 """
 from __future__ import annotations
 
@@ -30,8 +32,15 @@ TOY_PIECES: tuple[str, ...] = (
     " 층", " 주의", " 캐시", " 그리고", " 빠르게", " 읽고", " 씁니다", "에서",
     # punctuation / layout
     ".", ",", "!", "?", " ", "\n", ":", " —",
+    # the trained toy's world (compute.task): Korean subjects (sentence-initial), objects, places, verbs
+    "로봇", "아이", "사람", "고양이", " 컵", " 공", " 책", " 블록", " 상자", " 사과",
+    " 테이블", " 선반", " 의자", " 책상", " 위", "에", " 집", "었다", " 밀", " 옮", "겼다", " 놓", "았다", " 내려놓",
+    # English
+    "the", " robot", " robots", " cat", " cats", " cup", " ball", " book", " box", " apple", " block",
+    " table", " shelf", " chair", " desk", " on", " up", " picks", " pushes", " moves", " pick", " push", " move",
+    " puts", " places", " put", " place", " it", " they",
 )
-assert len(TOY_PIECES) == 64 and len(set(TOY_PIECES)) == 64
+assert len(TOY_PIECES) == 117 and len(set(TOY_PIECES)) == 117
 
 _PRE = re.compile(r" ?[A-Za-z]+| ?[\uac00-\ud7a3]+| ?[0-9]|\s+|.", re.S)
 _BYTE = re.compile(r"<0x([0-9A-F]{2})>")

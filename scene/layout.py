@@ -25,7 +25,7 @@ import numpy as np
 # ---------------------------------------------------------------------------------------------------------
 # toy dims used when no trace is present (the engine's dims, issue 2); a trace's tensor shapes win.
 TOY = dict(hidden=8, kda_heads=2, kda_dk=4, kda_dv=4, mla_heads=2, q_lora=4, kv_lora=3, nope=4, rope=2,
-           v=4, experts=896, topk=16, latent=4, expert_width=4, dense_width=16, vocab=64)
+           v=4, experts=896, topk=16, latent=4, expert_width=4, dense_width=16, vocab=117)
 DEFAULT_TOKENS = 6
 MAX_ROWS = 24  # at most this many token rows are drawn (the last positions)
 

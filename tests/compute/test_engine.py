@@ -65,8 +65,8 @@ def test_trace_is_complete(trace, model):
     P = trace.prompt_len
     assert P == 6 and len(trace.passes) == 4 and len(trace.tokens) == 10
     assert [p.kind for p in trace.passes] == ["prefill", "decode", "decode", "decode"]
-    assert len(trace.vocab) == 64 and trace.weights_global["embedding"].shape == (64, 8)
-    assert trace.weights_global["lm_head"].shape == (8, 64)
+    assert len(trace.vocab) == 117 and trace.weights_global["embedding"].shape == (117, 8)
+    assert trace.weights_global["lm_head"].shape == (8, 117)
     assert all(0 <= tid < 163840 for _, tid in trace.tokens)
     assert all(tuple(t) in trace.vocab for t in trace.tokens[P:])
     assert trace.generated_text == "".join(p for p, _ in trace.tokens[P:])
@@ -113,8 +113,8 @@ def test_trace_is_complete(trace, model):
             else:
                 assert t["mlp.gate"].shape == (T, 16) and t["mlp.down"].shape == (T, 8)
         assert ps.final["final.attnres"].shape == (T, 9)
-        assert ps.final["final.norm"].shape == (T, 8) and ps.final["lm_head"].shape == (T, 64)
-        assert ps.final["probs"].shape == (64,) and ps.final["probs"].sum() == pytest.approx(1.0)
+        assert ps.final["final.norm"].shape == (T, 8) and ps.final["lm_head"].shape == (T, 117)
+        assert ps.final["probs"].shape == (117,) and ps.final["probs"].sum() == pytest.approx(1.0)
         assert trace.tokens[P + i] == tuple(trace.vocab[ps.final["sampled"]])
 
 

@@ -30,8 +30,17 @@ def test_bytes_for_symbols():
 
 
 def test_vocab():
-    assert len(TOK.vocab) == 64 and len({i for _, i in TOK.vocab}) == 64
+    assert len(TOK.vocab) == 117 and len({i for _, i in TOK.vocab}) == 117
     assert all(256 <= i < 163840 for _, i in TOK.vocab)
     assert any(any("\uac00" <= c <= "\ud7a3" for c in p) for p in TOY_PIECES)
     assert sum(p.strip().isascii() and p.strip().isalpha() for p in TOY_PIECES) >= 20
     assert ToyTokenizer(vocab_size=129280).piece_id("anything") < 129280
+
+
+def test_world_pieces_appended_keep_earlier_ids():
+    """The trained toy's world pieces come after the first 64, so every earlier piece keeps its ID."""
+    assert ToyTokenizer(pieces=TOY_PIECES[:64]).vocab == TOK.vocab[:64]
+    assert TOK.split("로봇이 컵을 집었다") == ["로봇", "이", " 컵", "을", " 집", "었다"]
+    assert TOK.split("the robots put the book on the desk.") == [
+        "the", " robots", " put", " the", " book", " on", " the", " desk", "."]
+    assert TOK.split(" 책상") == [" 책상"] and TOK.split(" 책을") == [" 책", "을"]  # longest match

@@ -1,0 +1,394 @@
+"""Train the toy K3 on the synthetic bilingual language of compute.task, and write the weights asset.
+
+    python -m compute.train --seed 0 --out assets/weights/toy-k3-v1.npz
+
+The model is the engine's: the config's 93 layers in K3's order (KDA ×69 and Gated MLA ×24, a dense first
+layer, the latent MoE with the config's 896 experts and top-16 in the other 92, Block Attention Residuals every
+12 layers), at the engine's toy dims (compute.engine.ToyDims), run through the engine's own operators
+(compute.kda, .mla, .moe, .attnres, .norms) on torch tensors with autograd, batched:
+
+- per-token operators (RMSNorm, AttnRes, router, experts, dense MLP) take the B·T tokens as one [B·T, D] batch;
+- KDA runs kda_chunked with the batch dimension it has; its depthwise short conv takes the batch as extra
+  channels (the conv is per channel, so this is exact);
+- MLA's causal attention takes the batch as extra heads (attention is per head, so this is exact).
+
+`batch_forward` equals the engine's forward on each sequence (tests/compute/test_train.py checks it).
+
+The router bias is not trained by gradient: after every step each MoE layer's bias is set by Quantile
+Balancing (compute.moe.quantile_balance) from that batch's router scores, the bias for the next batch, as
+in K3 (spec/k3-math.md §3). Everything else is trained with Adam (warm-up, cosine decay, gradient clipping)
+in float32. Deterministic from the seed (torch.manual_seed, fixed thread count, seeded data order).
+
+At the end the weights are written (compute.weights: BF16 bits where it fits) and the WRITTEN file is
+scored through the engine itself (ToyK3 with those weights, float32, the app's code path), next to the
+seeded random model: held-out next-token accuracy, the T=0 grammatical-completion rate on held-out
+prompts, and grammatical rate / variety at a few temperatures and top-p. One JSON report is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from compute import task
+from compute import weights as weights_io
+from compute.attnres import BlockAttnRes
+from compute.config import ModelConfig, load_default
+from compute.engine import ToyDims, ToyK3, _sample, _uniforms, dims_dict
+from compute.kda import kda_chunked, kda_gate, kda_output, short_conv
+from compute.mla import mla_attention
+from compute.moe import dense_mlp, latent_moe, quantile_balance
+from compute.norms import l2_norm, rms_norm
+from compute.tokenizer import TOY_PIECES
+from compute.trace import Knobs
+
+SEQ_LEN = 20  # pieces per training row: a whole document (at most 17) and the start of the next
+
+
+# ---------------------------------------------------------------------------------------------------- model
+def init_params(config: ModelConfig, dims: ToyDims, seed: int) -> dict:
+    """Trainable float32 weights in the engine's layout ({"layers": [...], "embedding", ...}).
+
+    The engine's random layout (shapes, order) with a training init: output projections small so each layer
+    starts near the identity, norms at 1, AttnRes pseudo-queries at 0 (uniform mixing), router bias 0."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(*shape, scale=1.0):
+        return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+
+    def uni(n, lo, hi):
+        return torch.empty(n, dtype=torch.float64).uniform_(lo, hi, generator=g)
+
+    m = ToyK3.__new__(ToyK3)  # only its layout method: no weights drawn, nothing loaded
+    m.config, m.dims, m.vocab = config, dims, list(TOY_PIECES)
+    emb, head, fn, wo, layers = m._weight_layout(rnd, uni)
+    small = 0.1
+    for w in layers:
+        w["norm_mixer"].fill_(1.0)
+        w["norm_ffn"].fill_(1.0)
+        w["w_attn"].zero_()
+        w["w_mlp"].zero_()
+        if "kda" in w:
+            w["kda"]["o"] *= small
+            w["kda"]["o_norm"].fill_(1.0)
+        if "mla" in w:
+            w["mla"]["o"] *= small
+            for k in ("q_a_norm", "kv_a_norm"):
+                w["mla"][k].fill_(1.0)
+        if "mlp" in w:
+            w["mlp"]["down"] *= small
+        if "moe" in w:
+            mw = w["moe"]
+            mw["bias"].zero_()
+            mw["up"] *= small
+            mw["norm"].fill_(1.0)
+            mw["shared2"] *= small
+    fn.fill_(1.0)
+    wo.zero_()
+    head *= 0.5
+
+    def f32(obj):
+        if isinstance(obj, dict):
+            return {k: f32(v) for k, v in obj.items()}
+        if obj is None:
+            return None
+        return obj.to(torch.float32).requires_grad_(True)
+
+    P = {"layers": [f32(w) for w in layers], "embedding": f32(emb), "lm_head": f32(head),
+         "final_norm": f32(fn), "w_out": f32(wo)}
+    for w in P["layers"]:
+        if "moe" in w:
+            w["moe"]["bias"].requires_grad_(False)  # set by Quantile Balancing, not by gradient
+    return P
+
+
+def trainable(P: dict) -> list[torch.Tensor]:
+    out = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+        elif isinstance(o, torch.Tensor) and o.requires_grad:
+            out.append(o)
+
+    walk(P)
+    return out
+
+
+def _kda_batch(x: torch.Tensor, w: dict, d: ToyDims, lower_bound: float | None, eps: float) -> torch.Tensor:
+    """compute.kda.kda_layer for a batch x [B, T, D] (RMSNorm'd) → y [B·T, D]."""
+    B, T, _ = x.shape
+    H, Kd = d.kda_heads, d.kda_head_dim
+    HK = H * Kd
+    z = x @ w["in"]
+    zc = z[..., : 3 * HK].permute(1, 0, 2).reshape(T, B * 3 * HK)  # batch as extra conv channels
+    conv, _ = short_conv(zc, w["conv"].repeat(B, 1))
+    conv = torch.nn.functional.silu(conv.reshape(T, B, 3 * HK).permute(1, 0, 2))
+    qkn = l2_norm(conv[..., : 2 * HK].reshape(B, T, 2 * H, Kd))
+    vc = conv[..., 2 * HK:].reshape(B, T, H, -1)
+    f = z[..., 3 * HK: 3 * HK + Kd] @ w["f_b"]
+    g = kda_gate(f.reshape(B, T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
+    bg = torch.sigmoid(z[..., 3 * HK + Kd:])
+    beta, gate = bg[..., :H], bg[..., H:]
+    o, _ = kda_chunked(qkn[:, :, :H], qkn[:, :, H:], vc, g, beta, chunk_size=max(T, 1))  # one chunk
+    V = o.shape[-1]
+    o_norm = kda_output(o.reshape(B * T, H, V), w["o_norm"], gate.reshape(B * T, H * V), eps)
+    return o_norm @ w["o"]
+
+
+def _mla_batch(x: torch.Tensor, w: dict, d: ToyDims, gated: bool, eps: float) -> torch.Tensor:
+    """compute.mla.mla_layer (NoPE, as K3) for a batch x [B, T, D] → y [B·T, D]; the batch as extra heads."""
+    B, T, _ = x.shape
+    H, nope, rope, vd, kvl = d.mla_heads, d.nope, d.rope, d.v, d.kv_lora
+    z = x @ w["in"]
+    ql = w["q_a_norm"].shape[0]
+    q = (rms_norm(z[..., :ql], w["q_a_norm"], eps) @ w["q_b"]).reshape(B, T, H, nope + rope)
+    kv_a = z[..., ql: ql + kvl + rope]
+    kv = (rms_norm(kv_a[..., :kvl], w["kv_a_norm"], eps) @ w["kv_b"]).reshape(B, T, H, nope + vd)
+    k = torch.cat([kv[..., :nope], kv_a[..., kvl:][:, :, None].expand(B, T, H, rope)], -1)
+
+    def heads(t):  # [B, T, H, e] → [T, B·H, e]
+        return t.permute(1, 0, 2, 3).reshape(T, B * H, t.shape[-1])
+
+    _, _, o = mla_attention(heads(q), heads(k), heads(kv[..., nope:]), None, 1.0 / math.sqrt(nope + rope))
+    o = o.reshape(T, B, H * vd).permute(1, 0, 2)
+    if gated:
+        o = o * torch.sigmoid(z[..., ql + kvl + rope:])
+    return o.reshape(B * T, H * vd) @ w["o"]
+
+
+def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
+                  ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Logits [B, T, V] for token rows ids [B, T] (each row starts at position 0), and each MoE layer's router
+    scores s [B·T, E] (for Quantile Balancing)."""
+    c = config
+    if c.mla_use_rope:
+        raise ValueError("training supports NoPE MLA (K3) only")
+    B, T = ids.shape
+    eps = c.rms_norm_eps
+    ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6)
+    ar.start(P["embedding"][ids.reshape(-1)])
+    scores = []
+    for li, w in enumerate(P["layers"]):
+        x, _ = ar.before_mixer(li, w["w_attn"])
+        xn = rms_norm(x, w["norm_mixer"], eps).reshape(B, T, -1)
+        if "kda" in w:
+            a = _kda_batch(xn, w["kda"], dims, c.kda_gate_lower_bound, eps)
+        else:
+            a = _mla_batch(xn, w["mla"], dims, c.mla_output_gate is not None, eps)
+        x2, _ = ar.after_mixer(a, w["w_mlp"])
+        xn2 = rms_norm(x2, w["norm_ffn"], eps)
+        if "mlp" in w:
+            f, _ = dense_mlp(xn2, w["mlp"], c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2)
+        else:
+            mw = w["moe"]
+            f, ft = latent_moe(xn2, mw, c.num_experts_per_tok, mw["bias"], c.routed_scaling_factor, c.n_group,
+                               c.topk_group, c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, eps)
+            scores.append(ft["moe.router"])
+        ar.after_ffn(f)
+    h, _ = ar.final(P["w_out"])
+    logits = rms_norm(h, P["final_norm"], eps) @ P["lm_head"]
+    return logits.reshape(B, T, -1), scores
+
+
+def quantile_balance_step(P: dict, scores: list[torch.Tensor], top_k: int) -> None:
+    """Every MoE layer's bias ← quantile_balance(this batch's scores, bias): the bias for the next batch."""
+    moe = [w["moe"] for w in P["layers"] if "moe" in w]
+    with torch.no_grad():
+        for mw, s in zip(moe, scores):
+            mw["bias"].copy_(quantile_balance(s.detach(), mw["bias"], top_k))
+
+
+# ---------------------------------------------------------------------------------------------------- data
+def piece_rows() -> dict[str, int]:
+    return {p: i for i, p in enumerate(TOY_PIECES)}
+
+
+def batch_ids(docs: list[task.Document], B: int, T: int, rng: random.Random) -> torch.Tensor:
+    rows = piece_rows()
+    return torch.tensor([[rows[p] for p in task.sample_stream(docs, T, rng)] for _ in range(B)])
+
+
+def loss_of(P, ids, config, dims):
+    logits, scores = batch_forward(P, ids, config, dims)
+    V = logits.shape[-1]
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+    return loss, logits, scores
+
+
+# ---------------------------------------------------------------------------------------------------- training
+def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, warmup: int = 20,
+          threads: int = 1, seq_len: int = SEQ_LEN, dims: ToyDims | None = None, config: ModelConfig | None = None,
+          time_limit_s: float | None = None, log=None) -> tuple[dict, dict]:
+    """Train from the seed. Returns (params, report)."""
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    config = config or load_default()
+    dims = dims or ToyDims()
+    P = init_params(config, dims, seed)
+    params = trainable(P)
+    opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-8)
+    train_docs, held_docs = task.split(seed)
+    rng = random.Random(seed)
+    held = batch_ids(held_docs, 32, seq_len, random.Random(seed + 1))
+    curve = []
+    t0 = time.perf_counter()
+    step = 0
+    for step in range(1, steps + 1):
+        f = min(1.0, step / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, step / steps)))
+        for gr in opt.param_groups:
+            gr["lr"] = lr * max(f, 0.02)
+        ids = batch_ids(train_docs, batch, seq_len, rng)
+        loss, _, scores = loss_of(P, ids, config, dims)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        quantile_balance_step(P, scores, config.num_experts_per_tok)
+        if step % 25 == 0 or step == 1:
+            with torch.no_grad():
+                hl, hlog, _ = loss_of(P, held, config, dims)
+                acc = float((hlog[:, :-1].argmax(-1) == held[:, 1:]).float().mean())
+            rec = {"step": step, "loss": round(float(loss.detach()), 4), "held_loss": round(float(hl), 4),
+                   "held_acc": round(acc, 4), "s": round(time.perf_counter() - t0, 1)}
+            curve.append(rec)
+            if log:
+                log(json.dumps(rec))
+        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+            break
+    report = {"steps": step, "batch": batch, "seq_len": seq_len, "lr": lr, "threads": threads,
+              "train_s": round(time.perf_counter() - t0, 1), "curve": curve,
+              "first_loss": curve[0]["loss"], "final_loss": curve[-1]["loss"],
+              "n_train_docs": len(train_docs), "n_held_out_docs": len(held_docs)}
+    return P, report
+
+
+def params_to_arrays(P: dict) -> dict[str, np.ndarray]:
+    return weights_io.flatten(P["layers"], {k: P[k] for k in ("embedding", "lm_head", "final_norm", "w_out")})
+
+
+def write_asset(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims, seed: int, report: dict) -> Path:
+    meta = {"config": config.name, "dims": dims_dict(dims), "seed": seed, "vocab": list(TOY_PIECES),
+            "asset_version": weights_io.ASSET_VERSION, "task": "compute.task", "report": report}
+    return weights_io.save(path, params_to_arrays(P), meta)
+
+
+# ---------------------------------------------------------------------------------------------------- scoring
+def generate(engine: ToyK3, prompt: str, knobs: Knobs, max_new: int = 16) -> list[str]:
+    """The engine's pieces after `prompt` (its forward with caches, its sampling), stopping after "\\n"."""
+    ids = [i for _, i in engine.tokenizer.encode(prompt)]
+    us = _uniforms(knobs.sample_seed, max_new)
+    out: list[str] = []
+    caches = None
+    start = 0
+    with torch.inference_mode():
+        for i in range(max_new):
+            _, caches, logits = engine.forward(ids, start, knobs, caches)
+            _, tok = _sample(np.asarray(logits[-1]), knobs, us[i])
+            piece, tid = engine.vocab[tok]
+            out.append(piece)
+            if piece == task.END:
+                break
+            start += len(ids)
+            ids = [tid]
+    return out
+
+
+def next_token_accuracy(engine: ToyK3, docs: list[task.Document]) -> dict:
+    """Teacher-forced next-token accuracy (argmax) over the documents' pieces, through the engine; also on
+    the positions where the grammar allows exactly one next piece ("determined": particles, endings, the
+    repeated object's particle, punctuation ...)."""
+    rows = piece_rows()
+    hit = n = hit_det = n_det = 0
+    with torch.inference_mode():
+        for d in docs:
+            ids = [engine.vocab[rows[p]][1] for p in d.pieces]
+            _, _, logits = engine.forward(ids, 0, Knobs())
+            pred = np.asarray(logits).argmax(-1)
+            for t in range(len(ids) - 1):
+                ok = int(pred[t] == rows[d.pieces[t + 1]])
+                hit += ok
+                n += 1
+                if len(task.allowed_next(d.pieces[: t + 1])) == 1:
+                    hit_det += ok
+                    n_det += 1
+    return {"next_token_acc": round(hit / n, 4), "determined_acc": round(hit_det / max(n_det, 1), 4),
+            "positions": n, "determined_positions": n_det}
+
+
+def completion_rate(engine: ToyK3, prompts: list[str], knobs: Knobs) -> dict:
+    """Share of prompts whose completion (up to "\\n") makes a whole document; distinct completions."""
+    ok = 0
+    outs = []
+    for i, p in enumerate(prompts):
+        k = Knobs(temperature=knobs.temperature, top_p=knobs.top_p, sample_seed=knobs.sample_seed + i)
+        comp = generate(engine, p, k)
+        outs.append("".join(comp))
+        ok += task.completion_grammatical(p, comp)
+    return {"grammatical_rate": round(ok / len(prompts), 4), "n_prompts": len(prompts),
+            "distinct_completions": len(set(outs))}
+
+
+def evaluate(engine: ToyK3, seed: int = 0, prompt_stride: int = 2, sampling: bool = True) -> dict:
+    """The report's scores for one engine (every `prompt_stride`-th held-out prompt)."""
+    held = task.split(seed)[1]
+    prompts = task.held_out_prompts(seed)[::prompt_stride]
+    out = {"weights": engine.weights_name}
+    out.update(next_token_accuracy(engine, held))
+    out["t0"] = completion_rate(engine, prompts, Knobs(temperature=0.0))
+    if sampling:
+        # temperature / top-p on the prompts that open a sentence's free choices (after the object)
+        free = [p for p in prompts if task._tokenizer().split(p)[-1] in ("을", "를") or
+                task.piece_type(task._tokenizer().split(p)[-1]) == "object"]
+        out["sampling"] = {f"T={t},top_p={tp}": completion_rate(engine, free, Knobs(temperature=t, top_p=tp))
+                           for t, tp in ((0.0, 1.0), (0.7, 1.0), (1.0, 1.0), (1.5, 1.0), (1.5, 0.5), (3.0, 1.0))}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compute.train", description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(weights_io.default_path()))
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=5e-3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (1: the toy's ops are tiny; 2 threads on a busy 2-core machine is slower)")
+    ap.add_argument("--hidden", type=int, default=None, help="toy hidden width (default: ToyDims)")
+    ap.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
+    ap.add_argument("--no-eval", action="store_true")
+    a = ap.parse_args(argv)
+    dims = ToyDims() if a.hidden is None else ToyDims(hidden=a.hidden)
+    config = load_default()
+    wall0 = time.perf_counter()
+    P, report = train(a.seed, a.steps, a.batch, a.lr, warmup=20, threads=a.threads, dims=dims, config=config,
+                      time_limit_s=a.time_limit, log=lambda s: print(s, file=sys.stderr, flush=True))
+    path = write_asset(P, a.out, config, dims, a.seed, report)
+    if not a.no_eval and dims == ToyDims():
+        trained = ToyK3(config, seed=a.seed, device="cpu", weights="trained", weights_path=path)
+        random_ = ToyK3(config, seed=a.seed, device="cpu", weights="random")
+        report["eval"] = {"trained": evaluate(trained, a.seed),
+                          "random": evaluate(random_, a.seed, prompt_stride=4, sampling=False)}
+        write_asset(P, path, config, dims, a.seed, report)  # the report travels with the weights
+    report["wall_s"] = round(time.perf_counter() - wall0, 1)
+    report["file"] = str(path)
+    report["file_bytes"] = Path(path).stat().st_size
+    summary = dict(report)
+    summary["curve"] = report["curve"][:: max(1, len(report["curve"]) // 8)] + report["curve"][-1:]
+    print(json.dumps(summary, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
