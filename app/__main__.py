@@ -27,6 +27,7 @@ def _gui_args(argv: list[str]) -> argparse.Namespace:
                         help="engine device: auto, cpu or cuda (default auto)")
     parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
+    parser.add_argument("--config", metavar="FILE", help="open this model config.json (default: Kimi K3's)")
     parser.add_argument("view", nargs="?", metavar="FILE.k3view", help="open a saved view (File -> Save view…)")
     return parser.parse_args(argv)
 
@@ -54,6 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         except viewfile.ViewError as exc:
             print(f"k3-explorer: error: {i18n.tr('app.view.bad_file', message=str(exc))}", file=sys.stderr)
             return 2
+    config = None
+    if args.config:  # untrusted: the bounded loader; a bad file is one line naming the field, exit 2
+        from compute.config import ConfigError, ModelConfig
+
+        try:
+            config = ModelConfig.from_json(args.config)
+        except ConfigError as exc:
+            print(f"k3-explorer: error: {i18n.tr('model.cli.bad_config', message=str(exc))}", file=sys.stderr)
+            return 2
     no_display = display_error()
     if no_display:
         print(f"k3-explorer: error: {no_display}", file=sys.stderr)
@@ -71,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     window = MainWindow(settings_path=args.settings, device=args.device, language=args.lang)
     window.show()
+    if config is not None:
+        window.models.request(config)  # the engine switches to it in its thread; the window follows
     if view is not None:
         window.views.apply(view)
         window.views.remember(args.view)

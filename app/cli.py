@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="engine device: cpu (default), cuda or auto")
     p.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
+    p.add_argument("--config", metavar="FILE", help="model config.json to show (default: Kimi K3's)")
+    p.add_argument("--animate", action="store_true",
+                   help="write an animation (--out FILE.mp4, .webm or .gif) of every trace player step")
+    p.add_argument("--fps", type=int, default=30, help="frames per second of --animate (default 30)")
+    p.add_argument("--orbit", action="store_true", help="with --animate: one orbit around the scene at --step")
+    p.add_argument("--no-captions", action="store_true", help="with --animate: leave out the step captions")
     return p
 
 
@@ -108,8 +114,13 @@ def _check_arguments(args) -> tuple[int, int, str]:
     if not 1 <= args.tokens <= 64:
         raise ExportError(tr("app.cli.bad_tokens", n=args.tokens))
     out = os.path.abspath(os.path.expanduser(args.out))
-    if not out.lower().endswith(".png"):
-        raise ExportError(tr("app.cli.not_png", path=args.out))
+    if args.animate:
+        from app.animate import check_spec
+
+        check_spec(animation_spec(args, width, height), out)
+    elif not out.lower().endswith(".png"):
+        key = "anim.cli.needs_animate" if out.lower().endswith((".mp4", ".webm", ".gif")) else "app.cli.not_png"
+        raise ExportError(tr(key, path=args.out))
     return width, height, out
 
 
@@ -174,6 +185,13 @@ def main(argv: list[str] | None = None) -> int:
         config = load_default() if saved is None else ModelConfig.from_json(available_configs()[saved.model])
     except ConfigError as exc:
         return _fail(str(exc), 1)
+    if args.config:  # untrusted: the bounded loader; a bad file names its field (exit 2, a bad argument)
+        from compute.config import ModelConfig
+
+        try:
+            config = ModelConfig.from_json(args.config)
+        except ConfigError as exc:
+            return _fail(tr("model.cli.bad_config", message=str(exc)), 2)
     n_layers = len(config.mixer_types)
     if not 1 <= args.layer <= n_layers:
         return _fail(tr("app.cli.bad_layer", n=args.layer, total=n_layers), 2)
@@ -207,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     prepare_gl_platform()  # before scene.view imports pyqtgraph and OpenGL
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication(["k3-explorer"])
+    if args.animate:
+        return _animate(args, config, trace, steps, width, height, out)
     release_probe()  # Qt is connected: the display probe's connection may go
     from app.api import build_scene
     from app.viewfile import View
@@ -224,6 +244,46 @@ def main(argv: list[str] | None = None) -> int:
 
         stop_all()  # the view's render thread ends before Qt does
     print(_printable(tr("app.cli.wrote", path=out, w=width, h=height)))
+    return 0
+
+
+def animation_spec(args, width: int, height: int):
+    from app.animate import AnimationSpec
+
+    return AnimationSpec(width=width, height=height, fps=args.fps, mode="orbit" if args.orbit else "steps",
+                         lang=args.lang, captions=not args.no_captions, labels=not args.no_labels)
+
+
+def _animate(args, config, trace, steps, width: int, height: int, out: str) -> int:
+    """--animate: every step (or an orbit at --step) to out, a progress line on stderr."""
+    from app import animate
+    from app.export import ExportError
+    from scene.frames import stop_all
+
+    spec = animation_spec(args, width, height)
+    view = animate.offscreen_view(config, trace, args.layer - 1, None, width, height)
+    if args.camera:
+        view.set_camera_preset(args.camera, animate=False)
+    tty = sys.stderr.isatty()
+    shown = [-1]
+
+    def progress(done: int, total: int) -> bool:
+        tenth = done * 10 // max(total, 1)
+        if tty or tenth != shown[0] or done == total:
+            shown[0] = tenth
+            line = tr("anim.cli.progress", n=done, total=total)
+            print(f"\r{line}" if tty else line, end="" if tty and done < total else "\n", file=sys.stderr,
+                  flush=True)
+        return True
+
+    try:
+        path, frames = animate.export(view, steps, spec, out, args.layer - 1, progress=progress, step=args.step - 1)
+    except ExportError as exc:
+        return _fail(str(exc), 1)
+    finally:
+        view.close()
+        stop_all()  # the view's render thread ends before Qt does
+    print(_printable(tr("anim.cli.wrote", path=path, frames=frames, w=width, h=height, fps=spec.fps)))
     return 0
 
 

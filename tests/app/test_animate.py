@@ -1,0 +1,148 @@
+"""Animated export (issue 15.2): the file decodes with the expected frame count and size, captions are burnt in,
+a cancel leaves no file, the CLI writes an animation with a progress line and keeps its exit codes."""
+import os
+import subprocess
+import sys
+
+import imageio.v2 as iio
+import numpy as np
+import pytest
+
+from app import animate, player
+
+
+def decoded(path):
+    reader = iio.get_reader(path)
+    frames = [f for f in reader]
+    reader.close()
+    return frames
+
+
+@pytest.fixture
+def anim_view(main_window):
+    win = main_window
+    view = animate.offscreen_view(win.config, win.state.trace, win.state.layer, None, 320, 180)
+    yield view
+    from app.animate_dialog import _close_view
+
+    _close_view(view)
+
+
+def test_the_steps_animation_decodes_with_the_planned_frames_and_size(main_window, anim_view, tmp_path):
+    steps = player.build_steps(main_window.state.trace)[:5]
+    spec = animate.AnimationSpec(width=320, height=180, fps=8, hold_s=0.5, move_s=0.5, move_renders=2)
+    out = str(tmp_path / "steps.mp4")
+    path, frames = animate.export(anim_view, steps, spec, out, main_window.state.layer)
+    assert path == os.path.realpath(out)
+    got = decoded(out)
+    assert len(got) == frames >= 5 * 4  # 4 held frames per step, plus the camera moves
+    assert got[0].shape == (180, 320, 3)
+    assert os.listdir(tmp_path) == ["steps.mp4"]  # no temporary file left
+
+
+def test_captions_are_burnt_in(main_window, anim_view, tmp_path):
+    steps = player.build_steps(main_window.state.trace)[:1]
+    plain = animate.AnimationSpec(width=320, height=180, fps=2, hold_s=0.5, lang="ko", captions=False)
+    captioned = animate.AnimationSpec(width=320, height=180, fps=2, hold_s=0.5, lang="ko")
+    a = decoded(animate.export(anim_view, steps, plain, str(tmp_path / "a.webm"), 36)[0])[0]
+    b = decoded(animate.export(anim_view, steps, captioned, str(tmp_path / "b.webm"), 36)[0])[0]
+    band = slice(140, 180)  # the caption band along the bottom
+    assert np.abs(a[band].astype(int) - b[band].astype(int)).mean() > 8
+    assert np.abs(a[:100].astype(int) - b[:100].astype(int)).mean() < 4  # the rest is the same picture
+
+
+def test_an_orbit_gif_has_one_frame_per_frame_time(main_window, anim_view, tmp_path):
+    spec = animate.AnimationSpec(width=160, height=90, fps=6, mode="orbit", orbit_s=1.0)
+    steps = player.build_steps(main_window.state.trace)
+    path, frames = animate.export(anim_view, steps, spec, str(tmp_path / "o.gif"), 36, step=5)
+    got = decoded(path)
+    assert frames == 6 and len(got) == 6 and got[0].shape[:2] == (90, 160)
+    assert np.abs(got[0].astype(int) - got[3].astype(int)).mean() > 2  # the camera went round
+
+
+def test_cancel_midway_leaves_no_file(main_window, anim_view, tmp_path):
+    steps = player.build_steps(main_window.state.trace)[:4]
+    spec = animate.AnimationSpec(width=160, height=90, fps=4)
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        return len(calls) < 3
+
+    old = tmp_path / "keep.mp4"
+    old.write_bytes(b"old video")
+    with pytest.raises(animate.AnimationCancelled):
+        animate.export(anim_view, steps, spec, str(old), 36, progress=progress)
+    assert sorted(os.listdir(tmp_path)) == ["keep.mp4"] and old.read_bytes() == b"old video"
+
+
+def test_the_gui_export_cancels_from_its_progress_dialog(main_window, qtbot, tmp_path):
+    from PySide6.QtCore import QTimer
+
+    from app.animate_dialog import run_export
+
+    win = main_window
+    out = str(tmp_path / "gui.mp4")
+    spec = animate.AnimationSpec(width=320, height=180, fps=10)
+
+    def cancel():
+        dialog = getattr(win, "anim_progress", None)
+        if dialog is not None and dialog.isVisible() and dialog.value() > 0:
+            dialog.cancel()  # what the Cancel button does
+        else:
+            QTimer.singleShot(20, cancel)
+
+    QTimer.singleShot(20, cancel)
+    assert run_export(win, out, spec) is None
+    assert os.listdir(tmp_path) == []
+    assert win.statusBar().currentMessage() == animate.tr(animate.AnimationSpec())("anim.cancelled")
+
+
+def test_the_gui_dialog_exports_a_file(main_window, qtbot, tmp_path):
+    from app.animate_dialog import run_export
+
+    win = main_window
+    dialog = win.open_animation_dialog()
+    assert dialog.isVisible()
+    dialog.reject()
+    out = str(tmp_path / "gui.gif")
+    spec = animate.AnimationSpec(width=160, height=90, fps=2, hold_s=0.5, move_s=0.0)
+    assert run_export(win, out, spec) == os.path.realpath(out)
+    assert len(decoded(out)) == len(player.build_steps(win.state.trace))
+    assert "gui.gif" in win.statusBar().currentMessage()
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "app", "export", *args], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_cli_animate_writes_a_video_with_a_progress_line(tmp_path):
+    out = tmp_path / "t.mp4"
+    r = run_cli("--animate", "--out", str(out), "--size", "320x180", "--fps", "4", "--tokens", "1",
+                "--config", "assets/configs/deepseek-v3.json")
+    assert r.returncode == 0, r.stderr
+    assert "frame" in r.stderr and r.stdout.startswith("Wrote")
+    frames = decoded(str(out))
+    assert frames[0].shape == (180, 320, 3)
+    assert str(len(frames)) in r.stdout
+
+
+@pytest.mark.parametrize("args, code", [
+    (["--animate", "--out", "x.avi"], 2),
+    (["--animate", "--out", "x.mp4", "--size", "321x180"], 2),
+    (["--animate", "--out", "x.mp4", "--fps", "0"], 2),
+    (["--out", "x.mp4"], 2),
+    (["--animate", "--out", "/nonexistent-folder/x.mp4"], 1),
+])
+def test_cli_animate_bad_arguments_are_one_line(args, code, tmp_path):
+    r = run_cli(*args)
+    assert r.returncode == code
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_cli_config_with_a_bad_field_is_a_bad_argument(tmp_path):
+    bad = tmp_path / "c.json"
+    bad.write_text('{"num_hidden_layers": 500}')
+    r = run_cli("--out", str(tmp_path / "x.png"), "--config", str(bad))
+    assert r.returncode == 2 and "num_hidden_layers" in r.stderr and r.stderr.count("\n") == 1
