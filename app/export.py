@@ -12,11 +12,12 @@ import os
 import re
 from dataclasses import dataclass
 
-from PySide6.QtCore import QBuffer, QIODevice, QPoint, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
-from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
-                               QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox,
-                               QPushButton, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
+                               QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QMessageBox, QProgressDialog, QPushButton, QRadioButton, QSpinBox, QVBoxLayout,
+                               QWidget)
 
 from app import atomic_io
 from app.i18n import tr
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 MAX_SIDE = 8192
 PRESETS = {"1080p": (1920, 1080), "4k": (3840, 2160)}
 PNG_QUALITY = 80  # Qt maps PNG "quality" to zlib level; 80 keeps 4K exports fast and still small
+THEMES = ("dark", "light")  # slide themes of a 3D-view export (scene/labels.py THEMES)
+PROGRESS_AFTER_MS = 500  # an export that takes longer shows a progress dialog
 
 
 class ExportError(ValueError):
@@ -100,25 +103,35 @@ def png_bytes(image: QImage) -> bytes:
     return bytes(buffer.data())
 
 
-def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True) -> QImage:
-    """The 3D view at w x h; labels=False leaves out the label overlay (restored afterwards). Any GL failure
-    (no context, or PyOpenGL's errors when it cannot find Qt's context) becomes a one-line ExportError."""
-    from OpenGL.error import Error as GLError  # the scene has imported OpenGL already
-
+def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True,
+                theme: str = "dark") -> QImage:
+    """The 3D view at w x h; labels=False leaves out the label overlay (restored afterwards); theme "light"
+    for light slides. Any GL failure (no context, or PyOpenGL's errors when it cannot find Qt's context)
+    becomes a one-line ExportError."""
     check_size(w, h)
     before = getattr(scene, "labels_enabled", True)
     scene.labels_enabled = labels
     try:
-        image = scene.render_image(w, h, transparent=transparent)
-    except (RuntimeError, GLError) as exc:  # no OpenGL context, or one PyOpenGL cannot use
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        log.warning("export: the 3D view could not be rendered: %s", reason)
-        raise ExportError(f"{tr('app.export.error.render')} {reason}") from exc
+        image = scene.render_image(w, h, transparent=transparent, theme=theme)
+    except Exception as exc:  # noqa: BLE001 - sorted out by _render_error
+        raise _render_error(exc) from exc
     finally:
         scene.labels_enabled = before
     if image is None or image.isNull():
         raise ExportError(tr("app.export.error.render"))
     return image
+
+
+def _render_error(exc: BaseException) -> BaseException:
+    """A failed render as the one-line ExportError (no OpenGL context, or one PyOpenGL cannot use); any other
+    exception is returned as it is."""
+    from OpenGL.error import Error as GLError  # the scene has imported OpenGL already
+
+    if isinstance(exc, ExportError) or not isinstance(exc, (RuntimeError, GLError)):
+        return exc
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    log.warning("export: the 3D view could not be rendered: %s", reason)
+    return ExportError(f"{tr('app.export.error.render')} {reason}")
 
 
 def grab_window(window) -> QImage:
@@ -152,6 +165,7 @@ class ExportChoice:
     destination: str  # "file" | "clipboard"
     path: str
     labels: bool = True
+    theme: str = "dark"  # "dark" | "light" (THEMES)
 
 
 class ExportDialog(QDialog):
@@ -209,6 +223,10 @@ class ExportDialog(QDialog):
         self.labels.setChecked(True)
         self.labels_note = QLabel(tr("app.export.labels_note"))
         self.labels_note.setStyleSheet("color: gray;")
+        self.theme = QComboBox()  # slide theme: the title, legend and labels for dark or light slides
+        self.theme.setObjectName("export_theme")
+        for name in THEMES:
+            self.theme.addItem(tr(f"app.export.theme_{name}"), name)
 
         self.file_radio = QRadioButton(tr("app.export.to_file"))
         self.file_radio.setObjectName("export_to_file")
@@ -249,6 +267,7 @@ class ExportDialog(QDialog):
         form.addRow("", self.transparent)
         form.addRow("", self.labels)
         form.addRow("", self.labels_note)
+        form.addRow(tr("app.export.theme"), self.theme)
         dest_row = QWidget()
         dl = QHBoxLayout(dest_row)
         dl.setContentsMargins(0, 0, 0, 0)
@@ -293,7 +312,7 @@ class ExportDialog(QDialog):
     def _update(self, *_args) -> None:
         view = self.view_radio.isChecked()
         mode = self.size_mode.currentData()
-        for w in (self.size_mode, self.transparent, self.labels, self.labels_note):
+        for w in (self.size_mode, self.transparent, self.labels, self.labels_note, self.theme):
             w.setEnabled(view)
         self.width_spin.setVisible(view and mode == "custom")
         self.height_spin.setVisible(view and mode == "custom")
@@ -317,7 +336,8 @@ class ExportDialog(QDialog):
                             self.transparent.isChecked() and self.view_radio.isChecked(),
                             "file" if self.file_radio.isChecked() else "clipboard",
                             with_png_suffix(self.path_edit.text().strip()) if self.path_edit.text().strip() else "",
-                            self.labels.isChecked() or not self.view_radio.isChecked())
+                            self.labels.isChecked() or not self.view_radio.isChecked(),
+                            self.theme.currentData() if self.view_radio.isChecked() else "dark")
 
     def show_error(self, message: str) -> None:
         self.error.setText(message)
@@ -354,7 +374,7 @@ def _spin(name: str, value: int) -> QSpinBox:
 def perform(choice: ExportChoice, scene, window) -> QImage:
     """Render and deliver an export; raises ExportError with a translated message."""
     if choice.target == "view":
-        image = render_view(scene, choice.width, choice.height, choice.transparent, choice.labels)
+        image = render_view(scene, choice.width, choice.height, choice.transparent, choice.labels, choice.theme)
     else:
         image = grab_window(window)
     if choice.destination == "clipboard":
@@ -362,3 +382,89 @@ def perform(choice: ExportChoice, scene, window) -> QImage:
     else:
         save_png(image, choice.path)
     return image
+
+
+class ExportRun(QObject):
+    """An export of the 3D view rendered, encoded and written in the render thread, so the window keeps
+    answering: a busy cursor at once, a progress dialog when it takes longer than PROGRESS_AFTER_MS (render,
+    labels, file). finished(image, error) follows on the UI thread: error is a translated message, "" when the
+    PNG was written (atomically, app/atomic_io.py) or the image copied. A whole-window export is immediate."""
+
+    finished = Signal(object, str)
+    PHASES = ("render", "labels", "write")
+
+    def __init__(self, choice: ExportChoice, scene, window):
+        super().__init__(window)
+        self.choice, self.scene, self.window = choice, scene, window
+        self.job = None
+        self.image: QImage | None = None
+        self.error = ""
+        self.done = False
+        self.progress: QProgressDialog | None = None
+        self._poll = QTimer(self)
+        self._poll.setInterval(50)
+        self._poll.timeout.connect(self._update_progress)
+
+    def start(self) -> "ExportRun":
+        c = self.choice
+        if c.target != "view":
+            try:
+                self._finish(perform(c, self.scene, self.window), "")
+            except ExportError as exc:
+                self._finish(None, str(exc))
+            return self
+        try:
+            check_size(c.width, c.height)
+            if c.destination == "file":
+                check_writable(c.path)
+        except ExportError as exc:
+            self._finish(None, str(exc))
+            return self
+        QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+        self.progress = QProgressDialog(tr("app.export.progress", w=c.width, h=c.height), "", 0,
+                                        len(self.PHASES), self.window)
+        self.progress.setObjectName("export_progress")
+        self.progress.setWindowTitle(tr("app.export.title"))
+        self.progress.setCancelButton(None)  # a render cannot be stopped halfway; it ends in seconds
+        self.progress.setWindowModality(Qt.WindowModality.WindowModal)
+        self.progress.setMinimumDuration(PROGRESS_AFTER_MS)
+        self.progress.setValue(0)
+        before = self.scene.labels_enabled
+        self.scene.labels_enabled = c.labels
+        try:
+            self.job = self.scene.render_image_async(c.width, c.height, c.transparent, c.theme,
+                                                     after=self._deliver if c.destination == "file" else None,
+                                                     done=self._job_done)
+        finally:
+            self.scene.labels_enabled = before
+        self._poll.start()
+        return self
+
+    def _deliver(self, image: QImage) -> QImage:  # render thread: encode and write the file
+        save_png(image, self.choice.path)
+        return image
+
+    def _update_progress(self) -> None:
+        if self.progress is not None and self.job is not None:
+            self.progress.setValue(min(self.job.phase, len(self.PHASES) - 1))
+
+    def _job_done(self, job) -> None:  # UI thread
+        if job.error is not None:
+            err = _render_error(job.error)
+            self._finish(None, str(err) if isinstance(err, ExportError) else
+                         f"{tr('app.export.error.render')} {type(err).__name__}: {err}")
+            return
+        if self.choice.destination == "clipboard":
+            copy_to_clipboard(job.image)
+        self._finish(job.image, "")
+
+    def _finish(self, image: QImage | None, error: str) -> None:
+        self._poll.stop()
+        if self.progress is not None:
+            self.progress.reset()
+            self.progress.close()
+            self.progress.deleteLater()
+            self.progress = None
+            QApplication.restoreOverrideCursor()
+        self.image, self.error, self.done = image, error, True
+        self.finished.emit(image, error)

@@ -8,14 +8,14 @@ import os
 import sys
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QTabBar, QToolBar
 
 from app import focus, i18n, player, qt_translator, tooltips
 from app.about import AboutDialog
 from app.actions import ActionRegistry, ShortcutsDialog
 from app.docks.registry import DOCKS
-from app.export import ExportDialog, ExportError, perform, render_view, copy_to_clipboard
+from app.export import ExportDialog, ExportError, ExportRun, render_view, copy_to_clipboard
 from app.i18n import tr
 from app.settings import Settings
 from app.state import AppState
@@ -26,6 +26,7 @@ from scene.view import SceneView
 
 log = logging.getLogger(__name__)
 CAMERA_PRESETS = ("front", "side", "top", "stack")
+PRESENTATION_LABEL_SCALE = 1.5  # labels, header and legend in presentation mode (F11)
 
 
 def default_window_size() -> tuple[int, int]:
@@ -86,6 +87,9 @@ class MainWindow(QMainWindow):
         self._focused_kind = None
         self._hover_message = ""
         self._export_dir = os.path.expanduser("~")
+        self.export_run = None  # the last export of the 3D view (app/export.py ExportRun)
+        self._presentation = None  # while in presentation mode: what to restore when it ends
+        self._leave_presentation_key = None
 
         lang = language or self.settings.language(i18n.system_language())
         i18n.set_language(lang)
@@ -235,6 +239,7 @@ class MainWindow(QMainWindow):
             "layer_prev": lambda: self._layer_by(-1),
             "layer_next": lambda: self._layer_by(1),
             "reset_layout": self.reset_layout,
+            "presentation": self.toggle_presentation,
             "play_pause": player.toggle_play,
             "step_back": lambda: player.step_by(-1),
             "step_forward": lambda: player.step_by(1),
@@ -350,6 +355,53 @@ class MainWindow(QMainWindow):
             dock.raise_()
         self._default_sizes()
 
+    # --- presentation mode (F11) ------------------------------------------------------------------
+    @property
+    def presenting(self) -> bool:
+        return self._presentation is not None
+
+    def toggle_presentation(self) -> None:
+        if self.presenting:
+            self.leave_presentation()
+        else:
+            self.enter_presentation()
+
+    def enter_presentation(self) -> None:
+        """Full screen with the 3D view alone (no panels, toolbar, menu or status bar) and larger labels."""
+        if self.presenting:
+            return
+        self._presentation = (self.saveState(), self.isMaximized(), self.menuBar().isVisible(),
+                              self.statusBar().isVisible())
+        for dock in self.docks.values():
+            dock.hide()
+        self.toolbar.hide()
+        self.menuBar().hide()
+        self.statusBar().hide()
+        self.scene.set_label_scale(PRESENTATION_LABEL_SCALE)
+        if self._leave_presentation_key is None:  # Esc leaves (a window shortcut, only while presenting)
+            self._leave_presentation_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+            self._leave_presentation_key.activated.connect(self.leave_presentation)
+        self._leave_presentation_key.setEnabled(True)
+        self.showFullScreen()
+        self.scene.gl.setFocus()
+
+    def leave_presentation(self) -> None:
+        """Back to the window as it was: its panels, bars, size and label size."""
+        if not self.presenting:
+            return
+        state, maximized, menu, status = self._presentation
+        self._presentation = None
+        self._leave_presentation_key.setEnabled(False)
+        if maximized:
+            self.showMaximized()
+        else:
+            self.showNormal()
+        self.toolbar.show()
+        self.restoreState(state)
+        self.menuBar().setVisible(menu)
+        self.statusBar().setVisible(status)
+        self.scene.set_label_scale(1.0)
+
     def scene_pixel_size(self) -> tuple[int, int]:
         ratio = self.scene.devicePixelRatioF()
         return max(1, int(self.scene.width() * ratio)), max(1, int(self.scene.height() * ratio))
@@ -361,12 +413,18 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def _export_accepted(self, dialog: ExportDialog) -> None:
+    def _export_accepted(self, dialog: ExportDialog) -> ExportRun:
+        """Render, encode and write in the render thread (app/export.py ExportRun): the window keeps
+        answering, with a busy cursor and, past half a second, a progress dialog."""
         choice = dialog.choice()
-        try:
-            image = perform(choice, self.scene, self)
-        except ExportError as exc:
-            QMessageBox.warning(self, tr("app.export.title"), str(exc))
+        run = ExportRun(choice, self.scene, self)
+        self.export_run = run
+        run.finished.connect(lambda image, error: self._export_finished(choice, image, error))
+        return run.start()
+
+    def _export_finished(self, choice, image, error: str) -> None:
+        if error:
+            QMessageBox.warning(self, tr("app.export.title"), error)
             return
         if choice.destination == "file":
             self._export_dir = os.path.dirname(os.path.abspath(choice.path))
@@ -473,6 +531,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(problem, 15000)
 
     def closeEvent(self, event) -> None:
+        self.leave_presentation()  # the settings keep the window's own layout, not the presentation
         self.state.player.pause()
         self.save_settings()
         self.engine.stop()

@@ -93,7 +93,8 @@ def test_4k_export_writes_a_png_of_that_size_with_labels_and_leaves_the_view_alo
     assert win.scene.labels_enabled
     # the user's view is unchanged
     assert win.scene.camera_state() == camera and win.scene.size() == size
-    assert "k3-4k.png" in win.statusBar().currentMessage()
+    # the file is written in the render thread; the window says so once it hears back
+    qtbot.waitUntil(lambda: "k3-4k.png" in win.statusBar().currentMessage(), timeout=10000)
     _finish(dialog)
 
 
