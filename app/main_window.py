@@ -148,11 +148,13 @@ class MainWindow(QMainWindow):
         fit_to_screen(self)
         self.tabifiedDockWidgetActivated.connect(lambda _d: self._unelide_tabs())
         camera = self.settings.camera()
+        # the camera and the player step are restored together: the saved camera is the view of that step
+        self._restore_step = max(0, self.settings._int("player_step", 0)) if camera else 0
         if camera:
             try:
                 self.scene.set_camera_state(camera)
             except (KeyError, TypeError, ValueError):
-                pass  # a camera saved by an older scene version: keep the default view
+                self._restore_step = 0  # a camera saved by an older scene version: default view, first step
         self.retranslate()
         if self.settings.notes:  # values refused from the settings file, a cut prompt
             self.statusBar().showMessage(" ".join(self.settings.note_texts()), 30000)
@@ -277,6 +279,9 @@ class MainWindow(QMainWindow):
     # --- state -> scene / status -------------------------------------------------------------
     def _on_trace(self, trace) -> None:
         self.scene.set_trace(trace)
+        if self._restore_step:  # the first trace: back to the step whose camera was restored
+            step, self._restore_step = self._restore_step, 0
+            self.state.player.seek(step)
         self._focus_step()  # only when the step's kind changed: a new trace alone must not move the camera
         self._update_status()
 
@@ -525,6 +530,7 @@ class MainWindow(QMainWindow):
             camera = None
         self.settings.save_values(language=i18n.language(), layer=self.state.layer, knobs=self.state.knobs,
                                   prompt=self.state.prompt, camera=camera)
+        self.settings.q.setValue("player_step", int(self.state.step))  # restored with the camera
         problem = self.settings.sync()
         if problem:  # the old file is unchanged; say why where it can still be read
             print(problem, file=sys.stderr)

@@ -80,3 +80,20 @@ def test_the_timer_plays_and_leaves_the_layer(main_window, qtbot):
         player.set_speed(1.0)
         win.state.select_layer(36)
         player.seek(0)
+
+
+def test_reopening_restores_the_step_with_its_camera(make_window, qtbot):
+    win = make_window("restore.ini")
+    moe = next(s.index for s in win.state.player.steps if s.kind == "moe")
+    win.state.player.seek(moe)
+    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)  # the camera framed the MoE step
+    camera = win.scene.camera_state()
+    win.close()
+
+    again = make_window("restore.ini")
+    assert again.state.step == moe and again.state.player.current().kind == "moe"
+    assert again.docks["TracePlayerDock"].counter.text() == "Step 10 of 17 · prefill"
+    assert again.scene.step_kind == "moe"
+    qtbot.wait(400)  # no camera animation follows the restored step
+    got = again.scene.camera_state()
+    assert all(abs(float(got[k]) - float(camera[k])) < 1e-6 for k in ("distance", "azimuth", "elevation"))
