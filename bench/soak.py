@@ -9,7 +9,8 @@ from the first step whenever it reaches the end), the layer changes every 10 s (
 PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine runs again, a new trace is drawn).
 
 - rss_start_mib / rss_end_mib: resident memory after the first minute (warm-up: caches, GL, torch) / at the end.
-- rss_growth_mib_per_hour: least-squares slope of RSS over time after the first minute (samples every 5 s).
+- rss_growth_mib_per_hour: least-squares slope of RSS over time after the first minute (samples every 5 s);
+  rss_mib_by_minute: RSS at the end of each minute, to tell a plateau after warm-up from a steady climb.
 - gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks
   (sampled every 30 s, after a gc.collect()).
 - max_heartbeat_gap_ms: the longest interval between ticks of a 20 ms UI-thread timer (so at least ~20); an
@@ -56,6 +57,14 @@ def slope_per_hour(samples: list[tuple[float, float]]) -> float | None:
     if var == 0:
         return None
     return sum((t - mt) * (v - mv) for t, v in samples) / var * 3600.0
+
+
+def by_minute(samples: list[tuple[float, float]]) -> list[float]:
+    """The last sample of each whole minute (to see the shape: a plateau after warm-up, or a steady climb)."""
+    last: dict[int, float] = {}
+    for t, v in samples:
+        last[int(t // 60)] = v
+    return [round(last[m], 1) for m in sorted(last)]
 
 
 def type_counts() -> dict[str, int]:
@@ -230,6 +239,7 @@ class Soak:
             "rss_start_mib": round(rss[0][1], 1),
             "rss_end_mib": round(rss[-1][1], 1),
             "rss_growth_mib_per_hour": None if growth is None else round(growth, 1),
+            "rss_mib_by_minute": by_minute(self.rss),
             "gc_objects_start": int(objs[0][1]),
             "gc_objects_end": int(objs[-1][1]),
             "gc_objects_growth_per_hour": None if obj_growth is None else round(obj_growth),
