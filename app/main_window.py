@@ -29,6 +29,10 @@ CAMERA_PRESETS = ("front", "side", "top", "stack")
 PRESENTATION_LABEL_SCALE = 1.5  # labels, header and legend in presentation mode (F11)
 
 
+def _clip(text: str, n: int = 90) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def default_window_size() -> tuple[int, int]:
     """90% of the primary screen, at most 1880 x 1040."""
     screen = QGuiApplication.primaryScreen()
@@ -130,13 +134,19 @@ class MainWindow(QMainWindow):
         self.step_label.setObjectName("status_step")
         self.device_label = QLabel()
         self.device_label.setObjectName("status_device")
-        for label in (self.layer_label, self.step_label, self.device_label):
+        self.engine_note = QLabel()  # shown while the engine runs on the CPU in place of CUDA, or not at all
+        self.engine_note.setObjectName("status_engine_note")
+        self.engine_note.setStyleSheet("color: #1a1a1a; background: #f5c542; border-radius: 3px; padding: 1px 6px;")
+        self.engine_note.hide()
+        for label in (self.layer_label, self.step_label, self.device_label, self.engine_note):
             label.setContentsMargins(8, 0, 8, 0)
             self.statusBar().addPermanentWidget(label)
 
         self.engine = EngineController(self.state, device=device, parent=self)
         self.engine.set_after_run(self.scene.precolour)  # cell colours computed in the engine thread
         self.engine.device_ready.connect(lambda _d: self._update_status())
+        self.engine.device_fallback.connect(lambda _d, _r: self._update_status())
+        self.engine.load_failed.connect(lambda _r: self._update_status())
         self.engine.busy_changed.connect(lambda _b: self._update_status())
         from app.model_menu import ModelActions
 
@@ -322,11 +332,31 @@ class MainWindow(QMainWindow):
         if step is not None:
             self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr),
                                        title=tr(step.title_key)))
-        else:
+        elif not self.engine.load_error:
             self.step_label.setText(tr("app.status.engine_loading"))
-        device = self.engine.device_text or tr("app.status.device_loading")
+        else:
+            self.step_label.setText("")
+        device = self.engine.device_text or ("—" if self.engine.load_error else tr("app.status.device_loading"))
         busy = " · " + tr("app.status.computing") if self.engine.busy else ""
         self.device_label.setText(tr("app.status.device", device=device) + busy)
+        self._update_engine_note()
+
+    def _update_engine_note(self) -> None:
+        """The persistent note: the engine runs on the CPU because the device asked for failed, or no engine
+        could be made at all (the full reason in the tooltip)."""
+        note = self.engine_note
+        if self.engine.load_error:
+            reason = self.engine.load_error
+            note.setText(tr("app.status.engine_failed", message=_clip(reason)))
+        elif self.engine.fallback is not None:
+            device, reason = self.engine.fallback
+            note.setText(tr("app.status.device_fallback", device="CUDA" if device in ("cuda", "auto") else device))
+            reason = tr("app.status.device_fallback_tip", device=device, message=reason)
+        else:
+            note.hide()
+            return
+        note.setToolTip(reason)
+        note.show()
 
     # --- actions -----------------------------------------------------------------------------
     def _run_prompt(self) -> None:

@@ -7,6 +7,9 @@
 - When only temperature / top-p (or the sample seed) changed for the same prompt, the worker calls
   `ToyK3.resample` on the last good trace instead of a full run.
 - A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
+- When the engine cannot be made on the device asked for (`cuda` without CUDA, a broken driver), it is made
+  on the CPU instead and `device_fallback(device, reason)` says so; when it cannot be made at all,
+  `load_failed(reason)` does (the window keeps a visible note either way, never "loading…" forever).
 """
 from __future__ import annotations
 
@@ -43,6 +46,12 @@ def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
     return replace(new, **fields) == old
 
 
+def one_line(exc: BaseException) -> str:
+    """'TypeName: first line of the message' (torch's CUDA errors span several lines)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
 def device_description(model) -> str:
     """'CPU' or 'CUDA · <device name>' for the status bar (torch is already imported when this runs)."""
     device = str(getattr(model, "device", "cpu"))
@@ -60,6 +69,7 @@ class _EngineObject(QObject):
     """Lives in the worker thread; all slots run there."""
 
     ready = Signal(str)  # device description
+    fell_back = Signal(str, str)  # device asked for, why it could not be used (the engine runs on the CPU)
     finished = Signal(int, object, float)  # serial, Trace, seconds
     failed = Signal(int, str)
 
@@ -77,12 +87,19 @@ class _EngineObject(QObject):
             os.environ.setdefault("OMP_NUM_THREADS", "1")
             from compute.engine import ToyK3  # imports torch: here, off the UI thread
 
-            self.model = ToyK3(device=self._device)
+            try:
+                self.model = ToyK3(device=self._device)
+            except Exception as exc:  # noqa: BLE001 - the CPU is tried next
+                if self._device == "cpu":
+                    raise
+                log.warning("engine: %s failed (%s); running on the CPU", self._device, one_line(exc))
+                self.model = ToyK3(device="cpu")
+                self.fell_back.emit(self._device, one_line(exc))
             log.info("engine loaded on %s", device_description(self.model))
             self.ready.emit(device_description(self.model))
         except Exception as exc:  # noqa: BLE001 - shown to the user, app keeps running
             log.exception("engine: loading failed")
-            self.failed.emit(-1, f"{type(exc).__name__}: {exc}")
+            self.failed.emit(-1, one_line(exc))
 
     @Slot(object)
     def dispose(self, traces: list) -> None:
@@ -134,6 +151,8 @@ class EngineController(QObject):
     _dispose = Signal(object)
     busy_changed = Signal(bool)
     device_ready = Signal(str)
+    device_fallback = Signal(str, str)  # device asked for, reason; the engine runs on the CPU
+    load_failed = Signal(str)  # reason; no engine runs
     trace_published = Signal(object, float)  # Trace, engine seconds (after state.set_trace)
     config_applied = Signal(object)  # ModelConfig: the engine runs it now (emitted before its first trace)
     config_failed = Signal(object, str)  # ModelConfig, reason: the engine could not run it; the old one stays
@@ -143,6 +162,8 @@ class EngineController(QObject):
         self.state = state
         self.max_new_tokens = max_new_tokens
         self.device_text = ""
+        self.fallback: tuple[str, str] | None = None  # (device asked for, reason) when the CPU stood in
+        self.load_error = ""  # why no engine could be made ("" = it was, or is loading)
         self._serial = 0
         self._in_flight: Request | None = None
         self._pending: tuple[str, Knobs] | None = None
@@ -163,6 +184,7 @@ class EngineController(QObject):
         self._compute.connect(self.engine.compute)
         self._dispose.connect(self.engine.dispose)
         self.engine.ready.connect(self._on_ready)
+        self.engine.fell_back.connect(self._on_fell_back)
         self.engine.finished.connect(self._on_finished)
         self.engine.failed.connect(self._on_failed)
         state.knobs_requested.connect(lambda knobs: self.request(self._current_prompt(), knobs))
@@ -248,6 +270,11 @@ class EngineController(QObject):
         self.device_ready.emit(device)
         self._dispatch()
 
+    @Slot(str, str)
+    def _on_fell_back(self, device: str, reason: str) -> None:
+        self.fallback = (device, reason)
+        self.device_fallback.emit(device, reason)
+
     @Slot(int, object, float)
     def _on_finished(self, serial: int, trace, seconds: float) -> None:
         done, self._in_flight = self._in_flight, None
@@ -277,6 +304,12 @@ class EngineController(QObject):
 
     @Slot(int, str)
     def _on_failed(self, serial: int, message: str) -> None:
+        if serial < 0:  # the engine itself could not be made: nothing will ever run
+            self.load_error = message
+            self._pending = None
+            self.load_failed.emit(message)
+            self.state.set_error(message)
+            return
         done, self._in_flight = self._in_flight, None
         if done is not None and done.config is not None:
             self.config_failed.emit(done.config, message)
