@@ -10,7 +10,11 @@ import errno
 import logging
 import os
 import re
+import struct
+import zlib
 from dataclasses import dataclass
+
+import numpy as np
 
 from PySide6.QtCore import QBuffer, QIODevice, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
@@ -79,13 +83,14 @@ def with_png_suffix(path: str) -> str:
     return path if path.lower().endswith(".png") else path + ".png"
 
 
-def save_png(image: QImage, path: str) -> None:
-    """Encode in memory, then write atomically (app/atomic_io.py): a failure (disk full, read-only, a folder
-    in the way) leaves an existing file as it was, and the message names the real cause."""
+def save_png(image: QImage, path: str, encode=None) -> None:
+    """Encode in memory (png_bytes, or encode), then write atomically (app/atomic_io.py): a failure (disk
+    full, read-only, a folder in the way) leaves an existing file as it was, and the message names the real
+    cause."""
     check_writable(path)
     if image.isNull():
         raise ExportError(tr("app.export.error.render"))
-    data = png_bytes(image)
+    data = (encode or png_bytes)(image)
     try:
         atomic_io.write_bytes(path, data)
     except atomic_io.WriteError as exc:
@@ -101,6 +106,36 @@ def png_bytes(image: QImage) -> bytes:
     if not image.save(buffer, "PNG", PNG_QUALITY):
         raise ExportError(tr("app.export.error.render"))
     return bytes(buffer.data())
+
+
+def png_bytes_threaded(image: QImage, level: int = 2) -> bytes:
+    """The PNG file's bytes encoded with numpy and zlib, which release the GIL on big buffers (Qt's encoder
+    holds it for seconds at 8K): for encoding in the render thread while the UI thread runs. RGB when every
+    pixel is opaque, else RGBA with straight alpha; each row with PNG filter 1 (Sub)."""
+    argb = image.convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)  # no-op for exports
+    w, h = argb.width(), argb.height()
+    raw = np.frombuffer(argb.constBits(), np.uint8, count=argb.sizeInBytes()).reshape(h, argb.bytesPerLine())
+    bgra = raw[:, : 4 * w].reshape(h, w, 4)
+    alpha = bgra[..., 3]
+    opaque = bool(alpha.min() == 255)
+    rgb = bgra[..., 2::-1]
+    if opaque:
+        pixels = np.ascontiguousarray(rgb)
+    else:  # premultiplied -> straight alpha
+        a = alpha.astype(np.float32)[..., None]
+        straight = np.where(a > 0, np.clip(rgb.astype(np.float32) * 255.0 / np.maximum(a, 1) + 0.5, 0, 255), 0)
+        pixels = np.concatenate([straight.astype(np.uint8), alpha[..., None]], axis=-1)
+    rows = pixels.reshape(h, -1)
+    bpp = 3 if opaque else 4
+    filtered = rows.copy()
+    filtered[:, bpp:] = rows[:, bpp:] - rows[:, :-bpp]  # Sub: each byte minus the one a pixel to its left
+    data = np.concatenate([np.ones((h, 1), np.uint8), filtered], axis=1)
+    idat = zlib.compress(data.tobytes(), level)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+    header = struct.pack(">IIBBBBB", w, h, 8, 2 if opaque else 6, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 def render_view(scene, w: int, h: int, transparent: bool = False, labels: bool = True,
@@ -441,7 +476,7 @@ class ExportRun(QObject):
         return self
 
     def _deliver(self, image: QImage) -> QImage:  # render thread: encode and write the file
-        save_png(image, self.choice.path)
+        save_png(image, self.choice.path, encode=png_bytes_threaded)
         return image
 
     def _update_progress(self) -> None:

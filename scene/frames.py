@@ -123,6 +123,46 @@ def paint_twins(fv: FrameView, state: FrameState, w: int, h: int, lw: int, lh: i
         twin.paint()
 
 
+def render_offscreen(fv: FrameView, state: FrameState, w: int, h: int, lw: int, lh: int,
+                     samples: int = 4) -> QImage:
+    """The twins drawn into a multisampled framebuffer of w x h device pixels, resolved and read back as an
+    ARGB32_Premultiplied image (exports). Only PyOpenGL calls, which release the GIL while the driver works,
+    so an 8K export in the render thread leaves the UI thread free. Caller holds PAINT_LOCK and has a
+    context current."""
+    fbos = [int(f) for f in np.atleast_1d(GL.glGenFramebuffers(2))]
+    rbos = [int(r) for r in np.atleast_1d(GL.glGenRenderbuffers(3))]
+    try:
+        ms, resolve = fbos
+        GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, rbos[0])
+        GL.glRenderbufferStorageMultisample(GL.GL_RENDERBUFFER, samples, GL.GL_RGBA8, w, h)
+        GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, rbos[1])
+        GL.glRenderbufferStorageMultisample(GL.GL_RENDERBUFFER, samples, GL.GL_DEPTH24_STENCIL8, w, h)
+        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, ms)
+        GL.glFramebufferRenderbuffer(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_RENDERBUFFER, rbos[0])
+        GL.glFramebufferRenderbuffer(GL.GL_FRAMEBUFFER, GL.GL_DEPTH_STENCIL_ATTACHMENT, GL.GL_RENDERBUFFER,
+                                     rbos[1])
+        if GL.glCheckFramebufferStatus(GL.GL_FRAMEBUFFER) != GL.GL_FRAMEBUFFER_COMPLETE:
+            raise RuntimeError(f"no {w} x {h} framebuffer could be made")
+        paint_twins(fv, state, w, h, lw, lh)
+        GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, rbos[2])
+        GL.glRenderbufferStorage(GL.GL_RENDERBUFFER, GL.GL_RGBA8, w, h)
+        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, resolve)
+        GL.glFramebufferRenderbuffer(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_RENDERBUFFER, rbos[2])
+        GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, ms)
+        GL.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, resolve)
+        GL.glBlitFramebuffer(0, 0, w, h, 0, 0, w, h, GL.GL_COLOR_BUFFER_BIT, GL.GL_NEAREST)
+        GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, resolve)
+        pixels = np.empty((h, w, 4), np.uint8)
+        GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 4)
+        GL.glReadPixels(0, 0, w, h, GL.GL_BGRA, GL.GL_UNSIGNED_BYTE, pixels)
+    finally:
+        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
+        GL.glDeleteRenderbuffers(3, np.array(rbos, np.uint32))
+        GL.glDeleteFramebuffers(2, np.array(fbos, np.uint32))
+    rows = np.ascontiguousarray(pixels[::-1])  # GL's rows run bottom-up
+    return QImage(rows.data, w, h, 4 * w, QImage.Format.Format_ARGB32_Premultiplied).copy()
+
+
 class FrameRenderer(QObject):
     """Draws frames of one view in its own thread (see the module docstring); frame_ready(image, version,
     camera) is delivered to the UI thread."""

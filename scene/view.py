@@ -23,11 +23,9 @@ import json
 import math
 
 import numpy as np
-from OpenGL import GL
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QEventLoop, QPoint, QPointF, QRectF, Qt, QTimer, QVariantAnimation, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QVector3D
-from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from assets import asset_path
@@ -36,7 +34,7 @@ from scene import camera as camlib
 from scene import colouring, palette
 from scene import highlights
 from scene.geometry import build_families
-from scene.frames import FrameRenderer, FrameState, FrameView, new_context, paint_twins
+from scene.frames import FrameRenderer, FrameState, FrameView, new_context, render_offscreen
 from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines, make_twin, sync_twin
 from scene.labels import BACKGROUNDS, OverlayInput, draw_token_names, paint_overlay
 from scene.layout import Layout, build_layout
@@ -637,23 +635,13 @@ class SceneView(QWidget):
 
     def _gl_image(self, w: int, h: int, transparent: bool, theme: str, label_size=None) -> QImage:
         """The 3D picture at w x h (4x MSAA); a GL context is current and PAINT_LOCK held (any thread)."""
-        fmt = QOpenGLFramebufferObjectFormat()
-        fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
-        fmt.setSamples(4)
         lw, lh = label_size if label_size is not None else (w, h)
-        fbo = QOpenGLFramebufferObject(w, h, fmt)
-        fbo.bind()
         state = self.gl.frame_snapshot()
         if transparent:
             state.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
         elif theme != "dark":
             state.opts["bgcolor"] = tuple(BACKGROUNDS.get(theme, BACKGROUNDS["dark"]))
-        paint_twins(self.gl.frame_view, state, w, h, lw, lh)
-        GL.glFinish()
-        fbo.release()
-        img = fbo.toImage().convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
-        del fbo
-        return img
+        return render_offscreen(self.gl.frame_view, state, w, h, lw, lh)
 
     @staticmethod
     def _paint_labels(img: QImage, inp: OverlayInput, theme: str, label_size=None, dpr: float = 1.0) -> None:
