@@ -26,6 +26,8 @@ class ViewActions:
     def __init__(self, window):
         self.window = window
         self.pending: View | None = None  # opened, waiting for its trace
+        self.last_error = ""  # the last refusal (also in a message box and the status bar)
+        self.message_box: QMessageBox | None = None
         self.folder = os.path.expanduser("~")
         self.recent = list(window.settings.recent_views())
         self.menu = QMenu(window)
@@ -52,8 +54,7 @@ class ViewActions:
         """What the window shows now, as a View."""
         w = self.window
         st, trace = w.state, w.state.trace
-        inspector = w.docks.get("InspectorDock")
-        cell = getattr(inspector, "cell", None)
+        cell = st.cell  # (block id, drawn grid row, column) of the cell clicked last, or None
         block = w.scene.selected
         try:
             camera = w.scene.camera_state()
@@ -79,7 +80,7 @@ class ViewActions:
         try:
             written = viewfile.save(self.current_view(), path)
         except atomic_io.WriteError as exc:
-            QMessageBox.warning(self.window, plain_title("app.action.save_view"), atomic_io.message(exc))
+            self.warn(atomic_io.message(exc), "app.action.save_view")
             return False
         self.folder = os.path.dirname(written)
         self.remember(written)
@@ -112,15 +113,30 @@ class ViewActions:
 
     def refuse(self, exc: ViewError) -> None:
         key = "app.view.newer" if exc.kind == "version" else "app.view.open_failed"
-        QMessageBox.warning(self.window, plain_title("app.action.open_view"),
-                            tr(key, path=exc.path, message=str(exc)))
+        self.warn(tr(key, path=exc.path, message=str(exc)))
+
+    def warn(self, text: str, title_key: str = "app.action.open_view") -> None:
+        """A window-modal message box that does not block (like the Model menu's), and a status note."""
+        self.last_error = text
+        self.window.statusBar().showMessage(text, 15000)
+        box = QMessageBox(QMessageBox.Warning, plain_title(title_key), text, QMessageBox.Ok, self.window)
+        box.setObjectName("view_error_box")
+        self.message_box = box
+        box.open()
 
     def apply(self, view: View) -> bool:
+        """Show the view: another bundled model is switched to through the Model menu's path (the window
+        switches once the engine ran it); the prompt, knobs and tokens run; the rest follows the trace."""
         w = self.window
         if view.model != w.config.name:
-            QMessageBox.warning(w, plain_title("app.action.open_view"),
-                                tr("app.view.other_model", model=view.model, shown=w.config.name))
-            return False
+            from compute.config import ConfigError, ModelConfig, available_configs
+
+            try:
+                cfg = ModelConfig.from_json(available_configs()[view.model])
+            except (ConfigError, KeyError) as exc:
+                self.warn(tr("app.view.open_failed", path=view.model, message=str(exc)))
+                return False
+            w.models.request(cfg)
         i18n.set_language(view.language)
         w.engine.max_new_tokens = view.tokens
         st = w.state
@@ -134,7 +150,8 @@ class ViewActions:
 
     def _shows(self, view: View) -> bool:
         trace = self.window.state.trace
-        return (trace is not None and trace.text == view.prompt and trace.knobs == view.knobs
+        return (trace is not None and trace.config_name == view.model and self.window.config.name == view.model
+                and trace.text == view.prompt and trace.knobs == view.knobs
                 and len(trace.tokens) - trace.prompt_len == view.tokens)
 
     def _on_trace(self, _trace) -> None:
@@ -148,15 +165,12 @@ class ViewActions:
         """The view's trace is on screen: its step, layer, selection and camera."""
         view, self.pending = self.pending, None
         w = self.window
-        player_dock = w.docks.get("TracePlayerDock")
-        if player_dock is not None:
-            player_dock.seek(view.step - 1)
+        w.state.player.seek(view.step - 1)
         w.state.select_layer(view.layer - 1)
         if view.block:
             w.state.select_block(view.block)
-            inspector = w.docks.get("InspectorDock")
-            if view.cell and inspector is not None:
-                inspector.show_cell(view.block, *view.cell)
+            if view.cell:
+                w.state.select_cell(view.block, *view.cell)
         if view.expert is not None:
             w.state.select_expert(view.expert)
         if view.camera:

@@ -78,7 +78,12 @@ def test_render_of_a_view_file_matches_the_cli(qapp, tmp_path):
                                               "center": [10.0, 0.0, 20.0]}), path)
     from_api = api.render(view=str(path))
     out = tmp_path / "cli.png"
-    assert cli.main(["--view", str(path), "--out", str(out)]) == 0
+    from app import i18n
+
+    try:
+        assert cli.main(["--view", str(path), "--out", str(out)]) == 0
+    finally:
+        i18n.set_language("en")  # the CLI takes the view's language (ko) for the whole process
     from_cli = image_array(QImage(str(out)))
     assert from_api.shape == from_cli.shape == (300, 400, 4)
     assert changed_fraction(from_api, from_cli) < 0.005

@@ -154,12 +154,6 @@ def _same_camera(a, b):
     return flat(a) == pytest.approx(flat(b))
 
 
-def _warnings(monkeypatch):
-    shown = []
-    monkeypatch.setattr("app.view_menu.QMessageBox.warning", lambda *a, **k: shown.append(a[2]))
-    return shown
-
-
 def test_save_view_then_open_it_restores_the_view(make_window, qtbot, tmp_path, monkeypatch):
     from tests.app.gui_helpers import wait_idle
 
@@ -170,6 +164,7 @@ def test_save_view_then_open_it_restores_the_view(make_window, qtbot, tmp_path, 
     player.seek(9)
     win.state.select_layer(40)
     win.state.select_block("L41/kda.state")
+    win.state.select_cell("L41/kda.state", 1, 2)
     win.scene.set_camera_preset("side", animate=False)
     win.state.request_knobs(temperature=0.5)
     qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 0.5, timeout=90000)
@@ -178,11 +173,13 @@ def test_save_view_then_open_it_restores_the_view(make_window, qtbot, tmp_path, 
     win.registry.actions["save_view"].trigger()  # File -> Save view… (the dialog answers `path`)
     saved = viewfile.load(path + ".k3view")
     assert (saved.layer, saved.step, saved.block, saved.knobs.temperature) == (41, 10, "L41/kda.state", 0.5)
+    assert saved.cell == (1, 2)
     assert _same_camera(saved.camera, camera) and saved.size == win.scene_pixel_size()
     assert "talk.k3view" in win.statusBar().currentMessage()
 
     player.seek(2)
     win.state.select_layer(3)
+    win.state.select_block("L4/kda.q_proj")
     win.scene.set_camera_preset("top", animate=False)
     win.state.request_knobs(temperature=1.0)
     qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 1.0, timeout=90000)
@@ -190,30 +187,47 @@ def test_save_view_then_open_it_restores_the_view(make_window, qtbot, tmp_path, 
     _open_from_recent(qtbot, win, path + ".k3view")
     qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 0.5 and win.state.step == 9, timeout=90000)
     assert win.state.layer == 40 and win.scene.selected == "L41/kda.state"
+    assert win.state.cell == ("L41/kda.state", 1, 2)
     assert _same_camera(win.scene.camera_state(), camera)
     assert win.docks["ControlsDock"].slider("temperature") is not None
     assert win.settings.recent_views()[0].endswith("talk.k3view")
 
 
-def test_a_bad_or_newer_view_changes_nothing(make_window, qtbot, tmp_path, monkeypatch):
+def test_a_bad_or_newer_view_changes_nothing(make_window, qtbot, tmp_path):
     win = make_window()
-    shown = _warnings(monkeypatch)
-    before = (win.state.layer, win.state.step, win.state.knobs, win.scene.camera_state(), win.state.trace)
+    before = (win.state.layer, win.state.step, win.state.knobs, win.scene.camera_state(), win.state.trace,
+              win.config.name)
     newer = tmp_path / "newer.k3view"
     newer.write_text(json.dumps(_doc(version="3.1", layer=5)), encoding="utf-8")
     bad = tmp_path / "bad.k3view"
     bad.write_text(json.dumps(_doc(layer=5, knobs={"temperature": "os.system('x')"})), encoding="utf-8")
-    other = tmp_path / "other.k3view"
-    other.write_text(json.dumps(_doc(model="deepseek-v3", layer=5)), encoding="utf-8")
-    for path in (newer, bad, other):
+    unknown = tmp_path / "unknown.k3view"
+    unknown.write_text(json.dumps(_doc(model="my-model", layer=5)), encoding="utf-8")
+    shown = []
+    for path in (newer, bad, unknown):
         assert win.views.open_path(str(path)) is False
-    assert len(shown) == 3
+        box = win.views.message_box
+        assert box.isVisible()  # window-modal, not blocking
+        shown.append(box.text())
+        box.close()
     assert "newer K3 Explorer" in shown[0] and "3.1" in shown[0]
     assert "knobs.temperature" in shown[1]
-    assert "deepseek-v3" in shown[2]
+    assert "model" in shown[2] and "kimi-k3" in shown[2]
     assert all("\n" not in text for text in shown)
-    assert (win.state.layer, win.state.step, win.state.knobs, win.scene.camera_state(), win.state.trace) == before
+    assert (win.state.layer, win.state.step, win.state.knobs, win.scene.camera_state(), win.state.trace,
+            win.config.name) == before
     assert win.views.pending is None and win.views.recent == []
+
+
+def test_a_view_of_another_bundled_model_switches_the_model(make_window, qtbot, tmp_path):
+    win = make_window()
+    path = tmp_path / "k2.k3view"
+    viewfile.save(View(model="kimi-k2", prompt="The robot", tokens=2, layer=30, step=3), path)
+    assert win.views.open_path(str(path))
+    qtbot.waitUntil(lambda: win.config.name == "kimi-k2" and win.views.pending is None, timeout=120000)
+    trace = win.state.trace
+    assert trace.config_name == "kimi-k2" and trace.text == "The robot"
+    assert win.state.layer == 29 and win.state.step == 2
 
 
 def test_open_and_save_view_are_in_the_file_menu_with_free_shortcuts(make_window):
