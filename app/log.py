@@ -28,8 +28,8 @@ def setup(verbose: bool = False, stream=None) -> logging.Handler:
     handler.setFormatter(logging.Formatter(FORMAT, DATE_FORMAT))
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.WARNING)
-    for noisy in ("OpenGL", "PIL", "matplotlib"):  # their DEBUG chatter would drown ours
-        logging.getLogger(noisy).setLevel(logging.INFO)
+    for noisy in ("OpenGL", "PIL", "matplotlib"):  # their DEBUG chatter would drown ours; their INFO only if verbose
+        logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
     return handler
 
 

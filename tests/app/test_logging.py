@@ -111,3 +111,18 @@ def test_export_command_takes_verbose(tmp_path):
             if h not in handlers:
                 root.removeHandler(h)
         root.setLevel(level)
+
+
+def test_a_plain_export_prints_nothing_to_stderr(tmp_path):
+    """Without --verbose a good export is silent (no library INFO such as PyOpenGL's 'No OpenGL_accelerate');
+    the CLI's one-line messages are the only thing a script has to read."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "x.png"
+    proc = subprocess.run([sys.executable, "-m", "app", "export", "--size", "320x200", "--out", str(out)],
+                          capture_output=True, text=True, timeout=240, env=dict(os.environ, QT_QPA_PLATFORM="xcb"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.stat().st_size > 0
+    assert proc.stderr.strip() == ""
