@@ -142,7 +142,11 @@ class ViewActions:
         st = w.state
         st.knobs, st.prompt = view.knobs, view.prompt
         self.pending = view
-        if self._shows(view):
+        running = getattr(st.trace, "weights_name", None)
+        if running is not None and running != view.weights:
+            w.engine.request_weights(view.weights)  # the view's trace is the one the rebuilt engine gives
+            w.engine.request(view.prompt, view.knobs)
+        elif self._shows(view):
             self._finish()
         else:
             w.engine.request(view.prompt, view.knobs)

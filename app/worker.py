@@ -35,6 +35,7 @@ class Request:
     max_new_tokens: int
     base: object = None  # last good Trace when a resample is enough, else None
     config: object = None  # a ModelConfig to switch to: the engine is rebuilt for it before the run
+    weights: str | None = None  # "trained" | "random" to switch to: the engine is rebuilt with them (view files)
 
 
 SWITCH_INTERVAL_S = 0.0002  # bench/app.py: max UI stall 23-31 ms at 1 ms, 13-17 ms at 0.2 ms
@@ -118,10 +119,11 @@ class _EngineObject(QObject):
         t0 = time.perf_counter()
         model = self.model
         try:
-            if request.config is not None:  # another model: built and run here; kept only if the run works
-                from compute.engine import ToyK3
+            if request.config is not None or request.weights is not None:  # another model or other weights:
+                from compute.engine import ToyK3  # built and run here; kept only if the run works
 
-                self.model = ToyK3(config=request.config, device=model.device)
+                self.model = ToyK3(config=request.config or model.config, device=model.device,
+                                   weights=request.weights or "trained")
             if request.base is not None:
                 trace = self.model.resample(request.base, request.knobs)
             else:
@@ -168,6 +170,7 @@ class EngineController(QObject):
         self._in_flight: Request | None = None
         self._pending: tuple[str, Knobs] | None = None
         self._pending_config = None  # a ModelConfig waiting to be switched to (latest wins)
+        self._pending_weights: str | None = None  # "trained" | "random" waiting to be switched to
         self._good = None  # last good trace
         self._loaded = False
         self._stopped = False
@@ -238,15 +241,24 @@ class EngineController(QObject):
             self._pending = (self._current_prompt(), self.state.knobs)
         self._dispatch()
 
+    def request_weights(self, weights: str) -> None:
+        """Rebuild the engine with "trained" or "random" weights (in the worker thread) and run the prompt on
+        screen with them; the new trace's `weights_name` says which ones ran."""
+        self._pending_weights = weights
+        if self._pending is None:
+            self._pending = (self._current_prompt(), self.state.knobs)
+        self._dispatch()
+
     def _dispatch(self) -> None:
         if self._in_flight is not None or self._pending is None or not self._loaded:
             return
         prompt, knobs = self._pending
         self._pending = None
         config, self._pending_config = self._pending_config, None
-        if config is not None:
+        weights, self._pending_weights = self._pending_weights, None
+        if config is not None or weights is not None:
             self._serial += 1
-            self._in_flight = Request(self._serial, prompt, knobs, self.max_new_tokens, None, config)
+            self._in_flight = Request(self._serial, prompt, knobs, self.max_new_tokens, None, config, weights)
             self.busy_changed.emit(True)
             self._compute.emit(self._in_flight)
             return

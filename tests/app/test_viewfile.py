@@ -283,3 +283,19 @@ def test_cli_renders_the_saved_view_like_the_window_export(make_window, qtbot, t
     assert out.shape == gui.shape == (360, 640, 4)
     assert (out[..., :3].std() > 5)  # a real picture, not a blank frame
     assert changed_fraction(gui, out) < 0.01, changed_fraction(gui, out)
+
+
+def test_a_view_with_other_weights_rebuilds_the_engine_with_them(make_window, qtbot, tmp_path):
+    win = make_window()
+    running = win.state.trace.weights_name
+    other = "random" if running == "trained" else "trained"
+    path = tmp_path / "w.k3view"
+    viewfile.save(View(weights=other, prompt=win.state.trace.text, layer=37, step=6), path)
+    assert win.views.open_path(str(path))
+    qtbot.waitUntil(lambda: win.views.pending is None, timeout=120000)
+    trace = win.state.trace
+    if other == "random" or win.engine.engine.model.weights_note == "":
+        assert trace.weights_name == other
+    else:  # the trained asset does not fit (or is missing): the engine says so and the status bar too
+        assert trace.weights_name == "random" and "weights" in win.statusBar().currentMessage()
+    assert win.state.step == 5
