@@ -77,6 +77,10 @@ class ViewActions:
             self.save_to(viewfile.with_suffix(path))
 
     def save_to(self, path: str) -> bool:
+        if not self.bundled_model():
+            cfg = self.window.config
+            self.warn(tr("app.view.unbundled_model", name=cfg.name, path=cfg.path), "app.action.save_view")
+            return False
         try:
             written = viewfile.save(self.current_view(), path)
         except atomic_io.WriteError as exc:
@@ -86,6 +90,14 @@ class ViewActions:
         self.remember(written)
         self.window.statusBar().showMessage(tr("app.view.saved", path=written), 8000)
         return True
+
+    def bundled_model(self) -> bool:
+        """True when the window shows a config shipped in assets/configs (a view names its model by name)."""
+        from compute.config import available_configs
+
+        cfg = self.window.config
+        bundled = available_configs().get(cfg.name)
+        return bundled is not None and os.path.realpath(str(cfg.path)) == os.path.realpath(bundled)
 
     # --- open and apply ------------------------------------------------------------------------
     def open_dialog(self) -> None:

@@ -299,3 +299,20 @@ def test_a_view_with_other_weights_rebuilds_the_engine_with_them(make_window, qt
     else:  # the trained asset does not fit (or is missing): the engine says so and the status bar too
         assert trace.weights_name == "random" and "weights" in win.statusBar().currentMessage()
     assert win.state.step == 5
+
+
+def test_a_model_opened_from_a_file_cannot_be_saved_as_a_view(make_window, qtbot, tmp_path):
+    from compute.config import available_configs
+
+    win = make_window()
+    path = tmp_path / "config.json"
+    path.write_text(available_configs()["kimi-k2"].read_text())
+    assert win.models.open_path(str(path))
+    qtbot.waitUntil(lambda: win.config.name == "kimi-k2", timeout=120000)
+    out = tmp_path / "k2.k3view"
+    assert win.views.save_to(str(out)) is False
+    assert not out.exists() and "cannot be saved" in win.views.message_box.text()
+    win.views.message_box.close()
+    win.models.model_actions["kimi-k2"].trigger()  # the bundled one: saved, and it opens again
+    qtbot.waitUntil(lambda: win.views.bundled_model() and win.state.trace.config_name == "kimi-k2", timeout=120000)
+    assert win.views.save_to(str(out)) and viewfile.load(out).model == "kimi-k2"
