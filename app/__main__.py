@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             view = viewfile.load(args.view)
+            view = view.with_changes(language=args.lang) if args.lang else view  # --lang given: it wins
         except viewfile.ViewError as exc:
             print(f"k3-explorer: error: {i18n.tr('app.view.bad_file', message=str(exc))}", file=sys.stderr)
             return 2
