@@ -413,7 +413,10 @@ def test_on_screen_frame_has_the_labels_and_they_follow_the_state(view, qtbot, t
     bare = _screen_pixels(view, qtbot, n)
     # the same frame without labels: the title's glyph pixels are gone (the 3D content stays)
     assert (np.abs(bare[8:40, 8:360, :3] - title).max(axis=-1) > 60).mean() > 0.03
-    assert (np.abs(bare[8:40, 8:360, :3] - bg).max(axis=-1) > 60).mean() < (np.abs(title - bg).max(axis=-1) > 60).mean()
+    # the title sits on an opaque panel (issue 14.1): none of the 3D content under it shows in the labelled frame
+    under = np.abs(bare[8:40, 8:360, :3] - bg).max(axis=-1) > 60
+    panel = np.abs(title - bg).max(axis=-1) < 20
+    assert not under.any() or panel[under].mean() > 0.5
     view.labels_enabled = True
     # another prompt: new cells and token names by the rows reach the screen, not a stale label picture
     n = view.gl.paint_count
