@@ -298,3 +298,25 @@ def test_export_onto_a_full_disk_keeps_the_old_file(qapp, tmp_path):
         assert out.read_bytes() == b"old" * 10000 and os.listdir(disk) == ["slide.png"]
     finally:
         subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_threaded_png_encoder_round_trips_opaque_and_transparent_pixels(qapp):
+    """png_bytes_threaded (Pillow, GIL released) decodes to the same pixels as Qt's own PNG encoder, also for
+    half-transparent pixels (premultiplied in Qt, straight alpha in the file)."""
+    from PySide6.QtGui import QColor
+
+    from app.export import png_bytes, png_bytes_threaded
+
+    for transparent in (False, True):
+        img = QImage(37, 21, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(QColor(0, 0, 0, 0) if transparent else QColor(12, 34, 56))
+        for x in range(37):
+            for y in range(21):
+                if (x + y) % 3:
+                    img.setPixelColor(x, y, QColor((7 * x) % 256, (11 * y) % 256, 200, 255 if not transparent else 60 + 5 * x))
+        mine, qts = QImage(), QImage()
+        assert mine.loadFromData(png_bytes_threaded(img)) and qts.loadFromData(png_bytes(img))
+        assert mine.hasAlphaChannel() == transparent
+        diff = max(abs(getattr(mine.pixelColor(x, y), c)() - getattr(qts.pixelColor(x, y), c)())
+                   for x in range(37) for y in range(21) for c in ("red", "green", "blue", "alpha"))
+        assert diff <= 1, diff  # premultiplied rounding at most one step
