@@ -4,12 +4,13 @@ action registry, a status bar (layer + type, trace step, engine device), the eng
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QTabBar, QToolBar
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QStyle, QTabBar, QToolBar
 
 from app import focus, i18n, player, qt_translator, tooltips
 from app.about import AboutDialog
@@ -27,6 +28,9 @@ from scene.view import SceneView
 log = logging.getLogger(__name__)
 CAMERA_PRESETS = ("front", "side", "top", "stack")
 PRESENTATION_LABEL_SCALE = 1.5  # labels, header and legend in presentation mode (F11)
+SCENE_SHARE = 0.56  # the default layout leaves the 3D view at least this share of the window area
+MIN_COLUMN = 300  # the narrowest side column of the default layout (one column below that)
+MIN_PANELS = 440  # the right column's panels (diagrams, calculators) need this much not to scroll sideways
 
 
 def _clip(text: str, n: int = 90) -> str:
@@ -56,6 +60,16 @@ def fit_to_screen(window) -> None:
         x = min(max(geo.x(), avail.left()), avail.right() + 1 - w)
         y = min(max(geo.y(), avail.top()), avail.bottom() + 1 - h)
         window.move(x, y)
+
+
+def _height_for(widget, width: int) -> int:
+    """The height a widget wants at `width` (its height-for-width where it has one)."""
+    if widget.hasHeightForWidth():
+        return widget.heightForWidth(width)
+    layout = widget.layout()
+    if layout is not None and layout.hasHeightForWidth():
+        return layout.totalHeightForWidth(width)
+    return widget.sizeHint().height()
 
 
 def _scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
@@ -203,21 +217,84 @@ class MainWindow(QMainWindow):
         dock.show()
 
     def _default_sizes(self) -> None:
-        """Side columns of a comfortable width; the controls only as tall as they need."""
+        """The default layout for the window's current size: the scene keeps SCENE_SHARE of the window area.
+        Two side columns (trace player left; controls over the tabbed panels right) when both fit beside such
+        a scene, else one column on the left with every panel as a tab, the trace player in front (up to about
+        2200 px wide: 1280 x 720, 1366 x 768, 1920 x 1080); in two columns the controls only as tall as they need,
+        the rest to the panels below them."""
+        budget = self._side_budget()
+        left_min, right_min = self._column_min_widths()
+        if budget < left_min + right_min:
+            self._one_column(max(left_min, right_min, budget))
+        else:
+            self._two_columns(budget, left_min, right_min)
+        self._unelide_tabs()
+
+    def _reveal_inspector(self, block_id: str) -> None:
+        """A picked block brings the inspector's tab to the front when it hides behind another panel's tab
+        (the one-column layout of small screens)."""
+        dock = self.docks.get("inspectorDock")
+        if block_id and dock is not None and not dock.isFloating() and dock.toggleViewAction().isChecked() \
+                and dock.visibleRegion().isEmpty():
+            dock.raise_()
+
+    def _side_budget(self) -> int:
+        """Pixels the side columns (and their separators) may take beside a scene of SCENE_SHARE."""
+        scene_h = max(1, self.centralWidget().height())  # docks sit left/right: the scene spans their height
+        gap = self.style().pixelMetric(QStyle.PM_DockWidgetSeparatorExtent, None, self)
+        need_w = math.ceil(SCENE_SHARE * self.width() * self.height() / scene_h)
+        return self.width() - need_w - 2 * gap
+
+    def _column_min_widths(self) -> tuple[int, int]:
+        """The narrowest each column may be: its docks' own minimum, also of a body that scrolls (a scroll
+        area would shrink to nothing), and never under MIN_COLUMN."""
+        left, right = MIN_COLUMN, MIN_PANELS
+        for name, dock in self.docks.items():
+            body = dock.widget()
+            w = dock.minimumSizeHint().width()
+            if isinstance(body, QScrollArea) and body.widget() is not None:
+                w = max(w, min(480, body.widget().minimumSizeHint().width() + 16))
+            if self._entries[name].area == Qt.LeftDockWidgetArea:
+                left = max(left, w)
+            else:
+                right = max(right, w)
+        return left, right
+
+    def _two_columns(self, budget: int, left_min: int, right_min: int) -> None:
         heads = self._group_heads
         left = [d for d in heads.values() if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea]
         right = [d for d in heads.values() if self.dockWidgetArea(d) == Qt.RightDockWidgetArea]
-        width = self.width()
+        lw = min(440, max(left_min, int(budget * 0.45)))
+        rw = min(520, max(right_min, budget - lw))
         if left:
-            self.resizeDocks(left[:1], [int(min(440, width * 0.25))], Qt.Horizontal)
+            self.resizeDocks(left[:1], [lw], Qt.Horizontal)
         if right:
-            self.resizeDocks(right[:1], [int(min(480, width * 0.27))], Qt.Horizontal)
+            self.resizeDocks(right[:1], [rw], Qt.Horizontal)
         controls = heads.get("right_top")
         if controls is not None and len(right) > 1:
             rest = [d for d in right if d is not controls][:1]
-            h = controls.sizeHint().height()
-            self.resizeDocks([controls] + rest, [h, max(200, self.height() - h)], Qt.Vertical)
-        self._unelide_tabs()
+            body = controls.widget()
+            inner = body.widget() if isinstance(body, QScrollArea) else body
+            h = controls.sizeHint().height() - body.sizeHint().height() + _height_for(inner, rw) + 2
+            h = min(h, int(self.centralWidget().height() * 0.45))
+            self.resizeDocks([controls] + rest, [h, max(200, self.centralWidget().height() - h)], Qt.Vertical)
+
+    def _one_column(self, width: int) -> None:
+        """Every dock a tab of the left column, the trace player in front."""
+        first = None
+        for entry in DOCKS:
+            dock = next((d for n, d in self.docks.items() if self._entries[n] is entry), None)
+            if dock is None:
+                continue
+            self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+            if first is None:
+                first = dock
+            else:
+                self.tabifyDockWidget(first, dock)
+            dock.show()
+        if first is not None:
+            first.raise_()
+            self.resizeDocks([first], [min(460, width)], Qt.Horizontal)
 
     def _unelide_tabs(self) -> None:
         """Dock tab bars show whole titles (scroll arrows instead of 'I…', 'Ex…')."""
@@ -275,6 +352,7 @@ class MainWindow(QMainWindow):
         st.token_changed.connect(sc.set_token)
         st.step_changed.connect(self._on_step)
         st.block_selected.connect(sc.select_block)
+        st.block_selected.connect(self._reveal_inspector)
         st.set_dock_opener(self.show_dock)
         st.expert_selected.connect(sc.select_expert)
         st.engine_error.connect(self._on_error)

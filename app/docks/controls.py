@@ -12,6 +12,8 @@ from PySide6.QtWidgets import (QDockWidget, QGridLayout, QLabel, QSlider, QToolB
 
 from app import i18n, texts
 from app.i18n import tr
+from app.widgets.controls import scrolled
+from app.widgets.paint import css
 
 
 @dataclass(frozen=True)
@@ -52,17 +54,16 @@ class _KnobRow:
         self.slider.setRange(0, spec.steps)
         self.slider.setPageStep(max(1, spec.steps // 10))
         self.slider.setTracking(True)
-        self.slider.setMinimumWidth(150)
+        self.slider.setMinimumWidth(90)
         self.value = QLabel()
         self.value.setObjectName(f"value_{spec.field}")
-        self.value.setMinimumWidth(78)
         self.value.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
         self.reset = QToolButton()
         self.reset.setObjectName(f"reset_{spec.field}")
         self.reset.setText("↺")
         self.hint = QLabel()
         self.hint.setWordWrap(True)
-        self.hint.setStyleSheet("color: #7d838c; font-size: 11px;")
+        self.hint.setStyleSheet(f"color: {css('note')}; font-size: 11px;")
         grid.addWidget(self.name, 2 * row, 0)
         grid.addWidget(self.slider, 2 * row, 1)
         grid.addWidget(self.value, 2 * row, 2)
@@ -97,6 +98,8 @@ class _KnobRow:
         self.name.setText(tr(f"app.controls.{self.spec.field}"))
         self.hint.setText(tr(f"app.controls.{self.spec.field}.hint"))
         self.reset.setToolTip(tr("app.controls.reset"))
+        metrics = self.value.fontMetrics()  # wide enough for "computed" and any number, in this language
+        self.value.setMinimumWidth(max(metrics.horizontalAdvance(t) for t in (tr("app.controls.computed"), "0.00")) + 4)
         self.show(getattr(self.dock.state.knobs, self.spec.field))
 
 
@@ -118,7 +121,8 @@ class ControlsDock(QDockWidget):
         self.note.setObjectName("controls_note")
         outer.addWidget(self.note)
         outer.addStretch(1)
-        self.setWidget(body)
+        body.setObjectName("controls_body")
+        self.setWidget(scrolled(body))  # a short dock scrolls; the help lines always get their wrapped height
         state.trace_changed.connect(self._sync_from_state)
         self.retranslate()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
 
 from scene.palette import ROLES as SCENE_ROLES
 from scene.palette import role_qcolor_tuple
@@ -210,3 +210,28 @@ def along(points: list[QPointF], t: float) -> QPointF:
             return QPointF(a.x() + (b.x() - a.x()) * f, a.y() + (b.y() - a.y()) * f)
         d -= length
     return points[-1]
+
+
+def fit_text(p: QPainter, rect: QRectF, s: str, flags=Qt.AlignCenter | Qt.TextWordWrap,
+             min_scale: float = 0.7) -> QRectF:
+    """Draw s inside rect in the painter's font, wrapped, shrunk step by step (down to min_scale of its size)
+    until it fits; a text that still does not fit is elided on one line. Never draws outside rect; returns
+    the rectangle the text took."""
+    base = QFont(p.font())
+    f = QFont(base)
+    scale = 1.0
+    while True:
+        f.setPointSizeF(base.pointSizeF() * scale)
+        took = QFontMetricsF(f).boundingRect(rect, int(flags), s)
+        fits = took.width() <= rect.width() + 0.5 and took.height() <= rect.height() + 0.5
+        if fits or scale <= min_scale + 1e-9:
+            break
+        scale = max(min_scale, scale - 0.05)
+    if not fits:
+        flags = int(flags) & ~int(Qt.TextWordWrap)
+        s = QFontMetricsF(f).elidedText(s, Qt.ElideRight, rect.width())
+        took = QFontMetricsF(f).boundingRect(rect, flags, s)
+    p.setFont(f)
+    p.drawText(rect, int(flags), s)
+    p.setFont(base)
+    return took

@@ -52,7 +52,9 @@ def test_tooltips_follow_the_language(main_window, qtbot):
 
 
 def test_hovering_a_slider_shows_its_tooltip(main_window, qtbot):
+    main_window.docks["ControlsDock"].raise_()  # on a small default layout the controls are a tab
     slider = main_window.docks["ControlsDock"].slider("top_p")
+    qtbot.waitUntil(lambda: not slider.visibleRegion().isEmpty(), timeout=3000)
     QTest.mouseMove(slider, QPoint(5, slider.height() // 2))
     QTest.mouseMove(slider, slider.rect().center())
     qtbot.waitUntil(QToolTip.isVisible, timeout=5000)
@@ -91,6 +93,7 @@ def test_tab_leaves_a_table(main_window, qtbot):
     assert tables
     assert all(not t.tabKeyNavigation() for t in tables), [t.objectName() for t in tables if t.tabKeyNavigation()]
     inspector = win.docks["inspectorDock"]
+    win.state.select_block("L37/kda.q_proj")  # the values table shows once a block is picked
     inspector.raise_()
     table = inspector.findChildren(QTableWidget)[0]
     qtbot.waitUntil(table.isVisible, timeout=3000)
@@ -98,6 +101,7 @@ def test_tab_leaves_a_table(main_window, qtbot):
     qtbot.waitUntil(table.hasFocus, timeout=3000)
     QTest.keyClick(table, Qt.Key_Tab)
     assert QApplication.focusWidget() is not table
+    win.state.select_block("")
 
 
 def test_the_shortcuts_table_does_not_trap_tab(main_window, qtbot):

@@ -12,7 +12,7 @@ from app.i18n import language, tr
 from app.texts import explanation
 from app.widgets.controls import FloatSlider, fmt, scroll_page
 from app.widgets.markdown import demote_headings, markdown_label
-from app.widgets.paint import qcolor
+from app.widgets.paint import fit_text, qcolor
 from compute import teaching as T
 
 KV_TOKENS_REPORTED = 3.25e6  # seed 003: a B300 node holds ~3.25M tokens of KV after the weights
@@ -37,6 +37,7 @@ class TrafficDiagram(QWidget):
         self.setMinimumHeight(316)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.scenario = "decode"
+        self.text_boxes: list[tuple[QRectF, QRectF]] = []  # (box, where its label went) of the last paint
 
     def sizeHint(self) -> QSize:  # noqa: N802
         return QSize(640, 316)
@@ -78,11 +79,12 @@ class TrafficDiagram(QWidget):
         text = pal.windowText().color()
         w = self.width()
         act = self.active()
+        self.text_boxes = []
         small = QFont(self.font()); small.setPointSizeF(self.font().pointSizeF() * 0.85)
         bold = QFont(self.font()); bold.setBold(True)
         host = QRectF(w / 2 - 150, 4, 300, 30)
         p.setPen(QPen(pal.mid().color(), 1)); p.setBrush(qcolor("weight", 60)); p.drawRoundedRect(host, 6, 6)
-        p.setPen(text); p.setFont(small); p.drawText(host, Qt.AlignCenter, tr("learn.serving.diagram.host"))
+        p.setPen(text); p.setFont(small); self._text(p, host, tr("learn.serving.diagram.host"))
         p.setPen(QPen(pal.mid().color(), 1, Qt.DashLine)); p.drawLine(QPointF(w / 2, 34), QPointF(w / 2, 50))
         bar = self.bar_rect()
         nv = qcolor("activation")
@@ -92,14 +94,14 @@ class TrafficDiagram(QWidget):
             p.drawLine(QPointF(r.center().x(), r.bottom()), QPointF(r.center().x(), bar.top()))
         p.setPen(QPen(nv.darker(130), 2 if act["nvlink"] else 1))
         p.setBrush(qcolor("activation", 150 if act["nvlink"] else 60)); p.drawRoundedRect(bar, 6, 6)
-        p.setPen(text); p.setFont(small); p.drawText(bar, Qt.AlignCenter, tr("learn.serving.diagram.nvlink"))
+        p.setPen(text); p.setFont(small); self._text(p, bar, tr("learn.serving.diagram.nvlink"))
         for g, r in enumerate(self.gpu_rects()):
             p.setPen(QPen(pal.mid().color(), 1)); p.setBrush(pal.base()); p.drawRoundedRect(r, 6, 6)
             p.setPen(text); p.setFont(bold)
             head = f"GPU {g}"
             if act["pd"]:
                 head += " · " + tr("learn.serving.diagram.prefill_pool" if g < 4 else "learn.serving.diagram.decode_pool")
-            p.drawText(QRectF(r.x() + 6, r.y() + 2, r.width() - 12, 18), Qt.AlignLeft | Qt.AlignVCenter, head)
+            self._text(p, QRectF(r.x() + 6, r.y() + 2, r.width() - 12, 18), head, Qt.AlignLeft | Qt.AlignVCenter)
             p.setFont(small)
             hbm = QRectF(r.x() + 6, r.y() + 22, r.width() - 12, 34)
             x = hbm.x()
@@ -111,13 +113,13 @@ class TrafficDiagram(QWidget):
                 p.drawRect(seg)
                 if g == 0:
                     p.setPen(text)
-                    p.drawText(seg, Qt.AlignCenter | Qt.TextWordWrap, tr(key))
+                    self._text(p, seg.adjusted(1, 1, -1, -1), tr(key))
                 x += seg.width()
             sm = QRectF(r.x() + 6, r.y() + 60, r.width() - 12, 26)
             lit = g in act["sm"]
             p.setPen(QPen(qcolor("output"), 2 if lit else 1)); p.setBrush(qcolor("output", 110 if lit else 30))
             p.drawRoundedRect(sm, 4, 4)
-            p.setPen(text); p.drawText(sm, Qt.AlignCenter, tr("learn.serving.diagram.sm"))
+            p.setPen(text); self._text(p, sm.adjusted(2, 1, -2, -1), tr("learn.serving.diagram.sm"))
             if self.scenario == "decode":  # HBM → SM reads
                 p.setPen(QPen(qcolor("output"), 4, Qt.SolidLine, Qt.RoundCap)); p.drawLine(QPointF(sm.center().x(), hbm.bottom()),
                                                                  QPointF(sm.center().x(), sm.top()))
@@ -131,8 +133,12 @@ class TrafficDiagram(QWidget):
             box = QRectF(a.x() + 8, (a.y() + b.y()) / 2 - 9, QFontMetrics(bold).horizontalAdvance(label) + 10, 18)
             p.setPen(Qt.NoPen); p.setBrush(pal.window()); p.drawRoundedRect(box, 4, 4)
             p.setPen(text)
-            p.drawText(box, Qt.AlignCenter, label)
+            self._text(p, box, label)
         p.end()
+
+    def _text(self, p: QPainter, rect: QRectF, s: str, flags=Qt.AlignCenter | Qt.TextWordWrap) -> None:
+        """Every label is wrapped, shrunk or elided into its box; (box, text's rect) kept for checking."""
+        self.text_boxes.append((QRectF(rect), fit_text(p, rect, s, flags | Qt.TextWordWrap)))
 
 
 class ServingPanel(QScrollArea):

@@ -33,6 +33,7 @@ class Field:
     def __init__(self, prefix: str, name: str, default: str, grid: QGridLayout, row: int, on_change):
         self.prefix, self.name = prefix, name
         self.label = QLabel()
+        self.label.setWordWrap(True)  # a long name wraps instead of widening a narrow dock
         self.hint = QLabel()
         self.hint.setStyleSheet(NOTE_STYLE)
         self.hint.setWordWrap(True)
