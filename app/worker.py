@@ -264,7 +264,8 @@ class EngineController(QObject):
             return
         base = None
         good = self._good
-        if good is not None and good.text == prompt and only_sampling_changed(good.knobs, knobs):
+        same_length = good is not None and len(good.tokens) - good.prompt_len == self.max_new_tokens
+        if good is not None and good.text == prompt and same_length and only_sampling_changed(good.knobs, knobs):
             if good.knobs == knobs:
                 self.state.set_trace(good)  # nothing to compute
                 return

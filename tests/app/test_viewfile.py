@@ -318,3 +318,16 @@ def test_a_model_opened_from_a_file_cannot_be_saved_as_a_view(make_window, qtbot
     win.models.model_actions["kimi-k2"].trigger()  # the bundled one: saved, and it opens again
     qtbot.waitUntil(lambda: win.views.bundled_model() and win.state.trace.config_name == "kimi-k2", timeout=120000)
     assert win.views.save_to(str(out)) and viewfile.load(out).model == "kimi-k2"
+
+
+def test_a_view_with_another_token_count_runs_that_many(make_window, qtbot, tmp_path):
+    win = make_window()
+    trace = win.state.trace
+    n = len(trace.tokens) - trace.prompt_len
+    path = tmp_path / "long.k3view"
+    viewfile.save(View(prompt=trace.text, knobs=trace.knobs, weights=trace.weights_name, tokens=n + 3, layer=37,
+                       step=6 + 6 * (n + 1)), path)
+    assert win.views.open_path(str(path))
+    qtbot.waitUntil(lambda: win.views.pending is None, timeout=120000)
+    shown = win.state.trace
+    assert len(shown.tokens) - shown.prompt_len == n + 3 and win.state.step == 5 + 6 * (n + 1)
