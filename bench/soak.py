@@ -228,8 +228,8 @@ class Soak:
                 self._baseline_malloc = tracemalloc.take_snapshot()
 
     def report(self) -> dict:
-        self._sample_rss()
-        self._sample_gc()
+        """Called after the event loop ended: uses the samples taken while the app ran (once the loop has
+        stopped, the frames and their buffers are released and RSS drops: not what a running app holds)."""
         rss = [(t, v) for t, v in self.rss if t >= WARMUP_S] or self.rss
         objs = [(t, v) for t, v in self.objects if t >= WARMUP_S] or self.objects
         growth = slope_per_hour(rss)
