@@ -154,7 +154,8 @@ class ViewActions:
         st = w.state
         st.knobs, st.prompt = view.knobs, view.prompt
         self.pending = view
-        running = getattr(st.trace, "weights_name", None)
+        # the weights chosen (the Model menu's choice where the window has one), else those the trace ran with
+        running = getattr(st, "weights", None) or getattr(st.trace, "weights_name", None)
         if running is not None and running != view.weights:
             w.engine.request_weights(view.weights)  # the view's trace is the one the rebuilt engine gives
             w.engine.request(view.prompt, view.knobs)
