@@ -25,6 +25,8 @@ def _gui_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--settings", metavar="FILE", help="settings file to use instead of the user's")
     parser.add_argument("--device", default="auto", choices=DEVICES,
                         help="engine device: auto, cpu or cuda (default auto)")
+    parser.add_argument("--weights", choices=("trained", "random"),
+                        help="toy weights for this session: trained or random (default: the Model menu's choice)")
     parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
     parser.add_argument("--config", metavar="FILE", help="open this model config.json (default: Kimi K3's)")
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setOrganizationName("K3Explorer")
     from app.main_window import MainWindow
 
-    window = MainWindow(settings_path=args.settings, device=args.device, language=args.lang)
+    window = MainWindow(settings_path=args.settings, device=args.device, language=args.lang, weights=args.weights)
     window.show()
     if config is not None:
         window.models.request(config)  # the engine switches to it in its thread; the window follows

@@ -51,7 +51,8 @@ class AboutDialog(QDialog):
         self.body.setWordWrap(True)
         self.body.setTextFormat(Qt.RichText)
         self.body.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.body.setText(self.html())
+        state = getattr(parent, "state", None)  # the window's AppState: its trace says which weights ran
+        self.body.setText(self.html(getattr(state, "trace", None)))
         buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
         buttons.button(QDialogButtonBox.Close).setText(tr("app.common.close"))
         buttons.button(QDialogButtonBox.Close).setToolTip(tr("app.common.close"))
@@ -68,11 +69,16 @@ class AboutDialog(QDialog):
         self.setMinimumWidth(520)
 
     @staticmethod
-    def html() -> str:
+    def html(trace=None) -> str:
+        """The body; with the trace on screen it also says which weights produced its numbers."""
+        from app.weights_choice import short_name, weights_of
+
         e = html.escape
+        running = weights_of(trace)
+        now = tr("weights.about", weights=short_name(running, tr)) if running else tr("weights.about.none")
         rows = [
             e(tr("app.about.text")),
-            f"<b>{e(tr('app.about.honesty.title'))}</b> {e(tr('app.about.honesty'))}",
+            f"<b>{e(tr('app.about.honesty.title'))}</b> {e(tr('app.about.honesty'))} {e(now)}",
             f"<b>{e(tr('app.about.version'))}</b> {e(__version__)}",
             f"<b>{e(tr('app.about.licence'))}</b> {e(licence_text())}",
             f"<b>{e(tr('app.about.libraries'))}</b> {e(library_versions())}",

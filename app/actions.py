@@ -72,6 +72,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("step_first", "player", "Home", text_input_safe=False),
     ActionSpec("step_last", "player", "End", text_input_safe=False),
     ActionSpec("run_prompt", "player", "Ctrl+Return", separator_before=True),
+    ActionSpec("weights_trained", "model", "", group="weights"),  # placed in the Model menu (app/weights_choice.py)
+    ActionSpec("weights_random", "model", "", group="weights"),
     ActionSpec("lang_en", "language", "", group="language"),
     ActionSpec("lang_ko", "language", "", group="language"),
     ActionSpec("shortcuts", "help", "F1"),

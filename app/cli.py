@@ -21,6 +21,7 @@ from app.i18n import tr
 
 CAMERAS = ("front", "side", "top", "stack", "reset")
 DEVICES = ("cpu", "cuda", "auto")
+WEIGHTS = ("trained", "random")  # app.weights_choice.WEIGHTS (that module is not needed to parse)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="engine device: cpu (default), cuda or auto")
+    p.add_argument("--weights", choices=WEIGHTS, default="trained",
+                   help="toy weights: trained (default; random when the trained file is not installed) or random")
     p.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     p.add_argument("--config", metavar="FILE", help="model config.json to show (default: Kimi K3's)")
     p.add_argument("--animate", action="store_true",
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(no_display, 3)
 
     try:
-        engine = ToyK3(config=config, device=args.device, **({"weights": saved.weights} if saved else {}))
+        engine = ToyK3(config=config, device=args.device, weights=args.weights)  # --weights, else the view's
         trace = engine.run(args.prompt, max_new_tokens=args.tokens, knobs=saved.knobs if saved else None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is reported, not a traceback
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)

@@ -92,7 +92,8 @@ class MainWindow(QMainWindow):
     first_frame = Signal()  # once: the 3D view has drawn its first frame and the late docks exist
 
     def __init__(self, settings_path: str | None = None, start_engine: bool = True, device: str = "auto",
-                 language: str | None = None):
+                 language: str | None = None, weights: str | None = None):
+        """weights: "trained" | "random" for this session (--weights); None = the remembered choice."""
         super().__init__()
         self.setObjectName("MainWindow")
         self.settings = Settings(settings_path)
@@ -165,6 +166,9 @@ class MainWindow(QMainWindow):
         from app.model_menu import ModelActions
 
         self.models = ModelActions(self)  # the Model menu, File -> Open model config…, dropped config.json
+        from app.weights_choice import WeightsActions
+
+        self.weights = WeightsActions(self, weights)  # Model -> Trained / Random weights, status bar label
         self._connect_state()
 
         self.resize(*default_window_size())
@@ -335,6 +339,8 @@ class MainWindow(QMainWindow):
             "step_first": player.first,
             "step_last": player.last,
             "run_prompt": self._run_prompt,
+            "weights_trained": lambda: self.weights.choose("trained"),
+            "weights_random": lambda: self.weights.choose("random"),
             "lang_en": lambda: self.state.set_language("en"),
             "lang_ko": lambda: self.state.set_language("ko"),
             "shortcuts": self.show_shortcuts,

@@ -33,6 +33,7 @@ class StepFacts:
     real_shape: tuple | None  # the same thing at K3 size (None when it is the same)
     value: str = ""  # a short literal view of the data (bytes in hex, ids, pieces, sampled token ...)
     extra: list[tuple[str, dict]] = field(default_factory=list)  # further (key, fmt) lines
+    candidates: list[tuple[str, float, float]] = field(default_factory=list)  # sampling: (word, before, after)
 
 
 def _sampled(trace, pass_index: int) -> tuple[str, int, float]:
@@ -41,6 +42,34 @@ def _sampled(trace, pass_index: int) -> tuple[str, int, float]:
     piece, token_id = trace.vocab[idx]
     prob = float(final["probs"][idx]) if "probs" in final else float("nan")
     return piece, token_id, prob
+
+
+def sampling_candidates(trace, pass_index: int, n: int = 5) -> list[tuple[str, float, float]]:
+    """The `n` most probable next words of a pass as the model gives them: (piece, probability before
+    temperature and top-p = softmax of the LM head's last row, probability after = the trace's 'probs', the
+    distribution the token was drawn from), most probable first."""
+    import numpy as np
+
+    final = trace.passes[pass_index].final
+    logits = np.asarray(final["lm_head"][-1], dtype=np.float64)
+    before = np.exp(logits - logits.max())
+    before /= before.sum()
+    after = np.asarray(final["probs"], dtype=np.float64).ravel()
+    order = np.argsort(-before, kind="stable")[:n]
+    return [(trace.vocab[int(j)][0], float(before[j]), float(after[j])) for j in order]
+
+
+def attention_over_tokens(trace, pass_index: int, layer: int) -> tuple[int, list[tuple[str, float]], int]:
+    """What the last token of a pass attends to in MLA layer `layer` (0-based): (its position, [(piece,
+    softmax weight averaged over the heads)] for every position 0..S-1 it can see, number of heads). At a
+    decode pass that token is the decode token; the weights sum to 1."""
+    import numpy as np
+
+    sm = np.asarray(trace.passes[pass_index].layers[layer].tensors["mla.softmax"], dtype=np.float64)  # [H, T, S]
+    weights = sm[:, -1, :].mean(axis=0)
+    position = int(np.asarray(trace.passes[pass_index].positions).ravel()[-1])
+    pieces = [trace.tokens[p][0] if p < len(trace.tokens) else "?" for p in range(weights.shape[0])]
+    return position, [(pieces[p], float(weights[p])) for p in range(position + 1)], int(sm.shape[0])
 
 
 def streamed_text(trace, steps: Sequence[Step], index: int) -> str:
@@ -119,7 +148,8 @@ def describe(trace, step: Step, layer: int | None = None) -> StepFacts:
         kn = trace.knobs
         return StepFacts("int64", (1,), None, f"{piece!r} → {token_id}",
                          [("app.fact.sampling", {"t": f"{kn.temperature:.2f}", "p": f"{kn.top_p:.2f}",
-                                                 "prob": f"{prob:.3f}"})])
+                                                 "prob": f"{prob:.3f}"})],
+                         candidates=sampling_candidates(trace, step.pass_index))
     if k == "detokenize":
         piece, token_id, _ = _sampled(trace, step.pass_index)
         return StepFacts("str", (len(piece),), None, f"{token_id} → {piece!r}")

@@ -156,6 +156,17 @@ class Settings:
             return None
         return camera_values(value)
 
+    def weights(self) -> str:
+        """The weights chosen in the Model menu: "trained" (default) or "random"."""
+        value = self.q.value("weights", "trained") if self.valid else "trained"
+        return value if value in ("trained", "random") else "trained"
+
+    def set_weights(self, name: str) -> None:
+        """Remember the weights choice (written with the other settings by sync())."""
+        self.q.setValue("version", SETTINGS_VERSION)
+        self.q.setValue("weights", name if name in ("trained", "random") else "trained")
+        self.valid = True
+
     def recent_views(self) -> list[str]:
         """The recently saved or opened view files (paths, newest first, at most RECENT_VIEWS_MAX)."""
         raw = self.q.value("views/recent", "") if self.valid else ""

@@ -51,6 +51,7 @@ class AppState(QObject):
         self.cell: tuple[str, int, int] | None = None
         self.expert = 17
         self.device = "cpu"
+        self.weights = "trained"  # the weights chosen (app/weights_choice.py); the trace says which ran
         self.config = None
         self._dock_opener = None
         i18n.on_change(self._on_language)  # held weakly by i18n: a dropped state is forgotten by itself

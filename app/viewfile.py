@@ -146,7 +146,7 @@ def with_suffix(path: str) -> str:
 def argument_values(view: View) -> dict:
     """The view as `k3-explorer export` option values (dest -> value)."""
     values = {"prompt": view.prompt, "tokens": view.tokens, "layer": view.layer, "step": view.step,
-              "lang": view.language}
+              "lang": view.language, "weights": view.weights}
     if view.size:
         values["size"] = f"{view.size[0]}x{view.size[1]}"
     return values

@@ -77,6 +77,7 @@ class _EngineObject(QObject):
     def __init__(self, device: str = "auto"):
         super().__init__()
         self._device = device
+        self.weights = "trained"  # the weights chosen ("trained" | "random"); set before load, kept on switches
         self.model = None
         self.after_run = None  # optional callable(trace), run here after each run (see EngineController)
 
@@ -89,12 +90,12 @@ class _EngineObject(QObject):
             from compute.engine import ToyK3  # imports torch: here, off the UI thread
 
             try:
-                self.model = ToyK3(device=self._device)
+                self.model = ToyK3(device=self._device, weights=self.weights)
             except Exception as exc:  # noqa: BLE001 - the CPU is tried next
                 if self._device == "cpu":
                     raise
                 log.warning("engine: %s failed (%s); running on the CPU", self._device, one_line(exc))
-                self.model = ToyK3(device="cpu")
+                self.model = ToyK3(device="cpu", weights=self.weights)
                 self.fell_back.emit(self._device, one_line(exc))
             log.info("engine loaded on %s", device_description(self.model))
             self.ready.emit(device_description(self.model))
@@ -123,7 +124,7 @@ class _EngineObject(QObject):
                 from compute.engine import ToyK3  # built and run here; kept only if the run works
 
                 self.model = ToyK3(config=request.config or model.config, device=model.device,
-                                   weights=request.weights or "trained")
+                                   weights=request.weights or self.weights)
             if request.base is not None:
                 trace = self.model.resample(request.base, request.knobs)
             else:
@@ -134,6 +135,8 @@ class _EngineObject(QObject):
             log.exception("engine: run %d failed (prompt %r)", request.serial, request.prompt)
             self.failed.emit(request.serial, f"{type(exc).__name__}: {exc}")
             return
+        if request.weights is not None:
+            self.weights = request.weights  # kept for later rebuilds (another model) once it ran
         seconds = time.perf_counter() - t0
         log.debug("engine: run %d (%s) took %.1f ms", request.serial,
                   "resample" if request.base is not None else "full", seconds * 1000)
@@ -158,6 +161,7 @@ class EngineController(QObject):
     trace_published = Signal(object, float)  # Trace, engine seconds (after state.set_trace)
     config_applied = Signal(object)  # ModelConfig: the engine runs it now (emitted before its first trace)
     config_failed = Signal(object, str)  # ModelConfig, reason: the engine could not run it; the old one stays
+    weights_applied = Signal(str)  # "trained" | "random": the engine runs the weights chosen (before its trace)
 
     def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None):
         super().__init__(parent)
@@ -241,6 +245,12 @@ class EngineController(QObject):
             self._pending = (self._current_prompt(), self.state.knobs)
         self._dispatch()
 
+    def set_weights(self, weights: str) -> None:
+        """The weights the first engine is built with (before start(); later use request_weights)."""
+        if self.thread.isRunning():
+            raise RuntimeError("the engine has started: use request_weights")
+        self.engine.weights = weights
+
     def request_weights(self, weights: str) -> None:
         """Rebuild the engine with "trained" or "random" weights (in the worker thread) and run the prompt on
         screen with them; the new trace's `weights_name` says which ones ran."""
@@ -293,6 +303,8 @@ class EngineController(QObject):
         done, self._in_flight = self._in_flight, None
         if done is not None and done.config is not None:
             self.config_applied.emit(done.config)
+        if done is not None and done.weights is not None:
+            self.weights_applied.emit(done.weights)
         old = self.state.trace
         self._good = trace
         self.state.set_trace(trace)

@@ -78,6 +78,7 @@ class OverlayInput:
     focus: tuple = ()  # ids of the blocks the current step names: their labels are never dropped
     theme: str = "dark"  # "dark" | "light" (THEMES)
     label_scale: float = 1.0  # multiplies every font (presentation mode)
+    weights: str = ""  # "trained" | "random": the weights that produced the trace drawn ("" = no trace)
 
 
 @dataclass
@@ -138,13 +139,21 @@ def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
     dims = lay.dims
     mixer = dims.mixers[lay.layer] if lay.layer < len(dims.mixers) else "kda"
     ffn = dims.ffns[lay.layer] if lay.layer < len(dims.ffns) else "moe"
-    lines = [("title", tr("scene.title")),
+    lines = [("title", header_title(inp)),
              ("sub", tr("scene.subtitle", layer=lay.layer + 1, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer}"),
                         ffn=tr(f"scene.ffn.{ffn}"))),
              ("dim", tr("scene.rows_cols"))]
     if inp.step_note:
         lines.append(("note", inp.step_note))
     return lines
+
+
+def header_title(inp: OverlayInput) -> str:
+    """The header's title line; with a trace it says which toy weights produced the numbers."""
+    title = inp.tr("scene.title")
+    if inp.weights in ("trained", "random"):
+        title += " · " + inp.tr("weights.header", weights=inp.tr(f"weights.short.{inp.weights}"))
+    return title
 
 
 def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:

@@ -1018,4 +1018,5 @@ class SceneView(QWidget):
         return OverlayInput(layout=self.layout, camera=camera if camera is not None else self.cam, tr=self.tr, selected=self.selected,
                             hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
                             step_note=note, flow_on=bool(self.flow_edges), focus=self.focus_ids(),
-                            label_scale=self.label_scale)
+                            label_scale=self.label_scale,
+                            weights=getattr(trace, "weights_name", "") if trace is not None else "")

@@ -15,7 +15,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QDockWidget, QGroupBox, QLabel, QScrollArea, QTableWidget, QTableWidgetItem,
                                QTextBrowser, QVBoxLayout, QWidget)
 
-from app import i18n, texts
+from app import i18n, player, texts, weights_choice
 from app.i18n import tr
 from app.state import AppState
 from app.widgets.paint import qcolor
@@ -24,6 +24,7 @@ from scene import palette
 from scene.layout import ModelDims, _k3_shapes, token_rows
 
 MAX_ROWS_SHOWN, MAX_COLS_SHOWN = 8, 12
+MAX_ATTENTION_WORDS = 24  # the attention list shows the last positions (a long prompt would fill the panel)
 
 
 def parse_block_id(block_id: str) -> tuple[int, str, str]:
@@ -117,8 +118,12 @@ class InspectorDock(QDockWidget):
         self.follow_label.setTextFormat(Qt.RichText)
         self.follow_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         fl.addWidget(self.follow_label)
+        self.attention_label = QLabel()  # MLA blocks: what the pass's last (decode) token attends to, as words
+        self.attention_label.setObjectName("inspector_attention")
+        self.attention_label.setWordWrap(True)
+        self.attention_label.setTextFormat(Qt.RichText)
         for w in (self.name_label, self.meta_label, self.what, self.formula_label, self.values_title,
-                  self.values_note, self.table, self.follow_box):
+                  self.values_note, self.attention_label, self.table, self.follow_box):
             lay.addWidget(w)
         lay.addStretch(1)
         scroll = QScrollArea()
@@ -172,6 +177,8 @@ class InspectorDock(QDockWidget):
         for w in (self.meta_label, self.what, self.formula_label, self.values_title, self.values_note, self.table,
                   self.follow_box):
             w.setVisible(shown)
+        if not shown:
+            self.attention_label.hide()
 
     def refresh(self) -> None:
         self._show_details(bool(self.block_id))
@@ -212,8 +219,30 @@ class InspectorDock(QDockWidget):
         self.formula_label.setText(f"{tr('inspector.formula')}:  {tr(f'scene.formula.{kind}')}"
                                    if i18n.table().get(f"scene.formula.{kind}") else "")
         self._fill_table(vals)
+        running = weights_choice.weights_of(self.state.trace)
+        if running:  # whose numbers these are: the toy's, with which weights
+            note = f"{note} {tr('weights.numbers', weights=weights_choice.short_name(running, tr))}"
         self.values_note.setText(note)
+        self._fill_attention(layer, kind)
         self._fill_follow(layer, kind, part)
+
+    def _fill_attention(self, layer: int, kind: str) -> None:
+        """For an MLA block: the attention of the current pass's last token over the tokens, as words."""
+        trace = self.state.trace
+        if trace is None or not layer or not kind.startswith("mla.") \
+                or trace.passes[0].layers[layer - 1].mixer != "mla":
+            self.attention_label.hide()
+            return
+        pi = min(self.state.pass_index, len(trace.passes) - 1)
+        position, words, heads = player.attention_over_tokens(trace, pi, layer - 1)
+        token = trace.tokens[position][0]
+        title = tr("weights.attention.title", token=repr(token), layer=layer, heads=heads)
+        top = max(w for _, w in words) or 1.0
+        rows = [f"<tr><td><code>{html.escape(repr(p))}</code></td><td>{'█' * max(1, round(12 * w / top))}</td>"
+                f"<td>{w:.3f}</td></tr>" for p, w in words[-MAX_ATTENTION_WORDS:]]
+        note = "" if pi > 0 else f"<br><i>{html.escape(tr('weights.attention.none'))}</i>"
+        self.attention_label.setText(f"{html.escape(title)}<table>{''.join(rows)}</table>{note}")
+        self.attention_label.show()
 
     def _pass_name(self, i: int) -> str:
         return tr("inspector.pass.prefill") if i == 0 else tr("inspector.pass.decode", i=i)

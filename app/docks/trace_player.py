@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame
                                QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
                                QToolButton, QVBoxLayout, QWidget)
 
-from app import i18n, player, texts
+from app import i18n, player, texts, weights_choice
 from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
@@ -78,7 +78,9 @@ class TracePlayerDock(QDockWidget):
         self.tokens_label.setTextFormat(Qt.RichText)
         self.stream_label = _wrap_label("stream_label")
         self.stream_label.setTextFormat(Qt.RichText)
-        for w in (self.bytes_label, self.tokens_label, self.stream_label):
+        self.weights_caption = _wrap_label("stream_weights")  # which weights wrote the answer (not K3's text)
+        self.weights_caption.setStyleSheet(f"color: {css('caveat')}; font-style: italic;")
+        for w in (self.bytes_label, self.tokens_label, self.stream_label, self.weights_caption):
             layout.addWidget(w)
 
         transport = QHBoxLayout()
@@ -270,6 +272,7 @@ class TracePlayerDock(QDockWidget):
             self.bytes_label.setText(tr("app.player.waiting"))
             self.tokens_label.setText("")
             self.stream_label.setText("")
+            self.weights_caption.setText("")
             return
         data = trace.text.encode("utf-8")
         hexes = " ".join(f"{b:02X}" for b in data[:40]) + (" …" if len(data) > 40 else "")
@@ -291,6 +294,7 @@ class TracePlayerDock(QDockWidget):
                                   f"<b>{html.escape(shown_text(trace.text))}</b>"
                                   f"<span style='color:{PHASE_COLOURS['B']}; font-weight:bold'>"
                                   f"{html.escape(shown_text(streamed))}</span>▌")
+        self.weights_caption.setText(weights_choice.answer_caption(trace, tr))
 
     def _show_details(self) -> None:
         trace = self.state.trace
@@ -326,6 +330,7 @@ class TracePlayerDock(QDockWidget):
         ]
         for key, fmt in facts.extra:
             rows.append(("", html.escape(tr(key, **fmt))))
+        rows += candidate_rows(facts.candidates)  # the sampling step: the top words with their probabilities
         note = self._layer_note(trace, step)
         if note:
             rows.append(("", f"<i>{html.escape(note)}</i>"))
@@ -371,6 +376,21 @@ class TracePlayerDock(QDockWidget):
         for step, i in zip(self.steps, range(self.list.count())):
             self.list.item(i).setText(self._step_label(step))
         self._refresh()
+
+
+def candidate_rows(candidates) -> list[tuple[str, str]]:
+    """(label, html) rows of the sampling step's top candidates: words with their probabilities before and
+    after temperature / top-p, and what share of the probability they hold."""
+    if not candidates:
+        return []
+    rows = [("", html.escape(tr("weights.sampling.title")))]
+    for rank, (word, before, after) in enumerate(candidates, 1):
+        text = tr("weights.sampling.row", rank=rank, word=repr(word), before=f"{before:.3f}", after=f"{after:.3f}")
+        rows.append(("", f"<code>{html.escape(text)}</code>"))
+    total = tr("weights.sampling.sum", n=len(candidates), before=f"{sum(c[1] for c in candidates):.3f}",
+               after=f"{sum(c[2] for c in candidates):.3f}")
+    rows.append(("", f"<i>{html.escape(total)}</i>"))
+    return rows
 
 
 def shown_text(text: str, limit: int = MAX_SHOWN_CHARS) -> str:

@@ -5,6 +5,7 @@ from app.docks.experts.grid import GridTab
 from app.docks.experts.latent import LatentTab
 from app.docks.experts.layers import LayersTab
 from app.docks.experts.qb import QBTab
+from app.docks.experts.usage import UsageTab
 from app.docks.tabbed import TabbedDock
 
 
@@ -14,7 +15,9 @@ class ExpertGridDock(TabbedDock):
         self.layers_tab = LayersTab(state)
         self.qb_tab = QBTab(state)
         self.latent_tab = LatentTab(state)
-        pages = {"grid": self.grid_tab, "layers": self.layers_tab, "qb": self.qb_tab, "latent": self.latent_tab}
+        self.usage_tab = UsageTab(state)
+        pages = {"grid": self.grid_tab, "layers": self.layers_tab, "qb": self.qb_tab, "latent": self.latent_tab,
+                 "usage": self.usage_tab}
         super().__init__(state, "experts", pages, parent)
 
     @property

@@ -1,0 +1,296 @@
+"""Usage-by-token-type tab of the experts dock: token type × expert usage over the held-out documents of the
+toy language, for one MoE layer, with trained or random weights (the specialisation training produced).
+
+The engine runs the held-out prompts in a thread of its own (its own ToyK3 with the chosen weights, never the
+UI thread), after the tab is first seen; each (model, weights) map is computed once per session and kept.
+The maths is Qt-free in usage_model.py. The map: rows = token types, columns = the model's experts, brightness
+= the share of that type's tokens that chose the expert in the chosen layer.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from app.docks.deferred import on_screen, watch_dock
+from app.docks.experts.usage_model import (UsageMap, compute_usage, moe_layers_of, specialisation_bits,
+                                           top_experts, usage_prompts)
+from app.i18n import tr
+from app.weights_choice import WEIGHTS, short_name
+from compute.task import PIECE_TYPES
+
+log = logging.getLogger(__name__)
+_MAP = pg.ColorMap(pos=[0.0, 0.35, 1.0], color=[(18, 20, 26), (40, 110, 170), (255, 214, 120)])
+
+
+class _Relay(QObject):
+    """Carries a computing thread's progress and result to the UI thread (queued signals)."""
+
+    progress = Signal(str, int, int)  # key, done, total
+    done = Signal(str, object)  # key, UsageMap
+    failed = Signal(str, str)  # key, message
+
+
+class _Job:
+    stop = False
+
+
+def _compute(relay: _Relay, job: _Job, key: str, config, weights: str, prompts: list[str]) -> None:
+    """In a daemon thread: a ToyK3 of its own with the chosen weights runs the prompts. A tab gone meanwhile
+    (its relay deleted) ends the job quietly."""
+    try:
+        from compute.engine import ToyK3
+
+        engine = ToyK3(config=config, device="cpu", weights=weights)
+        result = compute_usage(engine, prompts, progress=lambda d, t: relay.progress.emit(key, d, t),
+                               cancelled=lambda: job.stop)
+    except RuntimeError as exc:
+        if "already deleted" in str(exc):
+            return
+        _report(relay, key, exc)
+        return
+    except Exception as exc:  # noqa: BLE001 - shown in the tab
+        _report(relay, key, exc)
+        return
+    if not job.stop:
+        try:
+            relay.done.emit(key, result)
+        except RuntimeError:
+            pass
+
+
+def _report(relay: _Relay, key: str, exc: BaseException) -> None:
+    log.warning("usage map: %s: %s", type(exc).__name__, exc)
+    try:
+        relay.failed.emit(key, f"{type(exc).__name__}: {exc}")
+    except RuntimeError:
+        pass
+
+
+class UsageTab(QWidget):
+    max_prompts: int | None = None  # tests run fewer held-out prompts
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.maps: dict[str, UsageMap] = {}  # "<model>|<weights>" -> map
+        self.running: str | None = None
+        self.error = ""
+        self._progress = (0, 0)
+        self._watching = False
+
+        self.weights_label = QLabel()
+        self.weights = QComboBox()
+        self.weights.setObjectName("experts.usage.weights")
+        for _ in WEIGHTS:
+            self.weights.addItem("")
+        self.weights.setCurrentIndex(WEIGHTS.index(getattr(state, "weights", "trained")))
+        self.layer_label = QLabel()
+        self.layer = QSpinBox()
+        self.layer.setObjectName("experts.usage.layer")
+        self.intro = QLabel()
+        self.intro.setWordWrap(True)
+        self.status = QLabel()
+        self.status.setObjectName("experts.usage.status")
+        self.status.setWordWrap(True)
+        self.heat = pg.PlotWidget()
+        self.heat.setObjectName("experts.usage.heatmap")
+        self.heat.setMenuEnabled(False)
+        self.heat.setMouseEnabled(False, False)
+        self.heat.invertY(True)
+        self.heat.setMinimumHeight(220)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.heat.addItem(self.image)
+        self.top = QLabel()
+        self.top.setObjectName("experts.usage.top")
+        self.top.setWordWrap(True)
+
+        row = QHBoxLayout()
+        row.addWidget(self.weights_label)
+        row.addWidget(self.weights)
+        row.addWidget(self.layer_label)
+        row.addWidget(self.layer)
+        row.addStretch(1)
+        lay = QVBoxLayout(self)
+        lay.addLayout(row)
+        lay.addWidget(self.intro)
+        lay.addWidget(self.status)
+        lay.addWidget(self.heat, 1)
+        lay.addWidget(self.top)
+
+        self.relay = _Relay(self)
+        self.relay.progress.connect(self._on_progress)
+        self.relay.done.connect(self._on_done)
+        self.relay.failed.connect(self._on_failed)
+        self._job: _Job | None = None
+        self._seen_choice = getattr(state, "weights", "trained")
+
+        self._set_layer_range()
+        self.weights.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.layer.valueChanged.connect(lambda _v: self.refresh())
+        state.config_changed.connect(lambda _c: (self._set_layer_range(), self.refresh()))
+        state.layer_changed.connect(self._follow_layer)
+        state.trace_changed.connect(self._follow_choice)
+        self.retranslate()
+
+    # --- choices -----------------------------------------------------------------------------
+    @property
+    def chosen_weights(self) -> str:
+        return WEIGHTS[max(0, self.weights.currentIndex())]
+
+    def show_weights(self, name: str) -> None:
+        """Show the map of `name` ("trained" | "random")."""
+        self.weights.setCurrentIndex(WEIGHTS.index(name))
+
+    def _follow_choice(self, _trace) -> None:
+        """The Model menu's weights changed (a new trace ran with them): show their map."""
+        chosen = getattr(self.state, "weights", "trained")
+        if chosen != self._seen_choice and chosen in WEIGHTS:
+            self._seen_choice = chosen
+            self.show_weights(chosen)
+
+    def _moe_layers(self) -> list[int]:
+        cfg = self.state.config
+        return moe_layers_of(cfg) if cfg is not None else []
+
+    def _set_layer_range(self) -> None:
+        layers = self._moe_layers()
+        self.layer.blockSignals(True)
+        if layers:
+            self.layer.setRange(layers[0] + 1, layers[-1] + 1)
+            self.layer.setValue(self.state.layer + 1 if self.state.layer in layers else layers[len(layers) // 2] + 1)
+        self.layer.blockSignals(False)
+
+    def _follow_layer(self, layer: int) -> None:
+        if layer in self._moe_layers():
+            self.layer.setValue(layer + 1)
+
+    def moe_index(self) -> int | None:
+        """Index into the map's MoE layers of the chosen layer (the nearest MoE layer at or after it)."""
+        layers = self._moe_layers()
+        if not layers:
+            return None
+        want = self.layer.value() - 1
+        return next((i for i, li in enumerate(layers) if li >= want), len(layers) - 1)
+
+    def key(self) -> str:
+        cfg = self.state.config
+        return f"{cfg.name if cfg is not None else '?'}|{self.chosen_weights}"
+
+    def current_map(self) -> UsageMap | None:
+        return self.maps.get(self.key())
+
+    # --- computing ---------------------------------------------------------------------------
+    def showEvent(self, event):  # noqa: N802
+        super().showEvent(event)
+        if not self._watching:
+            self._watching = watch_dock(self, lambda shown: self.refresh() if shown else None)
+        self.refresh()
+
+    def _start(self) -> None:
+        """Run the engine over the held-out prompts for the current model and weights, in the tab's thread."""
+        if self.running is not None or self.state.config is None:
+            return
+        prompts = usage_prompts()
+        if self.max_prompts is not None:
+            prompts = prompts[: self.max_prompts]
+        self.running = self.key()
+        self.error = ""
+        self._progress = (0, len(prompts))
+        job = self._job = _Job()
+        self.destroyed.connect(lambda *_: setattr(job, "stop", True))
+        threading.Thread(target=_compute, args=(self.relay, job, self.running, self.state.config,
+                                                self.chosen_weights, prompts), daemon=True,
+                         name="k3-usage-map").start()
+
+    @Slot(str, int, int)
+    def _on_progress(self, key: str, done: int, total: int) -> None:
+        self._progress = (done, total)
+        if key == self.key():
+            self._show_status()
+
+    @Slot(str, object)
+    def _on_done(self, key: str, result) -> None:
+        self.maps[key] = result
+        self.running = None
+        self.refresh()
+
+    @Slot(str, str)
+    def _on_failed(self, key: str, message: str) -> None:
+        self.running = None
+        self.error = message
+        self.refresh()
+
+    def stop(self) -> None:
+        """Stop a run in progress after its current prompt."""
+        if self._job is not None:
+            self._job.stop = True
+
+    # --- showing -----------------------------------------------------------------------------
+    def refresh(self, *_):
+        if not self._moe_layers():
+            self.image.clear()
+            self.status.setText(tr("experts.usage.no_moe"))
+            return
+        usage = self.current_map()
+        if usage is None:
+            self.image.clear()
+            self.top.setText("")
+            if on_screen(self) and not self.error:
+                self._start()
+            self._show_status()
+            return
+        self._show_map(usage)
+
+    def _show_status(self) -> None:
+        if self.error:
+            self.status.setText(tr("experts.usage.failed", message=self.error))
+        elif self.current_map() is None:
+            done, total = self._progress
+            self.status.setText(tr("experts.usage.computing", weights=short_name(self.chosen_weights, tr),
+                                   done=done, total=total))
+
+    def matrix(self) -> np.ndarray | None:
+        """The shown heatmap [seen token types, experts] (shares), None while not computed."""
+        usage, i = self.current_map(), self.moe_index()
+        if usage is None or i is None:
+            return None
+        return usage.shares(i)[usage.seen_types()]
+
+    def _show_map(self, usage: UsageMap) -> None:
+        i = self.moe_index()
+        m = self.matrix()
+        types = usage.seen_types()
+        self.image.setImage(m, levels=(0.0, max(float(m.max()), 1e-9)), lut=_MAP.getLookupTable(0.0, 1.0, 256))
+        n_types, n_exp = m.shape
+        self.image.setRect(0, 0, n_exp, n_types)
+        self.heat.setXRange(0, n_exp, padding=0)
+        self.heat.setYRange(0, n_types, padding=0)
+        names = [tr(f"experts.usage.type.{PIECE_TYPES[t]}") for t in types]
+        self.heat.getAxis("left").setTicks([[(r + 0.5, names[r]) for r in range(n_types)]])
+        counts = usage.layer_counts(i)
+        ran = short_name(usage.weights_name, tr)
+        text = tr("experts.usage.ran", weights=short_name(self.chosen_weights, tr), ran=ran,
+                  mi=f"{specialisation_bits(counts[types]):.2f}")
+        if self.chosen_weights == "trained" and usage.weights_name != "trained":
+            text += " " + tr("experts.usage.fallback")
+        self.status.setText(text)
+        self.intro.setText(tr("experts.usage.intro", docs=usage.prompts, tokens=usage.n_tokens,
+                              layer=usage.moe_layers[i] + 1, experts=usage.n_experts))
+        tops = top_experts(counts[types])
+        self.top.setText("<br>".join(tr("experts.usage.top", type=names[r], experts=", ".join(map(str, tops[r])))
+                                     for r in range(n_types)))
+
+    def retranslate(self):
+        self.weights_label.setText(tr("experts.usage.weights"))
+        for i, name in enumerate(WEIGHTS):
+            self.weights.setItemText(i, tr(f"app.action.{'weights_' + name}"))
+        self.layer_label.setText(tr("experts.usage.layer"))
+        self.weights.setToolTip(tr("tip.experts.usage.weights"))
+        self.layer.setToolTip(tr("tip.experts.usage.layer"))
+        self.heat.setLabel("bottom", tr("experts.layers.axis_expert"))
+        self.refresh()

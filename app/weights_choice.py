@@ -1,0 +1,119 @@
+"""Which weights the toy engine runs: the Model menu's "Trained weights / Random weights" choice, and the texts
+that say which weights produced the numbers on screen.
+
+The choice ("trained" | "random") is remembered in the settings, can be given as `--weights` (GUI and
+`export`) and comes with view files. The engine is rebuilt with it in its worker thread
+(EngineController.request_weights) and the prompt on screen runs again. What a trace SAYS comes from the
+trace itself (`Trace.weights_name`): when the trained file is not installed, "trained" falls back to random
+weights, and every caption then says random — the caption never claims more than the numbers are.
+
+Qt-free helpers: `weights_of(trace)`, `answer_caption(trace, tr)`, `status_text(trace, tr)`, `short_name`.
+`WeightsActions(window)` adds the menu items and a permanent status-bar label to a MainWindow.
+"""
+from __future__ import annotations
+
+WEIGHTS = ("trained", "random")
+DEFAULT = "trained"
+
+
+def check(name) -> str:
+    """name when it is one of WEIGHTS; ValueError (one line) otherwise."""
+    if name not in WEIGHTS:
+        raise ValueError(f"weights must be 'trained' or 'random', got {name!r}")
+    return name
+
+
+def weights_of(trace) -> str | None:
+    """The weights that produced the trace ("trained" | "random"), None without a trace."""
+    if trace is None:
+        return None
+    name = getattr(trace, "weights_name", "random")
+    return name if name in WEIGHTS else "random"
+
+
+def short_name(name: str | None, tr) -> str:
+    """'trained weights' / 'random weights' (translated); '' for None."""
+    return tr(f"weights.short.{name}") if name in WEIGHTS else ""
+
+
+def answer_caption(trace, tr) -> str:
+    """The line under the streamed answer: which weights produced it, and that a toy model's text is not K3's."""
+    name = weights_of(trace)
+    return tr(f"weights.answer.{name}") if name else ""
+
+
+def status_text(trace, tr, chosen: str | None = None) -> str:
+    """The status bar's weights label: 'Weights: trained (toy)'; when the choice was trained but the trace
+    ran on random weights (no trained file), it says so."""
+    name = weights_of(trace)
+    if name is None:
+        return ""
+    if chosen == "trained" and name == "random":
+        return tr("weights.status.fallback")
+    return tr("weights.status", weights=short_name(name, tr))
+
+
+def _tr():
+    from app.i18n import tr
+
+    return tr
+
+
+class WeightsActions:
+    """The weights items of the Model menu (actions of the one registry: 'weights_trained', 'weights_random'),
+    the status bar's weights label, and the remembered choice. Built by the MainWindow after the Model menu."""
+
+    def __init__(self, window, initial: str | None = None):
+        from PySide6.QtWidgets import QLabel
+
+        self.window = window
+        self.chosen = check(initial) if initial is not None else window.settings.weights()
+        reg = window.registry
+        self.actions = {name: reg.actions[f"weights_{name}"] for name in WEIGHTS}
+        menu = window.models.menu
+        menu.addSeparator()
+        for name in WEIGHTS:
+            menu.addAction(self.actions[name])
+        self.label = QLabel()
+        self.label.setObjectName("status_weights")
+        self.label.setContentsMargins(8, 0, 8, 0)
+        window.statusBar().addPermanentWidget(self.label)
+        window.engine.set_weights(self.chosen)  # the first engine is built with them
+        window.state.weights = self.chosen
+        window.engine.weights_applied.connect(self.applied)
+        window.state.trace_changed.connect(lambda _t: self.update())
+        window.state.language_changed.connect(lambda _l: self.update())
+        self.update()
+
+    def choose(self, name: str) -> None:
+        """Switch to `name` ("trained" | "random"): remembered, the engine rebuilt in its thread, the prompt
+        on screen re-run (the captions follow the new trace)."""
+        name = check(name)
+        changed = name != self.chosen
+        self.chosen = name
+        self.window.state.weights = name
+        self.window.settings.set_weights(name)
+        self.update()
+        engine = self.window.engine
+        if not engine.thread.isRunning():  # not started yet: the first engine is built with them
+            engine.set_weights(name)
+            return
+        if changed:
+            engine.request_weights(name)
+
+    def applied(self, name: str) -> None:
+        """The engine now runs with `name` (also when a view file asked for them): the menu follows."""
+        if name in WEIGHTS and name != self.chosen:
+            self.chosen = name
+            self.window.state.weights = name
+            self.window.settings.set_weights(name)
+        self.update()
+
+    def update(self) -> None:
+        tr = _tr()
+        for name, action in self.actions.items():
+            action.setChecked(name == self.chosen)
+        trace = self.window.state.trace
+        self.label.setText(status_text(trace, tr, self.chosen))
+        self.label.setToolTip(answer_caption(trace, tr))
+        self.label.setVisible(trace is not None)
