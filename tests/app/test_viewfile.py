@@ -331,3 +331,21 @@ def test_a_view_with_another_token_count_runs_that_many(make_window, qtbot, tmp_
     qtbot.waitUntil(lambda: win.views.pending is None, timeout=120000)
     shown = win.state.trace
     assert len(shown.tokens) - shown.prompt_len == n + 3 and win.state.step == 5 + 6 * (n + 1)
+
+
+def test_recent_views_are_remembered_across_sessions(make_window, qtbot, tmp_path):
+    win = make_window(name="recent.ini", wait_trace=False)
+    path = tmp_path / "remembered.k3view"
+    viewfile.save(View(layer=3), path)
+    win.views.remember(str(path))
+    win.close()
+    again = make_window(name="recent.ini", wait_trace=False)
+    again.views.menu.aboutToShow.emit()
+    names = [a.text() for a in again.views.menu.actions()]
+    assert names == ["remembered.k3view"] and again.views.menu.actions()[0].toolTip() == str(path)
+    path.unlink()  # a recent file that has gone: one message, and it leaves the list
+    assert again.views.open_path(str(path)) is False
+    again.views.message_box.close()
+    again.views.menu.aboutToShow.emit()
+    assert [a.text() for a in again.views.menu.actions()] == ["(none yet)"]
+    assert not again.views.menu.actions()[0].isEnabled()
