@@ -2,7 +2,8 @@
 
     python bench/soak.py --minutes 15          # under Xvfb; starts its own Xvfb when DISPLAY is unset
     python bench/soak.py --minutes 3 --types   # also: which Python object types grew (to hunt a leak)
-    python bench/soak.py --minutes 3 --trace-malloc   # also: the source lines whose allocations grew (slow)
+    python bench/soak.py --minutes 5 --trace-malloc   # also: the source lines whose allocations grew between
+                                                      # minutes 2 and the end (slow; needs --minutes > 2)
 
 What it does, like a person who leaves the app running: the trace player auto-plays at 4× (started again
 from the first step whenever it reaches the end), the layer changes every 10 s (the "next layer" action,
@@ -217,15 +218,23 @@ class Soak:
             self.objects.append((self.elapsed_s(), float(len(gc.get_objects()))))
 
     def _baseline(self) -> None:
+        from PySide6.QtCore import QTimer
+
         with self._paused():
             if self.types:
                 gc.collect()
                 self._baseline_types = type_counts()
-            if self.trace_malloc:
-                import tracemalloc
+            if self.trace_malloc:  # allocations made before start() are not tracked: the baseline comes a
+                import tracemalloc  # minute later, so both snapshots hold the app's live state
 
                 tracemalloc.start(8)
-                self._baseline_malloc = tracemalloc.take_snapshot()
+                QTimer.singleShot(60000, self._malloc_baseline)
+
+    def _malloc_baseline(self) -> None:
+        import tracemalloc
+
+        with self._paused():
+            self._baseline_malloc = tracemalloc.take_snapshot()
 
     def report(self) -> dict:
         """Called after the event loop ended: uses the samples taken while the app ran (once the loop has
