@@ -273,8 +273,7 @@ class UsageTab(QWidget):
         names = [tr(f"experts.usage.type.{PIECE_TYPES[t]}") for t in types]
         self.heat.getAxis("left").setTicks([[(r + 0.5, names[r]) for r in range(n_types)]])
         counts = usage.layer_counts(i)
-        ran = short_name(usage.weights_name, tr)
-        text = tr("experts.usage.ran", weights=short_name(self.chosen_weights, tr), ran=ran,
+        text = tr("experts.usage.ran", weights=short_name(usage.weights_name, tr),  # the ones that ran
                   mi=f"{specialisation_bits(counts[types]):.2f}")
         if self.chosen_weights == "trained" and usage.weights_name != "trained":
             text += " " + tr("experts.usage.fallback")
