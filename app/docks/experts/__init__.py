@@ -1,4 +1,4 @@
-"""The experts dock (features E1–E4): K3's 896 routed experts.
+"""The experts dock (features E1–E4): the shown model's routed experts (K3: 896); ranges and texts follow it.
 
   dock.py     ExpertGridDock, the tabbed dock
   grid.py     the current token's router scores in the current layer, bias slider (E1, E2)

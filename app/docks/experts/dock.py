@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from app.docks.experts.grid import GridTab
 from app.docks.experts.latent import LatentTab
+from app.docks.experts.model import model_args
 from app.docks.experts.layers import LayersTab
 from app.docks.experts.qb import QBTab
 from app.docks.experts.usage import UsageTab
 from app.docks.tabbed import TabbedDock
+from app.i18n import tr
 
 
 class ExpertGridDock(TabbedDock):
@@ -19,6 +21,15 @@ class ExpertGridDock(TabbedDock):
         pages = {"grid": self.grid_tab, "layers": self.layers_tab, "qb": self.qb_tab, "latent": self.latent_tab,
                  "usage": self.usage_tab}
         super().__init__(state, "experts", pages, parent)
+        state.config_changed.connect(lambda _c: self.retranslate_title())
+
+    def retranslate(self) -> None:
+        super().retranslate()
+        self.retranslate_title()
+
+    def retranslate_title(self) -> None:
+        """'Experts · 896 routed': the shown model's count."""
+        self.setWindowTitle(tr("experts.dock.title", **model_args(self.state.config)))
 
     @property
     def grid(self):

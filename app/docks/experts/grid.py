@@ -1,4 +1,5 @@
-"""The grid tab of the expert dock: 896 routed experts for the current token and layer, and the bias slider.
+"""The grid tab of the expert dock: the shown model's routed experts (K3: 896) for the current token and layer,
+and the bias slider. The grid's shape, the pickers' ranges and the texts follow the model (config_changed).
 
 Reads the engine's trace only (experts_data.routing). The bias slider sends `expert_bias={e: b}` through
 `state.request_knobs`, so the engine re-runs: selection, weights and everything downstream come back in the
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, Q
                                QSpinBox, QVBoxLayout, QWidget)
 
 from app.docks.deferred import DeferredRefreshMixin
-from app.docks.experts.model import cutoff_without, routing
+from app.docks.experts.model import cutoff_without, model_args, routing
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
@@ -67,7 +68,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.layer_label, self.token_label = QLabel(), QLabel()
         self.layer_spin = QSpinBox()
         self.layer_spin.setObjectName("experts.layer_spin")
-        self.layer_spin.setRange(1, 93)
+        self.layer_spin.setRange(1, self._args()["layers"])
         self.layer_spin.setValue(state.layer + 1)
         self.token_combo = QComboBox()
         self.token_combo.setObjectName("experts.token_combo")
@@ -82,7 +83,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.header = QLabel()
         self.header.setObjectName("experts.header")
         self.header.setWordWrap(True)
-        self.grid = ExpertGridWidget(self)
+        self.grid = ExpertGridWidget(self, n_experts=self._args()["n"], n_shared=self._args()["shared"])
         self.legend = QLabel()
         self.legend.setWordWrap(True)
         self.hover = QLabel()
@@ -95,8 +96,8 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.expert_label = QLabel()
         self.expert_spin = QSpinBox()
         self.expert_spin.setObjectName("experts.bias_expert")
-        self.expert_spin.setRange(0, 895)
-        self.expert_spin.setValue(state.expert if 0 <= state.expert < 896 else 17)
+        self.expert_spin.setRange(0, self._args()["n"] - 1)
+        self.expert_spin.setValue(state.expert if 0 <= state.expert < self._args()["n"] else 17)
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setObjectName("experts.bias_slider")
         self.slider.setRange(-int(BIAS_RANGE * BIAS_STEPS_PER_UNIT), int(BIAS_RANGE * BIAS_STEPS_PER_UNIT))
@@ -163,6 +164,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
             sig.connect(self.refresh)
         state.expert_selected.connect(self._on_expert_selected)
+        state.config_changed.connect(self._on_config)
         state.knobs_requested.connect(lambda _k: self._sync_slider())  # e.g. another dock reset the knobs
         self._sync_slider()
         self.retranslate()
@@ -183,7 +185,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         elif not (0 <= st.layer < tr_.n_layers) or tr_.passes[0].layers[st.layer].ffn != "moe":
             self.current = None
             self.header.setText(tr("experts.header.dense", layer=layer1))
-            self.grid.set_message(tr("experts.grid.dense", layer=layer1))
+            self.grid.set_message(tr("experts.grid.dense", layer=layer1, **self._args()))
         else:
             r = routing(tr_, st.token, st.layer, st.pass_index)
             piece = tr_.tokens[st.token][0] if 0 <= st.token < len(tr_.tokens) else "?"
@@ -274,6 +276,20 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.slider.setValue(int(round(value * BIAS_STEPS_PER_UNIT)))
         self.slider.blockSignals(False)
 
+    def _args(self) -> dict:
+        """The shown model's numbers for the texts and ranges (experts, top-k, shared, layers)."""
+        return model_args(self.state.config)
+
+    def _on_config(self, _cfg) -> None:
+        """Another model: the grid's shape, the pickers' ranges and every text follow it."""
+        a = self._args()
+        self.grid.set_shape(a["n"], a["shared"])
+        self.layer_spin.blockSignals(True)
+        self.layer_spin.setMaximum(a["layers"])
+        self.layer_spin.blockSignals(False)
+        self.expert_spin.setMaximum(a["n"] - 1)  # clamps the expert (valueChanged selects it)
+        self.retranslate()
+
     # --- view -> state ------------------------------------------------------------------------------
     def _on_slider(self, value: int):
         e = self.expert_spin.value()
@@ -309,9 +325,10 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.bias_box.setTitle(tr("experts.bias.title"))
         self.expert_label.setText(tr("experts.bias.expert"))
         self.reset_button.setText(tr("experts.bias.reset"))
-        self.note.setText(tr("experts.bias.note"))
+        a = self._args()
+        self.note.setText(tr("experts.bias.note", **a))
         self.selected_box.setTitle(tr("experts.selected.title"))
-        self.shared_line.setText(tr("experts.selected.shared_line"))
-        self.legend.setText(tr("experts.grid.legend"))
+        self.shared_line.setText(tr("experts.selected.shared_line", **a))
+        self.legend.setText(tr("experts.grid.legend", **a))
         self.hover.setText(tr("experts.hover.hint"))
         self.refresh()

@@ -3,9 +3,10 @@
 Heatmap modes:
   weight   the mixing weight of the chosen expert (spin box, follows the app's selected expert) per token and
            MoE layer; 0 where the router did not pick it
-  overlap  the fraction of a token's 16 experts that the current token also uses in the same layer
+  overlap  the fraction of a token's k experts (K3: 16) that the current token also uses in the same layer
 Clicking a heatmap cell selects that token and layer in the whole app.
-Below: how many (token, layer) slots chose each of the 896 experts, with the uniform share as a line.
+Below: how many (token, layer) slots chose each of the model's experts (K3: 896), with the uniform share as a
+line. Ranges and texts follow the shown model (config_changed).
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from app.docks.deferred import DeferredRefreshMixin
-from app.docks.experts.model import expert_weight_map, overlap_map, processed_positions, usage, usage_counts
+from app.docks.experts.model import (expert_weight_map, model_args, overlap_map, processed_positions, usage,
+                                     usage_counts)
 from app.i18n import tr
 
 _GOLD_MAP = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=[(18, 20, 26), (150, 100, 30), (255, 214, 120)])
@@ -33,8 +35,9 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.mode.setMinimumContentsLength(16)
         self.expert_label = QLabel()
         self.expert = QSpinBox()
-        self.expert.setRange(0, 895)
-        self.expert.setValue(state.expert if 0 <= state.expert < 896 else 17)
+        n = model_args(state.config)["n"]
+        self.expert.setRange(0, n - 1)
+        self.expert.setValue(state.expert if 0 <= state.expert < n else 17)
         self.info = QLabel()
         self.info.setWordWrap(True)
 
@@ -53,7 +56,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.counts.setObjectName("experts.layers.counts")
         self.counts.setMenuEnabled(False)
         self.counts.setMaximumHeight(190)
-        self.bars = pg.BarGraphItem(x=np.arange(896), height=np.zeros(896), width=1.0,
+        self.bars = pg.BarGraphItem(x=np.arange(n), height=np.zeros(n), width=1.0,
                                     brush=(245, 178, 46), pen=None)
         self.counts.addItem(self.bars)
         self.ideal = pg.InfiniteLine(angle=0, pen=pg.mkPen((120, 220, 140), width=1.5, style=Qt.DashLine))
@@ -80,7 +83,8 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self._trace_seen = None
         self.mode.currentIndexChanged.connect(self.refresh)
         self.expert.valueChanged.connect(self.refresh)
-        state.expert_selected.connect(lambda e: self.expert.setValue(e) if 0 <= e < 896 else None)
+        state.expert_selected.connect(lambda e: self.expert.setValue(e) if 0 <= e <= self.expert.maximum() else None)
+        state.config_changed.connect(self._on_config)
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
             sig.connect(self.refresh)
         self.retranslate()
@@ -143,7 +147,8 @@ class LayersTab(DeferredRefreshMixin, QWidget):
             self.info.setText(tr("experts.layers.info_weight", e=self.expert.value(), used=used, total=m.size,
                                  wmax=float(m.max())))
         else:
-            self.info.setText(tr("experts.layers.info_overlap", token=self.state.token, mean=float(m.mean())))
+            self.info.setText(tr("experts.layers.info_overlap", token=self.state.token, mean=float(m.mean()),
+                                 **model_args(self.state.config)))
         n_exp = int(np.asarray(tr_.passes[0].layers[self._layers[0]].tensors["moe.router"]).shape[-1])
         counts = usage_counts(self._idx, n_exp)
         ideal = self._idx.size / n_exp
@@ -155,6 +160,14 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.counts_info.setText(tr("experts.layers.counts", slots=int(self._idx.size), ideal=ideal,
                                     cmax=int(counts.max()), ratio=float(counts.max()) / ideal,
                                     unused=int(np.sum(counts == 0))))
+
+    def _on_config(self, cfg) -> None:
+        """Another model: the expert picker and the usage bars span its experts."""
+        n = model_args(cfg)["n"]
+        self.expert.setMaximum(n - 1)
+        self.bars.setOpts(x=np.arange(n), height=np.zeros(n))
+        self._trace_seen = None
+        self.refresh()
 
     def _on_image_click(self, event):
         if event.button() != Qt.LeftButton or not self._layers:

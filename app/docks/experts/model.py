@@ -72,6 +72,18 @@ def cutoff_without(biased: np.ndarray, expert: int, k: int) -> float:
     return float(np.partition(others, others.size - k)[others.size - k])
 
 
+def model_args(config) -> dict:
+    """Format arguments of the expert dock's texts from a ModelConfig (None: the default model, K3): routed
+    experts n, top-k k, shared experts, layers, first and last MoE layer (1-based)."""
+    if config is None:
+        from compute.config import load_default
+
+        config = load_default()
+    moe = [i + 1 for i, f in enumerate(config.ffn_types) if f == "moe"] or [1]
+    return dict(n=config.n_routed_experts, k=config.num_experts_per_tok, shared=config.n_shared_experts,
+                layers=config.num_hidden_layers, first_moe=moe[0], last_moe=moe[-1], model=config.name)
+
+
 def moe_layers(trace) -> list[int]:
     """0-based indices of the MoE layers (92 for K3: all but layer 1)."""
     if trace is None or not trace.passes:

@@ -110,6 +110,7 @@ class QBTab(QWidget):
         self.tokens.editingFinished.connect(self.reset)
         self.skew.editingFinished.connect(self.reset)
         self.fresh.toggled.connect(self.reset)
+        state.config_changed.connect(lambda _c: self.reset() if self.sim is not None else None)  # its experts
         self.retranslate()
 
     # --- simulation ---------------------------------------------------------------------------------
@@ -122,8 +123,10 @@ class QBTab(QWidget):
         from compute.qb_sim import QBSimulator
 
         try:
+            cfg = self.state.config
+            size = {} if cfg is None else dict(n_experts=cfg.n_routed_experts, top_k=cfg.num_experts_per_tok)
             self.sim = QBSimulator(n_tokens=self.tokens.value(), skew=self.skew.value(),
-                                   fresh_batches=self.fresh.isChecked())
+                                   fresh_batches=self.fresh.isChecked(), **size)
             self.error.setText("")
         except (ValueError, ImportError) as exc:  # bad size or engine operators missing: say so inline
             self.sim = None
