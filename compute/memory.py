@@ -16,6 +16,7 @@ Every input is validated; a bad value raises `MemoryInputError(field, message_ke
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 GB = 1e9  # decimal gigabyte
 GIB = 2**30  # binary gibibyte
@@ -33,6 +34,30 @@ K3_MLA_NUMBERS_PER_TOKEN = K3_KV_LORA_RANK + K3_QK_ROPE_DIM  # 576 numbers cache
 K3_KDA_HEADS = 96
 K3_KDA_HEAD_DIM = 128
 K3_MAX_CONTEXT = 1_048_576
+
+
+
+@dataclass(frozen=True)
+class CacheShape:
+    """What the cache arithmetic needs of a model: layer counts, MLA numbers cached per token and layer, the
+    KDA state's heads and head size. K3's by default; `from_config` reads any ModelConfig."""
+
+    layers: int = K3_LAYERS
+    mla_layers: int = K3_MLA_LAYERS
+    kda_layers: int = K3_KDA_LAYERS
+    mla_numbers: int = K3_MLA_NUMBERS_PER_TOKEN
+    kda_heads: int = K3_KDA_HEADS
+    kda_head_dim: int = K3_KDA_HEAD_DIM
+
+    @classmethod
+    def from_config(cls, cfg) -> "CacheShape":
+        kda = sum(1 for m in cfg.mixer_types if m == "kda")
+        return cls(layers=cfg.num_hidden_layers, mla_layers=sum(1 for m in cfg.mixer_types if m == "mla"),
+                   kda_layers=kda, mla_numbers=cfg.kv_lora_rank + cfg.qk_rope_head_dim,
+                   kda_heads=(cfg.kda_num_heads or 0) if kda else 0, kda_head_dim=(cfg.kda_head_dim or 0) if kda else 0)
+
+
+K3_SHAPE = CacheShape()
 
 # name -> (bits per element, scale bits, elements per scale); scale bits 0 = no scales
 WEIGHT_FORMATS: dict[str, tuple[int, int, int]] = {
@@ -145,22 +170,25 @@ def kda_state_bytes(sequences: int = 1, layers: int = K3_KDA_LAYERS, heads: int 
 
 
 def k3_estimate(params_billion=K3_PARAMS_BILLION, weight_format="mxfp4", context=K3_MAX_CONTEXT, concurrency=1,
-                gpus=8, hbm_gb=288, cache_bytes=2) -> dict:
+                gpus=8, hbm_gb=288, cache_bytes=2, shape: CacheShape = K3_SHAPE) -> dict:
     """K3 serving memory: weights + MLA latent cache + KDA state for `concurrency` sequences of `context`
     tokens on `gpus` GPUs with `hbm_gb` (decimal GB) each. Returns GB/GiB figures, the per-sequence cache,
     the free memory after weights, the max number of such sequences that fit, and the cache a hypothetical
-    all-MLA 93-layer model would need."""
+    all-MLA 93-layer model would need. `shape`: another model's layers and cache sizes (default K3's)."""
     v = validate(K3_LIMITS, params_billion=params_billion, context=context, concurrency=concurrency, gpus=gpus,
                  hbm_gb=hbm_gb, cache_bytes=cache_bytes)
     bpw = bytes_per_weight(weight_format)
     weights_bytes = v["params_billion"] * 1e9 * bpw
-    mla = mla_cache_bytes(v["context"], v["concurrency"], bytes_per_number=v["cache_bytes"])
-    kda = kda_state_bytes(v["concurrency"])
-    per_seq = mla_cache_bytes(v["context"], 1, bytes_per_number=v["cache_bytes"]) + kda_state_bytes(1)
+    mla_of = dict(layers=shape.mla_layers, numbers_per_token=shape.mla_numbers, bytes_per_number=v["cache_bytes"])
+    kda_of = dict(layers=shape.kda_layers, heads=shape.kda_heads, d_k=shape.kda_head_dim, d_v=shape.kda_head_dim)
+    mla = mla_cache_bytes(v["context"], v["concurrency"], **mla_of)
+    kda = kda_state_bytes(v["concurrency"], **kda_of)
+    per_seq = mla_cache_bytes(v["context"], 1, **mla_of) + kda_state_bytes(1, **kda_of)
     hbm_bytes = v["gpus"] * v["hbm_gb"] * GB
     free = hbm_bytes - weights_bytes
     total = weights_bytes + mla + kda
-    all_mla = mla_cache_bytes(v["context"], v["concurrency"], layers=K3_LAYERS, bytes_per_number=v["cache_bytes"])
+    all_mla = mla_cache_bytes(v["context"], v["concurrency"], layers=shape.layers, numbers_per_token=shape.mla_numbers,
+                              bytes_per_number=v["cache_bytes"])
     return {
         "bytes_per_weight": bpw, "weights_gb": weights_bytes / GB, "weights_gib": weights_bytes / GIB,
         "mla_gib": mla / GIB, "kda_gib": kda / GIB, "cache_gib": (mla + kda) / GIB,
@@ -169,20 +197,23 @@ def k3_estimate(params_billion=K3_PARAMS_BILLION, weight_format="mxfp4", context
         "fits": total <= hbm_bytes, "per_sequence_gib": per_seq / GIB,
         "max_sequences": max(0, int(free // per_seq)) if free > 0 else 0,
         "all_mla_gib": all_mla / GIB,
-        "mla_bytes_per_token": mla_cache_bytes(1, 1, bytes_per_number=v["cache_bytes"]),
+        "mla_bytes_per_token": mla_cache_bytes(1, 1, **mla_of),
+        "kda_bytes_per_sequence": kda_state_bytes(1, **kda_of),
     }
 
 
-def context_curve(contexts, cache_bytes: float = 2) -> dict[str, list[float]]:
+def context_curve(contexts, cache_bytes: float = 2, shape: CacheShape = K3_SHAPE) -> dict[str, list[float]]:
     """Per-sequence cache in GiB against context length: MLA latent cache (24 layers), KDA state (constant),
     K3 total (both), hypothetical all-MLA 93-layer model."""
-    mla = [mla_cache_bytes(int(t), bytes_per_number=cache_bytes) / GIB for t in contexts]
-    kda_const = kda_state_bytes() / GIB
+    mla = [mla_cache_bytes(int(t), layers=shape.mla_layers, numbers_per_token=shape.mla_numbers,
+                           bytes_per_number=cache_bytes) / GIB for t in contexts]
+    kda_const = kda_state_bytes(1, layers=shape.kda_layers, heads=shape.kda_heads, d_k=shape.kda_head_dim,
+                                d_v=shape.kda_head_dim) / GIB
     return {
         "context": [int(t) for t in contexts],
         "mla_gib": mla,
         "kda_gib": [kda_const] * len(mla),
         "k3_gib": [m + kda_const for m in mla],
-        "all_mla_gib": [mla_cache_bytes(int(t), layers=K3_LAYERS, bytes_per_number=cache_bytes) / GIB
-                        for t in contexts],
+        "all_mla_gib": [mla_cache_bytes(int(t), layers=shape.layers, numbers_per_token=shape.mla_numbers,
+                                        bytes_per_number=cache_bytes) / GIB for t in contexts],
     }

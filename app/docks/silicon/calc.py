@@ -58,9 +58,9 @@ class Field:
         self.error.setText(msg or "")
         self.error.setVisible(bool(msg))
 
-    def retranslate(self) -> None:
+    def retranslate(self, **args) -> None:
         self.label.setText(tr(f"silicon.calc.{self.prefix}.{self.name}"))
-        self.hint.setText(tr(f"silicon.calc.{self.prefix}.{self.name}_hint"))
+        self.hint.setText(tr(f"silicon.calc.{self.prefix}.{self.name}_hint", **args))
 
 
 
@@ -290,9 +290,31 @@ class K3Calc(QWidget):
         lay.addWidget(self.excl_title)
         lay.addWidget(self.exclusions)
         self.result: dict | None = None
+        self.config = None  # the shown model (None: K3's numbers); set_config follows another
+        self.shape = M.K3_SHAPE
         self.fmt.currentIndexChanged.connect(lambda _i: self.recompute())
         self.cache.currentIndexChanged.connect(lambda _i: self.recompute())
         self.preset.currentIndexChanged.connect(self._preset_changed)
+
+    def set_config(self, cfg) -> None:
+        """Another model: its cache shape, and its parameters and maximum context as the inputs' values."""
+        self.config = cfg
+        self.shape = M.CacheShape.from_config(cfg)
+        if cfg.total_params_billion:
+            self.fields["params_billion"].edit.setText(f"{cfg.total_params_billion:g}")
+        self.fields["context"].edit.setText(str(min(cfg.max_position_embeddings, M.K3_LIMITS["context"][1])))
+        self.retranslate()
+
+    def model_args(self) -> dict:
+        """Format arguments of the texts: the model's name and its cache shape."""
+        sh, cfg = self.shape, self.config
+        params = cfg.total_params_billion if cfg is not None else M.K3_PARAMS_BILLION
+        return dict(model=cfg.name if cfg is not None else "kimi-k3", layers=sh.layers, mla_layers=sh.mla_layers,
+                    kda_layers=sh.kda_layers, mla_numbers=sh.mla_numbers, kda_heads=sh.kda_heads, dk=sh.kda_head_dim,
+                    kv=cfg.kv_lora_rank if cfg is not None else M.K3_KV_LORA_RANK,
+                    rope=cfg.qk_rope_head_dim if cfg is not None else M.K3_QK_ROPE_DIM,
+                    params=f"{params:,g}" if params else "?",
+                    max_ctx=f"{cfg.max_position_embeddings if cfg is not None else M.K3_MAX_CONTEXT:,}")
 
     def _preset_changed(self, _i: int) -> None:
         hbm = self.preset.currentData()
@@ -320,7 +342,7 @@ class K3Calc(QWidget):
         if vals is None:
             self.stale.setText(tr("silicon.calc.stale") if self.result else "")
             return
-        self.result = M.k3_estimate(**vals)
+        self.result = M.k3_estimate(**vals, shape=self.shape)
         self.inputs = vals
         self.stale.setText("")
         self._show()
@@ -340,20 +362,30 @@ class K3Calc(QWidget):
         self.fits.setText(tr("silicon.calc.k3.fits" if r["fits"] else "silicon.calc.k3.no_fit"))
         self.fits.setStyleSheet(f"color: {css('good' if r['fits'] else 'error')}; font-weight: bold;")
         bits, sbits, block = M.WEIGHT_FORMATS[v["weight_format"]]
+        a = self.model_args()
         self.formula.setText(tr("silicon.calc.k3.formula", bits=bits, sbits=sbits, block=f"{block:,}",
                                 bpw=f"{r['bytes_per_weight']:.6g}", cb=f"{v['cache_bytes']:g}",
-                                mpt=f"{r['mla_bytes_per_token']:,.0f}", kda=f"{M.kda_state_bytes(1):,.0f}"))
-        c = M.context_curve(self._ctx, cache_bytes=v["cache_bytes"])
+                                mpt=f"{r['mla_bytes_per_token']:,.0f}", kda=f"{r['kda_bytes_per_sequence']:,.0f}",
+                                **a))
+        c = M.context_curve(self._ctx, cache_bytes=v["cache_bytes"], shape=self.shape)
         for key, curve in self.curves.items():
-            curve.setData(self._ctx.astype(float), np.asarray(c[key]))
+            values = np.asarray(c[key])
+            if np.all(values > 0):
+                curve.setData(self._ctx.astype(float), values)
+            else:  # e.g. no KDA layers: nothing to draw on a log scale
+                curve.setData([], [])
         self.marker.setValue(np.log10(v["context"]))
-        cross = M.kda_state_bytes(1) / r["mla_bytes_per_token"]
-        self.plot_note.setText(tr("silicon.calc.k3.plot_note", cross=f"{cross:,.0f}",
-                                  ratio=f"{M.K3_LAYERS / M.K3_MLA_LAYERS:.2f}"))
+        if r["kda_bytes_per_sequence"] > 0 and r["mla_bytes_per_token"] > 0:
+            cross = r["kda_bytes_per_sequence"] / r["mla_bytes_per_token"]
+            self.plot_note.setText(tr("silicon.calc.k3.plot_note", cross=f"{cross:,.0f}",
+                                      ratio=f"{self.shape.layers / max(self.shape.mla_layers, 1):.2f}", **a))
+        else:
+            self.plot_note.setText(tr("silicon.calc.k3.plot_note_no_kda", **a))
 
     def retranslate(self) -> None:
+        a = self.model_args()
         for f in self.fields.values():
-            f.retranslate()
+            f.retranslate(**a)
         self.fmt_label.setText(tr("silicon.calc.k3.format"))
         self.cache_label.setText(tr("silicon.calc.k3.cache_bytes"))
         self.preset_label.setText(tr("silicon.calc.k3.preset"))
@@ -369,7 +401,7 @@ class K3Calc(QWidget):
             combo.setCurrentIndex(i if i >= 0 else (2 if combo is self.fmt else 0))
             combo.blockSignals(False)
         for n in self.OUTPUTS:
-            self.out_labels[n].setText(tr(f"silicon.calc.k3.out_{n}"))
+            self.out_labels[n].setText(tr(f"silicon.calc.k3.out_{n}", **a))
         self.title_out.setText(tr("silicon.calc.out_title"))
         self.excl_title.setText(tr("silicon.calc.excl_title"))
         self.exclusions.setText(tr("silicon.calc.k3.exclusions"))
@@ -377,7 +409,7 @@ class K3Calc(QWidget):
         self.plot.setLabel("left", tr("silicon.calc.k3.axis_y"))
         self.legend.clear()
         for key, curve in self.curves.items():
-            self.legend.addItem(curve, tr(f"silicon.calc.k3.curve_{key}"))
+            self.legend.addItem(curve, tr(f"silicon.calc.k3.curve_{key}", **a))
         self.recompute()
 
 
@@ -396,6 +428,11 @@ class CalcTab(QWidget):
         lay.addWidget(self.modes, 1)
         self.retranslate()
 
+    def set_config(self, cfg) -> None:
+        """The model mode follows the shown model (its defaults, cache shape and texts)."""
+        self.k3.set_config(cfg)
+        self.modes.setTabText(1, tr("silicon.calc.mode_k3", **self.k3.model_args()))
+
     def set_narrow(self, narrow: bool) -> None:
         """Stack inputs above results when the dock is narrow."""
         for page in (self.seed, self.k3):
@@ -406,6 +443,6 @@ class CalcTab(QWidget):
     def retranslate(self) -> None:
         self.header.setText(tr("silicon.calc.header"))
         self.modes.setTabText(0, tr("silicon.calc.mode_seed"))
-        self.modes.setTabText(1, tr("silicon.calc.mode_k3"))
+        self.modes.setTabText(1, tr("silicon.calc.mode_k3", **self.k3.model_args()))
         self.seed.retranslate()
         self.k3.retranslate()

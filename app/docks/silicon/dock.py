@@ -23,6 +23,9 @@ class SiliconDock(TabbedDock):
         self.hier, self.calc, self.analogy = HierarchyTab(), CalcTab(), AnalogyTab()
         pages = (self.dram, self.sram, self.bf16, self.hier, self.calc, self.analogy)
         super().__init__(state, "silicon", dict(zip(TAB_KEYS, pages)), parent)
+        if state.config is not None:
+            self.calc.set_config(state.config)
+        state.config_changed.connect(self.calc.set_config)  # the calculator's model mode follows the model
 
     def wrap(self, tab, page) -> QScrollArea:
         scroll = QScrollArea()
