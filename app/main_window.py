@@ -23,6 +23,7 @@ from app.state import AppState
 from app.view_menu import ViewActions
 from app.worker import EngineController
 from compute.config import load_default
+from scene.steps import text_args
 from scene.view import SceneView
 
 log = logging.getLogger(__name__)
@@ -415,7 +416,7 @@ class MainWindow(QMainWindow):
         step = self.state.player.current()
         if step is not None:
             self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr),
-                                       title=tr(step.title_key)))
+                                       title=tr(step.title_key, **text_args(self.config, tr))))
         elif not self.engine.load_error:
             self.step_label.setText(tr("app.status.engine_loading"))
         else:

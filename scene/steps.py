@@ -16,6 +16,7 @@ token 2"); `Step.index` is its position in this trace's list (the seek position)
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -150,6 +151,39 @@ def build_steps(trace) -> list[Step]:
         for kind in DECODE_KINDS:
             steps.append(Step(len(steps), kind, "B", p, position))
     return steps
+
+
+def text_args(config, tr) -> dict:
+    """Format arguments of the step texts (catalogue keys app.step.<kind>.title / .what / .move and the step
+    explanations): the shown model's real numbers, so that "Prefill through 93 layers" reads "61 layers" for
+    DeepSeek-V3. `tr(key, **fmt)` translates the phrases that depend on the model's kind (which mixers, whether
+    the final mix is AttnRes). No config: the default model's (K3)."""
+    if config is None:
+        from compute.config import load_default
+
+        config = load_default()
+    kda = sum(1 for m in config.mixer_types if m == "kda")
+    mla = sum(1 for m in config.mixer_types if m == "mla")
+    mixers = "app.model_text.mixers." + ("both" if kda and mla else "kda" if kda else "mla")
+    candidates = config.attn_res_stored_blocks + 1 if config.attn_res_block_size else 0
+    final_mix = "app.model_text.final_mix." + ("attnres" if candidates else "plain")
+    args = dict(layers=config.num_hidden_layers, kda=kda, mla=mla, experts=config.n_routed_experts,
+                top_k=config.num_experts_per_tok, shared=config.n_shared_experts, hidden=f"{config.hidden_size:,}",
+                vocab=f"{config.vocab_size:,}", candidates=candidates,
+                latent=f"{config.moe_latent_size or config.hidden_size:,}",
+                mla_numbers=config.kv_lora_rank + config.qk_rope_head_dim, model=config.name,
+                row_bytes=f"{2 * config.hidden_size:,}",
+                kda_shape=f"{config.kda_num_heads} × {config.kda_head_dim} × {config.kda_head_dim}" if kda else "—")
+    args["mixers"] = tr(mixers, **args)
+    args["final_mix"] = tr(final_mix, **args)
+    return args
+
+
+def fill(text: str, args: dict) -> str:
+    """`text` with {name} replaced for the names in `args` only (Markdown may hold other braces)."""
+    if not text or "{" not in text:
+        return text
+    return re.sub(r"\{(\w+)\}", lambda m: str(args[m.group(1)]) if m.group(1) in args else m.group(0), text)
 
 
 def step_at(steps: Sequence[Step], index: int) -> Step | None:

@@ -22,6 +22,7 @@ from app import i18n, player, texts, weights_choice
 from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
+from scene import steps as steps_text
 PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
 # What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
 # gets break points, a long token list its tail; so no prompt can widen (or lengthen) the panel or the window.
@@ -44,6 +45,7 @@ class TracePlayerDock(QDockWidget):
         state.step_changed.connect(self._on_step_changed)
         state.engine_error.connect(self._on_error)
         state.layer_changed.connect(lambda _l: self._show_details())
+        state.config_changed.connect(lambda _c: self.retranslate())  # step texts name the model's numbers
         self.retranslate()
         if state.trace is not None:
             self._on_trace(state.trace)
@@ -241,7 +243,7 @@ class TracePlayerDock(QDockWidget):
         self.list.blockSignals(False)
 
     def _step_label(self, step: player.Step) -> str:
-        label = f"{step.number:02d}  {tr(step.title_key)}"
+        label = f"{step.number:02d}  {tr(step.title_key, **self._text_args())}"
         if step.phase == "B":
             label += "  · " + tr("app.player.token_n", n=step.pass_index + 1)
         return label
@@ -306,7 +308,7 @@ class TracePlayerDock(QDockWidget):
             self._explain_md = ""
             return
         step = self.steps[self.index]
-        self.title.setText(f"{step.number:02d}  {tr(step.title_key)}")
+        self.title.setText(f"{step.number:02d}  {tr(step.title_key, **self._text_args())}")
         colour = PHASE_COLOURS[step.phase]
         self.phase.setText(tr(f"app.player.phase_{step.phase}"))
         _set_if_changed(self.phase, "styleSheet", "setStyleSheet",
@@ -325,7 +327,7 @@ class TracePlayerDock(QDockWidget):
         rows = [
             (tr("app.player.data"), data),
             (tr("app.player.where"), " → ".join(places)),
-            (tr("app.player.moves"), html.escape(tr(step.move_key))),
+            (tr("app.player.moves"), html.escape(tr(step.move_key, **self._text_args()))),
             (tr("app.player.value"), f"<code>{html.escape(shown_text(facts.value))}</code>"),
         ]
         for key, fmt in facts.extra:
@@ -338,8 +340,10 @@ class TracePlayerDock(QDockWidget):
                        f"<td>{v}</td></tr>" for k, v in rows)
         _set_if_changed(self.facts, "text", "setText", f"<table cellspacing='2'>{body}</table>")
         md = texts.explanation("step", step.kind, i18n.language())
-        what = tr(step.what_key)
-        phase_note = tr(f"app.player.phase_{step.phase}.note")
+        args = self._text_args()
+        md = steps_text.fill(md, args)
+        what = tr(step.what_key, **args)
+        phase_note = tr(f"app.player.phase_{step.phase}.note", **args)
         if md:  # demote headings: the panel is narrow
             md = "\n".join("###" + line.lstrip("#") if line.startswith("#") else line for line in md.splitlines())
         # the step's own explanation text when there is one, else the short catalogue line
@@ -360,6 +364,10 @@ class TracePlayerDock(QDockWidget):
             return ""
         return tr("app.player.layer_note", chosen=chosen + 1, shown=shown + 1,
                   type=tr(f"app.type.{step.layer_type}"))
+
+    def _text_args(self) -> dict:
+        """Format arguments of the step texts: the shown model's real numbers (scene/steps.py)."""
+        return steps_text.text_args(self.state.config, tr)
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("app.dock.trace_player"))
