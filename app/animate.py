@@ -45,6 +45,7 @@ ENCODERS: dict[str, dict] = {
 }
 MAX_FPS = 60
 MAX_FRAMES = 20000  # ~11 minutes at 30 fps: a bound, not a goal
+_BAND = QColor(12, 14, 20)  # the caption band below the picture
 
 
 class AnimationCancelled(Exception):
@@ -158,12 +159,16 @@ def plan_orbit(view, spec: AnimationSpec, step: int | None) -> list[Shot]:
 # ------------------------------------------------------------------------------------------- captions
 
 
-def caption_text(steps: Sequence, index: int, spec: AnimationSpec) -> tuple[str, str]:
-    """('3 / 33 · Tokenize', what the step does) in the export's language."""
+def caption_text(steps: Sequence, index: int, spec: AnimationSpec, config=None) -> tuple[str, str]:
+    """('3 / 33 · Tokenize', what the step does) in the export's language, with `config`'s real numbers
+    (None: the default model's)."""
+    from scene.steps import text_args
+
     t = tr(spec)
     step = steps[index]
-    head = t("anim.caption", n=index + 1, total=len(steps), title=t(step.title_key))
-    return head, t(step.what_key)
+    args = text_args(config, t)
+    head = t("anim.caption", n=index + 1, total=len(steps), title=t(step.title_key, **args))
+    return head, t(step.what_key, **args)
 
 
 def _font(px: float, bold: bool) -> QFont:
@@ -191,22 +196,52 @@ def _wrapped_height(text: str, font: QFont, width: float) -> float:
     return height
 
 
-def burn_caption(image: QImage, head: str, body: str) -> None:
-    """A dark band along the bottom with the step's title line and its explanation, wrapped."""
-    w, h = image.width(), image.height()
+def _caption_geometry(w: int, h: int) -> tuple[float, float, QFont, QFont]:
     unit = max(8.0, min(w / 1920, h / 1080) * 30)
-    margin = unit * 0.8
-    head_font, body_font = _font(unit, True), _font(unit * 0.8, False)
+    return unit, unit * 0.8, _font(unit, True), _font(unit * 0.8, False)
+
+
+def caption_band_height(w: int, h: int, captions: Sequence[tuple[str, str]]) -> int:
+    """Height in pixels of a caption band below the picture that holds the longest of `captions` (title
+    line, wrapped explanation); at most 45 % of the frame."""
+    unit, margin, head_font, body_font = _caption_geometry(w, h)
+    head_h = QFontMetricsF(head_font).height()
+    text_w = w - 2 * margin
+    body_h = max((_wrapped_height(body, body_font, text_w) if body else 0.0) for _, body in captions) \
+        if captions else 0.0
+    return int(math.ceil(min(h * 0.45, head_h + body_h + 2 * margin + unit * 0.3)))
+
+
+def compose_frame(picture: QImage, w: int, h: int, head: str, body: str) -> QImage:
+    """A w x h frame: the scene's picture (labels and colour legend included) above a caption band of the
+    remaining height, so the band never covers the legend along the picture's bottom."""
+    frame = QImage(w, h, QImage.Format.Format_RGB32)
+    frame.fill(_BAND)
+    p = QPainter(frame)
+    try:
+        p.drawImage(0, 0, picture)
+    finally:
+        p.end()
+    burn_caption(frame, head, body, band_h=h - picture.height())
+    return frame
+
+
+def burn_caption(image: QImage, head: str, body: str, band_h: float | None = None) -> None:
+    """A dark band along the bottom (its height fitted to the text, or `band_h`) with the step's title line
+    and its explanation, wrapped."""
+    w, h = image.width(), image.height()
+    unit, margin, head_font, body_font = _caption_geometry(w, h)
     text_w = w - 2 * margin
     head_h = QFontMetricsF(head_font).height()
     body_h = _wrapped_height(body, body_font, text_w) if body else 0.0
-    band_h = min(h * 0.45, head_h + body_h + 2 * margin + unit * 0.3)
+    if band_h is None:
+        band_h = min(h * 0.45, head_h + body_h + 2 * margin + unit * 0.3)
     top = h - band_h
     p = QPainter(image)
     try:
         p.setRenderHint(QPainter.Antialiasing)
         p.setRenderHint(QPainter.TextAntialiasing)
-        p.fillRect(QRectF(0, top, w, band_h), QColor(12, 14, 20, 200))
+        p.fillRect(QRectF(0, top, w, band_h), _BAND)
         p.setPen(QColor(255, 255, 255))
         p.setFont(head_font)
         p.drawText(QRectF(margin, top + margin * 0.7, text_w, head_h), Qt.AlignLeft | Qt.AlignVCenter, head)
@@ -220,6 +255,24 @@ def burn_caption(image: QImage, head: str, body: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------- encoding
+
+
+def yuv420_bytes(image: QImage) -> bytes:
+    """The frame as planar YUV 4:2:0 (BT.601, limited range: what ffmpeg makes of rgb24 by default), so
+    ffmpeg need not convert every held copy of it and the pipe carries half the bytes. Even width and
+    height."""
+    opaque32 = (QImage.Format.Format_ARGB32, QImage.Format.Format_ARGB32_Premultiplied, QImage.Format.Format_RGB32)
+    img = image if image.format() in opaque32 else image.convertToFormat(QImage.Format.Format_RGB32)
+    w, h = img.width(), img.height()
+    px = np.frombuffer(img.constBits(), np.uint8, count=img.bytesPerLine() * h).reshape(h, -1)[:, : 4 * w]
+    px = px.reshape(h, w, 4)  # B, G, R, A in memory (little-endian ARGB32)
+    b, g, r = (px[..., i].astype(np.uint16) for i in range(3))
+    y = ((66 * r + 129 * g + 25 * b + 128) >> 8) + 16
+    # 2 x 2 means of the channels for the chroma planes
+    r4, g4, b4 = ((c.reshape(h // 2, 2, w // 2, 2).sum(axis=(1, 3), dtype=np.int32) + 2) >> 2 for c in (r, g, b))
+    u = ((-38 * r4 - 74 * g4 + 112 * b4 + 128) >> 8) + 128
+    v = ((112 * r4 - 94 * g4 - 18 * b4 + 128) >> 8) + 128
+    return y.astype(np.uint8).tobytes() + u.astype(np.uint8).tobytes() + v.astype(np.uint8).tobytes()
 
 
 def rgb_array(image: QImage) -> np.ndarray:
@@ -248,13 +301,19 @@ class VideoFile:
             from app import atomic_io
 
             raise ExportError(atomic_io.message(atomic_io.WriteError(self.path, exc))) from exc
+        self.yuv = ENCODERS[ext]["pix_fmt_out"] == "yuv420p"  # frames go in as ffmpeg writes them
         self._gen = imageio_ffmpeg.write_frames(self.tmp, (width, height), fps=fps, macro_block_size=1,
+                                                pix_fmt_in="yuv420p" if self.yuv else "rgb24",
                                                 ffmpeg_log_level="error", **ENCODERS[ext])
         self._gen.send(None)  # starts ffmpeg
         self.frames = 0
 
-    def write(self, frame: np.ndarray, times: int = 1) -> None:
-        data = frame.tobytes()
+    def write_image(self, image: QImage, times: int = 1) -> None:
+        """One rendered image, held for `times` frames (converted once)."""
+        self.write(yuv420_bytes(image) if self.yuv else rgb_array(image), times)
+
+    def write(self, frame, times: int = 1) -> None:
+        data = frame if isinstance(frame, bytes) else frame.tobytes()
         for _ in range(times):
             self._gen.send(data)
             self.frames += 1
@@ -300,6 +359,8 @@ def export(view, steps: Sequence, spec: AnimationSpec, out: str, layer: int,
     if spec.mode == "steps" and not steps:
         raise ExportError(tr(spec)("anim.error.no_trace"))
     view.set_translator(tr(spec))
+    band = band_height(steps, spec, step, view.cfg)
+    size_view(view, spec.width, spec.height - band)  # the camera fits frame the picture above the band
     start_camera = view.camera_state()
     if spec.mode == "steps":
         shots = plan_steps(view, steps, spec, layer)
@@ -318,18 +379,8 @@ def export(view, steps: Sequence, spec: AnimationSpec, out: str, layer: int,
     t0 = time.perf_counter()
     video = VideoFile(out, spec.width, spec.height, spec.fps)
     try:
-        shown = None
-        for shot in shots:
-            if spec.mode == "steps" and shot.step != shown:
-                apply_step(view, steps, shot.step, layer)
-                shown = shot.step
-            view.set_camera_state(shot.camera)
-            image = render_view(view, spec.width, spec.height, labels=spec.labels)
-            if spec.captions and shot.step is not None:
-                burn_caption(image, *caption_text(steps, shot.step, spec))
-            video.write(rgb_array(image), shot.frames)
-            if progress is not None and progress(video.frames, total) is False:
-                raise AnimationCancelled()
+        with view.keeping_export_buffers():  # one framebuffer for all frames (one size)
+            _write_shots(view, steps, shots, spec, layer, video, progress, total, band)
         path = video.commit()
     except BaseException:
         video.abort()
@@ -339,16 +390,45 @@ def export(view, steps: Sequence, spec: AnimationSpec, out: str, layer: int,
     return path, total
 
 
+def band_height(steps: Sequence, spec: AnimationSpec, step: int, config) -> int:
+    """The caption band's height for the whole animation (the longest caption it shows); 0 without one."""
+    if not spec.captions or not steps:
+        return 0
+    shown = range(len(steps)) if spec.mode == "steps" else [min(step, len(steps) - 1)]
+    return caption_band_height(spec.width, spec.height, [caption_text(steps, i, spec, config) for i in shown])
+
+
+def render_frame(view, steps: Sequence, spec: AnimationSpec, index: int | None, band: int) -> QImage:
+    """One frame as the video shows it: the view's picture (labels, legend) above the caption band of step
+    `index` (no band: the picture fills the frame)."""
+    image = render_view(view, spec.width, spec.height - band, labels=spec.labels)
+    if band and index is not None:
+        image = compose_frame(image, spec.width, spec.height, *caption_text(steps, index, spec, view.cfg))
+    return image
+
+
+def _write_shots(view, steps: Sequence, shots: Sequence[Shot], spec: AnimationSpec, layer: int,
+                 video: VideoFile, progress: Progress | None, total: int, band: int = 0) -> None:
+    """Render every shot once (labels, caption band below the picture) and send it to the encoder for its
+    frames."""
+    shown = None
+    for shot in shots:
+        if spec.mode == "steps" and shot.step != shown:
+            apply_step(view, steps, shot.step, layer)
+            shown = shot.step
+        view.set_camera_state(shot.camera)
+        video.write_image(render_frame(view, steps, spec, shot.step, band), shot.frames)
+        if progress is not None and progress(video.frames, total) is False:
+            raise AnimationCancelled()
+
+
 def offscreen_view(config, trace, layer: int, camera: dict | None, width: int, height: int):
     """A SceneView that is never shown, holding the trace at the layer, with the window's camera angles."""
     from scene.view import SceneView
 
     view = SceneView()
     view.setAttribute(Qt.WA_DontShowOnScreen, True)
-    fit = min(1.0, 1600 / width, 1000 / height)  # the image's aspect, so camera fits frame it the same
-    size = (max(16, int(width * fit)), max(16, int(height * fit)))
-    view.resize(*size)
-    view.container.resize(*size)  # never shown, so no layout pass sizes it: the camera fits read this
+    size_view(view, width, height)
     view.set_config(config)
     view.set_trace(trace)
     view.set_layer(layer, animate=False)
@@ -358,6 +438,15 @@ def offscreen_view(config, trace, layer: int, camera: dict | None, width: int, h
         except (KeyError, TypeError, ValueError):
             pass
     return view
+
+
+def size_view(view, width: int, height: int) -> None:
+    """The never-shown view at the picture's aspect (at most 1600 x 1000), so camera fits frame it the same."""
+    fit = min(1.0, 1600 / width, 1000 / height)
+    size = (max(16, int(width * fit)), max(16, int(height * fit)))
+    if (view.width(), view.height()) != size:
+        view.resize(*size)
+        view.container.resize(*size)  # never shown, so no layout pass sizes it: the camera fits read this
 
 
 def frame_count(shots: Sequence[Shot]) -> int:

@@ -65,11 +65,34 @@ class AnimationDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        self.confirm: QMessageBox | None = None  # the open "Replace it?" question, if any
+        self._browsed = ""  # a path the file dialog already asked about
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, tr("anim.title"), self.path.text(), tr("anim.filter"))
         if path:
             self.path.setText(path)
+            self._browsed = self.choice()[0]  # the file dialog asked before replacing it
+
+    def accept(self) -> None:
+        """OK: a typed path naming an existing file is replaced only after a Yes (as the image export asks);
+        No keeps the dialog open to change the name."""
+        path = self.choice()[0]
+        if not os.path.exists(path) or path == self._browsed:
+            super().accept()
+            return
+        box = QMessageBox(QMessageBox.Question, tr("anim.title"), tr("anim.overwrite", path=path),
+                          QMessageBox.Yes | QMessageBox.No, self)
+        box.setObjectName("anim_overwrite")
+        box.setDefaultButton(QMessageBox.No)
+        box.finished.connect(lambda _r: self._answered(box, path))
+        self.confirm = box
+        box.open()  # window-modal, not blocking
+
+    def _answered(self, box: QMessageBox, path: str) -> None:
+        self.confirm = None
+        if box.clickedButton() is box.button(QMessageBox.Yes) and self.choice()[0] == path:
+            super().accept()
 
     def choice(self) -> tuple[str, animate.AnimationSpec]:
         w, h = self.size.currentData()

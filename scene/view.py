@@ -18,6 +18,7 @@ FamilyMesh items; a new trace / pass / token only rewrites colour buffers. Redra
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -346,6 +347,95 @@ class _ExportContext:
     def done_current(self) -> None:
         self.context.doneCurrent()
 
+    # --- a kept framebuffer for a series of same-size renders (an animation) ----------------------------
+    keep = 0  # > 0 while some caller keeps buffers between renders (SceneView.keeping_export_buffers)
+    target: "_ExportTarget | None" = None
+
+    def render(self, fv: FrameView, state: FrameState, w: int, h: int, lw: int, lh: int) -> QImage:
+        """render_offscreen, but into the kept buffers while `keep` (made once per size); context current."""
+        if not self.keep:
+            self.release_target()
+            return render_offscreen(fv, state, w, h, lw, lh)
+        if self.target is None or (self.target.w, self.target.h) != (w, h):
+            self.release_target()
+            self.target = _ExportTarget(w, h)
+        return self.target.draw(fv, state, lw, lh)
+
+    def release_target(self) -> None:
+        if self.target is not None:
+            self.target.release()
+            self.target = None
+
+
+class _ExportTarget:
+    """A 4x multisampled framebuffer of w x h with its resolve buffer and a read-back array, made once and
+    drawn into many times (the frames of one animation): render_offscreen makes and frees ~70 MB of buffers
+    per 1080p image. Used with the export context current (PAINT_LOCK held)."""
+
+    SAMPLES = 4
+
+    def __init__(self, w: int, h: int):
+        from OpenGL import GL
+
+        self.w, self.h = w, h
+        self.fbos = [int(f) for f in np.atleast_1d(GL.glGenFramebuffers(2))]
+        self.rbos = [int(r) for r in np.atleast_1d(GL.glGenRenderbuffers(3))]
+        ms, resolve = self.fbos
+        storage = ((GL.GL_RGBA8, self.SAMPLES), (GL.GL_DEPTH24_STENCIL8, self.SAMPLES), (GL.GL_RGBA8, 0))
+        for rbo, (fmt, samples) in zip(self.rbos, storage):
+            GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, rbo)
+            if samples:
+                GL.glRenderbufferStorageMultisample(GL.GL_RENDERBUFFER, samples, fmt, w, h)
+            else:
+                GL.glRenderbufferStorage(GL.GL_RENDERBUFFER, fmt, w, h)
+        try:
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, ms)
+            GL.glFramebufferRenderbuffer(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_RENDERBUFFER,
+                                         self.rbos[0])
+            GL.glFramebufferRenderbuffer(GL.GL_FRAMEBUFFER, GL.GL_DEPTH_STENCIL_ATTACHMENT, GL.GL_RENDERBUFFER,
+                                         self.rbos[1])
+            ok = GL.glCheckFramebufferStatus(GL.GL_FRAMEBUFFER) == GL.GL_FRAMEBUFFER_COMPLETE
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, resolve)
+            GL.glFramebufferRenderbuffer(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_RENDERBUFFER,
+                                         self.rbos[2])
+            ok = ok and GL.glCheckFramebufferStatus(GL.GL_FRAMEBUFFER) == GL.GL_FRAMEBUFFER_COMPLETE
+        finally:
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
+        if not ok:
+            self.release()
+            raise RuntimeError(f"no {w} x {h} framebuffer could be made")
+        self.pixels = np.empty((h, w, 4), np.uint8)
+
+    def draw(self, fv: FrameView, state: FrameState, lw: int, lh: int) -> QImage:
+        from OpenGL import GL
+
+        from scene.frames import paint_twins
+
+        w, h = self.w, self.h
+        ms, resolve = self.fbos
+        try:
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, ms)
+            paint_twins(fv, state, w, h, lw, lh)
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, ms)
+            GL.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, resolve)
+            GL.glBlitFramebuffer(0, 0, w, h, 0, 0, w, h, GL.GL_COLOR_BUFFER_BIT, GL.GL_NEAREST)
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, resolve)
+            GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 4)
+            GL.glReadPixels(0, 0, w, h, GL.GL_BGRA, GL.GL_UNSIGNED_BYTE, self.pixels)
+        finally:
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
+        image = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+        rows = np.frombuffer(image.bits(), np.uint8).reshape(h, image.bytesPerLine())[:, : 4 * w]
+        rows.reshape(h, w, 4)[:] = self.pixels[::-1]  # GL's rows run bottom-up; one copy into the image
+        return image
+
+    def release(self) -> None:
+        from OpenGL import GL
+
+        GL.glDeleteRenderbuffers(3, np.array(self.rbos, np.uint32))
+        GL.glDeleteFramebuffers(2, np.array(self.fbos, np.uint32))
+
+
 
 class _ExportJob:
     """One export rendered in the render thread (SceneView.render_image_async). The labels' input is taken on
@@ -626,22 +716,43 @@ class SceneView(QWidget):
         with PAINT_LOCK:  # the render thread's twins and buffers are ours until the image is read back
             ctx.make_current()
             try:
-                img = self._gl_image(w, h, transparent, theme, label_size)
+                img = self._gl_image(w, h, transparent, theme, label_size, ctx)
             finally:
                 ctx.done_current()
         if self.labels_enabled:
             self._paint_labels(img, self._overlay_input(), theme, label_size, dpr)
         return img
 
-    def _gl_image(self, w: int, h: int, transparent: bool, theme: str, label_size=None) -> QImage:
-        """The 3D picture at w x h (4x MSAA); a GL context is current and PAINT_LOCK held (any thread)."""
+    def _gl_image(self, w: int, h: int, transparent: bool, theme: str, label_size=None, ctx=None) -> QImage:
+        """The 3D picture at w x h (4x MSAA); a GL context is current and PAINT_LOCK held (any thread). With
+        the export context `ctx`, into its kept buffers while an animation keeps them."""
         lw, lh = label_size if label_size is not None else (w, h)
         state = self.gl.frame_snapshot()
         if transparent:
             state.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
         elif theme != "dark":
             state.opts["bgcolor"] = tuple(BACKGROUNDS.get(theme, BACKGROUNDS["dark"]))
+        if ctx is not None:
+            return ctx.render(self.gl.frame_view, state, w, h, lw, lh)
         return render_offscreen(self.gl.frame_view, state, w, h, lw, lh)
+
+    @contextlib.contextmanager
+    def keeping_export_buffers(self):
+        """Within this block, render_image of one size reuses one framebuffer (an animation's frames)
+        instead of making and freeing one per image; the buffers are freed when the block ends."""
+        ctx = _ExportContext.get()
+        ctx.keep += 1
+        try:
+            yield
+        finally:
+            ctx.keep -= 1
+            if not ctx.keep and ctx.target is not None:
+                with PAINT_LOCK:
+                    ctx.make_current()
+                    try:
+                        ctx.release_target()
+                    finally:
+                        ctx.done_current()
 
     @staticmethod
     def _paint_labels(img: QImage, inp: OverlayInput, theme: str, label_size=None, dpr: float = 1.0) -> None:

@@ -7,6 +7,7 @@ import sys
 import imageio.v2 as iio
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from app import animate, player
 
@@ -46,9 +47,76 @@ def test_captions_are_burnt_in(main_window, anim_view, tmp_path):
     captioned = animate.AnimationSpec(width=320, height=180, fps=2, hold_s=0.5, lang="ko")
     a = decoded(animate.export(anim_view, steps, plain, str(tmp_path / "a.webm"), 36)[0])[0]
     b = decoded(animate.export(anim_view, steps, captioned, str(tmp_path / "b.webm"), 36)[0])[0]
-    band = slice(140, 180)  # the caption band along the bottom
+    band = slice(150, 180)  # the caption band along the bottom
     assert np.abs(a[band].astype(int) - b[band].astype(int)).mean() > 8
-    assert np.abs(a[:100].astype(int) - b[:100].astype(int)).mean() < 4  # the rest is the same picture
+    assert np.abs(a[:20].astype(int) - b[:20].astype(int)).mean() < 12  # the same header above it
+
+
+def test_the_caption_band_leaves_the_colour_legend_visible(main_window, anim_view, tmp_path):
+    """The band goes below the picture: the scene's colour legend along the picture's bottom stays as it is
+    drawn without a caption (before, the band was painted over it)."""
+    from scene.labels import place_labels
+
+    from app.export import render_view
+
+    steps = player.build_steps(main_window.state.trace)[:1]
+    w, h = 640, 360
+    spec = animate.AnimationSpec(width=w, height=h, fps=2, hold_s=0.5, lang="en")
+    frame = decoded(animate.export(anim_view, steps, spec, str(tmp_path / "c.webm"), 36)[0])[0].astype(int)
+    band = animate.band_height(steps, spec, 0, anim_view.cfg)
+    assert 0 < band < h * 0.45
+    picture = render_view(anim_view, w, h - band)  # the view as the export left it (step 0, its camera)
+    legend = place_labels(anim_view._overlay_input(), w, h - band, max(0.75, min(w / 1280, (h - band) / 800))).legend
+    assert legend.height() > 10 and legend.bottom() <= h - band + 1
+    alone = animate.rgb_array(picture).astype(int)
+    top, bottom = int(legend.top()) + 2, int(legend.bottom()) - 2
+    left, right = int(legend.left()) + 2, int(legend.right()) - 2
+    region = (slice(top, bottom), slice(left, right))
+    assert np.abs(frame[region] - alone[region]).mean() < 6  # the legend, not the band
+    assert alone[region].std() > 12  # and the legend has text in it (not a flat panel)
+    # the band below still carries the caption: bright text pixels on the dark band
+    band_px = frame[h - band + 2:h - 2]
+    assert band_px.mean() < 70 and (band_px.max(axis=2) > 180).sum() > 50
+
+
+def test_a_typed_path_of_an_existing_file_asks_before_replacing(main_window, qtbot, tmp_path):
+    """OK in the dialog with a typed path that exists asks "Replace it?"; No keeps the dialog (and the file),
+    Yes goes on; a new name does not ask."""
+    from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
+
+    from app.animate_dialog import AnimationDialog
+
+    existing = tmp_path / "talk.mp4"
+    existing.write_bytes(b"old video")
+    dialog = AnimationDialog(str(tmp_path / "new.mp4"), main_window)
+    qtbot.addWidget(dialog)
+    accepted = []
+    dialog.accepted.connect(lambda: accepted.append(dialog.choice()[0]))
+    dialog.show()
+    ok = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.Ok)
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(existing))
+    qtbot.mouseClick(ok, Qt.LeftButton)
+    box = dialog.confirm
+    assert box is not None and box.isVisible() and str(existing) in box.text()
+    assert accepted == [] and dialog.isVisible()
+    qtbot.mouseClick(box.button(QMessageBox.No), Qt.LeftButton)
+    qtbot.waitUntil(lambda: not box.isVisible())
+    assert accepted == [] and dialog.isVisible() and existing.read_bytes() == b"old video"
+    qtbot.mouseClick(ok, Qt.LeftButton)
+    box = dialog.confirm
+    assert box is not None and box.isVisible()
+    qtbot.mouseClick(box.button(QMessageBox.Yes), Qt.LeftButton)
+    qtbot.waitUntil(lambda: accepted == [str(existing)])
+    assert not dialog.isVisible()
+    # a name that does not exist yet: no question
+    fresh = AnimationDialog(str(tmp_path / "fresh.mp4"), main_window)
+    qtbot.addWidget(fresh)
+    done = []
+    fresh.accepted.connect(lambda: done.append(True))
+    fresh.show()
+    qtbot.mouseClick(fresh.findChild(QDialogButtonBox).button(QDialogButtonBox.Ok), Qt.LeftButton)
+    assert done == [True] and fresh.confirm is None
 
 
 def test_an_orbit_gif_has_one_frame_per_frame_time(main_window, anim_view, tmp_path):
