@@ -45,7 +45,7 @@ Speed: see bench/engine.py (routed experts are gathered and run as one batched m
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +54,7 @@ import torch
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes
 from compute.config import ModelConfig, load_default
+from compute.dims import ToyDims  # re-exported: the toy widths live in compute.dims (torch-free)
 from compute.fused import FusedK3, supported as fused_supported
 from compute.kda import kda_layer
 from compute.mla import mla_layer
@@ -67,23 +68,6 @@ from compute.weights import WeightsError
 
 MAX_PROMPT_TOKENS = 256
 MAX_NEW_TOKENS = 64
-
-
-@dataclass(frozen=True)
-class ToyDims:
-    hidden: int = 8
-    kda_heads: int = 2
-    kda_head_dim: int = 4
-    mla_heads: int = 2
-    q_lora: int = 4
-    kv_lora: int = 3
-    nope: int = 4
-    rope: int = 2
-    v: int = 4
-    latent: int = 4
-    expert_width: int = 4
-    dense_width: int = 16
-    conv: int = 4
 
 
 def dims_dict(d: ToyDims) -> dict[str, int]:

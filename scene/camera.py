@@ -105,12 +105,25 @@ def fit_distance(lo: np.ndarray, hi: np.ndarray, fov: float, aspect: float, marg
     return r / math.sin(half) * margin
 
 
+def box_corners(lo, hi) -> np.ndarray:
+    """[8, 3] corners of an axis-aligned box."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+
+
 def fit_box(cam: Camera, lo, hi, aspect: float, fill: float = 0.9, fill_y: float | None = None,
             centre_y: float = 0.52) -> Camera:
     """The camera moved along its view direction (angles kept, centred on the box) so that the box's 8
     corners fill `fill` of the view in the tighter direction (projected extent, not a bounding sphere)."""
-    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    return fit_points(cam, box_corners(lo, hi), aspect, fill, fill_y, centre_y)
+
+
+def fit_points(cam: Camera, corners, aspect: float, fill: float = 0.9, fill_y: float | None = None,
+               centre_y: float = 0.52) -> Camera:
+    """fit_box for any set of points (e.g. the corners of several boxes): angles kept, the points' projected
+    extent fills `fill` x `fill_y` of the view, centred at `centre_y` of its height."""
+    corners = np.asarray(corners, float).reshape(-1, 3)
+    lo, hi = corners.min(axis=0), corners.max(axis=0)
     w, h = 1000.0 * aspect, 1000.0
     c = Camera(center=tuple((lo + hi) / 2), distance=cam.distance, azimuth=cam.azimuth,
                elevation=cam.elevation, fov=cam.fov)

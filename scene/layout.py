@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# ---------------------------------------------------------------------------------------------------------
-# toy dims used when no trace is present (the engine's dims, issue 2); a trace's tensor shapes win.
-TOY = dict(hidden=8, kda_heads=2, kda_dk=4, kda_dv=4, mla_heads=2, q_lora=4, kv_lora=3, nope=4, rope=2,
-           v=4, experts=896, topk=16, latent=4, expert_width=4, dense_width=16, vocab=117)
+from compute.config import ModelConfig
+from compute.dims import ModelDims, ToyDims
+
+TOY_DIMS = ToyDims()  # the engine's widths, used when no trace is present (a trace's tensor shapes win)
 DEFAULT_TOKENS = 6
 MAX_ROWS = 24  # at most this many token rows are drawn (the last positions)
 
@@ -44,107 +44,17 @@ BLOCK_GAP = 0.6
 STATION_GAP = 1.05
 
 
-def _g(cfg, name, default):
-    """Config field from a ModelConfig-like object or an HF-style dict, with a default."""
-    if cfg is None:
-        return default
-    if isinstance(cfg, dict):
-        v = cfg.get(name, default)
-    else:
-        v = getattr(cfg, name, default)
-    return default if v is None else v
-
-
 def fmt_int(n: int) -> str:
     return f"{int(n):,}"
 
 
-def _opt(cfg, name, default):
-    """Like _g, but a field that is present and None stays None (an absent feature), unlike a missing one."""
-    if cfg is None:
-        return default
-    if isinstance(cfg, dict):
-        return cfg.get(name, default)
-    return getattr(cfg, name, default)
-
-
-def _block_size(cfg) -> int:
-    """AttnRes block size; 0 = the model has plain residuals (no AttnRes). No config at all = K3's 12."""
-    if cfg is None:
-        return 12
-    v = cfg.get("attn_res_block_size") if isinstance(cfg, dict) else getattr(cfg, "attn_res_block_size", None)
-    return int(v or 0)
-
-
 def _expert_grid(n: int) -> tuple[int, int]:
-    """(rows, cols) holding exactly n experts, as square as possible (896 -> 28 x 32)."""
+    """(rows, cols) holding exactly n experts, as square as possible (K3's experts: 28 x 32)."""
     best = (1, n)
     for c in range(1, n + 1):
         if n % c == 0 and abs(c - (n / c) * 8 / 7) < abs(best[1] - best[0] * 8 / 7):
             best = (n // c, c)
     return best
-
-
-@dataclass
-class ModelDims:
-    """The real (K3) dims the labels need, read from a ModelConfig or an HF config dict."""
-
-    n_layers: int = 93
-    hidden: int = 7168
-    vocab: int = 163840
-    dense_width: int = 33792
-    mixers: tuple[str, ...] = ()
-    ffns: tuple[str, ...] = ()
-    kda_heads: int = 96
-    kda_dim: int = 128
-    conv: int = 4
-    mla_heads: int = 96
-    q_lora: int = 1536
-    kv_lora: int = 512
-    nope: int = 128
-    rope: int = 64
-    v: int = 128
-    experts: int = 896
-    topk: int = 16
-    shared: int = 2
-    expert_width: int = 3072
-    latent: int = 3584
-    block_size: int = 12
-    mla_gate: bool = True
-    name: str = "kimi-k3"
-
-    @classmethod
-    def from_config(cls, cfg) -> "ModelDims":
-        n = int(_g(cfg, "num_hidden_layers", 93))
-        lin = _g(cfg, "linear_attn_config", {}) or {}
-        mixers = _g(cfg, "mixer_types", None)
-        if not mixers:
-            full = lin.get("full_attn_layers") if isinstance(lin, dict) else None
-            if full:
-                mixers = tuple("mla" if (i + 1) in set(full) else "kda" for i in range(n))
-            else:  # K3 rule: MLA at 4, 8, ..., and the last layer
-                mixers = tuple("mla" if ((i + 1) % 4 == 0 or i == n - 1) else "kda" for i in range(n))
-        ffns = _g(cfg, "ffn_types", None)
-        if not ffns:
-            k = int(_g(cfg, "first_k_dense_replace", 1))
-            ffns = tuple("dense" if i < k else "moe" for i in range(n))
-        kda_heads = _g(cfg, "kda_num_heads", None) or (lin.get("num_heads") if isinstance(lin, dict) else None)
-        kda_dim = _g(cfg, "kda_head_dim", None) or (lin.get("head_dim") if isinstance(lin, dict) else None)
-        shared_w = int(_g(cfg, "moe_intermediate_size", 3072))
-        return cls(
-            n_layers=n, hidden=int(_g(cfg, "hidden_size", 7168)), vocab=int(_g(cfg, "vocab_size", 163840)),
-            dense_width=int(_g(cfg, "intermediate_size", 33792)), mixers=tuple(mixers), ffns=tuple(ffns),
-            kda_heads=int(kda_heads or 96), kda_dim=int(kda_dim or 128),
-            conv=int(_g(cfg, "kda_conv_size", 4) or 4),
-            mla_heads=int(_g(cfg, "num_attention_heads", 96)), q_lora=int(_opt(cfg, "q_lora_rank", 1536) or 0),
-            kv_lora=int(_g(cfg, "kv_lora_rank", 512)), nope=int(_g(cfg, "qk_nope_head_dim", 128)),
-            rope=int(_g(cfg, "qk_rope_head_dim", 64)), v=int(_g(cfg, "v_head_dim", 128)),
-            experts=int(_g(cfg, "n_routed_experts", 896)), topk=int(_g(cfg, "num_experts_per_tok", 16)),
-            shared=int(_g(cfg, "n_shared_experts", 2)), expert_width=shared_w,
-            latent=int(_opt(cfg, "moe_latent_size", 3584 if cfg is None else None) or _g(cfg, "hidden_size", 7168)),
-            mla_gate=_opt(cfg, "mla_output_gate", "sigmoid") is not None,
-            block_size=_block_size(cfg), name=str(_g(cfg, "name", "kimi-k3")),
-        )
 
 
 @dataclass
@@ -255,10 +165,12 @@ def stored_candidates(layer0: int, block_size: int, where: str) -> int:
 
 
 def _toy_shapes(trace, layer0: int, dims: ModelDims, rows: int, seq: int) -> dict[str, tuple]:
-    """Toy shape per tensor key of the layer: from the trace when present, else from TOY."""
-    H, dk, dv = TOY["kda_heads"], TOY["kda_dk"], TOY["kda_dv"]
-    mh, ql, kl, no, ro, vv = TOY["mla_heads"], TOY["q_lora"], TOY["kv_lora"], TOY["nope"], TOY["rope"], TOY["v"]
-    D, E, K, L = TOY["hidden"], TOY["experts"], TOY["topk"], TOY["latent"]
+    """Toy shape per tensor key of the layer: from the trace when present, else the engine's toy widths
+    (ToyDims) with the model's real expert count and top-k (the engine computes those)."""
+    toy = TOY_DIMS
+    H, dk, dv = toy.kda_heads, toy.kda_head_dim, toy.kda_head_dim
+    mh, ql, kl, no, ro, vv = toy.mla_heads, toy.q_lora, toy.kv_lora, toy.nope, toy.rope, toy.v
+    D, E, K, L = toy.hidden, dims.experts, dims.topk, toy.latent
     nm = stored_candidates(layer0, dims.block_size, "mixer")
     nf = stored_candidates(layer0, dims.block_size, "ffn")
     T, S = rows, seq
@@ -277,8 +189,8 @@ def _toy_shapes(trace, layer0: int, dims: ModelDims, rows: int, seq: int) -> dic
         "mla.o_gated": (T, mh * vv), "mla.o_proj": (T, D),
         "moe.router": (T, E), "moe.down": (T, L), "moe.experts": (T, K, L), "moe.mix": (T, L),
         "moe.norm": (T, L), "moe.up": (T, D), "moe.shared": (T, D),
-        "mlp.gate": (T, TOY["dense_width"]), "mlp.up": (T, TOY["dense_width"]),
-        "mlp.act": (T, TOY["dense_width"]), "mlp.down": (T, D),
+        "mlp.gate": (T, toy.dense_width), "mlp.up": (T, toy.dense_width),
+        "mlp.act": (T, toy.dense_width), "mlp.down": (T, D),
     }
     if trace is not None and trace.passes and layer0 < len(trace.passes[0].layers):
         tens = trace.passes[0].layers[layer0].tensors
@@ -416,7 +328,7 @@ PLATE_IN = {"kda.q_proj": "hidden", "kda.k_proj": "hidden", "kda.v_proj": "hidde
             "mlp.down": "mlp.act"}
 
 
-def _grid_of(kind: str, shape: tuple, n_experts: int = 896) -> tuple[tuple[int, int], float, bool]:
+def _grid_of(kind: str, shape: tuple, n_experts: int) -> tuple[tuple[int, int], float, bool]:
     """(rows, cols), pitch, rows_are_tokens for a tensor of the given toy shape."""
     if kind in ("moe.router", "moe.experts"):
         return _expert_grid(n_experts), EXPERT_PITCH, False
@@ -444,7 +356,7 @@ def token_rows(trace) -> list[int]:
     return list(range(DEFAULT_TOKENS))
 
 
-def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) -> Layout:
+def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, pass_index: int = 0) -> Layout:
     """The whole scene for config `cfg` with layer `layer0` (0-based) exploded.
 
     Token rows: all positions of the trace (prompt + generated, at most MAX_ROWS, the last ones); without a
@@ -515,7 +427,7 @@ def build_layout(cfg=None, layer0: int = 36, trace=None, pass_index: int = 0) ->
         if kind in wts and getattr(wts[kind], "ndim", 0) == 2:
             return tuple(wts[kind].shape)
         src = PLATE_IN[kind]
-        din = TOY["hidden"] if src == "hidden" else shapes[src][-1]
+        din = TOY_DIMS.hidden if src == "hidden" else shapes[src][-1]
         return din, shapes[kind][-1]
 
     # which sub-operations this model has (K3 has all; e.g. DeepSeek-V3 has no AttnRes and no latent MoE)

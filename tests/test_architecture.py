@@ -104,3 +104,32 @@ def test_each_dock_package_has_its_dock_tabs_and_no_flat_prefix_modules():
     for pkg in ("silicon", "experts", "routing", "experiments", "learn"):
         assert (docks / pkg / "__init__.py").is_file() and (docks / pkg / "dock.py").is_file(), pkg
         assert not list(docks.glob(f"{pkg}_*.py")), f"flat {pkg}_*.py modules left in app/docks"
+
+
+def test_scene_layout_and_navigation_import_without_torch_or_qt():
+    """The model facts the scene needs (compute.config, compute.dims), the layout and the camera maths load in a
+    fresh interpreter where torch, Qt and OpenGL cannot be imported: one config parser, no engine needed."""
+    code = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('torch', 'PySide6', 'pyqtgraph', 'OpenGL', 'app'):
+            raise ImportError('blocked for this test: ' + name)
+sys.meta_path.insert(0, Block())
+import compute.dims, scene.layout, scene.camera, scene.navigation
+lay = scene.layout.build_layout(None, 36)
+assert lay.by_id['L37/moe.experts'].grid[0] * lay.by_id['L37/moe.experts'].grid[1] == lay.dims.experts
+assert 'torch' not in sys.modules
+print('ok')
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok")
+
+
+def test_scene_has_one_source_of_model_facts():
+    """No second config parser, no copy of the toy dims and no K3 expert count written into scene/."""
+    for path in sorted((ROOT / "scene").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "896" not in text, f"{path.name} hard-codes K3's expert count"
+        assert "def _g(" not in text and "TOY = " not in text, f"{path.name} parses the config itself"

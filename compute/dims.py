@@ -1,0 +1,82 @@
+"""Model facts in one place, without torch: the toy widths the engine computes with (`ToyDims`) and the real
+widths of a model the scene and the inspector label (`ModelDims`, read from a `compute.config.ModelConfig`).
+
+    from compute.dims import ToyDims, ModelDims
+    ModelDims.from_config(cfg).experts      # 896 for K3; cfg None = K3's shipped config
+
+The toy engine (compute.engine.ToyK3) runs every layer at ToyDims' widths but with the config's real layer
+order, expert count and top-k; the scene draws its grids at those sizes and labels them with ModelDims.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from compute.config import ModelConfig, load_default
+
+
+@dataclass(frozen=True)
+class ToyDims:
+    hidden: int = 8
+    kda_heads: int = 2
+    kda_head_dim: int = 4
+    mla_heads: int = 2
+    q_lora: int = 4
+    kv_lora: int = 3
+    nope: int = 4
+    rope: int = 2
+    v: int = 4
+    latent: int = 4
+    expert_width: int = 4
+    dense_width: int = 16
+    conv: int = 4
+
+
+@functools.lru_cache(maxsize=1)
+def _default_config() -> ModelConfig:
+    return load_default()
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """The real widths of one model (K3: hidden 7,168, 896 experts ...), as its labels show them."""
+
+    name: str
+    n_layers: int
+    hidden: int
+    vocab: int
+    dense_width: int
+    mixers: tuple[str, ...]  # "kda" | "mla", one per layer (0-based)
+    ffns: tuple[str, ...]  # "dense" | "moe", one per layer
+    kda_heads: int  # 0 when the model has no KDA layers
+    kda_dim: int
+    conv: int
+    mla_heads: int
+    q_lora: int  # 0 = no query compression
+    kv_lora: int
+    nope: int
+    rope: int
+    v: int
+    mla_gate: bool
+    experts: int
+    topk: int
+    shared: int
+    expert_width: int
+    latent: int  # = hidden when the MoE has no latent projection
+    block_size: int  # AttnRes block size; 0 = plain residuals
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig | None) -> "ModelDims":
+        """The dims of `cfg` (None = K3's shipped config)."""
+        c = _default_config() if cfg is None else cfg
+        if not isinstance(c, ModelConfig):
+            raise TypeError(f"expected a compute.config.ModelConfig, got {type(c).__name__}")
+        return cls(
+            name=c.name, n_layers=c.num_hidden_layers, hidden=c.hidden_size, vocab=c.vocab_size,
+            dense_width=c.intermediate_size, mixers=tuple(c.mixer_types), ffns=tuple(c.ffn_types),
+            kda_heads=c.kda_num_heads or 0, kda_dim=c.kda_head_dim or 0, conv=c.kda_conv_size or 0,
+            mla_heads=c.num_attention_heads, q_lora=c.q_lora_rank or 0, kv_lora=c.kv_lora_rank,
+            nope=c.qk_nope_head_dim, rope=c.qk_rope_head_dim, v=c.v_head_dim, mla_gate=c.mla_output_gate is not None,
+            experts=c.n_routed_experts, topk=c.num_experts_per_tok, shared=c.n_shared_experts,
+            expert_width=c.moe_intermediate_size, latent=c.moe_latent_size or c.hidden_size,
+            block_size=c.attn_res_block_size or 0)

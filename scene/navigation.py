@@ -1,0 +1,141 @@
+"""Camera navigation maths, Qt-free: what a drag, the wheel, a key or a choice of layer does to the camera.
+
+Every function takes a `scene.camera.Camera` and returns a new one (the input is never changed); the view
+(scene/input.py maps Qt events to these calls) applies the result, sanitised. Pixels are logical widget pixels.
+
+    orbit(cam, dx, dy)            drag with the left button: turn around the centre
+    pan(cam, dx, dy, width)       Shift / middle drag: move the centre with the cursor
+    wheel_zoom(cam, delta)        the wheel's angle delta (120 per notch); clamped (camera.zoom)
+    key_move(cam, action)         "left" | "right" | "up" | "down" | "in" | "out"
+    frame_layer(layout, cam, a)   the exploded layer framed, keeping the user's angles where they show it
+    preset_camera(name, layout, a)  the named presets; "top" looks down on the current layer
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scene import camera as camlib
+from scene.camera import Camera
+
+ORBIT_DEG_PER_PX = 0.35
+MAX_ELEVATION = 89.0  # orbiting stops short of the poles (the view's up vector would flip)
+KEY_ORBIT_DEG = 5.0
+KEY_ZOOM = 0.85  # one +/- key press
+WHEEL_BASE = 0.999  # distance factor per unit of wheel angle delta
+WHEEL_MAX = 2400  # larger deltas (a flung touchpad) count as this much
+# the band of the view a framing fills: between the title block (top ~11 %) and the legend (bottom ~9 %)
+FILL_X, FILL_Y, CENTRE_Y = 0.92, 0.78, 0.505
+# the angles a layer is framed at when the user's angles show it badly (from behind, edge-on, from below)
+LAYER_AZIMUTH, LAYER_ELEVATION = -100.0, 14.0
+# the "top" preset: high above the current layer, its front (the weight plates) towards the bottom edge
+TOP_AZIMUTH, TOP_ELEVATION = -90.0, 64.0
+# framing the layer with its slab of the stack too is kept only while the layer still gets this share
+SLAB_KEEP_SHARE = 0.55
+
+
+def _copy(cam: Camera) -> Camera:
+    return Camera(center=tuple(cam.center), distance=cam.distance, azimuth=cam.azimuth,
+                  elevation=cam.elevation, fov=cam.fov)
+
+
+def _clamp_elevation(e: float) -> float:
+    return max(-MAX_ELEVATION, min(MAX_ELEVATION, e))
+
+
+def orbit(cam: Camera, dx: float, dy: float) -> Camera:
+    """Turn around the centre by a drag of (dx, dy) pixels: right = the scene turns right, down = look from
+    higher up."""
+    c = _copy(cam)
+    c.azimuth -= dx * ORBIT_DEG_PER_PX
+    c.elevation = _clamp_elevation(c.elevation + dy * ORBIT_DEG_PER_PX)
+    return c
+
+
+def pan(cam: Camera, dx: float, dy: float, width: float) -> Camera:
+    """Move the centre so that the scene follows a drag of (dx, dy) pixels in a view `width` pixels wide."""
+    c = _copy(cam)
+    per_px = 2 * c.distance * math.tan(math.radians(c.fov) / 2) / max(width, 1.0)
+    v = camlib.view_matrix(c)
+    right, up = v[0, :3], v[1, :3]
+    c.center = tuple(np.array(c.center) - right * dx * per_px + up * dy * per_px)
+    return c
+
+
+def wheel_zoom(cam: Camera, delta: float) -> Camera:
+    """Zoom by a wheel angle delta (positive = in), within camera.zoom's limits."""
+    c = _copy(cam)
+    c.distance = camlib.zoom(c.distance, WHEEL_BASE ** max(-WHEEL_MAX, min(delta, WHEEL_MAX)))
+    return c
+
+
+KEY_ACTIONS = ("left", "right", "up", "down", "in", "out")
+
+
+def key_move(cam: Camera, action: str) -> Camera:
+    """One key press: orbit 5 degrees or zoom one step."""
+    if action not in KEY_ACTIONS:
+        raise ValueError(f"unknown camera key action {action!r}; expected one of {KEY_ACTIONS}")
+    c = _copy(cam)
+    c.azimuth += {"left": KEY_ORBIT_DEG, "right": -KEY_ORBIT_DEG}.get(action, 0.0)
+    c.elevation = _clamp_elevation(c.elevation + {"up": KEY_ORBIT_DEG, "down": -KEY_ORBIT_DEG}.get(action, 0.0))
+    c.distance = camlib.zoom(c.distance, {"in": KEY_ZOOM, "out": 1 / KEY_ZOOM}.get(action, 1.0))
+    return c
+
+
+# ---- framing -------------------------------------------------------------------------------------------
+def layer_corners(layout, with_slab: bool = False) -> np.ndarray:
+    """Corners of every block of the exploded layer (and of its slab in the stack)."""
+    blocks = list(layout.layer_blocks())
+    if with_slab:
+        slab = layout.by_id.get(f"L{layout.layer + 1}/stack.layer")
+        if slab is not None:
+            blocks.append(slab)
+    return np.concatenate([camlib.box_corners(b.lo, b.hi) for b in blocks])
+
+
+def _share(cam: Camera, corners: np.ndarray, aspect: float) -> float:
+    """Fraction of the view's area the projected box of `corners` covers."""
+    w, h = 1000.0 * aspect, 1000.0
+    px, _ = camlib.project(corners, cam, w, h)
+    ext = px.max(axis=0) - px.min(axis=0)
+    return float(ext[0] * ext[1] / (w * h))
+
+
+def layer_angles(cam: Camera) -> tuple[float, float]:
+    """The user's angles where they show the layer's front (its walls face -y): not from behind, not edge-on,
+    not from below or straight down; otherwise the default layer angles."""
+    facing = (cam.azimuth + 90.0 + 180.0) % 360.0 - 180.0  # 0 = looking straight at the front
+    if abs(facing) > 70.0 or not -10.0 <= cam.elevation <= 75.0:
+        return LAYER_AZIMUTH, LAYER_ELEVATION
+    return cam.azimuth, cam.elevation
+
+
+def frame_layer(layout, current: Camera, aspect: float) -> Camera:
+    """The exploded layer filling the view's band, from the user's angles when they show it (layer_angles).
+    Its slab in the stack is framed too while the layer keeps most of the view that way."""
+    az, el = layer_angles(current)
+    base = Camera(azimuth=az, elevation=el, fov=current.fov)
+    layer = layer_corners(layout)
+    alone = camlib.fit_points(base, layer, aspect, FILL_X, FILL_Y, CENTRE_Y)
+    both = camlib.fit_points(base, layer_corners(layout, with_slab=True), aspect, FILL_X, FILL_Y, CENTRE_Y)
+    if _share(both, layer, aspect) >= SLAB_KEEP_SHARE * _share(alone, layer, aspect):
+        return both
+    return alone
+
+
+def top_view(layout, aspect: float, fov: float = 38.0) -> Camera:
+    """The current layer seen from high above, its blocks filling the view's band."""
+    base = Camera(azimuth=TOP_AZIMUTH, elevation=TOP_ELEVATION, fov=fov)
+    return camlib.fit_points(base, layer_corners(layout), aspect, FILL_X, FILL_Y, CENTRE_Y)
+
+
+def preset_camera(name: str, layout, aspect: float) -> Camera:
+    """The camera of a named preset (camera.PRESETS) for this layout: "top" frames the current layer from
+    above; the others frame the whole scene or the stack (camera.preset)."""
+    if name not in camlib.PRESETS:
+        raise ValueError(f"unknown camera preset {name!r}; expected one of {camlib.PRESETS}")
+    if name == "top":
+        return top_view(layout, aspect)
+    return camlib.preset(name, layout.bounds, aspect, layout.stack_bounds)
