@@ -7,11 +7,12 @@
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
              expert_clicked(int)
 
-The 3D picture (`_GL`, also `SceneView.container`) is a plain raster widget holding pyqtgraph's GLViewMixin
-state; its frames are drawn by a render thread into an FBO (scene/frames.py) and blitted, with the labels
-painted over them, so no software-GL frame ever runs on the UI thread. Exports render into an FBO with an
-off-screen context of the application's share group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs
-anyway).
+The 3D picture (`SceneView.gl`, also `SceneView.container`: scene/gl_widget.py) is a plain raster widget holding
+pyqtgraph's GLViewMixin state; its frames are drawn by a render thread into an FBO (scene/frames.py) and blitted,
+with the labels (scene/label_cache.py) painted over them, so no software-GL frame ever runs on the UI thread.
+Its mouse / wheel / key events go to `SceneView.input` (scene/input.py), which moves the camera with the Qt-free
+maths of scene/navigation.py. Exports render into an FBO with an off-screen context of the application's share
+group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs anyway).
 
 Everything drawn comes from one `Layout` (scene/layout.py). Geometry is merged per family into a few
 FamilyMesh items; a new trace / pass / token only rewrites colour buffers. Redraws happen on demand.
@@ -21,12 +22,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 
 import numpy as np
-from pyqtgraph.opengl.GLViewWidget import GLViewMixin
-from PySide6.QtCore import QEventLoop, QPoint, QPointF, QRectF, Qt, QTimer, QVariantAnimation, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QVector3D
+from PySide6.QtCore import QPoint, QPointF, QTimer, QVariantAnimation, Signal
+from PySide6.QtGui import QImage, QPainter, QVector3D
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from assets import asset_path
@@ -34,16 +33,18 @@ from compute.trace import LINEAR_INPUTS
 from scene import camera as camlib
 from scene import colouring, palette
 from scene import highlights
+from scene import navigation as nav
 from scene.geometry import build_families
-from scene.frames import FrameRenderer, FrameState, FrameView, new_context, render_offscreen
-from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines, make_twin, sync_twin
-from scene.labels import BACKGROUNDS, OverlayInput, draw_token_names, paint_overlay
+from scene.gl_widget import GLWidget
+from scene.input import InputAdapter
+from scene.frames import FrameState, FrameView, new_context, render_offscreen
+from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines
+from scene.labels import BACKGROUNDS, OverlayInput, paint_overlay
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
 from scene.tooltips import tooltip_text
 
 ANIM_MS = 300
-CLICK_SLOP = 4  # px a press may move and still be a click
 
 
 def _default_translator():
@@ -77,253 +78,6 @@ def _grid_colors(fam, layout: Layout, trace, pass_index: int, token: int) -> np.
         k, n = fam.ranges[b.id]
         out[k:k + n] = colouring.block_colors(b, layout, trace, pass_index, token)
     return out
-
-
-class _GL(GLViewMixin, QWidget):
-    """The 3D picture: a plain (raster) widget showing frames that a render thread draws (scene/frames.py).
-
-    pyqtgraph's GLViewMixin keeps the items and the camera options; `update()` (called by the items and the
-    mixin whenever something changes) asks the render thread for a frame instead of drawing here, so the UI
-    thread never waits for software GL. The render thread draws render twins of the items and the labels (for
-    the camera of that frame) and this widget blits the result. Input goes to the owner (picking, camera), never
-    to pyqtgraph's own handlers. Signals frameSwapped when a new frame reaches the screen; paint_count counts
-    those frames."""
-
-    frameSwapped = Signal()
-
-    def __init__(self, owner: "SceneView", parent: QWidget):
-        super().__init__(parent)
-        self.owner = owner
-        self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
-        self.labels = _LabelCache()
-        self.paint_count = 0
-        self.version = 0  # bumped by every change of what the frame shows
-        self.shown_version = -1  # the version the frame on screen was drawn from
-        self._frame: QImage | None = None
-        self._frame_version = -1
-        self._frame_cam = None
-        self._job = None
-        self.frame_view = FrameView()
-        self._twins: list = []  # (item, render twin), in the order the items were added
-        self.gl_error = ""  # why no GL context could be made ("" = frames are drawn)
-        try:
-            self.renderer = FrameRenderer(self)
-        except RuntimeError as exc:  # no OpenGL: the view says so, the rest of the app works
-            self.renderer = None
-            self.gl_error = str(exc)
-        else:
-            self.renderer.frame_ready.connect(self._on_frame)
-            self.renderer.frame_failed.connect(self._on_frame_failed)
-            renderer = self.renderer
-            self.destroyed.connect(lambda *_: renderer.stop())
-        self._ready = True
-        self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
-
-    # --- what GLViewMixin expects of a QOpenGLWidget ------------------------------------------------
-    def isValid(self) -> bool:
-        return False  # items are never drawn here; their render twins are initialised where they are drawn
-
-    def addItem(self, item) -> None:
-        twin = make_twin(item)
-        twin._setView(self.frame_view)
-        with SCENE_LOCK:
-            self._twins.append((item, twin))
-        super().addItem(item)
-
-    def removeItem(self, item) -> None:
-        with SCENE_LOCK:
-            self._twins = [(i, t) for i, t in self._twins if i is not item]
-        super().removeItem(item)
-
-    def clear(self) -> None:
-        with SCENE_LOCK:
-            self._twins = []
-        super().clear()
-
-    def update(self) -> None:
-        """The scene changed: a new frame (drawn in the render thread) will follow."""
-        if not getattr(self, "_ready", False):
-            return
-        self.version += 1
-        if not self.isVisible():
-            return  # drawn when shown
-        dpr = self.devicePixelRatioF()
-        w, h = max(1, self.width()), max(1, self.height())
-        self._job = (max(1, int(w * dpr)), max(1, int(h * dpr)), w, h, dpr)
-        if self.renderer is None:
-            QWidget.update(self)  # the message instead of a picture
-        else:
-            self.renderer.request()
-
-    def repaint(self) -> None:
-        """Draw the current state now and wait until it is on screen (at most 5 s)."""
-        self.update()
-        if not self.isVisible() or self.renderer is None:
-            return
-        target = self.version
-        if self.shown_version >= target:
-            return
-        loop = QEventLoop()
-        timer = QTimer()
-        timer.setSingleShot(True)
-        timer.timeout.connect(loop.quit)
-
-        def check():
-            if self.shown_version >= target:
-                loop.quit()
-        self.frameSwapped.connect(check)
-        timer.start(5000)
-        loop.exec()
-        timer.stop()
-        self.frameSwapped.disconnect(check)
-
-    def grabFramebuffer(self) -> QImage:
-        """What the view shows (3D + labels) at its device-pixel size, rendered again from the current state
-        (exact, and works while hidden)."""
-        dpr = float(self.devicePixelRatioF())
-        w, h = max(1, self.width()), max(1, self.height())
-        img = self.owner._render(int(w * dpr), int(h * dpr), transparent=False, label_size=(w, h), dpr=dpr)
-        img.setDevicePixelRatio(dpr)
-        return img
-
-    # --- the render thread's side (called there; reads plain Python state only) ----------------------
-    def frame_job(self):
-        return self._job
-
-    def frame_snapshot(self) -> FrameState:
-        """The scene's state for one frame, copied by reference under SCENE_LOCK (any thread)."""
-        o = self.owner
-        with SCENE_LOCK:
-            o.apply_colours()
-            for item, twin in self._twins:
-                sync_twin(twin, item)
-            order = sorted(self._twins, key=lambda pair: pair[0].depthValue())  # stable: insertion order
-            overlay = None
-            if o.labels_enabled:
-                overlay = (o._overlay_version, o._overlay_input(o.cam))
-            return FrameState([t for _, t in order], dict(self.opts), self.version, o.cam, overlay)
-
-    def frame_labels(self, state: FrameState, job) -> QImage | None:
-        """The labels of a frame (render thread; QPainter on a QImage is thread-safe)."""
-        if state.overlay is None:
-            return None
-        _w, _h, lw, lh, dpr = job
-        return self.labels.image(state.overlay[1], state.overlay[0], lw, lh, dpr)
-
-    # --- showing frames -------------------------------------------------------------------------------
-    def _on_frame(self, image: QImage, version: int, cam) -> None:
-        self._frame, self._frame_version, self._frame_cam = image, version, cam
-        if self.isVisible():
-            QWidget.repaint(self)  # on screen now, not one event-loop turn later
-
-    def _on_frame_failed(self, message: str) -> None:
-        """The render thread cannot draw (it said why, once): show the no-GL message instead of a picture."""
-        self.gl_error = message
-        self._frame = None
-        self.update()
-
-    def paintEvent(self, ev):
-        p = QPainter(self)
-        new = False
-        try:
-            frame = self._frame
-            if frame is None:
-                p.fillRect(self.rect(), QColor.fromRgbF(*self.opts["bgcolor"]))
-                if self.gl_error:
-                    p.setPen(QColor(235, 200, 120))
-                    p.drawText(self.rect().adjusted(40, 40, -40, -40),
-                               Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
-                               self.owner.tr("scene.no_gl", error=self.gl_error))
-            else:
-                p.drawImage(QRectF(0, 0, self.width(), self.height()), frame, QRectF(frame.rect()))
-                new = self._frame_version != self.shown_version
-        finally:
-            p.end()
-        if new:
-            self.shown_version = self._frame_version
-            self.paint_count += 1
-            self.frameSwapped.emit()
-
-    def showEvent(self, ev):
-        super().showEvent(ev)
-        self.update()
-
-    def resizeEvent(self, ev):
-        super().resizeEvent(ev)
-        self.update()
-
-    # --- input ----------------------------------------------------------------------------------------
-    def mousePressEvent(self, ev):
-        self.owner._press(ev)
-
-    def mouseMoveEvent(self, ev):
-        self.owner._move(ev)
-
-    def mouseReleaseEvent(self, ev):
-        self.owner._release(ev)
-
-    def wheelEvent(self, ev):
-        self.owner._wheel(ev)
-
-    def keyPressEvent(self, ev):
-        self.owner._key(ev)
-
-    def keyReleaseEvent(self, ev):
-        ev.ignore()
-
-    def leaveEvent(self, ev):
-        self.owner._leave()
-        super().leaveEvent(ev)
-
-
-class _LabelCache:
-    """The labels as one premultiplied image, laid out and painted again only when something they show
-    changed (one QPainter pass, Qt fonts, so Korean renders). Two levels: everything but the token names by the
-    rows, and those names on top, so a knob change that only changes sampled tokens re-lays out just those.
-    Used by the render thread only."""
-
-    def __init__(self):
-        self._base_key = None
-        self._base: QImage | None = None
-        self._taken: list = []
-        self.placement = None  # what the labels on screen are and where (scene.labels.Placement)
-        self._key = None
-        self._img: QImage | None = None
-        self.paint_count = 0
-
-    def image(self, inp: OverlayInput, version: int, w: int, h: int, dpr: float) -> QImage:
-        """The labels of inp for a w x h view at dpr; version changes whenever any text may have changed."""
-        c = inp.camera
-        # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
-        # the view size and the OverlayInput fields
-        base_key = (version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
-                    w, h, dpr, inp.selected, inp.hovered, inp.has_trace, inp.step_note, inp.flow_on, inp.focus,
-                    inp.theme, inp.label_scale)
-        key = (base_key, tuple(inp.tokens or ()))
-        if key == self._key and self._img is not None:
-            return self._img
-        if base_key != self._base_key or self._base is None:
-            img = QImage(max(1, int(w * dpr)), max(1, int(h * dpr)), QImage.Format.Format_ARGB32_Premultiplied)
-            img.setDevicePixelRatio(dpr)
-            img.fill(0)
-            p = QPainter(img)
-            try:
-                self.placement = paint_overlay(p, inp, w, h, 1.0, with_tokens=False)
-                self._taken = self.placement.taken
-            finally:
-                p.end()
-            self._base, self._base_key, self._layout = img, base_key, inp.layout  # keeps id(layout) unique
-        img = self._base.copy()
-        p = QPainter(img)
-        try:
-            draw_token_names(p, inp, w, h, 1.0, list(self._taken))
-        finally:
-            p.end()
-        self._img, self._key = img, key
-        self.paint_count += 1
-        return self._img
 
 
 class _ExportContext:
@@ -436,7 +190,6 @@ class _ExportTarget:
         GL.glDeleteFramebuffers(2, np.array(self.fbos, np.uint32))
 
 
-
 class _ExportJob:
     """One export rendered in the render thread (SceneView.render_image_async). The labels' input is taken on
     the UI thread when the job is made, so the export shows the state of that moment."""
@@ -500,7 +253,7 @@ class SceneView(QWidget):
         self._exports_hooked = False
         self._overlay_version = 0
         # how to recompute the current framing for a new widget shape; None once the user moved the camera
-        self._refit = lambda: camlib.preset("reset", self.layout.bounds, self._aspect(), self.layout.stack_bounds)
+        self._refit = lambda: nav.preset_camera("reset", self.layout, self._aspect())
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
         self.cam = camlib.Camera()
@@ -513,11 +266,9 @@ class SceneView(QWidget):
         self._anim.valueChanged.connect(self._anim_step)
         self._anim.finished.connect(self._anim_done)
         self._anim_path: tuple[camlib.Camera, camlib.Camera] | None = None  # (from, to) while it runs
-        self._press_pos: QPointF | None = None
-        self._last_pos: QPointF | None = None
-        self._dragged = False
+        self.input = InputAdapter(self)  # the GL widget's mouse / wheel / key events go there
 
-        self.gl = _GL(self, self)
+        self.gl = GLWidget(self, self)
         self.gl.setObjectName("sceneGL")
         self.gl.setMinimumSize(16, 16)
         self.container = self.gl  # the widget that shows the 3D picture (where it sits, its size)
@@ -549,12 +300,12 @@ class SceneView(QWidget):
         self._precoloured = None  # (colour inputs, trace, {family: rgba}) from precolour()
         self.trace_version = 0
         self._rebuild()
-        self._apply_camera(camlib.preset("reset", self.layout.bounds, 1.6, self.layout.stack_bounds))
+        self._apply_camera(nav.preset_camera("reset", self.layout, 1.6))
 
     # ================================================================ public API
     def _touch(self) -> None:
         """Something the labels may show changed: redraw at the next frame. The label picture is laid out
-        again only if what it shows differs (see _LabelCache), so a new trace of the same shape (a slider
+        again only if what it shows differs (see scene/label_cache.py), so a new trace of the same shape (a slider
         drag) reuses it and its GL texture."""
         self._redraw()
 
@@ -657,10 +408,12 @@ class SceneView(QWidget):
         self._update_outlines()
 
     def set_camera_preset(self, name: str, animate: bool = True) -> None:
+        """Animate to a preset (camera.PRESETS); "top" looks down on the current layer (scene/navigation.py)."""
         if name not in camlib.PRESETS:
             raise ValueError(f"unknown camera preset {name!r}")
+
         def fit():
-            return camlib.preset(name, self.layout.bounds, self._aspect(), self.layout.stack_bounds)
+            return nav.preset_camera(name, self.layout, self._aspect())
         self._animate_to(fit(), animate, refit=fit)
 
     def camera_state(self) -> dict:
@@ -930,14 +683,12 @@ class SceneView(QWidget):
         return w / h if w > 10 and h > 10 else 1.6
 
     def _layer_camera(self) -> camlib.Camera:
-        """Frame the exploded layer and its slab in the stack, keeping the current viewing angles."""
-        lay = self.layout
-        lo, hi = lay.panel_bounds
-        slab = lay.by_id[f"L{lay.layer + 1}/stack.layer"]
-        lo = np.minimum(lo, slab.lo)
-        hi = np.maximum(hi, slab.hi)
-        base = camlib.Camera(azimuth=self.cam.azimuth, elevation=self.cam.elevation, fov=self.cam.fov)
-        return camlib.fit_box(base, lo, hi, self._aspect(), fill=0.92, fill_y=0.78, centre_y=0.505)
+        """Frame the exploded layer (and its slab in the stack), from the current angles where they show it."""
+        return nav.frame_layer(self.layout, self._anim_target(), self._aspect())
+
+    def _anim_target(self) -> camlib.Camera:
+        """Where the camera is going: the running animation's target, else the camera itself."""
+        return self._anim_path[1] if self._anim_path is not None else self.cam
 
     def _apply_camera(self, cam: camlib.Camera) -> None:
         cam = cam.sanitized()  # whatever asked for it, the view only ever holds a finite camera
@@ -975,91 +726,10 @@ class SceneView(QWidget):
             self._anim_path = None
             self._apply_camera(target)
 
-    # ================================================================ input
+    # ================================================================ input (events: scene/input.py)
     def pick_at(self, x: float, y: float):
         """The Hit (block id, cell) under logical widget pixel (x, y) of the GL surface, or None."""
         return self.picker.pick(self.cam, x, y, max(self.gl.width(), 1), max(self.gl.height(), 1))
-
-    def _press(self, ev) -> None:
-        self._press_pos = ev.position()
-        self._last_pos = ev.position()
-        self._dragged = False
-        # pan when the middle button or Shift(+left) starts the drag (decided once, at the press)
-        self._pan_mode = bool(ev.button() == Qt.MouseButton.MiddleButton or
-                              ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        self._stop_anim()
-        self._refit = None
-        self.gl.setFocus()
-
-    def _move(self, ev) -> None:
-        pos = ev.position()
-        buttons = ev.buttons()
-        if buttons == Qt.MouseButton.NoButton:
-            self._hover(pos, ev.globalPosition().toPoint())
-            return
-        if self._last_pos is None:
-            self._last_pos = pos
-        d = pos - self._last_pos
-        self._last_pos = pos
-        if self._press_pos is not None and (pos - self._press_pos).manhattanLength() > CLICK_SLOP:
-            self._dragged = True
-        if not self._dragged:
-            return
-        pan = bool(buttons & Qt.MouseButton.MiddleButton) or getattr(self, "_pan_mode", False) or bool(
-            ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        cam = camlib.Camera.from_dict(self.cam.to_dict())
-        if pan:
-            self._pan(cam, d.x(), d.y())
-        elif buttons & Qt.MouseButton.LeftButton:
-            cam.azimuth -= d.x() * 0.35
-            cam.elevation = max(-89.0, min(89.0, cam.elevation + d.y() * 0.35))
-        self._apply_camera(cam)
-
-    def _pan(self, cam: camlib.Camera, dx: float, dy: float) -> None:
-        per_px = 2 * cam.distance * math.tan(math.radians(cam.fov) / 2) / max(self.gl.width(), 1)
-        v = camlib.view_matrix(cam)
-        right, up = v[0, :3], v[1, :3]
-        c = np.array(cam.center) - right * dx * per_px + up * dy * per_px
-        cam.center = tuple(c)
-
-    def _release(self, ev) -> None:
-        if self._press_pos is not None and not self._dragged and ev.button() == Qt.MouseButton.LeftButton:
-            self._click(ev.position())
-        self._press_pos = None
-        self._dragged = False
-
-    def _wheel(self, ev) -> None:
-        delta = ev.angleDelta().y() or ev.angleDelta().x()
-        self._stop_anim()
-        self._refit = None
-        cam = camlib.Camera.from_dict(self.cam.to_dict())
-        cam.distance = camlib.zoom(cam.distance, 0.999 ** max(-2400, min(delta, 2400)))
-        self._apply_camera(cam)
-
-    def _key(self, ev) -> None:
-        k = ev.key()
-        if k in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown):
-            new = self.layer0 + (1 if k == Qt.Key.Key_PageUp else -1)
-            new = min(max(new, 0), self.layout.dims.n_layers - 1)
-            if new != self.layer0:
-                self.set_layer(new)
-                self.layer_clicked.emit(new)
-            ev.accept()
-        elif k == Qt.Key.Key_Home:
-            self.set_camera_preset("reset")
-        elif k in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Plus,
-                   Qt.Key.Key_Minus, Qt.Key.Key_Equal):
-            self._stop_anim()
-            self._refit = None
-            cam = camlib.Camera.from_dict(self.cam.to_dict())
-            cam.azimuth += {Qt.Key.Key_Left: 5.0, Qt.Key.Key_Right: -5.0}.get(k, 0.0)
-            cam.elevation = max(-89.0, min(89.0, cam.elevation + {Qt.Key.Key_Up: 5.0, Qt.Key.Key_Down: -5.0}.get(k, 0.0)))
-            cam.distance = camlib.zoom(cam.distance, {Qt.Key.Key_Plus: 0.85, Qt.Key.Key_Equal: 0.85,
-                                                      Qt.Key.Key_Minus: 1 / 0.85}.get(k, 1.0))
-            self._apply_camera(cam)
-            ev.accept()
-        else:
-            ev.ignore()
 
     def _leave(self) -> None:
         if self.hovered is not None:

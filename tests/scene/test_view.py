@@ -119,7 +119,7 @@ def test_wheel_zooms_and_presets_animate(view, qtbot):
     QApplication.sendEvent(view.gl, ev)
     assert view.camera_state()["distance"] < d0 * 0.9
     view.set_camera_preset("top")
-    qtbot.waitUntil(lambda: view.camera_state()["elevation"] > 70, timeout=2000)
+    qtbot.waitUntil(lambda: view.camera_state()["elevation"] > 60, timeout=2000)  # "top": from high above
     with pytest.raises(ValueError):
         view.set_camera_preset("nowhere")
     state = dict(center=[1.0, 2.0, 3.0], distance=17.0, azimuth=10.0, elevation=20.0, fov=38.0)
@@ -492,3 +492,65 @@ def test_held_zoom_keys_wheel_pans_and_orbits_keep_the_camera_finite(view, qtbot
         assert max(abs(v) for v in s["center"]) <= MAX_REACH and abs(s["azimuth"]) <= 360.0
     img = view.render_image(320, 200)
     assert not img.isNull() and img.width() == 320
+
+
+def _layer_box_on_screen(view):
+    """Projected pixel box (x0, y0, x1, y1) of the exploded layer's blocks (and its slab) and whether every
+    corner lies in front of the camera."""
+    from scene.camera import project
+
+    lay = view.layout
+    boxes = [(b.lo, b.hi) for b in lay.layer_blocks()]
+    corners = np.array([[x, y, z] for lo, hi in boxes for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
+                        for z in (lo[2], hi[2])])
+    px, ok = project(corners, view.cam, view.gl.width(), view.gl.height())
+    return (*px.min(axis=0), *px.max(axis=0)), bool(ok.all())
+
+
+def _drag(widget, start: QPoint, step: QPoint, n: int = 12):
+    QTest.mousePress(widget, Qt.LeftButton, Qt.NoModifier, start)
+    for i in range(1, n + 1):
+        QTest.mouseMove(widget, start + step * i)
+        QTest.qWait(5)
+    QTest.mouseRelease(widget, Qt.LeftButton, Qt.NoModifier, start + step * n)
+
+
+@pytest.mark.parametrize("step", [QPoint(-40, 0), QPoint(25, 30), QPoint(0, -30), QPoint(60, 5)])
+def test_choosing_a_layer_after_orbiting_frames_that_layer(view, qtbot, step):
+    """Orbit away with the mouse (or zoom far in), then PgUp / the layer slider: the camera moves to the new
+    layer and all of its blocks are inside the view."""
+    view.set_layer(20, animate=False)
+    _drag(view.gl, QPoint(W // 2, H // 2), step)
+    for _ in range(6):  # and zoom in on some corner
+        QTest.keyClick(view.gl, Qt.Key_Plus)
+    QTest.keyClick(view.gl, Qt.Key_PageUp)
+    assert view.layer0 == 21
+    qtbot.waitUntil(lambda: view._anim_path is None, timeout=3000)
+    (x0, y0, x1, y1), in_front = _layer_box_on_screen(view)
+    assert in_front
+    assert x0 >= 0 and y0 >= 0 and x1 <= view.gl.width() and y1 <= view.gl.height(), (x0, y0, x1, y1)
+    assert (x1 - x0) * (y1 - y0) > 0.25 * view.gl.width() * view.gl.height()  # framed, not a speck
+    view.set_layer(60)  # the layer slider: same
+    qtbot.waitUntil(lambda: view._anim_path is None, timeout=3000)
+    (x0, y0, x1, y1), in_front = _layer_box_on_screen(view)
+    assert in_front and x0 >= 0 and y0 >= 0 and x1 <= view.gl.width() and y1 <= view.gl.height()
+
+
+def test_top_preset_looks_down_on_the_current_layer_filling_the_view(view, qtbot, trace_a, tmp_path):
+    view.set_trace(trace_a)
+    view.set_layer(40, animate=False)
+    view.set_camera_preset("top", animate=False)
+    cam = view.cam
+    assert cam.elevation > 60
+    (x0, y0, x1, y1), in_front = _layer_box_on_screen(view)
+    w, h = view.gl.width(), view.gl.height()
+    assert in_front and x0 >= -1 and y0 >= -1 and x1 <= w + 1 and y1 <= h + 1
+    assert (x1 - x0) * (y1 - y0) > 0.45 * w * h, "the layer's blocks should fill a good share of the frame"
+    # the rendered frame: most of the layer's area shows drawn cells, not background
+    img = image_array(view.gl.grabFramebuffer())
+    dpr = img.shape[1] / w
+    region = img[int(y0 * dpr):int(y1 * dpr), int(x0 * dpr):int(x1 * dpr), :3].astype(int)
+    bg = np.array([int(c * 255) for c in view.gl.opts["bgcolor"][:3]])
+    drawn = (np.abs(region - bg).sum(axis=2) > 30).mean()
+    assert drawn > 0.3, drawn
+    view.gl.grabFramebuffer().save(str(tmp_path / "top.png"))

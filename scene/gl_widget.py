@@ -1,0 +1,218 @@
+"""The 3D picture of the SceneView: a plain (raster) widget holding pyqtgraph's GLViewMixin state, whose frames a
+render thread draws (scene/frames.py) and this widget blits, with the labels (scene/label_cache.py) over them.
+Input events go to the owner's event adapter (scene/input.py), never to pyqtgraph's handlers."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyqtgraph.opengl.GLViewWidget import GLViewMixin
+from PySide6.QtCore import QEventLoop, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QWidget
+
+from scene import palette
+from scene.frames import FrameRenderer, FrameState, FrameView
+from scene.gl_items import SCENE_LOCK, make_twin, sync_twin
+from scene.label_cache import LabelCache
+
+if TYPE_CHECKING:
+    from scene.view import SceneView
+
+
+class GLWidget(GLViewMixin, QWidget):
+    """The 3D picture: a plain (raster) widget showing frames that a render thread draws (scene/frames.py).
+
+    pyqtgraph's GLViewMixin keeps the items and the camera options; `update()` (called by the items and the
+    mixin whenever something changes) asks the render thread for a frame instead of drawing here, so the UI
+    thread never waits for software GL. The render thread draws render twins of the items and the labels (for
+    the camera of that frame) and this widget blits the result. Input goes to the owner (picking, camera), never
+    to pyqtgraph's own handlers. Signals frameSwapped when a new frame reaches the screen; paint_count counts
+    those frames."""
+
+    frameSwapped = Signal()
+
+    def __init__(self, owner: "SceneView", parent: QWidget):
+        super().__init__(parent)
+        self.owner = owner
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.labels = LabelCache()
+        self.paint_count = 0
+        self.version = 0  # bumped by every change of what the frame shows
+        self.shown_version = -1  # the version the frame on screen was drawn from
+        self._frame: QImage | None = None
+        self._frame_version = -1
+        self._frame_cam = None
+        self._job = None
+        self.frame_view = FrameView()
+        self._twins: list = []  # (item, render twin), in the order the items were added
+        self.gl_error = ""  # why no GL context could be made ("" = frames are drawn)
+        try:
+            self.renderer = FrameRenderer(self)
+        except RuntimeError as exc:  # no OpenGL: the view says so, the rest of the app works
+            self.renderer = None
+            self.gl_error = str(exc)
+        else:
+            self.renderer.frame_ready.connect(self._on_frame)
+            self.renderer.frame_failed.connect(self._on_frame_failed)
+            renderer = self.renderer
+            self.destroyed.connect(lambda *_: renderer.stop())
+        self._ready = True
+        self.setBackgroundColor(tuple(int(c * 255) for c in palette.role("background")))
+
+    # --- what GLViewMixin expects of a QOpenGLWidget ------------------------------------------------
+    def isValid(self) -> bool:
+        return False  # items are never drawn here; their render twins are initialised where they are drawn
+
+    def addItem(self, item) -> None:
+        twin = make_twin(item)
+        twin._setView(self.frame_view)
+        with SCENE_LOCK:
+            self._twins.append((item, twin))
+        super().addItem(item)
+
+    def removeItem(self, item) -> None:
+        with SCENE_LOCK:
+            self._twins = [(i, t) for i, t in self._twins if i is not item]
+        super().removeItem(item)
+
+    def clear(self) -> None:
+        with SCENE_LOCK:
+            self._twins = []
+        super().clear()
+
+    def update(self) -> None:
+        """The scene changed: a new frame (drawn in the render thread) will follow."""
+        if not getattr(self, "_ready", False):
+            return
+        self.version += 1
+        if not self.isVisible():
+            return  # drawn when shown
+        dpr = self.devicePixelRatioF()
+        w, h = max(1, self.width()), max(1, self.height())
+        self._job = (max(1, int(w * dpr)), max(1, int(h * dpr)), w, h, dpr)
+        if self.renderer is None:
+            QWidget.update(self)  # the message instead of a picture
+        else:
+            self.renderer.request()
+
+    def repaint(self) -> None:
+        """Draw the current state now and wait until it is on screen (at most 5 s)."""
+        self.update()
+        if not self.isVisible() or self.renderer is None:
+            return
+        target = self.version
+        if self.shown_version >= target:
+            return
+        loop = QEventLoop()
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(loop.quit)
+
+        def check():
+            if self.shown_version >= target:
+                loop.quit()
+        self.frameSwapped.connect(check)
+        timer.start(5000)
+        loop.exec()
+        timer.stop()
+        self.frameSwapped.disconnect(check)
+
+    def grabFramebuffer(self) -> QImage:
+        """What the view shows (3D + labels) at its device-pixel size, rendered again from the current state
+        (exact, and works while hidden)."""
+        dpr = float(self.devicePixelRatioF())
+        w, h = max(1, self.width()), max(1, self.height())
+        img = self.owner._render(int(w * dpr), int(h * dpr), transparent=False, label_size=(w, h), dpr=dpr)
+        img.setDevicePixelRatio(dpr)
+        return img
+
+    # --- the render thread's side (called there; reads plain Python state only) ----------------------
+    def frame_job(self):
+        return self._job
+
+    def frame_snapshot(self) -> FrameState:
+        """The scene's state for one frame, copied by reference under SCENE_LOCK (any thread)."""
+        o = self.owner
+        with SCENE_LOCK:
+            o.apply_colours()
+            for item, twin in self._twins:
+                sync_twin(twin, item)
+            order = sorted(self._twins, key=lambda pair: pair[0].depthValue())  # stable: insertion order
+            overlay = None
+            if o.labels_enabled:
+                overlay = (o._overlay_version, o._overlay_input(o.cam))
+            return FrameState([t for _, t in order], dict(self.opts), self.version, o.cam, overlay)
+
+    def frame_labels(self, state: FrameState, job) -> QImage | None:
+        """The labels of a frame (render thread; QPainter on a QImage is thread-safe)."""
+        if state.overlay is None:
+            return None
+        _w, _h, lw, lh, dpr = job
+        return self.labels.image(state.overlay[1], state.overlay[0], lw, lh, dpr)
+
+    # --- showing frames -------------------------------------------------------------------------------
+    def _on_frame(self, image: QImage, version: int, cam) -> None:
+        self._frame, self._frame_version, self._frame_cam = image, version, cam
+        if self.isVisible():
+            QWidget.repaint(self)  # on screen now, not one event-loop turn later
+
+    def _on_frame_failed(self, message: str) -> None:
+        """The render thread cannot draw (it said why, once): show the no-GL message instead of a picture."""
+        self.gl_error = message
+        self._frame = None
+        self.update()
+
+    def paintEvent(self, ev):
+        p = QPainter(self)
+        new = False
+        try:
+            frame = self._frame
+            if frame is None:
+                p.fillRect(self.rect(), QColor.fromRgbF(*self.opts["bgcolor"]))
+                if self.gl_error:
+                    p.setPen(QColor(235, 200, 120))
+                    p.drawText(self.rect().adjusted(40, 40, -40, -40),
+                               Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                               self.owner.tr("scene.no_gl", error=self.gl_error))
+            else:
+                p.drawImage(QRectF(0, 0, self.width(), self.height()), frame, QRectF(frame.rect()))
+                new = self._frame_version != self.shown_version
+        finally:
+            p.end()
+        if new:
+            self.shown_version = self._frame_version
+            self.paint_count += 1
+            self.frameSwapped.emit()
+
+    def showEvent(self, ev):
+        super().showEvent(ev)
+        self.update()
+
+    def resizeEvent(self, ev):
+        super().resizeEvent(ev)
+        self.update()
+
+    # --- input ----------------------------------------------------------------------------------------
+    def mousePressEvent(self, ev):
+        self.owner.input.press(ev)
+
+    def mouseMoveEvent(self, ev):
+        self.owner.input.move(ev)
+
+    def mouseReleaseEvent(self, ev):
+        self.owner.input.release(ev)
+
+    def wheelEvent(self, ev):
+        self.owner.input.wheel(ev)
+
+    def keyPressEvent(self, ev):
+        self.owner.input.key(ev)
+
+    def keyReleaseEvent(self, ev):
+        ev.ignore()
+
+    def leaveEvent(self, ev):
+        self.owner.input.leave()
+        super().leaveEvent(ev)
