@@ -127,18 +127,7 @@ def fit_points(cam: Camera, corners, aspect: float, fill: float = 0.9, fill_y: f
     w, h = 1000.0 * aspect, 1000.0
     c = Camera(center=tuple((lo + hi) / 2), distance=cam.distance, azimuth=cam.azimuth,
                elevation=cam.elevation, fov=cam.fov)
-    a, b = 1.0, 2000.0  # distance search: too close <-> fits
-    for _ in range(40):
-        c.distance = math.sqrt(a * b)
-        px, ok = project(corners, c, w, h)
-        if ok.all():
-            fy = fill if fill_y is None else fill_y
-            ext = np.max((px.max(axis=0) - px.min(axis=0)) / [w * fill, h * fy])
-            if ext <= 1.0:
-                b = c.distance
-                continue
-        a = c.distance
-    c.distance = b
+    c.distance = _fit_distance(corners, c, w, h, fill, fill if fill_y is None else fill_y)
     # re-centre on the projected box (perspective shifts it)
     px, _ = project(corners, c, w, h)
     mid = (px.min(axis=0) + px.max(axis=0)) / 2
@@ -148,6 +137,30 @@ def fit_points(cam: Camera, corners, aspect: float, fill: float = 0.9, fill_y: f
     shift = -v[0, :3] * (target[0] - mid[0]) * per_px + v[1, :3] * (target[1] - mid[1]) * per_px
     c.center = tuple(np.array(c.center) + shift)
     return c
+
+
+def _fit_distance(corners: np.ndarray, cam: Camera, w: float, h: float, fill: float, fill_y: float) -> float:
+    """The smallest distance (bisection between 1 and 2000, 40 halvings) at which the points all lie in front
+    of the camera and their projected extent fits fill x fill_y of a w x h view. The camera's angles and centre
+    stay, so the points' eye coordinates at distance 0 are computed once and each step only divides by the
+    depth (a layer change runs this twice: 80 full projections cost ~17 ms of the UI thread)."""
+    eye = (view_matrix(Camera(center=cam.center, distance=0.0, azimuth=cam.azimuth, elevation=cam.elevation,
+                              fov=cam.fov)) @ np.c_[corners, np.ones(len(corners))].T)[:3]
+    ex, ey, ez = (eye[i].tolist() for i in range(3))
+    scale = 0.5 * w / math.tan(0.5 * math.radians(cam.fov))  # eye x/depth or y/depth -> pixels (projection_matrix)
+    lim_x, lim_y = w * fill, h * fill_y
+    a, b = 1.0, 2000.0  # distance search: too close <-> fits
+    for _ in range(40):
+        d = math.sqrt(a * b)
+        depth = [d - z for z in ez]  # clip w of each point: > 0 in front of the camera
+        if min(depth) > 1e-9:
+            xs = [x / q for x, q in zip(ex, depth)]
+            ys = [y / q for y, q in zip(ey, depth)]
+            if (max(xs) - min(xs)) * scale <= lim_x and (max(ys) - min(ys)) * scale <= lim_y:
+                b = d
+                continue
+        a = d
+    return b
 
 
 def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=None) -> Camera:
