@@ -7,9 +7,12 @@ then holds for `hold_s` seconds with its caption ("3 / 33 · Tokenize" and what 
 QPainter, in the language asked for. Encoding is imageio-ffmpeg's (it ships its own ffmpeg binary): H.264
 for .mp4, VP9 for .webm, ffmpeg's GIF encoder for .gif.
 
-Speed: a 1080p frame takes ~0.37 s to render on a software OpenGL (llvmpipe), so a step's held frames are one
-render sent `hold` times and a camera move is at most `move_renders` distinct renders, each held for its
-share of the move's frames; ffmpeg encodes in its own process, on the other core, meanwhile.
+Speed (issue 15.2: a 1080p MP4 of all steps in <= 30 s on 2 cores; bench/animate.py): a 1080p render costs
+~0.2 CPU-s on a software OpenGL (llvmpipe). A step's held frames are one render, a camera move at most
+`move_renders` renders; all renders of one animation draw into one kept framebuffer; each image goes to ffmpeg
+once, as YUV 4:2:0, and ffmpeg stamps it with its frame time (hold_schedule), so the encoder codes ~140
+images, not ~1,500 frames. The caption band sits below the picture (one height for the whole animation), so
+the scene's colour legend along the picture's bottom stays visible.
 
 The file appears only when complete: frames go to a temporary file beside the target, renamed over it at
 the end; a failure or a cancel (the progress callback returns False) removes the temporary file.
@@ -283,11 +286,43 @@ def rgb_array(image: QImage) -> np.ndarray:
     return np.ascontiguousarray(rows[:, : w * 3]).reshape(h, w, 3)
 
 
+MAX_SCHEDULE_CHARS = 60000  # a longer frame schedule is sent frame by frame instead (a command-line bound)
+
+
+def hold_schedule(holds: Sequence[int]) -> str | None:
+    """ffmpeg `setpts` expression that gives the n-th image sent its frame time when every image i is held
+    for holds[i] frames and the last one is sent once more for the video's last frame; None when no image is
+    held (or the expression would be too long): then every frame is sent. A binary search over the image
+    number N (nested ifs, depth log2 of the images: ffmpeg's parser limits nesting, not length)."""
+    holds = [int(n) for n in holds]
+    if not holds or max(holds) <= 1:
+        return None
+    starts = [0]
+    for n in holds[:-1]:
+        starts.append(starts[-1] + n)
+    if holds[-1] > 1:
+        starts.append(starts[-1] + holds[-1] - 1)  # the repeated last image, on the video's last frame
+
+    def search(lo: int, hi: int) -> str:  # the frame time of image N for lo <= N < hi
+        if hi - lo == 1:
+            return str(starts[lo])
+        mid = (lo + hi) // 2
+        return f"if(lt(N\\,{mid})\\,{search(lo, mid)}\\,{search(mid, hi)})"
+
+    expr = search(0, len(starts))
+    return expr if len(expr) <= MAX_SCHEDULE_CHARS else None
+
+
 class VideoFile:
     """Frames piped to ffmpeg into a temporary file beside `path`; `commit()` renames it over `path`,
-    `abort()` (or any failure) removes it."""
+    `abort()` (or any failure) removes it.
 
-    def __init__(self, path: str, width: int, height: int, fps: int):
+    With `holds` (frames per image, in the order the images come) a held image is sent once and ffmpeg
+    stamps it with its frame time (a variable-frame-rate file: the encoder codes 138 images instead of
+    1,500 frames for the 1080p steps video); players show it for its whole hold. Without, every frame is
+    sent."""
+
+    def __init__(self, path: str, width: int, height: int, fps: int, holds: Sequence[int] | None = None):
         import imageio_ffmpeg
 
         self.path = os.path.realpath(os.path.abspath(os.path.expanduser(path)))
@@ -302,11 +337,17 @@ class VideoFile:
 
             raise ExportError(atomic_io.message(atomic_io.WriteError(self.path, exc))) from exc
         self.yuv = ENCODERS[ext]["pix_fmt_out"] == "yuv420p"  # frames go in as ffmpeg writes them
+        encoder = dict(ENCODERS[ext])
+        schedule = hold_schedule(holds) if holds is not None else None
+        self.held = schedule is not None
+        if self.held:
+            encoder["output_params"] = ["-vf", f"setpts={schedule}", "-fps_mode", "vfr"] + encoder["output_params"]
         self._gen = imageio_ffmpeg.write_frames(self.tmp, (width, height), fps=fps, macro_block_size=1,
                                                 pix_fmt_in="yuv420p" if self.yuv else "rgb24",
-                                                ffmpeg_log_level="error", **ENCODERS[ext])
+                                                ffmpeg_log_level="error", **encoder)
         self._gen.send(None)  # starts ffmpeg
         self.frames = 0
+        self._last: tuple[bytes, int] | None = None  # the last image sent and its hold
 
     def write_image(self, image: QImage, times: int = 1) -> None:
         """One rendered image, held for `times` frames (converted once)."""
@@ -314,14 +355,17 @@ class VideoFile:
 
     def write(self, frame, times: int = 1) -> None:
         data = frame if isinstance(frame, bytes) else frame.tobytes()
-        for _ in range(times):
+        for _ in range(1 if self.held else times):
             self._gen.send(data)
-            self.frames += 1
+        self.frames += times
+        self._last = (data, times)
 
     def commit(self) -> str:
         from app import atomic_io
 
         try:
+            if self.held and self._last is not None and self._last[1] > 1:
+                self._gen.send(self._last[0])  # the video's last frame: the last image's hold ends there
             self._gen.close()  # waits for ffmpeg to finish the file
             mode = atomic_io._mode_for(self.path)
             os.chmod(self.tmp, mode)
@@ -377,7 +421,7 @@ def export(view, steps: Sequence, spec: AnimationSpec, out: str, layer: int,
     if progress is not None and progress(0, total) is False:
         raise AnimationCancelled()
     t0 = time.perf_counter()
-    video = VideoFile(out, spec.width, spec.height, spec.fps)
+    video = VideoFile(out, spec.width, spec.height, spec.fps, holds=[s.frames for s in shots])
     try:
         with view.keeping_export_buffers():  # one framebuffer for all frames (one size)
             _write_shots(view, steps, shots, spec, layer, video, progress, total, band)

@@ -12,11 +12,29 @@ from PySide6.QtCore import Qt
 from app import animate, player
 
 
-def decoded(path):
+def decoded(path, fps=None):
+    """The frames a player shows; with fps, sampled at that rate by ffmpeg's fps filter (a held image spans
+    its frame times)."""
+    if fps:
+        import imageio_ffmpeg
+
+        gen = imageio_ffmpeg.read_frames(path, output_params=["-vf", f"fps={fps}"])
+        meta = next(gen)
+        w, h = meta["size"]
+        return [np.frombuffer(f, np.uint8).reshape(h, w, 3) for f in gen]
     reader = iio.get_reader(path)
     frames = [f for f in reader]
     reader.close()
     return frames
+
+
+def coded_pictures(path) -> int:
+    """How many pictures the video stream codes (ffmpeg's count of decoded frames, no resampling)."""
+    import imageio_ffmpeg
+
+    r = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", path, "-fps_mode", "passthrough",
+                        "-f", "null", "-"], capture_output=True, text=True, timeout=120)
+    return int(r.stderr.rsplit("frame=", 1)[1].split()[0])
 
 
 @pytest.fixture
@@ -33,11 +51,18 @@ def test_the_steps_animation_decodes_with_the_planned_frames_and_size(main_windo
     steps = player.build_steps(main_window.state.trace)[:5]
     spec = animate.AnimationSpec(width=320, height=180, fps=8, hold_s=0.5, move_s=0.5, move_renders=2)
     out = str(tmp_path / "steps.mp4")
-    path, frames = animate.export(anim_view, steps, spec, out, main_window.state.layer)
+    calls = []  # progress comes once before the first image and once after each
+    path, frames = animate.export(anim_view, steps, spec, out, main_window.state.layer,
+                                  progress=lambda done, total: calls.append(done) is None)
     assert path == os.path.realpath(out)
-    got = decoded(out)
+    got = decoded(out, fps=spec.fps)
     assert len(got) == frames >= 5 * 4  # 4 held frames per step, plus the camera moves
     assert got[0].shape == (180, 320, 3)
+    # a held image is encoded once and shown for its whole hold: the first step's 4 frames are one picture,
+    # and the file holds far fewer coded pictures than frames
+    assert all(np.array_equal(got[0], got[i]) for i in range(1, 4))
+    images = len(calls) - 1
+    assert coded_pictures(out) == images + 1 < frames  # each image once, the last once more at the end
     assert os.listdir(tmp_path) == ["steps.mp4"]  # no temporary file left
 
 
@@ -191,7 +216,7 @@ def test_cli_animate_writes_a_video_with_a_progress_line(tmp_path):
                 "--config", "assets/configs/deepseek-v3.json")
     assert r.returncode == 0, r.stderr
     assert "frame" in r.stderr and r.stdout.startswith("Wrote")
-    frames = decoded(str(out))
+    frames = decoded(str(out), fps=4)
     assert frames[0].shape == (180, 320, 3)
     assert str(len(frames)) in r.stdout
 
