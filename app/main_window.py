@@ -13,10 +13,8 @@ from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QStyle, QTabBar, QToolBar
 
 from app import focus, i18n, player, qt_translator, tooltips
-from app.about import AboutDialog
 from app.actions import ActionRegistry, ShortcutsDialog
 from app.docks.registry import DOCKS
-from app.export import ExportDialog, ExportError, ExportRun, render_view, copy_to_clipboard
 from app.i18n import tr
 from app.settings import Settings
 from app.state import AppState
@@ -29,6 +27,7 @@ from scene.view import SceneView
 log = logging.getLogger(__name__)
 CAMERA_PRESETS = ("front", "side", "top", "stack")
 PRESENTATION_LABEL_SCALE = 1.5  # labels, header and legend in presentation mode (F11)
+LATE_DOCKS_AT_LATEST_MS = 20000  # the late docks are built by then even if the engine has said nothing yet
 SCENE_SHARE = 0.56  # the default layout leaves the 3D view at least this share of the window area
 MIN_COLUMN = 300  # the narrowest side column of the default layout (one column below that)
 MIN_PANELS = 440  # the right column's panels (diagrams, calculators) need this much not to scroll sideways
@@ -89,8 +88,32 @@ def _scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
     dock.setWidget(area)
 
 
+class Docks(dict):
+    """The window's docks by objectName. A registry dock that is not built yet (the late ones wait for the
+    first engine result, see MainWindow._after_first_show) is built when asked for by name: `docks[name]` and
+    `docks.get(name)` always find it; `name in docks` and iteration see only the docks built so far."""
+
+    def __init__(self, build_late):
+        super().__init__()
+        self._build_late = build_late
+        self.late_names = {entry.cls for entry in DOCKS if not entry.eager}
+
+    def __missing__(self, name: str):
+        if name in self.late_names and self._build_late():
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
 class MainWindow(QMainWindow):
-    first_frame = Signal()  # once: the 3D view has drawn its first frame and the late docks exist
+    first_frame = Signal()  # once: the 3D view has drawn its first frame and the late docks exist (after the
+    # first engine result when the engine runs: see _after_first_show)
+    late_docks_ready = Signal()  # once: the docks built after the first engine result exist
 
     def __init__(self, settings_path: str | None = None, start_engine: bool = True, device: str = "auto",
                  language: str | None = None, weights: str | None = None):
@@ -125,7 +148,11 @@ class MainWindow(QMainWindow):
         self.scene.set_layer(self.state.layer, animate=False)
         self.setCentralWidget(self.scene)
 
-        self.docks = {}
+        self.docks = Docks(self._build_late_docks)
+        self._late_pending = []  # registry entries of the docks built after the first engine result
+        self._late_made = []
+        self._late_built = False
+        self._late_scheduled = False
         self._entries = {}
         self._group_heads = {}
         self.registry = None
@@ -190,25 +217,29 @@ class MainWindow(QMainWindow):
 
     # --- construction ------------------------------------------------------------------------
     def _make_docks(self, eager: bool) -> list:
-        """Build the registry's eager docks (before the first frame) or the rest (right after it)."""
+        """Build the registry's eager docks (before the first frame); the others wait in _late_pending."""
         made = []
         for entry in DOCKS:
-            if entry.eager != eager:
-                continue
-            cls = entry.load()
-            dock = cls(self.state, self)
-            if not dock.objectName():
-                dock.setObjectName(cls.__name__)
-            _scroll_if_wide(dock)
-            self._place(entry, dock)
-            self.docks[dock.objectName()] = dock
-            self._entries[dock.objectName()] = entry
-            if self.registry is not None:
-                self._add_window_toggle(dock)
-            made.append(dock)
+            if entry.eager == eager:
+                made.append(self._make_dock(entry))
+            elif not entry.eager:
+                self._late_pending.append(entry)
         for dock in self._group_heads.values():
             dock.raise_()
         return made
+
+    def _make_dock(self, entry):
+        cls = entry.load()
+        dock = cls(self.state, self)
+        if not dock.objectName():
+            dock.setObjectName(cls.__name__)
+        _scroll_if_wide(dock)
+        self._place(entry, dock)
+        self.docks[dock.objectName()] = dock
+        self._entries[dock.objectName()] = entry
+        if self.registry is not None:
+            self._add_window_toggle(dock)
+        return dock
 
     def _place(self, entry, dock) -> None:
         """Put a dock in its default area / tab group."""
@@ -468,6 +499,7 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         """Every dock back to its registry place, shown, group heads in front, default sizes."""
+        self._build_late_docks()
         self._group_heads = {}
         for name, dock in self.docks.items():
             self._place(self._entries[name], dock)
@@ -490,6 +522,8 @@ class MainWindow(QMainWindow):
         """Full screen with the 3D view alone (no panels, toolbar, menu or status bar) and larger labels."""
         if self.presenting:
             return
+        if self._first_frame_done:
+            self._build_late_docks()  # none may appear (and show) during the presentation
         self._presentation = (self.saveState(), self.isMaximized(), self.menuBar().isVisible(),
                               self.statusBar().isVisible())
         for dock in self.docks.values():
@@ -526,16 +560,20 @@ class MainWindow(QMainWindow):
         ratio = self.scene.devicePixelRatioF()
         return max(1, int(self.scene.width() * ratio)), max(1, int(self.scene.height() * ratio))
 
-    def open_export_dialog(self, target: str = "view") -> ExportDialog:
+    def open_export_dialog(self, target: str = "view"):
+        from app.export import ExportDialog  # only for exports: not imported before the first frame
+
         default = os.path.join(self._export_dir, f"k3-layer{self.state.layer + 1}-step{self.state.step + 1}.png")
         dialog = ExportDialog(self.scene_pixel_size(), default, self, target=target)
         dialog.accepted.connect(lambda: self._export_accepted(dialog))
         dialog.open()
         return dialog
 
-    def _export_accepted(self, dialog: ExportDialog) -> ExportRun:
+    def _export_accepted(self, dialog):
         """Render, encode and write in the render thread (app/export.py ExportRun): the window keeps
         answering, with a busy cursor and, past half a second, a progress dialog."""
+        from app.export import ExportRun
+
         choice = dialog.choice()
         run = ExportRun(choice, self.scene, self)
         self.export_run = run
@@ -564,6 +602,8 @@ class MainWindow(QMainWindow):
         return dialog
 
     def copy_view(self) -> None:
+        from app.export import ExportError, copy_to_clipboard, render_view
+
         w, h = self.scene_pixel_size()
         try:
             copy_to_clipboard(render_view(self.scene, w, h))
@@ -577,7 +617,9 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def show_about(self) -> AboutDialog:
+    def show_about(self):
+        from app.about import AboutDialog  # importlib.metadata, platform: only when asked for
+
         dialog = AboutDialog(self)
         dialog.open()
         return dialog
@@ -621,10 +663,72 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self._after_first_show)
 
     def _after_first_show(self) -> None:
-        late = self._make_docks(eager=False)
-        for dock in late:
+        """Right after the first frame the engine starts loading in its thread (torch, the trained weights);
+        the docks that start behind a tab wait until its first result is on screen (building them takes the
+        UI thread, and with it the GIL, for a second or more, which the engine needs now) or until it failed.
+        Without an engine they are built at once. Asked for by name earlier (`docks[name]`), they are built
+        then."""
+        if not self._start_engine:
+            self._schedule_late_docks()
+            return
+        self.state.trace_changed.connect(self._late_after_trace)
+        self.state.engine_error.connect(self._schedule_late_docks)
+        self.engine.load_failed.connect(self._schedule_late_docks)
+        QTimer.singleShot(LATE_DOCKS_AT_LATEST_MS, self._schedule_late_docks)
+        self.engine.start()  # torch loads in the worker thread once the first frame is on screen
+
+    def _late_after_trace(self, _trace=None) -> None:
+        """The first trace is set: the late docks once a frame drawn from it is on screen."""
+        try:
+            self.state.trace_changed.disconnect(self._late_after_trace)
+        except (RuntimeError, TypeError):
+            pass
+        gl = self.scene.gl
+        if gl.gl_error:
+            self._schedule_late_docks()
+            return
+
+        def swapped():
+            if gl.shown_version >= self.scene.trace_version:
+                gl.frameSwapped.disconnect(swapped)
+                self._schedule_late_docks()
+
+        gl.frameSwapped.connect(swapped)
+
+    def _schedule_late_docks(self, *_args) -> None:
+        """Build the late docks one per event-loop turn (input and frames are handled in between)."""
+        if self._late_built or self._late_scheduled:
+            return
+        self._late_scheduled = True
+        QTimer.singleShot(0, self._build_late_step)
+
+    def _build_late_step(self) -> None:
+        if self._late_built:
+            return
+        if self._late_pending:
+            self._late_made.append(self._make_dock(self._late_pending.pop(0)))
+            QTimer.singleShot(0, self._build_late_step)
+            return
+        self._finish_late_docks()
+
+    def _build_late_docks(self) -> bool:
+        """Build every late dock now (a dock asked for by name, a reset of the layout, closing); True when
+        they exist. Not before the first frame: the layout needs the window on screen."""
+        if not self._first_frame_done:
+            return False
+        if not self._late_built:
+            while self._late_pending:
+                self._late_made.append(self._make_dock(self._late_pending.pop(0)))
+            self._finish_late_docks()
+        return True
+
+    def _finish_late_docks(self) -> None:
+        self._late_built = True
+        for dock in self._late_made:
             if not getattr(dock, "retranslates_itself", False):  # translated when built
                 dock.retranslate()
+        for dock in self._group_heads.values():
+            dock.raise_()
         tooltips.apply(self)
         focus.untrap_tab(self)
         if self._restored:
@@ -632,10 +736,8 @@ class MainWindow(QMainWindow):
         else:
             self._default_sizes()
         self._unelide_tabs()
+        self.late_docks_ready.emit()
         self.first_frame.emit()
-        if self._start_engine:
-            # torch loads in the worker thread once the first frame is on screen
-            self.engine.start()
 
     def save_settings(self) -> None:
         self.settings.save_window(self)
@@ -653,6 +755,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.leave_presentation()  # the settings keep the window's own layout, not the presentation
+        if self._first_frame_done:
+            self._build_late_docks()  # the saved layout places every dock
         self.state.player.pause()
         self.save_settings()
         self.engine.stop()

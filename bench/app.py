@@ -1,17 +1,29 @@
-"""Application speed (issue 4), measured under Xvfb; prints one JSON object.
+"""Application speed (issues 4, 16), measured under Xvfb; prints one JSON object.
 
     python bench/app.py [--runs 3]     # under Xvfb; starts its own Xvfb when DISPLAY is unset
 
-- start_ms: process launch -> first frame of the main window's 3D view (median over runs, each a fresh
-  process). floor_start_ms: the same for a bare pyqtgraph GLViewWidget window started the same way, in the
-  same run. start_over_floor = start_ms / floor_start_ms. torch_at_first_frame says whether torch had been
-  imported when that frame was shown (it must not: it loads in the engine thread).
+Start-up (each run a fresh process, medians over runs; the app and the floor alternate so both see the
+same machine load):
+- start_ms: process launch -> first frame of the main window's 3D view. The app starts through its real
+  entry point (app.__main__.main: arguments, logging, display check, GL platform, the window) with a fresh
+  settings file and --lang en. floor_start_ms: the same for a bare pyqtgraph GLViewWidget window.
+  start_over_floor = start_ms / floor_start_ms. torch_at_first_frame says whether torch had been imported
+  when that frame was shown (it must not: it loads in the engine thread), heavy_at_first_frame lists the
+  modules only later features need (imageio, PIL, torch) that were imported by then (none should be).
+- first_trace_ms: that first frame -> the first frame drawn from the first engine result (the first Trace
+  set on AppState, SceneView.trace_version reached by the frame on screen), in the same process: the engine
+  thread loads (torch, trained weights) and runs the saved prompt meanwhile. first_trace_from_launch_ms:
+  process launch -> that frame.
+
+Interaction (one process, the window at its default size):
 - max_ui_stall_ms: the longest gap of a 2 ms UI-thread timer while the α slider is dragged with the mouse
   (60 moves/s for 2 s) and the traces it causes arrive and are drawn.
-- slider_to_screen_ms_median: slider value change -> the trace computed with that value is on screen (the
-  first frame of the 3D view drawn from it, i.e. after set_trace), median over separate changes; the UI thread
-  waits in its event loop meanwhile, as in the app. engine_run_ms_median: the engine's own time
-  for those runs (the floor of this latency).
+- slider_to_screen_ms_median / _p90: slider value change -> the trace computed with that value is on screen
+  (the first frame of the 3D view drawn from it, i.e. after set_trace), over separate changes; the UI thread
+  waits in its event loop meanwhile, as in the app. engine_run_ms_median: the engine's own time for those
+  runs (the floor of this latency). slider_to_screen_non_engine_ms_median / _p90: per change, the latency
+  minus that change's engine run: what the app and the scene add (signals, set_trace, colours, the render
+  thread's frame, the swap).
 - export_4k_ms: 3840x2160 render of the 3D view with labels + PNG encoding to a file.
 """
 from __future__ import annotations
@@ -47,25 +59,58 @@ def _child_floor() -> None:
     app.exec()
 
 
+HEAVY = ("imageio", "PIL", "torch")  # modules that must not load before the first frame
+
+
+def _heavy_loaded() -> list[str]:
+    return [name for name in HEAVY if name in sys.modules]
+
+
 def _child_app() -> None:
-    from PySide6.QtCore import QCoreApplication, Qt, QTimer
+    """The app through its entry point; the window is found when it is first shown (QMainWindow.show is
+    wrapped before the entry point runs, which imports nothing that pyqtgraph or OpenGL would need first)."""
+    from PySide6.QtWidgets import QMainWindow
+
+    show = QMainWindow.show
+
+    def first_show(window):
+        QMainWindow.show = show
+        _report_app_frames(window)
+        show(window)
+
+    QMainWindow.show = first_show
+    from app.__main__ import main
+
+    main(["--settings", os.path.join(tempfile.mkdtemp(), "bench.ini"), "--lang", "en"])
+
+
+def _report_app_frames(win) -> None:
+    """One JSON line at the window's first frame, one at the first frame that shows an engine result; then
+    the window closes (its engine thread stops) and the app quits."""
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
-    app = QApplication([])
-    from app.main_window import MainWindow
+    gl_widget = win.scene.gl
+    seen = []
 
-    win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "bench.ini"), language="en")
-    _report_first_frame(app, win.scene.gl)
-    win.show()
-    QTimer.singleShot(20000, app.quit)
-    app.exec()
-    win.engine.stop()
+    def swapped():
+        if not seen:
+            seen.append("frame")
+            print(json.dumps({"frame": True, "torch": "torch" in sys.modules, "heavy": _heavy_loaded()}), flush=True)
+        if win.state.trace is not None and gl_widget.shown_version >= win.scene.trace_version and len(seen) == 1:
+            seen.append("trace")
+            print(json.dumps({"trace": True}), flush=True)
+            gl_widget.frameSwapped.disconnect(swapped)
+            QTimer.singleShot(0, win.close)
+            QTimer.singleShot(0, QApplication.instance().quit)
+
+    gl_widget.frameSwapped.connect(swapped)
+    QTimer.singleShot(60000, QApplication.instance().quit)
 
 
 def _report_first_frame(app, glwidget) -> None:
     def done():
-        print(json.dumps({"frame": True, "torch": "torch" in sys.modules}), flush=True)
+        print(json.dumps({"frame": True, "torch": "torch" in sys.modules, "heavy": _heavy_loaded()}), flush=True)
         glwidget.frameSwapped.disconnect(done)
         from PySide6.QtCore import QTimer
 
@@ -74,16 +119,25 @@ def _report_first_frame(app, glwidget) -> None:
     glwidget.frameSwapped.connect(done)
 
 
-def _time_start(kind: str) -> tuple[float, bool]:
+def _time_start(kind: str) -> dict:
+    """{'start_ms', 'heavy'} and for the app also 'trace_ms' (launch -> first result on screen)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, __file__, "--child", kind], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     t1 = time.perf_counter()
-    proc.wait(timeout=60)
     if not line:
+        proc.kill()
         raise RuntimeError(f"{kind} child showed no frame")
-    return (t1 - t0) * 1000.0, bool(json.loads(line)["torch"])
+    out = {"start_ms": (t1 - t0) * 1000.0, "heavy": json.loads(line)["heavy"]}
+    if kind == "app":
+        line = proc.stdout.readline()
+        if not line:
+            proc.kill()
+            raise RuntimeError("app child showed no engine result")
+        out["trace_ms"] = (time.perf_counter() - t0) * 1000.0
+    proc.wait(timeout=60)
+    return out
 
 
 def _pump(ms: int) -> None:
@@ -121,7 +175,9 @@ def _child_interact() -> None:
             _pump(5)
 
     engine_ms = []
+    engine_by_alpha = {}
     win.engine.trace_published.connect(lambda _t, s: engine_ms.append(s * 1000.0))
+    win.engine.trace_published.connect(lambda t, s: engine_by_alpha.__setitem__(t.knobs.alpha, s * 1000.0))
 
     # --- UI stall while dragging the alpha slider with the mouse -----------------------------------
     slider = win.docks["ControlsDock"].slider("alpha")
@@ -157,9 +213,9 @@ def _child_interact() -> None:
     drag_runs = len(engine_ms)
 
     # --- slider change -> trace with that value on screen -------------------------------------------
-    latencies = []
+    latencies, non_engine = [], []
     engine_ms.clear()
-    for value in (20, 35, 50, 65, 80, 30, 45, 60, 75):
+    for value in (20, 35, 50, 65, 80, 30, 45, 60, 75, 25, 40, 55, 70, 85, 15):
         idle()
         _pump(50)
         swapped = []
@@ -182,6 +238,8 @@ def _child_interact() -> None:
         gl_widget.frameSwapped.disconnect(on_swap)
         if swapped:
             latencies.append((swapped[0] - t0) * 1000.0)
+            if want in engine_by_alpha:
+                non_engine.append(latencies[-1] - engine_by_alpha[want])
 
     # --- 4K export -----------------------------------------------------------------------------------
     idle()
@@ -194,17 +252,36 @@ def _child_interact() -> None:
     print(json.dumps({
         "max_ui_stall_ms": round(max_stall, 1),
         "drag_engine_runs": drag_runs,
-        "slider_to_screen_ms_median": round(statistics.median(latencies), 1) if latencies else None,
-        "engine_run_ms_median": round(statistics.median(engine_ms), 1) if engine_ms else None,
+        "slider_to_screen_ms_median": _median(latencies),
+        "slider_to_screen_ms_p90": _p90(latencies),
+        "engine_run_ms_median": _median(engine_ms),
+        "slider_to_screen_non_engine_ms_median": _median(non_engine),
+        "slider_to_screen_non_engine_ms_p90": _p90(non_engine),
         "export_4k_ms": round(statistics.median(exports), 1),
     }), flush=True)
     win.close()
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def _p90(values: list[float]) -> float | None:
+    """The 90th percentile (linear between order statistics, as numpy's default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = 0.9 * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return round(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo), 1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", choices=("floor", "app", "interact"))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("start", "interact"), help="measure only start-up or interaction")
     args = parser.parse_args()
     if args.child:
         sys.path.insert(0, str(ROOT))
@@ -218,27 +295,43 @@ def main() -> None:
 
 
 def _measure(args) -> None:
-    floor, start, torch_seen = [], [], []
-    for _ in range(args.runs):  # interleaved so both see the same machine load
-        floor.append(_time_start("floor")[0])
-        ms, torch_loaded = _time_start("app")
-        start.append(ms)
-        torch_seen.append(torch_loaded)
+    result = {}
+    if args.only != "interact":
+        result.update(_measure_start(args.runs))
+    if args.only != "start":
+        result.update(_measure_interaction())
+    print(json.dumps({**result, "runs": args.runs}))
+
+
+def _measure_start(runs: int) -> dict:
+    floor, start, trace, heavy = [], [], [], set()
+    for _ in range(runs):  # interleaved so both see the same machine load
+        floor.append(_time_start("floor")["start_ms"])
+        run = _time_start("app")
+        start.append(run["start_ms"])
+        trace.append(run["trace_ms"])
+        heavy.update(run["heavy"])
+    return {
+        "start_ms": round(statistics.median(start), 1),
+        "floor_start_ms": round(statistics.median(floor), 1),
+        "start_over_floor": round(statistics.median(start) / statistics.median(floor), 3),
+        "torch_at_first_frame": "torch" in heavy,
+        "heavy_at_first_frame": sorted(heavy),
+        "first_trace_ms": _median([t - s for s, t in zip(start, trace)]),
+        "first_trace_from_launch_ms": _median(trace),
+        "start_ms_each": [round(v) for v in start],
+        "floor_start_ms_each": [round(v) for v in floor],
+        "first_trace_ms_each": [round(t - s) for s, t in zip(start, trace)],
+    }
+
+
+def _measure_interaction() -> dict:
     proc = subprocess.run([sys.executable, __file__, "--child", "interact"], cwd=ROOT, capture_output=True,
                           text=True, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         sys.exit(f"interaction child failed:\n{proc.stderr[-3000:]}")
-    inter = json.loads(lines[-1])
-    result = {
-        "start_ms": round(statistics.median(start), 1),
-        "floor_start_ms": round(statistics.median(floor), 1),
-        "start_over_floor": round(statistics.median(start) / statistics.median(floor), 3),
-        "torch_at_first_frame": any(torch_seen),
-        **inter,
-        "runs": args.runs,
-    }
-    print(json.dumps(result))
+    return json.loads(lines[-1])
 
 
 if __name__ == "__main__":

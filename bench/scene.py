@@ -160,7 +160,7 @@ def _renderer(view) -> str:
     try:
         from OpenGL import GL
 
-        from scene.view import _ExportContext
+        from scene.gl_widget import _ExportContext
         ctx = _ExportContext.get()
         ctx.make_current()
         r = GL.glGetString(GL.GL_RENDERER)

@@ -1,0 +1,111 @@
+"""Start-up order (issue 16): the first frame comes without the modules only later features need, the engine
+starts right after it, and the docks that start behind a tab wait for the first engine result on screen (they
+are built on demand when asked for earlier).
+
+The first two tests start the real app (`python -m app`'s entry point) in a subprocess on the test's display;
+the driver below wraps QMainWindow.show to find the window and prints one JSON line per moment."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("imageio", "PIL", "torch")
+LATE = ("ExpertGridDock", "SiliconDock", "RoutingDock", "ExperimentsDock", "LearnDock")
+
+DRIVER = textwrap.dedent("""
+    import json, sys
+    from PySide6.QtWidgets import QMainWindow
+
+    HEAVY, LATE = {heavy!r}, {late!r}
+    show = QMainWindow.show
+
+    def report(moment, win):
+        built = [name for name in LATE if name in win.docks]
+        print(json.dumps({{"moment": moment, "heavy": [m for m in HEAVY if m in sys.modules], "late": built}}),
+              flush=True)
+
+    def first_show(win):
+        QMainWindow.show = show
+        from PySide6.QtCore import QTimer
+        from PySide6.QtWidgets import QApplication
+
+        gl, seen = win.scene.gl, []
+
+        def swapped():
+            if not seen:
+                seen.append("frame")
+                report("first_frame", win)
+            if len(seen) == 1 and win.state.trace is not None and gl.shown_version >= win.scene.trace_version:
+                seen.append("trace")
+                report("first_trace", win)
+
+        def ready():
+            report("late_docks_ready", win)
+            QTimer.singleShot(0, win.close)
+            QTimer.singleShot(0, QApplication.instance().quit)
+
+        gl.frameSwapped.connect(swapped)
+        win.late_docks_ready.connect(ready)
+        QTimer.singleShot(120000, QApplication.instance().quit)
+        show(win)
+
+    QMainWindow.show = first_show
+    from app.__main__ import main
+    sys.exit(main(sys.argv[1:]))
+""").format(heavy=HEAVY, late=LATE)
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory):
+    """The moments of one real start of the app: {moment: {'heavy': [...], 'late': [...]}}."""
+    if not os.environ.get("DISPLAY"):
+        pytest.skip("needs the X display pytest-xvfb provides")
+    settings = tmp_path_factory.mktemp("lazy") / "settings.ini"
+    env = dict(os.environ, QT_QPA_PLATFORM="xcb")
+    proc = subprocess.run([sys.executable, "-c", DRIVER, "--settings", str(settings), "--lang", "en"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    moments = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            moments[record.pop("moment")] = record
+    assert "first_frame" in moments, f"the app showed no frame (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+    return moments
+
+
+def test_no_heavy_module_at_the_first_frame(started):
+    assert started["first_frame"]["heavy"] == [], "imported before the first frame: " + \
+        ", ".join(started["first_frame"]["heavy"])
+
+
+def test_first_engine_result_does_not_wait_for_the_tabbed_docks(started):
+    assert started["first_frame"]["late"] == []
+    assert "first_trace" in started, "no engine result was shown"
+    assert started["first_trace"]["late"] == [], "the docks behind tabs were built before the first result"
+    assert started["late_docks_ready"]["late"] == list(LATE)
+
+
+def test_a_late_dock_asked_for_by_name_is_built_then(make_window, qtbot, monkeypatch):
+    """An engine that has said nothing yet (start() does nothing here): the late docks are not built on their
+    own, but `docks[name]` builds them, with their Window menu entries."""
+    from app.worker import EngineController
+
+    monkeypatch.setattr(EngineController, "start", lambda self: None)
+    win = make_window("lazy.ini", wait_trace=False)
+    qtbot.waitUntil(lambda: win._first_frame_done, timeout=30000)
+    qtbot.wait(200)
+    assert not any(name in win.docks for name in LATE)
+    dock = win.docks["ExpertGridDock"]
+    assert dock.objectName() == "ExpertGridDock" and dock.widget() is not None
+    assert all(name in win.docks for name in LATE)
+    toggles = {a.objectName() for a in win.window_menu_actions}
+    assert {f"toggle_{name}" for name in LATE} <= toggles
+    assert win.docks.get("NoSuchDock") is None
+    assert win.show_dock("SiliconDock")
