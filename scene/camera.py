@@ -146,17 +146,16 @@ def _fit_distance(corners: np.ndarray, cam: Camera, w: float, h: float, fill: fl
     depth (a layer change runs this twice: 80 full projections cost ~17 ms of the UI thread)."""
     eye = (view_matrix(Camera(center=cam.center, distance=0.0, azimuth=cam.azimuth, elevation=cam.elevation,
                               fov=cam.fov)) @ np.c_[corners, np.ones(len(corners))].T)[:3]
-    ex, ey, ez = (eye[i].tolist() for i in range(3))
+    ex, ey, ez = eye
     scale = 0.5 * w / math.tan(0.5 * math.radians(cam.fov))  # eye x/depth or y/depth -> pixels (projection_matrix)
     lim_x, lim_y = w * fill, h * fill_y
     a, b = 1.0, 2000.0  # distance search: too close <-> fits
     for _ in range(40):
         d = math.sqrt(a * b)
-        depth = [d - z for z in ez]  # clip w of each point: > 0 in front of the camera
-        if min(depth) > 1e-9:
-            xs = [x / q for x, q in zip(ex, depth)]
-            ys = [y / q for y, q in zip(ey, depth)]
-            if (max(xs) - min(xs)) * scale <= lim_x and (max(ys) - min(ys)) * scale <= lim_y:
+        depth = d - ez  # clip w of each point: > 0 in front of the camera
+        if depth.min() > 1e-9:
+            xs, ys = ex / depth, ey / depth
+            if (xs.max() - xs.min()) * scale <= lim_x and (ys.max() - ys.min()) * scale <= lim_y:
                 b = d
                 continue
         a = d
