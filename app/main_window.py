@@ -228,18 +228,24 @@ class MainWindow(QMainWindow):
             dock.raise_()
         return made
 
-    def _make_dock(self, entry):
+    def _make_dock(self, entry, register: bool = True):
+        """Build and place one registry dock; register=False leaves it out of self.docks (the late docks join
+        together once all are built and laid out, see _finish_late_docks)."""
         cls = entry.load()
         dock = cls(self.state, self)
         if not dock.objectName():
             dock.setObjectName(cls.__name__)
         _scroll_if_wide(dock)
         self._place(entry, dock)
-        self.docks[dock.objectName()] = dock
-        self._entries[dock.objectName()] = entry
+        if register:
+            self._register(entry, dock)
         if self.registry is not None:
             self._add_window_toggle(dock)
         return dock
+
+    def _register(self, entry, dock) -> None:
+        self.docks[dock.objectName()] = dock
+        self._entries[dock.objectName()] = entry
 
     def _place(self, entry, dock) -> None:
         """Put a dock in its default area / tab group."""
@@ -668,6 +674,8 @@ class MainWindow(QMainWindow):
         UI thread, and with it the GIL, for a second or more, which the engine needs now) or until it failed.
         Without an engine they are built at once. Asked for by name earlier (`docks[name]`), they are built
         then."""
+        self._lay_out()  # the docks built so far, as saved or by default (again once the late ones exist)
+        focus.untrap_tab(self)
         if not self._start_engine:
             self._schedule_late_docks()
             return
@@ -706,7 +714,8 @@ class MainWindow(QMainWindow):
         if self._late_built:
             return
         if self._late_pending:
-            self._late_made.append(self._make_dock(self._late_pending.pop(0)))
+            entry = self._late_pending.pop(0)
+            self._late_made.append((entry, self._make_dock(entry, register=False)))
             QTimer.singleShot(0, self._build_late_step)
             return
         self._finish_late_docks()
@@ -718,24 +727,34 @@ class MainWindow(QMainWindow):
             return False
         if not self._late_built:
             while self._late_pending:
-                self._late_made.append(self._make_dock(self._late_pending.pop(0)))
+                entry = self._late_pending.pop(0)
+                self._late_made.append((entry, self._make_dock(entry, register=False)))
             self._finish_late_docks()
         return True
 
+    @property
+    def late_docks_built(self) -> bool:
+        """True once every dock of the registry exists (see _after_first_show)."""
+        return self._late_built
+
+    def _lay_out(self) -> None:
+        if self._restored:
+            self.settings.restore_window(self, geometry=False)
+        else:
+            self._default_sizes()
+        self._unelide_tabs()
+
     def _finish_late_docks(self) -> None:
         self._late_built = True
-        for dock in self._late_made:
+        for entry, dock in self._late_made:
+            self._register(entry, dock)
             if not getattr(dock, "retranslates_itself", False):  # translated when built
                 dock.retranslate()
         for dock in self._group_heads.values():
             dock.raise_()
         tooltips.apply(self)
         focus.untrap_tab(self)
-        if self._restored:
-            self.settings.restore_window(self, geometry=False)  # now also places the late docks
-        else:
-            self._default_sizes()
-        self._unelide_tabs()
+        self._lay_out()  # now also places the late docks
         self.late_docks_ready.emit()
         self.first_frame.emit()
 

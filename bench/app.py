@@ -165,7 +165,7 @@ def _child_interact() -> None:
     win.show()
     gl_widget = win.scene.gl
     deadline = time.monotonic() + 120
-    while (win.state.trace is None or win.engine.busy) and time.monotonic() < deadline:
+    while (win.state.trace is None or win.engine.busy or not win.late_docks_built) and time.monotonic() < deadline:
         _pump(5)
     win.activateWindow()
     _pump(300)

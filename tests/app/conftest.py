@@ -21,8 +21,8 @@ def make_window(qtbot, tmp_path):
         qtbot.waitExposed(win)
         with qtbot.waitActive(win):  # keyboard shortcuts (WindowShortcut context) need the active window
             win.activateWindow()
-        if wait_trace:
-            qtbot.waitUntil(lambda: win.state.trace is not None, timeout=90000)
+        if wait_trace:  # and the docks built after the first trace (MainWindow._after_first_show)
+            qtbot.waitUntil(lambda: win.state.trace is not None and win.late_docks_built, timeout=90000)
         windows.append(win)
         return win
 
@@ -48,7 +48,8 @@ def shared_window(qapp, tmp_path_factory):
     win.show()
     win.activateWindow()
     deadline = time.monotonic() + 90
-    while (win.state.trace is None or not win.isActiveWindow()) and time.monotonic() < deadline:
+    while (win.state.trace is None or not win.late_docks_built or not win.isActiveWindow()) \
+            and time.monotonic() < deadline:
         qapp.processEvents()
         time.sleep(0.01)
     assert win.state.trace is not None, "the engine produced no trace"
