@@ -366,8 +366,13 @@ class TracePlayerDock(QDockWidget):
                   type=tr(f"app.type.{step.layer_type}"))
 
     def _text_args(self) -> dict:
-        """Format arguments of the step texts: the shown model's real numbers (scene/steps.py)."""
-        return steps_text.text_args(self.state.config, tr)
+        """Format arguments of the step texts: the shown model's real numbers (scene/steps.py), kept per model
+        and language (a new trace asks for them once per step of the list)."""
+        key = (self.state.config, i18n.language())
+        cached = getattr(self, "_text_args_cache", None)
+        if cached is None or cached[0][0] is not key[0] or cached[0][1] != key[1]:
+            cached = self._text_args_cache = (key, steps_text.text_args(self.state.config, tr))
+        return dict(cached[1])
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("app.dock.trace_player"))
