@@ -218,33 +218,68 @@ class ToyK3:
             layers.append(w)
         return embedding, lm_head, final_norm, w_out, layers
 
-    def _meta_layout(self) -> tuple:
-        """The weight layout as shape-only ("meta") tensors: no numbers are drawn."""
-        def rnd(*shape, scale=1.0):
-            return torch.empty(*shape, dtype=torch.float64, device="meta")
-
-        def uni(n, lo, hi):
-            return torch.empty(n, dtype=torch.float64, device="meta")
-
-        return self._weight_layout(rnd, uni)
-
-    def expected_weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        """{name: shape} of every weight a weights file must hold for this config, dims and vocabulary."""
-        emb, head, fn, wo, layers = self._meta_layout()
-        flat = weights_io.flatten_layout(layers, {"embedding": emb, "lm_head": head, "final_norm": fn, "w_out": wo})
-        return {k: tuple(v.shape) for k, v in flat.items()}
+    def weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        """{name: shape} of every weight of this config, dims and vocabulary (names as compute.weights.flatten
+        gives them: "L3.mla.q_b", "embedding", ...); the shapes `_weight_layout` draws, without drawing."""
+        c, d = self.config, self.dims
+        D, E, V = d.hidden, c.n_routed_experts, len(self.vocab)
+        latent = c.moe_latent_size is not None
+        L = d.latent if latent else D
+        out: dict[str, tuple[int, ...]] = {"embedding": (V, D), "lm_head": (D, V), "final_norm": (D,), "w_out": (D,)}
+        for li in range(c.num_hidden_layers):
+            p = f"L{li}."
+            for k in ("norm_mixer", "norm_ffn", "w_attn", "w_mlp"):
+                out[p + k] = (D,)
+            if c.mixer_types[li] == "kda":
+                H, K = d.kda_heads, d.kda_head_dim
+                HK = H * K
+                out.update({p + "kda.in": (D, 3 * HK + K + H + HK), p + "kda.f_b": (K, HK),
+                            p + "kda.conv": (3 * HK, d.conv), p + "kda.A_log": (H,), p + "kda.dt_bias": (H, K),
+                            p + "kda.o_norm": (K,), p + "kda.o": (HK, D)})
+            else:
+                H = d.mla_heads
+                gate = H * d.v if c.mla_output_gate is not None else 0
+                out.update({p + "mla.in": (D, d.q_lora + d.kv_lora + d.rope + gate), p + "mla.q_a_norm": (d.q_lora,),
+                            p + "mla.q_b": (d.q_lora, H * (d.nope + d.rope)), p + "mla.kv_a_norm": (d.kv_lora,),
+                            p + "mla.kv_b": (d.kv_lora, H * (d.nope + d.v)), p + "mla.o": (H * d.v, D)})
+            if c.ffn_types[li] == "dense":
+                out.update({p + "mlp.gate": (D, d.dense_width), p + "mlp.up": (D, d.dense_width),
+                            p + "mlp.down": (d.dense_width, D)})
+            else:
+                Fw = d.expert_width
+                Fs = Fw * c.n_shared_experts
+                out.update({p + "moe.router": (D, E), p + "moe.bias": (E,), p + "moe.w13": (E, L, 2 * Fw),
+                            p + "moe.w2": (E, Fw, L)})
+                if latent:
+                    out.update({p + "moe.down": (D, L), p + "moe.norm": (L,), p + "moe.up": (L, D)})
+                if Fs:
+                    out.update({p + "moe.shared13": (D, 2 * Fs), p + "moe.shared2": (Fs, D)})
+        return out
 
     def _load_trained(self, path) -> None:
         """Read and check the trained asset (or `path`) and take its weights (float64 on the CPU)."""
         p = weights_io.default_path() if path is None else Path(path)
+        name = f"weights file {p.name}"
         arrays, meta = weights_io.read(p)
-        emb, head, fn, wo, layers = self._meta_layout()
-        glob = {"embedding": emb, "lm_head": head, "final_norm": fn, "w_out": wo}
-        expected = {k: tuple(v.shape) for k, v in weights_io.flatten_layout(layers, glob).items()}
-        weights_io.check(arrays, meta, expected, self.config.name, dims_dict(self.dims),
-                         [pc for pc, _ in self.vocab], name=f"weights file {p.name}")
-        layers, glob = weights_io.unflatten_into(layers, glob, arrays,
-                                                 lambda a: torch.from_numpy(a.astype(np.float64)))
+        weights_io.check_meta(meta, self.config.name, dims_dict(self.dims), [pc for pc, _ in self.vocab], name)
+        flat = weights_io.unpack({k: a.astype(np.float64) for k, a in arrays.items()}, self.weight_shapes(), name)
+        layers: list[dict] = [{} for _ in range(self.config.num_hidden_layers)]
+        glob = {}
+        for n, a in flat.items():
+            t = torch.from_numpy(a)
+            head, _, key = n.partition(".")
+            if not key or not head[1:].isdigit():
+                glob[n] = t
+                continue
+            w = layers[int(head[1:])]
+            *outer, leaf = key.split(".")
+            for k in outer:
+                w = w.setdefault(k, {})
+            w[leaf] = t
+        for w in layers:
+            if "moe" in w:
+                for k in ("down", "norm", "up", "shared13", "shared2"):
+                    w["moe"].setdefault(k, None)
         self.embedding64, self.lm_head64 = glob["embedding"], glob["lm_head"]
         self.final_norm64, self.w_out64 = glob["final_norm"], glob["w_out"]
         self._layers64 = layers

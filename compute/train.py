@@ -230,13 +230,16 @@ def loss_of(P, ids, config, dims):
 # ---------------------------------------------------------------------------------------------------- training
 def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, warmup: int = 20,
           threads: int = 1, seq_len: int = SEQ_LEN, dims: ToyDims | None = None, config: ModelConfig | None = None,
-          time_limit_s: float | None = None, log=None) -> tuple[dict, dict]:
-    """Train from the seed. Returns (params, report)."""
+          time_limit_s: float | None = None, log=None, init: str | Path | None = None) -> tuple[dict, dict]:
+    """Train from the seed (from the weights file `init` instead of the fresh init when given: a second
+    stage). Returns (params, report)."""
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     config = config or load_default()
     dims = dims or ToyDims()
     P = init_params(config, dims, seed)
+    if init is not None:
+        load_into(P, init, config, dims)
     params = trainable(P)
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-8)
     train_docs, held_docs = task.split(seed)
@@ -272,6 +275,20 @@ def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, war
               "first_loss": curve[0]["loss"], "final_loss": curve[-1]["loss"],
               "n_train_docs": len(train_docs), "n_held_out_docs": len(held_docs)}
     return P, report
+
+
+def load_into(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims) -> dict:
+    """Overwrite the parameters (and router biases) with a weights file's; returns its metadata."""
+    packed, meta = weights_io.read(path)
+    weights_io.check_meta(meta, config.name, dims_dict(dims), list(TOY_PIECES), f"weights file {Path(path).name}")
+    m = ToyK3.__new__(ToyK3)
+    m.config, m.dims, m.vocab = config, dims, list(TOY_PIECES)
+    arrays = weights_io.unpack(packed, m.weight_shapes())
+    with torch.no_grad():
+        for k, v in weights_io.flatten_layout(P["layers"], {k: P[k] for k in ("embedding", "lm_head", "final_norm",
+                                                                             "w_out")}).items():
+            v.copy_(torch.from_numpy(arrays[k]))
+    return meta
 
 
 def params_to_arrays(P: dict) -> dict[str, np.ndarray]:
@@ -368,12 +385,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=None, help="toy hidden width (default: ToyDims)")
     ap.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
     ap.add_argument("--no-eval", action="store_true")
+    ap.add_argument("--init", default=None, help="start from this weights file (a second training stage)")
+    ap.add_argument("--evaluate", default=None, metavar="FILE",
+                    help="do not train: score FILE (and the random model) and store the scores in its report")
     a = ap.parse_args(argv)
     dims = ToyDims() if a.hidden is None else ToyDims(hidden=a.hidden)
     config = load_default()
+    if a.evaluate is not None:
+        return _evaluate_file(a.evaluate, config, a.seed)
     wall0 = time.perf_counter()
     P, report = train(a.seed, a.steps, a.batch, a.lr, warmup=20, threads=a.threads, dims=dims, config=config,
-                      time_limit_s=a.time_limit, log=lambda s: print(s, file=sys.stderr, flush=True))
+                      time_limit_s=a.time_limit, log=lambda s: print(s, file=sys.stderr, flush=True), init=a.init)
+    if a.init is not None:
+        first = weights_io.read(a.init)[1].get("report", {})
+        report["stages"] = first.get("stages", [{k: first.get(k) for k in ("steps", "batch", "lr", "train_s")}])
+        report["stages"].append({k: report[k] for k in ("steps", "batch", "lr", "train_s")})
     path = write_asset(P, a.out, config, dims, a.seed, report)
     if not a.no_eval and dims == ToyDims():
         trained = ToyK3(config, seed=a.seed, device="cpu", weights="trained", weights_path=path)
@@ -387,6 +413,23 @@ def main(argv: list[str] | None = None) -> int:
     summary = dict(report)
     summary["curve"] = report["curve"][:: max(1, len(report["curve"]) // 8)] + report["curve"][-1:]
     print(json.dumps(summary, ensure_ascii=False))
+    return 0
+
+
+def _evaluate_file(path: str, config: ModelConfig, seed: int) -> int:
+    """Score a weights file through the engine next to the random model; write the scores into its report."""
+    t0 = time.perf_counter()
+    packed, meta = weights_io.read(path)
+    trained = ToyK3(config, seed=seed, device="cpu", weights="trained", weights_path=path)
+    random_ = ToyK3(config, seed=seed, device="cpu", weights="random")
+    report = dict(meta.get("report", {}))
+    report["eval"] = {"trained": evaluate(trained, seed),
+                      "random": evaluate(random_, seed, prompt_stride=4, sampling=False)}
+    report["eval_s"] = round(time.perf_counter() - t0, 1)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version")}
+    meta["report"] = report
+    weights_io.save(path, weights_io.unpack(packed, trained.weight_shapes()), meta)
+    print(json.dumps(report["eval"], ensure_ascii=False))
     return 0
 
 

@@ -1,7 +1,12 @@
-"""Save and load the toy K3's weights as a versioned asset (compressed .npz, no pickles).
+"""Save and load the toy K3's weights as a versioned asset (.npz, no pickles).
 
-The file holds one array per weight, named by its place in the engine's per-layer dicts
-("L12.kda.in", "L1.moe.w13", "embedding", "lm_head", "final_norm", "w_out"), and "__meta__": UTF-8 JSON bytes
+The zip members are stored, not deflated: BF16 weights of a trained net look random to zlib (it saves ~20%
+of 9 MB) and inflating them took longer than the 200 ms load budget; stored, a load is a few reads.
+
+A weight is named by its place in the engine's per-layer dicts ("L12.kda.in", "L1.moe.w13") or globally
+("embedding", "lm_head", "final_norm", "w_out"). The file stores each per-layer key once, stacked over the
+layers that have it in layer order ("layers.kda.in" [69, 8, 42] = L0, L1, L2, L4, ... of K3), so it holds a
+few dozen arrays rather than 1,834 (loading is then one read per kind), plus "__meta__": UTF-8 JSON bytes
 (uint8) with the format version, config name, toy dims, seed, vocabulary and the training report.
 
 Storage: BF16 (the top 16 bits of a float32, rounded to nearest even, kept as uint16) for every weight
@@ -89,18 +94,61 @@ def flatten_layout(layers: list[dict], globals_: dict) -> dict:
     return out
 
 
-def unflatten_into(template_layers: list[dict], template_globals: dict, arrays: dict[str, np.ndarray], convert
-                   ) -> tuple[list[dict], dict]:
-    """The template's structure with every leaf replaced by convert(arrays[name]); None leaves stay None."""
-    def fill(prefix: str, obj):
-        if obj is None:
-            return None
-        if isinstance(obj, dict):
-            return {k: fill(f"{prefix}.{k}" if prefix else k, v) for k, v in obj.items()}
-        return convert(arrays[prefix])
+def pack(flat: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """{"L<i>.<key>": a} → {"layers.<key>": stacked over the layers in order}; global names unchanged."""
+    groups: dict[str, list[tuple[int, np.ndarray]]] = {}
+    out: dict[str, np.ndarray] = {}
+    for name, a in flat.items():
+        li, key = _split_layer_name(name)
+        if li is None:
+            out[name] = np.asarray(a)
+        else:
+            groups.setdefault(key, []).append((li, np.asarray(a)))
+    for key, items in groups.items():
+        items.sort(key=lambda t: t[0])
+        out["layers." + key] = np.stack([a for _, a in items])
+    return out
 
-    layers = [fill(f"L{li}", w) for li, w in enumerate(template_layers)]
-    return layers, {k: fill(k, v) for k, v in template_globals.items()}
+
+def unpack(packed: dict[str, np.ndarray], expected: dict[str, tuple[int, ...]], name: str = "weights"
+           ) -> dict[str, np.ndarray]:
+    """The inverse of pack for the expected {flat name: shape}: views into the stacked arrays. Raises
+    WeightsError when an array is missing, extra, or of another shape."""
+    groups: dict[str, list[tuple[int, str, tuple[int, ...]]]] = {}
+    want: dict[str, tuple[int, ...]] = {}
+    for n, shape in expected.items():
+        li, key = _split_layer_name(n)
+        if li is None:
+            want[n] = tuple(shape)
+        else:
+            groups.setdefault(key, []).append((li, n, tuple(shape)))
+    for key, items in groups.items():
+        items.sort()
+        shapes = {s for _, _, s in items}
+        if len(shapes) != 1:
+            raise WeightsError(f"{name}: layers disagree on the shape of {key}")
+        want["layers." + key] = (len(items),) + shapes.pop()
+    missing = sorted(set(want) - set(packed))
+    extra = sorted(set(packed) - set(want))
+    if missing or extra:
+        raise WeightsError(f"{name}: missing {missing[:3]} extra {extra[:3]}")
+    for k, shape in want.items():
+        if tuple(packed[k].shape) != shape:
+            raise WeightsError(f"{name}: {k} has shape {tuple(packed[k].shape)}, expected {shape}")
+    out = {n: packed[n] for n in want if not n.startswith("layers.")}
+    for key, items in groups.items():
+        stacked = packed["layers." + key]
+        for i, (_, n, _) in enumerate(items):
+            out[n] = stacked[i]
+    return out
+
+
+def _split_layer_name(name: str) -> tuple[int | None, str]:
+    if name.startswith("L") and "." in name:
+        head, key = name.split(".", 1)
+        if head[1:].isdigit():
+            return int(head[1:]), key
+    return None, name
 
 
 # ---------------------------------------------------------------------------------------------------- files
@@ -109,18 +157,19 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(meta, format=FORMAT, format_version=FORMAT_VERSION)
-    data = {name: quantize(name, a) for name, a in arrays.items()}
+    data = {name: quantize(name, a) for name, a in pack(arrays).items()}
     for name, a in data.items():
         if a.dtype == np.float32 and not np.isfinite(a).all():
             raise WeightsError(f"weight {name} is not finite; nothing written")
     data["__meta__"] = np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
     with open(path, "wb") as f:
-        np.savez_compressed(f, **data)
+        np.savez(f, **data)  # stored, not deflated: BF16 weights deflate by only ~20% and inflating costs more than the load budget
     return path
 
 
 def read(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
-    """({name: float32 array}, meta) of a weights file. Raises WeightsError for an unreadable file."""
+    """({stored name: float32 array}, meta) of a weights file (per-layer weights stacked, see pack/unpack).
+    Raises WeightsError for an unreadable file."""
     path = Path(path)
     if not path.is_file():
         raise WeightsError(f"weights file not found: {path}")
@@ -152,24 +201,18 @@ def read(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, meta
 
 
-def check(arrays: dict[str, np.ndarray], meta: dict, expected: dict[str, tuple[int, ...]], config_name: str,
-          dims: dict, vocab: list[str], name: str = "weights") -> None:
-    """Raise WeightsError unless the file is for this config, these toy dims and this vocabulary, and holds
-    exactly the expected arrays with the expected shapes."""
+def check_meta(meta: dict, config_name: str, dims: dict, vocab: list[str], name: str = "weights") -> None:
+    """Raise WeightsError unless the file is for this config, these toy dims and this vocabulary."""
     if meta.get("config") != config_name:
         raise WeightsError(f"{name} are for config {meta.get('config')!r}, not {config_name!r}")
-    if meta.get("dims") != dims:
-        raise WeightsError(f"{name} are for toy dims {meta.get('dims')}, not {dims}")
+    got = meta.get("dims")
+    if got != dims:
+        diff = [f"{k}={got.get(k)} (here {v})" for k, v in dims.items() if got.get(k) != v] if isinstance(got, dict) \
+            else [repr(got)[:40]]
+        raise WeightsError(f"{name} are for other toy dims: {', '.join(diff[:4])}")
     if meta.get("vocab") != list(vocab):
         raise WeightsError(f"{name} are for another toy vocabulary ({len(meta.get('vocab') or [])} pieces)")
-    missing = sorted(set(expected) - set(arrays))
-    extra = sorted(set(arrays) - set(expected))
-    if missing or extra:
-        raise WeightsError(f"{name}: missing {missing[:3]} extra {extra[:3]}")
-    for k, shape in expected.items():
-        if tuple(arrays[k].shape) != tuple(shape):
-            raise WeightsError(f"{name}: {k} has shape {tuple(arrays[k].shape)}, expected {tuple(shape)}")
 
 
-__all__ = ["save", "read", "check", "flatten", "unflatten_into", "default_path", "WeightsError",
+__all__ = ["save", "read", "check_meta", "pack", "unpack", "flatten", "flatten_layout", "default_path", "WeightsError",
            "to_bf16_bits", "from_bf16_bits", "ASSET_NAME", "FORMAT_VERSION"]

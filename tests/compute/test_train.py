@@ -1,0 +1,218 @@
+"""Training the toy K3 (compute.train), the weights asset (compute.weights) and the engine's two weight sets."""
+import json
+import random
+import time
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+from compute import task
+from compute import train as tr
+from compute import weights as wio
+from compute.config import load_default
+from compute.engine import ToyDims, ToyK3
+from compute.trace import Knobs
+
+CFG = load_default()
+DIMS = ToyDims()
+SHIPPED = wio.default_path()
+
+
+def _perturbed_params(seed=0):
+    P = tr.init_params(CFG, DIMS, seed)
+    g = torch.Generator().manual_seed(seed + 5)
+    with torch.no_grad():
+        for p in tr.trainable(P):
+            p.add_(torch.randn(p.shape, generator=g) * 0.05)  # away from the near-identity init
+    return P
+
+
+def test_batched_training_forward_equals_the_engine(tmp_path):
+    """The training forward (batch as [B·T] tokens / conv channels / attention heads) is the engine's forward:
+    the same weights, written and loaded, give the engine's logits for every row."""
+    P = _perturbed_params()
+    path = tr.write_asset(P, tmp_path / "w.npz", CFG, DIMS, 0, {})
+    packed, _ = wio.read(path)
+    arrays = wio.unpack(packed, ToyK3(CFG, device="cpu", weights="random").weight_shapes())
+    with torch.no_grad():  # the training model with the file's (BF16-rounded) numbers
+        for k, v in wio.flatten_layout(P["layers"], {k: P[k] for k in ("embedding", "lm_head", "final_norm",
+                                                                         "w_out")}).items():
+            v.copy_(torch.from_numpy(arrays[k]))
+        ids = tr.batch_ids(task.split(0)[0], 3, 14, random.Random(1))
+        logits, scores = tr.batch_forward(P, ids, CFG, DIMS)
+    assert len(scores) == 92 and scores[0].shape == (3 * 14, 896)
+    for backend in ("torch", "numpy"):
+        m = ToyK3(CFG, device="cpu", dtype=torch.float64, weights="trained", weights_path=path, backend=backend)
+        assert m.weights_name == "trained"
+        for b in range(3):
+            _, _, ref = m.forward([m.vocab[i][1] for i in ids[b].tolist()], 0, Knobs())
+            ref = np.asarray(ref)
+            assert np.abs(ref - logits[b].numpy()).max() < 1e-3 * np.abs(ref).max()
+
+
+def test_a_few_steps_reduce_the_loss_and_quantile_balancing_sets_the_bias():
+    torch.manual_seed(0)
+    P = tr.init_params(CFG, DIMS, 0)
+    opt = torch.optim.Adam(tr.trainable(P), lr=3e-3)
+    ids = tr.batch_ids(task.split(0)[0], 4, 20, random.Random(0))
+    losses = []
+    for _ in range(5):
+        loss, _, scores = tr.loss_of(P, ids, CFG, DIMS)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        bias0 = P["layers"][1]["moe"]["bias"].clone()
+        tr.quantile_balance_step(P, scores, CFG.num_experts_per_tok)
+        losses.append(float(loss.detach()))
+    assert losses[-1] < losses[0] - 0.3, losses
+    from compute.moe import quantile_balance
+    assert torch.equal(P["layers"][1]["moe"]["bias"], quantile_balance(scores[0].detach(), bias0, 16))
+    assert not P["layers"][1]["moe"]["bias"].requires_grad and float(P["layers"][1]["moe"]["bias"].abs().max()) > 0
+
+
+def test_training_is_deterministic_from_the_seed():
+    a, ra = tr.train(seed=3, steps=2, batch=2, seq_len=8, warmup=1)
+    b, rb = tr.train(seed=3, steps=2, batch=2, seq_len=8, warmup=1)
+    fa, fb = tr.params_to_arrays(a), tr.params_to_arrays(b)
+    assert all(np.array_equal(fa[k], fb[k]) for k in fa)
+    assert ra["curve"][-1]["loss"] == rb["curve"][-1]["loss"]
+
+
+# ---------------------------------------------------------------------------------------------------- the asset
+def test_shipped_asset_is_small_versioned_and_loads_fast():
+    assert SHIPPED.is_file() and SHIPPED.stat().st_size <= 20 * 2 ** 20
+    arrays, meta = wio.read(SHIPPED)
+    assert meta["format_version"] == wio.FORMAT_VERSION and meta["config"] == CFG.name
+    assert meta["dims"] == {k: int(v) for k, v in DIMS.__dict__.items()} and meta["vocab"][:3] == [" the", " model", " token"]
+    with np.load(SHIPPED, allow_pickle=False) as z:
+        bf16 = sum(z[k].size for k in z.files if z[k].dtype == np.uint16)
+        assert bf16 > 0.95 * sum(z[k].size for k in z.files if k != "__meta__")  # BF16 where it fits
+        assert z["layers.moe.bias"].dtype == np.float32 and z["layers.moe.w13"].shape == (92, 896, 4, 8)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        m = ToyK3(device="cpu")
+        times.append(time.perf_counter() - t0)
+    assert m.weights_name == "trained" and m.weights_note == ""
+    load = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        m._load_trained(None)
+        load.append(time.perf_counter() - t0)
+    assert min(load) <= 0.2, load
+
+
+def test_shipped_weights_reproduce_the_reported_scores():
+    """Score a held-out set with the task's own checker through the engine (every 4th held-out prompt)."""
+    _, meta = wio.read(SHIPPED)
+    reported = meta["report"]["eval"]["trained"]
+    m = ToyK3(device="cpu")
+    got = tr.evaluate(m, seed=meta["seed"], prompt_stride=4, sampling=False)
+    # the report scores every 2nd held-out prompt; this every 4th (half of them)
+    assert abs(got["t0"]["grammatical_rate"] - reported["t0"]["grammatical_rate"]) <= 0.05
+    assert got["t0"]["grammatical_rate"] >= 0.88  # v1 reports 0.92 (the issue's goal is 0.95: not reached yet)
+    assert got["next_token_acc"] == pytest.approx(reported["next_token_acc"], abs=0.005)
+    assert got["determined_acc"] == pytest.approx(reported["determined_acc"], abs=0.005)
+    assert got["determined_acc"] >= 0.93
+    rnd = tr.evaluate(ToyK3(device="cpu", weights="random"), seed=meta["seed"], prompt_stride=8, sampling=False)
+    assert rnd["t0"]["grammatical_rate"] < 0.1 and rnd["next_token_acc"] < 0.2
+
+
+def test_the_default_prompt_gets_a_grammatical_in_context_ending():
+    m = ToyK3(device="cpu")
+    tr_ = m.run("로봇이 컵을", max_new_tokens=6, knobs=Knobs(temperature=0.0))
+    assert task.is_grammatical(tr_.text + tr_.generated_text, complete=False), tr_.generated_text
+    assert task.completion_grammatical("로봇이 컵을", tr.generate(m, "로봇이 컵을", Knobs(temperature=0.0)))
+    tr_ = m.run("로봇이 컵을 집었다. 그리고", max_new_tokens=1, knobs=Knobs(temperature=0.0))
+    assert tr_.generated_text == " 컵"  # the object from five tokens back
+
+
+@pytest.mark.parametrize("weights", ["trained", "random"])
+def test_both_weight_sets_run_the_oracle_api(weights):
+    m = ToyK3(seed=0, device="cpu", weights=weights)
+    assert m.weights_name == weights
+    trace = m.run("로봇이 컵을 집었다", max_new_tokens=3, knobs=Knobs(temperature=0.7))
+    assert trace.weights_name == weights and len(trace.passes) == 3 and trace.n_layers == 93
+    for ps in trace.passes:
+        assert np.isfinite(ps.final["lm_head"]).all()
+        for lt in ps.layers:  # finite, except the masked (-inf) attention scores
+            assert all(np.isfinite(np.asarray(v, dtype=np.float64)).all() for k, v in lt.tensors.items()
+                       if v is not None and k != "mla.scores")
+            assert not np.isnan(lt.tensors.get("mla.scores", np.zeros(1))).any()
+    again = m.resample(trace, Knobs(temperature=0.7, top_p=0.5))
+    assert again.weights_name == weights and again.tokens[:trace.prompt_len] == trace.tokens[:trace.prompt_len]
+
+
+def test_random_weights_are_todays_seeded_model():
+    a, b = ToyK3(device="cpu", weights="random", seed=1), ToyK3(device="cpu", weights="random", seed=1)
+    assert torch.equal(a.embedding64, b.embedding64) and not torch.equal(a.embedding64, ToyK3(device="cpu").embedding64)
+    with pytest.raises(ValueError, match="weights must be"):
+        ToyK3(device="cpu", weights="pretrained")
+
+
+def test_other_dims_fall_back_to_random_with_a_reason():
+    m = ToyK3(device="cpu", dims=ToyDims(dense_width=8))
+    assert m.weights_name == "random" and "toy dims" in m.weights_note
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not_npz", "pickle", "nan", "shape", "dims", "version", "meta"])
+def test_a_bad_weights_file_is_a_clear_error(tmp_path, damage):
+    src = SHIPPED.read_bytes()
+    p = tmp_path / "bad.npz"
+    arrays, meta = wio.read(SHIPPED)
+    if damage == "truncated":
+        p.write_bytes(src[: len(src) // 2])
+    elif damage == "not_npz":
+        p.write_text("hello")
+    elif damage == "pickle":
+        with zipfile.ZipFile(SHIPPED) as zin, zipfile.ZipFile(p, "w") as zout:
+            for n in zin.namelist():
+                zout.writestr(n, zin.read(n))
+            import io
+            buf = io.BytesIO()
+            np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+            zout.writestr("evil.npy", buf.getvalue())
+    else:
+        if damage == "nan":
+            arrays["layers.kda.in"] = arrays["layers.kda.in"].copy()
+            arrays["layers.kda.in"][5, 0, 0] = np.nan
+            data = {k: wio.quantize(k, v) for k, v in arrays.items()}
+        elif damage == "shape":
+            arrays["layers.moe.w13"] = arrays["layers.moe.w13"][:, :5]
+        elif damage == "dims":
+            meta["dims"] = dict(meta["dims"], hidden=16)
+        if damage == "version":
+            meta["format_version"] = 99
+        if damage == "meta":
+            data = {k: wio.quantize(k, v) for k, v in arrays.items()}
+            np.savez_compressed(p, **data)  # no metadata entry
+        elif damage == "nan":
+            data["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+            np.savez_compressed(p, **data)
+        else:
+            data = {k: wio.quantize(k, v) for k, v in arrays.items()}
+            data["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+            np.savez_compressed(p, **data)
+    with pytest.raises(wio.WeightsError) as e:
+        ToyK3(device="cpu", weights_path=p)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+def test_weight_shapes_are_the_layout_the_engine_draws():
+    m = ToyK3(CFG, device="cpu", weights="random")
+    flat = wio.flatten(m._layers64, {"embedding": m.embedding64, "lm_head": m.lm_head64,
+                                     "final_norm": m.final_norm64, "w_out": m.w_out64})
+    assert {k: v.shape for k, v in flat.items()} == m.weight_shapes()
+    packed = wio.pack(flat)
+    assert len(packed) < 40 and packed["layers.kda.in"].shape[0] == 69 and packed["layers.mla.in"].shape[0] == 24
+    back = wio.unpack(packed, m.weight_shapes())
+    assert all(np.array_equal(back[k], flat[k]) for k in flat)
+
+
+def test_bf16_round_trip():
+    x = np.array([0.75, 1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, -3.1415926, 1e-20], dtype=np.float32)
+    y = wio.from_bf16_bits(wio.to_bf16_bits(x))
+    assert y[0] == 0.75 and y[1] == 1.0 and y[2] == 1.0 + 2 ** -6  # ties to even
+    assert np.allclose(y, x, rtol=2 ** -8)
