@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication, QMainWindow, QStyle, QStyleOptionSli
 from app import i18n
 from app.state import AppState
 
-PROMPT = "로봇이 컵을 집었다"
+PROMPT = "로봇이 컵을 집었다. 그리고 컵을 테이블 위에"  # 13 toy pieces: token 10 is processed
 NEW_TOKENS = 2
 
 
