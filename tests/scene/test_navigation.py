@@ -92,7 +92,7 @@ def test_top_preset_looks_down_on_the_current_layer():
         lay = build_layout(None, layer0)
         cam = nav.preset_camera("top", lay, ASPECT)
         assert cam.elevation == nav.TOP_ELEVATION
-        corners = nav.layer_corners(lay)
+        corners = nav.block_corners(lay)
         assert _inside(cam, corners) and _share(cam, corners) > 0.4
     with pytest.raises(ValueError, match="unknown camera preset"):
         nav.preset_camera("under", lay, ASPECT)
