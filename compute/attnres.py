@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 import math
 
-import torch
 
 from compute.xp import ops
 

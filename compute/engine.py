@@ -44,12 +44,12 @@ Speed: see bench/engine.py (routed experts are gathered and run as one batched m
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes
@@ -61,6 +61,7 @@ from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
 from compute.norms import rms_norm
 from compute.parts import _np, to_numpy
+from compute.xp import ops
 from compute.sampling import sample_index, top_p_probs
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
@@ -74,31 +75,84 @@ def dims_dict(d: ToyDims) -> dict[str, int]:
     return {k: int(v) for k, v in asdict(d).items()}
 
 
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """"auto" → cuda when torch sees a GPU, else cpu; anything else is passed to torch.device."""
-    if isinstance(device, str) and device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+TORCH_HINT = "install the GPU extra: pip install 'k3-explorer[cuda]'"
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where the engine runs, without importing torch: type "cpu" or "cuda" (index None = the current GPU).
+    str() spells it as torch does ("cpu", "cuda", "cuda:1")."""
+
+    type: str
+    index: int | None = None
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+def _import_torch(why: str):
+    """torch, or ImportError with a one-line hint when it is not installed (the CPU path never needs it)."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"{why} needs PyTorch, which is not installed; {TORCH_HINT}") from None
+    return torch
+
+
+def resolve_device(device=None) -> Device:
+    """"auto" (or None) → cuda when torch is installed and sees a GPU, else cpu; "cpu", "cuda", "cuda:N", a Device
+    or a torch.device otherwise. "cpu" never imports torch; "cuda" needs it (ImportError with the hint)."""
+    if device is None or (isinstance(device, str) and device == "auto"):
+        try:
+            import torch
+        except ImportError:
+            return Device("cpu")
+        return Device("cuda") if torch.cuda.is_available() else Device("cpu")
+    if not isinstance(device, str):  # a Device or a torch.device
+        device = str(device)
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if kind == "cuda":
+        _import_torch(f"device {device!r}")
+    return Device(kind, int(index) if index else None)
+
+
+def _np_dtype(dtype) -> np.dtype:
+    """numpy float dtype of a torch dtype (torch.float64), a numpy dtype or its name ("float32")."""
+    if type(dtype).__module__.split(".")[0] == "torch":
+        dtype = str(dtype).removeprefix("torch.")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind != "f":
+        raise ValueError(f"dtype must be a float type (float32, float64), got {dtype!r}")
+    return dt
 
 
 class ToyK3:
     """The toy-width K3 engine. See the module docstring."""
 
-    def __init__(self, config: ModelConfig | None = None, seed: int = 0, device: str | torch.device = "auto",
-                 dtype: torch.dtype = torch.float32, dims: ToyDims | None = None, cpu_threads: int | None = 1,
+    def __init__(self, config: ModelConfig | None = None, seed: int = 0, device="auto",
+                 dtype="float32", dims: ToyDims | None = None, cpu_threads: int | None = 1,
                  backend: str = "auto", weights: str = "trained", weights_path: str | Path | None = None):
         """weights: "trained" = the shipped trained weights (compute.weights.default_path(), or `weights_path`)
         when they fit this config, dims and vocabulary — else the seeded random ones, and `weights_note` says
         why (a bad `weights_path` raises WeightsError instead); "random" = seeded random weights (`seed`).
         `weights_name` says which ones run ("trained" | "random"); every Trace carries it.
 
-        cpu_threads: torch.set_num_threads on a CPU device (process-wide). The toy's ops are tiny, so one
-        intra-op thread is the fastest (bench/engine.py: several times faster than 2 threads on a busy
-        machine); None leaves torch's setting alone.
+        device: "auto" (CUDA when torch is installed and sees a GPU, else the CPU), "cpu", "cuda" ("cuda:N"), a
+        `Device` or a torch.device. dtype: "float32" / "float64", a numpy or a torch dtype.
 
-        backend: the array library the layers run on. "auto" = numpy on a CPU device (the same operator code,
-        compute.xp; a numpy ufunc on an 8-wide array costs a fraction of a torch dispatch and the trace needs
-        no conversion), torch elsewhere; "torch" forces torch tensors on the CPU too."""
+        cpu_threads: torch.set_num_threads for the torch backend on a CPU device (process-wide). The toy's ops
+        are tiny, so one intra-op thread is the fastest (bench/engine.py: several times faster than 2 threads
+        on a busy machine); None leaves torch's setting alone.
+
+        backend: the array library the layers run on. "auto" = numpy on a CPU device (no torch needed or
+        imported: weights, embeddings, layers and sampling are numpy; K3's blocks run compute.fused's kernels,
+        other blocks the operators on numpy through compute.xp), torch on CUDA (imported then; ImportError
+        with the install hint without it); "torch" forces torch tensors on the CPU too."""
         self.config = config if config is not None else load_default()
         self.seed = int(seed)
         self.device = resolve_device(device)
@@ -107,9 +161,14 @@ class ToyK3:
         if backend == "numpy" and self.device.type != "cpu":
             raise ValueError("the numpy backend runs on the CPU only")
         self.backend = "numpy" if backend == "numpy" or (backend == "auto" and self.device.type == "cpu") else "torch"
-        if cpu_threads is not None and self.device.type == "cpu":
-            torch.set_num_threads(int(cpu_threads))
-        self.dtype = dtype
+        self.dtype = _np_dtype(dtype)
+        self._torch = None
+        if self.backend == "torch":
+            self._torch = torch = _import_torch(f"the torch backend on {self.device}")
+            self._torch_device = torch.device(str(self.device))
+            self._torch_dtype = getattr(torch, self.dtype.name)
+            if cpu_threads is not None and self.device.type == "cpu":
+                torch.set_num_threads(int(cpu_threads))
         self.dims = dims or ToyDims()
         self.tokenizer = ToyTokenizer(vocab_size=self.config.vocab_size)
         self.vocab = list(self.tokenizer.vocab)
@@ -140,20 +199,22 @@ class ToyK3:
         self._to_device()
 
     def _random_weights(self) -> None:
-        gen = torch.Generator().manual_seed(self.seed)
+        """Seeded random weights, drawn in float64 numpy (every backend converts these same numbers)."""
+        gen = np.random.default_rng(self.seed & _SEED_MASK)
 
         def rnd(*shape, scale=1.0):
-            return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+            return gen.standard_normal(shape) * scale
 
         def uni(n, lo, hi):
-            return torch.empty(n, dtype=torch.float64).uniform_(lo, hi, generator=gen)
+            return gen.uniform(lo, hi, n)
 
         self.embedding64, self.lm_head64, self.final_norm64, self.w_out64, self._layers64 = self._weight_layout(
             rnd, uni)
 
     def _weight_layout(self, rnd, uni) -> tuple:
         """(embedding, lm_head, final_norm, w_out, layers) drawn with rnd(*shape, scale) and uni(n, lo, hi), in
-        a fixed order (the seeded random model); with shape-only functions it gives the expected layout."""
+        a fixed order (the seeded random model); with shape-only functions it gives the expected layout. rnd/uni
+        may return numpy arrays (the engine) or torch tensors (compute.train's init)."""
         c, d = self.config, self.dims
 
         def lin(n_in, n_out, gain=1.0):
@@ -178,10 +239,10 @@ class ToyK3:
                 H, K = d.kda_heads, d.kda_head_dim
                 HK = H * K
                 w["kda"] = {
-                    "in": torch.cat([lin(D, 3 * HK), lin(D, K), lin(D, H, gain=1.5), lin(D, HK)], 1),
+                    "in": _cat([lin(D, 3 * HK), lin(D, K), lin(D, H, gain=1.5), lin(D, HK)]),
                     "f_b": lin(K, HK),
                     "conv": rnd(3 * HK, d.conv, scale=0.6),
-                    "A_log": torch.log(uni(H, 0.7, 1.5)),
+                    "A_log": _log(uni(H, 0.7, 1.5)),
                     "dt_bias": rnd(H, K, scale=0.5) - 2.5,  # mostly retentive channels (α ≈ 0.2 … 0.95)
                     "o_norm": normw(K),
                     "o": lin(HK, D, gain=0.8),
@@ -190,8 +251,8 @@ class ToyK3:
                 H = d.mla_heads
                 gated = c.mla_output_gate is not None
                 w["mla"] = {
-                    "in": torch.cat([lin(D, d.q_lora), lin(D, d.kv_lora + d.rope)]
-                                    + ([lin(D, H * d.v)] if gated else []), 1),
+                    "in": _cat([lin(D, d.q_lora), lin(D, d.kv_lora + d.rope)]
+                               + ([lin(D, H * d.v)] if gated else [])),
                     "q_a_norm": normw(d.q_lora),
                     "q_b": lin(d.q_lora, H * (d.nope + d.rope), gain=1.5),
                     "kv_a_norm": normw(d.kv_lora),
@@ -265,8 +326,7 @@ class ToyK3:
         flat = weights_io.unpack({k: a.astype(np.float64) for k, a in arrays.items()}, self.weight_shapes(), name)
         layers: list[dict] = [{} for _ in range(self.config.num_hidden_layers)]
         glob = {}
-        for n, a in flat.items():
-            t = torch.from_numpy(a)
+        for n, t in flat.items():
             head, _, key = n.partition(".")
             if not key or not head[1:].isdigit():
                 glob[n] = t
@@ -286,17 +346,14 @@ class ToyK3:
         self.weights_meta = meta
 
     def _to_device(self) -> None:
-        np_dtype = torch.empty((), dtype=self.dtype).numpy().dtype
+        """The float64 numpy weights as the backend's arrays: numpy of the engine's dtype, or torch tensors on
+        the device (both backends convert the same float64 numbers)."""
 
         def conv(obj):
             if isinstance(obj, dict):
                 return {k: conv(v) for k, v in obj.items()}
-            if isinstance(obj, torch.Tensor):
-                if self.backend == "numpy":
-                    # cast in numpy: torch's parallel copy kernel would open an OpenMP team in whatever
-                    # thread builds the model (the app's worker thread), which has hung in libgomp
-                    return np.ascontiguousarray(obj.numpy().astype(np_dtype))
-                return obj.to(device=self.device, dtype=self.dtype).contiguous()
+            if isinstance(obj, np.ndarray):
+                return self._arr(obj)
             return obj
 
         self.layers = [conv(w) for w in self._layers64]
@@ -339,7 +396,7 @@ class ToyK3:
         return out, {"embedding": _np(self.embedding), "lm_head": _np(self.lm_head)}
 
     # ------------------------------------------------------------------ embedding
-    def embed_ids(self, ids: list[int]) -> torch.Tensor:
+    def embed_ids(self, ids: list[int]):
         """Embedding rows [T, D]: the toy-vocab rows, or a seeded row derived from the id for other pieces."""
         rows = []
         for i in ids:
@@ -347,13 +404,13 @@ class ToyK3:
             if r is not None:
                 rows.append(self.embedding64[r])
             else:
-                g = torch.Generator().manual_seed(self.seed * 1_000_003 + int(i) + 7)
-                rows.append(torch.randn(self.dims.hidden, generator=g, dtype=torch.float64))
-        return self._arr(torch.stack(rows))
+                g = np.random.default_rng([self.seed & _SEED_MASK, int(i) & _SEED_MASK, 7])
+                rows.append(g.standard_normal(self.dims.hidden))
+        return self._arr(np.stack(rows))
 
     # ------------------------------------------------------------------ one pass
     def forward(self, ids: list[int], start: int, knobs: Knobs, caches: list | None = None
-                ) -> tuple[dict, list, torch.Tensor]:
+                ) -> tuple[dict, list, object]:
         """Run all layers over tokens `ids` at positions start.. with the caches of earlier positions.
 
         Returns (pass data: dict of the backend's arrays — torch tensors or `Part`s, or numpy arrays —, new
@@ -362,7 +419,7 @@ class ToyK3:
         c, d = self.config, self.dims
         T = len(ids)
         positions = (np.arange(start, start + T) if self.backend == "numpy"
-                     else torch.arange(start, start + T, device=self.device))
+                     else self._torch.arange(start, start + T, device=self._torch_device))
         emb = self.embed_ids(ids)
         bias_off = self._bias_offset(knobs)
         if self._fused is not None:
@@ -437,11 +494,11 @@ class ToyK3:
                 "final": {"final.attnres": fw, "final.norm": hn, "lm_head": logits}}
         return data, new_caches, logits
 
-    def _bias_offset(self, knobs: Knobs) -> torch.Tensor | None:
+    def _bias_offset(self, knobs: Knobs):
         if not knobs.expert_bias:
             return None
         E = self.config.n_routed_experts
-        off = torch.zeros(E, dtype=torch.float64)
+        off = np.zeros(E)
         for e, b in knobs.expert_bias.items():
             e = int(e)
             if not 0 <= e < E:
@@ -502,7 +559,7 @@ class ToyK3:
     # ------------------------------------------------------------------ internals
     def _continue(self, trace: Trace, n_passes: int, caches: list | None, knobs: Knobs) -> None:
         us = _uniforms(knobs.sample_seed, n_passes)
-        with torch.inference_mode():
+        with self._torch.inference_mode() if self._torch is not None else contextlib.nullcontext():
             while len(trace.passes) < n_passes:
                 i = len(trace.passes)
                 if i == 0:
@@ -534,17 +591,32 @@ class ToyK3:
                 caches.append({"c_kv": self._t(lt.tensors["mla.c_kv"]), "k_rope": self._t(lt.tensors["mla.k_rope"])})
         return caches
 
-    def _t(self, a: np.ndarray) -> torch.Tensor | np.ndarray:
+    def _t(self, a: np.ndarray):
         """A trace array as a layer input of this engine's backend, device and dtype (a copy)."""
-        return self._arr(torch.from_numpy(np.array(a)))
+        return self._arr(np.array(a))
 
-    def _arr(self, t: torch.Tensor) -> torch.Tensor | np.ndarray:
-        """t cast to the engine's dtype on its device; numpy for the numpy backend."""
-        t = t.to(device=self.device, dtype=self.dtype)
-        return t.numpy() if self.backend == "numpy" else t
+    def _arr(self, a: np.ndarray):
+        """A numpy array cast to the engine's dtype (a new contiguous array); a torch tensor on the device for
+        the torch backend."""
+        a = np.array(a, dtype=np.float64 if self._torch is not None else self.dtype, order="C")
+        if self._torch is None:
+            return a
+        return self._torch.from_numpy(a).to(device=self._torch_device, dtype=self._torch_dtype)
 
 
 # ---------------------------------------------------------------------- helpers
+
+_SEED_MASK = (1 << 64) - 1  # numpy seeds are non-negative: a negative seed wraps
+
+
+def _cat(xs: list):
+    """Concatenate weight blocks along the columns (numpy arrays or torch tensors)."""
+    return ops(xs[0]).cat(xs, 1)
+
+
+def _log(x):
+    return ops(x).log(x)
+
 
 
 def _check_prompt_text(prompt: str) -> None:
@@ -580,8 +652,7 @@ def _uniforms(sample_seed: int, n: int) -> np.ndarray:
 
 def _sample(last_logits: np.ndarray, knobs: Knobs, u: float) -> tuple[np.ndarray, int]:
     """Probabilities (float64, CPU) after temperature/top-p and the sampled vocab row."""
-    probs = top_p_probs(torch.from_numpy(np.asarray(last_logits, dtype=np.float64)), knobs.temperature,
-                        knobs.top_p).numpy()
+    probs = top_p_probs(np.asarray(last_logits, dtype=np.float64), knobs.temperature, knobs.top_p)
     return probs, sample_index(probs, float(u))
 
 
@@ -605,4 +676,4 @@ def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
                      layers=layers, final=final)
 
 
-__all__ = ["ToyK3", "ToyDims", "resolve_device", "Knobs"]
+__all__ = ["ToyK3", "ToyDims", "Device", "resolve_device", "Knobs"]

@@ -6,7 +6,6 @@ on any device.
 """
 from __future__ import annotations
 
-import torch
 
 from compute.norms import l2_norm, rms_norm
 from compute.parts import const, part
@@ -60,21 +59,22 @@ def kda_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     V = v.shape[-1]
     if scale is None:
         scale = K ** -0.5
-    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.to(q.dtype)
-    alpha = g.exp().unsqueeze(-1)  # [B,T,H,K,1]
-    qs = (q * scale).unsqueeze(-2)  # [B,T,H,1,K]
-    kr = k.unsqueeze(-2)  # [B,T,H,1,K] (row) for Sᵀk
-    kc = k.unsqueeze(-1)  # [B,T,H,K,1] (column) for k uᵀ
-    bt = beta.unsqueeze(-1).unsqueeze(-1)  # [B,T,H,1,1]
-    vr = v.unsqueeze(-2)  # [B,T,H,1,V]
+    o_ = ops(q)
+    S = o_.zeros((B, H, K, V), q) if initial_state is None else o_.cast(initial_state, q)
+    alpha = o_.exp(g)[..., None]  # [B,T,H,K,1]
+    qs = (q * scale)[..., None, :]  # [B,T,H,1,K]
+    kr = k[..., None, :]  # [B,T,H,1,K] (row) for Sᵀk
+    kc = k[..., None]  # [B,T,H,K,1] (column) for k uᵀ
+    bt = beta[..., None, None]  # [B,T,H,1,1]
+    vr = v[..., None, :]  # [B,T,H,1,V]
     outs = []
     for t in range(T):
         S = S * alpha[:, t]  # forget: Diag(α) S
         u = bt[:, t] * (vr[:, t] - kr[:, t] @ S)  # [B,H,1,V] the delta
         S = S + kc[:, t] * u  # write k uᵀ
         outs.append(qs[:, t] @ S)  # read after the update, [B,H,1,V]
-    o = outs[0].unsqueeze(1) if T == 1 else torch.stack(outs, 1)
-    return o.squeeze(-2), S
+    o = o_.stack(outs, 1)  # [B,T,H,1,V]
+    return o.reshape(B, T, H, V), S
 
 
 def kda_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,

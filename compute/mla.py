@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+import numpy as np
 
 from compute.norms import rms_norm
 from compute.parts import part
@@ -18,12 +18,19 @@ __all__ = ["mla_attention", "apply_rope", "mla_layer"]
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
     """Rotary embedding on the last dim (pairs (2i, 2i+1)). x [T, ..., R] with R even; positions [T]."""
     R = x.shape[-1]
-    inv = theta ** (-torch.arange(0, R, 2, dtype=x.dtype, device=x.device) / R)  # [R/2]
-    ang = positions.to(x.dtype)[:, None] * inv[None]  # [T, R/2]
-    shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (R // 2,)
-    cos, sin = ang.cos().reshape(shape), ang.sin().reshape(shape)
+    shape = (x.shape[0],) + (1,) * (len(x.shape) - 2) + (R // 2,)
+    if isinstance(x, np.ndarray):
+        inv = theta ** (-np.arange(0, R, 2, dtype=x.dtype) / R)  # [R/2]
+        ang = np.asarray(positions).astype(x.dtype)[:, None] * inv[None]  # [T, R/2]
+        cos, sin = np.cos(ang).reshape(shape), np.sin(ang).reshape(shape)
+    else:
+        import torch
+
+        inv = theta ** (-torch.arange(0, R, 2, dtype=x.dtype, device=x.device) / R)
+        ang = positions.to(x.dtype)[:, None] * inv[None]
+        cos, sin = ang.cos().reshape(shape), ang.sin().reshape(shape)
     x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+    return ops(x).stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).reshape(x.shape)
 
 
 def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor | None, scale: float
@@ -69,8 +76,8 @@ def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim:
     q = q_b.reshape(T, H, nope + rope)
     c_new, kr_new = kv_a[:, :kv_lora], kv_a[:, kv_lora:]
     if rope_theta is not None:
-        q = xp.cat([q[..., :nope], xp.via_torch(apply_rope, q[..., nope:], positions, rope_theta)], -1)
-        kr_new = xp.via_torch(apply_rope, kr_new, positions, rope_theta)
+        q = xp.cat([q[..., :nope], apply_rope(q[..., nope:], positions, rope_theta)], -1)
+        kr_new = apply_rope(kr_new, positions, rope_theta)
     if cache is None:
         c_kv, k_rope = c_new, kr_new
     else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+import numpy as np
 
 from compute.norms import rms_norm
 from compute.xp import ops
@@ -42,7 +42,7 @@ def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group
     s = o.sigmoid(logits)
     sel = s if bias is None else s + bias
     if n_group > 1:
-        sel = o.via_torch(_group_limit, sel, bias is not None, n_group, topk_group)
+        sel = _group_limit(sel, bias is not None, n_group, topk_group)
     idx = o.topk_idx(sel, top_k)
     w = o.gather(s, idx)
     w = w / (o.sum_keep(w) + o.const(1e-20, w))
@@ -54,7 +54,18 @@ def _group_limit(sel: torch.Tensor, biased: bool, n_group: int, topk_group: int)
     groups set to −inf. A group scores the sum of its top-2 biased scores (its max without a bias); a group of
     one expert (n_group = E) scores that expert's biased score."""
     T, E = sel.shape
-    grouped = sel.view(T, n_group, E // n_group)
+    o = ops(sel)
+    grouped = sel.reshape(T, n_group, E // n_group)
+    if isinstance(sel, np.ndarray):
+        m = E // n_group
+        gscore = (np.partition(grouped, m - min(2, m), -1)[..., m - min(2, m):].sum(-1) if biased
+                  else grouped.max(-1))
+        keep = o.topk_idx(gscore, topk_group)
+        drop = np.ones((T, n_group), bool)
+        drop[np.arange(T)[:, None], keep] = False
+        return np.where(drop[..., None], -np.inf, grouped).reshape(T, E)
+    import torch
+
     gscore = grouped.topk(min(2, E // n_group), -1)[0].sum(-1) if biased else grouped.amax(-1)
     keep = gscore.topk(topk_group, -1)[1]
     drop = torch.ones(T, n_group, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
@@ -64,8 +75,9 @@ def _group_limit(sel: torch.Tensor, biased: bool, n_group: int, topk_group: int)
 def softmax_router(h: torch.Tensor, W_router: torch.Tensor, top_k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     """The seed's logical-router teaching example (older softmax form, labelled as such):
     r = h W_router, p = softmax(r), selected = TopK(p, k). h [T, D], W_router [D, E]. Returns (p, idx)."""
-    p = (h @ W_router).softmax(-1)
-    return p, p.topk(top_k, -1)[1]
+    o = ops(h)
+    p = o.softmax(h @ W_router, -1)
+    return p, o.topk_idx(p, top_k)
 
 
 def quantile_balance(scores: torch.Tensor, bias: torch.Tensor, top_k: int) -> torch.Tensor:
@@ -78,16 +90,21 @@ def quantile_balance(scores: torch.Tensor, bias: torch.Tensor, top_k: int) -> to
     m, n = scores.shape
     if not 0 < top_k < n:
         raise ValueError(f"top_k must be in 1..{n - 1}")
+    q = min(int(math.floor(m * top_k / n)), m - 1)
+    if isinstance(scores, np.ndarray):
+        alpha = np.partition(scores + bias, n - top_k - 1, -1)[:, n - top_k - 1:n - top_k]  # [m, 1]
+        margins = scores - alpha  # [m, n]
+        return -np.partition(margins, m - q - 1, 0)[m - q - 1]
     alpha = (scores + bias).topk(top_k + 1, -1)[0][:, -1:]  # [m, 1]
     margins = scores - alpha  # [m, n]
-    q = min(int(math.floor(m * top_k / n)), m - 1)
     return -margins.topk(q + 1, 0)[0][-1]
 
 
 def max_load_ratio(indices: torch.Tensor, n_experts: int) -> float:
     """max over experts of (tokens routed to it) / (ideal m·k/n). indices [m, k]."""
-    load = torch.bincount(indices.flatten(), minlength=n_experts).to(torch.float64)
-    return float(load.max() / (indices.numel() / n_experts))
+    flat = np.asarray(indices).reshape(-1) if isinstance(indices, np.ndarray) else indices.reshape(-1).cpu().numpy()
+    load = np.bincount(flat, minlength=n_experts).astype(np.float64)
+    return float(load.max() / (flat.size / n_experts))
 
 
 def _act(g: torch.Tensor, u: torch.Tensor, act: str, beta1: float, beta2: float) -> torch.Tensor:

@@ -3,20 +3,19 @@
 Layer functions compute fused projections (one matmul for q|k|v|…) and record their pieces with
 `part(base, index, shape)`: for a torch base a lazy `Part`, which `to_numpy` converts once and slices in numpy
 (cheap) instead of dispatching one torch view per piece; for a numpy base (the engine's CPU backend) the view
-itself. `materialize` gives the torch tensor of a Part when a caller needs it.
+itself. Nothing here imports torch. `materialize` gives the torch tensor of a Part when a caller needs it.
 """
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 import numpy as np
-import torch
 
 from compute.xp import ops
 
 
 class Part(NamedTuple):
-    base: torch.Tensor
+    base: Any  # a torch tensor
     index: Any  # a numpy/torch basic index (tuple of slices / ints)
     shape: tuple[int, ...] | None = None  # reshape after indexing (None = keep)
 
@@ -51,7 +50,8 @@ def to_numpy(v: Any, cache: dict[int, np.ndarray]) -> Any:
     return _np(v)
 
 
-def _np(t: torch.Tensor | np.ndarray) -> np.ndarray:
+def _np(t: Any) -> np.ndarray:
+    """numpy for a numpy array (itself) or a torch tensor (without importing torch here)."""
     if isinstance(t, np.ndarray):
         return t
     if t.device.type == "cpu" and not t.requires_grad:

@@ -75,22 +75,16 @@ class QBSimulator:
     # --- the engine's operators --------------------------------------------------------------------
     def load(self, bias: np.ndarray) -> np.ndarray:
         """Tokens per expert [n] when the batch is routed with `bias` (compute.moe.route, K3 gate)."""
-        import torch
-
         from compute.moe import route
 
-        _, idx = route(torch.from_numpy(self.logits), torch.from_numpy(np.asarray(bias, dtype=np.float64)),
-                       self.top_k)
-        return np.bincount(idx.reshape(-1).cpu().numpy(), minlength=self.n_experts)
+        _, idx = route(np.asarray(self.logits, dtype=np.float64), np.asarray(bias, dtype=np.float64), self.top_k)
+        return np.bincount(idx.reshape(-1), minlength=self.n_experts)
 
     def next_bias(self) -> np.ndarray:
         """b' = quantile_balance(s, b, k) on the current batch (compute.moe.quantile_balance)."""
-        import torch
-
         from compute.moe import quantile_balance
 
-        new = quantile_balance(torch.from_numpy(self.scores), torch.from_numpy(self.bias), self.top_k)
-        return new.cpu().numpy().astype(np.float64)
+        return np.asarray(quantile_balance(self.scores, self.bias, self.top_k), dtype=np.float64)
 
     # --- updates -----------------------------------------------------------------------------------
     def _record(self, update: int) -> QBRecord:

@@ -1,7 +1,8 @@
 """Array namespace: the few operations that torch and numpy spell differently.
 
 The operators are written once against `ops(x)`, so the same code runs on torch tensors (any device, any
-dtype: the public API, tests, CUDA) and on numpy arrays (ToyK3's CPU fast path: a numpy ufunc on an 8-wide
+dtype: tests, CUDA; the torch spellings live in compute.xp_torch, loaded only for a torch tensor, so numpy
+callers never import torch) and on numpy arrays (ToyK3's CPU fast path: a numpy ufunc on an 8-wide
 array costs a fraction of a torch dispatch, and the trace needs no conversion afterwards). Everything else
 the operators use (`@`, `*`, `+`, basic and integer-array indexing, `[..., None]`, `.reshape`, `.sum(axis)`,
 `.swapaxes`, `.T`, `.shape`) is spelled the same in both libraries.
@@ -14,136 +15,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 __all__ = ["ops", "TorchOps", "NumpyOps"]
 
-_CONSTS: dict[tuple, torch.Tensor] = {}
 _NP_CONSTS: dict[tuple, np.ndarray] = {}
-
-
-class TorchOps:
-    """torch spellings (any device)."""
-
-    @staticmethod
-    def const(value: float, like: torch.Tensor) -> torch.Tensor:
-        key = (value, like.dtype, like.device)
-        t = _CONSTS.get(key)
-        if t is None:
-            t = _CONSTS[key] = torch.tensor(value, dtype=like.dtype, device=like.device)
-        return t
-
-    sigmoid = staticmethod(torch.sigmoid)
-    silu = staticmethod(F.silu)
-    softplus = staticmethod(F.softplus)
-    exp = staticmethod(torch.exp)
-    log = staticmethod(torch.log)
-    tanh = staticmethod(torch.tanh)
-    rsqrt = staticmethod(torch.rsqrt)
-
-    @staticmethod
-    def scaled_rsqrt(x: torch.Tensor, c: float) -> torch.Tensor:
-        """c / sqrt(x)."""
-        return torch.rsqrt(x) * TorchOps.const(c, x)
-
-    @staticmethod
-    def sum_keep(x: torch.Tensor) -> torch.Tensor:
-        """Σ over the last dim, kept as size 1."""
-        return x.sum(-1, keepdim=True)
-
-    @staticmethod
-    def sum(x: torch.Tensor, axis: int) -> torch.Tensor:
-        return x.sum(axis)
-
-    @staticmethod
-    def softmax(x: torch.Tensor, axis: int) -> torch.Tensor:
-        return x.softmax(axis)
-
-    @staticmethod
-    def cat(xs, axis: int) -> torch.Tensor:
-        return torch.cat(xs, axis)
-
-    @staticmethod
-    def stack(xs, axis: int = 0) -> torch.Tensor:
-        return torch.stack(xs, axis)
-
-    @staticmethod
-    def permute(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
-        return x.permute(axes)
-
-    @staticmethod
-    def expand(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-        return x.expand(shape)
-
-    @staticmethod
-    def zeros(shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
-        return like.new_zeros(shape)
-
-    @staticmethod
-    def full(shape: tuple[int, ...], value: float, like: torch.Tensor) -> torch.Tensor:
-        return torch.full(shape, value, dtype=like.dtype, device=like.device)
-
-    @staticmethod
-    def maximum(x: torch.Tensor, value: float) -> torch.Tensor:
-        return x.clamp_min(value)
-
-    @staticmethod
-    def masked_fill(x: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor:
-        return x.masked_fill(mask, value)
-
-    @staticmethod
-    def causal_mask(T: int, S: int, like: torch.Tensor) -> torch.Tensor:
-        """[T, S] True where key s lies after query t (queries = the last T of S keys)."""
-        return torch.ones(T, S, dtype=torch.bool, device=like.device).triu(S - T + 1)
-
-    @staticmethod
-    def topk_idx(x: torch.Tensor, k: int) -> torch.Tensor:
-        """Indices of the k largest along the last dim, largest first."""
-        return x.topk(k, -1)[1]
-
-    @staticmethod
-    def gather(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-        """x[..., idx] row by row along the last dim (x [T, E], idx [T, k] → [T, k])."""
-        return x.gather(-1, idx)
-
-    @staticmethod
-    def windows(x: torch.Tensor, K: int) -> torch.Tensor:
-        """Sliding windows along dim 0: x [T+K-1, C] → [T, C, K] (a view)."""
-        return x.unfold(0, K, 1)
-
-    @staticmethod
-    def tril(x: torch.Tensor, k: int = 0) -> torch.Tensor:
-        """Lower triangle of the last two dims (entries above diagonal k zeroed)."""
-        return x.tril(k)
-
-    @staticmethod
-    def eye(n: int, like: torch.Tensor) -> torch.Tensor:
-        return torch.eye(n, dtype=like.dtype, device=like.device)
-
-    @staticmethod
-    def diag_embed(x: torch.Tensor) -> torch.Tensor:
-        """[..., n] → [..., n, n] with x on the diagonal."""
-        return torch.diag_embed(x)
-
-    @staticmethod
-    def pad_time(x: torch.Tensor, pad: int) -> torch.Tensor:
-        """Zero rows appended along dim 1 (the time axis of [B, T, ...])."""
-        return F.pad(x, (0, 0) * (x.dim() - 2) + (0, pad))
-
-    @staticmethod
-    def solve_unit_lower(L: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-        """X with L X = B for unit lower-triangular L (batched over leading dims)."""
-        return torch.linalg.solve_triangular(L, B, upper=False, unitriangular=True)
-
-    @staticmethod
-    def cast(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        return x.to(like.dtype)
-
-    @staticmethod
-    def via_torch(fn: Callable, *args: Any):
-        """fn on torch tensors (here: the arguments as they are)."""
-        return fn(*args)
 
 
 def _np_sigmoid(x: np.ndarray) -> np.ndarray:
@@ -166,10 +41,10 @@ def _np_rsqrt(x: np.ndarray) -> np.ndarray:
 
 
 def _to_np(v: Any) -> Any:
-    if isinstance(v, torch.Tensor):
-        return v.numpy()
     if isinstance(v, tuple):
         return tuple(_to_np(x) for x in v)
+    if hasattr(v, "numpy") and not isinstance(v, np.ndarray):  # a torch tensor
+        return v.numpy()
     return v
 
 
@@ -257,10 +132,11 @@ class NumpyOps:
 
     @staticmethod
     def topk_idx(x: np.ndarray, k: int) -> np.ndarray:
-        """2-D x: partition, then sort the k winners, largest first (exact ties in partition order); ~2× faster
-        than torch.topk on the router's [T, 896] in the engine."""
+        """Partition, then sort the k winners, largest first (exact ties in partition order); ~2× faster than
+        torch.topk on the router's [T, 896] in the engine. Any leading dims."""
         if x.ndim != 2:
-            return torch.from_numpy(np.ascontiguousarray(x)).topk(k, -1)[1].numpy()
+            lead = x.shape[:-1]
+            return NumpyOps.topk_idx(x.reshape(-1, x.shape[-1]), k).reshape(lead + (k,))
         n = x.shape[1]
         part = np.argpartition(x, n - k, -1)[:, n - k:]
         rows = _rows(x.shape[0])
@@ -315,7 +191,10 @@ class NumpyOps:
 
     @staticmethod
     def via_torch(fn: Callable, *args: Any):
-        """fn on zero-copy torch views of numpy arguments; tensor results come back as numpy."""
+        """fn on zero-copy torch views of numpy arguments; tensor results come back as numpy (needs torch: only
+        for torch-only helpers, which the engine's numpy path does not use)."""
+        import torch
+
         return _to_np(fn(*(torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)))
 
 
@@ -344,6 +223,29 @@ def _rows(n: int) -> np.ndarray:
     return r
 
 
-def ops(x: Any) -> type[TorchOps] | type[NumpyOps]:
-    """The namespace for x's library."""
-    return NumpyOps if isinstance(x, np.ndarray) else TorchOps
+def ops(x: Any) -> type:
+    """The namespace for x's library: NumpyOps for numpy arrays, compute.xp_torch.TorchOps (imported on first
+    use, so numpy callers never load torch) for anything else."""
+    if isinstance(x, np.ndarray):
+        return NumpyOps
+    return _torch_ops()
+
+
+def _torch_ops() -> type:
+    global _TORCH_OPS
+    if _TORCH_OPS is None:
+        from compute.xp_torch import TorchOps
+
+        _TORCH_OPS = TorchOps
+    return _TORCH_OPS
+
+
+_TORCH_OPS = None
+
+
+def __getattr__(name: str):
+    if name == "TorchOps":  # compute.xp.TorchOps still works; loading it loads torch
+        from compute.xp_torch import TorchOps
+
+        return TorchOps
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -114,3 +114,24 @@ def test_latent_moe_vs_loop_over_experts():
         ref = rms_norm(mix, w["norm"]) @ w["up"] + situ_glu(hs[:8], hs[8:]) @ w["shared2"]
         torch.testing.assert_close(y[i], ref)
         np.testing.assert_array_equal(t["moe.topk_idx"][i].numpy(), chosen)
+
+
+@pytest.mark.parametrize("n_group,topk_group,with_bias", [(1, 1, True), (8, 4, True), (8, 3, False), (256, 16, True)])
+def test_route_numpy_equals_torch(n_group, topk_group, with_bias):
+    """The numpy spelling (the engine's CPU path and the QB simulator run it without torch) selects the same
+    experts with the same weights, also with DeepSeek-V3 group limiting."""
+    g = torch.Generator().manual_seed(n_group + topk_group)
+    logits = torch.randn(12, 256, generator=g, dtype=torch.float64) * 2
+    bias = torch.randn(256, generator=g, dtype=torch.float64) * 0.3 if with_bias else None
+    w_t, i_t = route(logits, bias, 8, 2.5, n_group, topk_group)
+    w_n, i_n = route(logits.numpy(), None if bias is None else bias.numpy(), 8, 2.5, n_group, topk_group)
+    assert isinstance(i_n, np.ndarray)
+    np.testing.assert_array_equal(i_n, i_t.numpy())
+    np.testing.assert_allclose(w_n, w_t.numpy(), rtol=1e-12)
+
+
+def test_quantile_balance_numpy_equals_torch():
+    g = torch.Generator().manual_seed(3)
+    s = torch.rand(64, 32, generator=g, dtype=torch.float64)
+    b = torch.randn(32, generator=g, dtype=torch.float64) * 0.1
+    np.testing.assert_array_equal(quantile_balance(s.numpy(), b.numpy(), 4), quantile_balance(s, b, 4).numpy())

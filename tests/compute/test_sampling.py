@@ -47,6 +47,23 @@ def test_batched_rows():
         np.testing.assert_allclose(got[r].numpy(), hf_top_p_probs(logits[r].tolist(), 0.7, 0.6), rtol=1e-12)
 
 
+@pytest.mark.parametrize("temperature", [0.0, 0.3, 1.0, 2.5])
+@pytest.mark.parametrize("top_p", [1.0, 0.95, 0.7, 0.3, 0.05, 1e-9])
+def test_numpy_matches_hf_and_torch(temperature, top_p):
+    """The engine samples with numpy logits (no torch on the CPU path): the same probabilities as HF and as
+    the torch branch, also with ties and in batched rows."""
+    g = torch.Generator().manual_seed(int(temperature * 10 + top_p * 100) + 7)
+    logits = torch.randn(3, 64, generator=g, dtype=torch.float64) * 2
+    logits[1, :8] = logits[1, 8]  # ties
+    got = top_p_probs(logits.numpy(), temperature, top_p)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float64
+    np.testing.assert_allclose(got, top_p_probs(logits, temperature, top_p).numpy(), rtol=1e-12, atol=1e-15)
+    if temperature > 0:
+        for r in range(3):
+            np.testing.assert_allclose(got[r], hf_top_p_probs(logits[r].tolist(), temperature, top_p),
+                                       rtol=1e-12, atol=1e-15)
+
+
 def test_bad_top_p():
     with pytest.raises(ValueError):
         top_p_probs(torch.zeros(3), 1.0, 0.0)
