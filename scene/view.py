@@ -47,11 +47,17 @@ from scene.tooltips import tooltip_text
 ANIM_MS = 300
 
 
+SCENE_CATALOGUES = ("scene", "weights")  # the catalogues whose keys the scene's own texts use
+
+
 def _default_translator():
-    try:
-        table = json.loads(asset_path("i18n", "scene.en.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        table = {}
+    """English from the scene's catalogues, for a view without the app's translator (API, bench, tests)."""
+    table = {}
+    for name in SCENE_CATALOGUES:
+        try:
+            table.update(json.loads(asset_path("i18n", f"{name}.en.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pass
 
     def tr(key, **fmt):
         text = table.get(key, f"[{key}]")
