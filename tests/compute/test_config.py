@@ -203,7 +203,7 @@ def test_out_of_range(tmp_path, field, value, word):
     d = _k3()
     d[field] = value
     msg = _expect(tmp_path, d, field)
-    assert word in msg and len(msg) < 200, msg
+    assert word in msg and len(msg.replace(str(tmp_path), "")) < 160, msg  # one line, apart from the file's path
 
 
 def test_vocab_too_small_for_the_toy_says_why(tmp_path):
