@@ -1,13 +1,31 @@
 # K3 Explorer — two commands on a fresh Linux machine:
-#   make run    create .venv, install, launch the app
-#   make test   install what the tests need (Debian packages when root) and run the whole suite under Xvfb
+#   make run    create .venv, install the app (no torch: the CPU engine runs on numpy), launch it
+#   make test   install what the tests need (Debian packages when root, the CPU torch wheel) and run the whole
+#               suite under Xvfb
+# TORCH: the torch requirement to install. Empty by default for `make run`; `make run TORCH=torch` for the GPU
+# backend (CUDA build). `make test` installs $(TEST_TORCH) (TORCH when given, else the CPU wheel). The choice
+# installed last is recorded in $(TORCH_FILE) and compared on every run: a different choice re-installs torch.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
-TORCH ?= torch==2.13.0
+TORCH ?=
+TEST_TORCH := $(if $(TORCH),$(TORCH),torch==2.13.0)
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
+APP_STAMP := $(VENV)/.k3-app-installed
 STAMP := $(VENV)/.k3-installed
+TORCH_FILE := $(VENV)/.k3-torch
+
+# $(call torch_step,REQ): install torch REQ unless it is what $(TORCH_FILE) records (empty REQ: leave torch as it
+# is). A changed recorded choice uninstalls first: pip would otherwise keep e.g. 2.13.0+cpu for a plain "torch".
+define torch_step
+	@want='$(1)'; have="$$(cat $(TORCH_FILE) 2>/dev/null)"; \
+	if [ -n "$$want" ] && [ "$$want" != "$$have" ]; then \
+	  echo "torch: installing $$want (was: $${have:-none recorded})"; \
+	  if [ -n "$$have" ]; then $(PIP) uninstall -y -q torch >/dev/null 2>&1; fi; \
+	  $(PIP) install -q "$$want" && printf '%s' "$$want" > $(TORCH_FILE); \
+	fi
+endef
 
 DEB_PACKAGES := libgl1 libegl1 libglib2.0-0 libfontconfig1 libfreetype6 libdbus-1-3 libx11-6 libx11-xcb1 \
   libxkbcommon0 libxkbcommon-x11-0 libxcb1 libxcb-cursor0 libxcb-glx0 libxcb-icccm4 libxcb-image0 \
@@ -16,15 +34,20 @@ DEB_PACKAGES := libgl1 libegl1 libglib2.0-0 libfontconfig1 libfreetype6 libdbus-
 
 .PHONY: run test venv sysdeps bench clean
 
-run: $(STAMP)
+run: $(APP_STAMP)
+	$(call torch_step,$(TORCH))
 	$(VENV)/bin/k3-explorer
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(APP_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "$(TORCH)"
+	$(PIP) install -q -e .
+	touch $(APP_STAMP)
+
+$(STAMP): $(APP_STAMP)
+	$(call torch_step,$(TEST_TORCH))
 	$(PIP) install -q -e ".[test]"
 	touch $(STAMP)
 
@@ -41,9 +64,11 @@ sysdeps:
 	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 
 test: sysdeps $(STAMP)
+	$(call torch_step,$(TEST_TORCH))
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(STAMP)
+	$(call torch_step,$(TEST_TORCH))
 	$(PY) bench/engine.py
 	$(PY) bench/scene.py
 	$(PY) bench/app.py

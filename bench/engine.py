@@ -6,8 +6,10 @@ run: a full ToyK3.run (6-token prompt + 4 generated tokens → 1 prefill + 3 dec
 including the trace's numpy conversion. resample: ToyK3.resample after a temperature / top-p change that
 keeps the sampled tokens (the common slider case: no layer re-runs). torch_ops_per_run: aten ops dispatched
 during one run (TorchDispatchMode counter), the floor of the eager per-op overhead; with the numpy backend
-(the default on a CPU device) only the few ops that stay in torch (sampling, embedding set-up); the layers
-then run compute.fused's kernels (numpy_fused_kernels).
+(the default on a CPU device) none: weights, embeddings, layers and sampling are numpy and the engine never
+imports torch there (torch_imported_by_engine); torch is only imported here to count ops when it is installed
+(null without it). weights_load_ms: reading, checking and unpacking the trained weights file
+(compute.weights; target ≤ 200 ms); init_ms: the whole ToyK3() (weights, conversion, fused plans).
 """
 from __future__ import annotations
 
@@ -22,9 +24,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-
 from compute.engine import ToyK3  # noqa: E402
 from compute.trace import Knobs  # noqa: E402
 
@@ -35,17 +34,26 @@ _CONVERSION_OPS = {"aten.detach.default", "aten.to.dtype_layout", "aten.resolve_
                    "aten.resolve_neg.default"}  # what Tensor.numpy() dispatches (C++ side, cheap)
 
 
-class OpCounter(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-        self.conversion = 0
+def _op_counter():
+    """A TorchDispatchMode counting aten ops (torch imported here, only when installed), or None."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        return None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += 1
-        if str(func) in _CONVERSION_OPS:
-            self.conversion += 1
-        return func(*args, **(kwargs or {}))
+    class OpCounter(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+            self.conversion = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.count += 1
+            if str(func) in _CONVERSION_OPS:
+                self.conversion += 1
+            return func(*args, **(kwargs or {}))
+
+    return OpCounter()
 
 
 def _median_ms(fn, repeats, cpu=None):
@@ -66,14 +74,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (0 = leave torch's default)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch.set_num_threads for the torch backend (0 = leave torch's default)")
     ap.add_argument("--backend", default="auto", choices=("auto", "numpy", "torch"), help="ToyK3 backend")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    m = ToyK3(device=args.device, backend=args.backend)
+    m = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None)
     init_ms = (time.perf_counter() - t0) * 1e3
+    wl_ms = None
+    if m.weights_name == "trained":  # read + check + unpack the file again, as ToyK3 did (float64 dicts)
+        wl_ms, _ = _median_ms(lambda: m._load_trained(None), 5)
     knobs = Knobs(temperature=0.8, top_p=0.95, sample_seed=0)
     m.run(PROMPT, 4, knobs)  # warm-up
     tr = m.run(PROMPT, 4, knobs)
@@ -94,18 +104,22 @@ def main() -> None:
     kn3 = next(k for k in (Knobs(temperature=3.0, sample_seed=s) for s in range(50))
                if m.resample(tr, k).passes[0].final["sampled"] != tr.passes[0].final["sampled"])
     rerun_med, _ = _median_ms(lambda: m.resample(tr, kn3), max(3, args.repeats // 2))
-    # per-op cost of this machine right now (calibration for comparing runs on loaded machines)
-    xa = torch.randn(1, 8)
-    with torch.inference_mode():
-        add_med, _ = _median_ms(lambda: [xa + xa for _ in range(1000)], 5)
-    with torch.inference_mode(), OpCounter() as oc:
-        m.run(PROMPT, 4, knobs)
+    torch_by_engine = "torch" in sys.modules  # before this script imports it to count ops
+    oc = _op_counter()
+    if oc is not None:
+        import torch
+
+        xa = torch.randn(1, 8)  # per-op cost of this machine right now (to compare runs on loaded machines)
+        with torch.inference_mode():
+            add_med, _ = _median_ms(lambda: [xa + xa for _ in range(1000)], 5)
+        with torch.inference_mode(), oc:
+            m.run(PROMPT, 4, knobs)
     # one decode pass alone (per-token cost)
-    with torch.inference_mode():
-        data, caches, _ = m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None)
-        ids = [tr.tokens[6][1]]
-        dec_med, _ = _median_ms(lambda: m.forward(ids, 6, knobs, caches), args.repeats)
-        pre_med, _ = _median_ms(lambda: m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None), args.repeats)
+    data, caches, _ = m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None)
+    ids = [tr.tokens[6][1]]
+    dec_med, _ = _median_ms(lambda: m.forward(ids, 6, knobs, caches), args.repeats)
+    pre_med, _ = _median_ms(lambda: m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None), args.repeats)
+    torch = sys.modules.get("torch")
     out = {
         "run_ms_median": round(run_med, 2),
         "run_ms_min": round(run_min, 2),
@@ -116,25 +130,27 @@ def main() -> None:
         "resample_first_token_changed_ms_median": round(rerun_med, 2),
         "run_cpu_ms_median": round(run_cpu[0], 2),
         "resample_cpu_ms_median": round(res_cpu[0], 3),
-        "calib_torch_add_us": round(add_med, 3),
+        "calib_torch_add_us": round(add_med, 3) if oc is not None else None,
         "prefill_pass_ms_median": round(pre_med, 2),
         "decode_pass_ms_median": round(dec_med, 2),
-        "torch_ops_per_run": oc.count,
-        "torch_compute_ops_per_run": oc.count - oc.conversion,
-        "numpy_conversion_ops_per_run": oc.conversion,
-        "torch_ops_per_layer_pass": round(oc.count / (93 * 4), 1),
+        "torch_ops_per_run": oc.count if oc is not None else None,
+        "torch_compute_ops_per_run": oc.count - oc.conversion if oc is not None else None,
+        "numpy_conversion_ops_per_run": oc.conversion if oc is not None else None,
+        "torch_ops_per_layer_pass": round(oc.count / (93 * 4), 1) if oc is not None else None,
+        "torch_imported_by_engine": torch_by_engine,
         "passes_per_run": len(tr.passes),
         "layers": len(tr.passes[0].layers),
         "init_ms": round(init_ms, 1),
+        "weights_load_ms": round(wl_ms, 1) if wl_ms is not None else None,
         "device": str(m.device),
         "backend": m.backend,
         "numpy_fused_kernels": getattr(m, "_fused", None) is not None,  # compute.fused (numpy backend, K3 config)
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads() if torch is not None else None,
+        "torch": torch.__version__ if torch is not None else None,
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-        "targets": {"run_ms_median": 60, "resample_ms_median": 2},
+        "targets": {"run_ms_median": 60, "resample_ms_median": 2, "weights_load_ms": 200},
     }
     print(json.dumps(out))
 
