@@ -92,3 +92,25 @@ class BlockAttnRes:
     def final(self, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """h = AttnRes(p, R; w_out) over len(R)+1 candidates. Returns (h, weights)."""
         return self._attn(self.p, w)
+
+
+class PlainResidual:
+    """The plain residual path (configs without AttnRes) with BlockAttnRes's interface, so one layer loop
+    serves both: x = p before the mixer, x2 = p + a before the FFN, p = x2 + f after it; no weights."""
+
+    def start(self, embedding):
+        self.p = embedding
+
+    def before_mixer(self, layer: int, w) -> tuple:
+        return self.p, None
+
+    def after_mixer(self, a, w) -> tuple:
+        self.x2 = self.p + a
+        return self.x2, None
+
+    def after_ffn(self, f):
+        self.p = self.x2 + f
+        return self.p
+
+    def final(self, w) -> tuple:
+        return self.p, None

@@ -14,8 +14,8 @@ Weights (`weights=`): "trained" (the default) loads the shipped asset assets/wei
 `python -m compute.train` on the small bilingual language of compute.task (robots, cups, tables; particles,
 verb endings, an object repeated from the sentence before), so "로봇이 컵을" continues grammatically at
 temperature 0; it is used when the config, toy dims and vocabulary match the file, otherwise the engine falls
-back to random weights and `weights_note` says why. "random" draws them from a seeded torch.Generator on the
-CPU in float64 (then cast), so the same seed gives the same model on every device and dtype. Either way
+back to random weights and `weights_note` says why. "random" draws them from numpy's default_rng(seed) in
+float64 (then cast), so the same seed gives the same model on every device, dtype and backend. Either way
 `weights_name` and every Trace's `weights_name` say which ones produced the numbers. Other configs of the family (Kimi Linear, K2,
 DeepSeek-V3) run with their own layer order, expert counts, routing groups, gate form, activation and
 residual path (plain residual without AttnRes; for a non-latent MoE the keys 'moe.down', 'moe.norm' and
@@ -28,18 +28,26 @@ Caches: KDA keeps, per layer, the short-conv tail (3 rows) and the state S [H, K
 the latent c_kv [S, kv_lora] and k_rope [S, rope] (one row more per token). `resample` rebuilds them from the
 trace itself, so a trace is all it needs.
 
-Backends: on a CPU device the layers run on numpy arrays (`backend="auto"`), on CUDA on torch tensors. Per-layer
-work is a few dozen ops on 8-wide arrays, so per-op overhead dominates, and a numpy ufunc costs a fraction of a
-torch dispatch; the trace then needs no conversion. The torch backend runs the operator code (compute.kda, .mla,
-.moe, .attnres; compute.xp spells the few operations the two libraries name differently); the numpy backend
-runs compute.fused — the same formulas with fused projections and fewer array ops per layer — for configs it
-supports (K3), the operator code on numpy otherwise. KDA prefill: the torch backend runs `kda_chunked`; the fused
-kernels run the token recurrence for prompts of up to 32 tokens and `kda_chunked` beyond (equal to rounding). float64 runs of the two backends agree to ~1e-8 of each
-tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In float32
-the toy is chaotic: a rounding difference (the two libraries round exp and sums differently) flips a near-tied
-top-k choice somewhere in the 92 routed layers and the difference grows — float32 logits of either backend
-differ from the float64 run by up to a few units for many prompts, and the two float32 backends differ from
-each other as much, so sampled tokens can differ. `backend="torch"` reproduces the torch results bit for bit.
+Backends: on a CPU device the layers run on numpy arrays (`backend="auto"`) and torch is neither needed nor
+imported (weights, embeddings, layers and sampling are numpy); on CUDA they run on torch tensors (torch is
+imported then; without it `ToyK3(device="cuda")` raises ImportError with the install hint). Per-layer work is a
+few dozen ops on 8-wide arrays, so per-op overhead dominates, and a numpy ufunc costs a fraction of a torch
+dispatch; the trace then needs no conversion. ONE layer loop (`forward`) serves every backend and config: the
+kernels of each block are picked once (`_pick_kernels`). On numpy, a block with a compute.fused kernel (every
+block of K3: KDA with the lower-bound gate, gated NoPE MLA, latent MoE with shared experts) runs it — the same
+formulas with fused projections and fewer array ops —, with fused's `_rms` for the norms and its
+BufferedAttnRes for the residual path; other blocks (the dense first layer's MLP, and those of other configs)
+run the operator code (compute.kda, .mla, .moe, .attnres; compute.xp spells the few operations the two
+libraries name differently). The torch backend runs the operators everywhere, with compute.attnres's
+BlockAttnRes; `kernels="operators"` makes the numpy backend do the same (the fused kernels are tested against
+it). KDA prefill: the operators run `kda_chunked`; the fused kernel runs the token recurrence for prompts of
+up to 32 tokens and `kda_chunked` beyond (equal to rounding). float64 runs of the two backends agree to ~1e-8
+of each tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In
+float32 the toy is chaotic: a rounding difference (the two libraries round exp and sums differently) flips a
+near-tied top-k choice somewhere in the 92 routed layers and the difference grows — float32 logits of either
+backend differ from the float64 run by up to a few units for many prompts, and the two float32 backends differ
+from each other as much, so sampled tokens can differ. `backend="torch"` reproduces the torch results bit for
+bit.
 Speed: see bench/engine.py (routed experts are gathered and run as one batched matmul).
 """
 from __future__ import annotations
@@ -52,10 +60,10 @@ from pathlib import Path
 import numpy as np
 
 from compute import weights as weights_io
-from compute.attnres import BlockAttnRes
+from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ModelConfig, load_default
 from compute.dims import ToyDims  # re-exported: the toy widths live in compute.dims (torch-free)
-from compute.fused import FusedK3, supported as fused_supported
+from compute.fused import FusedK3
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
@@ -136,7 +144,8 @@ class ToyK3:
 
     def __init__(self, config: ModelConfig | None = None, seed: int = 0, device="auto",
                  dtype="float32", dims: ToyDims | None = None, cpu_threads: int | None = 1,
-                 backend: str = "auto", weights: str = "trained", weights_path: str | Path | None = None):
+                 backend: str = "auto", weights: str = "trained", weights_path: str | Path | None = None,
+                 kernels: str = "auto"):
         """weights: "trained" = the shipped trained weights (compute.weights.default_path(), or `weights_path`)
         when they fit this config, dims and vocabulary — else the seeded random ones, and `weights_note` says
         why (a bad `weights_path` raises WeightsError instead); "random" = seeded random weights (`seed`).
@@ -152,7 +161,10 @@ class ToyK3:
         backend: the array library the layers run on. "auto" = numpy on a CPU device (no torch needed or
         imported: weights, embeddings, layers and sampling are numpy; K3's blocks run compute.fused's kernels,
         other blocks the operators on numpy through compute.xp), torch on CUDA (imported then; ImportError
-        with the install hint without it); "torch" forces torch tensors on the CPU too."""
+        with the install hint without it); "torch" forces torch tensors on the CPU too.
+
+        kernels: "auto" = on numpy, compute.fused's kernel for every block that has one; "operators" = the
+        operator code for every block (what the fused kernels are tested against)."""
         self.config = config if config is not None else load_default()
         self.seed = int(seed)
         self.device = resolve_device(device)
@@ -160,6 +172,9 @@ class ToyK3:
             raise ValueError(f"backend must be 'auto', 'torch' or 'numpy', got {backend!r}")
         if backend == "numpy" and self.device.type != "cpu":
             raise ValueError("the numpy backend runs on the CPU only")
+        if kernels not in ("auto", "operators"):
+            raise ValueError(f"kernels must be 'auto' or 'operators', got {kernels!r}")
+        self.kernels = kernels
         self.backend = "numpy" if backend == "numpy" or (backend == "auto" and self.device.type == "cpu") else "torch"
         self.dtype = _np_dtype(dtype)
         self._torch = None
@@ -176,6 +191,8 @@ class ToyK3:
         if weights not in ("trained", "random"):
             raise ValueError(f"weights must be 'trained' or 'random', got {weights!r}")
         self.weights_meta: dict = {}
+        c = self.config
+        self._rope_theta = float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None
         self._build_weights(weights, weights_path)
 
     # ------------------------------------------------------------------ weights
@@ -362,12 +379,36 @@ class ToyK3:
         self.final_norm = conv(self.final_norm64)
         self.w_out = conv(self.w_out64)
         self._weights_np = self._linear_weights_numpy()
-        self._fused = (FusedK3(self.config, self.dims, self.layers, self.w_out, self.layers[0]["norm_mixer"].dtype)
-                       if self.backend == "numpy" and fused_supported(self.config) else None)
+        self._pick_kernels()
         for d in self._weights_np[0] + [self._weights_np[1]]:
             for k, a in d.items():
                 d[k] = a = a.view()  # read-only views: the engine's own arrays stay as they are
                 a.setflags(write=False)
+
+    def _pick_kernels(self) -> None:
+        """Choose each block's kernels once. numpy backend: compute.fused's plans (pre-scaled norm and AttnRes
+        weights, its `_rms` and BufferedAttnRes) and its fused mixer / FFN where the block has one (every block
+        of K3), the operators on numpy otherwise; torch backend: the operators, rms_norm and BlockAttnRes."""
+        c = self.config
+        eps = c.rms_norm_eps
+        if self.backend == "numpy" and self.kernels == "auto":
+            fz = self._fused = FusedK3(c, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
+            self._blocks = [(P["norm_mixer"], P["norm_ffn"], P["w_attn"], P["w_mlp"],
+                             fz.mixer_kernel(li) or self._op_mixer, fz.ffn_kernel(li) or self._op_ffn)
+                            for li, P in enumerate(fz.plans)]
+            self._norm = fz.norm
+            self._w_out, self._final_norm = fz.w_out, fz.final_norm
+            self._new_residual = fz.attn_res if c.attn_res_block_size else PlainResidual
+        else:
+            self._fused = None
+            self._blocks = [(w["norm_mixer"], w["norm_ffn"], w["w_attn"], w["w_mlp"], self._op_mixer, self._op_ffn)
+                            for w in self.layers]
+            self._norm = lambda x, w: rms_norm(x, w, eps)
+            self._w_out, self._final_norm = self.w_out, self.final_norm
+            self._new_residual = ((lambda: BlockAttnRes(c.attn_res_block_size, eps=1e-6)) if c.attn_res_block_size
+                                  else PlainResidual)
+        self.fused_blocks = sum((m != self._op_mixer) + (f != self._op_ffn) for *_, m, f in self._blocks)
+        # how many mixer / FFN blocks run fused kernels
 
     def _linear_weights_numpy(self) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
         """Per layer: block key → W [in, out] (numpy, engine dtype) of every LINEAR_INPUTS block."""
@@ -416,79 +457,64 @@ class ToyK3:
         Returns (pass data: dict of the backend's arrays — torch tensors or `Part`s, or numpy arrays —, new
         caches (one per layer), logits [T, V_toy]).
         """
-        c, d = self.config, self.dims
         T = len(ids)
         positions = (np.arange(start, start + T) if self.backend == "numpy"
                      else self._torch.arange(start, start + T, device=self._torch_device))
         emb = self.embed_ids(ids)
         bias_off = self._bias_offset(knobs)
-        if self._fused is not None:
-            self.layer_calls += len(self.layers)
-            layer_data, new_caches, h, fw = self._fused.forward(
-                emb, positions, knobs, bias_off, caches,
-                float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None)
-            return self._final(positions, emb, layer_data, h, fw, new_caches)
-        ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else None
-        if ar is not None:
-            ar.start(emb)
-        p = emb
-        eps = c.rms_norm_eps
-        rope_theta = float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None
-        new_caches = []
-        layer_data = []
-        for li, w in enumerate(self.layers):
+        res = self._new_residual()  # AttnRes (BufferedAttnRes / BlockAttnRes) or the plain residual
+        res.start(emb)
+        norm = self._norm
+        new_caches, layer_data = [], []
+        for li, (nw_mixer, nw_ffn, w_attn, w_mlp, mixer, ffn) in enumerate(self._blocks):
             self.layer_calls += 1
-            t: dict = {}
-            if ar is not None:
-                x, aw = ar.before_mixer(li, w["w_attn"])
-            else:
-                x, aw = p, None
-            t["attnres.mixer"] = aw
-            t["attnres.mixer.out"] = x
-            xn = rms_norm(x, w["norm_mixer"], eps)
-            t["norm.mixer"] = xn
-            cache = None if caches is None else caches[li]
-            if "kda" in w:
-                a, mt, nc = kda_layer(xn, w["kda"], d.kda_heads, d.kda_head_dim, c.kda_gate_lower_bound, cache,
-                                      alpha=knobs.alpha, beta_override=knobs.beta, eps=eps)
-            else:
-                a, mt, nc = mla_layer(xn, w["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, positions,
-                                      cache, gated=c.mla_output_gate is not None, rope_theta=rope_theta, eps=eps)
+            x, aw = res.before_mixer(li, w_attn)
+            xn = norm(x, nw_mixer)
+            t = {"attnres.mixer": aw, "attnres.mixer.out": x, "norm.mixer": xn}
+            a, nc = mixer(li, xn, None if caches is None else caches[li], knobs, positions, t)
             new_caches.append(nc)
-            t.update(mt)
-            t["mixer.out"] = a
-            if ar is not None:
-                x2, fw = ar.after_mixer(a, w["w_mlp"])
-            else:
-                x2, fw = p + a, None
-            t["attnres.ffn"] = fw
-            t["attnres.ffn.out"] = x2
-            xn2 = rms_norm(x2, w["norm_ffn"], eps)
-            t["norm.ffn"] = xn2
-            if "mlp" in w:
-                f, ft = dense_mlp(xn2, w["mlp"], c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2)
-            else:
-                mw = w["moe"]
-                bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
-                f, ft = latent_moe(xn2, mw, c.num_experts_per_tok, bias, c.routed_scaling_factor, c.n_group,
-                                   c.topk_group, c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, eps)
-                if mw["down"] is None:
-                    for k in ("moe.down", "moe.norm", "moe.up"):
-                        ft.pop(k)
-            t.update(ft)
-            t["ffn.out"] = f
-            p = ar.after_ffn(f) if ar is not None else x2 + f
-            t["residual"] = p
+            x2, fw = res.after_mixer(a, w_mlp)
+            xn2 = norm(x2, nw_ffn)
+            f = ffn(li, xn2, bias_off, t)
+            p = res.after_ffn(f)
+            t.update({"mixer.out": a, "attnres.ffn": fw, "attnres.ffn.out": x2, "norm.ffn": xn2, "ffn.out": f,
+                      "residual": p})
             layer_data.append(t)
-        if ar is not None:
-            h, fw = ar.final(self.w_out)
-        else:
-            h, fw = p, None
+        h, fw = res.final(self._w_out)
         return self._final(positions, emb, layer_data, h, fw, new_caches)
+
+    def _op_mixer(self, li: int, xn, cache, knobs: Knobs, positions, t: dict):
+        """Layer li's mixer by the operators (compute.kda.kda_layer / compute.mla.mla_layer) → (y, new cache)."""
+        c, d, w = self.config, self.dims, self.layers[li]
+        if "kda" in w:
+            a, mt, nc = kda_layer(xn, w["kda"], d.kda_heads, d.kda_head_dim, c.kda_gate_lower_bound, cache,
+                                  alpha=knobs.alpha, beta_override=knobs.beta, eps=c.rms_norm_eps)
+        else:
+            a, mt, nc = mla_layer(xn, w["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, positions, cache,
+                                  gated=c.mla_output_gate is not None, rope_theta=self._rope_theta,
+                                  eps=c.rms_norm_eps)
+        t.update(mt)
+        return a, nc
+
+    def _op_ffn(self, li: int, xn, bias_off, t: dict):
+        """Layer li's FFN by the operators (compute.moe.dense_mlp / latent_moe) → y."""
+        c, w = self.config, self.layers[li]
+        if "mlp" in w:
+            f, ft = dense_mlp(xn, w["mlp"], c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2)
+        else:
+            mw = w["moe"]
+            bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
+            f, ft = latent_moe(xn, mw, c.num_experts_per_tok, bias, c.routed_scaling_factor, c.n_group,
+                               c.topk_group, c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, c.rms_norm_eps)
+            if mw["down"] is None:
+                for k in ("moe.down", "moe.norm", "moe.up"):
+                    ft.pop(k)
+        t.update(ft)
+        return f
 
     def _final(self, positions, emb, layer_data: list, h, fw, new_caches: list) -> tuple[dict, list, object]:
         """Final RMSNorm and LM head after the last layer; forward's return value."""
-        hn = rms_norm(h, self.final_norm, self.config.rms_norm_eps)
+        hn = self._norm(h, self._final_norm)
         logits = hn @ self.lm_head
         data = {"positions": positions, "embedding": emb, "layers": layer_data,
                 "final": {"final.attnres": fw, "final.norm": hn, "lm_head": logits}}

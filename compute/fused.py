@@ -1,10 +1,11 @@
 """Fused numpy kernels of one K3 layer: the engine's CPU fast path (few array ops per layer).
 
 The operators in compute.{kda,moe,attnres,norms} spell the math one paper symbol at a time and run on torch or
-numpy; at toy width each array op costs ~0.3–1 µs of pure overhead, so the engine's numpy backend runs these
-fused kernels instead — the SAME formulas, rearranged, equal to the operators up to float rounding
-(tests/compute/test_backends.py compares every trace tensor with the torch backend, which runs the operators;
-tests/compute/test_fused.py compares layer by layer in float64):
+numpy; at toy width each array op costs ~0.3–1 µs of pure overhead, so on the engine's numpy backend ToyK3's
+layer loop (the only one: compute.engine.ToyK3.forward) runs these fused kernels for every block that has one
+— the SAME formulas, rearranged, equal to the operators up to float rounding (tests/compute/test_fused.py
+compares block by block and the whole loop with kernels="operators" in float64; tests/compute/test_backends.py
+every trace tensor with the torch backend, which runs the operators):
 
 - projections: every linear map that reads the same input is one matmul over concatenated weights (KDA
   q|k|v|f|gates; router|W_down|shared W1|W3), and the two-stage f = W_fb (W_fa x) is one composed matrix;
@@ -22,8 +23,9 @@ tests/compute/test_fused.py compares layer by layer in float64):
 - KDA prefill: the token recurrence (`kda_recurrent`'s formula) for T ≤ 32 — fewer ops than the chunked
   form at toy width —, `compute.kda.kda_chunked` for longer prompts; decode: one step (`kda_step`'s formula).
 
-`supported(config)` says whether a config fits these kernels (K3: AttnRes, latent MoE with shared experts,
-SiTU-GLU, no group limit, lower-bound KDA gate); other configs run the operators on numpy.
+`kda_fusable` / `mla_fusable` / `moe_fusable` say which blocks of a config have a fused kernel (K3: all;
+other blocks run the operators on numpy in the same loop); `supported(config)`: every block, and AttnRes.
+RMSNorm everywhere is the one `_rms` (pre-scaled weights √n·w).
 """
 from __future__ import annotations
 
@@ -32,27 +34,140 @@ import math
 import numpy as np
 
 from compute.kda import kda_chunked
-from compute.mla import mla_layer
-from compute.moe import dense_mlp
-from compute.xp import _above
+from compute.xp import _above, _rows
 
-__all__ = ["supported", "FusedK3"]
+__all__ = ["supported", "FusedK3", "BufferedAttnRes", "kda_fusable", "mla_fusable", "moe_fusable"]
 
 RECURRENT_MAX_T = 32  # prefill longer than this uses the chunked form
 
 
+def kda_fusable(c) -> bool:
+    """KDA blocks with the lower-bound gate (K3) have a fused kernel (Kimi Linear's softplus gate: operator)."""
+    return c.kda_gate_lower_bound is not None
+
+
+def mla_fusable(c) -> bool:
+    """Gated NoPE MLA (K3) has a fused kernel; rotary or ungated MLA runs the operator."""
+    return c.mla_output_gate is not None and not c.mla_use_rope
+
+
+def moe_fusable(c) -> bool:
+    """Latent MoE with shared experts, SiTU-GLU and no group limit (K3) has a fused kernel."""
+    return (c.hidden_act == "situ_glu" and c.n_group == 1 and c.moe_latent_size is not None
+            and c.n_shared_experts > 0 and c.situ_glu_beta1 > 0 and c.situ_glu_beta2 > 0)
+
+
 def supported(config) -> bool:
+    """Every block of the config runs a fused kernel (K3); other configs mix fused and operator blocks."""
     c = config
-    return (bool(c.attn_res_block_size) and c.hidden_act == "situ_glu" and c.n_group == 1
-            and c.moe_latent_size is not None and c.n_shared_experts > 0 and c.kda_gate_lower_bound is not None
-            and not c.mla_use_rope and c.situ_glu_beta1 > 0 and c.situ_glu_beta2 > 0)
+    return bool(c.attn_res_block_size) and kda_fusable(c) and mla_fusable(c) and moe_fusable(c)
+
+
+def _rms(x: np.ndarray, w2: np.ndarray, c_eps: np.ndarray) -> np.ndarray:
+    """RMSNorm over the last dim with w2 = √n·w and c_eps = n·eps (0-dim, x's dtype): x·w2 / sqrt(Σx² + n·eps)
+    (= x / sqrt(mean(x²) + eps) ⊙ w). One row: a dot product and a scalar square root."""
+    if x.shape[0] == 1 and x.ndim == 2:
+        xf = x[0]
+        y = x * w2
+        y /= math.sqrt(np.dot(xf, xf) + float(c_eps))
+        return y
+    ss = np.add.reduce(x * x, -1, keepdims=True)
+    ss += c_eps
+    np.sqrt(ss, out=ss)
+    y = x * w2
+    y /= ss
+    return y
+
+
+class BufferedAttnRes:
+    """Block Attention Residuals with compute.attnres.BlockAttnRes's interface (start, before_mixer,
+    after_mixer, after_ffn, final, stored), on numpy: the candidates live in a preallocated [T, N+1, D] buffer
+    with the RMS denominator of every stored block computed once (stored blocks never change), so a call
+    normalises only the new partial. Pseudo-queries are passed pre-scaled as √D·w (FusedK3's plans); `shift`
+    False skips the softmax max-shift when the scores are provably bounded (|s| ≤ √D·‖w‖ < 60)."""
+
+    def __init__(self, block_size: int, n_candidates: int, eps: float, dtype, shift: bool):
+        self.block, self.C, self.eps, self.dtype, self.shift = block_size, n_candidates, eps, np.dtype(dtype), shift
+
+    def start(self, embedding: np.ndarray) -> None:
+        T, D = embedding.shape
+        C, dt = self.C, self.dtype
+        self.T = T
+        self.Vb = Vb = np.empty((T, C, D), dt)  # candidates: stored blocks, then the current partial
+        self.Den = Den = np.empty((T, C), dt)  # sqrt(Σ V² + D·eps) per candidate
+        self.cD = np.array(D * self.eps, dt)
+        self.Deps = float(self.cD)
+        # views per number of stored blocks n: slot n, and the n+1 candidates
+        self.V_slot = [Vb[:, i] for i in range(C)]
+        self.D_slot = [Den[:, i] for i in range(C)]
+        self.V_upto = [Vb[:, :i + 1] for i in range(C)]
+        self.D_upto = [Den[:, :i + 1] for i in range(C)]
+        self.V1_upto = [Vb[0, :i + 1] for i in range(C)]  # one token: the candidates as a plain [n+1, D] matrix
+        self.p, self.prefix, self.n = embedding, None, 0
+
+    @property
+    def stored(self) -> list[np.ndarray]:
+        return [self.Vb[:, i] for i in range(self.n)]
+
+    def _attn(self, partial: np.ndarray, wq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """AttnRes over the n stored candidates and `partial` (written to slot n). Returns (mix [T, D], weights)."""
+        n = self.n
+        self.V_slot[n][...] = partial
+        if self.T == 1:
+            pf = partial[0]
+            self.D_slot[n][0] = math.sqrt(np.dot(pf, pf) + self.Deps)
+        else:
+            ss = np.add.reduce(partial * partial, -1)
+            ss += self.cD
+            np.sqrt(ss, out=self.D_slot[n])
+        Vn = self.V_upto[n]
+        s = Vn @ wq
+        s /= self.D_upto[n]
+        if self.shift:
+            s -= np.maximum.reduce(s, -1, keepdims=True)
+        np.exp(s, out=s)
+        s /= np.add.reduce(s, -1, keepdims=True)
+        return (s @ self.V1_upto[n] if self.T == 1 else (s[:, None, :] @ Vn)[:, 0]), s
+
+    def before_mixer(self, layer: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """x = AttnRes(p, R; w) if R else p; store p at a block start. Returns (x, weights or None)."""
+        p = self.p
+        if self.n:
+            x, wts = self._attn(p, w)  # p written to slot n
+        else:
+            x, wts = p, None
+            if layer % self.block == 0:  # the embedding: slot 0
+                self.V_slot[0][...] = p
+                ss = np.add.reduce(p * p, -1)
+                ss += self.cD
+                np.sqrt(ss, out=self.D_slot[0])
+        if layer % self.block == 0:
+            self.n += 1  # slot n (just written) becomes a stored block
+            self.prefix = None
+        else:
+            self.prefix = p
+        return x, wts
+
+    def after_mixer(self, a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """prefix += a; x2 = AttnRes(prefix, R; w). Returns (x2, weights)."""
+        self.prefix = a if self.prefix is None else self.prefix + a
+        return self._attn(self.prefix, w)
+
+    def after_ffn(self, f: np.ndarray) -> np.ndarray:
+        self.p = self.prefix + f
+        return self.p
+
+    def final(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._attn(self.p, w)
 
 
 class FusedK3:
-    """Per-layer fused weights (built once from the engine's weight dicts) and the fused forward over all
-    layers. Arrays of the engine's numpy dtype."""
+    """Per-layer fused weights (built once from the engine's weight dicts; arrays of the engine's numpy dtype)
+    and the fused block kernels that ToyK3's layer loop picks per block: `mixer_kernel(li)` / `ffn_kernel(li)`
+    (None where the block has no fused kernel: the operator runs), `norm` (= `_rms`) with the pre-scaled norm
+    weights of `plans`, and `attn_res()` (a BufferedAttnRes)."""
 
-    def __init__(self, config, dims, layers: list[dict], w_out: np.ndarray, dtype):
+    def __init__(self, config, dims, layers: list[dict], w_out: np.ndarray, dtype, final_norm=None):
         c, d = config, dims
         self.config, self.dims = c, d
         self.dtype = dt = np.dtype(dtype)
@@ -61,9 +176,10 @@ class FusedK3:
         eps = c.rms_norm_eps
         self.eps = eps
         self.c_Deps = np.array(D * eps, dt)
+        self.attn_eps = 1e-6  # compute.attnres.BlockAttnRes's eps
         self.sqrtD = math.sqrt(D)
         self.block = c.attn_res_block_size
-        self.n_cand = len(range(0, c.num_hidden_layers, self.block)) + 1
+        self.n_cand = len(range(0, c.num_hidden_layers, self.block)) + 1 if self.block else 0
         b1, b2 = c.situ_glu_beta1, c.situ_glu_beta2
         self.plans = []
         bound = 0.0
@@ -72,18 +188,21 @@ class FusedK3:
                        "norm_ffn": (w["norm_ffn"] * self.sqrtD).astype(dt),
                        "w_attn": (w["w_attn"] * self.sqrtD).astype(dt), "w_mlp": (w["w_mlp"] * self.sqrtD).astype(dt)}
             bound = max(bound, float(np.linalg.norm(p["w_attn"])), float(np.linalg.norm(p["w_mlp"])))
-            if "kda" in w:
+            if "kda" in w and kda_fusable(c):
                 p["kda"] = self._kda_plan(w["kda"], dt)
-            else:
-                p["mla"] = w["mla"]
-                if c.mla_output_gate is not None:
-                    p["mla_f"] = self._mla_plan(w["mla"], dt)
-            if "mlp" in w:
-                p["mlp"] = w["mlp"]
-            else:
+            elif "mla" in w and mla_fusable(c):
+                p["mla_f"] = self._mla_plan(w["mla"], dt)
+            if "moe" in w and moe_fusable(c):
                 p["moe"] = self._moe_plan(w["moe"], dt, b1, b2)
             self.plans.append(p)
         self.w_out = (w_out * self.sqrtD).astype(dt)
+        self.final_norm = None if final_norm is None else (final_norm * self.sqrtD).astype(dt)
+        # per-call constants of the kernels
+        self.one, self.half = np.array(1.0, dt), np.array(0.5, dt)
+        self.H, self.Kd = d.kda_heads, d.kda_head_dim
+        self.lb_half = np.array((c.kda_gate_lower_bound or 0.0) / 2, dt)
+        self.kscale = np.array(d.kda_head_dim ** -0.5, dt)
+        self.c20 = np.array(1e-20, dt)
         bound = max(bound, float(np.linalg.norm(self.w_out)))
         # |s_c| <= sqrt(D)·‖w‖ (the normalised candidate has norm <= sqrt(D)): exp cannot overflow below ~88
         self.softmax_shift = bound * self.sqrtD >= 60.0
@@ -127,15 +246,7 @@ class FusedK3:
         H, ql, kl, r, nope, dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
         z = xn @ mp["W"]  # [T, q_lora | kv_lora + rope | H·v (gate/2)]
         q_a = z[:, :ql]
-        q_a_n = q_a * mp["q_a_norm"]
-        if T == 1:
-            qf = q_a[0]
-            q_a_n /= math.sqrt(np.dot(qf, qf) + float(mp["c_q"]))
-        else:
-            ss = np.add.reduce(q_a * q_a, -1, keepdims=True)
-            ss += mp["c_q"]
-            np.sqrt(ss, out=ss)
-            q_a_n /= ss
+        q_a_n = _rms(q_a, mp["q_a_norm"], mp["c_q"])
         q_b = q_a_n @ mp["q_b"]
         q = q_b.reshape(T, H, nope + r).swapaxes(0, 1)  # [H, T, dq]
         kv_a = z[:, ql:ql + kl + r]
@@ -145,11 +256,7 @@ class FusedK3:
             c_kv = np.concatenate([cache["c_kv"], kv_a[:, :kl]], 0)
             k_rope = np.concatenate([cache["k_rope"], kv_a[:, kl:]], 0)
         S = c_kv.shape[0]
-        ss = np.add.reduce(c_kv * c_kv, -1, keepdims=True)
-        ss += mp["c_kv"]
-        np.sqrt(ss, out=ss)
-        cn = c_kv * mp["kv_a_norm"]
-        cn /= ss
+        cn = _rms(c_kv, mp["kv_a_norm"], mp["c_kv"])
         kv_b = cn @ mp["kv_b"]
         kv = kv_b.reshape(S, H, nope + dv).swapaxes(0, 1)  # [H, S, nope + v]
         scores = q[..., :nope] @ kv[..., :nope].swapaxes(1, 2)  # [H, T, S]
@@ -191,151 +298,48 @@ class FusedK3:
                 "c_Leps": np.array(Ln * self.eps, dt), "Leps": float(np.array(Ln * self.eps, dt)), "up": np.asarray(m["up"]),
                 "shared2": (np.asarray(m["shared2"], np.float64) * (b1 * b2 / 2)).astype(dt)}
 
+    # ------------------------------------------------------------------ what the layer loop picks
+    def mixer_kernel(self, li: int):
+        """Layer li's fused mixer as kernel(li, xn, cache, knobs, positions, t) → (y, new cache), trace tensors
+        written to t; None where the block has no fused kernel."""
+        P = self.plans[li]
+        return self._kda_block if "kda" in P else self._mla_block if "mla_f" in P else None
+
+    def ffn_kernel(self, li: int):
+        """Layer li's fused FFN as kernel(li, xn, bias_offset, t) → y; None where it has no fused kernel."""
+        return self._moe_block if "moe" in self.plans[li] else None
+
+    def norm(self, x: np.ndarray, w2: np.ndarray) -> np.ndarray:
+        """RMSNorm(x) ⊙ w with the plan's w2 = √D·w."""
+        return _rms(x, w2, self.c_Deps)
+
+    def attn_res(self) -> BufferedAttnRes:
+        return BufferedAttnRes(self.block, self.n_cand, self.attn_eps, self.dtype, self.softmax_shift)
+
+    def _kda_block(self, li, xn, cache, knobs, positions, t):
+        return self._kda(xn, self.plans[li]["kda"], t, cache, xn.shape[0], self.H, self.Kd, self.lb_half, self.half,
+                         self.kscale, knobs.alpha, knobs.beta, self.one, self.eps)
+
+    def _mla_block(self, li, xn, cache, knobs, positions, t):
+        return self._mla(xn, self.plans[li]["mla_f"], t, cache, xn.shape[0], self.one, self.half)
+
+    def _moe_block(self, li, xn, bias_off, t):
+        mp = self.plans[li]["moe"]
+        return self._moe(xn, mp, t, mp["bias"] if bias_off is None else mp["bias"] + bias_off)
+
     # ------------------------------------------------------------------ one block (tests)
     def mixer(self, li: int, xn: np.ndarray, cache: dict | None, knobs) -> tuple[np.ndarray, dict, dict]:
         """Layer li's fused mixer on xn = RMSNorm'd input [T, D] → (y [T, D], trace tensors, new cache); as
         compute.kda.kda_layer / compute.mla.mla_layer."""
-        dt, T = self.dtype, xn.shape[0]
-        P, t = self.plans[li], {}
-        one, half = np.array(1.0, dt), np.array(0.5, dt)
-        if "kda" in P:
-            Kd = self.dims.kda_head_dim
-            y, nc = self._kda(xn, P["kda"], t, cache, T, self.dims.kda_heads, Kd,
-                              np.array(self.config.kda_gate_lower_bound / 2, dt), half, np.array(Kd ** -0.5, dt),
-                              knobs.alpha, knobs.beta, one, self.eps)
-        else:
-            y, nc = self._mla(xn, P["mla_f"], t, cache, T, one, half)
+        t: dict = {}
+        y, nc = self.mixer_kernel(li)(li, xn, cache, knobs, None, t)
         return y, t, nc
 
     def ffn(self, li: int, xn: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, dict]:
         """Layer li's fused MoE on xn [T, D] with the selection bias [E] → (y [T, D], trace tensors); as
         compute.moe.latent_moe."""
-        dt, T, t = self.dtype, xn.shape[0], {}
-        y = self._moe(xn, self.plans[li]["moe"], t, bias, T, self.config.num_experts_per_tok,
-                      self.config.routed_scaling_factor, np.arange(T)[:, None], np.array(1e-20, dt), np.array(1.0, dt))
-        return y, t
-
-    # ------------------------------------------------------------------ forward
-    def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, bias_off, caches: list | None,
-                rope_theta=None) -> tuple[list[dict], list, np.ndarray, np.ndarray]:
-        """All layers over emb [T, D]. Returns (per-layer tensor dicts, new caches, h [T, D] = AttnRes(p, R;
-        w_out), final AttnRes weights [T, N+1])."""
-        c, d = self.config, self.dims
-        T, D = emb.shape
-        dt = self.dtype
-        eps = self.eps
-        C = self.n_cand
-        Vb = np.empty((T, C, D), dt)  # candidates: stored blocks, then the current partial
-        Den = np.empty((T, C), dt)  # sqrt(Σ V² + D·eps) per candidate
-        cD = self.c_Deps
-        shift = self.softmax_shift
-        one = np.array(1.0, dt)
-
-        # views per number of stored blocks n: slot n, and the n+1 candidates
-        V_slot = [Vb[:, i] for i in range(C)]
-        D_slot = [Den[:, i] for i in range(C)]
-        V_upto = [Vb[:, :i + 1] for i in range(C)]
-        D_upto = [Den[:, :i + 1] for i in range(C)]
-        V1_upto = [Vb[0, :i + 1] for i in range(C)]  # one token: the candidates as a plain [n+1, D] matrix
-
-        Deps = float(cD)
-        sqrt, dot = math.sqrt, np.dot
-
-        def attn(partial, wq, n):
-            """AttnRes with n stored candidates: partial written to slot n. Returns (mix [T, D], weights)."""
-            V_slot[n][...] = partial
-            if T == 1:  # one token: a dot product and a scalar square root
-                pf = partial[0]
-                D_slot[n][0] = sqrt(dot(pf, pf) + Deps)
-            else:
-                ss = np.add.reduce(partial * partial, -1)
-                ss += cD
-                np.sqrt(ss, out=D_slot[n])
-            Vn = V_upto[n]
-            s = Vn @ wq
-            s /= D_upto[n]
-            if shift:
-                s -= np.maximum.reduce(s, -1, keepdims=True)
-            np.exp(s, out=s)
-            s /= np.add.reduce(s, -1, keepdims=True)
-            return (s @ V1_upto[n] if T == 1 else (s[:, None, :] @ Vn)[:, 0]), s
-
-        def rms(x, w2):
-            """RMSNorm(x) ⊙ w with w2 = √D·w: x·w2 / sqrt(Σx² + D·eps)."""
-            if T == 1:
-                xf = x[0]
-                y = x * w2
-                y /= sqrt(dot(xf, xf) + Deps)
-                return y
-            ss = np.add.reduce(x * x, -1, keepdims=True)
-            ss += cD
-            np.sqrt(ss, out=ss)
-            y = x * w2
-            y /= ss
-            return y
-
-        lb = c.kda_gate_lower_bound
-        lb_half = np.array(lb / 2, dt)
-        half = np.array(0.5, dt)
-        H, Kd = d.kda_heads, d.kda_head_dim
-        scale = np.array(Kd ** -0.5, dt)
-        alpha_k, beta_k = knobs.alpha, knobs.beta
-        top_k = c.num_experts_per_tok
-        rsf = c.routed_scaling_factor
-        c20 = np.array(1e-20, dt)
-        rows = np.arange(T)[:, None]
-        mla_gated = c.mla_output_gate is not None
-        hact, sb1, sb2 = c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2
-
-        p = emb
-        n = 0  # stored blocks
-        block = self.block
-        layer_data, new_caches = [], []
-        for li, P in enumerate(self.plans):
-            # ---- AttnRes before the mixer (stores p at a block start)
-            if n:
-                x, aw = attn(p, P["w_attn"], n)
-            else:
-                x, aw = p, None
-                if li % block == 0:  # the embedding: slot 0
-                    Vb[:, 0] = p
-                    ss = np.add.reduce(p * p, -1)
-                    ss += cD
-                    np.sqrt(ss, out=Den[:, 0])
-            if li % block == 0:
-                n += 1  # slot n-1 (just written) becomes a stored block
-                prefix = None
-            else:
-                prefix = p
-            xn = rms(x, P["norm_mixer"])
-            t = {"attnres.mixer": aw, "attnres.mixer.out": x, "norm.mixer": xn}
-            cache = None if caches is None else caches[li]
-            kp = P.get("kda")
-            if kp is not None:
-                a, nc = self._kda(xn, kp, t, cache, T, H, Kd, lb_half, half, scale, alpha_k, beta_k, one, eps)
-            elif "mla_f" in P:
-                a, nc = self._mla(xn, P["mla_f"], t, cache, T, one, half)
-            else:
-                a, mt, nc = mla_layer(xn, P["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, positions, cache,
-                                      gated=mla_gated, rope_theta=rope_theta, eps=eps)
-                t.update(mt)
-            new_caches.append(nc)
-            prefix = a if prefix is None else prefix + a
-            x2, fw = attn(prefix, P["w_mlp"], n)
-            xn2 = rms(x2, P["norm_ffn"])
-            mp = P.get("moe")
-            if mp is not None:
-                bias = mp["bias"] if bias_off is None else mp["bias"] + bias_off
-                f = self._moe(xn2, mp, t, bias, T, top_k, rsf, rows, c20, one)
-            else:
-                f, ft = dense_mlp(xn2, P["mlp"], hact, sb1, sb2)
-                t.update(ft)
-            p = prefix + f
-            t.update({"mixer.out": a, "attnres.ffn": fw, "attnres.ffn.out": x2, "norm.ffn": xn2, "ffn.out": f,
-                      "residual": p})
-            layer_data.append(t)
-        h, fw = attn(p, self.w_out, n)
-        return layer_data, new_caches, h, fw
+        t: dict = {}
+        return self._moe(xn, self.plans[li]["moe"], t, bias), t
 
     def _kda(self, xn, kp, t, cache, T, H, Kd, lb_half, half, scale, alpha_k, beta_k, one, eps):
         HK = kp["HK"]
@@ -411,12 +415,7 @@ class FusedK3:
                                initial_state=None if S0 is None else S0[None])
             o, S = o[0], S[0]
         # full-rank output gate: RMSNorm per head ⊙ w ⊙ gate
-        ss = np.add.reduce(o * o, -1, keepdims=True)
-        ss += kp["c_Veps"]
-        np.sqrt(ss, out=ss)
-        on = o * kp["o_norm"]
-        on /= ss
-        on = on.reshape(T, HV)
+        on = _rms(o, kp["o_norm"], kp["c_Veps"]).reshape(T, HV)
         on *= gate
         y = on @ kp["o"]
         t.update({
@@ -427,8 +426,10 @@ class FusedK3:
             "kda.o": o.reshape(T, HV), "kda.gate": gate, "kda.o_norm": on, "kda.o_proj": y})
         return y, {"conv": xp[xp.shape[0] - (kp["conv"].shape[1] - 1):], "state": S}
 
-    def _moe(self, x, mp, t, bias, T, top_k, rsf, rows, c20, one):
+    def _moe(self, x, mp, t, bias):
         E, L, F, Fs = mp["E"], mp["L"], mp["F"], mp["Fs"]
+        T, top_k, rsf, c20, one = x.shape[0], self.config.num_experts_per_tok, self.config.routed_scaling_factor, \
+            self.c20, self.one
         zz = x @ mp["W"]  # [T, E | L | 3Fs]
         logits = zz[:, :E]
         s = np.negative(logits)
@@ -442,6 +443,7 @@ class FusedK3:
             idx = cand.take(order)[None]
             sw = s[0].take(idx[0])[None]
         else:
+            rows = _rows(T)
             offE = rows * E
             cand = sel.argpartition(E - top_k, -1)[:, E - top_k:] + offE  # flat indices into sel / s
             order = sel.take(cand).argsort(-1, kind="stable")[:, ::-1]
@@ -471,15 +473,7 @@ class FusedK3:
             act *= h[..., 2 * F:]
             experts = (act @ G[..., n13:].reshape(T, top_k, F, L))[:, :, 0]  # [T, k, L]
             mix = (wts[:, None, :] @ experts)[:, 0]  # [T, L]
-        r = mix * mp["norm"]
-        if T == 1:
-            mf = mix[0]
-            r /= math.sqrt(np.dot(mf, mf) + mp["Leps"])
-        else:
-            ss = np.add.reduce(mix * mix, -1, keepdims=True)
-            ss += mp["c_Leps"]
-            np.sqrt(ss, out=ss)
-            r /= ss
+        r = _rms(mix, mp["norm"], mp["c_Leps"])
         up = r @ mp["up"]
         hs = np.tanh(zz[:, E + L:])
         hs[:, Fs:2 * Fs] += one

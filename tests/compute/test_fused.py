@@ -85,16 +85,16 @@ def test_attnres_mix_equals_operator_also_where_an_unshifted_softmax_would_overf
     exp(logit) overflows float64 (scale 400) the fused run must still equal the operator loop and stay finite."""
     import copy
 
-    from compute.fused import FusedK3
-
-    big = copy.copy(model)  # the same engine with scaled AttnRes pseudo-queries
-    big.layers = [dict(w, w_attn=w["w_attn"] * scale, w_mlp=w["w_mlp"] * scale) for w in model.layers]
-    big.w_out = model.w_out * scale
     ids = [tid for _, tid in model.tokenizer.encode("Kimi K3 reads the next token")]
-    big._fused = None  # the operator loop (compute.attnres.BlockAttnRes)
-    ref, _, logits_ref = big.forward(ids, 0, Knobs())
-    big._fused = FusedK3(model.config, model.dims, big.layers, big.w_out, np.float64)
-    fused, _, logits_f = big.forward(ids, 0, Knobs())
+    runs = {}
+    for kernels in ("operators", "auto"):
+        big = copy.copy(model)  # the same engine with scaled AttnRes pseudo-queries
+        big.layers = [dict(w, w_attn=w["w_attn"] * scale, w_mlp=w["w_mlp"] * scale) for w in model.layers]
+        big.w_out = model.w_out * scale
+        big.kernels = kernels
+        big._pick_kernels()  # "operators": compute.attnres.BlockAttnRes; "auto": fused.BufferedAttnRes
+        runs[kernels] = big.forward(ids, 0, Knobs())
+    (ref, _, logits_ref), (fused, _, logits_f) = runs["operators"], runs["auto"]
     assert np.isfinite(logits_f).all()
     for li in (0, 11, 12, 13, 47, 92):
         for key in ("attnres.mixer", "attnres.mixer.out", "attnres.ffn", "attnres.ffn.out"):
@@ -105,6 +105,31 @@ def test_attnres_mix_equals_operator_also_where_an_unshifted_softmax_would_overf
             r, f = np.asarray(r), np.asarray(f)
             np.testing.assert_allclose(f, r, rtol=1e-7, atol=1e-9 * max(1.0, np.abs(r).max()), err_msg=(li, key))
     np.testing.assert_allclose(logits_f, logits_ref, rtol=1e-6, atol=1e-6 * np.abs(logits_ref).max())
+
+
+@pytest.mark.parametrize("prompt,knobs", [("Kimi K3 reads the next token", Knobs(temperature=0.0)),
+                                          ("로봇이 컵을 집었다", Knobs(alpha=0.4, beta=0.6, expert_bias={7: 2.0}))])
+def test_one_layer_loop_fused_blocks_equal_operator_blocks(model, prompt, knobs):
+    """The same layer loop with every block on the operators (kernels="operators") and on the fused kernels:
+    every trace tensor of prefill and decode passes agrees in float64."""
+    ops = ToyK3(device="cpu", dtype="float64", kernels="operators")
+    assert model.fused_blocks == 2 * model.config.num_hidden_layers - 1 and ops.fused_blocks == 0  # dense layer 0
+    a, b = ops.run(prompt, 3, knobs), model.run(prompt, 3, knobs)
+    assert a.tokens == b.tokens
+    for pa, pb in zip(a.passes, b.passes):
+        for la, lb in zip(pa.layers, pb.layers):
+            assert la.tensors.keys() == lb.tensors.keys()
+            for k, ra in la.tensors.items():
+                fb = lb.tensors[k]
+                if ra is None:
+                    assert fb is None, k
+                    continue
+                ra, fb = np.asarray(ra), np.asarray(fb)
+                if k == "mla.scores":
+                    ra, fb = np.where(np.isinf(ra), 0, ra), np.where(np.isinf(fb), 0, fb)
+                np.testing.assert_allclose(fb, ra, rtol=1e-7, atol=1e-8 * max(1.0, np.abs(ra).max()),
+                                           err_msg=(la.index, k))
+        np.testing.assert_allclose(pb.final["lm_head"], pa.final["lm_head"], rtol=1e-7, atol=1e-7)
 
 
 def test_forward_attnres_weights_equal_operator(model):
