@@ -12,16 +12,29 @@ PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine r
 - rss_start_mib / rss_end_mib: resident memory after the first minute (warm-up: caches, GL, torch) / at the end.
 - rss_growth_mib_per_hour: least-squares slope of RSS over time after the first minute (samples every 5 s);
   rss_mib_by_minute: RSS at the end of each minute, to tell a plateau after warm-up from a steady climb.
+- malloc_in_use_growth_mib_per_hour: the same slope for the memory malloc has handed out and not had back
+  (glibc's mallinfo2, every arena): RSS can grow while this stays flat (freed memory that malloc keeps, pages
+  touched for the first time), and this grows when something is really kept.
 - gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks
   (sampled every 30 s, after a gc.collect()).
-- max_heartbeat_gap_ms: the longest interval between ticks of a 20 ms UI-thread timer (so at least ~20); an
-  interval that contains the bench's own gc sampling is not counted (that pause is the bench's, not the app's).
+- max_heartbeat_gap_ms / heartbeat_gaps_over_100ms: the longest interval between ticks of a 20 ms UI-thread
+  timer (so at least ~20) after the first minute, and how many exceeded 100 ms; an interval that contains the
+  bench's own gc sampling is not counted (that pause is the bench's, not the app's). The first minute (the
+  panels that are built once the window shows, the first engine runs) is warmup_max_heartbeat_gap_ms.
+  worst_gaps: [gap ms, at s, what the bench did last, UI-thread CPU ms in the gap, whole-process CPU ms in the
+  gap]: a gap with little UI-thread CPU was spent waiting (the GIL, a lock, or a loaded machine's scheduler).
+- handlers: UI-thread CPU (time.thread_time) and wall ms of what each action runs synchronously: "layer" (the
+  action and every layer_changed slot), "slider" (the slider's slots), "trace" (AppState.set_trace with every
+  trace_changed slot), "step" (AppState.select_step with every step_changed slot); n, mean and max.
+- load_average: the machine's 1-minute load average (min, mean, max over the run) and its core count: on a
+  loaded machine wall-clock gaps grow with the load, CPU times do not.
 - exceptions: Python exceptions that reached sys.excepthook / threading.excepthook (slots, threads), and
   errors_logged: log records at ERROR or above; the first few of each are listed in exception_samples.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
@@ -47,6 +60,28 @@ def rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
+def _mallinfo():
+    """glibc's mallinfo2 (None elsewhere): bytes malloc has handed out and not had back, in every arena."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
+    try:
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    fn.restype = MallInfo2
+
+    def in_use_mib() -> float:
+        info = fn()
+        return (info.uordblks + info.hblkhd) / 2 ** 20
+    return in_use_mib
+
+
+MALLOC_IN_USE = _mallinfo()
+
+
 def slope_per_hour(samples: list[tuple[float, float]]) -> float | None:
     """Least-squares slope of (seconds, value) samples, in value per hour."""
     if len(samples) < 2:
@@ -58,6 +93,10 @@ def slope_per_hour(samples: list[tuple[float, float]]) -> float | None:
     if var == 0:
         return None
     return sum((t - mt) * (v - mv) for t, v in samples) / var * 3600.0
+
+
+def _rounded(v: float | None, digits: int = 1) -> float | None:
+    return None if v is None else round(v, digits)
 
 
 def by_minute(samples: list[tuple[float, float]]) -> list[float]:
@@ -120,12 +159,17 @@ class Soak:
         self.slider = win.docks["ControlsDock"].slider("alpha")
         self.faults = Faults()
         self.rss: list[tuple[float, float]] = []
+        self.malloc: list[tuple[float, float]] = []
         self.objects: list[tuple[float, float]] = []
         self.layer_changes = self.slider_changes = self.replays = self.traces = 0
         win.state.trace_changed.connect(self._count_trace)
-        self.max_gap_ms = 0.0
+        self.max_gap_ms = self.warmup_max_gap_ms = 0.0
         self.gaps_over_100ms = 0
-        self.worst_gaps: list[tuple[float, float, str]] = []  # (gap ms, at s, what happened just before)
+        self.worst_gaps: list[tuple] = []  # (gap ms, at s, what happened just before, UI CPU ms, process CPU ms)
+        self.handlers: dict[str, list[tuple[float, float]]] = {}  # name -> [(UI-thread CPU ms, wall ms)]
+        self.loads: list[float] = []
+        self._timed(win.state, "set_trace", "trace")
+        self._timed(win.state, "select_step", "step")
         self._last_action = ("start", 0.0)
         self._layer_step = 1
         self._baseline_types: dict[str, int] | None = None
@@ -133,6 +177,7 @@ class Soak:
         self.clock = QElapsedTimer()
         self.clock.start()
         self._last_beat = self.clock.nsecsElapsed()
+        self._last_cpu = (time.thread_time(), time.process_time())
         self.timers = []
         for ms, slot in ((HEARTBEAT_MS, self._beat), (RSS_EVERY_S * 1000, self._sample_rss),
                          (GC_EVERY_S * 1000, self._sample_gc), (LAYER_EVERY_S * 1000, self._layer),
@@ -167,13 +212,15 @@ class Soak:
             self._layer_step = -self._layer_step
         name = "layer_next" if self._layer_step > 0 else "layer_prev"
         self._did("layer")
-        self.win.registry.actions[name].trigger()
+        with self._measure("layer"):
+            self.win.registry.actions[name].trigger()
         self.layer_changes += 1
 
     def _slide(self) -> None:
         self._did("slider")
         value = ALPHA_VALUES[self.slider_changes % len(ALPHA_VALUES)]
-        self.slider.setValue(self.slider.minimum() + (self.slider.maximum() - self.slider.minimum()) * value // 100)
+        with self._measure("slider"):
+            self.slider.setValue(self.slider.minimum() + (self.slider.maximum() - self.slider.minimum()) * value // 100)
         self.slider_changes += 1
 
     # --- what the bench measures -------------------------------------------------------------------
@@ -181,17 +228,42 @@ class Soak:
         self.traces += 1
         self._did("trace")
 
+    def _timed(self, obj, name: str, key: str) -> None:
+        """Measure every call of obj.name (an instance attribute shadows the method for its callers)."""
+        method = getattr(obj, name)
+
+        def timed(*args, **kwargs):
+            with self._measure(key):
+                return method(*args, **kwargs)
+        setattr(obj, name, timed)
+
+    @contextlib.contextmanager
+    def _measure(self, key: str):
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            yield
+        finally:
+            self.handlers.setdefault(key, []).append(
+                ((time.thread_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3))
+
     def _beat(self) -> None:
         now = self.clock.nsecsElapsed()
         gap = (now - self._last_beat) / 1e6
         self._last_beat = now
-        if self.elapsed_s() > 5.0:  # the first seconds: the window is still settling
+        cpu = (time.thread_time(), time.process_time())
+        ui_cpu, proc_cpu = ((a - b) * 1e3 for a, b in zip(cpu, self._last_cpu))
+        self._last_cpu = cpu
+        if self.elapsed_s() < WARMUP_S:  # the window settles, the deferred panels are built: counted apart
+            if self.elapsed_s() > 5.0:
+                self.warmup_max_gap_ms = max(self.warmup_max_gap_ms, gap)
+        else:
             self.max_gap_ms = max(self.max_gap_ms, gap)
             if gap > 100.0:
                 self.gaps_over_100ms += 1
                 what, at = self._last_action
                 self.worst_gaps.append((round(gap, 1), round(self.elapsed_s(), 1),
-                                        f"{what} {self.elapsed_s() - at:.1f} s before"))
+                                        f"{what} {self.elapsed_s() - at:.1f} s before",
+                                        round(ui_cpu, 1), round(proc_cpu, 1)))
                 self.worst_gaps = sorted(self.worst_gaps, reverse=True)[:5]
 
     def _did(self, what: str) -> None:
@@ -207,10 +279,14 @@ class Soak:
 
             def __exit__(self, *exc):
                 bench._last_beat = bench.clock.nsecsElapsed()
+                bench._last_cpu = (time.thread_time(), time.process_time())
         return _Pause()
 
     def _sample_rss(self) -> None:
         self.rss.append((self.elapsed_s(), rss_mib()))
+        self.loads.append(os.getloadavg()[0])
+        if MALLOC_IN_USE is not None:
+            self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
 
     def _sample_gc(self) -> None:
         with self._paused():
@@ -249,11 +325,15 @@ class Soak:
             "rss_end_mib": round(rss[-1][1], 1),
             "rss_growth_mib_per_hour": None if growth is None else round(growth, 1),
             "rss_mib_by_minute": by_minute(self.rss),
+            "malloc_in_use_growth_mib_per_hour": _rounded(slope_per_hour([(t, v) for t, v in self.malloc
+                                                                          if t >= WARMUP_S])),
+            "malloc_in_use_mib_by_minute": by_minute(self.malloc),
             "gc_objects_start": int(objs[0][1]),
             "gc_objects_end": int(objs[-1][1]),
             "gc_objects_growth_per_hour": None if obj_growth is None else round(obj_growth),
             "max_heartbeat_gap_ms": round(self.max_gap_ms, 1),
             "heartbeat_gaps_over_100ms": self.gaps_over_100ms,
+            "warmup_max_heartbeat_gap_ms": round(self.warmup_max_gap_ms, 1),
             "worst_gaps": [list(g) for g in self.worst_gaps],
             "exceptions": self.faults.exceptions,
             "errors_logged": self.faults.errors_logged,
@@ -261,14 +341,15 @@ class Soak:
             "slider_changes": self.slider_changes,
             "replays": self.replays,
             "traces": self.traces,
+            "handlers": {k: {"n": len(v), "cpu_ms_mean": round(sum(c for c, _ in v) / len(v), 1),
+                             "cpu_ms_max": round(max(c for c, _ in v), 1),
+                             "wall_ms_mean": round(sum(w for _, w in v) / len(v), 1),
+                             "wall_ms_max": round(max(w for _, w in v), 1)} for k, v in self.handlers.items()},
+            "load_average": {"min": round(min(self.loads), 2), "mean": round(sum(self.loads) / len(self.loads), 2),
+                             "max": round(max(self.loads), 2), "cores": os.cpu_count()},
         }
         if self.faults.samples:
             result["exception_samples"] = self.faults.samples
-        if self._baseline_types is not None:
-            gc.collect()
-            now = type_counts()
-            grew = sorted(((now.get(k, 0) - self._baseline_types.get(k, 0), k) for k in now), reverse=True)
-            result["grown_types"] = {k: d for d, k in grew[:15] if d > 0}
         if self._baseline_malloc is not None:
             import tracemalloc
 
@@ -277,6 +358,11 @@ class Soak:
                 {"kib": round(s.size_diff / 1024, 1), "count": s.count_diff,
                  "where": [f"{f.filename.replace(str(ROOT) + '/', '')}:{f.lineno}" for f in s.traceback][-4:]}
                 for s in diff[:12] if s.size_diff > 0]
+        if self._baseline_types is not None:  # after the malloc snapshot: its own dict and names are not growth
+            gc.collect()
+            now = type_counts()
+            grew = sorted(((now.get(k, 0) - self._baseline_types.get(k, 0), k) for k in now), reverse=True)
+            result["grown_types"] = {k: d for d, k in grew[:15] if d > 0}
         return result
 
 
