@@ -51,7 +51,7 @@ $(STAMP): $(APP_STAMP)
 	$(PIP) install -q -e ".[test]"
 	touch $(STAMP)
 
-# Debian packages for Qt's xcb platform, Mesa GL, Xvfb and CJK fonts (spec/platform.md).
+# Debian packages for Qt's xcb platform, Mesa GL, Xvfb and CJK fonts (docs/spec/platform.md).
 sysdeps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
 	if [ -z "$$missing" ]; then echo "sysdeps: all Debian packages present"; \

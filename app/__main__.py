@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
 
-    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)  # before the QApplication (platform.md)
+    QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)  # before the QApplication (docs/spec/platform.md)
     app = QApplication.instance() or QApplication([sys.argv[0]])
     release_probe()  # Qt is connected: the display probe's connection may go
     app.setApplicationName("K3 Explorer")

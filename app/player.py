@@ -15,7 +15,7 @@ from typing import Sequence
 from scene.steps import (DECODE_KINDS, PIPELINE_LENGTH, PLACES, PREFILL_KINDS, STEP_KINDS, STEP_TABLE,  # noqa: F401
                          Step, StepSpec, build_steps, fitting_layer, focus_layer, step_at)
 
-# Real K3 sizes used in the "real shape" column (spec/k3-math.md section 0).
+# Real K3 sizes used in the "real shape" column (docs/spec/k3-math.md section 0).
 K3_HIDDEN = 7168
 K3_VOCAB = 163840
 K3_KDA_HEADS, K3_KDA_DIM = 96, 128

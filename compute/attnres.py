@@ -1,4 +1,4 @@
-"""Block Attention Residuals — K3's residual path (spec/k3-math.md §4)."""
+"""Block Attention Residuals — K3's residual path (docs/spec/k3-math.md §4)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""BF16 and float32 bit arithmetic for the "BF16 bits" view (spec k3-math.md §6). Pure Python + numpy.
+"""BF16 and float32 bit arithmetic for the "BF16 bits" view (docs/spec/k3-math.md §6). Pure Python + numpy.
 
 BF16 = sign 1 | exponent 8 (bias 127) | mantissa 7: the top 16 bits of an IEEE-754 float32, obtained by
 round-to-nearest-even on the 16 dropped bits (what torch's float32 -> bfloat16 conversion does).

@@ -1,4 +1,4 @@
-"""Kimi Delta Attention (spec/k3-math.md §1).
+"""Kimi Delta Attention (docs/spec/k3-math.md §1).
 
 Layouts follow fla-org/flash-linear-attention `fla/ops/kda/naive.py`: q, k [B,T,H,K], v [B,T,H,V],
 g [B,T,H,K] (log decay, g <= 0), beta [B,T,H], state S [B,H,K,V]. Everything works in float32 and float64

@@ -1,4 +1,4 @@
-"""Memory arithmetic of the seed's calculator and of K3's caches (spec k3-math.md §6). Pure Python.
+"""Memory arithmetic of the seed's calculator and of K3's caches (docs/spec/k3-math.md §6). Pure Python.
 
 Seed calculator (a rough lower bound, not a measurement):
     weights (decimal GB) = params × bytes_per_weight
@@ -23,7 +23,7 @@ GIB = 2**30  # binary gibibyte
 SEED_QUERY_HEADS = 32
 SEED_BYTES_PER_KV = 2
 
-# K3 facts (spec k3-math.md §0)
+# K3 facts (docs/spec/k3-math.md §0)
 K3_PARAMS_BILLION = 2800.0
 K3_LAYERS = 93
 K3_MLA_LAYERS = 24

@@ -1,4 +1,4 @@
-"""Gated Multi-head Latent Attention (spec/k3-math.md §2; DeepSeek-V3 `inference/model.py` class MLA + K3 gate).
+"""Gated Multi-head Latent Attention (docs/spec/k3-math.md §2; DeepSeek-V3 `inference/model.py` class MLA + K3 gate).
 
 The cache holds, per token, the latent c_kv [kv_lora] and the shared k_rot [rope] — not per-head K/V.
 """

@@ -1,4 +1,4 @@
-"""Router, Quantile Balancing, SiTU-GLU and the Stable Latent MoE (spec/k3-math.md §3)."""
+"""Router, Quantile Balancing, SiTU-GLU and the Stable Latent MoE (docs/spec/k3-math.md §3)."""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,7 @@
 """Quantile Balancing simulator: a deliberately skewed router over a batch of tokens, and K3's bias update.
 
 Qt-free. The routing and the bias rule are the engine's own operators (`compute.moe.route`,
-`compute.moe.quantile_balance`, spec/k3-math.md §3); this module only makes a skewed batch, calls them
+`compute.moe.quantile_balance`, docs/spec/k3-math.md §3); this module only makes a skewed batch, calls them
 update after update, and records the load per expert.
 
 The skewed router (a constructed teaching batch, not K3's weights):

@@ -1,4 +1,4 @@
-"""Temperature / top-p sampling with Hugging Face generation semantics (spec/k3-math.md §5)."""
+"""Temperature / top-p sampling with Hugging Face generation semantics (docs/spec/k3-math.md §5)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Qt-free formulas behind the learning layer's experiments (Experiments and Learn docks).
 
-Every function runs a real K3 formula (spec/k3-math.md) on small, constructed teaching numbers; the UI labels
+Every function runs a real K3 formula (docs/spec/k3-math.md) on small, constructed teaching numbers; the UI labels
 them "real K3 formula, toy numbers" and says what is constructed. float64 numpy throughout.
 
 Sections: 1-D KDA (delta rule), Block AttnRes toy, router sigmoid + bias top-k, temperature / top-p,
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# --- real K3 facts used by the experiments (spec/k3-math.md §0, §6) ------------------------------------------
+# --- real K3 facts used by the experiments (docs/spec/k3-math.md §0, §6) ------------------------------------------
 K3_VOCAB = 163_840
 K3_HIDDEN = 7_168
 K3_LATENT = 3_584
@@ -96,7 +96,7 @@ class AttnResToy:
 def attnres_toy(strength: float, important: int, values: np.ndarray = ATTNRES_BLOCKS) -> AttnResToy:
     """AttnRes over N 1-D block summaries V [N]. The key of block c is 1 where it holds the important feature
     and 0 elsewhere (the simplification the seed uses); the pseudo-query has strength w, so s_c = w·key_c,
-    a = softmax(s), mixed = Σ a_c V_c. The real K3 score is RMSNorm(V_c)·w over 7,168 dims (k3-math §4)."""
+    a = softmax(s), mixed = Σ a_c V_c. The real K3 score is RMSNorm(V_c)·w over 7,168 dims (docs/spec/k3-math.md §4)."""
     values = np.asarray(values, dtype=np.float64)
     if not 0 <= important < len(values):
         raise ValueError(f"important block {important} out of range 0..{len(values) - 1}")
@@ -149,7 +149,7 @@ def moe_toy_logits(feature: str, focus_expert: int = 17, n: int = K3_EXPERTS, k:
 
 
 # =============================================================================================================
-# 4. Temperature and top-p (seed experiment 5; Hugging Face semantics, k3-math §5)
+# 4. Temperature and top-p (seed experiment 5; Hugging Face semantics, docs/spec/k3-math.md §5)
 # =============================================================================================================
 SAMPLING_LOGITS = np.array([3.1, 2.4, 1.7, 0.6, -0.4])  # constructed logits of 5 candidate tokens
 

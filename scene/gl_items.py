@@ -2,7 +2,7 @@
 
 pyqtgraph's GLMeshItem does the buffer work (QOpenGLBuffer uploads, attribute binding); this subclass
 feeds it prepared arrays and marks only the buffers that changed as dirty, so a recolour re-uploads the
-colour buffer and nothing else (spec/platform.md).
+colour buffer and nothing else (docs/spec/platform.md).
 """
 from __future__ import annotations
 

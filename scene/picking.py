@@ -1,6 +1,6 @@
 """CPU picking: a vectorised ray-AABB (slab) test over the layout's blocks, then the cell within the block.
 
-Never GLViewWidget.itemsAt (spec/platform.md: ~300 ms). Works in logical pixels with the same matrices the
+Never GLViewWidget.itemsAt (docs/spec/platform.md: ~300 ms). Works in logical pixels with the same matrices the
 renderer uses, so HiDPI (device pixel ratio != 1) does not shift the hit.
 """
 from __future__ import annotations

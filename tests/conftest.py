@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-try:  # Qt present: share GL contexts before any QApplication exists (spec/platform.md)
+try:  # Qt present: share GL contexts before any QApplication exists (docs/spec/platform.md)
     from PySide6.QtCore import QCoreApplication, Qt
 
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)

@@ -1,4 +1,4 @@
-"""The layering rules of spec/design.md: compute/ never imports Qt, scene or app; scene/ never imports app.
+"""The layering rules of docs/spec/design.md: compute/ never imports Qt, scene or app; scene/ never imports app.
 
 Checked twice: statically (every import statement in the package, also inside functions) and dynamically
 (importing every compute module in a fresh interpreter in which PySide6, pyqtgraph, scene and app cannot be

@@ -47,7 +47,7 @@ def test_block_texts_carry_formula_and_real_size():
 
 
 def test_key_facts_agree_with_k3_math():
-    # spot checks against spec/k3-math.md §0
+    # spot checks against docs/spec/k3-math.md §0
     assert "14,336" in explanation("block", "embedding", "en")
     assert "7,168 → 3,584" in explanation("block", "moe.down", "en")
     assert "512 + 64 = 576" in explanation("block", "mla.kv_a", "en")

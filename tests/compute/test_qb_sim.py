@@ -1,6 +1,6 @@
 """Quantile Balancing simulator (compute.qb_sim): Qt-free.
 
-Oracles are independent numpy transcriptions of spec/k3-math.md §3 (selection = top-k of s + b, the QB rule
+Oracles are independent numpy transcriptions of docs/spec/k3-math.md §3 (selection = top-k of s + b, the QB rule
 written from the spec text), not the engine's torch code.
 """
 import numpy as np

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def is_mla_layer(layer0: int, n_layers: int = 93) -> bool:
-    """K3 rule (k3-math §0): MLA at 0-based 3, 7, …, 91 and the last layer; KDA elsewhere."""
+    """K3 rule (docs/spec/k3-math.md §0): MLA at 0-based 3, 7, …, 91 and the last layer; KDA elsewhere."""
     return layer0 % 4 == 3 or layer0 == n_layers - 1
 
 
