@@ -1,7 +1,7 @@
 """Quantile Balancing tab of the expert dock (feature E3): compute.qb_sim driven by buttons and a timer.
 
 Two pyqtgraph plots: load per expert (sorted, before vs after, with the ideal line q = m·k/n) and
-max-load/ideal over updates (with the 1.0 line). The simulator (and torch) is created on first show, and the
+max-load/ideal over updates (with the 1.0 line). The simulator (numpy) is created on first show, and the
 play timer runs only while the tab is visible.
 """
 from __future__ import annotations
