@@ -59,18 +59,21 @@ def run(prompt: str | None = None, *, view: View | str | None = None, tokens: in
 def render(prompt: str | None = None, layer: int | None = None, step: int | None = None,
            size: tuple[int, int] | str | None = None, view: View | str | os.PathLike | None = None, *,
            camera: str | None = None, lang: str | None = None, tokens: int | None = None, knobs=None,
-           weights: str | None = None, transparent: bool = False, labels: bool = True,
+           weights: str | None = None, transparent: bool = False, labels: bool = True, theme: str = "dark",
            device: str = "cpu") -> np.ndarray:
     """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown).
 
     layer and step are 1-based (as the trace player counts: step 6 = prefill); size is (width, height) or
     "WIDTHxHEIGHT" (default: the view's saved size, else 1920x1080); camera a preset name ("front", "side",
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
-    knobs object; weights "trained" | "random"."""
+    knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels)."""
     from app.cli import CAMERAS
+    from app.export import THEMES
 
     if camera is not None and camera not in CAMERAS:
         raise ValueError(f"camera must be one of {', '.join(CAMERAS)}, got {camera!r}")
+    if theme not in THEMES:
+        raise ValueError(f"theme must be one of {', '.join(THEMES)}, got {theme!r}")
     v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
                      knobs=knobs, weights=weights)
     width, height = v.size or (1920, 1080)
@@ -88,7 +91,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
 
         scene = build_scene(app, _config(v.model), trace, v, steps[v.step - 1], width, height, camera)
         try:
-            image = render_view(scene, width, height, transparent=transparent, labels=labels)
+            image = render_view(scene, width, height, transparent=transparent, labels=labels, theme=theme)
         finally:
             close_scene(scene)
     finally:

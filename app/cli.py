@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=4, help="tokens to generate, 1..64 (default 4)")
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
+    p.add_argument("--theme", choices=("dark", "light"), default="dark",
+                   help="slide theme of the title, legend and labels: dark (default) or light slides")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="engine device: cpu (default), cuda or auto")
     p.add_argument("--weights", choices=WEIGHTS, default="trained",
                    help="toy weights: trained (default; random when the trained file is not installed) or random")
@@ -237,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     shown = (saved or View()).with_changes(layer=args.layer)  # the scene as the view file (or none) says
     view = build_scene(app, config, trace, shown, step, width, height, args.camera)
     try:
-        image = render_view(view, width, height, transparent=args.transparent, labels=not args.no_labels)
+        image = render_view(view, width, height, transparent=args.transparent, labels=not args.no_labels,
+                            theme=args.theme)
         save_png(image, out)
     except ExportError as exc:
         return _fail(str(exc), 1)

@@ -105,3 +105,21 @@ def test_scale_and_text_checks_directly():
     assert invalid_text("로봇이 컵을", "--prompt") is None
     assert "character 2" in invalid_text("a\udc80", "--prompt")
     assert "U+D800" in invalid_text("ab\ud800", "--prompt") and "character 3" in invalid_text("ab\ud800", "--prompt")
+
+
+def test_export_theme_light_gives_a_light_slide_and_a_bad_theme_exits_2(tmp_path):
+    """`export --theme light` draws for light slides (the export dialog's slide theme, from the command line)."""
+    from PySide6.QtGui import QImage
+
+    means = {}
+    for theme in ("dark", "light"):
+        out = tmp_path / f"{theme}.png"
+        r = run_app("export", "--size", "320x200", "--theme", theme, "--out", str(out),
+                    env_extra={"QT_QPA_PLATFORM": "xcb"})
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+        img = QImage(str(out))
+        corner = img.pixelColor(3, img.height() - 3)  # background, away from the title and legend
+        means[theme] = (corner.red() + corner.green() + corner.blue()) / 3
+    assert means["light"] > 180 > 60 > means["dark"], means
+    r = run_app("export", "--theme", "beige", "--out", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and len(error_lines(r)) == 1 and "--theme" in error_lines(r)[0]
