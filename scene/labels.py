@@ -24,6 +24,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainte
 from scene import palette
 from scene.camera import Camera, project
 from scene.layout import Layout
+from scene.tooltips import model_args
 
 FONT_FAMILIES = ["Noto Sans CJK KR", "Noto Sans KR", "Noto Sans CJK SC", "DejaVu Sans", "Sans Serif"]
 
@@ -408,7 +409,7 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
                ("dense", tr("scene.legend.dense")), ("attnres", tr("scene.legend.attnres")),
                ("weight", tr("scene.legend.weight")), ("state", tr("scene.legend.state")),
                ("expert", tr("scene.legend.expert")), ("shared", tr("scene.legend.shared"))]
-    notes = [tr("scene.legend.values"), tr("scene.legend.toy")]
+    notes = [tr("scene.legend.values"), tr("scene.legend.toy", **model_args(inp.layout.dims))]
     if inp.flow_on:
         notes.append(tr("scene.legend.flow"))
     if not inp.has_trace:

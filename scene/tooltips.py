@@ -8,6 +8,17 @@ from scene import colouring
 from scene.layout import Layout
 
 
+def model_args(dims) -> dict:
+    """Format arguments for scene texts that name the shown model's numbers ("{experts} experts"), from its
+    ModelDims, so that a label never shows K3's 896 while DeepSeek-V3 is open. Large widths get thousands
+    separators, as the shapes in the labels do."""
+    kda = sum(1 for m in dims.mixers if m == "kda")
+    return dict(model=dims.name, layers=dims.n_layers, kda_layers=kda, mla_layers=dims.n_layers - kda,
+                experts=f"{dims.experts:,}", top_k=dims.topk, shared=dims.shared, hidden=f"{dims.hidden:,}",
+                latent=f"{dims.latent:,}", vocab=f"{dims.vocab:,}", expert_width=f"{dims.expert_width:,}",
+                shared_width=f"{dims.shared * dims.expert_width:,}", block_size=dims.block_size)
+
+
 def tooltip_text(layout: Layout, block_id: str, cell: tuple[int, int] | None, trace, pass_index: int,
                  token: int, tr) -> str:
     b = layout.by_id[block_id]

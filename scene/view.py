@@ -42,7 +42,7 @@ from scene.input import InputAdapter
 from scene.labels import BACKGROUNDS, OverlayInput, paint_overlay
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
-from scene.tooltips import tooltip_text
+from scene.tooltips import model_args, tooltip_text
 
 ANIM_MS = 300
 
@@ -689,7 +689,7 @@ class SceneView(QWidget):
             tokens = [trace.tokens[p][0] if p < len(trace.tokens) else "" for p in self.layout.row_positions]
         note = ""
         if self.step_kind:
-            note = self.tr(f"scene.step.{self.step_kind}")
+            note = self.tr(f"scene.step.{self.step_kind}", **model_args(self.layout.dims))  # the shown model's numbers
             if note.startswith("[scene.step."):  # a step kind this catalogue does not know
                 note = self.tr("scene.step.generic", step=self.step_kind)
         return OverlayInput(layout=self.layout, camera=camera if camera is not None else self.cam, tr=self.tr, selected=self.selected,

@@ -42,8 +42,9 @@ def test_block_texts_carry_formula_and_real_size():
     for kind in ALL_KINDS:
         en = explanation("block", kind, "en")
         ko = explanation("block", kind, "ko")
-        assert "**What it computes:** `" in en and "**Real K3 size:**" in en, kind
-        assert "**계산:** `" in ko and "**실제 K3 크기:**" in ko, kind
+        # the real size is K3's, or the shown model's where the text is filled from its config ({model})
+        assert "**What it computes:** `" in en and ("**Real K3 size:**" in en or "**Real size ({model}):**" in en), kind
+        assert "**계산:** `" in ko and ("**실제 K3 크기:**" in ko or "**실제 크기 ({model}):**" in ko), kind
 
 
 def test_key_facts_agree_with_k3_math():

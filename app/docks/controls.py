@@ -14,6 +14,8 @@ from app import i18n, texts
 from app.i18n import tr
 from app.widgets.controls import scrolled
 from app.widgets.paint import css
+from scene.layout import ModelDims
+from scene.tooltips import model_args
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class KnobSpec:
     def steps(self) -> int:
         return int(round((self.hi - self.lo) / self.step))
 
+
+KDA_KNOBS = ("alpha", "beta")  # they act on KDA layers only: no effect on a model without any
 
 KNOBS: tuple[KnobSpec, ...] = (
     KnobSpec("alpha", 0.01, 1.0, 0.01, None),  # α = exp(g) in (e^-5, 1]; 0 would be log(0)
@@ -80,7 +84,7 @@ class _KnobRow:
         self._updating = False
         self.value.setText(tr("app.controls.computed") if value is None
                            else f"{value:.{self.spec.decimals}f}")
-        self.reset.setEnabled(value != self.spec.default)
+        self.reset.setEnabled(value != self.spec.default and self.slider.isEnabled())
 
     def _moved(self, position: int) -> None:
         if self._updating:
@@ -95,8 +99,12 @@ class _KnobRow:
         self.dock.state.request_knobs(**{self.spec.field: self.spec.default})
 
     def retranslate(self) -> None:
+        args = model_args(ModelDims.from_config(self.dock.state.config))  # the shown model's numbers
+        inert = self.spec.field in KDA_KNOBS and not args["kda_layers"]
         self.name.setText(tr(f"app.controls.{self.spec.field}"))
-        self.hint.setText(tr(f"app.controls.{self.spec.field}.hint"))
+        self.hint.setText(tr("app.controls.no_kda.hint" if inert else f"app.controls.{self.spec.field}.hint", **args))
+        for widget in (self.name, self.slider, self.value):
+            widget.setEnabled(not inert)
         self.reset.setToolTip(tr("app.controls.reset"))
         metrics = self.value.fontMetrics()  # wide enough for "computed" and any number, in this language
         self.value.setMinimumWidth(max(metrics.horizontalAdvance(t) for t in (tr("app.controls.computed"), "0.00")) + 4)
@@ -124,6 +132,7 @@ class ControlsDock(QDockWidget):
         body.setObjectName("controls_body")
         self.setWidget(scrolled(body))  # a short dock scrolls; the help lines always get their wrapped height
         state.trace_changed.connect(self._sync_from_state)
+        state.config_changed.connect(lambda _cfg: self.retranslate())  # the hints name the model's KDA layers
         self.retranslate()
 
     def slider(self, field: str) -> QSlider:

@@ -22,6 +22,8 @@ from app.widgets.paint import qcolor
 from compute.trace import LINEAR_INPUTS
 from scene import palette
 from scene.layout import ModelDims, _k3_shapes, token_rows
+from scene.steps import fill
+from scene.tooltips import model_args
 
 MAX_ROWS_SHOWN, MAX_COLS_SHOWN = 8, 12
 MAX_ATTENTION_WORDS = 24  # the attention list shows the last positions (a long prompt would fill the panel)
@@ -211,12 +213,13 @@ class InspectorDock(QDockWidget):
         self.meta_label.setText(
             f"{html.escape(where)}<br><b>{html.escape(tr('inspector.k3_shape'))}:</b> {html.escape(k3 or '—')}"
             f"<br><b>{html.escape(tr('inspector.toy_shape'))}:</b> {html.escape(toy)}")
+        args = model_args(dims)  # the texts name the shown model's numbers, not K3's
         md = texts.explanation("block", kind, lang)
         if md:
-            self.what.setMarkdown(md)
+            self.what.setMarkdown(fill(md, args))
         else:
-            self.what.setPlainText(tr(f"scene.desc.{kind}"))
-        self.formula_label.setText(f"{tr('inspector.formula')}:  {tr(f'scene.formula.{kind}')}"
+            self.what.setPlainText(fill(tr(f"scene.desc.{kind}"), args))
+        self.formula_label.setText(f"{tr('inspector.formula')}:  {fill(tr(f'scene.formula.{kind}'), args)}"
                                    if i18n.table().get(f"scene.formula.{kind}") else "")
         self._fill_table(vals)
         running = weights_choice.weights_of(self.state.trace)
