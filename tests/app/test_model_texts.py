@@ -1,7 +1,7 @@
 """No K3 number in texts shown for another model (issue 15.1): after a switch through the Model menu of a real
 main window, the texts a person sees about the shown model — the scene's placed labels, legend and step note,
 the experts block's hover text, the inspector's explanation and formula for the MoE blocks, the controls' α
-hint — name that model's numbers and none of K3's that differ, in English and Korean."""
+hint, the silicon hierarchy's cache and vocabulary explanations — name that model's numbers and none of K3's that differ, in English and Korean."""
 import re
 
 import pytest
@@ -13,7 +13,7 @@ from scene.tooltips import tooltip_text
 
 from tests.app.test_model_follow import wait_model
 
-K3 = dict(experts=896, layers=93, kda=69, hidden=7168, latent=3584)
+K3 = dict(experts=896, layers=93, kda=69, hidden=7168, latent=3584, vocab=163840)
 
 
 def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
@@ -35,6 +35,10 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
         qtbot.waitUntil(lambda: inspector.block_id == f"L{moe_layer}/{kind}", timeout=5000)
         out[f"inspector.{kind}"] = inspector.what.toPlainText() + "\n" + inspector.formula_label.text()
     out["alpha"] = win.docks["ControlsDock"].rows["alpha"].hint.text()
+    hier = win.docks["SiliconDock"].hier
+    for item in ("mla_cache", "kda_state", "token_ids"):
+        hier.select_item(item)
+        out[f"hier.{item}"] = hier.explain.text()
     win.state.player.seek(0)
     return out
 
@@ -42,7 +46,8 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
 @pytest.fixture
 def k3_after(main_window, qtbot):
     win = main_window
-    qtbot.waitUntil(lambda: "inspectorDock" in win.docks and "ControlsDock" in win.docks, timeout=60000)
+    qtbot.waitUntil(lambda: all(d in win.docks for d in ("inspectorDock", "ControlsDock", "SiliconDock")),
+                    timeout=60000)
     yield win
     i18n.set_language("en")
     if win.config.name != "kimi-k3":  # leave the shared window on K3
@@ -82,6 +87,14 @@ def test_texts_name_the_opened_models_numbers(k3_after, qtbot, stem):
         else:  # α and β do nothing without KDA layers: the hint says so and the sliders are off
             assert "KDA" in t["alpha"] and cfg.name in t["alpha"] and not alpha.slider.isEnabled()
             assert not win.docks["ControlsDock"].rows["beta"].slider.isEnabled()
+        mla = L - kda
+        assert (f"× {mla} MLA layers" if lang == "en" else f"MLA {mla}층") in t["hier.mla_cache"]
+        assert f"{cfg.vocab_size:,}" in t["hier.token_ids"] and cfg.name in t["hier.token_ids"]
+        if kda:
+            assert (f"for {kda} layers" if lang == "en" else f"{kda}층에") in t["hier.kda_state"]
+            assert f"{cfg.kda_num_heads} × {cfg.kda_head_dim} × {cfg.kda_head_dim}" in t["hier.kda_state"]
+        else:
+            assert cfg.name in t["hier.kda_state"] and "MiB" not in t["hier.kda_state"]
         # and none of K3's numbers that differ
         if n != K3["experts"]:
             assert "896" not in everything, t
@@ -89,6 +102,8 @@ def test_texts_name_the_opened_models_numbers(k3_after, qtbot, stem):
             assert "7,168" not in everything, t
         if latent != K3["latent"]:
             assert "3,584" not in everything, t
+        if cfg.vocab_size != K3["vocab"]:
+            assert "163,840" not in everything, t
         if kda != K3["kda"]:
             assert not re.search(r"\b69\b", everything), t
         if L != K3["layers"]:

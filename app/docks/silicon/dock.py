@@ -26,6 +26,9 @@ class SiliconDock(TabbedDock):
         if state.config is not None:
             self.calc.set_config(state.config)
         state.config_changed.connect(self.calc.set_config)  # the calculator's model mode follows the model
+        if state.config is not None:
+            self.hier.set_config(state.config)
+        state.config_changed.connect(self.hier.set_config)  # and so do the hierarchy's explanations
 
     def wrap(self, tab, page) -> QScrollArea:
         scroll = QScrollArea()

@@ -13,6 +13,7 @@ from app.i18n import tr
 from app.widgets.controls import note_label, set_stacked
 from app.widgets.paint import arrow, box, font, mix, pen, qcolor, text
 from compute import memory as M
+from compute.config import load_default
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ class HierarchyTab(QWidget):
         lay.addWidget(self.explain)
         lay.addWidget(self.source)
         lay.addWidget(self.caveat)
+        self.config = None  # the shown model (None: K3); set_config follows another
         self.gpu_combo.currentIndexChanged.connect(lambda _i: self._update())
         self.items.currentRowChanged.connect(lambda _r: self._update())
         self.retranslate()
@@ -184,14 +186,32 @@ class HierarchyTab(QWidget):
             if self.items.item(i).data(Qt.UserRole) == key:
                 self.items.setCurrentRow(i)
 
+    def set_config(self, cfg) -> None:
+        """Explain the places with the numbers of `cfg` (a ModelConfig; None = K3's)."""
+        self.config = cfg
+        self._update()
+
+    def _model_fmt(self) -> dict:
+        """Format arguments of the explanations: the shown model's cache shape, size and vocabulary."""
+        cfg = self.config if self.config is not None else load_default()
+        shape = M.CacheShape.from_config(cfg)
+        params = cfg.total_params_billion
+        mla = M.mla_cache_bytes(1, layers=shape.mla_layers, numbers_per_token=shape.mla_numbers)
+        kda = M.kda_state_bytes(layers=shape.kda_layers, heads=shape.kda_heads, d_k=shape.kda_head_dim,
+                                d_v=shape.kda_head_dim)
+        return dict(
+            model=cfg.name, vocab=f"{cfg.vocab_size:,}",
+            params=(f"{params / 1000:g}T" if params >= 1000 else f"{params:g}B") if params else "?",
+            gb=f"{M.k3_estimate(params_billion=params)['weights_gb']:,.1f}" if params else "?",
+            b=f"{mla:,.0f}", gib=f"{mla * M.K3_MAX_CONTEXT / M.GIB:.1f}", numbers=shape.mla_numbers,
+            mla_layers=shape.mla_layers, kda_layers=shape.kda_layers, heads=shape.kda_heads,
+            dim=shape.kda_head_dim, mib=f"{kda / 2**20:,.0f}")
+
     def _update(self) -> None:
         k = self.item()
-        fmt = {
-            "weights": dict(gb=f"{M.k3_estimate()['weights_gb']:,.1f}"),
-            "mla_cache": dict(b=f"{M.mla_cache_bytes(1):,.0f}", gib=f"{M.mla_cache_bytes(M.K3_MAX_CONTEXT) / M.GIB:.1f}"),
-            "kda_state": dict(mib=f"{M.kda_state_bytes() / 2**20:,.0f}"),
-        }.get(k, {})
-        self.explain.setText(f"<b>{tr('silicon.hier.item_' + k)}</b> — " + tr("silicon.hier.explain_" + k, **fmt))
+        fmt = self._model_fmt()
+        key = "kda_state_none" if k == "kda_state" and not fmt["kda_layers"] else k
+        self.explain.setText(f"<b>{tr('silicon.hier.item_' + k)}</b> — " + tr("silicon.hier.explain_" + key, **fmt))
         self.source.setText(tr(self.gpu().source_key))
         self.diagram.update()
 
