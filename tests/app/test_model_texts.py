@@ -29,7 +29,8 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
     legend = " ".join(_legend_layout(inp, 1800, 1100, 1.0)["notes"])
     tip = tooltip_text(view.layout, f"L{moe_layer}/moe.experts", None, trace, 0, 0, view.tr)
     inspector = win.docks["inspectorDock"]
-    out = dict(labels=labels, legend=legend, step=inp.step_note, tip=tip)
+    shared_tip = tooltip_text(view.layout, f"L{moe_layer}/moe.shared/E", None, trace, 0, 0, view.tr)
+    out = dict(labels=labels, legend=legend, step=inp.step_note, tip=tip, shared_tip=shared_tip)
     for kind in ("moe.experts", "moe.router", "moe.shared"):
         win.state.select_block(f"L{moe_layer}/{kind}")
         qtbot.waitUntil(lambda: inspector.block_id == f"L{moe_layer}/{kind}", timeout=5000)
@@ -87,6 +88,9 @@ def test_texts_name_the_opened_models_numbers(k3_after, qtbot, stem):
         else:  # α and β do nothing without KDA layers: the hint says so and the sliders are off
             assert "KDA" in t["alpha"] and cfg.name in t["alpha"] and not alpha.slider.isEnabled()
             assert not win.docks["ControlsDock"].rows["beta"].slider.isEnabled()
+        assert f"{shared} × {cfg.moe_intermediate_size:,}" in t["shared_tip"]
+        if shared != 2:  # K3 has 2 shared experts
+            assert not re.search(r"(2 shared|Shared Expert 2)", everything), t
         mla = L - kda
         assert (f"× {mla} MLA layers" if lang == "en" else f"MLA {mla}층") in t["hier.mla_cache"]
         assert f"{cfg.vocab_size:,}" in t["hier.token_ids"] and cfg.name in t["hier.token_ids"]
