@@ -1,7 +1,7 @@
 """No K3 number in texts shown for another model (issue 15.1): after a switch through the Model menu of a real
 main window, the texts a person sees about the shown model — the scene's placed labels, legend and step note,
 the experts block's hover text, the inspector's explanation and formula for the MoE blocks, the controls' α
-hint, the silicon hierarchy's cache and vocabulary explanations — name that model's numbers and none of K3's that differ, in English and Korean."""
+hint, the routing dock's MoE card, the silicon hierarchy's cache and vocabulary explanations — name that model's numbers and none of K3's that differ, in English and Korean."""
 import re
 
 import pytest
@@ -40,6 +40,9 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
     for item in ("mla_cache", "kda_state", "token_ids"):
         hier.select_item(item)
         out[f"hier.{item}"] = hier.explain.text()
+    card = win.docks["RoutingDock"].meanings_tab.cards["moe"]
+    assert not card.diagram.grab().isNull()  # the expert grid draws the model's experts
+    out["routing"] = card.facts.text() + "\n" + card.diagram.selection()[1]
     win.state.player.seek(0)
     return out
 
@@ -47,7 +50,7 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
 @pytest.fixture
 def k3_after(main_window, qtbot):
     win = main_window
-    qtbot.waitUntil(lambda: all(d in win.docks for d in ("inspectorDock", "ControlsDock", "SiliconDock")),
+    qtbot.waitUntil(lambda: all(d in win.docks for d in ("inspectorDock", "ControlsDock", "SiliconDock", "RoutingDock")),
                     timeout=60000)
     yield win
     i18n.set_language("en")
@@ -91,6 +94,8 @@ def test_texts_name_the_opened_models_numbers(k3_after, qtbot, stem):
         assert f"{shared} × {cfg.moe_intermediate_size:,}" in t["shared_tip"]
         if shared != 2:  # K3 has 2 shared experts
             assert not re.search(r"(2 shared|Shared Expert 2)", everything), t
+        assert (f"{k} of {n:,} expert MLPs" if lang == "en" else f"{n:,}개 중 어느 {k}개") in t["routing"]
+        assert f"top-{k} of s + b" in t["routing"] or f"Top-{k}" in t["routing"]
         mla = L - kda
         assert (f"× {mla} MLA layers" if lang == "en" else f"MLA {mla}층") in t["hier.mla_cache"]
         assert f"{cfg.vocab_size:,}" in t["hier.token_ids"] and cfg.name in t["hier.token_ids"]

@@ -15,6 +15,8 @@ from app.docks.routing.anim import BG, EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.i18n import tr
 from app.widgets.controls import ResponsiveGrid
 from app.widgets.paint import along, arrow, box, caption, dot, label, line, qcolor
+from scene.layout import ModelDims
+from scene.tooltips import model_args
 
 PACKET = qcolor("packet")
 REQUEST = qcolor("request")
@@ -126,11 +128,18 @@ class InterconnectDiagram(AnimatedDiagram):
 
 
 class MoEDiagram(AnimatedDiagram):
-    """Token → router → 896 experts (32 × 28 dots), the 16 chosen lit; from the engine's trace when there is one."""
+    """Token → router → the shown model's routed experts (32 dots a row; K3: 896 = 32 × 28), its top-k chosen
+    lit; from the engine's trace when there is one."""
+
+    COLS = 32
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
+
+    def text_args(self) -> dict:
+        """The shown model's numbers for the card's texts ({experts}, {top_k}, {model})."""
+        return model_args(ModelDims.from_config(getattr(self.state, "config", None)))
 
     def selection(self):
         """(expert ids, caption) for the current token and layer from the trace, else (empty, caption)."""
@@ -138,7 +147,7 @@ class MoEDiagram(AnimatedDiagram):
         r = routing(st.trace, st.token, st.layer, st.pass_index) if st is not None and st.trace is not None else None
         if r is None:
             return np.zeros(0, dtype=int), tr("routing.moe.no_trace")
-        return r.selected, tr("routing.moe.from_trace", layer=st.layer + 1, token=st.token)
+        return r.selected, tr("routing.moe.from_trace", layer=st.layer + 1, token=st.token, **self.text_args())
 
     def draw(self, p, w, h):
         sel, cap = self.selection()
@@ -151,12 +160,16 @@ class MoEDiagram(AnimatedDiagram):
             text = "router\nσ(W_r·x) + b"
         box(p, rt, qcolor("router"), label=text)
         arrow(p, QPointF(tok.right(), y), QPointF(rt.left(), y), EDGE)
-        cols, rows = 32, 28
+        args = self.text_args()
+        n = int(args["experts"].replace(",", ""))
+        cols = self.COLS
+        rows = -(-n // cols)
         cell = min((w * 0.54) / cols, (h * 0.72) / rows)
         gx, gy = w * 0.43, y - rows * cell / 2
         lit = set(int(e) for e in sel)
-        rgba = np.zeros((cols * rows, 4), dtype=np.uint8)  # one image for all 896 cells
+        rgba = np.zeros((cols * rows, 4), dtype=np.uint8)  # one image for all the experts' cells
         rgba[:] = (52, 60, 74, 255)
+        rgba[n:] = (BG.red(), BG.green(), BG.blue(), 255)  # a last row the experts do not fill
         if lit:
             rgba[sorted(lit)] = (DATA.red(), DATA.green(), DATA.blue(), 255)
         self._buf = np.ascontiguousarray(rgba.reshape(rows, cols, 4))
@@ -176,7 +189,7 @@ class MoEDiagram(AnimatedDiagram):
             dst = QPointF(gx + (c_ + 0.5) * cell, gy + (r_ + 0.5) * cell)
             line(p, QPointF(rt.right(), y), dst, qcolor("route"), 1)
             dot(p, along([QPointF(rt.right(), y), dst], t), DATA, 2.5)
-        label(p, gx + cols * cell / 2, gy - 10, tr("routing.moe.grid"), TEXT, w=w * 0.6)
+        label(p, gx + cols * cell / 2, gy - 10, tr("routing.moe.grid", **args), TEXT, w=w * 0.6)
         caption(p, w, h, cap)
 
 
@@ -205,12 +218,13 @@ class MeaningCard(QFrame):
 
     def retranslate(self):
         k = self.key
+        args = getattr(self.diagram, "text_args", dict)()  # the MoE card names the shown model's numbers
         self.title.setText(tr(f"routing.{k}.title"))
         self.summary.setText(tr(f"routing.{k}.summary"))
         self.facts.setText(
-            f"<b>{tr('routing.what')}</b> {tr(f'routing.{k}.what')}<br>"
-            f"<b>{tr('routing.who')}</b> {tr(f'routing.{k}.who')}<br>"
-            f"<b>{tr('routing.rule')}</b> {tr(f'routing.{k}.rule')}")
+            f"<b>{tr('routing.what')}</b> {tr(f'routing.{k}.what', **args)}<br>"
+            f"<b>{tr('routing.who')}</b> {tr(f'routing.{k}.who', **args)}<br>"
+            f"<b>{tr('routing.rule')}</b> {tr(f'routing.{k}.rule', **args)}")
         self.diagram.update()
 
 
@@ -236,7 +250,7 @@ class MeaningsTab(QWidget):
         lay.addWidget(scroll, 1)
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
             sig.connect(lambda *_: self.cards["moe"].diagram.update())
-
+        state.config_changed.connect(lambda _cfg: self.cards["moe"].retranslate())  # its texts name the model
     def retranslate(self):
         self.intro.setText(tr("routing.meanings.intro"))
         for c in self.cards.values():
