@@ -1,7 +1,8 @@
 """No K3 number in texts shown for another model (issue 15.1): after a switch through the Model menu of a real
 main window, the texts a person sees about the shown model — the scene's placed labels, legend and step note,
-the experts block's hover text, the inspector's explanation and formula for the MoE blocks, the controls' α
-hint, the routing dock's MoE card, the silicon hierarchy's cache and vocabulary explanations — name that model's numbers and none of K3's that differ, in English and Korean."""
+the experts and shared-experts hover texts, the inspector's explanation and formula for the MoE blocks, the
+controls' α hint, the LM-head step text, the routing dock's MoE card, the silicon hierarchy's cache and vocabulary
+explanations — name that model's numbers and none of K3's that differ, in English and Korean."""
 import re
 
 import pytest
@@ -40,6 +41,11 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
     for item in ("mla_cache", "kda_state", "token_ids"):
         hier.select_item(item)
         out[f"hier.{item}"] = hier.explain.text()
+    explain = win.docks["TracePlayerDock"].explain
+    win.state.player.seek(next(s for s in steps if s.kind == "lm_head").index)
+    vocab = f"{win.config.vocab_size:,}"
+    qtbot.waitUntil(lambda: f"[{vocab}]" in explain.toMarkdown(), timeout=5000)  # the step text's logits shape
+    out["lm_head"] = explain.toMarkdown()
     card = win.docks["RoutingDock"].meanings_tab.cards["moe"]
     assert not card.diagram.grab().isNull()  # the expert grid draws the model's experts
     out["routing"] = card.facts.text() + "\n" + card.diagram.selection()[1]
@@ -50,7 +56,8 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
 @pytest.fixture
 def k3_after(main_window, qtbot):
     win = main_window
-    qtbot.waitUntil(lambda: all(d in win.docks for d in ("inspectorDock", "ControlsDock", "SiliconDock", "RoutingDock")),
+    qtbot.waitUntil(lambda: all(d in win.docks for d in ("inspectorDock", "ControlsDock", "SiliconDock", "RoutingDock",
+                                                    "TracePlayerDock")),
                     timeout=60000)
     yield win
     i18n.set_language("en")
