@@ -29,7 +29,8 @@ def tooltip_text(layout: Layout, block_id: str, cell: tuple[int, int] | None, tr
                   ffn=tr(f"scene.ffn.{d.ffns[b.layer - 1]}"))
     if b.part == "weight":
         name = f"{name} · W"
-    head = tr("scene.tip.block", name=name, k3=b.k3_shape or "—", toy=" × ".join(str(v) for v in b.toy_shape) or "—")
+    head = tr("scene.tip.block", name=name, k3=b.k3_shape or "—", toy=" × ".join(str(v) for v in b.toy_shape) or "—",
+              model=layout.dims.name)
     if cell is None:
         return head
     r, c = cell

@@ -36,6 +36,7 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
         win.state.select_block(f"L{moe_layer}/{kind}")
         qtbot.waitUntil(lambda: inspector.block_id == f"L{moe_layer}/{kind}", timeout=5000)
         out[f"inspector.{kind}"] = inspector.what.toPlainText() + "\n" + inspector.formula_label.text()
+        out[f"inspector.{kind}.meta"] = inspector.meta_label.text()
     out["alpha"] = win.docks["ControlsDock"].rows["alpha"].hint.text()
     hier = win.docks["SiliconDock"].hier
     for item in ("mla_cache", "kda_state", "token_ids"):
@@ -86,10 +87,12 @@ def test_texts_name_the_opened_models_numbers(k3_after, qtbot, stem):
         everything = "\n".join(t.values())
         # this model's numbers, where the user reads them
         assert f"{n:,} · top-{k}" in t["labels"] and f"{n:,} · top-{k}" in t["tip"]
+        assert f"{cfg.name} " in t["tip"] and "K3" not in t["tip"]  # the shape is the shown model's, said so
         assert f"{cfg.vocab_size:,} × {hidden:,}" in t["legend"] and cfg.name in t["legend"]
         assert (f"{k} of {n:,} experts" if lang == "en" else f"{n:,}개 중 {k}개") in t["step"]
         assert (f"{n:,} routed experts" if lang == "en" else f"{n:,}개 라우팅 Expert") in t["inspector.moe.experts"]
         assert f"{k}" in t["inspector.moe.experts"] and cfg.name in t["inspector.moe.experts"]
+        assert cfg.name in t["inspector.moe.experts.meta"] and f"{n:,} · top-{k}" in t["inspector.moe.experts.meta"]
         assert f"topk(s + b, {k})" in t["inspector.moe.router"] and f"{hidden:,} → {n:,}" in t["inspector.moe.router"]
         assert f"Shared Expert {shared}" in t["inspector.moe.shared"] or f"{shared} shared" in t["inspector.moe.shared"]
         if kda:
