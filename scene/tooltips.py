@@ -10,7 +10,7 @@ from scene.layout import Layout
 
 def model_args(dims) -> dict:
     """Format arguments for scene texts that name the shown model's numbers ("{experts} experts"), from its
-    ModelDims, so that a label never shows K3's 896 while DeepSeek-V3 is open. Large widths get thousands
+    ModelDims, so that a label never shows K3's expert count while DeepSeek-V3 is open. Large widths get thousands
     separators, as the shapes in the labels do."""
     kda = sum(1 for m in dims.mixers if m == "kda")
     return dict(model=dims.name, layers=dims.n_layers, kda_layers=kda, mla_layers=dims.n_layers - kda,
