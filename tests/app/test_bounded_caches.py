@@ -1,0 +1,61 @@
+"""What a long auto-play makes per layer change and per new trace must not pile up (issue 11, item 2: the soak's
+'RSS growth < 10 MiB/hour, gc objects flat'): after many PgDn/PgUp presses and slider moves in the real window,
+the layouts, traces, scene items, child QObjects and signal connections are as many as after the warm-up."""
+import gc
+
+from PySide6.QtCore import QObject, Qt, SIGNAL
+from PySide6.QtTest import QTest
+
+
+def _alive(kind) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, kind))
+
+
+def _snapshot(win) -> dict:
+    from compute.trace import Trace
+    from scene.layout import Layout
+
+    st = win.state
+    return {
+        "layouts": _alive(Layout),
+        "traces": _alive(Trace),
+        "scene items": len(win.scene.gl.items),
+        "child QObjects": len(win.findChildren(QObject)),
+        "trace_changed slots": st.receivers(SIGNAL("trace_changed(PyObject)")),
+        "layer_changed slots": st.receivers(SIGNAL("layer_changed(int)")),
+        "step_changed slots": st.receivers(SIGNAL("step_changed(int)")),
+    }
+
+
+def _new_trace(win, qtbot, percent: int) -> None:
+    slider = win.docks["ControlsDock"].slider("alpha")
+    before = win.state.trace
+    slider.setValue(slider.minimum() + (slider.maximum() - slider.minimum()) * percent // 100)
+    qtbot.waitUntil(lambda: win.state.trace is not before and not win.engine.busy, timeout=60000)
+
+
+def _layer_keys(win, qtbot, n: int, key=Qt.Key.Key_PageDown) -> None:
+    for _ in range(n):
+        QTest.keyClick(win.scene.gl, key)
+        qtbot.wait(30)
+
+
+def test_layer_changes_and_new_traces_leave_nothing_behind(make_window, qtbot):
+    win = make_window()
+    win.scene.gl.setFocus()
+    _layer_keys(win, qtbot, 6)  # warm up: the first layouts, colour buffers, label images, camera animation
+    _new_trace(win, qtbot, 30)
+    qtbot.wait(1500)  # traces no longer shown are freed in the worker after a quiet second
+    before = _snapshot(win)
+    layers = []
+    win.state.layer_changed.connect(layers.append)
+    for k, percent in enumerate((70, 35, 85, 50)):
+        _layer_keys(win, qtbot, 10, Qt.Key.Key_PageUp if k % 2 == 0 else Qt.Key.Key_PageDown)
+        _new_trace(win, qtbot, percent)
+    win.state.layer_changed.disconnect(layers.append)
+    qtbot.wait(1500)
+    after = _snapshot(win)
+    assert len(layers) == 40, f"{len(layers)} of 40 PgDn/PgUp presses changed the layer"
+    assert after == before, f"grew over 40 layer changes and 4 new traces: {before} -> {after}"
+    assert after["layouts"] <= 2 and after["traces"] <= 2, after
