@@ -78,7 +78,7 @@ def _scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
     if body is None:
         return
     hint = body.minimumSizeHint()
-    if hint.width() <= max_w and hint.height() <= max_h:
+    if hint.width() <= max_w and hint.height() <= max_h and not getattr(dock, "scroll_body", False):
         return
     area = QScrollArea(dock)
     area.setObjectName(f"{dock.objectName()}_scroll")
@@ -328,10 +328,15 @@ class MainWindow(QMainWindow):
             dock = next((d for n, d in self.docks.items() if self._entries[n] is entry), None)
             if dock is None:
                 continue
-            self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+            if dock.isFloating():
+                dock.setFloating(False)
             if first is None:
+                if self.dockWidgetArea(dock) != Qt.LeftDockWidgetArea:
+                    self.addDockWidget(Qt.LeftDockWidgetArea, dock)
                 first = dock
-            else:
+            elif dock not in self.tabifiedDockWidgets(first):
+                # straight into the tab group: added to the area first, the docks would stand one above the other
+                # for a moment and their summed minimum heights would grow the window past the screen
                 self.tabifyDockWidget(first, dock)
             dock.show()
         if first is not None:

@@ -34,6 +34,10 @@ _LONG_RUN = re.compile(r"\S{%d,}" % (BREAK_EVERY + 1))
 
 
 class TracePlayerDock(QDockWidget):
+    # its body grows with the trace (token chips, facts, candidates): the window puts it in a scroll area from
+    # the start, so a short screen scrolls the panel instead of growing the window (main_window._scroll_if_wide)
+    scroll_body = True
+
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.setObjectName("TracePlayerDock")
