@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
+from app import heap
 from compute.trace import Knobs
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ class _EngineObject(QObject):
         while traces:
             traces.pop()
             time.sleep(0)
+        heap.trim()  # malloc keeps the freed chunks otherwise: RSS crept up over an hour (app/heap.py)
 
     @Slot(object)
     def compute(self, request: Request) -> None:

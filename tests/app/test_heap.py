@@ -1,0 +1,52 @@
+"""app.heap.trim gives the free heap memory that freed traces leave behind back to the system (glibc)."""
+import ctypes
+import ctypes.util
+import sys
+
+import numpy as np
+import pytest
+
+from app import heap
+
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _free_heap_bytes() -> int:
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    return int(libc.mallinfo2().fordblks)  # bytes in free chunks malloc keeps
+
+
+def _rss_bytes() -> int:
+    import os
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_trim_returns_what_freed_traces_leave_in_the_heap():
+    # a trace-like burst: many small arrays (below the mmap threshold, so they live in malloc's heap)
+    arrays = [np.full(700, i, np.float64) for i in range(20000)]
+    keep = arrays[-1]  # the newest allocation pins the heap top, as a live trace does
+    del arrays
+    assert _free_heap_bytes() > 50e6  # the freed arrays sit in the heap as free chunks
+    before = _rss_bytes()
+    heap.trim()
+    after = _rss_bytes()
+    assert before - after > 40e6, (before, after)  # their pages went back to the system
+    assert keep[0] == 19999
+
+
+def test_the_engine_worker_trims_after_freeing_traces(monkeypatch):
+    from app import worker
+
+    calls = []
+    monkeypatch.setattr(worker.heap, "trim", lambda: calls.append(1) or True)
+    traces = [object(), object()]
+    worker._EngineObject.dispose(None, traces)  # uses nothing of the object
+    assert traces == [] and calls == [1]
