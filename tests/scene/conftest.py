@@ -24,3 +24,4 @@ def trace_a(engine):
 @pytest.fixture(scope="session")
 def trace_b(engine):
     return engine.run("The robot lifted a red cup", max_new_tokens=2)
+

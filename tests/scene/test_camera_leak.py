@@ -4,22 +4,14 @@ import gc
 
 import pytest
 from PySide6.QtCore import QVariantAnimation
+from scene_helpers import shown_view
 
 W, H = 900, 600
 
 
 @pytest.fixture
 def view(qtbot, k3_config):
-    from scene.view import SceneView
-
-    v = SceneView()
-    qtbot.addWidget(v)
-    v.resize(W, H)
-    v.show()
-    qtbot.waitExposed(v)
-    v.set_config(k3_config)
-    qtbot.waitUntil(lambda: v.gl.paint_count > 0, timeout=10000)
-    return v
+    return shown_view(qtbot, k3_config, W, H)
 
 
 def _cameras() -> int:

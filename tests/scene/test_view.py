@@ -5,6 +5,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QFontMetricsF, QImage, QMatrix4x4, QVector4D
 from PySide6.QtTest import QTest
+from scene_helpers import shown_view
 
 W, H = 1100, 700
 _KEEP = []  # AppState registers itself with app.i18n for good: keep it alive past the test that made it
@@ -19,16 +20,7 @@ def image_array(img: QImage) -> np.ndarray:
 
 @pytest.fixture
 def view(qtbot, k3_config):
-    from scene.view import SceneView
-
-    v = SceneView()
-    qtbot.addWidget(v)
-    v.resize(W, H)
-    v.show()
-    qtbot.waitExposed(v)
-    v.set_config(k3_config)
-    qtbot.waitUntil(lambda: v.gl.paint_count > 0, timeout=10000)
-    return v
+    return shown_view(qtbot, k3_config, W, H)
 
 
 def renderer_project(v, point) -> QPointF:
