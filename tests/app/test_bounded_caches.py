@@ -57,5 +57,5 @@ def test_layer_changes_and_new_traces_leave_nothing_behind(make_window, qtbot):
     qtbot.wait(1500)
     after = _snapshot(win)
     assert len(layers) == 40, f"{len(layers)} of 40 PgDn/PgUp presses changed the layer"
+    # counts are the whole process's (other tests' fixtures hold traces and layouts too): what matters is no growth
     assert after == before, f"grew over 40 layer changes and 4 new traces: {before} -> {after}"
-    assert after["layouts"] <= 2 and after["traces"] <= 2, after
