@@ -145,7 +145,7 @@ class ToyK3:
     def __init__(self, config: ModelConfig | None = None, seed: int = 0, device="auto",
                  dtype="float32", dims: ToyDims | None = None, cpu_threads: int | None = 1,
                  backend: str = "auto", weights: str = "trained", weights_path: str | Path | None = None,
-                 kernels: str = "auto"):
+                 kernels: str = "auto", compiled: bool | None = None):
         """weights: "trained" = the shipped trained weights (compute.weights.default_path(), or `weights_path`)
         when they fit this config, dims and vocabulary — else the seeded random ones, and `weights_note` says
         why (a bad `weights_path` raises WeightsError instead); "random" = seeded random weights (`seed`).
@@ -164,7 +164,12 @@ class ToyK3:
         with the install hint without it); "torch" forces torch tensors on the CPU too.
 
         kernels: "auto" = on numpy, compute.fused's kernel for every block that has one; "operators" = the
-        operator code for every block (what the fused kernels are tested against)."""
+        operator code for every block (what the fused kernels are tested against).
+
+        compiled: with kernels="auto" on numpy, run compute.fused_nb's numba kernels for the hot blocks (KDA, MoE,
+        AttnRes, RMSNorm). None = when numba is importable and K3_NO_NUMBA is unset; False = compute.fused's
+        pure-numpy kernels (the fallback without numba); True = numba when available (else numpy too).
+        `self.compiled` says what runs."""
         self.config = config if config is not None else load_default()
         self.seed = int(seed)
         self.device = resolve_device(device)
@@ -175,6 +180,8 @@ class ToyK3:
         if kernels not in ("auto", "operators"):
             raise ValueError(f"kernels must be 'auto' or 'operators', got {kernels!r}")
         self.kernels = kernels
+        self._want_compiled = compiled
+        self.compiled = False
         self.backend = "numpy" if backend == "numpy" or (backend == "auto" and self.device.type == "cpu") else "torch"
         self.dtype = _np_dtype(dtype)
         self._torch = None
@@ -392,7 +399,8 @@ class ToyK3:
         c = self.config
         eps = c.rms_norm_eps
         if self.backend == "numpy" and self.kernels == "auto":
-            fz = self._fused = FusedK3(c, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
+            fz = self._fused = FusedK3(c, self.dims, self.layers, self.w_out, self.dtype, self.final_norm,
+                                       use_numba=None if self._want_compiled is None else self._want_compiled)
             self._blocks = [(P["norm_mixer"], P["norm_ffn"], P["w_attn"], P["w_mlp"],
                              fz.mixer_kernel(li) or self._op_mixer, fz.ffn_kernel(li) or self._op_ffn)
                             for li, P in enumerate(fz.plans)]
@@ -409,6 +417,18 @@ class ToyK3:
                                   else PlainResidual)
         self.fused_blocks = sum((m != self._op_mixer) + (f != self._op_ffn) for *_, m, f in self._blocks)
         # how many mixer / FFN blocks run fused kernels
+        self.compiled = self._fused is not None and self._fused.use_numba
+        if self.compiled:
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Compile (first start of an install) or load from numba's disk cache (later starts) the compiled
+        kernels, with a prefill and a decode pass on the toy vocabulary's first piece; runs where ToyK3 is
+        built (the app builds it in its engine thread). layer_calls is left as it was."""
+        calls, tid = self.layer_calls, self.tokenizer.vocab[0][1]
+        _, caches, _ = self.forward([tid, tid], 0, Knobs(), None)
+        self.forward([tid], 2, Knobs(), caches)
+        self.layer_calls = calls
 
     def _linear_weights_numpy(self) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
         """Per layer: block key → W [in, out] (numpy, engine dtype) of every LINEAR_INPUTS block."""

@@ -1,4 +1,5 @@
-"""compute.fused (the numpy backend's fused layer kernels) equals the operators block by block in float64."""
+"""compute.fused (the numpy backend's fused layer kernels) equals the operators block by block in float64 — both
+its pure-numpy kernels and compute.fused_nb's compiled (numba) ones, when numba is installed."""
 import numpy as np
 import pytest
 import torch
@@ -11,9 +12,24 @@ from compute.moe import latent_moe
 from compute.trace import Knobs
 
 
-@pytest.fixture(scope="module")
-def model():
-    return ToyK3(device="cpu", dtype=torch.float64, backend="numpy")
+from compute import fused_nb
+
+PATHS = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(not fused_nb.available(),
+                                                                 reason="numba not installed (or K3_NO_NUMBA set)"))]
+
+
+@pytest.fixture(scope="module", params=PATHS)
+def model(request):
+    m = ToyK3(device="cpu", dtype=torch.float64, backend="numpy", compiled=request.param == "numba")
+    assert m.compiled == (request.param == "numba")
+    return m
+
+
+def test_no_numba_env_forces_the_numpy_kernels(monkeypatch):
+    monkeypatch.setenv("K3_NO_NUMBA", "1")
+    assert not fused_nb.available()
+    m = ToyK3(device="cpu", backend="numpy")
+    assert not m.compiled and not m._fused.use_numba
 
 
 def _rand(seed, *shape):
