@@ -226,6 +226,10 @@ class FusedK3:
                 kp["S0"] = np.zeros((self.H, self.Kd, kp["V"]), dt)
             if "moe" in p:
                 p["moe"]["rsf"] = float(c.routed_scaling_factor)
+            if "mla_f" in p:
+                mp = p["mla_f"]
+                mp["cq"], mp["ckv"], mp["sc"] = float(mp["c_q"]), float(mp["c_kv"]), float(mp["scale"])
+                mp["c_kv0"], mp["k_rope0"] = np.zeros((0, d.kv_lora), dt), np.zeros((0, d.rope), dt)
         self.c20 = np.array(1e-20, dt)
         bound = max(bound, float(np.linalg.norm(self.w_out)))
         # |s_c| <= sqrt(D)·‖w‖ (the normalised candidate has norm <= sqrt(D)): exp cannot overflow below ~88
@@ -329,7 +333,9 @@ class FusedK3:
         P = self.plans[li]
         if "kda" in P:
             return self._kda_block_nb if self.use_numba else self._kda_block
-        return self._mla_block if "mla_f" in P else None
+        if "mla_f" in P:
+            return self._mla_block_nb if self.use_numba else self._mla_block
+        return None
 
     def ffn_kernel(self, li: int):
         """Layer li's fused FFN as kernel(li, xn, bias_offset, t) → y; None where it has no fused kernel."""
@@ -383,6 +389,29 @@ class FusedK3:
             "kda.o": B[:, c + 6 * HK + kp["nbg"]:c + 6 * HK + kp["nbg"] + H * V], "kda.state": S,
             "kda.o_norm": B[:, c + 6 * HK + kp["nbg"] + H * V:c + 6 * HK + kp["nbg"] + 2 * H * V], "kda.o_proj": y})
         return y, {"conv": tail, "state": S}
+
+    def _mla_block_nb(self, li, xn, cache, knobs, positions, t):
+        mp, d, dt = self.plans[li]["mla_f"], self.dims, self.dtype
+        H, ql, kl, r, nope, dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
+        T, nz, HV = xn.shape[0], mp["W"].shape[1], H * dv
+        if cache is None:
+            c_kv0, k_rope0 = mp["c_kv0"], mp["k_rope0"]
+        else:
+            c_kv0, k_rope0 = cache["c_kv"], cache["k_rope"]
+        S = c_kv0.shape[0] + T
+        B = np.empty((T, nz + ql + H * (nope + r) + 3 * HV + self.D), dt)
+        SB = np.empty((S, kl + r + H * (nope + dv)), dt)
+        SC = np.empty((2, H, T, S), dt)
+        fused_nb.mla_into(B, SB, SC, xn, mp["W"], mp["q_a_norm"], mp["cq"], mp["q_b"], mp["kv_a_norm"], mp["ckv"],
+                          mp["kv_b"], mp["o"], c_kv0, k_rope0, H, ql, kl, r, nope, dv, mp["sc"])
+        c = nz + ql + H * (nope + r)
+        c_kv, k_rope = SB[:, :kl], SB[:, kl:kl + r]
+        y = B[:, c + 3 * HV:]
+        t.update({"mla.q_a": B[:, :ql], "mla.q_a_norm": B[:, nz:nz + ql], "mla.q_b": B[:, nz + ql:c],
+                  "mla.kv_a": B[:, ql:ql + kl + r], "mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": SB[:, kl + r:],
+                  "mla.scores": SC[0], "mla.softmax": SC[1], "mla.o": B[:, c:c + HV], "mla.gate": B[:, c + HV:c + 2 * HV],
+                  "mla.o_gated": B[:, c + 2 * HV:c + 3 * HV], "mla.o_proj": y})
+        return y, {"c_kv": c_kv, "k_rope": k_rope}
 
     def _moe_block_nb(self, li, xn, bias_off, t):
         mp = self.plans[li]["moe"]

@@ -333,8 +333,71 @@ def _compile(numba) -> None:
             c += a.shape[1]
         idx_out[...] = idx
 
+    @njit
+    def mla_into(B, SB, SC, xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_kv0, k_rope0, H, ql,
+                 kl, r, nope, dv, scale):
+        """Gated NoPE MLA (FusedK3._mla's formulas). B [T, z | q_a_norm | q_b | o | gate | o_gated | y];
+        SB [S, c_kv | k_rope | kv_b] (cache rows first); SC [2, H, T, S]: scores, softmax."""
+        T = xn.shape[0]
+        S = SB.shape[0]
+        S0 = S - T
+        z = mm(xn, W)
+        nz = z.shape[1]
+        B[:, :nz] = z
+        qan = rms(z[:, :ql], q_a_norm, c_q)
+        B[:, nz:nz + ql] = qan
+        dq = nope + r
+        q = mm(qan, q_b_w)  # [T, H·dq]
+        c = nz + ql
+        B[:, c:c + H * dq] = q
+        c += H * dq
+        SB[:S0, :kl] = c_kv0
+        SB[:S0, kl:kl + r] = k_rope0
+        SB[S0:, :kl] = z[:, ql:ql + kl]
+        SB[S0:, kl:kl + r] = z[:, ql + kl:ql + kl + r]
+        cn = rms(SB[:, :kl], kv_a_norm, c_kv_eps)
+        kvb = mm(cn, kv_b_w)  # [S, H·(nope + dv)]
+        SB[:, kl + r:] = kvb
+        dk = nope + dv
+        o = np.zeros((T, H * dv), np.float64)
+        for h in range(H):
+            for t in range(T):
+                mx = -np.inf
+                for j in range(S):
+                    if j > S0 + t:
+                        SC[0, h, t, j] = -np.inf
+                        continue
+                    acc = 0.0
+                    for n in range(nope):
+                        acc += float(q[t, h * dq + n]) * kvb[j, h * dk + n]
+                    for i in range(r):
+                        acc += float(q[t, h * dq + nope + i]) * SB[j, kl + i]
+                    sc = acc * scale
+                    SC[0, h, t, j] = sc
+                    if SC[0, h, t, j] > mx:
+                        mx = SC[0, h, t, j]
+                tot = 0.0
+                for j in range(S):
+                    e = math.exp(float(SC[0, h, t, j]) - mx) if j <= S0 + t else 0.0
+                    SC[1, h, t, j] = e
+                    tot += float(SC[1, h, t, j])
+                for j in range(S):
+                    SC[1, h, t, j] = SC[1, h, t, j] / tot
+                    pj = float(SC[1, h, t, j])
+                    for v in range(dv):
+                        o[t, h * dv + v] += pj * kvb[j, h * dk + nope + v]
+        HV = H * dv
+        B[:, c:c + HV] = o
+        g0 = ql + kl + r
+        for t in range(T):
+            for i in range(HV):
+                gt = (math.tanh(float(z[t, g0 + i])) + 1.0) * 0.5
+                B[t, c + HV + i] = gt
+                B[t, c + 2 * HV + i] = B[t, c + i] * B[t, c + HV + i]
+        B[:, c + 3 * HV:] = mm(B[:, c + 2 * HV:c + 3 * HV], o_w)
+
     g.update(mm=mm, rms=rms, attn=attn, moe=moe, kda=kda, attn_into=attn_into, kda_into=kda_into,
-             moe_into=moe_into)
+             moe_into=moe_into, mla_into=mla_into)
 
 
 def warm_up(dtype) -> None:
