@@ -9,7 +9,9 @@ during one run (TorchDispatchMode counter), the floor of the eager per-op overhe
 (the default on a CPU device) none: weights, embeddings, layers and sampling are numpy and the engine never
 imports torch there (torch_imported_by_engine); torch is only imported here to count ops when it is installed
 (null without it). weights_load_ms: reading, checking and unpacking the trained weights file
-(compute.weights; target ≤ 200 ms); init_ms: the whole ToyK3() (weights, conversion, fused plans).
+(compute.weights; target ≤ 200 ms); init_ms: the whole ToyK3() (weights, conversion, fused plans, and with
+numba the compiled kernels' warm-up: a compile on an install's first start, a disk-cache load later).
+compiled_kernels: compute.fused_nb's numba kernels ran (K3_NO_NUMBA=1 or no numba: the numpy kernels).
 """
 from __future__ import annotations
 
@@ -145,12 +147,13 @@ def main() -> None:
         "device": str(m.device),
         "backend": m.backend,
         "numpy_fused_kernels": getattr(m, "_fused", None) is not None,  # compute.fused (numpy backend, K3 config)
+        "compiled_kernels": getattr(m, "compiled", False),  # compute.fused_nb (numba; K3_NO_NUMBA=1: numpy)
         "torch_threads": torch.get_num_threads() if torch is not None else None,
         "torch": torch.__version__ if torch is not None else None,
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-        "targets": {"run_ms_median": 60, "resample_ms_median": 2, "weights_load_ms": 200},
+        "targets": {"run_ms_median": 15, "resample_ms_median": 1, "weights_load_ms": 200},
     }
     print(json.dumps(out))
 

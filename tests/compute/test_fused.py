@@ -25,6 +25,15 @@ def model(request):
     return m
 
 
+def test_numba_cache_goes_to_the_user_cache_when_the_package_folder_is_read_only(monkeypatch, tmp_path):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(fused_nb.os, "access", lambda path, mode: False)  # a site-packages install
+    fused_nb._cache_dir_setup()
+    assert fused_nb.os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "k3-explorer" / "numba")
+    assert (tmp_path / "k3-explorer" / "numba").is_dir()
+
+
 def test_no_numba_env_forces_the_numpy_kernels(monkeypatch):
     monkeypatch.setenv("K3_NO_NUMBA", "1")
     assert not fused_nb.available()
