@@ -97,6 +97,23 @@ def _output_grid(names, prefix: str):
     return grid, labels, values
 
 
+def _inputs_beside_results(grid: QGridLayout, title: QLabel, out: QGridLayout, *below: QWidget) -> QHBoxLayout:
+    """A calculator's top row: the input grid, a rule, then the results column (title, outputs, `below`)."""
+    right = QVBoxLayout()
+    right.addWidget(title)
+    right.addLayout(out)
+    for w in below:
+        right.addWidget(w)
+    right.addStretch(1)
+    top = QHBoxLayout()
+    top.addLayout(grid, 3)
+    sep = QFrame()
+    sep.setFrameShape(QFrame.VLine)
+    top.addWidget(sep)
+    top.addLayout(right, 2)
+    return top
+
+
 class SeedCalc(QWidget):
     OUTPUTS = ("weights_gb", "kv_gib", "total_gib", "per_gpu_gib")
 
@@ -129,20 +146,7 @@ class SeedCalc(QWidget):
         self.excl_title.setStyleSheet("font-weight: bold;")
         self.exclusions = note_label()
         self.multi = note_label()
-        right = QVBoxLayout()
-        right.addWidget(self.title_out)
-        right.addLayout(out)
-        right.addWidget(self.fits)
-        right.addWidget(self.stale)
-        right.addWidget(self.formula)
-        right.addStretch(1)
-        top = QHBoxLayout()
-        top.addLayout(grid, 3)
-        sep = QFrame()
-        sep.setFrameShape(QFrame.VLine)
-        top.addWidget(sep)
-        top.addLayout(right, 2)
-        self.top = top
+        self.top = top = _inputs_beside_results(grid, self.title_out, out, self.fits, self.stale, self.formula)
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.excl_title)
@@ -246,18 +250,7 @@ class K3Calc(QWidget):
         self.title_out = QLabel()
         self.title_out.setStyleSheet("font-weight: bold;")
         self.fits, self.stale, self.formula = _result_labels("k3")
-        right = QVBoxLayout()
-        right.addWidget(self.title_out)
-        right.addLayout(out)
-        right.addWidget(self.fits)
-        right.addWidget(self.stale)
-        right.addStretch(1)
-        top = QHBoxLayout()
-        top.addLayout(grid, 3)
-        sep = QFrame()
-        sep.setFrameShape(QFrame.VLine)
-        top.addWidget(sep)
-        top.addLayout(right, 2)
+        top = _inputs_beside_results(grid, self.title_out, out, self.fits, self.stale)
         self.plot = pg.PlotWidget()
         self.plot.setObjectName("k3_plot")
         self.plot.setBackground(qcolor("background"))
