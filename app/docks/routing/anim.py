@@ -13,6 +13,17 @@ BG, TEXT, MUTED = qcolor("background"), qcolor("text"), qcolor("muted")
 PANEL, EDGE = qcolor("panel"), qcolor("edge")
 
 
+def begin_paint(widget: QWidget, point_size: float) -> tuple[QPainter, QFont]:
+    """A painter on `widget`, antialiased, the background filled, set to the widget's font at `point_size`."""
+    p = QPainter(widget)
+    p.setRenderHint(QPainter.Antialiasing)
+    p.fillRect(widget.rect(), BG)
+    f = QFont(widget.font())
+    f.setPointSizeF(point_size)
+    p.setFont(f)
+    return p, f
+
+
 class AnimatedDiagram(VisibleTimerMixin, QWidget):
     """Repaints at ~30 fps while it can be seen; `phase(period_s)` gives a value in [0, 1) for drawing motion."""
 
@@ -45,12 +56,7 @@ class AnimatedDiagram(VisibleTimerMixin, QWidget):
         return (self.seconds() / period_s) % 1.0
 
     def paintEvent(self, event):  # noqa: N802
-        p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
-        p.fillRect(self.rect(), BG)
-        f = QFont(self.font())
-        f.setPointSizeF(8.5)
-        p.setFont(f)
+        p, _f = begin_paint(self, 8.5)
         self.draw(p, float(self.width()), float(self.height()))
         p.end()
 

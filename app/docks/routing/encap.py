@@ -4,10 +4,10 @@ stack from the wire inwards with the chosen layer's bytes highlighted. Caveats f
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.docks.routing.anim import BG, EDGE, MUTED, TEXT
+from app.docks.routing.anim import EDGE, MUTED, TEXT, begin_paint
 from app.i18n import tr
 from app.widgets.paint import box, css, qcolor
 
@@ -71,12 +71,7 @@ class StacksDiagram(QWidget):
         return self._rects.get((stack, key), QRectF())
 
     def paintEvent(self, event):  # noqa: N802
-        p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
-        p.fillRect(self.rect(), BG)
-        f = QFont(self.font())
-        f.setPointSizeF(8.5)
-        p.setFont(f)
+        p, f = begin_paint(self, 8.5)
         w, h = float(self.width()), float(self.height())
         left, top, row_h, col_w = self.geometry_for(w, h)
         if w < 620:
@@ -146,12 +141,7 @@ class EnvelopeBar(QWidget):
         self.stack, self.key = "https", "llm.tls"
 
     def paintEvent(self, event):  # noqa: N802
-        p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
-        p.fillRect(self.rect(), BG)
-        f = QFont(self.font())
-        f.setPointSizeF(8)
-        p.setFont(f)
+        p, f = begin_paint(self, 8)
         rects = self.segment_rects(p.fontMetrics())
         for (text, owner), r in zip(ENVELOPES[self.stack], rects):
             mine = owner == self.key
