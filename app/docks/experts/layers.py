@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from app.docks.deferred import DeferredRefreshMixin
+from app.docks.experts.heatmap import heatmap_plot
 from app.docks.experts.model import (expert_weight_map, model_args, overlap_map, processed_positions, usage,
                                      usage_counts)
 from app.i18n import tr
@@ -41,13 +42,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.info = QLabel()
         self.info.setWordWrap(True)
 
-        self.heat = pg.PlotWidget()
-        self.heat.setObjectName("experts.layers.heatmap")
-        self.heat.setMenuEnabled(False)
-        self.heat.setMouseEnabled(False, False)
-        self.heat.invertY(True)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.heat.addItem(self.image)
+        self.heat, self.image = heatmap_plot("experts.layers.heatmap")
         self.marker = pg.ScatterPlotItem(size=9, pen=pg.mkPen((80, 230, 255), width=2), brush=None, symbol="s")
         self.heat.addItem(self.marker)
         self.image.mouseClickEvent = self._on_image_click

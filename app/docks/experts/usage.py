@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from app.docks.deferred import on_screen, watch_dock
+from app.docks.experts.heatmap import heatmap_plot
 from app.docks.experts.usage_model import (UsageMap, compute_usage, moe_layers_of, specialisation_bits,
                                            top_experts, usage_prompts)
 from app.i18n import tr
@@ -97,14 +98,8 @@ class UsageTab(QWidget):
         self.status = QLabel()
         self.status.setObjectName("experts.usage.status")
         self.status.setWordWrap(True)
-        self.heat = pg.PlotWidget()
-        self.heat.setObjectName("experts.usage.heatmap")
-        self.heat.setMenuEnabled(False)
-        self.heat.setMouseEnabled(False, False)
-        self.heat.invertY(True)
+        self.heat, self.image = heatmap_plot("experts.usage.heatmap")
         self.heat.setMinimumHeight(220)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.heat.addItem(self.image)
         self.top = QLabel()
         self.top.setObjectName("experts.usage.top")
         self.top.setWordWrap(True)
