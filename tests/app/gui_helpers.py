@@ -50,3 +50,14 @@ def image_array(img) -> np.ndarray:
 def changed_fraction(a: np.ndarray, b: np.ndarray, tol: int = 12) -> float:
     diff = np.abs(a.astype(int) - b.astype(int))[..., :3].max(axis=-1)
     return float((diff > tol).mean())
+
+
+def lit_cells(grid, n: int) -> set[int]:
+    """Experts 0..n-1 whose cell centre is gold in a grab of an expert grid (gold: strong red, little blue)."""
+    img = grid.grab().toImage()
+    lit = set()
+    for e in range(n):
+        c = img.pixelColor(grid.cell_rect(e).center())
+        if c.red() > 200 and c.green() > 120 and c.blue() < 150:
+            lit.add(e)
+    return lit

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QMainWindow, QStyle, QStyleOptionSli
 
 from app import i18n
 from app.state import AppState
+from gui_helpers import lit_cells
 
 PROMPT = "로봇이 컵을 집었다. 그리고 컵을 테이블 위에"  # 13 toy pieces: token 10 is processed
 NEW_TOKENS = 2
@@ -65,18 +66,8 @@ def trace_selection(trace, token, layer):
 
 
 def lit_cells_from_pixels(grid) -> set[int]:
-    """Experts whose cell centre is gold in a grab of the widget (gold: strong red, little blue)."""
-    return lit_cells_from_pixels_n(grid, 896)
-
-
-def lit_cells_from_pixels_n(grid, n) -> set[int]:
-    img = grid.grab().toImage()
-    lit = set()
-    for e in range(n):
-        c = img.pixelColor(grid.cell_rect(e).center())
-        if c.red() > 200 and c.green() > 120 and c.blue() < 150:
-            lit.add(e)
-    return lit
+    """K3's 896 experts: those whose cell centre is gold in a grab of the widget."""
+    return lit_cells(grid, 896)
 
 
 @pytest.mark.parametrize("token,layer", [(0, 1), (2, 36), (5, 60), (10, 92)])
@@ -319,7 +310,7 @@ def test_grid_widget_standalone_contract(qtbot):
     s256 = rng.uniform(0.2, 0.8, 256)
     sel256 = np.argsort(-s256)[:8]
     g.set_scores(s256, None, sel256, s256[sel256] / s256[sel256].sum())
-    assert g.n_experts() == 256 and lit_cells_from_pixels_n(g, 256) == set(int(e) for e in sel256)
+    assert g.n_experts() == 256 and lit_cells(g, 256) == set(int(e) for e in sel256)
 
 
 def test_no_trace_yet_says_so_and_slider_still_requests(qtbot):

@@ -8,22 +8,12 @@ from PySide6.QtWidgets import QLineEdit
 
 from app import animate, i18n, player
 from compute.config import ModelConfig, available_configs
+from gui_helpers import lit_cells
 
 
 def wait_model(qtbot, win, name: str) -> None:
     qtbot.waitUntil(lambda: win.config.name == name and win.state.trace is not None
                     and win.state.trace.config_name == name and not win.engine.busy, timeout=120000)
-
-
-def lit_cells(grid, n: int) -> set[int]:
-    """Experts whose cell centre is gold in a grab of the grid (gold: strong red, little blue)."""
-    img = grid.grab().toImage()
-    lit = set()
-    for e in range(n):
-        c = img.pixelColor(grid.cell_rect(e).center())
-        if c.red() > 200 and c.green() > 120 and c.blue() < 150:
-            lit.add(e)
-    return lit
 
 
 @pytest.fixture
