@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app import atomic_io
-from compute.config import ConfigError, available_configs, parse_json
+from compute import bounded_json
+from compute.config import ConfigError, available_configs
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
@@ -110,28 +111,27 @@ def load(path: str | os.PathLike) -> View:
     """Read and validate a view file; ViewError (one line) on any problem."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ViewError(path, "read", f"cannot read: {exc.strerror or exc}") from exc
-    if len(data) > MAX_BYTES:
-        raise ViewError(path, "format", f"larger than {MAX_BYTES} bytes: not a K3 Explorer view")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ViewError(path, "format", "not UTF-8 text: not a K3 Explorer view") from exc
+        text = bounded_json.read_text(path, MAX_BYTES)
+    except bounded_json.JSONLimitError as exc:
+        raise _not_a_view(path, exc) from exc
     return loads(text, path)
 
 
 def loads(text: str, path: str = "<view>") -> View:
     """Validate a view document given as text (see `load`)."""
-    if len(text) > MAX_BYTES:
-        raise ViewError(path, "format", f"larger than {MAX_BYTES} bytes: not a K3 Explorer view")
     try:
-        raw = parse_json(text, path)  # bounded: depth, integer length, no NaN / Infinity
-    except ConfigError as exc:
-        raise ViewError(path, "format", f"not a K3 Explorer view: {exc.problem}") from exc
+        raw = bounded_json.load_object(text, MAX_BYTES, MAX_DEPTH)  # size, depth, integer length, no NaN
+    except bounded_json.JSONLimitError as exc:
+        raise _not_a_view(path, exc) from exc
     return View.from_dict(raw, path)
+
+
+def _not_a_view(path: str, exc: bounded_json.JSONLimitError) -> ViewError:
+    if exc.kind == "read":
+        return ViewError(path, "read", exc.problem)
+    if exc.kind == "json":
+        return ViewError(path, "format", f"not a K3 Explorer view: {exc.problem}")
+    return ViewError(path, "format", f"{exc.problem}: not a K3 Explorer view")
 
 
 def save(view: View, path: str | os.PathLike) -> str:

@@ -14,19 +14,19 @@ any accepted config quickly.
 """
 from __future__ import annotations
 
-import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from compute import bounded_json
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "assets" / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "kimi-k3.json"
 
 MAX_BYTES = 1 << 20  # a Hugging Face config.json is a few kB
 MAX_DEPTH = 32  # nesting of arrays / objects
-MAX_INT_DIGITS = 18  # an integer literal (well inside Python's 4,300-digit conversion limit)
+MAX_INT_DIGITS = bounded_json.MAX_INT_DIGITS  # an integer literal (well inside Python's 4,300-digit limit)
 MAX_LAYERS = 128  # K3 93, DeepSeek-V3 61
 MAX_EXPERTS = 1024  # K3 896, K2 384, DeepSeek-V3 256
 # The toy tokenizer gives the 256 bytes IDs 0..255, its toy pieces (about a hundred) free IDs above them and any other
@@ -302,80 +302,25 @@ def _name(raw: dict, path: str | Path) -> str:
 # ---------------------------------------------------------------------- reading a document
 
 
-class _BadLiteral(Exception):
-    """Raised by the json.loads hooks; turned into a ConfigError naming the file."""
-
-
 def _read_text(path: Path) -> str:
     """The file's text, at most MAX_BYTES bytes of UTF-8."""
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(path, "<file>", f"cannot read: {exc.strerror or exc}") from exc
-    if len(data) > MAX_BYTES:
-        raise ConfigError(path, "<file>", f"larger than {MAX_BYTES} bytes: not a model config")
+        return bounded_json.read_text(path, MAX_BYTES)
+    except bounded_json.JSONLimitError as exc:
+        raise ConfigError(path, "<file>", _problem(exc)) from exc
+
+
+def parse_json(text: str, path: str | Path = "<text>") -> dict:
+    """json.loads for config documents: size, depth, integer length and non-finite numbers bounded
+    (compute.bounded_json); any problem, or a top level that is not an object, is a ConfigError."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(path, "<file>", "not UTF-8 text") from exc
+        return bounded_json.load_object(text, MAX_BYTES, MAX_DEPTH)
+    except bounded_json.JSONLimitError as exc:
+        raise ConfigError(path, "<json>" if exc.kind == "json" else "<file>", _problem(exc)) from exc
 
 
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|"')
-
-
-def _depth(text: str) -> int:
-    """Deepest nesting of arrays / objects in a JSON text (brackets inside strings not counted). Linear time:
-    an unterminated string ends the scan (json.loads reports it)."""
-    deepest = depth = 0
-    for m in _TOKENS.finditer(text):
-        tok = m.group()
-        if tok in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif tok in "]}":
-            depth -= 1
-        elif len(tok) == 1:  # a lone quote: the string never ends
-            break
-    return deepest
-
-
-def _int_literal(s: str) -> int:
-    if len(s.lstrip("-")) > MAX_INT_DIGITS:
-        raise _BadLiteral(f"integer literal with {len(s.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
-    return int(s)
-
-
-def _float_literal(s: str) -> float:
-    v = float(s)
-    if not math.isfinite(v):
-        raise _BadLiteral(f"number {_short(s)} is out of range")
-    return v
-
-
-def _constant(s: str) -> Any:
-    raise _BadLiteral(f"{s} is not a number in JSON (NaN and Infinity are not allowed)")
-
-
-def parse_json(text: str, path: str | Path = "<text>") -> Any:
-    """json.loads for config documents: size, depth, integer length and non-finite numbers bounded; any
-    problem is a ConfigError."""
-    if len(text) > MAX_BYTES:
-        raise ConfigError(path, "<file>", f"larger than {MAX_BYTES} bytes: not a model config")
-    depth = _depth(text)
-    if depth > MAX_DEPTH:
-        raise ConfigError(path, "<json>", f"nested {depth} levels deep (at most {MAX_DEPTH})")
-    try:
-        raw = json.loads(text, parse_int=_int_literal, parse_float=_float_literal, parse_constant=_constant)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(path, "<json>", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-    except _BadLiteral as exc:
-        raise ConfigError(path, "<json>", str(exc)) from exc
-    except RecursionError as exc:  # the depth scan above should make this unreachable
-        raise ConfigError(path, "<json>", "nested too deeply") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(path, "<json>", "top level must be a JSON object")
-    return raw
+def _problem(exc: bounded_json.JSONLimitError) -> str:
+    return f"{exc.problem}: not a model config" if exc.kind == "size" else exc.problem
 
 
 def _short(v: Any, limit: int = 60) -> str:
