@@ -67,6 +67,16 @@ def only_plain_values(path) -> bool:
                (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in values)
 
 
+def write_settings(path, **values) -> None:
+    """A settings file (format version 1) holding `values`, written by plain QSettings as an old app would."""
+    q = QSettings(str(path), QSettings.IniFormat)
+    q.setValue("version", 1)
+    for key, value in values.items():
+        q.setValue(key, value)
+    q.sync()
+    del q
+
+
 def read_like_the_app(path) -> Settings:
     s = Settings(str(path))
     for key in s.q.allKeys():  # every value Qt holds from the screened copy
@@ -193,22 +203,14 @@ def test_camera_values_are_checked():
                                   '{"center": [1e999, 0, 0]}', "not json", '{"x": "' + "y" * 9000 + '"}'])
 def test_a_bad_saved_camera_gives_the_default_view(tmp_path, text):
     path = tmp_path / "cam.ini"
-    q = QSettings(str(path), QSettings.IniFormat)
-    q.setValue("version", 1)
-    q.setValue("camera", text)
-    q.sync()
-    del q
+    write_settings(path, camera=text)
     assert Settings(str(path)).camera() is None
 
 
 def test_a_window_with_a_broken_saved_camera_starts_with_finite_default_values(make_window, tmp_path):
     path = tmp_path / "cam.ini"
-    q = QSettings(str(path), QSettings.IniFormat)
-    q.setValue("version", 1)
-    q.setValue("camera", json.dumps({"distance": 1e308 * 10, "fov": 0, "azimuth": 30.0,
-                                     "center": [[1], 2, 3]}))
-    q.sync()
-    del q
+    write_settings(path, camera=json.dumps({"distance": 1e308 * 10, "fov": 0, "azimuth": 30.0,
+                                            "center": [[1], 2, 3]}))
     win = make_window("cam.ini", wait_trace=False)
     cam = win.scene.camera_state()
     assert cam["azimuth"] == 30.0  # the one good value is used
@@ -226,11 +228,7 @@ def test_a_saved_prompt_over_the_limit_is_cut_with_a_note_and_the_app_runs(make_
     long = " ".join(["로봇이 컵을 집었다"] * 200)  # about 800 toy tokens
     assert len(ToyTokenizer().split(long)) > PROMPT_TOKEN_LIMIT
     path = tmp_path / "long.ini"
-    q = QSettings(str(path), QSettings.IniFormat)
-    q.setValue("version", 1)
-    q.setValue("prompt", long)
-    q.sync()
-    del q
+    write_settings(path, prompt=long)
     win = make_window("long.ini")  # waits for the first trace: never an empty app
     prompt = win.state.trace.text
     assert long.startswith(prompt) and 0 < len(ToyTokenizer().split(prompt)) <= PROMPT_TOKEN_LIMIT
