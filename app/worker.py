@@ -7,19 +7,28 @@
 - When only temperature / top-p (or the sample seed) changed for the same prompt, the worker calls
   `ToyK3.resample` on the last good trace instead of a full run.
 - A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
+- Kernels: the first engine runs compute.fused's numpy kernels, so the first trace never waits for numba (a
+  compile takes ~25 s of CPU on an install's first start, a load from its disk cache ~0.6 s). Once the first
+  trace is out, a child process (app/kernel_warmup.py, at low priority) compiles compute.fused_nb's kernels
+  into numba's disk cache or finds them there; when it succeeds, the worker thread rebuilds the engine with the
+  compiled kernels (a cache load) and runs them from then on. Nothing is ever compiled in this process's
+  threads, never on the UI thread. `kernels` says which run ("numpy", "warming", "compiled").
+- `--device auto` asks torch whether CUDA is there only where a CUDA device can exist at all (an NVIDIA
+  driver node): importing torch takes seconds that the first trace would wait for.
 - When the engine cannot be made on the device asked for (`cuda` without CUDA, a broken driver), it is made
   on the CPU instead and `device_fallback(device, reason)` says so; when it cannot be made at all,
   `load_failed(reason)` does (the window keeps a visible note either way, never "loading…" forever).
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
 import time
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QProcess, QThread, QTimer, Signal, Slot
 
 from app import heap
 from compute.trace import Knobs
@@ -48,6 +57,34 @@ def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
     return replace(new, **fields) == old
 
 
+CUDA_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version", "/dev/dxg")  # dxg: WSL2
+WARMUP_MODULE = "app.kernel_warmup"  # run as `python -m` in the child that fills numba's cache
+_warmed = False  # a kernel warm-up child succeeded in this process: numba's disk cache holds the kernels
+
+
+def cuda_possible() -> bool:
+    """False where no CUDA device can exist, known without importing torch: macOS, or Linux without an NVIDIA
+    driver node. True elsewhere (torch has to be asked)."""
+    if sys.platform == "darwin":
+        return False
+    if sys.platform.startswith("linux"):
+        return any(os.path.exists(node) for node in CUDA_NODES)
+    return True
+
+
+def engine_device(device: str) -> str:
+    """The device the engine is built for: "auto" is "cpu" where CUDA cannot exist (torch stays unimported)."""
+    return "cpu" if device == "auto" and not cuda_possible() else device
+
+
+def numba_wanted() -> bool:
+    """compute.fused_nb would run compiled kernels: numba is installed and K3_NO_NUMBA is not set (its own
+    test, made without importing numba)."""
+    if os.environ.get("K3_NO_NUMBA", "").strip().lower() not in ("", "0", "false", "no"):
+        return False
+    return importlib.util.find_spec("numba") is not None
+
+
 def one_line(exc: BaseException) -> str:
     """'TypeName: first line of the message' (torch's CUDA errors span several lines)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -74,11 +111,13 @@ class _EngineObject(QObject):
     fell_back = Signal(str, str)  # device asked for, why it could not be used (the engine runs on the CPU)
     finished = Signal(int, object, float)  # serial, Trace, seconds
     failed = Signal(int, str)
+    upgraded = Signal(bool, str)  # the compiled kernels run now (True), or why not ("" when they do)
 
     def __init__(self, device: str = "auto"):
         super().__init__()
         self._device = device
         self.weights = "trained"  # the weights chosen ("trained" | "random"); set before load, kept on switches
+        self.compiled = False  # engines are built with compute.fused_nb's kernels (set once they are cached)
         self.model = None
         self.after_run = None  # optional callable(trace), run here after each run (see EngineController)
 
@@ -91,18 +130,42 @@ class _EngineObject(QObject):
             from compute.engine import ToyK3  # imports torch: here, off the UI thread
 
             try:
-                self.model = ToyK3(device=self._device, weights=self.weights)
+                self.model = ToyK3(device=engine_device(self._device), weights=self.weights,
+                                   compiled=self.compiled)
             except Exception as exc:  # noqa: BLE001 - the CPU is tried next
                 if self._device == "cpu":
                     raise
                 log.warning("engine: %s failed (%s); running on the CPU", self._device, one_line(exc))
-                self.model = ToyK3(device="cpu", weights=self.weights)
+                self.model = ToyK3(device="cpu", weights=self.weights, compiled=self.compiled)
                 self.fell_back.emit(self._device, one_line(exc))
             log.info("engine loaded on %s", device_description(self.model))
             self.ready.emit(device_description(self.model))
         except Exception as exc:  # noqa: BLE001 - shown to the user, app keeps running
             log.exception("engine: loading failed")
             self.failed.emit(-1, one_line(exc))
+
+    @Slot()
+    def upgrade(self) -> None:
+        """Rebuild the engine with the compiled kernels, which a warm-up child has put in numba's disk cache (so
+        this is a cache load, not a compile); the numpy engine stays when that fails."""
+        model = self.model
+        if model is None or self.compiled:
+            return
+        t0 = time.perf_counter()
+        try:
+            from compute.engine import ToyK3
+
+            new = ToyK3(config=model.config, device=model.device, weights=self.weights, compiled=True)
+        except Exception as exc:  # noqa: BLE001 - the numpy kernels keep running
+            log.warning("engine: the compiled kernels could not be loaded (%s); numpy kernels run", one_line(exc))
+            self.upgraded.emit(False, one_line(exc))
+            return
+        if not new.compiled:
+            self.upgraded.emit(False, "compute.fused_nb did not compile")
+            return
+        self.model, self.compiled = new, True
+        log.info("engine: compiled kernels loaded in %.0f ms", (time.perf_counter() - t0) * 1000)
+        self.upgraded.emit(True, "")
 
     @Slot(object)
     def dispose(self, traces: list) -> None:
@@ -126,7 +189,7 @@ class _EngineObject(QObject):
                 from compute.engine import ToyK3  # built and run here; kept only if the run works
 
                 self.model = ToyK3(config=request.config or model.config, device=model.device,
-                                   weights=request.weights or self.weights)
+                                   weights=request.weights or self.weights, compiled=self.compiled)
             if request.base is not None:
                 trace = self.model.resample(request.base, request.knobs)
             else:
@@ -164,8 +227,12 @@ class EngineController(QObject):
     config_applied = Signal(object)  # ModelConfig: the engine runs it now (emitted before its first trace)
     config_failed = Signal(object, str)  # ModelConfig, reason: the engine could not run it; the old one stays
     weights_applied = Signal(str)  # "trained" | "random": the engine runs the weights chosen (before its trace)
+    kernels_changed = Signal(str)  # "warming" | "compiled" | "numpy" (see `kernels`)
+    _upgrade = Signal()
 
-    def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None):
+    def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None, compiled: bool = True):
+        """compiled: switch to compute.fused_nb's kernels after the first trace when numba is there (False:
+        the numpy kernels throughout)."""
         super().__init__(parent)
         self.state = state
         self.max_new_tokens = max_new_tokens
@@ -178,6 +245,9 @@ class EngineController(QObject):
         self._pending_config = None  # a ModelConfig waiting to be switched to (latest wins)
         self._pending_weights: str | None = None  # "trained" | "random" waiting to be switched to
         self._good = None  # last good trace
+        self._want_compiled = compiled
+        self.kernels = "numpy"  # "numpy" | "warming" (a child fills numba's cache) | "compiled"
+        self._warmup: QProcess | None = None
         self._loaded = False
         self._stopped = False
         self._graveyard: list = []  # traces no longer shown, to be freed in the worker thread
@@ -196,6 +266,8 @@ class EngineController(QObject):
         self.engine.fell_back.connect(self._on_fell_back)
         self.engine.finished.connect(self._on_finished)
         self.engine.failed.connect(self._on_failed)
+        self._upgrade.connect(self.engine.upgrade)
+        self.engine.upgraded.connect(self._on_upgraded)
         state.knobs_requested.connect(lambda knobs: self.request(self._current_prompt(), knobs))
         state.prompt_requested.connect(lambda text: self.request(text, self.state.knobs))
 
@@ -221,6 +293,7 @@ class EngineController(QObject):
         """Finish the run in flight (if any) and end the thread; start() is a no-op afterwards."""
         self._stopped = True
         self._pending = None
+        self._stop_warmup()
         if self.thread.isRunning():
             self.thread.quit()
             self.thread.wait(30000)
@@ -228,6 +301,73 @@ class EngineController(QObject):
     @property
     def busy(self) -> bool:
         return self._in_flight is not None
+
+    @property
+    def kernels_settled(self) -> bool:
+        """No switch of kernels is to come: the compiled ones run, or the numpy ones will stay."""
+        return self.kernels != "warming" and (self.kernels == "compiled" or not self._upgrade_possible())
+
+    # --- compiled kernels --------------------------------------------------------------------
+    def _upgrade_possible(self) -> bool:
+        model = self.engine.model
+        return (self._want_compiled and not self._stopped and not self.load_error and numba_wanted()
+                and (model is None or getattr(model, "backend", "") == "numpy"))
+
+    def _start_upgrade(self) -> None:
+        """After the first trace: a child fills numba's cache (once per process), then the worker loads it."""
+        if self.kernels != "numpy" or not self._upgrade_possible():
+            return
+        self._set_kernels("warming")
+        if _warmed:
+            self._upgrade.emit()
+            return
+        proc = self._warmup = QProcess(self)
+        proc.setProgram(sys.executable)
+        proc.setArguments(["-m", WARMUP_MODULE])
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        proc.setWorkingDirectory(root)  # `-m app.kernel_warmup` finds this checkout too when not installed
+        proc.finished.connect(self._on_warmup_finished)
+        proc.errorOccurred.connect(self._on_warmup_error)
+        proc.start()
+
+    def _on_warmup_finished(self, code: int, _status=None) -> None:
+        global _warmed
+        proc, self._warmup = self._warmup, None
+        if proc is None or self._stopped:
+            return
+        err = bytes(proc.readAllStandardError()).decode("utf-8", "replace").strip().splitlines()
+        proc.deleteLater()
+        if code == 0:
+            _warmed = True
+            self._upgrade.emit()
+        else:
+            log.warning("engine: the compiled kernels could not be prepared (exit %d: %s); numpy kernels run", code,
+                        err[-1] if err else "no message")
+            self._set_kernels("numpy", final=True)
+
+    def _on_warmup_error(self, error) -> None:
+        if error == QProcess.ProcessError.FailedToStart and self._warmup is not None:
+            proc, self._warmup = self._warmup, None
+            proc.deleteLater()
+            log.warning("engine: the kernel warm-up could not start; numpy kernels run")
+            self._set_kernels("numpy", final=True)
+
+    @Slot(bool, str)
+    def _on_upgraded(self, ok: bool, _reason: str) -> None:
+        self._set_kernels("compiled" if ok else "numpy", final=not ok)
+
+    def _set_kernels(self, kernels: str, final: bool = False) -> None:
+        if final:
+            self._want_compiled = False  # no second try in this session
+        self.kernels = kernels
+        self.kernels_changed.emit(kernels)
+
+    def _stop_warmup(self) -> None:
+        proc, self._warmup = self._warmup, None
+        if proc is not None and proc.state() != QProcess.ProcessState.NotRunning:
+            proc.finished.disconnect(self._on_warmup_finished)
+            proc.kill()
+            proc.waitForFinished(2000)
 
     # --- requests ----------------------------------------------------------------------------
     def _current_prompt(self) -> str:
@@ -308,10 +448,13 @@ class EngineController(QObject):
         if done is not None and done.weights is not None:
             self.weights_applied.emit(done.weights)
         old = self.state.trace
+        first = self._good is None
         self._good = trace
         self.state.set_trace(trace)
         self.trace_published.emit(trace, seconds)
         self._dispatch()
+        if first:
+            self._start_upgrade()
         if old is not None and old is not trace:
             # freed in the worker thread once the UI has dropped it, when the app is quiet (or a few have
             # piled up in a long drag), so that freeing competes neither with a frame nor with the next run

@@ -6,8 +6,10 @@ from PySide6.QtWidgets import QStyle, QStyleOptionSlider
 
 
 def wait_idle(qtbot, win, timeout=90000):
-    """Wait until the engine worker has nothing in flight or pending."""
-    qtbot.waitUntil(lambda: not win.engine.busy and win.engine._pending is None, timeout=timeout)
+    """Wait until the engine worker has nothing in flight or pending, and its switch to the compiled kernels
+    (which replaces the engine's model) is done."""
+    qtbot.waitUntil(lambda: not win.engine.busy and win.engine._pending is None and win.engine.kernels_settled,
+                    timeout=timeout)
 
 
 def slider_handle_center(slider) -> QPoint:

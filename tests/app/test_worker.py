@@ -17,6 +17,7 @@ def engine(qtbot):
     ctl.trace_published.connect(lambda trace, _s: published.append(trace))
     ctl.start()
     qtbot.waitUntil(lambda: state.trace is not None, timeout=90000)
+    qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=90000)  # the model is not swapped under the tests' spies
     yield state, ctl, published
     ctl.stop()
 
