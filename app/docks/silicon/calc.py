@@ -97,6 +97,19 @@ def _output_grid(names, prefix: str):
     return grid, labels, values
 
 
+def _read_fields(fields: dict[str, Field], check) -> dict | None:
+    """Each field's value through check(name, text), or None after showing each bad field's message."""
+    vals, ok = {}, True
+    for name, f in fields.items():
+        try:
+            vals[name] = check(name, f.text())
+            f.set_error(None)
+        except M.MemoryInputError as e:
+            f.set_error(error_text(e))
+            ok = False
+    return vals if ok else None
+
+
 def _inputs_beside_results(grid: QGridLayout, title: QLabel, out: QGridLayout, *below: QWidget) -> QHBoxLayout:
     """A calculator's top row: the input grid, a rule, then the results column (title, outputs, `below`)."""
     right = QVBoxLayout()
@@ -158,15 +171,8 @@ class SeedCalc(QWidget):
 
     def values(self) -> dict | None:
         """Validated inputs, or None after showing each bad field's message."""
-        vals, ok = {}, True
-        for name, f in self.fields.items():
-            try:
-                vals[name] = M.check_seed_field(name, f.text())
-                f.set_error(None)
-            except M.MemoryInputError as e:
-                f.set_error(error_text(e))
-                ok = False
-        if not ok:
+        vals = _read_fields(self.fields, M.check_seed_field)
+        if vals is None:
             return None
         vals["bytes_per_weight"] = self.precision.currentData() or 2.0
         return vals
@@ -316,15 +322,8 @@ class K3Calc(QWidget):
         self.recompute()
 
     def values(self) -> dict | None:
-        vals, ok = {}, True
-        for name, f in self.fields.items():
-            try:
-                vals.update(M.validate({name: M.K3_LIMITS[name]}, **{name: f.text()}))
-                f.set_error(None)
-            except M.MemoryInputError as e:
-                f.set_error(error_text(e))
-                ok = False
-        if not ok:
+        vals = _read_fields(self.fields, lambda name, text: M.validate({name: M.K3_LIMITS[name]}, **{name: text})[name])
+        if vals is None:
             return None
         vals["weight_format"] = self.fmt.currentData() or "mxfp4"
         vals["cache_bytes"] = self.cache.currentData() or 2
