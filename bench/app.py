@@ -24,6 +24,8 @@ Interaction (one process, the window at its default size):
   runs (the floor of this latency). slider_to_screen_non_engine_ms_median / _p90: per change, the latency
   minus that change's engine run: what the app and the scene add (signals, set_trace, colours, the render
   thread's frame, the swap).
+- engine_kernels: the kernels the engine ran for these ("compiled": numba, after the switch app/worker.py makes
+  once the first trace is out; "numpy" without numba or with K3_NO_NUMBA=1).
 - export_4k_ms: 3840x2160 render of the 3D view with labels + PNG encoding to a file.
 """
 from __future__ import annotations
@@ -165,7 +167,8 @@ def _child_interact() -> None:
     win.show()
     gl_widget = win.scene.gl
     deadline = time.monotonic() + 120
-    while (win.state.trace is None or win.engine.busy or not win.late_docks_built) and time.monotonic() < deadline:
+    while (win.state.trace is None or win.engine.busy or not win.late_docks_built
+           or not win.engine.kernels_settled) and time.monotonic() < deadline:
         _pump(5)
     win.activateWindow()
     _pump(300)
@@ -258,6 +261,7 @@ def _child_interact() -> None:
         "slider_to_screen_non_engine_ms_median": _median(non_engine),
         "slider_to_screen_non_engine_ms_p90": _p90(non_engine),
         "export_4k_ms": round(statistics.median(exports), 1),
+        "engine_kernels": win.engine.kernels,
     }), flush=True)
     win.close()
 

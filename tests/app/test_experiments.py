@@ -259,3 +259,46 @@ def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
     np.testing.assert_allclose(p.table.item(r_model, 3).data(ROW_ROLE), table[TOY_PIECES.index(" model")], atol=1e-12)
     assert p.table.item(r_model, 4).text() == "table"
     assert p.table.item(rows["빵"], 4).text().startswith("seeded")
+
+
+def _hand_trace(prompt: str, seed: int, knobs=None):
+    """A plain Trace of `prompt` with seeded embedding rows (no engine)."""
+    from compute.tokenizer import TOY_PIECES, ToyTokenizer
+    from compute.trace import Knobs, PassTrace, Trace
+
+    tok = ToyTokenizer()
+    toks = tok.encode(prompt)
+    rng = np.random.default_rng(seed)
+    vocab = [(p, tok.piece_id(p)) for p in TOY_PIECES]
+    table = rng.normal(size=(len(vocab), 8))
+    emb = rng.normal(size=(len(toks), 8))
+    return Trace(tokens=toks, prompt_len=len(toks), text=prompt,
+                 passes=[PassTrace(kind="prefill", positions=np.arange(len(toks)), embedding=emb)],
+                 knobs=knobs or Knobs(), weights=[], weights_global={"embedding": table, "lm_head": table.T},
+                 vocab=vocab)
+
+
+def test_tokenizer_rebuilds_for_a_new_trace_only_once_its_tab_is_seen(dock, qtbot, monkeypatch):
+    """Issue 16: rebuilding the table takes the UI thread for tens of ms; a trace that arrives while the tab is
+    covered (every slider step of a drag) must not pay for it, and knob-only changes never do."""
+    from app.docks.experiments.tokenizer import ROW_ROLE
+    from compute.trace import Knobs
+
+    p = _open(dock, "tokenizer")
+    calls = []
+    real = p.recompute
+    monkeypatch.setattr(p, "recompute", lambda *a: (calls.append(1), real(*a)))
+    _open(dock, "kda")  # the tokenizer's tab is covered
+    trace = _hand_trace(p.input.text(), 7)
+    dock.state.set_trace(trace)
+    assert calls == []
+    p = _open(dock, "tokenizer")  # seen again: rebuilt once, with the trace's rows
+    qtbot.waitUntil(lambda: calls == [1], timeout=2000)
+    emb = np.asarray(trace.passes[0].embedding)
+    for r in range(len(trace.tokens)):
+        np.testing.assert_allclose(p.table.item(r, 3).data(ROW_ROLE), emb[r], atol=1e-12)
+        assert p.table.item(r, 4).text() == "trace"
+    same_rows = _hand_trace(p.input.text(), 7, Knobs(alpha=0.3))  # a knob change: same embedding rows
+    dock.state.set_trace(same_rows)
+    qtbot.wait(20)
+    assert calls == [1]

@@ -7,6 +7,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QStyledItemDelegate,
                                QTableWidget, QTableWidgetItem)
 
+from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experiments.common import ExperimentPanel
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, section_label
@@ -63,7 +64,10 @@ class RowStripDelegate(QStyledItemDelegate):
         return QSize(100, 22)
 
 
-class TokenizerPanel(ExperimentPanel):
+class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
+    """A new trace rebuilds the table only when its prompt's embedding rows changed, and only once the panel can be
+    seen (rebuilding it takes the UI thread for ~40 ms, which a slider drag must not pay for a covered tab)."""
+
     def __init__(self, state=None, parent=None):
         super().__init__("tokenizer", "embedding", parent)
         self.state = state
@@ -114,17 +118,29 @@ class TokenizerPanel(ExperimentPanel):
         if state is not None:
             state.trace_changed.connect(self.on_trace)
         self.retranslate()
+        self._trace_key = self._key(state.trace if state is not None else None)  # the table shows it already
+        self._dirty = False
+
+    @staticmethod
+    def _key(trace):
+        if trace is None or not trace.passes:
+            return None
+        return trace.text, np.asarray(trace.passes[0].embedding)
 
     def on_trace(self, trace) -> None:
         """A new trace changes this panel only through the prompt's embedding rows; a knob change (α, β,
         temperature, ...) leaves them as they are, so the table is not rebuilt on every slider step."""
-        key = None
-        if trace is not None and trace.passes:
-            key = (trace.text, np.asarray(trace.passes[0].embedding))
+        key = self._key(trace)
         old = getattr(self, "_trace_key", None)
         if key is not None and old is not None and key[0] == old[0] and np.array_equal(key[1], old[1]):
             return
         self._trace_key = key
+        self.refresh()
+
+    def refresh(self) -> None:
+        """recompute() now, or when the panel is next seen (DeferredRefreshMixin)."""
+        if self.postpone_while_hidden():
+            return
         self.recompute()
 
     def _use_prompt(self) -> None:
