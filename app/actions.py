@@ -119,13 +119,30 @@ def control_wants_key(widget, key: int) -> bool:
 
 
 class _BareKeysToFocusedControl(QObject):
-    """Application event filter: a bare-key shortcut of `window` that the focused control uses is given to
-    the control (its ShortcutOverride is accepted, so Qt delivers the key press instead of the shortcut)."""
+    """Event filter on the focus widget: a bare-key shortcut of `window` that the focused control uses is given
+    to the control (its ShortcutOverride, which Qt sends to the focus widget, is accepted, so Qt delivers the
+    key press instead of the shortcut). It follows the focus rather than filtering the whole application: an
+    application filter runs Python, and takes the GIL from the engine and render threads, for every event of
+    every object (paints, timers, the threads' queued signals), which stalled the UI thread in a slider drag."""
 
     def __init__(self, window: QWidget, keys: set[int]):
         super().__init__(window)
         self.window = window
         self.keys = keys
+        self._watched: QWidget | None = None
+        app = QApplication.instance()
+        app.focusChanged.connect(self._follow_focus)
+        self._follow_focus(None, app.focusWidget())
+
+    def _follow_focus(self, _old, new) -> None:
+        try:
+            if self._watched is not None:
+                self._watched.removeEventFilter(self)
+        except RuntimeError:  # the widget is already deleted
+            pass
+        self._watched = new if isinstance(new, QWidget) else None
+        if self._watched is not None:
+            self._watched.installEventFilter(self)
 
     def eventFilter(self, obj, event) -> bool:
         if event.type() == QEvent.ShortcutOverride and event.modifiers() in (Qt.NoModifier, Qt.KeypadModifier):
@@ -165,7 +182,6 @@ class ActionRegistry:
             self.actions[spec.id] = action
         bare = {QKeySequence(s.shortcut)[0].key() for s in self.specs if s.shortcut and not s.text_input_safe}
         self._key_guard = _BareKeysToFocusedControl(window, bare)
-        QApplication.instance().installEventFilter(self._key_guard)
         self.retranslate()
 
     def build_menus(self, menubar: QMenuBar, extra: dict[str, QMenu] | None = None) -> None:

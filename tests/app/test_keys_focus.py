@@ -63,3 +63,29 @@ def test_menu_items_work_whatever_has_the_focus(make_window, qtbot):
     assert win.state.step == 1
     win.registry.actions["step_first"].trigger()
     assert win.state.step == 0
+
+
+def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, monkeypatch):
+    """Issue 16: the guard used to filter every event of the application in Python (paints, timers, the engine's
+    and render thread's queued signals), taking the GIL for each; it now watches the focus widget alone."""
+    from app import actions
+
+    seen = []
+    real = actions._BareKeysToFocusedControl.eventFilter
+
+    def spy(self, obj, event):
+        seen.append(obj)
+        return real(self, obj, event)
+
+    monkeypatch.setattr(actions._BareKeysToFocusedControl, "eventFilter", spy)
+    win = make_window(wait_trace=False)
+    slider = win.docks["ControlsDock"].slider("alpha")
+    slider.setFocus(Qt.TabFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is slider, timeout=3000)
+    seen.clear()
+    win.statusBar().repaint()
+    win.docks["TracePlayerDock"].repaint()
+    qtbot.wait(50)
+    assert all(obj is slider for obj in seen), {type(o).__name__ for o in seen}
+    QTest.keyClick(slider, Qt.Key_Home)  # and it still gives the slider its keys
+    assert slider.value() == slider.minimum() and seen
