@@ -131,7 +131,12 @@ class ModelConfig:
     rms_norm_eps: float
     total_params_billion: float | None = None
     active_params_billion: float | None = None
+    display_name: str = ""  # what texts call the model ("Kimi K3"); "" = `name`, the config's id ("kimi-k3")
     raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not self.display_name:
+            object.__setattr__(self, "display_name", self.name)
 
     @property
     def kda_layers(self) -> list[int]:
@@ -194,8 +199,10 @@ class ModelConfig:
         if total is not None and active is not None and active > total:
             raise ConfigError(path, "active_params_billion", f"{active} > total_params_billion {total}")
 
+        name = _name(raw, path)
         return cls(
-            name=_name(raw, path),
+            name=name,
+            display_name=_name(raw, path, "display_name", default=name),
             path=str(path),
             model_type=r.str_("model_type", default="unknown"),
             num_hidden_layers=n_layers,
@@ -288,14 +295,15 @@ def _routing(r: "_Reader", path: str | Path) -> tuple[int, int, int, int]:
     return n_exp, top_k, n_group, topk_group
 
 
-def _name(raw: dict, path: str | Path) -> str:
-    name = raw.get("name")
+def _name(raw: dict, path: str | Path, key: str = "name", default: str | None = None) -> str:
+    """The short string at `key`; missing or empty: `default`, else the file's stem."""
+    name = raw.get(key)
     if name is None or name == "":
-        return Path(str(path)).stem
+        return Path(str(path)).stem if default is None else default
     if not isinstance(name, str):
-        raise ConfigError(path, "name", f"must be a string, got {type(name).__name__} {_short(name)}")
+        raise ConfigError(path, key, f"must be a string, got {type(name).__name__} {_short(name)}")
     if len(name) > MAX_NAME_CHARS:
-        raise ConfigError(path, "name", f"too long: {len(name)} characters (maximum {MAX_NAME_CHARS})")
+        raise ConfigError(path, key, f"too long: {len(name)} characters (maximum {MAX_NAME_CHARS})")
     return name
 
 

@@ -41,7 +41,8 @@ def _default_config() -> ModelConfig:
 class ModelDims:
     """The real widths of one model (K3: hidden 7,168, 896 experts ...), as its labels show them."""
 
-    name: str
+    name: str  # the config's id ("kimi-k3")
+    display_name: str  # what texts call the model ("Kimi K3")
     n_layers: int
     hidden: int
     vocab: int
@@ -72,8 +73,8 @@ class ModelDims:
         if not isinstance(c, ModelConfig):
             raise TypeError(f"expected a compute.config.ModelConfig, got {type(c).__name__}")
         return cls(
-            name=c.name, n_layers=c.num_hidden_layers, hidden=c.hidden_size, vocab=c.vocab_size,
-            dense_width=c.intermediate_size, mixers=tuple(c.mixer_types), ffns=tuple(c.ffn_types),
+            name=c.name, display_name=c.display_name, n_layers=c.num_hidden_layers, hidden=c.hidden_size,
+            vocab=c.vocab_size, dense_width=c.intermediate_size, mixers=tuple(c.mixer_types), ffns=tuple(c.ffn_types),
             kda_heads=c.kda_num_heads or 0, kda_dim=c.kda_head_dim or 0, conv=c.kda_conv_size or 0,
             mla_heads=c.num_attention_heads, q_lora=c.q_lora_rank or 0, kv_lora=c.kv_lora_rank,
             nope=c.qk_nope_head_dim, rope=c.qk_rope_head_dim, v=c.v_head_dim, mla_gate=c.mla_output_gate is not None,

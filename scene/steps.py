@@ -171,7 +171,7 @@ def text_args(config, tr) -> dict:
                 top_k=config.num_experts_per_tok, shared=config.n_shared_experts, hidden=f"{config.hidden_size:,}",
                 vocab=f"{config.vocab_size:,}", candidates=candidates,
                 latent=f"{config.moe_latent_size or config.hidden_size:,}",
-                mla_numbers=config.kv_lora_rank + config.qk_rope_head_dim, model=config.name,
+                mla_numbers=config.kv_lora_rank + config.qk_rope_head_dim, model=config.display_name,
                 row_bytes=f"{2 * config.hidden_size:,}",
                 kda_shape=f"{config.kda_num_heads} × {config.kda_head_dim} × {config.kda_head_dim}" if kda else "—")
     args["mixers"] = tr(mixers, **args)

@@ -13,7 +13,7 @@ def model_args(dims) -> dict:
     ModelDims, so that a label never shows K3's expert count while DeepSeek-V3 is open. Large widths get thousands
     separators, as the shapes in the labels do."""
     kda = sum(1 for m in dims.mixers if m == "kda")
-    return dict(model=dims.name, layers=dims.n_layers, kda_layers=kda, mla_layers=dims.n_layers - kda,
+    return dict(model=dims.display_name, layers=dims.n_layers, kda_layers=kda, mla_layers=dims.n_layers - kda,
                 experts=f"{dims.experts:,}", top_k=dims.topk, shared=dims.shared, hidden=f"{dims.hidden:,}",
                 latent=f"{dims.latent:,}", vocab=f"{dims.vocab:,}", expert_width=f"{dims.expert_width:,}",
                 shared_width=f"{dims.shared * dims.expert_width:,}", block_size=dims.block_size)
@@ -30,7 +30,7 @@ def tooltip_text(layout: Layout, block_id: str, cell: tuple[int, int] | None, tr
     if b.part == "weight":
         name = f"{name} · W"
     head = tr("scene.tip.block", name=name, k3=b.k3_shape or "—", toy=" × ".join(str(v) for v in b.toy_shape) or "—",
-              model=layout.dims.name)
+              model=layout.dims.display_name)
     if cell is None:
         return head
     r, c = cell

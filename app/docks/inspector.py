@@ -211,7 +211,7 @@ class InspectorDock(QDockWidget):
         toy = " × ".join(str(v) for v in vals.shape) if vals is not None else "—"
         where = tr("inspector.layer", layer=layer) if layer else tr("inspector.global")
         self.meta_label.setText(
-            f"{html.escape(where)}<br><b>{html.escape(tr('inspector.k3_shape', model=dims.name))}:</b> {html.escape(k3 or '—')}"
+            f"{html.escape(where)}<br><b>{html.escape(tr('inspector.k3_shape', model=dims.display_name))}:</b> {html.escape(k3 or '—')}"
             f"<br><b>{html.escape(tr('inspector.toy_shape'))}:</b> {html.escape(toy)}")
         args = model_args(dims)  # the texts name the shown model's numbers, not K3's
         md = texts.explanation("block", kind, lang)

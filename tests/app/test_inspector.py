@@ -117,7 +117,7 @@ def test_korean(dock, traces):
         i18n.set_language("ko")
         assert dock.windowTitle() == "검사기"
         assert dock.name_label.text() == "잠재 캐시 c_kv"
-        assert "실제 kimi-k3 크기" in dock.meta_label.text()  # the shown model's real shape
+        assert "실제 Kimi K3 크기" in dock.meta_label.text()  # the shown model's real shape
         assert re.search("[가-힣]", dock.what.toPlainText())
     finally:
         i18n.set_language("en")

@@ -64,7 +64,7 @@ def test_docks_follow_the_model_from_the_model_menu(main_window, docks, qtbot, s
     kda = sum(1 for m in cfg.mixer_types if m == "kda")
     formula = calc.formula.text()
     assert f"× {mla} MLA layers" in formula and f"× {kda} KDA layers" in formula
-    assert cfg.name in silicon.calc.modes.tabText(1)
+    assert cfg.display_name in silicon.calc.modes.tabText(1)
     assert calc.result is not None and calc.out_values["kda_gib"].text() == (
         "0.000 GiB" if kda == 0 else calc.out_values["kda_gib"].text())
 

@@ -81,7 +81,7 @@ def model_args(config) -> dict:
         config = load_default()
     moe = [i + 1 for i, f in enumerate(config.ffn_types) if f == "moe"] or [1]
     return dict(n=config.n_routed_experts, k=config.num_experts_per_tok, shared=config.n_shared_experts,
-                layers=config.num_hidden_layers, first_moe=moe[0], last_moe=moe[-1], model=config.name)
+                layers=config.num_hidden_layers, first_moe=moe[0], last_moe=moe[-1], model=config.display_name)
 
 
 def moe_layers(trace) -> list[int]:

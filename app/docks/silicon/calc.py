@@ -308,8 +308,8 @@ class K3Calc(QWidget):
         """Format arguments of the texts: the model's name and its cache shape."""
         sh, cfg = self.shape, self.config
         params = cfg.total_params_billion if cfg is not None else M.K3_PARAMS_BILLION
-        return dict(model=cfg.name if cfg is not None else "kimi-k3", layers=sh.layers, mla_layers=sh.mla_layers,
-                    kda_layers=sh.kda_layers, mla_numbers=sh.mla_numbers, kda_heads=sh.kda_heads, dk=sh.kda_head_dim,
+        return dict(model=cfg.display_name if cfg is not None else "Kimi K3", layers=sh.layers,
+                    mla_layers=sh.mla_layers, kda_layers=sh.kda_layers, mla_numbers=sh.mla_numbers, kda_heads=sh.kda_heads, dk=sh.kda_head_dim,
                     kv=cfg.kv_lora_rank if cfg is not None else M.K3_KV_LORA_RANK,
                     rope=cfg.qk_rope_head_dim if cfg is not None else M.K3_QK_ROPE_DIM,
                     params=f"{params:,g}" if params else "?",

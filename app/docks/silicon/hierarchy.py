@@ -200,7 +200,7 @@ class HierarchyTab(QWidget):
         kda = M.kda_state_bytes(layers=shape.kda_layers, heads=shape.kda_heads, d_k=shape.kda_head_dim,
                                 d_v=shape.kda_head_dim)
         return dict(
-            model=cfg.name, vocab=f"{cfg.vocab_size:,}",
+            model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
             params=(f"{params / 1000:g}T" if params >= 1000 else f"{params:g}B") if params else "?",
             gb=f"{M.k3_estimate(params_billion=params)['weights_gb']:,.1f}" if params else "?",
             b=f"{mla:,.0f}", gib=f"{mla * M.K3_MAX_CONTEXT / M.GIB:.1f}", numbers=shape.mla_numbers,
