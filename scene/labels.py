@@ -8,7 +8,8 @@ Placement rules:
 - the blocks the current step names (OverlayInput.focus) are placed first and never dropped: each tries its
   spots in turn (above its block, aligned to its left or right edge, over its block's top, below it) and, if
   every spot is taken, is drawn at the first one anyway (never under the header or the legend);
-- any other label is dropped when none of its spots above its block is free (nothing is drawn over it);
+- any other label is dropped when none of its spots above its block is free (nothing is drawn over it); a
+  layer's caches (role "state": the MLA latent cache c_kv, the KDA state) are placed before their neighbours;
 - a label wider than its block starts at the block's left edge (its colour bar sits on its own block, not on
   the neighbour's column).
 Two themes: "dark" (the app) and "light" (for light slides; exports only).
@@ -188,6 +189,14 @@ def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fo
         y += fm.height() + (2 * s if kind == "title" else 0)
 
 
+def _rank(block) -> float:
+    """Priority of a block's label when no step names it and it is not selected: a layer's caches (the MLA
+    latent cache c_kv and rope key, the KDA state: role "state") before the blocks around them. Without this,
+    equal labels went in layout order and a narrow cache block lost every spot above it to its left
+    neighbour's wider label (MLA layers, step 6: no c_kv label)."""
+    return 1.5 if block.role == "state" else 2
+
+
 def _candidates(inp: OverlayInput) -> list[tuple]:
     """(priority, anchor world, name, shape, role, block id, where); focus blocks get priority -1."""
     lay, tr = inp.layout, inp.tr
@@ -204,7 +213,7 @@ def _candidates(inp: OverlayInput) -> list[tuple]:
             cands.append((pri, anchor, tr("scene.bracket", n=b.meta["index"]), b.k3_shape, "attnres", b.id, "left"))
             continue
         anchor = np.array([b.center[0], b.lo[1], b.hi[2] + 0.06])
-        pri = -1 if b.id in focus else (1 if b.id in (inp.selected, inp.hovered) else 2)
+        pri = -1 if b.id in focus else (1 if b.id in (inp.selected, inp.hovered) else _rank(b))
         name = tr(b.label_key) if b.label_key else b.kind
         cands.append((pri, anchor, name, b.k3_shape, b.role, b.id, "above"))
     # stack layer numbers + the selected layer marker
