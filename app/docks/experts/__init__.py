@@ -5,6 +5,8 @@
   layers.py   tokens × MoE layers heatmap and usage counts (E4)
   qb.py       the Quantile Balancing simulator (E3)
   latent.py   Stable LatentMoE with the real sizes and the all-to-all bytes
+  usage.py    which experts each kind of word uses over held-out documents (usage_model.py: Qt-free)
+  heatmap.py  the fixed heatmap plot of the per-layer and usage tabs
   model.py    Qt-free read-outs of the engine's Trace (routing per token / layer, usage, cutoffs)
 
 This package module imports no Qt, so `app.docks.experts.model` works without PySide6; the dock class is
