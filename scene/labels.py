@@ -158,16 +158,50 @@ def header_title(inp: OverlayInput) -> str:
     return title
 
 
+def _fitted_header_lines(inp: OverlayInput, width: float, s: float, f: _Fonts) -> list[tuple[str, str]]:
+    """The header's lines wrapped at spaces to the view's width (a long Korean title or step note in a narrow
+    export ran past the panel and off the picture); a single word still too wide is elided."""
+    max_w = max(width - 32 * s, 40 * s)  # the panel keeps 8*s from both edges and 8*s padding inside
+    out = []
+    for kind, text in _header_lines(inp):
+        fm = QFontMetricsF(f.title if kind == "title" else f.sub)
+        out += [(kind, line) for line in _wrap(text, fm, max_w)]
+    return out
+
+
+def _wrap(text: str, fm: QFontMetricsF, max_w: float) -> list[str]:
+    """text in lines of at most max_w px: broken between its ' · ' parts first, inside a part at spaces only
+    when the part alone is too wide; a word still too wide is elided."""
+    if fm.horizontalAdvance(text) <= max_w:
+        return [text]
+    return [fm.elidedText(line, Qt.TextElideMode.ElideRight, max_w)
+            for part_line in _pack(text.split(" · "), " · ", fm, max_w)
+            for line in _pack(part_line.split(" "), " ", fm, max_w)]
+
+
+def _pack(pieces: list[str], sep: str, fm: QFontMetricsF, max_w: float) -> list[str]:
+    """pieces joined by sep, greedily, into lines of at most max_w px (a piece wider than that stands alone)."""
+    lines, cur = [], ""
+    for piece in pieces:
+        cand = f"{cur}{sep}{piece}" if cur else piece
+        if cur and fm.horizontalAdvance(cand) > max_w:
+            lines.append(cur)
+            cur = piece
+        else:
+            cur = cand
+    return lines + [cur]
+
+
 def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:
+    lines = _fitted_header_lines(inp, width, s, f)
     fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
-    lines = _header_lines(inp)
-    w = max(QFontMetricsF(f.title if k == "title" else f.sub).horizontalAdvance(t) for k, t in lines)
-    h = fm.height() + 2 * s + (len(lines) - 1) * fm2.height()
+    w = max((fm if k == "title" else fm2).horizontalAdvance(t) for k, t in lines)
+    h = sum(fm.height() + 2 * s if k == "title" else fm2.height() for k, _ in lines)
     pad = 8 * s
-    return QRectF(16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 8 * s), h + 1.75 * pad)
+    return QRectF(16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 16 * s), h + 1.75 * pad)
 
 
-def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fonts) -> None:
+def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fonts, width: float) -> None:
     theme = inp.theme
     p.setPen(QPen(theme_colour(theme, "panel_edge"), 1))
     p.setBrush(theme_colour(theme, "panel"))
@@ -180,7 +214,7 @@ def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fo
         mixer_c = QColor.fromRgbF(mixer_c.redF() * 0.55, mixer_c.greenF() * 0.55, mixer_c.blueF() * 0.55)
     colours = {"title": theme_colour(theme, "title"), "sub": mixer_c, "dim": theme_colour(theme, "dim"),
                "note": theme_colour(theme, "note")}
-    for kind, text in _header_lines(inp):
+    for kind, text in _fitted_header_lines(inp, width, s, f):
         font = f.title if kind == "title" else f.sub
         fm = QFontMetricsF(font)
         p.setFont(font)
@@ -338,7 +372,7 @@ def paint_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, s
     s = scale * inp.label_scale
     f = _fonts(s)
     theme = inp.theme
-    _paint_header(p, inp, placement.header, s, f)
+    _paint_header(p, inp, placement.header, s, f, width)
     _paint_legend(p, inp, _legend_layout(inp, width, height, s), s)
     fmn = QFontMetricsF(f.name)
     for lb in placement.labels:

@@ -2,22 +2,28 @@
 - the legend names the model by its display name ("Kimi K3"), not its config id ("kimi-k3"), for every shipped
   config in English and Korean;
 - an MLA layer at the prefill step, framed as the player and the export frame it, labels its latent cache c_kv
-  (its narrow block used to lose every spot to its neighbour's wider label)."""
+  (its narrow block used to lose every spot to its neighbour's wider label);
+- in a narrow picture the header's lines wrap inside its panel (the Korean title ran off the image)."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PySide6.QtGui import QImage, QPainter
 
 from compute.config import ModelConfig, available_configs
-from scene.labels import _legend_layout, block_screen_box, place_labels
+from scene.labels import _legend_layout, block_screen_box, paint_overlay, place_labels
 from scene.steps import build_steps
+from scene.view import SCENE_CATALOGUES
 from scene_helpers import shown_view
 
 I18N = Path(__file__).resolve().parents[2] / "assets" / "i18n"
 
 
 def scene_tr(lang: str):
-    table = json.loads((I18N / f"scene.{lang}.json").read_text(encoding="utf-8"))
+    table = {}
+    for name in SCENE_CATALOGUES:
+        table.update(json.loads((I18N / f"{name}.{lang}.json").read_text(encoding="utf-8")))
 
     def tr(key, **fmt):
         return table.get(key, f"[{key}]").format(**fmt)
@@ -35,17 +41,23 @@ def test_the_legend_names_the_model_by_its_display_name(qtbot, stem):
         assert cfg.display_name in notes and cfg.name not in notes, (lang, notes)
 
 
-@pytest.mark.parametrize("size,export", [((1600, 900), True), ((1060, 930), False), ((1600, 1000), True)])
-def test_an_mla_layer_at_prefill_labels_its_latent_cache(qtbot, k3_config, trace_a, size, export):
-    w, h = size
-    view = shown_view(qtbot, k3_config, w, h)
-    view.set_trace(trace_a)
-    prefill = next(s for s in build_steps(trace_a) if s.index == 5)  # step 6, as the player counts
-    view.set_layer(3, animate=False)  # layer 4: Gated MLA
+def prefill_view(qtbot, config, trace, w, h):
+    """A view at layer 4 (Gated MLA) and step 6 (prefill), as the player and the export show it."""
+    view = shown_view(qtbot, config, w, h)
+    view.set_trace(trace)
+    prefill = next(s for s in build_steps(trace) if s.index == 5)  # step 6, as the player counts
+    view.set_layer(3, animate=False)
     view.set_pass(prefill.pass_index)
     view.set_token(prefill.token)
     view.set_step_focus(prefill.kind)
     qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    return view
+
+
+@pytest.mark.parametrize("size,export", [((1600, 900), True), ((1060, 930), False), ((1600, 1000), True)])
+def test_an_mla_layer_at_prefill_labels_its_latent_cache(qtbot, k3_config, trace_a, size, export):
+    w, h = size
+    view = prefill_view(qtbot, k3_config, trace_a, w, h)
     assert view.layout.dims.mixers[3] == "mla"
     scale = max(0.75, min(w / 1280, h / 800)) if export else 1.0  # what an export and the screen use
     placement = place_labels(view._overlay_input(), w, h, scale)
@@ -54,3 +66,36 @@ def test_an_mla_layer_at_prefill_labels_its_latent_cache(qtbot, k3_config, trace
     label = placement.label_for("L4/mla.c_kv")
     assert label is not None, "no label for the latent cache c_kv"
     assert label.rect.adjusted(-6, -6, 6, 6).intersects(box)  # on its own block
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_header_wraps_inside_its_panel_in_a_narrow_picture(qtbot, k3_config, trace_a, lang):
+    """Pixels: the overlay of a 360 x 640 export painted alone; no text in the header's right padding or beyond
+    it, and the whole title is there (wrapped, not cut)."""
+    w, h = 360, 640
+    view = prefill_view(qtbot, k3_config, trace_a, w, h)
+    view.set_translator(scene_tr(lang))
+    inp = view._overlay_input()
+    scale = max(0.75, min(w / 1280, h / 800))
+    img = QImage(w, h, QImage.Format_RGBA8888)
+    img.fill(0)
+    p = QPainter(img)
+    placement = paint_overlay(p, inp, w, h, scale)
+    p.end()
+    header = placement.header
+    assert header.right() <= w - 4
+    px = np.frombuffer(img.constBits(), np.uint8, img.sizeInBytes()).reshape(h, img.bytesPerLine())[:, :w * 4]
+    rgba = px.reshape(h, w, 4).astype(int)
+    band = rgba[int(header.top()) + 2:int(header.bottom()) - 2]
+    bright = band[..., :3].max(axis=-1) > 150  # text, not the dark panel or its edge
+    right_pad = int(header.right() - 6 * scale)
+    assert not bright[:, right_pad:].any(), "header text runs into the panel's edge or off the picture"
+    header_text = "".join(t for _, t in _header_lines_drawn(inp, w, scale))
+    for word in inp.tr("scene.title").split():
+        assert word in header_text
+
+
+def _header_lines_drawn(inp, w, scale):
+    from scene.labels import _fitted_header_lines, _fonts
+
+    return _fitted_header_lines(inp, w, scale * inp.label_scale, _fonts(scale * inp.label_scale))
