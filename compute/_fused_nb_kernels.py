@@ -1,46 +1,101 @@
-"""The numba kernels of compute.fused_nb (imported by fused_nb.available() only, after NUMBA_CACHE_DIR is set).
-Module-level functions, so that numba's on-disk cache (cache=True) can store and reload them."""
+"""The numba kernel of compute.fused_nb: one compiled call per pass (all layers of K3), writing every trace
+tensor into buffers the caller allocated. Imported only by compute.fused_nb, after NUMBA_CACHE_DIR is set;
+module-level functions, so that numba's on-disk cache (cache=True) can store and reload them.
+
+The formulas are compute.fused's (the same pre-scaled weights of FusedK3's plans), spelled as loops. Dot
+products of the small blocks accumulate in float64; the router matmul and its sigmoid run in the engine dtype,
+as numpy's do. Buffer layouts (columns of one [T, n] row block per layer) are documented at each kernel and
+mirrored by compute.fused_nb.CompiledPass, which cuts the trace views out of them.
+"""
 import math
 
 import numba
 import numpy as np
 
-njit = numba.njit(cache=True, nogil=True)
+# error_model="numpy": a float division by zero gives inf / nan as in numpy (no Python-style check, whose branch
+# keeps LLVM from vectorising a loop); the inputs never divide by zero (every denominator carries an eps).
+njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+# fastmath only where it cannot change a result: max reductions and comparisons (the top-k selection)
+njit_exact_fast = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "ninf", "nsz"})
+
+# float32 exp (Cephes expf: range reduction by ln 2, degree-5 polynomial, 2^n through the exponent bits; within
+# 1 ulp) and tanh (Eigen's rational 13/6 approximation; within 6 ulp), as branch-free loops LLVM vectorises —
+# libm's expf / tanhf are scalar calls. Used for the float32 engine only ("fast"); float64 uses math.exp/tanh.
+_F = np.float32
+_ONE, _HALF = _F(1.0), _F(0.5)
+_EXP_LO, _EXP_HI = _F(-87.3365478515625), _F(88.3762626647949)
+_LOG2E, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(0.693359375), _F(-2.12194440e-4)
+_E0, _E1, _E2, _E3, _E4, _E5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3), _F(4.1665795894e-2),
+                                _F(1.6666665459e-1), _F(5.0000001201e-1))
+_T_CLAMP, _T_TINY = _F(7.90531110763549805), _F(0.0004)
+_TA1, _TA3, _TA5, _TA7 = _F(4.89352455891786e-03), _F(6.37261928875436e-04), _F(1.48572235717979e-05), \
+    _F(5.12229709037114e-08)
+_TA9, _TA11, _TA13 = _F(-8.60467152213735e-11), _F(2.00018790482477e-13), _F(-2.76076847742355e-16)
+_TB0, _TB2, _TB4, _TB6 = _F(4.89352518554385e-03), _F(2.26843463243900e-03), _F(1.18534705686654e-04), \
+    _F(1.19825839466702e-06)
 
 
 @njit
-def mm(x, W):
-    """x [T, n] @ W [n, m], row by row (the inner loop runs along W's contiguous rows)."""
+def _sigmoid32(z, s, bits):
+    """s = 1 / (1 + exp(-z)) for float32 rows z, s [n] (bits: int32 scratch [n])."""
+    n = z.shape[0]
+    for e in range(n):
+        x = min(max(-z[e], _EXP_LO), _EXP_HI)
+        fx = np.floor(x * _LOG2E + _HALF)
+        x = x - fx * _LN2_HI - fx * _LN2_LO
+        y = ((((_E0 * x + _E1) * x + _E2) * x + _E3) * x + _E4) * x + _E5
+        s[e] = y * x * x + x + _ONE
+        bits[e] = (np.int32(fx) + np.int32(127)) << np.int32(23)
+    pw = bits.view(np.float32)
+    for e in range(n):
+        s[e] = _ONE / (_ONE + s[e] * pw[e])
+
+
+@njit
+def _tanh32(h, n):
+    """h[:n] = tanh(h[:n]) in place, float32."""
+    for c in range(n):
+        v = h[c]
+        x = min(max(v, -_T_CLAMP), _T_CLAMP)
+        x2 = x * x
+        p = x * (_TA1 + x2 * (_TA3 + x2 * (_TA5 + x2 * (_TA7 + x2 * (_TA9 + x2 * (_TA11 + x2 * _TA13))))))
+        q = _TB0 + x2 * (_TB2 + x2 * (_TB4 + x2 * _TB6))
+        h[c] = v if abs(v) < _T_TINY else p / q
+
+
+@njit
+def _mm_into(x, W, out):
+    """out [T, m] = x [T, n] @ W [n, m], accumulated in a contiguous row in out's dtype (vectorisable)."""
     T, n = x.shape
     m = W.shape[1]
-    z = np.zeros((T, m), x.dtype)
+    acc = np.empty(m, out.dtype)
     for t in range(T):
+        acc[:] = 0.0
         for i in range(n):
             xi = x[t, i]
             for j in range(m):
-                z[t, j] += xi * W[i, j]
-    return z
+                acc[j] += xi * W[i, j]
+        out[t, :] = acc
+
 
 @njit
-def rms(x, w2, c_eps):
+def _rms_into(x, w2, c_eps, out):
+    """RMSNorm with pre-scaled weights: out = x·w2 / sqrt(Σx² + n·eps) (compute.fused._rms)."""
     T, n = x.shape
-    y = np.empty_like(x)
     for t in range(T):
         ss = 0.0
         for i in range(n):
             ss += float(x[t, i]) * x[t, i]
         inv = 1.0 / math.sqrt(ss + c_eps)
         for i in range(n):
-            y[t, i] = x[t, i] * w2[i] * inv
-    return y
+            out[t, i] = x[t, i] * w2[i] * inv
+
 
 @njit
-def attn(Vb, Den, n, partial, wq, Deps, shift):
-    """BufferedAttnRes._attn: write partial to slot n (and its RMS denominator), softmax over the n+1
-    candidates of (V·wq)/den, mix. Returns (mix [T, D], weights [T, n+1])."""
+def _attn_into(Vb, Den, n, partial, wq, Deps, shift, mix, wts):
+    """One Block-AttnRes mix (compute.fused.BufferedAttnRes._attn): write `partial` to slot n with its RMS
+    denominator, softmax over the n+1 candidates of (V·wq)/den into wts[:, :n+1], mix into mix [T, D]."""
     T, C, D = Vb.shape
-    mix = np.empty((T, D), Vb.dtype)
-    s = np.empty((T, n + 1), Vb.dtype)
     for t in range(T):
         ss = 0.0
         for i in range(D):
@@ -54,254 +109,134 @@ def attn(Vb, Den, n, partial, wq, Deps, shift):
             for i in range(D):
                 acc += float(Vb[t, c, i]) * wq[i]
             sc = acc / Den[t, c]
-            s[t, c] = sc
+            wts[t, c] = sc
             if sc > mx:
                 mx = sc
         tot = 0.0
         for c in range(n + 1):
-            e = math.exp(float(s[t, c]) - mx) if shift else math.exp(float(s[t, c]))
-            s[t, c] = e
-            tot += float(s[t, c])
+            e = math.exp(float(wts[t, c]) - mx) if shift else math.exp(float(wts[t, c]))
+            wts[t, c] = e
+            tot += float(wts[t, c])
         for c in range(n + 1):
-            s[t, c] = s[t, c] / tot
+            wts[t, c] = wts[t, c] / tot
         for i in range(D):
             acc = 0.0
             for c in range(n + 1):
-                acc += float(s[t, c]) * Vb[t, c, i]
+                acc += float(wts[t, c]) * Vb[t, c, i]
             mix[t, i] = acc
-    return mix, s
+
 
 @njit
-def moe(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, shared2):
-    T, D = x.shape
-    dt = x.dtype
-    zz = mm(x, W)
-    s = np.empty((T, E), dt)
-    idx = np.empty((T, top_k), np.int64)
-    wts = np.empty((T, top_k), dt)
-    ex = np.empty((T, top_k, L), dt)
-    mix = np.empty((T, L), dt)
-    r = np.empty((T, L), dt)
-    upo = np.empty((T, up.shape[1]), dt)
-    sh = np.empty((T, shared2.shape[1]), dt)
-    y = np.empty((T, up.shape[1]), dt)
-    n13 = L * 3 * F
-    topv = np.empty(top_k, np.float64)
-    h = np.empty(3 * F, x.dtype)
-    act = np.empty(F, np.float64)
-    hs = np.empty(3 * Fs, np.float64)
-    for t in range(T):
-        m = 0  # kept candidates, sorted by score descending (ties: lower expert first)
-        for e in range(E):
-            s[t, e] = 1.0 / (1.0 + np.exp(-zz[t, e]))
-            sel = float(s[t, e]) + float(bias[e])
-            if m == top_k and sel <= topv[m - 1]:
-                continue
-            p = m if m < top_k else top_k - 1
-            while p > 0 and topv[p - 1] < sel:
-                if p < top_k:
-                    topv[p] = topv[p - 1]
-                    idx[t, p] = idx[t, p - 1]
-                p -= 1
-            topv[p] = sel
-            idx[t, p] = e
-            if m < top_k:
-                m += 1
-        tot = 0.0
-        for j in range(top_k):
-            tot += float(s[t, idx[t, j]])
-        tot += 1e-20
-        for j in range(top_k):
-            wts[t, j] = float(s[t, idx[t, j]]) / tot * rsf
-        macc = np.zeros(L, np.float64)
-        for j in range(top_k):
-            G = experts[idx[t, j]]
-            for c in range(3 * F):
-                h[c] = 0.0
-            for l in range(L):
-                zl = zz[t, E + l]
-                for c in range(3 * F):
-                    h[c] += zl * G[l * 3 * F + c]
-            for c in range(3 * F):
-                h[c] = np.tanh(h[c])
-            for f in range(F):
-                act[f] = h[f] * (h[F + f] + 1.0) * h[2 * F + f]
-            for l in range(L):
-                acc = 0.0
-                for f in range(F):
-                    acc += act[f] * G[n13 + f * L + l]
-                ex[t, j, l] = acc
-                macc[l] += float(wts[t, j]) * ex[t, j, l]
-        ss = 0.0
-        for l in range(L):
-            mix[t, l] = macc[l]
-            ss += float(mix[t, l]) * mix[t, l]
-        inv = 1.0 / math.sqrt(ss + Leps)
-        for l in range(L):
-            r[t, l] = mix[t, l] * norm[l] * inv
-        for c in range(3 * Fs):
-            hs[c] = math.tanh(float(zz[t, E + L + c]))
-        for o in range(up.shape[1]):
-            acc = 0.0
-            for l in range(L):
-                acc += float(r[t, l]) * up[l, o]
-            upo[t, o] = acc
-            acc = 0.0
-            for f in range(Fs):
-                acc += hs[f] * (hs[Fs + f] + 1.0) * hs[2 * Fs + f] * shared2[f, o]
-            sh[t, o] = acc
-            y[t, o] = upo[t, o] + sh[t, o]
-    return zz, s, idx, wts, ex, mix, r, upo, sh, y
-
-@njit
-def kda(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, xp0, S0, has_S0, H, Kd, scale):
-    """KDA block (lower-bound gate, no alpha/beta override). xp0: the conv tail [Kc-1, 3HK] (zeros without
-    a cache). Returns (z, xp, conv_out, qkn [T, 2HK], alpha [T, HK], beta [T, H], gate [T, HV], S, o, on, y)."""
-    T, D = xn.shape
-    dt = xn.dtype
+def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0, H, Kd, scale, alpha_k, beta_k,
+               B, S, tail):
+    """KDA with the lower-bound gate (FusedK3._kda's formulas). B [T, z (nz) | 3HK conv | 2HK qk norm | HK alpha |
+    H beta | HV gate | HV o | HV o_norm | D y]; S [H, Kd, V] the state after the pass; tail [Kc-1, 3HK] the conv
+    tail for the next pass. alpha_k / beta_k < 0: computed from the input, else that value everywhere."""
+    T = xn.shape[0]
     HK = H * Kd
-    V = Kd
+    V = o_norm.shape[0]
+    HV = H * V
     nz = W.shape[1]
     Kc = conv.shape[1]
-    z = mm(xn, W)
     P = Kc - 1
-    xp = np.empty((P + T, 3 * HK), dt)
-    xp[:P] = xp0
-    xp[P:] = z[:, :3 * HK]
-    cv = np.empty((T, 3 * HK), dt)
-    qkn = np.empty((T, 2 * HK), dt)
-    ng = nz - 4 * HK  # decay' | b | gate columns
-    nbg = ng - HK
-    al = np.empty((T, HK), dt)
-    be = np.empty((T, H), dt)
-    gate = np.empty((T, nbg - H), dt)
+    _mm_into(xn, W, B[:, :nz])
+    xp = np.empty((P + T, 3 * HK), B.dtype)
+    xp[:P] = tail0
+    xp[P:] = B[:, :3 * HK]
+    tail[:, :] = xp[T:]
+    c0 = nz
+    cq = c0 + 3 * HK  # qk norm
+    ca = cq + 2 * HK  # alpha
+    cb = ca + HK  # beta
+    cg = cb + H  # gate
+    co = cg + HV  # o
+    cn = co + HV  # o_norm
+    cy = cn + HV  # y
+    ng = nz - 4 * HK  # decay' | b | gate pre-activations
     for t in range(T):
         for c in range(3 * HK):
             acc = 0.0
             for j in range(Kc):
                 acc += float(xp[t + j, c]) * conv[c, j]
-            b = acc
-            cv[t, c] = b * (math.tanh(b) + 1.0)
+            B[t, c0 + c] = acc * (math.tanh(acc) + 1.0)
         for hh in range(2 * H):
             ss = 0.0
             for kk in range(Kd):
-                v = float(cv[t, hh * Kd + kk])
+                v = float(B[t, c0 + hh * Kd + kk])
                 ss += v * v
             den = math.sqrt(ss + 1e-6)
             for kk in range(Kd):
-                qkn[t, hh * Kd + kk] = cv[t, hh * Kd + kk] / den
+                B[t, cq + hh * Kd + kk] = B[t, c0 + hh * Kd + kk] / den
         for c in range(ng):
-            b = float(z[t, 4 * HK + c]) + gbias[c]
+            b = float(B[t, 4 * HK + c]) + gbias[c]
             gv = (math.tanh(b) + 1.0) * gscale[c]
             if c < HK:
-                al[t, c] = math.exp(gv)
+                B[t, ca + c] = math.exp(gv) if alpha_k < 0 else alpha_k
             elif c < HK + H:
-                be[t, c - HK] = gv
+                B[t, cb + c - HK] = gv if beta_k < 0 else beta_k
             else:
-                gate[t, c - HK - H] = gv
-    S = np.zeros((H, Kd, V), dt)
-    o = np.empty((T, H * V), dt)
+                B[t, cg + c - HK - H] = gv
     u = np.empty(V, np.float64)
     for t in range(T):
         for hh in range(H):
-            bt = float(be[t, hh])
+            bt = float(B[t, cb + hh])
             if t == 0 and not has_S0:
                 for kk in range(Kd):
+                    kv = float(B[t, cq + HK + hh * Kd + kk])
                     for vv in range(V):
-                        S[hh, kk, vv] = float(qkn[t, HK + hh * Kd + kk]) * (float(cv[t, 2 * HK + hh * V + vv]) * bt)
+                        S[hh, kk, vv] = kv * (float(B[t, c0 + 2 * HK + hh * V + vv]) * bt)
             else:
                 for kk in range(Kd):
-                    a = al[t, hh * Kd + kk]
+                    a = B[t, ca + hh * Kd + kk]
                     for vv in range(V):
                         S[hh, kk, vv] = (S0[hh, kk, vv] if t == 0 else S[hh, kk, vv]) * a
                 for vv in range(V):
                     acc = 0.0
                     for kk in range(Kd):
-                        acc += float(qkn[t, HK + hh * Kd + kk]) * S[hh, kk, vv]
-                    u[vv] = (float(cv[t, 2 * HK + hh * V + vv]) - acc) * bt
+                        acc += float(B[t, cq + HK + hh * Kd + kk]) * S[hh, kk, vv]
+                    u[vv] = (float(B[t, c0 + 2 * HK + hh * V + vv]) - acc) * bt
                 for kk in range(Kd):
-                    kv = float(qkn[t, HK + hh * Kd + kk])
+                    kv = float(B[t, cq + HK + hh * Kd + kk])
                     for vv in range(V):
                         S[hh, kk, vv] = S[hh, kk, vv] + kv * u[vv]
+            ss = 0.0
             for vv in range(V):
                 acc = 0.0
                 for kk in range(Kd):
-                    acc += float(qkn[t, hh * Kd + kk]) * scale * S[hh, kk, vv]
-                o[t, hh * V + vv] = acc
-    on = np.empty((T, H * V), dt)
-    for t in range(T):
-        for hh in range(H):
-            ss = 0.0
-            for vv in range(V):
-                v = float(o[t, hh * V + vv])
-                ss += v * v
+                    acc += float(B[t, cq + hh * Kd + kk]) * scale * S[hh, kk, vv]
+                B[t, co + hh * V + vv] = acc
+                ss += float(B[t, co + hh * V + vv]) ** 2
             inv = 1.0 / math.sqrt(ss + Veps)
             for vv in range(V):
-                on[t, hh * V + vv] = float(o[t, hh * V + vv]) * o_norm[vv] * inv * gate[t, hh * V + vv]
-    y = mm(on, o_w)
-    return z, xp, cv, qkn, al, be, gate, S, o, on, y
+                i = hh * V + vv
+                B[t, cn + i] = float(B[t, co + i]) * o_norm[vv] * inv * B[t, cg + i]
+    _mm_into(B[:, cn:cn + HV], o_w, B[:, cy:])
 
-# The *_into kernels write every output into arrays the caller allocated (one [T, n] buffer per block whose
-# column slices are the trace tensors): returning arrays from a compiled function costs ~0.7 µs each
-# (boxing), a column view ~0.2 µs.
 
 @njit
-def attn_into(B, Vb, Den, n, partial, wq, Deps, shift):
-    mix, s = attn(Vb, Den, n, partial, wq, Deps, shift)
-    D = mix.shape[1]
-    B[:, :D] = mix
-    B[:, D:D + n + 1] = s
-
-@njit
-def kda_into(B, S_out, tail, xn, W, gbias, conv, gscale, o_norm, Veps, o_w, xp0, S0, has_S0, H, Kd, scale):
-    """B [T, nz | 3HK conv | 2HK qk norm | HK alpha | H beta | gate | HV o | HV o_norm | D y]."""
-    z, xp, cv, qkn, al, be, gate, S, o, on, y = kda(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, xp0, S0,
-                                                     has_S0, H, Kd, scale)
-    T = xn.shape[0]
-    c = 0
-    for a in (z, cv, qkn, al, be, gate, o, on, y):
-        B[:, c:c + a.shape[1]] = a
-        c += a.shape[1]
-    S_out[...] = S
-    tail[...] = xp[T:]
-
-@njit
-def moe_into(B, idx_out, x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, shared2):
-    """B [T, zz (E | L | 3Fs) | E router | k weights | k·L experts | L mix | L norm | D up | D shared | D y]."""
-    zz, s, idx, wts, ex, mix, r, upo, sh, y = moe(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps,
-                                                 up, shared2)
-    T = x.shape[0]
-    c = 0
-    for a in (zz, s, wts, ex.reshape(T, -1), mix, r, upo, sh, y):
-        B[:, c:c + a.shape[1]] = a
-        c += a.shape[1]
-    idx_out[...] = idx
-
-@njit
-def mla_into(B, SB, SC, xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_kv0, k_rope0, H, ql,
-             kl, r, nope, dv, scale):
+def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_kv0, k_rope0, H, ql, kl, r,
+               nope, dv, scale, B, SB, SC):
     """Gated NoPE MLA (FusedK3._mla's formulas). B [T, z | q_a_norm | q_b | o | gate | o_gated | y];
-    SB [S, c_kv | k_rope | kv_b] (cache rows first); SC [2, H, T, S]: scores, softmax."""
+    SB [S, c_kv | k_rope | kv_b] (cache rows first); SC [2, H, T, S]: scores (masked: -inf), softmax."""
     T = xn.shape[0]
     S = SB.shape[0]
     S0 = S - T
-    z = mm(xn, W)
-    nz = z.shape[1]
-    B[:, :nz] = z
-    qan = rms(z[:, :ql], q_a_norm, c_q)
-    B[:, nz:nz + ql] = qan
+    nz = W.shape[1]
+    _mm_into(xn, W, B[:, :nz])
+    _rms_into(B[:, :ql], q_a_norm, c_q, B[:, nz:nz + ql])
     dq = nope + r
-    q = mm(qan, q_b_w)  # [T, H·dq]
     c = nz + ql
-    B[:, c:c + H * dq] = q
+    _mm_into(B[:, nz:nz + ql], q_b_w, B[:, c:c + H * dq])
+    q = B[:, c:c + H * dq]
     c += H * dq
     SB[:S0, :kl] = c_kv0
     SB[:S0, kl:kl + r] = k_rope0
-    SB[S0:, :kl] = z[:, ql:ql + kl]
-    SB[S0:, kl:kl + r] = z[:, ql + kl:ql + kl + r]
-    cn = rms(SB[:, :kl], kv_a_norm, c_kv_eps)
-    kvb = mm(cn, kv_b_w)  # [S, H·(nope + dv)]
-    SB[:, kl + r:] = kvb
+    SB[S0:, :kl] = B[:, ql:ql + kl]
+    SB[S0:, kl:kl + r] = B[:, ql + kl:ql + kl + r]
+    cn = np.empty((S, kl), B.dtype)
+    _rms_into(SB[:, :kl], kv_a_norm, c_kv_eps, cn)
+    _mm_into(cn, kv_b_w, SB[:, kl + r:])
+    kvb = SB[:, kl + r:]
     dk = nope + dv
     o = np.zeros((T, H * dv), np.float64)
     for h in range(H):
@@ -316,8 +251,7 @@ def mla_into(B, SB, SC, xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w
                     acc += float(q[t, h * dq + n]) * kvb[j, h * dk + n]
                 for i in range(r):
                     acc += float(q[t, h * dq + nope + i]) * SB[j, kl + i]
-                sc = acc * scale
-                SC[0, h, t, j] = sc
+                SC[0, h, t, j] = acc * scale
                 if SC[0, h, t, j] > mx:
                     mx = SC[0, h, t, j]
             tot = 0.0
@@ -335,7 +269,258 @@ def mla_into(B, SB, SC, xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w
     g0 = ql + kl + r
     for t in range(T):
         for i in range(HV):
-            gt = (math.tanh(float(z[t, g0 + i])) + 1.0) * 0.5
+            gt = (math.tanh(float(B[t, g0 + i])) + 1.0) * 0.5
             B[t, c + HV + i] = gt
             B[t, c + 2 * HV + i] = B[t, c + i] * B[t, c + HV + i]
-    B[:, c + 3 * HV:] = mm(B[:, c + 2 * HV:c + 3 * HV], o_w)
+    _mm_into(B[:, c + 2 * HV:c + 3 * HV], o_w, B[:, c + 3 * HV:])
+
+
+@njit
+def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, shared2, B, idx, fast):
+    """Latent MoE with shared experts (FusedK3._moe's formulas). B [T, zz (E logits | L down | 3Fs shared) |
+    E router | k weights | k·L experts | L mix | L norm | D up | D shared | D y]; idx [T, k] the selected experts,
+    by biased score, largest first. Top-k: one O(E) scan keeping the k best in a sorted list. fast (float32
+    only): the vectorised sigmoid and tanh."""
+    T = x.shape[0]
+    nz = W.shape[1]
+    D = up.shape[1]
+    _mm_into(x, W, B[:, :nz])
+    cs = nz  # router scores
+    cw = cs + E  # weights
+    cx = cw + top_k  # experts
+    cm = cx + top_k * L  # mix
+    cr = cm + L  # norm
+    cu = cr + L  # up
+    csh = cu + D  # shared
+    cy = csh + D  # y
+    n13 = L * 3 * F
+    dt = B.dtype
+    one = np.ones(1, dt)[0]
+    topv = np.empty(top_k, dt)
+    sel = np.empty(E, dt)
+    gmax = np.empty(max(64, top_k), dt)  # top-k groups
+    cand = np.empty(E, np.int64)
+    bits = np.empty(E, np.int32)
+    nG = experts.shape[1]
+    Gt = np.empty((nG, top_k), dt)
+    Hh = np.empty((3 * F, top_k), dt)
+    ex = np.empty(top_k, dt)
+    hs = np.empty(3 * Fs, np.float64)
+    macc = np.empty(L, np.float64)
+    for t in range(T):
+        row = B[t]
+        if fast:
+            _sigmoid32(row[:E], row[cs:cs + E], bits)
+        else:
+            for e in range(E):
+                row[cs + e] = one / (one + np.exp(-row[e]))
+        for e in range(E):  # the biased selection score, in the engine dtype as numpy adds it
+            sel[e] = row[cs + e] + bias[e]
+        _topk(sel, top_k, gmax, cand, topv, idx[t])
+        tot = 0.0
+        for j in range(top_k):
+            tot += float(row[cs + idx[t, j]])
+        tot += 1e-20
+        for j in range(top_k):
+            row[cw + j] = float(row[cs + idx[t, j]]) / tot * rsf
+        # the k experts as columns: Gt [L·3F + F·L, k] gathered, then every step vectorises over the experts
+        for j in range(top_k):
+            G = experts[idx[t, j]]
+            for q in range(nG):
+                Gt[q, j] = G[q]
+        Hh[:, :] = 0.0
+        for l in range(L):
+            zl = row[E + l]
+            for c in range(3 * F):
+                for j in range(top_k):
+                    Hh[c, j] += zl * Gt[l * 3 * F + c, j]
+        if fast:
+            _tanh32(Hh.reshape(3 * F * top_k), 3 * F * top_k)
+        else:
+            for c in range(3 * F):
+                for j in range(top_k):
+                    Hh[c, j] = math.tanh(Hh[c, j])
+        for f in range(F):
+            for j in range(top_k):
+                Hh[f, j] = Hh[f, j] * (Hh[F + f, j] + one) * Hh[2 * F + f, j]
+        for l in range(L):
+            acc = 0.0
+            for j in range(top_k):
+                ex[j] = 0.0
+            for f in range(F):
+                for j in range(top_k):
+                    ex[j] += Hh[f, j] * Gt[n13 + f * L + l, j]
+            for j in range(top_k):
+                row[cx + j * L + l] = ex[j]
+                acc += float(row[cw + j]) * ex[j]
+            macc[l] = acc
+        ss = 0.0
+        for l in range(L):
+            row[cm + l] = macc[l]
+            ss += float(row[cm + l]) * row[cm + l]
+        inv = 1.0 / math.sqrt(ss + Leps)
+        for l in range(L):
+            row[cr + l] = row[cm + l] * norm[l] * inv
+        for c in range(3 * Fs):
+            hs[c] = math.tanh(float(row[E + L + c]))
+        for o in range(D):
+            acc = 0.0
+            for l in range(L):
+                acc += float(row[cr + l]) * up[l, o]
+            row[cu + o] = acc
+            acc = 0.0
+            for f in range(Fs):
+                acc += hs[f] * (hs[Fs + f] + 1.0) * hs[2 * Fs + f] * shared2[f, o]
+            row[csh + o] = acc
+            row[cy + o] = row[cu + o] + row[csh + o]
+
+
+@njit_exact_fast
+def _topk(sel, k, gmax, cand, topv, idx):
+    """idx[:k] = the k largest of sel, largest first (ties: lower index first), in O(E). The elements fall into
+    G = len(gmax) >= k groups e mod G; the k-th largest group maximum τ is a lower bound of the k-th largest
+    element (k groups hold an element >= τ), so only elements >= τ, in groups whose maximum is >= τ, are
+    candidates for the insertion into the sorted list of k. The group maxima are an elementwise max of
+    contiguous rows (vectorised)."""
+    E = sel.shape[0]
+    G = gmax.shape[0]
+    n0 = min(G, E)
+    for g in range(n0):
+        gmax[g] = sel[g]
+    for g in range(n0, G):
+        gmax[g] = -np.inf
+    for e0 in range(G, E - G + 1, G):
+        for g in range(G):
+            gmax[g] = max(gmax[g], sel[e0 + g])
+    e0 = max(G, E - E % G)
+    for g in range(E - e0):
+        gmax[g] = max(gmax[g], sel[e0 + g])
+    m = 0  # τ: the k-th largest group maximum (a sorted list of k)
+    for g in range(G):
+        v = gmax[g]
+        if m == k and v <= topv[k - 1]:
+            continue
+        p = m if m < k else k - 1
+        while p > 0 and topv[p - 1] < v:
+            topv[p] = topv[p - 1]
+            p -= 1
+        topv[p] = v
+        if m < k:
+            m += 1
+    tau = topv[k - 1]
+    nc = 0
+    for g in range(G):
+        if gmax[g] >= tau:
+            for e in range(g, E, G):
+                if sel[e] >= tau:
+                    cand[nc] = e
+                    nc += 1
+    m = 0
+    for i in range(nc):
+        e = cand[i]
+        v = sel[e]
+        if m == k and (v < topv[k - 1] or (v == topv[k - 1] and e > idx[k - 1])):
+            continue
+        p = m if m < k else k - 1
+        while p > 0 and (topv[p - 1] < v or (topv[p - 1] == v and idx[p - 1] > e)):
+            topv[p] = topv[p - 1]
+            idx[p] = idx[p - 1]
+            p -= 1
+        topv[p] = v
+        idx[p] = e
+        if m < k:
+            m += 1
+
+
+@njit
+def _dense_layer(x, gate_w, up_w, down_w, b1, b2, B):
+    """Dense SiTU-GLU MLP (compute.moe.dense_mlp). B [T, I gate | I up | I act | D down]."""
+    T = x.shape[0]
+    I = gate_w.shape[1]
+    _mm_into(x, gate_w, B[:, :I])
+    _mm_into(x, up_w, B[:, I:2 * I])
+    for t in range(T):
+        for i in range(I):
+            g = float(B[t, i])
+            u = float(B[t, I + i])
+            B[t, 2 * I + i] = math.tanh(g / b1) * (1.0 / (1.0 + math.exp(-g))) * math.tanh(u / b2) * (b1 * b2)
+    _mm_into(B[:, 2 * I:3 * I], down_w, B[:, 3 * I:])
+
+
+@njit
+def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp, w_out, final_norm, lm_head,
+              block, Deps, nDeps, shift, fast,
+              kW, kgbias, kconv, kgscale, konorm, ko, kVeps, kscale, kH, kKd, alpha_k, beta_k, ktail0, kS0, khas,
+              mW, mqan, mcq, mqb, mkvan, mckv, mkvb, mo, msc, mH, ql, kl, r, nope, dv, mckv0, mkr0,
+              eW, eexp, ebias, E, L, F, Fs, top_k, rsf, enorm, Leps, eup, esh2,
+              dgate, dup, ddown, b1, b2,
+              CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB):
+    """One pass over every layer (compute.engine.ToyK3.forward's loop with FusedK3's kernels and
+    BufferedAttnRes). mkind[li]: 0 KDA, 1 MLA; fkind[li]: 0 dense, 1 MoE; m/fslot[li]: the layer's row in the
+    stacked weights and buffers of its kind. CB [NL, T, x D | xn D | x2 D | xn2 D | p D | mixer weights C |
+    ffn weights C]; FB [T, mix D | weights C | norm D | logits]; per kind the buffers of its kernel."""
+    NL = mkind.shape[0]
+    T, D = emb.shape
+    C = Vb.shape[1]
+    pcur = np.empty((T, D), emb.dtype)
+    pcur[:, :] = emb
+    prefix = np.empty((T, D), emb.dtype)
+    n = 0
+    for li in range(NL):
+        cb = CB[li]
+        x = cb[:, :D]
+        xn = cb[:, D:2 * D]
+        x2 = cb[:, 2 * D:3 * D]
+        xn2 = cb[:, 3 * D:4 * D]
+        pp = cb[:, 4 * D:5 * D]
+        start = li % block == 0
+        if n > 0:
+            _attn_into(Vb, Den, n, pcur, w_attn[li], Deps, shift, x, cb[:, 5 * D:5 * D + C])
+        else:
+            x[:, :] = pcur
+            if start:
+                for t in range(T):
+                    ss = 0.0
+                    for i in range(D):
+                        Vb[t, 0, i] = pcur[t, i]
+                        ss += float(pcur[t, i]) * pcur[t, i]
+                    Den[t, 0] = math.sqrt(ss + Deps)
+        if start:
+            n += 1
+        else:
+            prefix[:, :] = pcur
+        _rms_into(x, norm_mix[li], nDeps, xn)
+        s = mslot[li]
+        if mkind[li] == 0:
+            kb = KB[s]
+            _kda_layer(xn, kW[s], kgbias[s], kconv[s], kgscale[s], konorm[s], kVeps, ko[s], ktail0[s], kS0[s], khas,
+                       kH, kKd, kscale, alpha_k, beta_k, kb, KS[s], Ktail[s])
+            a = kb[:, kb.shape[1] - D:]
+        else:
+            mb = MB[s]
+            _mla_layer(xn, mW[s], mqan[s], mcq, mqb[s], mkvan[s], mckv, mkvb[s], mo[s], mckv0[s], mkr0[s], mH, ql,
+                       kl, r, nope, dv, msc, mb, MSB[s], MSC[s])
+            a = mb[:, mb.shape[1] - D:]
+        if start:
+            prefix[:, :] = a
+        else:
+            prefix += a
+        _attn_into(Vb, Den, n, prefix, w_mlp[li], Deps, shift, x2, cb[:, 5 * D + C:5 * D + 2 * C])
+        _rms_into(x2, norm_ffn[li], nDeps, xn2)
+        s = fslot[li]
+        if fkind[li] == 1:
+            eb = EB[s]
+            _moe_layer(xn2, eW[s], eexp[s], ebias[s], E, L, F, Fs, top_k, rsf, enorm[s], Leps, eup[s], esh2[s], eb,
+                       Eidx[s], fast)
+            f = eb[:, eb.shape[1] - D:]
+        else:
+            db = DB[s]
+            _dense_layer(xn2, dgate[s], dup[s], ddown[s], b1, b2, db)
+            f = db[:, db.shape[1] - D:]
+        for t in range(T):
+            for i in range(D):
+                pp[t, i] = prefix[t, i] + f[t, i]
+        pcur[:, :] = pp
+    _attn_into(Vb, Den, n, pcur, w_out, Deps, shift, FB[:, :D], FB[:, D:D + C])
+    _rms_into(FB[:, :D], final_norm, nDeps, FB[:, D + C:2 * D + C])
+    _mm_into(FB[:, D + C:2 * D + C], lm_head, FB[:, 2 * D + C:])

@@ -63,6 +63,7 @@ from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ModelConfig, load_default
 from compute.dims import ToyDims  # re-exported: the toy widths live in compute.dims (torch-free)
+from compute import fused_nb
 from compute.fused import FusedK3
 from compute.kda import kda_layer
 from compute.mla import mla_layer
@@ -166,9 +167,11 @@ class ToyK3:
         kernels: "auto" = on numpy, compute.fused's kernel for every block that has one; "operators" = the
         operator code for every block (what the fused kernels are tested against).
 
-        compiled: with kernels="auto" on numpy, run compute.fused_nb's numba kernels for the hot blocks (KDA, MoE,
-        AttnRes, RMSNorm). None = when numba is importable and K3_NO_NUMBA is unset; False = compute.fused's
-        pure-numpy kernels (the fallback without numba); True = numba when available (else numpy too).
+        compiled: with kernels="auto" on numpy and a K3-shaped config (compute.fused_nb.supported), run each pass
+        as ONE compiled call (compute.fused_nb: numba, every trace tensor written into per-pass buffers). None =
+        only when fused_nb.cache_ready() (the compiled code is in the disk cache: never compiles here, and
+        imports numba only then); True = compile or load now (needs numba; without it, or with K3_NO_NUMBA=1,
+        the numpy kernels run); False = compute.fused's numpy kernels. `use_compiled()` switches later;
         `self.compiled` says what runs."""
         self.config = config if config is not None else load_default()
         self.seed = int(seed)
@@ -399,8 +402,7 @@ class ToyK3:
         c = self.config
         eps = c.rms_norm_eps
         if self.backend == "numpy" and self.kernels == "auto":
-            fz = self._fused = FusedK3(c, self.dims, self.layers, self.w_out, self.dtype, self.final_norm,
-                                       use_numba=None if self._want_compiled is None else self._want_compiled)
+            fz = self._fused = FusedK3(c, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
             self._blocks = [(P["norm_mixer"], P["norm_ffn"], P["w_attn"], P["w_mlp"],
                              fz.mixer_kernel(li) or self._op_mixer, fz.ffn_kernel(li) or self._op_ffn)
                             for li, P in enumerate(fz.plans)]
@@ -417,14 +419,28 @@ class ToyK3:
                                   else PlainResidual)
         self.fused_blocks = sum((m != self._op_mixer) + (f != self._op_ffn) for *_, m, f in self._blocks)
         # how many mixer / FFN blocks run fused kernels
-        self.compiled = self._fused is not None and self._fused.use_numba
-        if self.compiled:
+        self._pass = None
+        self.compiled = False
+        want = self._want_compiled
+        if want or (want is None and fused_nb.cache_ready(self.dtype)):
+            self.use_compiled(True)
+
+    def use_compiled(self, on: bool = True) -> bool:
+        """Run the passes as one compiled call each (on=True; loads numba's disk cache, ~0.5 s with the numba
+        import, or compiles when it is cold — call it off the UI thread) or on compute.fused's numpy kernels
+        (on=False). Possible with numba (K3_NO_NUMBA unset), the numpy backend, kernels="auto" and a K3-shaped
+        config; otherwise the numpy kernels stay. Returns `self.compiled`. Not while a run is in progress."""
+        self._pass = None
+        self.compiled = False
+        if on and self._fused is not None and fused_nb.supported(self.config) and fused_nb.available():
+            self._pass = fused_nb.CompiledPass(self._fused, self.layers, self.lm_head, self.config, self.dims)
             self._warm_up()
+            self.compiled = True
+        return self.compiled
 
     def _warm_up(self) -> None:
-        """Compile (first start of an install) or load from numba's disk cache (later starts) the compiled
-        kernels, with a prefill and a decode pass on the toy vocabulary's first piece; runs where ToyK3 is
-        built (the app builds it in its engine thread). layer_calls is left as it was."""
+        """Load (or compile, on a cold disk cache) the compiled pass with a prefill and a decode pass on the
+        toy vocabulary's first piece. layer_calls is left as it was."""
         calls, tid = self.layer_calls, self.tokenizer.vocab[0][1]
         _, caches, _ = self.forward([tid, tid], 0, Knobs(), None)
         self.forward([tid], 2, Knobs(), caches)
@@ -478,6 +494,10 @@ class ToyK3:
         caches (one per layer), logits [T, V_toy]).
         """
         T = len(ids)
+        if self._pass is not None:
+            self.layer_calls += len(self._blocks)
+            return self._pass.forward(self.embed_ids(ids), np.arange(start, start + T), knobs, caches,
+                                      self._bias_offset(knobs))
         positions = (np.arange(start, start + T) if self.backend == "numpy"
                      else self._torch.arange(start, start + T, device=self._torch_device))
         emb = self.embed_ids(ids)

@@ -33,7 +33,6 @@ import math
 
 import numpy as np
 
-from compute import fused_nb
 from compute.kda import kda_chunked
 from compute.xp import _above, _rows
 
@@ -162,28 +161,14 @@ class BufferedAttnRes:
         return self._attn(self.p, w)
 
 
-class CompiledAttnRes(BufferedAttnRes):
-    """BufferedAttnRes with the mix of `_attn` as one compiled call (compute.fused_nb.attn)."""
-
-    def _attn(self, partial: np.ndarray, wq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n, D = self.n, partial.shape[1]
-        B = np.empty((self.T, D + n + 1), self.dtype)  # mix | weights
-        fused_nb.attn_into(B, self.Vb, self.Den, n, partial, wq, self.Deps, self.shift)
-        return B[:, :D], B[:, D:]
-
-
 class FusedK3:
     """Per-layer fused weights (built once from the engine's weight dicts; arrays of the engine's numpy dtype)
     and the fused block kernels that ToyK3's layer loop picks per block: `mixer_kernel(li)` / `ffn_kernel(li)`
     (None where the block has no fused kernel: the operator runs), `norm` (= `_rms`) with the pre-scaled norm
     weights of `plans`, and `attn_res()` (a BufferedAttnRes)."""
 
-    def __init__(self, config, dims, layers: list[dict], w_out: np.ndarray, dtype, final_norm=None,
-                 use_numba: bool | None = None):
-        """use_numba: run compute.fused_nb's compiled kernels (None = when numba is importable and K3_NO_NUMBA
-        is unset); False: the numpy kernels of this module. `use_numba` may be flipped later (tests)."""
+    def __init__(self, config, dims, layers: list[dict], w_out: np.ndarray, dtype, final_norm=None):
         c, d = config, dims
-        self.use_numba = fused_nb.available() if use_numba is None else bool(use_numba and fused_nb.available())
         self.config, self.dims = c, d
         self.dtype = dt = np.dtype(dtype)
         D = d.hidden
@@ -191,7 +176,6 @@ class FusedK3:
         eps = c.rms_norm_eps
         self.eps = eps
         self.c_Deps = np.array(D * eps, dt)
-        self.Deps = float(self.c_Deps)
         self.attn_eps = 1e-6  # compute.attnres.BlockAttnRes's eps
         self.sqrtD = math.sqrt(D)
         self.block = c.attn_res_block_size
@@ -218,18 +202,6 @@ class FusedK3:
         self.H, self.Kd = d.kda_heads, d.kda_head_dim
         self.lb_half = np.array((c.kda_gate_lower_bound or 0.0) / 2, dt)
         self.kscale = np.array(d.kda_head_dim ** -0.5, dt)
-        for p in self.plans:  # scalars and start values of the compiled kernels
-            if "kda" in p:
-                kp = p["kda"]
-                kp["Veps"], kp["scale"] = float(kp["c_Veps"]), float(self.kscale)
-                kp["xp0"] = np.zeros((kp["conv"].shape[1] - 1, 3 * kp["HK"]), dt)
-                kp["S0"] = np.zeros((self.H, self.Kd, kp["V"]), dt)
-            if "moe" in p:
-                p["moe"]["rsf"] = float(c.routed_scaling_factor)
-            if "mla_f" in p:
-                mp = p["mla_f"]
-                mp["cq"], mp["ckv"], mp["sc"] = float(mp["c_q"]), float(mp["c_kv"]), float(mp["scale"])
-                mp["c_kv0"], mp["k_rope0"] = np.zeros((0, d.kv_lora), dt), np.zeros((0, d.rope), dt)
         self.c20 = np.array(1e-20, dt)
         bound = max(bound, float(np.linalg.norm(self.w_out)))
         # |s_c| <= sqrt(D)·‖w‖ (the normalised candidate has norm <= sqrt(D)): exp cannot overflow below ~88
@@ -331,26 +303,18 @@ class FusedK3:
         """Layer li's fused mixer as kernel(li, xn, cache, knobs, positions, t) → (y, new cache), trace tensors
         written to t; None where the block has no fused kernel."""
         P = self.plans[li]
-        if "kda" in P:
-            return self._kda_block_nb if self.use_numba else self._kda_block
-        if "mla_f" in P:
-            return self._mla_block_nb if self.use_numba else self._mla_block
-        return None
+        return self._kda_block if "kda" in P else self._mla_block if "mla_f" in P else None
 
     def ffn_kernel(self, li: int):
         """Layer li's fused FFN as kernel(li, xn, bias_offset, t) → y; None where it has no fused kernel."""
-        if "moe" not in self.plans[li]:
-            return None
-        return self._moe_block_nb if self.use_numba else self._moe_block
+        return self._moe_block if "moe" in self.plans[li] else None
 
     def norm(self, x: np.ndarray, w2: np.ndarray) -> np.ndarray:
         """RMSNorm(x) ⊙ w with the plan's w2 = √D·w."""
-        if self.use_numba:
-            return fused_nb.rms(x, w2, self.Deps)
         return _rms(x, w2, self.c_Deps)
 
     def attn_res(self) -> BufferedAttnRes:
-        return (CompiledAttnRes if self.use_numba else BufferedAttnRes)(self.block, self.n_cand, self.attn_eps, self.dtype, self.softmax_shift)
+        return BufferedAttnRes(self.block, self.n_cand, self.attn_eps, self.dtype, self.softmax_shift)
 
     def _kda_block(self, li, xn, cache, knobs, positions, t):
         return self._kda(xn, self.plans[li]["kda"], t, cache, xn.shape[0], self.H, self.Kd, self.lb_half, self.half,
@@ -362,76 +326,6 @@ class FusedK3:
     def _moe_block(self, li, xn, bias_off, t):
         mp = self.plans[li]["moe"]
         return self._moe(xn, mp, t, mp["bias"] if bias_off is None else mp["bias"] + bias_off)
-
-    def _kda_block_nb(self, li, xn, cache, knobs, positions, t):
-        kp = self.plans[li]["kda"]
-        if knobs.alpha is not None or knobs.beta is not None:  # the gate overrides: numpy kernel
-            return self._kda_block(li, xn, cache, knobs, positions, t)
-        T, H, Kd, HK, dt = xn.shape[0], self.H, self.Kd, kp["HK"], self.dtype
-        V, nz, ng = kp["V"], kp["W"].shape[1], kp["nbg"] - H
-        if cache is None:
-            xp0, S0, has = kp["xp0"], kp["S0"], False
-        else:
-            xp0, S0, has = cache["conv"], cache["state"], True
-        B = np.empty((T, nz + 6 * HK + kp["nbg"] + 2 * H * V + self.D), dt)
-        S = np.empty((H, Kd, V), dt)
-        tail = np.empty(kp["xp0"].shape, dt)
-        fused_nb.kda_into(B, S, tail, xn, kp["W"], kp["gbias"], kp["conv"], kp["gscale"], kp["o_norm"], kp["Veps"],
-                          kp["o"], xp0, S0, has, H, Kd, kp["scale"])
-        c = nz  # B's columns: z | conv | qk norm | alpha | beta | gate | o | o_norm | y
-        y = B[:, c + 6 * HK + kp["nbg"] + 2 * H * V:]
-        t.update({
-            "kda.q_proj": B[:, :HK], "kda.k_proj": B[:, HK:2 * HK], "kda.v_proj": B[:, 2 * HK:3 * HK],
-            "kda.f": B[:, 3 * HK:4 * HK], "kda.q_conv": B[:, c:c + HK], "kda.k_conv": B[:, c + HK:c + 2 * HK],
-            "kda.v_conv": B[:, c + 2 * HK:c + 3 * HK], "kda.q_norm": B[:, c + 3 * HK:c + 4 * HK],
-            "kda.k_norm": B[:, c + 4 * HK:c + 5 * HK], "kda.alpha": B[:, c + 5 * HK:c + 6 * HK],
-            "kda.beta": B[:, c + 6 * HK:c + 6 * HK + H], "kda.gate": B[:, c + 6 * HK + H:c + 6 * HK + H + ng],
-            "kda.o": B[:, c + 6 * HK + kp["nbg"]:c + 6 * HK + kp["nbg"] + H * V], "kda.state": S,
-            "kda.o_norm": B[:, c + 6 * HK + kp["nbg"] + H * V:c + 6 * HK + kp["nbg"] + 2 * H * V], "kda.o_proj": y})
-        return y, {"conv": tail, "state": S}
-
-    def _mla_block_nb(self, li, xn, cache, knobs, positions, t):
-        mp, d, dt = self.plans[li]["mla_f"], self.dims, self.dtype
-        H, ql, kl, r, nope, dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
-        T, nz, HV = xn.shape[0], mp["W"].shape[1], H * dv
-        if cache is None:
-            c_kv0, k_rope0 = mp["c_kv0"], mp["k_rope0"]
-        else:
-            c_kv0, k_rope0 = cache["c_kv"], cache["k_rope"]
-        S = c_kv0.shape[0] + T
-        B = np.empty((T, nz + ql + H * (nope + r) + 3 * HV + self.D), dt)
-        SB = np.empty((S, kl + r + H * (nope + dv)), dt)
-        SC = np.empty((2, H, T, S), dt)
-        fused_nb.mla_into(B, SB, SC, xn, mp["W"], mp["q_a_norm"], mp["cq"], mp["q_b"], mp["kv_a_norm"], mp["ckv"],
-                          mp["kv_b"], mp["o"], c_kv0, k_rope0, H, ql, kl, r, nope, dv, mp["sc"])
-        c = nz + ql + H * (nope + r)
-        c_kv, k_rope = SB[:, :kl], SB[:, kl:kl + r]
-        y = B[:, c + 3 * HV:]
-        t.update({"mla.q_a": B[:, :ql], "mla.q_a_norm": B[:, nz:nz + ql], "mla.q_b": B[:, nz + ql:c],
-                  "mla.kv_a": B[:, ql:ql + kl + r], "mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": SB[:, kl + r:],
-                  "mla.scores": SC[0], "mla.softmax": SC[1], "mla.o": B[:, c:c + HV], "mla.gate": B[:, c + HV:c + 2 * HV],
-                  "mla.o_gated": B[:, c + 2 * HV:c + 3 * HV], "mla.o_proj": y})
-        return y, {"c_kv": c_kv, "k_rope": k_rope}
-
-    def _moe_block_nb(self, li, xn, bias_off, t):
-        mp = self.plans[li]["moe"]
-        return self._moe_nb(xn, mp, t, mp["bias"] if bias_off is None else mp["bias"] + bias_off)
-
-    def _moe_nb(self, x, mp, t, bias):
-        E, L, k, D = mp["E"], mp["L"], self.config.num_experts_per_tok, self.D
-        T, nz = x.shape[0], mp["W"].shape[1]
-        B = np.empty((T, nz + E + k + k * L + 2 * L + 3 * D), self.dtype)
-        idx = np.empty((T, k), np.intp)
-        fused_nb.moe_into(B, idx, x, mp["W"], mp["experts"], bias, E, L, mp["F"], mp["Fs"], k, mp["rsf"],
-                          mp["norm"], mp["Leps"], mp["up"], mp["shared2"])
-        c = nz + E  # B's columns: zz (router | down | shared) | router | weights | experts | mix | norm | up | shared | y
-        t.update({"moe.router.logits": B[:, :E], "moe.router": B[:, nz:c], "moe.bias": bias, "moe.topk_idx": idx,
-                  "moe.topk_weight": B[:, c:c + k], "moe.down": B[:, E:E + L],
-                  "moe.experts": B[:, c + k:c + k + k * L].reshape(T, k, L), "moe.mix": B[:, c + k + k * L:c + k + k * L + L],
-                  "moe.norm": B[:, c + k + k * L + L:c + k + k * L + 2 * L],
-                  "moe.up": B[:, c + k + k * L + 2 * L:c + k + k * L + 2 * L + D],
-                  "moe.shared": B[:, c + k + k * L + 2 * L + D:c + k + k * L + 2 * L + 2 * D]})
-        return B[:, c + k + k * L + 2 * L + 2 * D:]
 
     # ------------------------------------------------------------------ one block (tests)
     def mixer(self, li: int, xn: np.ndarray, cache: dict | None, knobs) -> tuple[np.ndarray, dict, dict]:
@@ -445,8 +339,7 @@ class FusedK3:
         """Layer li's fused MoE on xn [T, D] with the selection bias [E] → (y [T, D], trace tensors); as
         compute.moe.latent_moe."""
         t: dict = {}
-        mp = self.plans[li]["moe"]
-        return (self._moe_nb if self.use_numba else self._moe)(xn, mp, t, bias), t
+        return self._moe(xn, self.plans[li]["moe"], t, bias), t
 
     def _kda(self, xn, kp, t, cache, T, H, Kd, lb_half, half, scale, alpha_k, beta_k, one, eps):
         HK = kp["HK"]

@@ -1,36 +1,44 @@
-"""Compiled (numba) versions of compute.fused's hot kernels: the same formulas as explicit loops, one call per
-block instead of a few dozen numpy ops (at toy width each numpy op is ~0.5–1 µs of pure overhead). The kernels
-live in compute._fused_nb_kernels (module-level functions, so numba's disk cache works), imported only here.
+"""The compiled (numba) CPU engine: one compiled call per pass over all layers of K3, writing every trace tensor
+into per-pass buffers; the Python side only cuts the trace's views out of them (`CompiledPass`). The formulas
+are compute.fused's (the same pre-scaled weights of FusedK3's plans) as explicit loops, in
+compute._fused_nb_kernels (imported only here, after the cache folder is set). The pure-numpy kernels of
+compute.fused stay the fallback: without numba, with K3_NO_NUMBA=1, for configs that are not K3-shaped, and
+until the compiled code is in the disk cache.
 
-`available()` says whether they run: numba importable and K3_NO_NUMBA unset (K3_NO_NUMBA=1 forces the
-pure-numpy kernels of compute.fused, which stay the fallback for an install without numba). Compiled code is
-cached on disk (`cache=True`): next to the module when that folder is writable, else in the user cache
-(~/.cache/k3-explorer/numba, or under $XDG_CACHE_HOME) through NUMBA_CACHE_DIR, set before numba is imported.
-Only the first start of an install compiles (~25 s CPU on a 2-core machine; later starts load the cache in
-~0.6 s, numba's import included); ToyK3's constructor does it with one prefill and one decode pass, i.e. in
-the engine's thread.
+Start-up API (the app must never compile on its UI thread, and the first result must not wait for a compile):
 
-Block kernels (float32 and float64; dot products accumulate in float64), each writing its outputs into arrays
-the caller allocated — one [T, n] buffer whose column views are the trace tensors (returning arrays from a
-compiled function costs ~0.7 µs each):
-- `moe_into`: latent MoE with shared experts (router sigmoid, top-k by the biased score, the k experts'
-  SiTU-GLU through the packed table of compute.fused, RMSNorm of the mix, W_up, shared experts);
-- `kda_into`: KDA with the lower-bound gate: fused projection, short conv, SiLU, L2 norms, gates, the token
-  recurrence (any T; decode is T = 1), per-head RMSNorm and output gate (alpha / beta overrides: numpy);
-- `mla_into`: gated NoPE MLA with the latent cache;
-- `attn_into`: one Block-AttnRes mix over the stored candidates and the new partial (BufferedAttnRes._attn);
-- `rms`: RMSNorm with pre-scaled weights (compute.fused._rms).
-tests/compute/test_fused.py runs every fused block on both paths against the operators in float64.
+    from compute import fused_nb
+    fused_nb.enabled()      # numba installed and K3_NO_NUMBA unset; imports nothing (cheap)
+    fused_nb.cache_ready()  # compiled code for this numba / Python / CPU / kernel source (and float32, the
+                            # engine's default dtype) is in the disk cache (a stamp written by warm_cache)
+    fused_nb.warm_cache()   # compile everything into the disk cache (~25-40 s CPU on a cold cache) and write
+                            # the stamp; `python -m compute.fused_nb` runs it (exit 0 = ready, 1 = not)
+
+    ToyK3(compiled=None)    # compiled only when cache_ready(its dtype), else the numpy kernels: never compiles
+    m.use_compiled()        # switch to the compiled kernels later (loads from the cache, ~0.5 s incl. the
+                            # numba import; compiles when the cache is cold); returns m.compiled
+    m.use_compiled(False)   # back to the numpy kernels
+
+Disk cache (numba `cache=True`): next to this module (compute/__pycache__) when that folder is writable, else
+the user cache (~/.cache/k3-explorer/numba, or under $XDG_CACHE_HOME) through NUMBA_CACHE_DIR, set before numba
+is imported. The kernel is compiled per engine dtype (float32: the app; float64: the differential tests).
+tests/compute/test_fused_nb.py compares every trace tensor of the compiled passes with the operators in float64.
 """
 from __future__ import annotations
 
-import math
+import importlib.util
+import json
 import os
+import platform
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
-_NB = None  # the numba module, or False when unavailable
+_NB = None  # the kernels module, or False when numba is unavailable
+_STAMP = "k3_fused_nb_ready.json"
+_KERNELS = Path(__file__).resolve().parent / "_fused_nb_kernels.py"
 
 
 def _cache_dir_setup() -> None:
@@ -50,26 +58,381 @@ def _cache_dir_setup() -> None:
     os.environ["NUMBA_CACHE_DIR"] = str(d)
 
 
+def _disabled_by_env() -> bool:
+    return os.environ.get("K3_NO_NUMBA", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def enabled() -> bool:
+    """numba is installed and K3_NO_NUMBA is not set to a true value (imports nothing)."""
+    if _disabled_by_env():
+        return False
+    if _NB is not None:
+        return bool(_NB)
+    return importlib.util.find_spec("numba") is not None
+
+
 def available() -> bool:
-    """numba kernels usable: numba importable and K3_NO_NUMBA not set to a true value."""
+    """The compiled kernels can run: `enabled()`, and numba imports (this imports numba, ~0.3 s)."""
     global _NB
-    if os.environ.get("K3_NO_NUMBA", "").strip().lower() not in ("", "0", "false", "no"):
+    if _disabled_by_env():
         return False
     if _NB is None:
         _cache_dir_setup()
         try:
-            import numba
+            from compute import _fused_nb_kernels
         except ImportError:
             _NB = False
         else:
-            _NB = numba
-            _compile(numba)
+            _NB = _fused_nb_kernels
     return bool(_NB)
 
 
-def _compile(numba) -> None:
-    """Bind the jitted kernels of compute._fused_nb_kernels as this module's globals."""
-    from compute import _fused_nb_kernels as k
+def cache_dir() -> Path:
+    """Where numba's disk cache (and the readiness stamp) of the kernels lives."""
+    _cache_dir_setup()
+    d = os.environ.get("NUMBA_CACHE_DIR")
+    return Path(d) if d else _KERNELS.parent / "__pycache__"
 
-    globals().update(mm=k.mm, rms=k.rms, attn=k.attn, moe=k.moe, kda=k.kda, attn_into=k.attn_into,
-                     kda_into=k.kda_into, moe_into=k.moe_into, mla_into=k.mla_into)
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "CPU part")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _stamp() -> dict:
+    """What the disk cache's validity depends on (numba keys its cache on the source file's mtime and size, the
+    Python and numba versions and the CPU)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        nb = version("numba")
+    except PackageNotFoundError:
+        nb = None
+    st = _KERNELS.stat()
+    return {"numba": nb, "python": sys.version.split()[0], "machine": platform.machine(), "cpu": _cpu_name(),
+            "kernels": [st.st_size, st.st_mtime_ns]}
+
+
+def cache_ready(dtype="float32") -> bool:
+    """`enabled()` and warm_cache() has filled the disk cache for this numba, Python, CPU, kernel source and engine
+    dtype (its stamp matches). Cheap: reads one small file, imports nothing heavy."""
+    if not enabled():
+        return False
+    try:
+        st = json.loads((cache_dir() / _STAMP).read_text(encoding="utf-8"))
+        dtypes = st.pop("dtypes")
+        return st == _stamp() and np.dtype(dtype).name in dtypes
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def warm_cache(dtypes=("float32",)) -> float:
+    """Compile the pass kernel for `dtypes` into the disk cache (a load when it is already there) and write the
+    readiness stamp. Returns the seconds it took; RuntimeError when numba is unavailable."""
+    if not available():
+        raise RuntimeError("numba is not installed (or K3_NO_NUMBA is set): nothing to compile")
+    from compute.engine import ToyK3
+
+    t0 = time.perf_counter()
+    names = []
+    for dt in dtypes:
+        m = ToyK3(device="cpu", backend="numpy", dtype=dt, weights="random", compiled=True)
+        if not m.compiled:
+            raise RuntimeError("the compiled kernels did not load")
+        names.append(m.dtype.name)
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / (_STAMP + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(dict(_stamp(), dtypes=names)), encoding="utf-8")
+    os.replace(tmp, d / _STAMP)
+    return time.perf_counter() - t0
+
+
+def supported(config) -> bool:
+    """The compiled pass runs this config: every block has a fused kernel (compute.fused.supported: K3's KDA,
+    gated NoPE MLA, latent MoE and Block AttnRes) and the dense layers use SiTU-GLU."""
+    from compute import fused
+
+    return fused.supported(config) and config.hidden_act == "situ_glu"
+
+
+def _stack(arrays: list, tail: tuple, dt) -> np.ndarray:
+    """Contiguous [n, *tail] stack (an empty [0, *tail] one for no arrays)."""
+    if not arrays:
+        return np.zeros((0,) + tuple(tail), dt)
+    return np.ascontiguousarray(np.stack([np.asarray(a, dt) for a in arrays]))
+
+
+class CompiledPass:
+    """The stacked weights of one engine and its compiled pass: `forward(emb, positions, knobs, caches,
+    bias_off)` returns what ToyK3.forward returns (pass data with the trace's dicts, new caches, logits)."""
+
+    def __init__(self, fz, layers: list[dict], lm_head: np.ndarray, config, dims):
+        if not available():
+            raise RuntimeError("numba is not available")
+        self.kern = _NB
+        c, d = config, dims
+        dt = self.dtype = fz.dtype
+        P = fz.plans
+        self.NL = NL = len(P)
+        self.D = D = d.hidden
+        self.C = fz.n_cand
+        self.block = int(fz.block)
+        self.Deps = float(np.array(D * fz.attn_eps, dt))  # AttnRes: D·eps of compute.attnres
+        self.nDeps = float(fz.c_Deps)  # RMSNorm: D·rms_norm_eps
+        self.shift = bool(fz.softmax_shift)
+        self.fast = dt == np.float32  # the vectorised float32 exp / tanh of the kernels
+        kda = [li for li, p in enumerate(P) if "kda" in p]
+        mla = [li for li, p in enumerate(P) if "mla_f" in p]
+        moe = [li for li, p in enumerate(P) if "moe" in p]
+        dense = [li for li in range(NL) if "mlp" in layers[li]]
+        if len(kda) + len(mla) != NL or len(moe) + len(dense) != NL:
+            raise ValueError("the compiled pass needs a fused kernel for every block")
+        self.kda, self.mla, self.moe, self.dense = kda, mla, moe, dense
+        slot = {li: i for group in (kda, mla) for i, li in enumerate(group)}
+        fslot = {li: i for group in (moe, dense) for i, li in enumerate(group)}
+        self.mkind = np.array([0 if "kda" in p else 1 for p in P], np.int64)
+        self.fkind = np.array([1 if "moe" in p else 0 for p in P], np.int64)
+        self.mslot = np.array([slot[li] for li in range(NL)], np.int64)
+        self.fslot = np.array([fslot[li] for li in range(NL)], np.int64)
+        self.norm_mix = _stack([p["norm_mixer"] for p in P], (D,), dt)
+        self.norm_ffn = _stack([p["norm_ffn"] for p in P], (D,), dt)
+        self.w_attn = _stack([p["w_attn"] for p in P], (D,), dt)
+        self.w_mlp = _stack([p["w_mlp"] for p in P], (D,), dt)
+        self.w_out = np.ascontiguousarray(fz.w_out, dt)
+        self.final_norm = np.ascontiguousarray(fz.final_norm, dt)
+        self.lm_head = np.ascontiguousarray(lm_head, dt)
+        # KDA
+        H, Kd = d.kda_heads, d.kda_head_dim
+        self.H, self.Kd, self.HK, self.Vk, self.Kc = H, Kd, H * Kd, Kd, d.conv
+        kp = [P[li]["kda"] for li in kda]
+        self.kW = _stack([p["W"] for p in kp], (D, 0), dt)
+        self.kgbias = _stack([p["gbias"] for p in kp], (0,), dt)
+        self.kconv = _stack([p["conv"] for p in kp], (3 * H * Kd, d.conv), dt)
+        self.kgscale = _stack([p["gscale"] for p in kp], (0,), dt)
+        self.konorm = _stack([p["o_norm"] for p in kp], (Kd,), dt)
+        self.ko = _stack([p["o"] for p in kp], (H * Kd, D), dt)
+        self.kVeps = float(np.array(Kd * fz.eps, dt))
+        self.kscale = float(fz.kscale)
+        self.nzk = self.kW.shape[2] if kp else 0
+        self.ncolK = self.nzk + 6 * self.HK + H + 3 * H * Kd + D
+        # MLA
+        self.mH, self.ql, self.kl, self.r, self.nope, self.dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
+        mp = [P[li]["mla_f"] for li in mla]
+        self.mW = _stack([p["W"] for p in mp], (D, 0), dt)
+        self.mqan = _stack([p["q_a_norm"] for p in mp], (d.q_lora,), dt)
+        self.mqb = _stack([p["q_b"] for p in mp], (d.q_lora, d.mla_heads * (d.nope + d.rope)), dt)
+        self.mkvan = _stack([p["kv_a_norm"] for p in mp], (d.kv_lora,), dt)
+        self.mkvb = _stack([p["kv_b"] for p in mp], (d.kv_lora, d.mla_heads * (d.nope + d.v)), dt)
+        self.mo = _stack([p["o"] for p in mp], (d.mla_heads * d.v, D), dt)
+        self.mcq = float(np.array(d.q_lora * fz.eps, dt))
+        self.mckv = float(np.array(d.kv_lora * fz.eps, dt))
+        self.msc = float(np.array(1.0 / np.sqrt(d.nope + d.rope), dt))
+        self.nzm = self.mW.shape[2] if mp else 0
+        HVm = self.mH * self.dv
+        self.ncolM = self.nzm + self.ql + self.mH * (self.nope + self.r) + 3 * HVm + D
+        self.ncolSB = self.kl + self.r + self.mH * (self.nope + self.dv)
+        # MoE
+        ep = [P[li]["moe"] for li in moe]
+        self.E = c.n_routed_experts
+        self.top_k = c.num_experts_per_tok
+        self.L, self.F, self.Fs = (ep[0]["L"], ep[0]["F"], ep[0]["Fs"]) if ep else (d.latent, d.expert_width, 0)
+        self.eW = _stack([p["W"] for p in ep], (D, 0), dt)
+        self.eexp = _stack([p["experts"] for p in ep], (self.E, 0), dt)
+        for i, p in enumerate(ep):  # the plans share the stacked table (no second copy of the experts)
+            p["experts"] = self.eexp[i]
+        self.ebias = _stack([p["bias"] for p in ep], (self.E,), dt)
+        self.enorm = _stack([p["norm"] for p in ep], (self.L,), dt)
+        self.eup = _stack([p["up"] for p in ep], (self.L, D), dt)
+        self.esh2 = _stack([p["shared2"] for p in ep], (self.Fs, D), dt)
+        self.rsf = float(c.routed_scaling_factor)
+        self.Leps = float(np.array(self.L * fz.eps, dt))
+        self.nze = self.E + self.L + 3 * self.Fs
+        self.ncolE = self.nze + self.E + self.top_k + self.top_k * self.L + 2 * self.L + 3 * D
+        # dense
+        dw = [layers[li]["mlp"] for li in dense]
+        self.I = d.dense_width
+        self.dgate = _stack([w["gate"] for w in dw], (D, self.I), dt)
+        self.dup = _stack([w["up"] for w in dw], (D, self.I), dt)
+        self.ddown = _stack([w["down"] for w in dw], (self.I, D), dt)
+        self.b1, self.b2 = float(c.situ_glu_beta1), float(c.situ_glu_beta2)
+        # start values (no cache) and the stored-block counts of every layer's two AttnRes calls
+        self.tail0 = np.zeros((len(kda), self.Kc - 1, 3 * self.HK), dt)
+        self.S00 = np.zeros((len(kda), H, Kd, Kd), dt)
+        self.ckv00 = np.zeros((len(mla), 0, self.kl), dt)
+        self.kr00 = np.zeros((len(mla), 0, self.r), dt)
+        self.n_before, self.n_after = [], []
+        n = 0
+        for li in range(NL):
+            self.n_before.append(n)
+            n += li % self.block == 0
+            self.n_after.append(n)
+        self.n_final = n
+        self._order = list(zip(self.mkind.tolist(), self.mslot.tolist(), self.fkind.tolist(), self.fslot.tolist(),
+                               self.n_before, self.n_after))
+
+    # ------------------------------------------------------------------ one pass
+    def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, caches, bias_off):
+        T, D, C, dt = emb.shape[0], self.D, self.C, self.dtype
+        nK, nM, nE, nD = len(self.kda), len(self.mla), len(self.moe), len(self.dense)
+        if caches is None:
+            tail0, S0, has, ckv0, kr0 = self.tail0, self.S00, False, self.ckv00, self.kr00
+        else:
+            tail0, S0, ckv0, kr0 = self._stacked(caches)
+            has = True
+        S = ckv0.shape[1] + T
+        CB = np.empty((self.NL, T, 5 * D + 2 * C), dt)
+        Vb = np.empty((T, C, D), dt)
+        Den = np.empty((T, C), dt)
+        KB = np.empty((nK, T, self.ncolK), dt)
+        KS = np.empty((nK, self.H, self.Kd, self.Vk), dt)
+        Ktail = np.empty((nK, self.Kc - 1, 3 * self.HK), dt)
+        MB = np.empty((nM, T, self.ncolM), dt)
+        MSB = np.empty((nM, S, self.ncolSB), dt)
+        MSC = np.empty((nM, 2, self.mH, T, S), dt)
+        EB = np.empty((nE, T, self.ncolE), dt)
+        Eidx = np.empty((nE, T, self.top_k), np.intp)
+        DB = np.empty((nD, T, 3 * self.I + D), dt)
+        FB = np.empty((T, 2 * D + C + self.lm_head.shape[1]), dt)
+        ebias = self.ebias if bias_off is None else self.ebias + bias_off
+        alpha = -1.0 if knobs.alpha is None else float(knobs.alpha)
+        beta = -1.0 if knobs.beta is None else float(knobs.beta)
+        self.kern.pass_into(
+            emb, self.mkind, self.mslot, self.fkind, self.fslot, self.norm_mix, self.norm_ffn, self.w_attn,
+            self.w_mlp, self.w_out, self.final_norm, self.lm_head, self.block, self.Deps, self.nDeps, self.shift, self.fast,
+            self.kW, self.kgbias, self.kconv, self.kgscale, self.konorm, self.ko, self.kVeps, self.kscale, self.H,
+            self.Kd, alpha, beta, tail0, S0, has,
+            self.mW, self.mqan, self.mcq, self.mqb, self.mkvan, self.mckv, self.mkvb, self.mo, self.msc, self.mH,
+            self.ql, self.kl, self.r, self.nope, self.dv, ckv0, kr0,
+            self.eW, self.eexp, ebias, self.E, self.L, self.F, self.Fs, self.top_k, self.rsf, self.enorm, self.Leps,
+            self.eup, self.esh2,
+            self.dgate, self.dup, self.ddown, self.b1, self.b2,
+            CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB)
+        mix_d, ffn_d, caches_k, caches_m = self._views(T, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, ebias, DB)
+        layer_data, new_caches = self._layers(CB, mix_d, ffn_d, caches_k, caches_m)
+        new_caches.stacked = (Ktail, KS, MSB)
+        V0 = 2 * D + C
+        final = {"final.attnres": FB[:, D:D + self.n_final + 1], "final.norm": FB[:, D + C:V0],
+                 "lm_head": FB[:, V0:]}
+        data = {"positions": positions, "embedding": emb, "layers": layer_data, "final": final}
+        return data, new_caches, final["lm_head"]
+
+    def _stacked(self, caches) -> tuple:
+        """(conv tails [nK, Kc-1, 3HK], states [nK, H, K, V], c_kv [nM, S0, kl], k_rope [nM, S0, r]) of a cache
+        list: from the previous compiled pass as they are, else stacked from the per-layer dicts."""
+        kl, r = self.kl, self.r
+        st = getattr(caches, "stacked", None)
+        if st is not None:
+            Ktail, KS, MSB = st
+            return (Ktail, KS, np.ascontiguousarray(MSB[:, :, :kl]), np.ascontiguousarray(MSB[:, :, kl:kl + r]))
+        dt = self.dtype
+        return (_stack([caches[li]["conv"] for li in self.kda], self.tail0.shape[1:], dt),
+                _stack([caches[li]["state"] for li in self.kda], self.S00.shape[1:], dt),
+                _stack([caches[li]["c_kv"] for li in self.mla], (0, kl), dt),
+                _stack([caches[li]["k_rope"] for li in self.mla], (0, r), dt))
+
+    def _views(self, T, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, ebias, DB):
+        """Per slot of each kind: the trace dict of its block (views into the pass buffers) and its cache."""
+        D, HK, H = self.D, self.HK, self.H
+        HV = H * self.Vk
+        c = self.nzk
+        kda = _dicts(KB, [("kda.q_proj", 0, HK), ("kda.k_proj", HK, 2 * HK), ("kda.v_proj", 2 * HK, 3 * HK),
+                          ("kda.f", 3 * HK, 4 * HK), ("kda.q_conv", c, c + HK), ("kda.k_conv", c + HK, c + 2 * HK),
+                          ("kda.v_conv", c + 2 * HK, c + 3 * HK), ("kda.q_norm", c + 3 * HK, c + 4 * HK),
+                          ("kda.k_norm", c + 4 * HK, c + 5 * HK), ("kda.alpha", c + 5 * HK, c + 6 * HK),
+                          ("kda.beta", c + 6 * HK, c + 6 * HK + H), ("kda.gate", c + 6 * HK + H, c + 6 * HK + H + HV),
+                          ("kda.o", c + 6 * HK + H + HV, c + 6 * HK + H + 2 * HV),
+                          ("kda.o_norm", c + 6 * HK + H + 2 * HV, c + 6 * HK + H + 3 * HV),
+                          ("kda.o_proj", c + 6 * HK + H + 3 * HV, c + 6 * HK + H + 3 * HV + D)],
+                     {"kda.state": list(KS)})
+        ql, kl, r, mH = self.ql, self.kl, self.r, self.mH
+        HVm = mH * self.dv
+        nz = self.nzm
+        c = nz + ql + mH * (self.nope + r)
+        c_kv, k_rope = list(MSB[:, :, :kl]), list(MSB[:, :, kl:kl + r])
+        mla = _dicts(MB, [("mla.q_a", 0, ql), ("mla.kv_a", ql, ql + kl + r), ("mla.q_a_norm", nz, nz + ql),
+                          ("mla.q_b", nz + ql, c), ("mla.o", c, c + HVm), ("mla.gate", c + HVm, c + 2 * HVm),
+                          ("mla.o_gated", c + 2 * HVm, c + 3 * HVm), ("mla.o_proj", c + 3 * HVm, c + 3 * HVm + D)],
+                     {"mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": list(MSB[:, :, kl + r:]),
+                      "mla.scores": list(MSC[:, 0]), "mla.softmax": list(MSC[:, 1])})
+        E, L, k = self.E, self.L, self.top_k
+        nz = self.nze
+        c = nz + E + k
+        moe = _dicts(EB, [("moe.router.logits", 0, E), ("moe.down", E, E + L), ("moe.router", nz, nz + E),
+                          ("moe.topk_weight", nz + E, c), ("moe.mix", c + k * L, c + k * L + L),
+                          ("moe.norm", c + k * L + L, c + k * L + 2 * L),
+                          ("moe.up", c + k * L + 2 * L, c + k * L + 2 * L + D),
+                          ("moe.shared", c + k * L + 2 * L + D, c + k * L + 2 * L + 2 * D),
+                          ("ffn.out", c + k * L + 2 * L + 2 * D, c + k * L + 2 * L + 3 * D)],
+                     {"moe.experts": list(EB[:, :, c:c + k * L].reshape(len(self.moe), T, k, L)),
+                      "moe.topk_idx": list(Eidx), "moe.bias": list(ebias)})
+        Id = self.I
+        dense = _dicts(DB, [("mlp.gate", 0, Id), ("mlp.up", Id, 2 * Id), ("mlp.act", 2 * Id, 3 * Id),
+                            ("mlp.down", 3 * Id, 3 * Id + D)], {})
+        for t in kda:
+            t["mixer.out"] = t["kda.o_proj"]
+        for t in mla:
+            t["mixer.out"] = t["mla.o_proj"]
+        for t in dense:
+            t["ffn.out"] = t["mlp.down"]
+        caches_k = [{"conv": a, "state": b} for a, b in zip(Ktail, KS)]
+        caches_m = [{"c_kv": a, "k_rope": b} for a, b in zip(c_kv, k_rope)]
+        mix = {0: kda, 1: mla}
+        ffn = {1: moe, 0: dense}
+        return mix, ffn, caches_k, caches_m
+
+    def _layers(self, CB, mix_d, ffn_d, caches_k, caches_m):
+        D, C = self.D, self.C
+        xs, xns, x2s, xn2s, ps = (list(CB[:, :, i * D:(i + 1) * D]) for i in range(5))
+        layer_data = []
+        new_caches = _Caches()
+        for li, (mk, ms, fk, fs, nb, na) in enumerate(self._order):
+            cb = CB[li]
+            t = {"attnres.mixer": cb[:, 5 * D:5 * D + nb + 1] if nb else None, "attnres.mixer.out": xs[li],
+                 "norm.mixer": xns[li], "attnres.ffn": cb[:, 5 * D + C:5 * D + C + na + 1],
+                 "attnres.ffn.out": x2s[li], "norm.ffn": xn2s[li], "residual": ps[li]}
+            t.update(mix_d[mk][ms])
+            t.update(ffn_d[fk][fs])
+            layer_data.append(t)
+            new_caches.append(caches_k[ms] if mk == 0 else caches_m[ms])
+        return layer_data, new_caches
+
+
+class _Caches(list):
+    """The per-layer caches of a compiled pass (dicts of views), with the pass's stacked buffers in `stacked`
+    so that the next pass takes them without re-stacking."""
+
+    stacked = None
+
+
+def _dicts(buf: np.ndarray, cols: list, extra: dict) -> list[dict]:
+    """One dict per slot of a stacked [n, T, cols] buffer: key → buf[slot, :, a:b] for (key, a, b) in cols,
+    plus key → extra[key][slot]."""
+    keys = [k for k, _, _ in cols] + list(extra)
+    vals = [list(buf[:, :, a:b]) for _, a, b in cols] + list(extra.values())
+    return [dict(zip(keys, vs)) for vs in zip(*vals)] if keys else [{} for _ in range(buf.shape[0])]
+
+
+def main() -> int:
+    """`python -m compute.fused_nb`: fill the disk cache (exit 0), or say why it cannot (exit 1)."""
+    if not enabled():
+        print("compute.fused_nb: numba is not installed (or K3_NO_NUMBA is set); the engine uses numpy",
+              file=sys.stderr)
+        return 1
+    try:
+        s = warm_cache()
+    except Exception as e:  # noqa: BLE001 - one line for the parent process
+        print(f"compute.fused_nb: compiling the kernels failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    print(f"compute.fused_nb: compiled kernels ready in {cache_dir()} ({s:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

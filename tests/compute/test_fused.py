@@ -1,5 +1,6 @@
-"""compute.fused (the numpy backend's fused layer kernels) equals the operators block by block in float64 — both
-its pure-numpy kernels and compute.fused_nb's compiled (numba) ones, when numba is installed."""
+"""compute.fused (the numpy backend's fused layer kernels) equals the operators block by block in float64; the
+whole-loop tests run both its pure-numpy kernels and compute.fused_nb's compiled pass, when numba is installed
+(tests/compute/test_fused_nb.py tests the compiled pass block by block)."""
 import numpy as np
 import pytest
 import torch
@@ -37,8 +38,9 @@ def test_numba_cache_goes_to_the_user_cache_when_the_package_folder_is_read_only
 def test_no_numba_env_forces_the_numpy_kernels(monkeypatch):
     monkeypatch.setenv("K3_NO_NUMBA", "1")
     assert not fused_nb.available()
-    m = ToyK3(device="cpu", backend="numpy")
-    assert not m.compiled and not m._fused.use_numba
+    m = ToyK3(device="cpu", backend="numpy", compiled=True)
+    assert not m.compiled and m._pass is None
+    assert m.run("Kimi K3", 1, Knobs(temperature=0.0)).passes[0].final["lm_head"].shape[0] == 2
 
 
 def _rand(seed, *shape):
