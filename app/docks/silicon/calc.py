@@ -127,7 +127,22 @@ def _inputs_beside_results(grid: QGridLayout, title: QLabel, out: QGridLayout, *
     return top
 
 
-class SeedCalc(QWidget):
+class _CalcPanel(QWidget):
+    """A calculator mode: `values()` reads its inputs (None when one is bad), `estimate(values)` computes,
+    `_show()` writes the result; a bad input keeps the last result on screen, marked stale."""
+
+    def recompute(self) -> None:
+        vals = self.values()
+        if vals is None:
+            self.stale.setText(tr("silicon.calc.stale") if self.result else "")
+            return
+        self.result = self.estimate(vals)
+        self.inputs = vals
+        self.stale.setText("")
+        self._show()
+
+
+class SeedCalc(_CalcPanel):
     OUTPUTS = ("weights_gb", "kv_gib", "total_gib", "per_gpu_gib")
 
     def __init__(self, parent=None):
@@ -177,14 +192,8 @@ class SeedCalc(QWidget):
         vals["bytes_per_weight"] = self.precision.currentData() or 2.0
         return vals
 
-    def recompute(self) -> None:
-        vals = self.values()
-        if vals is None:
-            self.stale.setText(tr("silicon.calc.stale") if self.result else "")
-            return
-        self.result = M.estimate(**vals)
-        self.stale.setText("")
-        self._show()
+    def estimate(self, vals: dict) -> dict:
+        return M.estimate(**vals)
 
     def _show(self) -> None:
         r = self.result
@@ -220,7 +229,7 @@ class SeedCalc(QWidget):
         self.recompute()
 
 
-class K3Calc(QWidget):
+class K3Calc(_CalcPanel):
     OUTPUTS = ("weights_gb", "mla_gib", "kda_gib", "total_gib", "per_gpu_gib", "hbm_gb", "free_gib",
                "max_sequences", "all_mla_gib")
 
@@ -329,15 +338,8 @@ class K3Calc(QWidget):
         vals["cache_bytes"] = self.cache.currentData() or 2
         return vals
 
-    def recompute(self) -> None:
-        vals = self.values()
-        if vals is None:
-            self.stale.setText(tr("silicon.calc.stale") if self.result else "")
-            return
-        self.result = M.k3_estimate(**vals, shape=self.shape)
-        self.inputs = vals
-        self.stale.setText("")
-        self._show()
+    def estimate(self, vals: dict) -> dict:
+        return M.k3_estimate(**vals, shape=self.shape)
 
     def _show(self) -> None:
         r, v = self.result, self.inputs
