@@ -473,16 +473,7 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
         cur.append(it)
     if cur:
         lines.append(cur)
-    note_lines, cur = [], ""
-    for n in notes:
-        cand = f"{cur}   ·   {n}" if cur else n
-        if cur and fm.horizontalAdvance(cand) > max_w:
-            note_lines.append(cur)
-            cur = n
-        else:
-            cur = cand
-    if cur:
-        note_lines.append(cur)
+    note_lines = _pack(notes, "   ·   ", fm, max_w)
     box_h = (len(lines) + len(note_lines)) * lh + 2 * pad - 4 * s
     content_w = max([sum(it[2] for it in ln) + gap * (len(ln) - 1) for ln in lines] +
                     [fm.horizontalAdvance(t) for t in note_lines])
