@@ -395,6 +395,7 @@ class MainWindow(QMainWindow):
 
     def _connect_state(self) -> None:
         st, sc = self.state, self.scene
+        st.trace_arriving.connect(sc.set_trace)  # before every panel: the render thread starts the frame at once
         st.trace_changed.connect(self._on_trace)
         st.layer_changed.connect(sc.set_layer)
         st.pass_changed.connect(sc.set_pass)
@@ -415,7 +416,7 @@ class MainWindow(QMainWindow):
 
     # --- state -> scene / status -------------------------------------------------------------
     def _on_trace(self, trace) -> None:
-        self.scene.set_trace(trace)
+        """After the panels' own handlers of the new trace (the 3D view has it already: trace_arriving)."""
         if self._restore_step:  # the first trace: back to the step whose camera was restored
             step, self._restore_step = self._restore_step, 0
             self.state.player.seek(step)

@@ -24,6 +24,8 @@ from compute.trace import Knobs, Trace
 
 
 class AppState(QObject):
+    trace_arriving = Signal(object)  # Trace, just before trace_changed: for the 3D view alone, so that its frame
+    # (drawn in the render thread) starts before the panels' handlers run
     trace_changed = Signal(object)  # Trace (the new current trace)
     engine_error = Signal(str)  # a run failed; the last good trace stays
     layer_changed = Signal(int)  # selected layer, 0-based
@@ -92,6 +94,7 @@ class AppState(QObject):
         self.pass_index = min(self.pass_index, len(trace.passes) - 1)
         self.token = min(self.token, len(trace.tokens) - 1)
         self.device = trace.device
+        self.trace_arriving.emit(trace)
         self.trace_changed.emit(trace)
 
     def set_error(self, message: str) -> None:

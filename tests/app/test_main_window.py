@@ -324,3 +324,25 @@ def test_language_defaults_to_the_system_locale(make_window, monkeypatch):
     win = make_window("fresh-ko.ini", language=None, wait_trace=False)
     assert i18n.language() == "ko" and win.registry.menus["file"].title() == "파일(&F)"
     assert win.registry.actions["lang_ko"].isChecked()
+
+
+def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qtbot, monkeypatch):
+    """Issue 16: the render thread starts the new frame while the panels update (the scene used to get the trace
+    after the trace player, controls and inspector had run their handlers)."""
+    from app.docks import trace_player
+
+    seen = []
+    real = trace_player.TracePlayerDock._on_trace
+
+    def spy(self, trace):
+        scene = self.window().scene
+        seen.append((scene.trace is trace, scene.gl.version >= scene.trace_version))
+        return real(self, trace)
+
+    monkeypatch.setattr(trace_player.TracePlayerDock, "_on_trace", spy)
+    win = make_window()
+    wait_idle(qtbot, win)
+    seen.clear()
+    drag_slider(win.docks["ControlsDock"].slider("alpha"), -40, steps=4)
+    wait_idle(qtbot, win)
+    assert seen and all(has and requested for has, requested in seen)
