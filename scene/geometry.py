@@ -3,9 +3,15 @@
 Every drawn box (a cell of a tensor grid, a slab of the stack, ...) is 24 vertices (4 per face, flat
 normals) and 12 triangles. A family's mesh keeps, per block, the range of its boxes so that recolouring
 writes a colour buffer only (`FamilyGeometry.box_colors` -> per-vertex colours).
+
+Layers of the same type have the same exploded geometry (only the block ids differ), and the stack changes
+with the backdrop only: `GeometryCache` keeps the last few families' arrays by what they are made of, so a layer
+change usually reuses the arrays (and the GL buffers that hold them) instead of building them again. The
+normals and faces of N boxes depend on N alone and are shared. Cached arrays are read-only.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,11 +39,29 @@ def boxes_mesh(centers: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.n
     """Vertices [N*24, 3], normals [N*24, 3], faces [N*12, 3] (uint32) of N axis-aligned boxes."""
     centers = np.asarray(centers, np.float32).reshape(-1, 3)
     sizes = np.asarray(sizes, np.float32).reshape(-1, 3)
-    n = len(centers)
     verts = (UNIT_V[None] * sizes[:, None] + centers[:, None]).reshape(-1, 3)
-    normals = np.broadcast_to(UNIT_N[None], (n, 24, 3)).reshape(-1, 3).copy()
-    faces = (UNIT_F[None] + (np.arange(n, dtype=np.uint32) * 24)[:, None, None]).reshape(-1, 3)
-    return verts.astype(np.float32), normals, faces
+    normals, faces = _normals_faces(len(centers))
+    return verts.astype(np.float32), normals.copy(), faces.copy()
+
+
+_SHARED: "OrderedDict[int, tuple[np.ndarray, np.ndarray]]" = OrderedDict()  # n boxes -> (normals, faces)
+_SHARED_MAX = 6
+
+
+def _normals_faces(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The normals [n*24, 3] and faces [n*12, 3] of n boxes: the same for any n boxes, kept read-only for the
+    last few n (each family has its own n)."""
+    hit = _SHARED.get(n)
+    if hit is None:
+        normals = np.broadcast_to(UNIT_N[None], (n, 24, 3)).reshape(-1, 3).copy()
+        faces = (UNIT_F[None] + (np.arange(n, dtype=np.uint32) * 24)[:, None, None]).reshape(-1, 3)
+        for a in (normals, faces):
+            a.setflags(write=False)
+        hit = _SHARED[n] = (normals, faces)
+        while len(_SHARED) > _SHARED_MAX:
+            _SHARED.popitem(last=False)
+    _SHARED.move_to_end(n)
+    return hit
 
 
 def block_boxes(b: Block) -> tuple[np.ndarray, np.ndarray]:
@@ -69,22 +93,64 @@ class FamilyGeometry:
         return np.repeat(np.asarray(box_rgba, np.float32), VERTS_PER_BOX, axis=0)
 
 
-def build_families(layout: Layout) -> dict[str, FamilyGeometry]:
+def block_signature(b: Block) -> tuple:
+    """Everything block_boxes reads of a block: equal signatures give equal boxes."""
+    return (b.center.tobytes(), b.size.tobytes(), b.grid, b.pitch, b.pitch_r, b.orient)
+
+
+class GeometryCache:
+    """The vertex arrays of the last `size` geometries of each family, by their blocks' signatures (see the
+    module docstring). A hit returns the very same (read-only) arrays, so a mesh can tell that nothing changed.
+    Two per family hold a KDA and an MLA layer of one AttnRes block: moving through the stack rebuilds only
+    where the exploded layer's shape changes, and the cache holds little beyond what the meshes show."""
+
+    def __init__(self, size: int = 2):
+        self.size = size
+        self._verts: "dict[str, OrderedDict[tuple, np.ndarray]]" = {}
+        self.hits = self.misses = 0
+
+    def verts(self, family: str, key: tuple, make) -> np.ndarray:
+        """The vertices of family for key, made by make() on a miss."""
+        kept = self._verts.setdefault(family, OrderedDict())
+        verts = kept.get(key)
+        if verts is None:
+            self.misses += 1
+            verts = make()
+            verts.setflags(write=False)
+            kept[key] = verts
+            while len(kept) > self.size:
+                kept.popitem(last=False)
+        else:
+            self.hits += 1
+        kept.move_to_end(key)
+        return verts
+
+    def __len__(self) -> int:
+        return sum(len(kept) for kept in self._verts.values())
+
+
+def build_families(layout: Layout, cache: GeometryCache | None = None) -> dict[str, FamilyGeometry]:
+    """The merged mesh of each family of the layout's blocks; with a cache, arrays already made are reused."""
     fams: dict[str, FamilyGeometry] = {}
     for b in layout.blocks:
         fams.setdefault(b.family, FamilyGeometry(b.family, []))
         fams[b.family].blocks.append(b)
     for fam in fams.values():
-        cs, ss = [], []
         k = 0
         for b in fam.blocks:
-            c, s = block_boxes(b)
-            fam.ranges[b.id] = (k, len(c))
-            k += len(c)
-            cs.append(c)
-            ss.append(s)
+            n = b.grid[0] * b.grid[1] if b.grid is not None else 1
+            fam.ranges[b.id] = (k, n)
+            k += n
         fam.n_boxes = k
-        fam.verts, fam.normals, fam.faces = boxes_mesh(np.concatenate(cs), np.concatenate(ss))
+
+        def make(fam=fam) -> np.ndarray:
+            boxes = [block_boxes(b) for b in fam.blocks]
+            return boxes_mesh(np.concatenate([c for c, _ in boxes]), np.concatenate([s for _, s in boxes]))[0]
+        if cache is None:
+            fam.verts = make()
+        else:
+            fam.verts = cache.verts(fam.name, (k, tuple(block_signature(b) for b in fam.blocks)), make)
+        fam.normals, fam.faces = _normals_faces(k)
     return fams
 
 

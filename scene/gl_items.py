@@ -75,13 +75,26 @@ class FamilyMesh(GLMeshItem):
         super().__init__(**kwds)
         self._dirty = DirtyFlag(0)
 
-    def set_geometry(self, verts: np.ndarray, normals: np.ndarray, faces: np.ndarray, colors: np.ndarray):
-        arrays = (np.ascontiguousarray(verts, np.float32), np.ascontiguousarray(normals, np.float32),
-                  np.ascontiguousarray(faces, np.uint32), np.ascontiguousarray(colors, np.float32))
+    def set_geometry(self, verts: np.ndarray, normals: np.ndarray, faces: np.ndarray,
+                     colors: np.ndarray | None = None) -> DirtyFlag:
+        """New geometry; only the buffers whose array is not the one already held are uploaded again (cached
+        geometry hands back the same arrays: scene/geometry.py), and None when nothing changed. colors=None:
+        the caller sets the colours (set_colors) before the next frame is drawn. Returns what will be uploaded."""
+        arrays = {DirtyFlag.POSITION: ("vertexes", np.ascontiguousarray(verts, np.float32)),
+                  DirtyFlag.NORMAL: ("normals", np.ascontiguousarray(normals, np.float32)),
+                  DirtyFlag.FACES: ("faces", np.ascontiguousarray(faces, np.uint32))}
+        if colors is not None:
+            arrays[DirtyFlag.COLOR] = ("colors", np.ascontiguousarray(colors, np.float32))
+        changed = DirtyFlag(0)
         with SCENE_LOCK:
-            self.vertexes, self.normals, self.faces, self.colors = arrays
-            self._dirty = DirtyFlag.POSITION | DirtyFlag.NORMAL | DirtyFlag.FACES | DirtyFlag.COLOR
-        self.update()
+            for flag, (name, arr) in arrays.items():
+                if getattr(self, name) is not arr:
+                    setattr(self, name, arr)
+                    changed |= flag
+            self._dirty |= changed
+        if changed:
+            self.update()
+        return changed
 
     def set_colors(self, colors: np.ndarray, notify: bool = True):
         """New colours (the colour buffer only); notify=False when the caller is drawing the frame itself."""

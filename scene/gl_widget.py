@@ -139,8 +139,9 @@ class GLWidget(GLViewMixin, QWidget):
     def frame_snapshot(self) -> FrameState:
         """The scene's state for one frame, copied by reference under SCENE_LOCK (any thread)."""
         o = self.owner
+        o.apply_colours()  # computed without SCENE_LOCK: the UI thread does not wait for the cell colours
         with SCENE_LOCK:
-            o.apply_colours()
+            o.apply_colours()  # only if the scene changed meanwhile
             for item, twin in self._twins:
                 sync_twin(twin, item)
             order = sorted(self._twins, key=lambda pair: pair[0].depthValue())  # stable: insertion order

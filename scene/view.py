@@ -35,7 +35,7 @@ from scene import colouring, palette
 from scene import highlights
 from scene import navigation as nav
 from scene.frames import render_offscreen
-from scene.geometry import build_families
+from scene.geometry import GeometryCache, build_families
 from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines
 from scene.gl_widget import GLWidget, _ExportContext
 from scene.input import InputAdapter
@@ -193,6 +193,8 @@ class SceneView(QWidget):
         self.picker: Picker | None = None
         self._box_rgba: dict[str, np.ndarray] = {}
         self._stale_colours: set[str] = set()  # families whose colours the next frame must recompute
+        self._colour_serial = 0  # bumped by every change that makes colours stale (apply_colours checks it)
+        self._geometry = GeometryCache()  # the last few families' vertex arrays (a layer change reuses them)
         self._precoloured = None  # (colour inputs, trace, {family: rgba}) from precolour()
         self.trace_version = 0
         self._rebuild()
@@ -425,18 +427,18 @@ class SceneView(QWidget):
         self.layout = build_layout(self.cfg, self.layer0, self.trace, self.pass_index)
         self.layer0 = self.layout.layer
         self.picker = Picker(self.layout)
-        self.families = build_families(self.layout)
+        self.families = build_families(self.layout, self._geometry)
         self._box_rgba = {}
+        # the colours follow in the next frame (apply_colours, in the render thread): not on the UI thread
         self._stale_colours = set()
+        self._mark_stale(self.families)
         for name, mesh in self.meshes.items():
             fam = self.families.get(name)
             if fam is None:
                 mesh.setVisible(False)
                 continue
             mesh.setVisible(True)
-            rgba = self._family_colors(name)
-            self._box_rgba[name] = rgba
-            mesh.set_geometry(fam.verts, fam.normals, fam.faces, fam.box_colors_to_vertex(rgba))
+            mesh.set_geometry(fam.verts, fam.normals, fam.faces)  # uploads only the arrays that changed
         if self.selected and self.selected not in self.layout.by_id:
             self.selected = None
         self.hovered = None
@@ -466,19 +468,26 @@ class SceneView(QWidget):
         """The trace the cells show (None when it does not match the shown model's structure)."""
         return self.trace if self.layout is not None and self.layout.trace_ok else None
 
-    def _family_colors(self, name: str) -> np.ndarray:
+    def _colour_job(self) -> tuple:
+        """What _family_colors needs, read under SCENE_LOCK so that it can compute without the lock."""
+        pre = self._precoloured
+        pre = pre[2] if pre is not None and pre[0] == self._colour_inputs(self.trace) else {}
+        return (self.layout, self.families, self.drawn_trace(), self.pass_index, self.token,
+                self._stack_emphasis(), pre)
+
+    @staticmethod
+    def _family_colors(name: str, job: tuple) -> np.ndarray:
+        layout, families, trace, pass_index, token, emphasis, pre = job
         if name == "stack":
-            fam = self.families[name]
+            fam = families[name]
             out = np.empty((fam.n_boxes, 4), np.float32)
-            emphasis = self._stack_emphasis()
             for b in fam.blocks:
                 k, n = fam.ranges[b.id]
-                out[k:k + n] = colouring.stack_colors(b, self.layout, emphasis)
+                out[k:k + n] = colouring.stack_colors(b, layout, emphasis)
             return out
-        pre = self._precoloured
-        if pre is not None and pre[0] == self._colour_inputs(self.trace) and name in pre[2]:
-            return pre[2][name]
-        return _grid_colors(self.families[name], self.layout, self.drawn_trace(), self.pass_index, self.token)
+        if name in pre:
+            return pre[name]
+        return _grid_colors(families[name], layout, trace, pass_index, token)
 
     def _colour_inputs(self, trace) -> tuple:
         """What the cell colours of a family depend on besides the trace's numbers."""
@@ -517,18 +526,41 @@ class SceneView(QWidget):
         slider drag costs the UI thread nothing here; only colour buffers change."""
         if self.layout is None:
             return
-        self._stale_colours |= {name for name in families if name in self.families}
+        self._mark_stale(name for name in families if name in self.families)
         self._update_outlines()  # asks for the frame
 
-    def apply_colours(self) -> None:
-        """Compute the stale families' colours now (under SCENE_LOCK; any thread; no frame request)."""
+    def _mark_stale(self, families) -> None:
         with SCENE_LOCK:
-            for name in sorted(self._stale_colours):
-                self._box_rgba[name] = self._family_colors(name)
-                self._upload_colors(name, notify=False)
-            self._stale_colours.clear()
+            self._stale_colours |= set(families)
+            self._colour_serial += 1
+
+    def apply_colours(self) -> None:
+        """Compute the stale families' colours now (any thread; no frame request). What they depend on is read
+        under SCENE_LOCK and they are computed without it, so the UI thread does not wait for them; they are
+        used only if nothing made them stale meanwhile, else computed again (the last try under the lock)."""
+        for attempt in range(3):
+            with SCENE_LOCK:
+                if not self._stale_colours:
+                    return
+                serial, names, job = self._colour_serial, sorted(self._stale_colours), self._colour_job()
+                if attempt == 2:  # the scene keeps changing: finish under the lock
+                    self._install_colours({name: self._family_colors(name, job) for name in names})
+                    return
+            colours = {name: self._family_colors(name, job) for name in names}
+            with SCENE_LOCK:
+                if serial == self._colour_serial:
+                    self._install_colours(colours)
+                    return
+
+    def _install_colours(self, colours: dict[str, np.ndarray]) -> None:  # SCENE_LOCK held
+        self._stale_colours.clear()
+        for name, rgba in colours.items():
+            self._box_rgba[name] = rgba
+            self._upload_colors(name, notify=False)
 
     def _upload_colors(self, name: str, notify: bool = True) -> None:
+        if name in self._stale_colours or name not in self._box_rgba:
+            return  # apply_colours uploads them (hover highlight included) before the next frame
         rgba = self._box_rgba[name]
         if self.hover_cell is not None:
             bid, r, c = self.hover_cell
