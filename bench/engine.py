@@ -11,7 +11,12 @@ imports torch there (torch_imported_by_engine); torch is only imported here to c
 (null without it). weights_load_ms: reading, checking and unpacking the trained weights file
 (compute.weights; target ≤ 200 ms); init_ms: the whole ToyK3() (weights, conversion, fused plans, and with
 numba the compiled kernels' warm-up: a compile on an install's first start, a disk-cache load later).
-compiled_kernels: compute.fused_nb's numba kernels ran (K3_NO_NUMBA=1 or no numba: the numpy kernels).
+engine_path: "compiled" (compute.fused_nb: one numba call per pass; --compiled on, the default, compiles into
+the disk cache first when it is cold, and init_ms then includes that) or "numpy" (compute.fused's kernels:
+--compiled off, K3_NO_NUMBA=1 or no numba); compiled_kernels says the same as a bool. numpy_run_ms_median /
+numpy_resample_ms_median: the numpy kernels measured in the same run (null with --compiled off: the main
+figures are those). calib_numpy_add_us: one tiny numpy add (a floor of this machine right now, to compare runs
+on a loaded machine: run_in_numpy_adds = run_ms_median / calib, load-robust). compile_cache_ready: fused_nb.cache_ready() before start.
 """
 from __future__ import annotations
 
@@ -79,9 +84,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch.set_num_threads for the torch backend (0 = leave torch's default)")
     ap.add_argument("--backend", default="auto", choices=("auto", "numpy", "torch"), help="ToyK3 backend")
+    ap.add_argument("--compiled", default="on", choices=("on", "off", "auto"),
+                    help="compiled pass (compute.fused_nb): on = compile if needed, auto = only if the disk cache "
+                         "is ready (what the app's default engine does), off = numpy kernels")
     args = ap.parse_args()
+    from compute import fused_nb
+
+    cache_ready = fused_nb.cache_ready()
+    want = {"on": True, "off": False, "auto": None}[args.compiled]
     t0 = time.perf_counter()
-    m = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None)
+    m = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None, compiled=want)
     init_ms = (time.perf_counter() - t0) * 1e3
     wl_ms = None
     if m.weights_name == "trained":  # read + check + unpack the file again, as ToyK3 did (float64 dicts)
@@ -121,6 +133,17 @@ def main() -> None:
     ids = [tr.tokens[6][1]]
     dec_med, _ = _median_ms(lambda: m.forward(ids, 6, knobs, caches), args.repeats)
     pre_med, _ = _median_ms(lambda: m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None), args.repeats)
+    numpy_run = numpy_res = None
+    if m.compiled:  # the numpy kernels in the same run (same machine load)
+        mn = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None, compiled=False)
+        mn.run(PROMPT, 4, knobs)
+        numpy_run, _ = _median_ms(lambda: mn.run(PROMPT, 4, knobs), args.repeats)
+        trn = mn.run(PROMPT, 4, knobs)
+        numpy_res, _ = _median_ms(lambda: mn.resample(trn, kn2), n_res)
+    import numpy as np
+
+    xs = np.ones((1, 8), np.float32)
+    calib_np, _ = _median_ms(lambda: [xs + xs for _ in range(1000)], 5)
     torch = sys.modules.get("torch")
     out = {
         "run_ms_median": round(run_med, 2),
@@ -147,7 +170,13 @@ def main() -> None:
         "device": str(m.device),
         "backend": m.backend,
         "numpy_fused_kernels": getattr(m, "_fused", None) is not None,  # compute.fused (numpy backend, K3 config)
+        "engine_path": "compiled" if getattr(m, "compiled", False) else "numpy",
         "compiled_kernels": getattr(m, "compiled", False),  # compute.fused_nb (numba; K3_NO_NUMBA=1: numpy)
+        "compile_cache_ready": cache_ready,
+        "numpy_run_ms_median": round(numpy_run, 2) if numpy_run is not None else None,
+        "numpy_resample_ms_median": round(numpy_res, 3) if numpy_res is not None else None,
+        "calib_numpy_add_us": round(calib_np, 3),
+        "run_in_numpy_adds": round(run_med * 1e3 / calib_np),  # run time / one tiny numpy add (load-robust)
         "torch_threads": torch.get_num_threads() if torch is not None else None,
         "torch": torch.__version__ if torch is not None else None,
         "python": platform.python_version(),

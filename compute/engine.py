@@ -632,15 +632,25 @@ class ToyK3:
                     ids, start = [tid for _, tid in trace.tokens], 0
                 else:
                     ids, start = [trace.tokens[-1][1]], len(trace.tokens) - 1
-                data, caches, _ = self.forward(ids, start, knobs, caches)
-                ps = _pass_to_numpy(data, self.config, "prefill" if i == 0 else "decode")
+                kind = "prefill" if i == 0 else "decode"
+                if self._pass is not None:  # compiled: one call, the layers' tensors cut out on first access
+                    self.layer_calls += len(self._blocks)
+                    ps, caches = self._pass.pass_trace(self.embed_ids(ids), np.arange(start, start + len(ids)),
+                                                       knobs, caches, self._bias_offset(knobs), kind, self.config)
+                else:
+                    data, caches, _ = self.forward(ids, start, knobs, caches)
+                    ps = _pass_to_numpy(data, self.config, kind)
                 probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
                 ps.final["probs"], ps.final["sampled"] = probs, tok
                 trace.passes.append(ps)
                 trace.tokens.append(tuple(self.vocab[tok]))
 
     def _caches_from_trace(self, trace: Trace) -> list:
-        """Rebuild the per-layer caches after the trace's last pass from the stored tensors."""
+        """Rebuild the per-layer caches after the trace's last pass from the stored tensors (a compiled pass of this
+        engine's kind keeps its caches: taken as they are)."""
+        nb = getattr(trace.passes[-1], "_nb_caches", None)
+        if nb is not None and self._pass is not None and self._pass.owns(nb):
+            return nb
         d = self.dims
         caches = []
         last = trace.passes[-1]
@@ -732,8 +742,9 @@ def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
         else:
             cache: dict = {}
             tensors = {k: to_numpy(v, cache) for k, v in t.items()}
-        if "moe.bias" in tensors:
-            tensors["moe.bias"] = b = tensors["moe.bias"].view()  # may be the engine's bias: a read-only view
+        b = tensors.get("moe.bias")
+        if b is not None and b.flags.writeable:
+            tensors["moe.bias"] = b = b.view()  # may be the engine's bias: a read-only view
             b.setflags(write=False)
         layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li], tensors=tensors))
     cache = {}

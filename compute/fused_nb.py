@@ -32,9 +32,12 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from compute.trace import LayerTrace, PassTrace
 
 _NB = None  # the kernels module, or False when numba is unavailable
 _STAMP = "k3_fused_nb_ready.json"
@@ -276,9 +279,32 @@ class CompiledPass:
         self.n_final = n
         self._order = list(zip(self.mkind.tolist(), self.mslot.tolist(), self.fkind.tolist(), self.fslot.tolist(),
                                self.n_before, self.n_after))
+        self._plan_views()
 
     # ------------------------------------------------------------------ one pass
     def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, caches, bias_off):
+        """ToyK3.forward's result: (pass data with every layer's trace dict, new caches, logits)."""
+        pb = self._run(emb, knobs, caches, bias_off)
+        layer_data = self._views(pb)
+        data = {"positions": positions, "embedding": emb, "layers": layer_data, "final": pb.final()}
+        return data, pb.caches(), data["final"]["lm_head"]
+
+    def pass_trace(self, emb: np.ndarray, positions: np.ndarray, knobs, caches, bias_off, kind: str, config):
+        """(PassTrace, new caches) of one pass: as compute.engine's _pass_to_numpy of forward's data, but each
+        LayerTrace cuts its tensor views out of the pass buffers on first access (most readers look at a few
+        layers: creating ~3,300 views per pass up front costs more than the compiled pass itself)."""
+        pb = self._run(emb, knobs, caches, bias_off)
+        layers = []
+        new, cls = object.__new__, _LazyLayerTrace
+        for li, mixer, ffn in zip(range(self.NL), config.mixer_types, config.ffn_types):
+            o = new(cls)
+            o.__dict__.update(index=li, mixer=mixer, ffn=ffn, _pb=pb, _t=None)
+            layers.append(o)
+        ps = PassTrace(kind=kind, positions=positions, embedding=emb, layers=layers, final=pb.final())
+        ps._nb_caches = new = pb.caches()  # the caches after this pass (ToyK3._caches_from_trace takes them)
+        return ps, new
+
+    def _run(self, emb: np.ndarray, knobs, caches, bias_off) -> "_PassBuffers":
         T, D, C, dt = emb.shape[0], self.D, self.C, self.dtype
         nK, nM, nE, nD = len(self.kda), len(self.mla), len(self.moe), len(self.dense)
         if caches is None:
@@ -314,22 +340,22 @@ class CompiledPass:
             self.eup, self.esh2,
             self.dgate, self.dup, self.ddown, self.b1, self.b2,
             CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB)
-        mix_d, ffn_d, caches_k, caches_m = self._views(T, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, ebias, DB)
-        layer_data, new_caches = self._layers(CB, mix_d, ffn_d, caches_k, caches_m)
-        new_caches.stacked = (Ktail, KS, MSB)
-        V0 = 2 * D + C
-        final = {"final.attnres": FB[:, D:D + self.n_final + 1], "final.norm": FB[:, D + C:V0],
-                 "lm_head": FB[:, V0:]}
-        data = {"positions": positions, "embedding": emb, "layers": layer_data, "final": final}
-        return data, new_caches, final["lm_head"]
+        bias_ro = ebias.view()
+        bias_ro.setflags(write=False)  # the trace's 'moe.bias' is read-only (the kernel's array stays writable)
+        return _PassBuffers(self, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias_ro, DB, FB)
+
+    def owns(self, caches) -> bool:
+        """`caches` came from a compiled pass with this one's stacked layout and dtype (so it can take them)."""
+        st = getattr(caches, "stacked", None)
+        return (st is not None and st[0].dtype == self.dtype and st[0].shape == (len(self.kda),) + self.tail0.shape[1:]
+                and st[2].shape[0] == len(self.mla) and st[2].shape[2] == self.ncolSB)
 
     def _stacked(self, caches) -> tuple:
         """(conv tails [nK, Kc-1, 3HK], states [nK, H, K, V], c_kv [nM, S0, kl], k_rope [nM, S0, r]) of a cache
         list: from the previous compiled pass as they are, else stacked from the per-layer dicts."""
         kl, r = self.kl, self.r
-        st = getattr(caches, "stacked", None)
-        if st is not None:
-            Ktail, KS, MSB = st
+        if self.owns(caches):
+            Ktail, KS, MSB = caches.stacked
             return (Ktail, KS, np.ascontiguousarray(MSB[:, :, :kl]), np.ascontiguousarray(MSB[:, :, kl:kl + r]))
         dt = self.dtype
         return (_stack([caches[li]["conv"] for li in self.kda], self.tail0.shape[1:], dt),
@@ -337,86 +363,175 @@ class CompiledPass:
                 _stack([caches[li]["c_kv"] for li in self.mla], (0, kl), dt),
                 _stack([caches[li]["k_rope"] for li in self.mla], (0, r), dt))
 
-    def _views(self, T, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, ebias, DB):
-        """Per slot of each kind: the trace dict of its block (views into the pass buffers) and its cache."""
+    def _plan_views(self) -> None:
+        """Column ranges of every trace key in the pass buffers, and each layer's key order (common | mixer |
+        FFN): `_views` then cuts one list of views per key (C-speed iteration over the stacked buffer) and zips
+        them into the layer dicts."""
         D, HK, H = self.D, self.HK, self.H
         HV = H * self.Vk
         c = self.nzk
-        kda = _dicts(KB, [("kda.q_proj", 0, HK), ("kda.k_proj", HK, 2 * HK), ("kda.v_proj", 2 * HK, 3 * HK),
-                          ("kda.f", 3 * HK, 4 * HK), ("kda.q_conv", c, c + HK), ("kda.k_conv", c + HK, c + 2 * HK),
-                          ("kda.v_conv", c + 2 * HK, c + 3 * HK), ("kda.q_norm", c + 3 * HK, c + 4 * HK),
-                          ("kda.k_norm", c + 4 * HK, c + 5 * HK), ("kda.alpha", c + 5 * HK, c + 6 * HK),
-                          ("kda.beta", c + 6 * HK, c + 6 * HK + H), ("kda.gate", c + 6 * HK + H, c + 6 * HK + H + HV),
-                          ("kda.o", c + 6 * HK + H + HV, c + 6 * HK + H + 2 * HV),
-                          ("kda.o_norm", c + 6 * HK + H + 2 * HV, c + 6 * HK + H + 3 * HV),
-                          ("kda.o_proj", c + 6 * HK + H + 3 * HV, c + 6 * HK + H + 3 * HV + D)],
-                     {"kda.state": list(KS)})
+        kda = [("kda.q_proj", 0, HK), ("kda.k_proj", HK, 2 * HK), ("kda.v_proj", 2 * HK, 3 * HK),
+               ("kda.f", 3 * HK, 4 * HK), ("kda.q_conv", c, c + HK), ("kda.k_conv", c + HK, c + 2 * HK),
+               ("kda.v_conv", c + 2 * HK, c + 3 * HK), ("kda.q_norm", c + 3 * HK, c + 4 * HK),
+               ("kda.k_norm", c + 4 * HK, c + 5 * HK), ("kda.alpha", c + 5 * HK, c + 6 * HK),
+               ("kda.beta", c + 6 * HK, c + 6 * HK + H), ("kda.gate", c + 6 * HK + H, c + 6 * HK + H + HV),
+               ("kda.o", c + 6 * HK + H + HV, c + 6 * HK + H + 2 * HV),
+               ("kda.o_norm", c + 6 * HK + H + 2 * HV, c + 6 * HK + H + 3 * HV),
+               ("kda.o_proj", c + 6 * HK + H + 3 * HV, c + 6 * HK + H + 3 * HV + D)]
         ql, kl, r, mH = self.ql, self.kl, self.r, self.mH
         HVm = mH * self.dv
         nz = self.nzm
         c = nz + ql + mH * (self.nope + r)
-        c_kv, k_rope = list(MSB[:, :, :kl]), list(MSB[:, :, kl:kl + r])
-        mla = _dicts(MB, [("mla.q_a", 0, ql), ("mla.kv_a", ql, ql + kl + r), ("mla.q_a_norm", nz, nz + ql),
-                          ("mla.q_b", nz + ql, c), ("mla.o", c, c + HVm), ("mla.gate", c + HVm, c + 2 * HVm),
-                          ("mla.o_gated", c + 2 * HVm, c + 3 * HVm), ("mla.o_proj", c + 3 * HVm, c + 3 * HVm + D)],
-                     {"mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": list(MSB[:, :, kl + r:]),
-                      "mla.scores": list(MSC[:, 0]), "mla.softmax": list(MSC[:, 1])})
+        mla = [("mla.q_a", 0, ql), ("mla.kv_a", ql, ql + kl + r), ("mla.q_a_norm", nz, nz + ql),
+               ("mla.q_b", nz + ql, c), ("mla.o", c, c + HVm), ("mla.gate", c + HVm, c + 2 * HVm),
+               ("mla.o_gated", c + 2 * HVm, c + 3 * HVm), ("mla.o_proj", c + 3 * HVm, c + 3 * HVm + D)]
         E, L, k = self.E, self.L, self.top_k
         nz = self.nze
         c = nz + E + k
-        moe = _dicts(EB, [("moe.router.logits", 0, E), ("moe.down", E, E + L), ("moe.router", nz, nz + E),
-                          ("moe.topk_weight", nz + E, c), ("moe.mix", c + k * L, c + k * L + L),
-                          ("moe.norm", c + k * L + L, c + k * L + 2 * L),
-                          ("moe.up", c + k * L + 2 * L, c + k * L + 2 * L + D),
-                          ("moe.shared", c + k * L + 2 * L + D, c + k * L + 2 * L + 2 * D),
-                          ("ffn.out", c + k * L + 2 * L + 2 * D, c + k * L + 2 * L + 3 * D)],
-                     {"moe.experts": list(EB[:, :, c:c + k * L].reshape(len(self.moe), T, k, L)),
-                      "moe.topk_idx": list(Eidx), "moe.bias": list(ebias)})
+        moe = [("moe.router.logits", 0, E), ("moe.down", E, E + L), ("moe.router", nz, nz + E),
+               ("moe.topk_weight", nz + E, c), ("moe.mix", c + k * L, c + k * L + L),
+               ("moe.norm", c + k * L + L, c + k * L + 2 * L), ("moe.up", c + k * L + 2 * L, c + k * L + 2 * L + D),
+               ("moe.shared", c + k * L + 2 * L + D, c + k * L + 2 * L + 2 * D),
+               ("ffn.out", c + k * L + 2 * L + 2 * D, c + k * L + 2 * L + 3 * D)]
+        self._experts_cols = (c, c + k * L)
         Id = self.I
-        dense = _dicts(DB, [("mlp.gate", 0, Id), ("mlp.up", Id, 2 * Id), ("mlp.act", 2 * Id, 3 * Id),
-                            ("mlp.down", 3 * Id, 3 * Id + D)], {})
-        for t in kda:
+        dense = [("mlp.gate", 0, Id), ("mlp.up", Id, 2 * Id), ("mlp.act", 2 * Id, 3 * Id),
+                 ("mlp.down", 3 * Id, 3 * Id + D), ("ffn.out", 3 * Id, 3 * Id + D)]
+        self._cols = {0: kda, 1: mla, "moe": moe, "dense": dense}
+        # keys of the per-slot extras, in the order _views appends them
+        kda_keys = [n for n, _, _ in kda] + ["kda.state", "mixer.out"]
+        mla_keys = [n for n, _, _ in mla] + ["mla.c_kv", "mla.k_rope", "mla.kv_b", "mla.scores", "mla.softmax",
+                                             "mixer.out"]
+        moe_keys = [n for n, _, _ in moe] + ["moe.experts", "moe.topk_idx", "moe.bias"]
+        dense_keys = [n for n, _, _ in dense]
+        common = ["attnres.mixer", "attnres.mixer.out", "norm.mixer", "attnres.ffn", "attnres.ffn.out", "norm.ffn",
+                  "residual"]
+        self._keys = [tuple(common + (kda_keys if mk == 0 else mla_keys) + (moe_keys if fk == 1 else dense_keys))
+                      for mk, _, fk, _, _, _ in self._order]
+        # runs of layers with the same number of AttnRes candidates: one slice of CB per run
+        self._runs = {}
+        for which, ns in (("before", self.n_before), ("after", self.n_after)):
+            runs, lo = [], 0
+            for li in range(1, self.NL + 1):
+                if li == self.NL or ns[li] != ns[lo]:
+                    runs.append((lo, li, ns[lo]))
+                    lo = li
+            self._runs[which] = runs
+
+    def _views(self, pb: "_PassBuffers") -> list[dict]:
+        """The trace dict of every layer: views into the pass buffers (all at once)."""
+        T, CB, KB, KS, MB, MSB, MSC, EB, Eidx, DB = pb.T, pb.CB, pb.KB, pb.KS, pb.MB, pb.MSB, pb.MSC, pb.EB, pb.Eidx, pb.DB
+        D, C, kl, r = self.D, self.C, self.kl, self.r
+        cols = self._cols
+        kda = [list(KB[:, :, a:b]) for _, a, b in cols[0]]
+        kda += [list(KS), kda[-1]]
+        mla = [list(MB[:, :, a:b]) for _, a, b in cols[1]]
+        mla += [list(MSB[:, :, :kl]), list(MSB[:, :, kl:kl + r]), list(MSB[:, :, kl + r:]), list(MSC[:, 0]),
+                list(MSC[:, 1]), mla[-1]]
+        a, b = self._experts_cols
+        bias_ro = pb.bias
+        moe = [list(EB[:, :, a:b]) for _, a, b in cols["moe"]]
+        moe += [list(EB[:, :, a:b].reshape(len(self.moe), T, self.top_k, self.L)), list(Eidx), list(bias_ro)]
+        dense = [list(DB[:, :, a:b]) for _, a, b in cols["dense"]]
+        mix = {0: list(zip(*kda)), 1: list(zip(*mla))}
+        ffn = {1: list(zip(*moe)), 0: list(zip(*dense))}
+        aw1: list = []
+        for lo, hi, n in self._runs["before"]:
+            aw1 += list(CB[lo:hi, :, 5 * D:5 * D + n + 1]) if n else [None] * (hi - lo)
+        aw2: list = []
+        for lo, hi, n in self._runs["after"]:
+            aw2 += list(CB[lo:hi, :, 5 * D + C:5 * D + C + n + 1])
+        common = zip(aw1, list(CB[:, :, :D]), list(CB[:, :, D:2 * D]), aw2, list(CB[:, :, 2 * D:3 * D]),
+                     list(CB[:, :, 3 * D:4 * D]), list(CB[:, :, 4 * D:5 * D]))
+        return [dict(zip(keys, ct + mix[mk][ms] + ffn[fk][fs]))
+                for keys, ct, (mk, ms, fk, fs, _, _) in zip(self._keys, common, self._order)]
+
+    def _layer(self, pb: "_PassBuffers", li: int) -> dict:
+        """The trace dict of layer li alone (views into the pass buffers)."""
+        mk, ms, fk, fs, nb, na = self._order[li]
+        D, C, kl, r = self.D, self.C, self.kl, self.r
+        cb = pb.CB[li]
+        t = {"attnres.mixer": cb[:, 5 * D:5 * D + nb + 1] if nb else None, "attnres.mixer.out": cb[:, :D],
+             "norm.mixer": cb[:, D:2 * D], "attnres.ffn": cb[:, 5 * D + C:5 * D + C + na + 1],
+             "attnres.ffn.out": cb[:, 2 * D:3 * D], "norm.ffn": cb[:, 3 * D:4 * D], "residual": cb[:, 4 * D:5 * D]}
+        if mk == 0:
+            kb = pb.KB[ms]
+            for key, a, b in self._cols[0]:
+                t[key] = kb[:, a:b]
+            t["kda.state"] = pb.KS[ms]
             t["mixer.out"] = t["kda.o_proj"]
-        for t in mla:
-            t["mixer.out"] = t["mla.o_proj"]
-        for t in dense:
-            t["ffn.out"] = t["mlp.down"]
-        caches_k = [{"conv": a, "state": b} for a, b in zip(Ktail, KS)]
-        caches_m = [{"c_kv": a, "k_rope": b} for a, b in zip(c_kv, k_rope)]
-        mix = {0: kda, 1: mla}
-        ffn = {1: moe, 0: dense}
-        return mix, ffn, caches_k, caches_m
-
-    def _layers(self, CB, mix_d, ffn_d, caches_k, caches_m):
-        D, C = self.D, self.C
-        xs, xns, x2s, xn2s, ps = (list(CB[:, :, i * D:(i + 1) * D]) for i in range(5))
-        layer_data = []
-        new_caches = _Caches()
-        for li, (mk, ms, fk, fs, nb, na) in enumerate(self._order):
-            cb = CB[li]
-            t = {"attnres.mixer": cb[:, 5 * D:5 * D + nb + 1] if nb else None, "attnres.mixer.out": xs[li],
-                 "norm.mixer": xns[li], "attnres.ffn": cb[:, 5 * D + C:5 * D + C + na + 1],
-                 "attnres.ffn.out": x2s[li], "norm.ffn": xn2s[li], "residual": ps[li]}
-            t.update(mix_d[mk][ms])
-            t.update(ffn_d[fk][fs])
-            layer_data.append(t)
-            new_caches.append(caches_k[ms] if mk == 0 else caches_m[ms])
-        return layer_data, new_caches
+        else:
+            mb, sb, sc = pb.MB[ms], pb.MSB[ms], pb.MSC[ms]
+            for key, a, b in self._cols[1]:
+                t[key] = mb[:, a:b]
+            t.update({"mla.c_kv": sb[:, :kl], "mla.k_rope": sb[:, kl:kl + r], "mla.kv_b": sb[:, kl + r:],
+                      "mla.scores": sc[0], "mla.softmax": sc[1], "mixer.out": t["mla.o_proj"]})
+        if fk == 1:
+            eb = pb.EB[fs]
+            for key, a, b in self._cols["moe"]:
+                t[key] = eb[:, a:b]
+            a, b = self._experts_cols
+            t.update({"moe.experts": eb[:, a:b].reshape(pb.T, self.top_k, self.L), "moe.topk_idx": pb.Eidx[fs],
+                      "moe.bias": pb.bias[fs]})
+        else:
+            db = pb.DB[fs]
+            for key, a, b in self._cols["dense"]:
+                t[key] = db[:, a:b]
+        return t
 
 
-class _Caches(list):
-    """The per-layer caches of a compiled pass (dicts of views), with the pass's stacked buffers in `stacked`
-    so that the next pass takes them without re-stacking."""
+class _PassBuffers:
+    """The buffers one compiled pass wrote (every trace tensor of the pass lives in them)."""
 
-    stacked = None
+    def __init__(self, cp: CompiledPass, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias, DB, FB):
+        self.cp, self.T, self.CB, self.KB, self.KS, self.Ktail = cp, T, CB, KB, KS, Ktail
+        self.MB, self.MSB, self.MSC, self.EB, self.Eidx, self.bias, self.DB, self.FB = MB, MSB, MSC, EB, Eidx, bias, DB, FB
+
+    def final(self) -> dict:
+        cp, FB = self.cp, self.FB
+        D, C = cp.D, cp.C
+        return {"final.attnres": FB[:, D:D + cp.n_final + 1], "final.norm": FB[:, D + C:2 * D + C],
+                "lm_head": FB[:, 2 * D + C:]}
+
+    def caches(self) -> "_Caches":
+        return _Caches(self)
 
 
-def _dicts(buf: np.ndarray, cols: list, extra: dict) -> list[dict]:
-    """One dict per slot of a stacked [n, T, cols] buffer: key → buf[slot, :, a:b] for (key, a, b) in cols,
-    plus key → extra[key][slot]."""
-    keys = [k for k, _, _ in cols] + list(extra)
-    vals = [list(buf[:, :, a:b]) for _, a, b in cols] + list(extra.values())
-    return [dict(zip(keys, vs)) for vs in zip(*vals)] if keys else [{} for _ in range(buf.shape[0])]
+class _LazyLayerTrace(LayerTrace):
+    """A LayerTrace whose `tensors` dict is cut from its pass's buffers on first access (then kept)."""
+
+    @property
+    def tensors(self) -> dict:
+        t = self.__dict__["_t"]
+        if t is None:
+            t = self.__dict__["_t"] = self._pb.cp._layer(self._pb, self.index)
+        return t
+
+    @tensors.setter
+    def tensors(self, value: dict) -> None:
+        self.__dict__["_t"] = value
+
+
+class _Caches(Sequence):
+    """The caches after a compiled pass: per layer (index) the cache dict of its mixer — views into the pass's
+    buffers, made on access —, and `stacked`, the buffers the next compiled pass takes as they are."""
+
+    def __init__(self, pb: _PassBuffers):
+        self._pb = pb
+        self.stacked = (pb.Ktail, pb.KS, pb.MSB)
+
+    def __len__(self) -> int:
+        return self._pb.cp.NL
+
+    def __getitem__(self, li):
+        if isinstance(li, slice):
+            return [self[i] for i in range(*li.indices(len(self)))]
+        pb, cp = self._pb, self._pb.cp
+        mk, ms = cp._order[li][:2]
+        if mk == 0:
+            return {"conv": pb.Ktail[ms], "state": pb.KS[ms]}
+        kl, r = cp.kl, cp.r
+        return {"c_kv": pb.MSB[ms, :, :kl], "k_rope": pb.MSB[ms, :, kl:kl + r]}
 
 
 def main() -> int:

@@ -204,3 +204,22 @@ def test_other_configs_fall_back_to_the_numpy_kernels(name):
               compiled=True)
     assert not m.compiled
     assert len(m.run(PROMPT, 1, Knobs(temperature=0.0)).passes) == 1
+
+
+@needs_numba
+def test_compiled_trace_layers_are_layer_traces_with_plain_dicts_and_hand_on_their_caches(nb64):
+    """The run's LayerTraces cut their views on first access; what a reader gets is a LayerTrace with a plain
+    dict, and the caches a compiled pass keeps equal those rebuilt from the trace's tensors."""
+    from compute.trace import LayerTrace
+
+    tr = nb64.run(PROMPT, 3, Knobs(temperature=0.0))
+    lt = tr.passes[1].layers[40]
+    assert isinstance(lt, LayerTrace) and type(lt.tensors) is dict and "40" in repr(lt)
+    assert lt.tensors is tr.passes[1].layers[40].tensors  # cut once, then kept
+    kept = nb64._caches_from_trace(tr)
+    rebuilt = ToyK3(device="cpu", dtype="float64", compiled=False)._caches_from_trace(tr)
+    assert len(kept) == len(rebuilt) == 93
+    for a, b in zip(kept, rebuilt):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
