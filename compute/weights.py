@@ -20,6 +20,8 @@ WeightsError with a one-line message.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -153,7 +155,9 @@ def _split_layer_name(name: str) -> tuple[int | None, str]:
 
 # ---------------------------------------------------------------------------------------------------- files
 def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
-    """Write the arrays (quantized, see the module docstring) and meta to a compressed .npz."""
+    """Write the arrays (quantized, see the module docstring) and meta to an .npz (stored, not deflated),
+    atomically: a temporary file in the target folder, flushed to disk, renamed over `path` — an interrupted or
+    failed write (disk full) leaves any earlier file at `path` as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(meta, format=FORMAT, format_version=FORMAT_VERSION)
@@ -162,8 +166,16 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
         if a.dtype == np.float32 and not np.isfinite(a).all():
             raise WeightsError(f"weight {name} is not finite; nothing written")
     data["__meta__"] = np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
-    with open(path, "wb") as f:
-        np.savez(f, **data)  # stored, not deflated: BF16 weights deflate by only ~20% and inflating costs more than the load budget
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **data)  # stored, not deflated: BF16 weights deflate by only ~20% and inflating costs more than the load budget
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
