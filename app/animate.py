@@ -493,10 +493,6 @@ def size_view(view, width: int, height: int) -> None:
         view.container.resize(*size)  # never shown, so no layout pass sizes it: the camera fits read this
 
 
-def frame_count(shots: Sequence[Shot]) -> int:
-    return sum(s.frames for s in shots)
-
-
 def duration_text(frames: int, fps: int) -> str:
     seconds = frames / max(fps, 1)
     return f"{int(seconds // 60)}:{int(math.floor(seconds % 60)):02d}"

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def summary(cfg: ModelConfig) -> dict:
     """The facts the status line names: layers, KDA / MLA split, experts and top-k."""
-    return dict(name=cfg.name, layers=cfg.num_hidden_layers, kda=len(cfg.kda_layers), mla=len(cfg.mla_layers),
+    return dict(name=cfg.display_name, layers=cfg.num_hidden_layers, kda=len(cfg.kda_layers), mla=len(cfg.mla_layers),
                 experts=cfg.n_routed_experts, topk=cfg.num_experts_per_tok)
 
 
@@ -48,7 +48,7 @@ class ModelActions(QObject):
         self.model_actions: dict[str, QAction] = {}
         for stem, path in available_configs().items():
             try:
-                name = ModelConfig.from_json(path).name
+                name = ModelConfig.from_json(path).display_name
             except ConfigError:
                 name = stem
             action = QAction(name, self)
@@ -93,7 +93,7 @@ class ModelActions(QObject):
         return True
 
     def request(self, cfg: ModelConfig) -> None:
-        self.window.statusBar().showMessage(tr("model.status.loading", name=cfg.name), 15000)
+        self.window.statusBar().showMessage(tr("model.status.loading", name=cfg.display_name), 15000)
         self.window.engine.request_config(cfg)
 
     def refuse(self, message: str) -> None:
@@ -121,7 +121,7 @@ class ModelActions(QObject):
         log.info("model: switched to %s (%s)", cfg.name, cfg.path)
 
     def _engine_failed(self, cfg: ModelConfig, message: str) -> None:
-        self.refuse(tr("model.engine_failed", name=cfg.name, message=message))
+        self.refuse(tr("model.engine_failed", name=cfg.display_name, message=message))
 
     def _check_current(self) -> None:
         current = os.path.realpath(self.window.config.path) if self.window.config.path else ""
