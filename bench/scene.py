@@ -8,10 +8,15 @@ render_phases_ms  the render thread's phases of the last steady frame (snapshot 
                   rasterisation + read-back, labels)
 floor_ms_median   the same triangles as ONE merged GLMeshItem (same shader, same camera, same widget size)
 frame_over_floor  ratio of the two, measured in the same run, interleaved rounds (target <= 1.25)
-select_layer_ms   set_layer() = layout rebuild + geometry + recolour (CPU; upload happens in the next frame)
+select_layer_ms   set_layer() to layers of other shapes (3, 36, 0, 92, 50, 36), wall ms: layout rebuild + geometry
+                  (the cell colours are computed by the render thread for the next frame; uploads happen there)
+layer_step_cpu_ms set_layer() one layer up (PgUp) through layers 30-60, UI-thread CPU ms (time.thread_time: a
+                  loaded machine's waits do not count); geometry of a layer of the same shape is reused
+layer_colours_ms  what the render thread computes for the first frame of a new layer (its cell colours)
 pick_ms           one hover pick (ray-AABB over every block + cell index)
 recolour_ms       set_trace() with a new trace of the same shapes, UI-thread part (the colours themselves are
                   computed by the render thread for the next frame: render_phases_ms.snapshot_ms)
+set_trace_cpu_ms  the same, UI-thread CPU ms
 orbit_frame_ms    one frame while orbiting (camera changed: GL + the label overlay laid out and painted again)
 """
 from __future__ import annotations
@@ -62,6 +67,7 @@ def _run() -> dict:
     view.set_layer(36, animate=False)
     view.set_camera_preset("reset", animate=False)
 
+    view.apply_colours()  # the colours the first frame would compute: the floor draws them too
     # the floor: all triangles of the scene's family meshes as ONE GLMeshItem in an identical widget
     floor = gl.GLViewWidget()
     floor.resize(1280, 800)
@@ -131,6 +137,15 @@ def _run() -> dict:
         t = time.perf_counter()
         view.set_layer(layer, animate=False)
         sel.append((time.perf_counter() - t) * 1e3)
+    step_cpu, colours_ms = [], []
+    for layer in range(30, 61):
+        t = time.thread_time()
+        view.set_layer(layer, animate=False)
+        step_cpu.append((time.thread_time() - t) * 1e3)
+        t = time.thread_time()
+        view.apply_colours()  # here instead of in the render thread, to time it
+        colours_ms.append((time.thread_time() - t) * 1e3)
+    view.set_layer(36, animate=False)
 
     rng = np.random.default_rng(0)
     picks = []
@@ -140,19 +155,22 @@ def _run() -> dict:
         view.pick_at(x, y)
         picks.append((time.perf_counter() - t) * 1e3)
 
-    rec = []
+    rec, rec_cpu = [], []
     for i in range(8):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         view.set_trace(trace2 if i % 2 == 0 else trace)
         rec.append((time.perf_counter() - t) * 1e3)
+        rec_cpu.append((time.thread_time() - c) * 1e3)
 
     fm, fl = statistics.median(scene_ms), statistics.median(floor_ms)
     result = dict(
         frame_ms_median=round(fm, 2), floor_ms_median=round(fl, 2), frame_over_floor=round(fm / fl, 3),
         select_layer_ms=round(statistics.median(sel), 2), pick_ms=round(statistics.median(picks), 3),
-        recolour_ms=round(statistics.median(rec), 2), orbit_frame_ms=round(statistics.median(orbit_ms), 2),
+        layer_step_cpu_ms=round(statistics.median(step_cpu), 2), layer_colours_ms=round(statistics.median(colours_ms), 2),
+        recolour_ms=round(statistics.median(rec), 2), set_trace_cpu_ms=round(statistics.median(rec_cpu), 2),
+        orbit_frame_ms=round(statistics.median(orbit_ms), 2),
         render_phases_ms=phases, triangles=n_tris, blocks=len(view.layout.blocks),
-        widget="1280x800", gl_renderer=_renderer(view))
+        widget="1280x800", gl_renderer=_renderer(view), load_average=round(os.getloadavg()[0], 2))
     return result
 
 

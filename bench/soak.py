@@ -15,6 +15,9 @@ PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine r
 - malloc_in_use_growth_mib_per_hour: the same slope for the memory malloc has handed out and not had back
   (glibc's mallinfo2, every arena): RSS can grow while this stays flat (freed memory that malloc keeps, pages
   touched for the first time), and this grows when something is really kept.
+- malloc_in_use_floor_growth_mib_per_hour: the same slope for the least in-use figure of each 30 s (sampled every
+  second): a frame in flight holds a few MiB for a moment, and the floor is what stays, so this tells something
+  kept from the noise of frame buffers; malloc_in_use_floor_mib_by_minute is its per-minute floor.
 - gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks
   (sampled every 30 s, after a gc.collect()).
 - max_heartbeat_gap_ms / heartbeat_gaps_over_100ms: the longest interval between ticks of a 20 ms UI-thread
@@ -49,6 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WARMUP_S = 60.0
 RSS_EVERY_S, GC_EVERY_S = 5.0, 30.0
+FLOOR_EVERY_S, FLOOR_WINDOW_S = 1.0, 30.0
 LAYER_EVERY_S, SLIDER_EVERY_S = 10.0, 20.0
 HEARTBEAT_MS = 20
 ALPHA_VALUES = (20, 70, 35, 85, 50)  # percent of the slider's range, in turn
@@ -107,6 +111,23 @@ def by_minute(samples: list[tuple[float, float]]) -> list[float]:
     return [round(last[m], 1) for m in sorted(last)]
 
 
+def floor_samples(floors: dict[int, float], elapsed_s: float, warmup_s: float = WARMUP_S,
+                  window_s: float = FLOOR_WINDOW_S) -> list[tuple[float, float]]:
+    """(start s, least value) of every whole window (window index -> least value seen in it) after the warm-up;
+    the window still open at elapsed_s is not a whole one."""
+    last = int(elapsed_s // window_s)
+    return [(w * window_s, v) for w, v in sorted(floors.items()) if w * window_s >= warmup_s and w < last]
+
+
+def floor_by_minute(floors: dict[int, float], window_s: float = FLOOR_WINDOW_S) -> list[float]:
+    """The least value of each whole minute's windows (to see the shape of what stays)."""
+    minutes: dict[int, float] = {}
+    for w, v in floors.items():
+        m = int(w * window_s // 60)
+        minutes[m] = min(minutes.get(m, v), v)
+    return [round(minutes[m], 1) for m in sorted(minutes)]
+
+
 def type_counts() -> dict[str, int]:
     counts: dict[str, int] = {}
     for o in gc.get_objects():
@@ -160,13 +181,16 @@ class Soak:
         self.faults = Faults()
         self.rss: list[tuple[float, float]] = []
         self.malloc: list[tuple[float, float]] = []
+        self.malloc_floor: dict[int, float] = {}  # 30 s window -> least in-use MiB seen in it
         self.objects: list[tuple[float, float]] = []
         self.layer_changes = self.slider_changes = self.replays = self.traces = 0
         win.state.trace_changed.connect(self._count_trace)
         self.max_gap_ms = self.warmup_max_gap_ms = 0.0
         self.gaps_over_100ms = 0
         self.worst_gaps: list[tuple] = []  # (gap ms, at s, what happened just before, UI CPU ms, process CPU ms)
-        self.handlers: dict[str, list[tuple[float, float]]] = {}  # name -> [(UI-thread CPU ms, wall ms)]
+        # name -> [n, CPU ms sum, CPU ms max, wall ms sum, wall ms max] (sums, not lists: the bench's own
+        # memory must not grow with the number of actions it measures)
+        self.handlers: dict[str, list[float]] = {}
         self.loads: list[float] = []
         self._timed(win.state, "set_trace", "trace")
         self._timed(win.state, "select_step", "step")
@@ -180,6 +204,7 @@ class Soak:
         self._last_cpu = (time.thread_time(), time.process_time())
         self.timers = []
         for ms, slot in ((HEARTBEAT_MS, self._beat), (RSS_EVERY_S * 1000, self._sample_rss),
+                         (FLOOR_EVERY_S * 1000, self._sample_floor),
                          (GC_EVERY_S * 1000, self._sample_gc), (LAYER_EVERY_S * 1000, self._layer),
                          (SLIDER_EVERY_S * 1000, self._slide), (500, self._keep_playing)):
             timer = QTimer()
@@ -243,8 +268,13 @@ class Soak:
         try:
             yield
         finally:
-            self.handlers.setdefault(key, []).append(
-                ((time.thread_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3))
+            cpu_ms, wall_ms = (time.thread_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3
+            h = self.handlers.setdefault(key, [0, 0.0, 0.0, 0.0, 0.0])
+            h[0] += 1
+            h[1] += cpu_ms
+            h[2] = max(h[2], cpu_ms)
+            h[3] += wall_ms
+            h[4] = max(h[4], wall_ms)
 
     def _beat(self) -> None:
         now = self.clock.nsecsElapsed()
@@ -288,6 +318,11 @@ class Soak:
         if MALLOC_IN_USE is not None:
             self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
 
+    def _sample_floor(self) -> None:
+        if MALLOC_IN_USE is not None:
+            window = int(self.elapsed_s() // FLOOR_WINDOW_S)
+            self.malloc_floor[window] = min(self.malloc_floor.get(window, float("inf")), MALLOC_IN_USE())
+
     def _sample_gc(self) -> None:
         with self._paused():
             gc.collect()
@@ -328,6 +363,9 @@ class Soak:
             "malloc_in_use_growth_mib_per_hour": _rounded(slope_per_hour([(t, v) for t, v in self.malloc
                                                                           if t >= WARMUP_S])),
             "malloc_in_use_mib_by_minute": by_minute(self.malloc),
+            "malloc_in_use_floor_growth_mib_per_hour": _rounded(slope_per_hour(
+                floor_samples(self.malloc_floor, self.elapsed_s()))),
+            "malloc_in_use_floor_mib_by_minute": floor_by_minute(self.malloc_floor),
             "gc_objects_start": int(objs[0][1]),
             "gc_objects_end": int(objs[-1][1]),
             "gc_objects_growth_per_hour": None if obj_growth is None else round(obj_growth),
@@ -341,10 +379,9 @@ class Soak:
             "slider_changes": self.slider_changes,
             "replays": self.replays,
             "traces": self.traces,
-            "handlers": {k: {"n": len(v), "cpu_ms_mean": round(sum(c for c, _ in v) / len(v), 1),
-                             "cpu_ms_max": round(max(c for c, _ in v), 1),
-                             "wall_ms_mean": round(sum(w for _, w in v) / len(v), 1),
-                             "wall_ms_max": round(max(w for _, w in v), 1)} for k, v in self.handlers.items()},
+            "handlers": {k: {"n": n, "cpu_ms_mean": round(cpu / n, 1), "cpu_ms_max": round(cpu_max, 1),
+                             "wall_ms_mean": round(wall / n, 1), "wall_ms_max": round(wall_max, 1)}
+                         for k, (n, cpu, cpu_max, wall, wall_max) in self.handlers.items()},
             "load_average": {"min": round(min(self.loads), 2), "mean": round(sum(self.loads) / len(self.loads), 2),
                              "max": round(max(self.loads), 2), "cores": os.cpu_count()},
         }

@@ -18,6 +18,7 @@ Block sizes follow the toy dims (the numbers actually computed); labels carry th
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ def fmt_int(n: int) -> str:
     return f"{int(n):,}"
 
 
+@functools.lru_cache(maxsize=8)
 def _expert_grid(n: int) -> tuple[int, int]:
     """(rows, cols) holding exactly n experts, as square as possible (K3's experts: 28 x 32)."""
     best = (1, n)
