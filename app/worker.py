@@ -58,7 +58,8 @@ def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
 
 
 CUDA_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version", "/dev/dxg")  # dxg: WSL2
-WARMUP_MODULE = "app.kernel_warmup"  # run as `python -m` in the child that fills numba's cache
+WARMUP_ARGS = ("-m", "app.kernel_warmup")  # the child (this Python) that fills numba's cache
+WARMUP_COMPILED = 10  # its exit status when it compiled (not loaded) some kernels: it runs once more to check
 _warmed = False  # a kernel warm-up child succeeded in this process: numba's disk cache holds the kernels
 
 
@@ -248,6 +249,7 @@ class EngineController(QObject):
         self._want_compiled = compiled
         self.kernels = "numpy"  # "numpy" | "warming" (a child fills numba's cache) | "compiled"
         self._warmup: QProcess | None = None
+        self._warmup_rechecked = False
         self._loaded = False
         self._stopped = False
         self._graveyard: list = []  # traces no longer shown, to be freed in the worker thread
@@ -321,9 +323,12 @@ class EngineController(QObject):
         if _warmed:
             self._upgrade.emit()
             return
+        self._start_warmup_child()
+
+    def _start_warmup_child(self) -> None:
         proc = self._warmup = QProcess(self)
         proc.setProgram(sys.executable)
-        proc.setArguments(["-m", WARMUP_MODULE])
+        proc.setArguments(list(WARMUP_ARGS))
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         proc.setWorkingDirectory(root)  # `-m app.kernel_warmup` finds this checkout too when not installed
         proc.finished.connect(self._on_warmup_finished)
@@ -340,6 +345,9 @@ class EngineController(QObject):
         if code == 0:
             _warmed = True
             self._upgrade.emit()
+        elif code == WARMUP_COMPILED and not self._warmup_rechecked:
+            self._warmup_rechecked = True  # compiled and cached now: a second child must find them all cached
+            self._start_warmup_child()
         else:
             log.warning("engine: the compiled kernels could not be prepared (exit %d: %s); numpy kernels run", code,
                         err[-1] if err else "no message")

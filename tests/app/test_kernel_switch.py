@@ -97,7 +97,7 @@ def test_compiled_false_keeps_the_numpy_kernels(qtbot, monkeypatch):
 @needs_numba
 def test_a_failed_warm_up_is_logged_and_the_numpy_kernels_stay(qtbot, monkeypatch, caplog):
     monkeypatch.setattr(worker, "_warmed", False)
-    monkeypatch.setattr(worker, "WARMUP_MODULE", "app.no_such_warmup_module")
+    monkeypatch.setattr(worker, "WARMUP_ARGS", ("-m", "app.no_such_warmup_module"))
     with caplog.at_level(logging.WARNING, logger="app.worker"):
         state, ctl = _controller(qtbot)
         try:
@@ -109,6 +109,40 @@ def test_a_failed_warm_up_is_logged_and_the_numpy_kernels_stay(qtbot, monkeypatc
             ctl.stop()
     assert any("compiled kernels could not be prepared" in r.getMessage() and "no_such_warmup_module" in r.getMessage()
                for r in caplog.records)
+
+
+@needs_numba
+def test_kernels_compiled_by_the_child_are_checked_by_a_second_one(qtbot, monkeypatch, caplog, tmp_path):
+    """A child that had to compile (exit 10) is run once more; when that one compiles too (numba's cache does not
+    keep them), the engine never loads them (it would compile in the app's engine thread) and numpy stays."""
+    monkeypatch.setattr(worker, "_warmed", False)
+    runs = tmp_path / "runs"
+    monkeypatch.setattr(worker, "WARMUP_ARGS", ("-c", f"import sys; open({str(runs)!r}, 'a').write('x'); sys.exit(10)"))
+    with caplog.at_level(logging.WARNING, logger="app.worker"):
+        state, ctl = _controller(qtbot)
+        try:
+            qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)
+            assert ctl.kernels == "numpy" and not ctl.engine.model.compiled
+        finally:
+            ctl.stop()
+    assert runs.read_text() == "xx"  # two children, no third
+    assert any("exit 10" in r.getMessage() for r in caplog.records)
+
+
+@needs_numba
+def test_a_child_that_compiled_and_a_second_that_found_the_cache_lead_to_the_compiled_kernels(qtbot, monkeypatch,
+                                                                                             tmp_path):
+    monkeypatch.setattr(worker, "_warmed", False)
+    runs = tmp_path / "runs"
+    code = (f"import os, sys; p = {str(runs)!r}; first = not os.path.exists(p); open(p, 'a').write('x'); "
+            "sys.exit(10 if first else 0)")
+    monkeypatch.setattr(worker, "WARMUP_ARGS", ("-c", code))
+    state, ctl = _controller(qtbot)
+    try:
+        qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)
+        assert ctl.kernels == "compiled" and runs.read_text() == "xx"
+    finally:
+        ctl.stop()
 
 
 def test_auto_device_never_imports_torch_where_cuda_cannot_exist(monkeypatch):
