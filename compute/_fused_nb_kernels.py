@@ -64,18 +64,32 @@ def _tanh32(h, n):
 
 
 @njit
-def _mm_into(x, W, out):
-    """out [T, m] = x [T, n] @ W [n, m], accumulated in a contiguous row in out's dtype (vectorisable)."""
-    T, n = x.shape
+def _row_mm(x, W, o):
+    """o [m] = x [n] @ W [n, m] for one row; o contiguous (a row slice of a C buffer: LLVM vectorises the loop
+    over m; a column slice of a 2-D buffer would be strided). n = 8 (the toy's hidden width): the eight products
+    of an output summed in one expression, in the accumulation order — one pass over W instead of eight
+    read-modify-writes of the output."""
+    n, m = W.shape
+    if n == 8:
+        x0, x1, x2, x3, x4, x5, x6, x7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+        for j in range(m):
+            o[j] = (((((((x0 * W[0, j] + x1 * W[1, j]) + x2 * W[2, j]) + x3 * W[3, j]) + x4 * W[4, j])
+                      + x5 * W[5, j]) + x6 * W[6, j]) + x7 * W[7, j])
+        return
+    for j in range(m):
+        o[j] = 0.0
+    for i in range(n):
+        xi = x[i]
+        for j in range(m):
+            o[j] += xi * W[i, j]
+
+
+@njit
+def _mm_into(x, W, B, c0):
+    """B[:, c0:c0+m] = x [T, n] @ W [n, m], row by row (B: a C-contiguous [T, ...] buffer)."""
     m = W.shape[1]
-    acc = np.empty(m, out.dtype)
-    for t in range(T):
-        acc[:] = 0.0
-        for i in range(n):
-            xi = x[t, i]
-            for j in range(m):
-                acc[j] += xi * W[i, j]
-        out[t, :] = acc
+    for t in range(x.shape[0]):
+        _row_mm(x[t], W, B[t][c0:c0 + m])
 
 
 @njit
@@ -139,7 +153,7 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
     nz = W.shape[1]
     Kc = conv.shape[1]
     P = Kc - 1
-    _mm_into(xn, W, B[:, :nz])
+    _mm_into(xn, W, B, 0)
     xp = np.empty((P + T, 3 * HK), B.dtype)
     xp[:P] = tail0
     xp[P:] = B[:, :3 * HK]
@@ -210,7 +224,7 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
             for vv in range(V):
                 i = hh * V + vv
                 B[t, cn + i] = float(B[t, co + i]) * o_norm[vv] * inv * B[t, cg + i]
-    _mm_into(B[:, cn:cn + HV], o_w, B[:, cy:])
+    _mm_into(B[:, cn:cn + HV], o_w, B, cy)
 
 
 @njit
@@ -222,11 +236,11 @@ def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_
     S = SB.shape[0]
     S0 = S - T
     nz = W.shape[1]
-    _mm_into(xn, W, B[:, :nz])
+    _mm_into(xn, W, B, 0)
     _rms_into(B[:, :ql], q_a_norm, c_q, B[:, nz:nz + ql])
     dq = nope + r
     c = nz + ql
-    _mm_into(B[:, nz:nz + ql], q_b_w, B[:, c:c + H * dq])
+    _mm_into(B[:, nz:nz + ql], q_b_w, B, c)
     q = B[:, c:c + H * dq]
     c += H * dq
     SB[:S0, :kl] = c_kv0
@@ -235,7 +249,7 @@ def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_
     SB[S0:, kl:kl + r] = B[:, ql + kl:ql + kl + r]
     cn = np.empty((S, kl), B.dtype)
     _rms_into(SB[:, :kl], kv_a_norm, c_kv_eps, cn)
-    _mm_into(cn, kv_b_w, SB[:, kl + r:])
+    _mm_into(cn, kv_b_w, SB, kl + r)
     kvb = SB[:, kl + r:]
     dk = nope + dv
     o = np.zeros((T, H * dv), np.float64)
@@ -272,7 +286,7 @@ def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_
             gt = (math.tanh(float(B[t, g0 + i])) + 1.0) * 0.5
             B[t, c + HV + i] = gt
             B[t, c + 2 * HV + i] = B[t, c + i] * B[t, c + HV + i]
-    _mm_into(B[:, c + 2 * HV:c + 3 * HV], o_w, B[:, c + 3 * HV:])
+    _mm_into(B[:, c + 2 * HV:c + 3 * HV], o_w, B, c + 3 * HV)
 
 
 @njit
@@ -284,7 +298,7 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
     T = x.shape[0]
     nz = W.shape[1]
     D = up.shape[1]
-    _mm_into(x, W, B[:, :nz])
+    _mm_into(x, W, B, 0)
     cs = nz  # router scores
     cw = cs + E  # weights
     cx = cw + top_k  # experts
@@ -296,15 +310,19 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
     n13 = L * 3 * F
     dt = B.dtype
     one = np.ones(1, dt)[0]
-    topv = np.empty(top_k, dt)
     sel = np.empty(E, dt)
-    gmax = np.empty(max(64, top_k), dt)  # top-k groups
+    G = max(64, top_k) // top_k * top_k  # top-k groups: a multiple of k
+    gmax = np.empty(G, dt)
+    gv = np.empty(G, dt)
+    gi = np.empty(G, np.int64)
     cand = np.empty(E, np.int64)
+    cv = np.empty(E, dt)
     bits = np.empty(E, np.int32)
     nG = experts.shape[1]
     Gt = np.empty((nG, top_k), dt)
     Hh = np.empty((3 * F, top_k), dt)
     ex = np.empty(top_k, dt)
+    scratch = np.empty(1, np.float64)
     hs = np.empty(3 * Fs, np.float64)
     macc = np.empty(L, np.float64)
     for t in range(T):
@@ -316,14 +334,21 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
                 row[cs + e] = one / (one + np.exp(-row[e]))
         for e in range(E):  # the biased selection score, in the engine dtype as numpy adds it
             sel[e] = row[cs + e] + bias[e]
-        _topk(sel, top_k, gmax, cand, topv, idx[t])
+        _topk(sel, top_k, gmax, cand, cv, gi, gv, idx[t])
         tot = 0.0
         for j in range(top_k):
             tot += float(row[cs + idx[t, j]])
         tot += 1e-20
         for j in range(top_k):
             row[cw + j] = float(row[cs + idx[t, j]]) / tot * rsf
-        # the k experts as columns: Gt [L·3F + F·L, k] gathered, then every step vectorises over the experts
+        # the k experts as columns: Gt [L·3F + F·L, k] gathered, then every step vectorises over the experts;
+        # first one load per cache line of every selected row, so that the k rows' misses overlap
+        touch = 0.0
+        for j in range(top_k):
+            G = experts[idx[t, j]]
+            for q in range(0, nG, 16):
+                touch += G[q]
+        scratch[0] = touch
         for j in range(top_k):
             G = experts[idx[t, j]]
             for q in range(nG):
@@ -376,60 +401,64 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
 
 
 @njit_exact_fast
-def _topk(sel, k, gmax, cand, topv, idx):
-    """idx[:k] = the k largest of sel, largest first (ties: lower index first), in O(E). The elements fall into
-    G = len(gmax) >= k groups e mod G; the k-th largest group maximum τ is a lower bound of the k-th largest
-    element (k groups hold an element >= τ), so only elements >= τ, in groups whose maximum is >= τ, are
-    candidates for the insertion into the sorted list of k. The group maxima are an elementwise max of
-    contiguous rows (vectorised)."""
+def _topk(sel, k, gmax, cand, cv, gi, gv, idx):
+    """idx[:k] = the k largest of sel, largest first (ties: lower index first), in O(E) and nearly branch-free
+    (the order of a router's scores is data: branches on it mispredict). The elements fall into G = len(gmax)
+    >= k groups e mod G. Any k disjoint sets of groups give a lower bound τ0 of the k-th largest element (the
+    smallest of their maxima: k elements are >= it); the exact k-th largest of the group maxima >= τ0, τ, is a
+    tighter one (found by counting, for each, the larger ones); only elements >= τ, in groups whose maximum is
+    >= τ, are candidates, and each candidate's rank among them (by value, then index) places it.
+    Scratch: cand [E] int, cv [E], gi [G] int, gv [G]."""
     E = sel.shape[0]
     G = gmax.shape[0]
-    n0 = min(G, E)
-    for g in range(n0):
-        gmax[g] = sel[g]
-    for g in range(n0, G):
-        gmax[g] = -np.inf
-    for e0 in range(G, E - G + 1, G):
+    R = E // G
+    S = sel[:R * G].reshape(R, G)
+    for g in range(G):
+        gmax[g] = S[0, g] if R > 0 else -np.inf
+    for r in range(1, R):
         for g in range(G):
-            gmax[g] = max(gmax[g], sel[e0 + g])
-    e0 = max(G, E - E % G)
-    for g in range(E - e0):
-        gmax[g] = max(gmax[g], sel[e0 + g])
-    m = 0  # τ: the k-th largest group maximum (a sorted list of k)
+            gmax[g] = max(gmax[g], S[r, g])
+    for g in range(E - R * G):
+        gmax[g] = max(gmax[g], sel[R * G + g])
+    Q = G // k
+    tau0 = np.inf
+    for q in range(k):
+        m = gmax[q]
+        for u in range(1, Q):
+            m = max(m, gmax[q + u * k])
+        tau0 = min(tau0, m)
+    ng = 0
     for g in range(G):
-        v = gmax[g]
-        if m == k and v <= topv[k - 1]:
-            continue
-        p = m if m < k else k - 1
-        while p > 0 and topv[p - 1] < v:
-            topv[p] = topv[p - 1]
-            p -= 1
-        topv[p] = v
-        if m < k:
-            m += 1
-    tau = topv[k - 1]
+        gi[ng] = g
+        gv[ng] = gmax[g]
+        ng += gmax[g] >= tau0
+    tau = np.inf
+    for a in range(ng):
+        v = gv[a]
+        c = 0
+        for b in range(ng):
+            c += gv[b] > v
+        tau = min(tau, v) if c < k else tau
+    nk = 0
+    for a in range(ng):
+        gi[nk] = gi[a]
+        nk += gv[a] >= tau
     nc = 0
-    for g in range(G):
-        if gmax[g] >= tau:
-            for e in range(g, E, G):
-                if sel[e] >= tau:
-                    cand[nc] = e
-                    nc += 1
-    m = 0
+    for a in range(nk):
+        for e in range(gi[a], E, G):
+            v = sel[e]
+            cand[nc] = e
+            cv[nc] = v
+            nc += v >= tau
     for i in range(nc):
         e = cand[i]
-        v = sel[e]
-        if m == k and (v < topv[k - 1] or (v == topv[k - 1] and e > idx[k - 1])):
-            continue
-        p = m if m < k else k - 1
-        while p > 0 and (topv[p - 1] < v or (topv[p - 1] == v and idx[p - 1] > e)):
-            topv[p] = topv[p - 1]
-            idx[p] = idx[p - 1]
-            p -= 1
-        topv[p] = v
-        idx[p] = e
-        if m < k:
-            m += 1
+        v = cv[i]
+        r = 0
+        for j in range(nc):
+            w = cv[j]
+            r += (w > v) | ((w == v) & (cand[j] < e))
+        if r < k:
+            idx[r] = e
 
 
 @njit
@@ -437,14 +466,14 @@ def _dense_layer(x, gate_w, up_w, down_w, b1, b2, B):
     """Dense SiTU-GLU MLP (compute.moe.dense_mlp). B [T, I gate | I up | I act | D down]."""
     T = x.shape[0]
     I = gate_w.shape[1]
-    _mm_into(x, gate_w, B[:, :I])
-    _mm_into(x, up_w, B[:, I:2 * I])
+    _mm_into(x, gate_w, B, 0)
+    _mm_into(x, up_w, B, I)
     for t in range(T):
         for i in range(I):
             g = float(B[t, i])
             u = float(B[t, I + i])
             B[t, 2 * I + i] = math.tanh(g / b1) * (1.0 / (1.0 + math.exp(-g))) * math.tanh(u / b2) * (b1 * b2)
-    _mm_into(B[:, 2 * I:3 * I], down_w, B[:, 3 * I:])
+    _mm_into(B[:, 2 * I:3 * I], down_w, B, 3 * I)
 
 
 @njit
@@ -523,4 +552,4 @@ def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp
         pcur[:, :] = pp
     _attn_into(Vb, Den, n, pcur, w_out, Deps, shift, FB[:, :D], FB[:, D:D + C])
     _rms_into(FB[:, :D], final_norm, nDeps, FB[:, D + C:2 * D + C])
-    _mm_into(FB[:, D + C:2 * D + C], lm_head, FB[:, 2 * D + C:])
+    _mm_into(FB[:, D + C:2 * D + C], lm_head, FB, 2 * D + C)
