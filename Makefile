@@ -36,6 +36,7 @@ DEB_PACKAGES := libgl1 libegl1 libglib2.0-0 libfontconfig1 libfreetype6 libdbus-
 
 run: $(APP_STAMP)
 	$(call torch_step,$(TORCH))
+	@$(PY) -m compute.fused_nb --if-needed || true  # CPU engine's numba kernels into the disk cache (~30 s once)
 	$(VENV)/bin/k3-explorer
 
 venv: $(STAMP)
@@ -65,6 +66,7 @@ sysdeps:
 
 test: sysdeps $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
+	@$(PY) -m compute.fused_nb --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -183,6 +183,15 @@ def test_warm_up_command_fills_the_cache_and_the_default_engine_then_runs_compil
                 "m = ToyK3(device='cpu'); print(ok, m.compiled, m.run('Kimi K3', 2).generated_text != '')")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True", "True"]
+    r = _python("import sys; from compute import fused_nb; rc = fused_nb.main(['--if-needed']); "
+                "print(rc, 'numba' in sys.modules)")  # what `make run` / `make test` call: nothing left to do
+    assert r.stdout.split() == ["0", "False"], r.stderr
+
+
+def test_warm_up_command_rejects_unknown_arguments():
+    r = subprocess.run([sys.executable, "-m", "compute.fused_nb", "--now"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("usage:")
 
 
 @needs_numba
