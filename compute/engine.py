@@ -48,7 +48,15 @@ near-tied top-k choice somewhere in the 92 routed layers and the difference grow
 backend differ from the float64 run by up to a few units for many prompts, and the two float32 backends differ
 from each other as much, so sampled tokens can differ. `backend="torch"` reproduces the torch results bit for
 bit.
-Speed: see bench/engine.py (routed experts are gathered and run as one batched matmul).
+Compiled pass (compute.fused_nb, numba): on numpy with kernels="auto" and a K3-shaped config, each pass can run
+as ONE compiled call over all layers, with the same formulas as compute.fused and every trace tensor written
+into per-pass buffers whose views the trace's LayerTraces cut on first access (`compiled`: None = only when
+numba's disk cache is ready, so a constructor never compiles; True; False). `use_compiled()` switches an engine.
+In float32 it uses vectorised exp / tanh approximations within a few float32 ulps, so its float32 numbers differ
+from the numpy kernels' by float rounding (and, as between any two float32 paths, can grow over 93 layers);
+in float64 it equals the operators to ~1e-12 (tests/compute/test_fused_nb.py).
+Speed: see bench/engine.py (compiled: a full run ~8-14 ms on a busy 2-core machine, ~7-10x less than the
+numpy kernels; routed experts are gathered and run as one batched matmul).
 """
 from __future__ import annotations
 

@@ -281,6 +281,7 @@ class CompiledPass:
         self._order = list(zip(self.mkind.tolist(), self.mslot.tolist(), self.fkind.tolist(), self.fslot.tolist(),
                                self.n_before, self.n_after))
         self._plan_views()
+        self.layout = _Layout(self)
 
     # ------------------------------------------------------------------ one pass
     def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, caches, bias_off):
@@ -343,7 +344,7 @@ class CompiledPass:
             CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB)
         bias_ro = ebias.view()
         bias_ro.setflags(write=False)  # the trace's 'moe.bias' is read-only (the kernel's array stays writable)
-        return _PassBuffers(self, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias_ro, DB, FB)
+        return _PassBuffers(self.layout, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias_ro, DB, FB)
 
     def owns(self, caches) -> bool:
         """`caches` came from a compiled pass with this one's stacked layout and dtype (so it can take them)."""
@@ -447,6 +448,14 @@ class CompiledPass:
         return [dict(zip(keys, ct + mix[mk][ms] + ffn[fk][fs]))
                 for keys, ct, (mk, ms, fk, fs, _, _) in zip(self._keys, common, self._order)]
 
+class _Layout:
+    """What cutting a pass's trace views needs (column ranges, layer order, sizes): the pass buffers keep this,
+    not the CompiledPass, so that traces kept after an engine is replaced do not keep its stacked weights."""
+
+    def __init__(self, cp: CompiledPass):
+        for name in ("NL", "D", "C", "kl", "r", "top_k", "L", "n_final", "_order", "_cols", "_experts_cols"):
+            setattr(self, name, getattr(cp, name))
+
     def _layer(self, pb: "_PassBuffers", li: int) -> dict:
         """The trace dict of layer li alone (views into the pass buffers)."""
         mk, ms, fk, fs, nb, na = self._order[li]
@@ -484,7 +493,7 @@ class CompiledPass:
 class _PassBuffers:
     """The buffers one compiled pass wrote (every trace tensor of the pass lives in them)."""
 
-    def __init__(self, cp: CompiledPass, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias, DB, FB):
+    def __init__(self, cp: _Layout, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias, DB, FB):
         self.cp, self.T, self.CB, self.KB, self.KS, self.Ktail = cp, T, CB, KB, KS, Ktail
         self.MB, self.MSB, self.MSC, self.EB, self.Eidx, self.bias, self.DB, self.FB = MB, MSB, MSC, EB, Eidx, bias, DB, FB
 

@@ -232,3 +232,19 @@ def test_compiled_trace_layers_are_layer_traces_with_plain_dicts_and_hand_on_the
         assert a.keys() == b.keys()
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+@needs_numba
+def test_a_kept_trace_does_not_keep_the_engines_stacked_weights():
+    """Traces outlive engines (the app keeps a few after a weights switch): a compiled trace holds its pass
+    buffers and their layout, not the CompiledPass with its copy of the weights."""
+    import gc
+    import weakref
+
+    m = ToyK3(device="cpu", compiled=True)
+    tr = m.run(PROMPT, 2, Knobs(temperature=0.0))
+    ref = weakref.ref(m._pass)
+    m.use_compiled(False)
+    gc.collect()
+    assert ref() is None
+    assert tr.passes[1].layers[5].tensors["moe.topk_idx"].shape == (1, 16)
