@@ -142,10 +142,11 @@ def _attn_into(Vb, Den, n, partial, wq, Deps, shift, mix, wts):
 
 @njit
 def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0, H, Kd, scale, alpha_k, beta_k,
-               B, S, tail):
+               B, S, tail, fast):
     """KDA with the lower-bound gate (FusedK3._kda's formulas). B [T, z (nz) | 3HK conv | 2HK qk norm | HK alpha |
     H beta | HV gate | HV o | HV o_norm | D y]; S [H, Kd, V] the state after the pass; tail [Kc-1, 3HK] the conv
-    tail for the next pass. alpha_k / beta_k < 0: computed from the input, else that value everywhere."""
+    tail for the next pass. alpha_k / beta_k < 0: computed from the input, else that value everywhere. fast
+    (float32 only): the vectorised tanh."""
     T = xn.shape[0]
     HK = H * Kd
     V = o_norm.shape[0]
@@ -167,12 +168,25 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
     cn = co + HV  # o_norm
     cy = cn + HV  # y
     ng = nz - 4 * HK  # decay' | b | gate pre-activations
+    pre = np.empty(3 * HK + ng, np.float64)  # tanh arguments: conv/2 | gate pre-activations
+    th = np.empty(3 * HK + ng, B.dtype)
     for t in range(T):
         for c in range(3 * HK):
             acc = 0.0
             for j in range(Kc):
                 acc += float(xp[t + j, c]) * conv[c, j]
-            B[t, c0 + c] = acc * (math.tanh(acc) + 1.0)
+            pre[c] = acc
+        for c in range(ng):
+            pre[3 * HK + c] = float(B[t, 4 * HK + c]) + gbias[c]
+        if fast:  # one vectorised float32 tanh over the row
+            for c in range(3 * HK + ng):
+                th[c] = pre[c]
+            _tanh32(th, 3 * HK + ng)
+        else:
+            for c in range(3 * HK + ng):
+                th[c] = math.tanh(pre[c])
+        for c in range(3 * HK):
+            B[t, c0 + c] = pre[c] * (th[c] + 1.0)
         for hh in range(2 * H):
             ss = 0.0
             for kk in range(Kd):
@@ -182,8 +196,7 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
             for kk in range(Kd):
                 B[t, cq + hh * Kd + kk] = B[t, c0 + hh * Kd + kk] / den
         for c in range(ng):
-            b = float(B[t, 4 * HK + c]) + gbias[c]
-            gv = (math.tanh(b) + 1.0) * gscale[c]
+            gv = (th[3 * HK + c] + 1.0) * gscale[c]
             if c < HK:
                 B[t, ca + c] = math.exp(gv) if alpha_k < 0 else alpha_k
             elif c < HK + H:
@@ -290,11 +303,11 @@ def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_
 
 
 @njit
-def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, shared2, B, idx, fast):
+def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, shared2, B, idx, fast, scr):
     """Latent MoE with shared experts (FusedK3._moe's formulas). B [T, zz (E logits | L down | 3Fs shared) |
     E router | k weights | k·L experts | L mix | L norm | D up | D shared | D y]; idx [T, k] the selected experts,
-    by biased score, largest first. Top-k: one O(E) scan keeping the k best in a sorted list. fast (float32
-    only): the vectorised sigmoid and tanh."""
+    by biased score, largest first (_topk, O(E)). fast (float32
+    only): the vectorised sigmoid and tanh. scr: the scratch arrays of _moe_scratch (allocated once per pass)."""
     T = x.shape[0]
     nz = W.shape[1]
     D = up.shape[1]
@@ -308,23 +321,8 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
     csh = cu + D  # shared
     cy = csh + D  # y
     n13 = L * 3 * F
-    dt = B.dtype
-    one = np.ones(1, dt)[0]
-    sel = np.empty(E, dt)
-    G = max(64, top_k) // top_k * top_k  # top-k groups: a multiple of k
-    gmax = np.empty(G, dt)
-    gv = np.empty(G, dt)
-    gi = np.empty(G, np.int64)
-    cand = np.empty(E, np.int64)
-    cv = np.empty(E, dt)
-    bits = np.empty(E, np.int32)
+    sel, gmax, gv, gi, cand, cv, bits, Gt, Hh, ex, hs, macc, scratch, one = scr
     nG = experts.shape[1]
-    Gt = np.empty((nG, top_k), dt)
-    Hh = np.empty((3 * F, top_k), dt)
-    ex = np.empty(top_k, dt)
-    scratch = np.empty(1, np.float64)
-    hs = np.empty(3 * Fs, np.float64)
-    macc = np.empty(L, np.float64)
     for t in range(T):
         row = B[t]
         if fast:
@@ -462,6 +460,17 @@ def _topk(sel, k, gmax, cand, cv, gi, gv, idx):
 
 
 @njit
+def _moe_scratch(dt_like, E, L, F, Fs, top_k, nG):
+    """_moe_layer's scratch arrays (one allocation per pass instead of a dozen per layer)."""
+    dt = dt_like.dtype
+    G = max(64, top_k) // top_k * top_k  # top-k groups: a multiple of k
+    return (np.empty(E, dt), np.empty(G, dt), np.empty(G, dt), np.empty(G, np.int64), np.empty(E, np.int64),
+            np.empty(E, dt), np.empty(E, np.int32), np.empty((nG, top_k), dt), np.empty((3 * F, top_k), dt),
+            np.empty(top_k, dt), np.empty(3 * Fs, np.float64), np.empty(L, np.float64), np.empty(1, np.float64),
+            np.ones(1, dt)[0])
+
+
+@njit
 def _dense_layer(x, gate_w, up_w, down_w, b1, b2, B):
     """Dense SiTU-GLU MLP (compute.moe.dense_mlp). B [T, I gate | I up | I act | D down]."""
     T = x.shape[0]
@@ -494,6 +503,7 @@ def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp
     pcur = np.empty((T, D), emb.dtype)
     pcur[:, :] = emb
     prefix = np.empty((T, D), emb.dtype)
+    scr = _moe_scratch(emb, E, L, F, Fs, top_k, eexp.shape[2])
     n = 0
     for li in range(NL):
         cb = CB[li]
@@ -523,7 +533,7 @@ def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp
         if mkind[li] == 0:
             kb = KB[s]
             _kda_layer(xn, kW[s], kgbias[s], kconv[s], kgscale[s], konorm[s], kVeps, ko[s], ktail0[s], kS0[s], khas,
-                       kH, kKd, kscale, alpha_k, beta_k, kb, KS[s], Ktail[s])
+                       kH, kKd, kscale, alpha_k, beta_k, kb, KS[s], Ktail[s], fast)
             a = kb[:, kb.shape[1] - D:]
         else:
             mb = MB[s]
@@ -540,7 +550,7 @@ def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp
         if fkind[li] == 1:
             eb = EB[s]
             _moe_layer(xn2, eW[s], eexp[s], ebias[s], E, L, F, Fs, top_k, rsf, enorm[s], Leps, eup[s], esh2[s], eb,
-                       Eidx[s], fast)
+                       Eidx[s], fast, scr)
             f = eb[:, eb.shape[1] - D:]
         else:
             db = DB[s]
