@@ -140,8 +140,8 @@ class _BareKeysToFocusedControl(QObject):
                 self._watched.removeEventFilter(self)
         except RuntimeError:  # the widget is already deleted
             pass
-        self._watched = new if isinstance(new, QWidget) else None
-        if self._watched is not None:
+        self._watched = new if isinstance(new, QWidget) and new.window() is self.window else None
+        if self._watched is not None:  # only this window's controls (another window has its own guard)
             self._watched.installEventFilter(self)
 
     def eventFilter(self, obj, event) -> bool:
