@@ -140,14 +140,17 @@ class Layout:
 
     def __post_init__(self):
         self.by_id = {b.id: b for b in self.blocks}
-        lo = np.min([b.lo for b in self.blocks], axis=0)
-        hi = np.max([b.hi for b in self.blocks], axis=0)
-        self.bounds = (lo, hi)
-        pan = [b for b in self.blocks if b.layer == self.layer + 1 and (b.family != "stack" or b.part == "backdrop")]
-        if pan:
-            self.panel_bounds = (np.min([b.lo for b in pan], axis=0), np.max([b.hi for b in pan], axis=0))
-        st = [b for b in self.blocks if b.family == "stack"]
-        self.stack_bounds = (np.min([b.lo for b in st], axis=0), np.max([b.hi for b in st], axis=0))
+        # every block's corners as two [n, 3] arrays, made once (bounds here, the picker's boxes)
+        centers = np.array([b.center for b in self.blocks], float)
+        half = np.array([b.size for b in self.blocks], float) / 2
+        self.block_lo, self.block_hi = centers - half, centers + half
+        self.bounds = (self.block_lo.min(axis=0), self.block_hi.max(axis=0))
+        pan = np.array([b.layer == self.layer + 1 and (b.family != "stack" or b.part == "backdrop")
+                        for b in self.blocks])
+        if pan.any():
+            self.panel_bounds = (self.block_lo[pan].min(axis=0), self.block_hi[pan].max(axis=0))
+        st = np.array([b.family == "stack" for b in self.blocks])
+        self.stack_bounds = (self.block_lo[st].min(axis=0), self.block_hi[st].max(axis=0))
 
     def layer_blocks(self) -> list[Block]:
         return [b for b in self.blocks if b.layer == self.layer + 1 and b.family != "stack"]

@@ -24,9 +24,9 @@ class Hit:
 class Picker:
     def __init__(self, layout: Layout):
         self.layout = layout
-        self.blocks = [b for b in layout.blocks if b.part != "backdrop"]
-        self.lo = np.array([b.lo for b in self.blocks])
-        self.hi = np.array([b.hi for b in self.blocks])
+        keep = np.array([b.part != "backdrop" for b in layout.blocks])
+        self.blocks = [b for b, k in zip(layout.blocks, keep) if k]
+        self.lo, self.hi = layout.block_lo[keep], layout.block_hi[keep]
 
     def pick_ray(self, origin: np.ndarray, direction: np.ndarray) -> Hit | None:
         d = np.where(np.abs(direction) < 1e-12, 1e-12, direction)
