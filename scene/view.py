@@ -16,9 +16,10 @@ group (needs Qt.AA_ShareOpenGLContexts, which pyqtgraph needs anyway).
 
 Everything drawn comes from one `Layout` (scene/layout.py). Geometry is merged per family into a few
 FamilyMesh items; a new trace / pass / token only rewrites colour buffers, and a layer change reuses the arrays
-(and GL buffers) of a layer of the same shape (scene/geometry.py). Cell colours are never computed on the UI
-thread: they are marked stale and the next frame computes them (apply_colours, in the render thread, outside
-SCENE_LOCK), or the engine thread has computed them ahead (precolour). Redraws happen on demand.
+(and GL buffers) of a layer of the same shape (scene/geometry.py). A state change never computes cell colours
+on the UI thread: they are marked stale and the next frame computes them (apply_colours, in the render thread, outside
+SCENE_LOCK; an export on the UI thread computes them there), or the engine thread has computed them ahead
+(precolour). Redraws happen on demand.
 """
 from __future__ import annotations
 
