@@ -166,7 +166,8 @@ def _run() -> dict:
     result = dict(
         frame_ms_median=round(fm, 2), floor_ms_median=round(fl, 2), frame_over_floor=round(fm / fl, 3),
         select_layer_ms=round(statistics.median(sel), 2), pick_ms=round(statistics.median(picks), 3),
-        layer_step_cpu_ms=round(statistics.median(step_cpu), 2), layer_colours_ms=round(statistics.median(colours_ms), 2),
+        layer_step_cpu_ms=round(statistics.median(step_cpu), 2),
+        layer_colours_ms=round(statistics.median(colours_ms), 2),
         recolour_ms=round(statistics.median(rec), 2), set_trace_cpu_ms=round(statistics.median(rec_cpu), 2),
         orbit_frame_ms=round(statistics.median(orbit_ms), 2),
         render_phases_ms=phases, triangles=n_tris, blocks=len(view.layout.blocks),
