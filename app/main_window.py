@@ -191,6 +191,8 @@ class MainWindow(QMainWindow):
         self.engine.device_fallback.connect(lambda _d, _r: self._update_status())
         self.engine.load_failed.connect(lambda _r: self._update_status())
         self.engine.busy_changed.connect(lambda _b: self._update_status())
+        self.engine.trace_published.connect(self._gate_next_run)
+        self.scene.gl.frameSwapped.connect(self._frame_shown)
         from app.model_menu import ModelActions
 
         self.models = ModelActions(self)  # the Model menu, File -> Open model config…, dropped config.json
@@ -422,6 +424,16 @@ class MainWindow(QMainWindow):
             self.state.player.seek(step)
         self._focus_step()  # only when the step's kind changed: a new trace alone must not move the camera
         self._update_status()
+
+    def _gate_next_run(self, _trace, _seconds: float) -> None:
+        """The engine's next run waits until the frame of this trace is on screen (app/worker.py, frame gate)."""
+        gl = self.scene.gl
+        if not gl.gl_error and gl.isVisible() and gl.shown_version < self.scene.trace_version:
+            self.engine.hold_until_shown()
+
+    def _frame_shown(self) -> None:
+        if self.scene.gl.shown_version >= self.scene.trace_version:
+            self.engine.release()
 
     def _on_step(self, index: int) -> None:
         self._focus_step()

@@ -346,3 +346,34 @@ def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qt
     drag_slider(win.docks["ControlsDock"].slider("alpha"), -40, steps=4)
     wait_idle(qtbot, win)
     assert seen and all(has and requested for has, requested in seen)
+
+
+def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_window, qtbot):
+    """Issue 16: on few cores the engine, the render thread and its rasteriser competed during a drag (the UI
+    thread waited for a CPU longer than it ran); the next run now starts once the last trace's frame is on
+    screen, or after worker.HOLD_MAX_MS."""
+    import time
+
+    from app import worker
+
+    win = make_window()
+    wait_idle(qtbot, win)
+    ctl, scene = win.engine, win.scene
+    published, starts = [], []
+    ctl.trace_published.connect(lambda *_: published.append(time.monotonic()))
+    real = ctl._dispatch
+
+    def dispatch():
+        before = ctl._in_flight
+        real()
+        if ctl._in_flight is not None and ctl._in_flight is not before and published:
+            starts.append((scene.gl.shown_version >= scene.trace_version, time.monotonic() - published[-1]))
+
+    ctl._dispatch = dispatch
+    try:
+        drag_slider(win.docks["ControlsDock"].slider("alpha"), -120, steps=24, pause_ms=8)
+        wait_idle(qtbot, win)
+    finally:
+        del ctl._dispatch
+    assert len(starts) >= 2
+    assert all(shown or waited >= worker.HOLD_MAX_MS / 1000 - 0.01 for shown, waited in starts), starts
