@@ -6,6 +6,10 @@
   traces but never queues a backlog).
 - When only temperature / top-p (or the sample seed) changed for the same prompt, the worker calls
   `ToyK3.resample` on the last good trace instead of a full run.
+- Frame gate (`hold_until_shown`): the window may hold the next run until the frame of the trace just published
+  is on screen (at most HOLD_MAX_MS). On a machine with few cores the engine, the render thread and its
+  rasteriser threads otherwise compete for them during a drag, and the UI thread waited for a CPU longer than
+  it ran; taking turns, each trace reaches the screen sooner and the UI thread keeps answering.
 - A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
 - Kernels: the first engine runs compute.fused's numpy kernels, so the first trace never waits for numba (a
   compile takes ~25 s of CPU on an install's first start, a load from its disk cache ~0.6 s). Once the first
@@ -48,6 +52,7 @@ class Request:
     weights: str | None = None  # "trained" | "random" to switch to: the engine is rebuilt with them (view files)
 
 
+HOLD_MAX_MS = 100  # the longest the next run waits for the frame of the last trace (see hold_until_shown)
 SWITCH_INTERVAL_S = 0.0002  # bench/app.py: max UI stall 23-31 ms at 1 ms, 13-17 ms at 0.2 ms
 
 
@@ -168,15 +173,18 @@ class _EngineObject(QObject):
         log.info("engine: compiled kernels loaded in %.0f ms", (time.perf_counter() - t0) * 1000)
         self.upgraded.emit(True, "")
 
-    @Slot(object)
-    def dispose(self, traces: list) -> None:
+    @Slot(object, bool)
+    def dispose(self, traces: list, trim: bool = True) -> None:
         """Receives traces the UI no longer shows: their last references go away here, in this thread, so
         freeing their ~10^4 arrays each never stalls the UI thread. One at a time, giving the GIL back in
-        between: freeing a trace is ~3 ms of C code no other thread can interrupt."""
+        between: freeing a trace is ~3 ms of C code no other thread can interrupt. trim: give the freed memory
+        back to the system (only when the app is quiet: malloc_trim takes ~20 ms and holds malloc's locks, so
+        every other thread's allocations, the UI thread's too, wait for it)."""
         while traces:
             traces.pop()
             time.sleep(0)
-        heap.trim()  # malloc keeps the freed chunks otherwise: RSS crept up over an hour (app/heap.py)
+        if trim:
+            heap.trim()  # malloc keeps the freed chunks otherwise: RSS crept up over an hour (app/heap.py)
 
     @Slot(object)
     def compute(self, request: Request) -> None:
@@ -219,7 +227,7 @@ class EngineController(QObject):
 
     _load = Signal()
     _compute = Signal(object)
-    _dispose = Signal(object)
+    _dispose = Signal(object, bool)
     busy_changed = Signal(bool)
     device_ready = Signal(str)
     device_fallback = Signal(str, str)  # device asked for, reason; the engine runs on the CPU
@@ -250,9 +258,15 @@ class EngineController(QObject):
         self.kernels = "numpy"  # "numpy" | "warming" (a child fills numba's cache) | "compiled"
         self._warmup: QProcess | None = None
         self._warmup_rechecked = False
+        self._held = False  # the next run waits for the frame of the last trace (hold_until_shown)
+        self._hold_timer = QTimer(self)
+        self._hold_timer.setSingleShot(True)
+        self._hold_timer.setInterval(HOLD_MAX_MS)
+        self._hold_timer.timeout.connect(self.release)
         self._loaded = False
         self._stopped = False
         self._graveyard: list = []  # traces no longer shown, to be freed in the worker thread
+        self._trim_owed = False  # traces were freed without a trim (in a drag): the quiet timer trims
         self._dispose_timer = QTimer(self)
         self._dispose_timer.setSingleShot(True)
         self._dispose_timer.setInterval(1000)
@@ -409,8 +423,20 @@ class EngineController(QObject):
             self._pending = (self._current_prompt(), self.state.knobs)
         self._dispatch()
 
+    def hold_until_shown(self) -> None:
+        """Start no new run until release() (the frame of the trace just published is on screen) or HOLD_MAX_MS."""
+        self._held = True
+        self._hold_timer.start()
+
+    def release(self) -> None:
+        """The frame of the last trace is on screen: the next run may start."""
+        if self._held:
+            self._held = False
+            self._hold_timer.stop()
+            self._dispatch()
+
     def _dispatch(self) -> None:
-        if self._in_flight is not None or self._pending is None or not self._loaded:
+        if self._in_flight is not None or self._pending is None or not self._loaded or self._held:
             return
         prompt, knobs = self._pending
         self._pending = None
@@ -468,17 +494,20 @@ class EngineController(QObject):
             # piled up in a long drag), so that freeing competes neither with a frame nor with the next run
             self._graveyard.append(old)
             if len(self._graveyard) >= 8:
-                self._bury()
-            else:
-                self._dispose_timer.start()
+                self._bury(trim=False)  # a drag: freed now, memory given back once the app is quiet
+            self._dispose_timer.start()
         del old
         if self._in_flight is None:
             self.busy_changed.emit(False)
 
-    def _bury(self) -> None:
+    def _bury(self, trim: bool = True) -> None:
+        """Send the traces no longer shown to the worker to be freed; trim once the app is quiet (the timer)."""
         if self._graveyard and self.thread.isRunning():
             dead, self._graveyard = self._graveyard, []
-            self._dispose.emit(dead)
+            self._dispose.emit(dead, trim)
+        elif trim and self._trim_owed and self.thread.isRunning():
+            self._dispose.emit([], True)
+        self._trim_owed = not trim
 
     @Slot(int, str)
     def _on_failed(self, serial: int, message: str) -> None:

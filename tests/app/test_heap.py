@@ -50,3 +50,31 @@ def test_the_engine_worker_trims_after_freeing_traces(monkeypatch):
     traces = [object(), object()]
     worker._EngineObject.dispose(None, traces)  # uses nothing of the object
     assert traces == [] and calls == [1]
+
+
+def test_a_drag_frees_old_traces_at_once_but_trims_only_when_quiet(qtbot, monkeypatch):
+    """Issue 16: malloc_trim takes ~20 ms and holds malloc's locks (the UI thread's allocations wait), so the
+    traces freed in a drag (8 at a time) are not trimmed; the quiet timer trims once afterwards."""
+    import time
+
+    from app import worker
+    from app.state import AppState
+
+    trims, published = [], []
+    monkeypatch.setattr(worker.heap, "trim", lambda: trims.append(time.monotonic()) or True)
+    state = AppState()
+    ctl = worker.EngineController(state, max_new_tokens=1, device="cpu", compiled=False)
+    ctl.trace_published.connect(lambda *_: published.append(time.monotonic()))
+    ctl.start()
+    try:
+        qtbot.waitUntil(lambda: state.trace is not None, timeout=90000)
+        for i in range(12):  # one at a time, as a slow drag: 12 traces replaced
+            state.request_knobs(alpha=0.2 + 0.05 * i)
+            qtbot.waitUntil(lambda i=i: state.trace.knobs.alpha == 0.2 + 0.05 * i, timeout=60000)
+        assert ctl._trim_owed or trims == []  # freed during the drag (>= 8 buried), never trimmed
+        last = published[-1]
+        qtbot.waitUntil(lambda: len(trims) == 1, timeout=10000)
+        assert trims[0] > last
+        assert ctl._graveyard == []
+    finally:
+        ctl.stop()
