@@ -20,7 +20,7 @@ from app.settings import Settings
 from app.state import AppState
 from app.view_menu import ViewActions
 from app.worker import EngineController
-from compute.config import load_default
+from compute.config import default_config
 from scene.steps import text_args
 from scene.view import SceneView
 
@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("MainWindow")
         self.settings = Settings(settings_path)
         self.state = AppState(self)
-        self.config = load_default()
+        self.config = default_config()  # the one the scene's first layout used: read once per process
         self.state.set_config(self.config)
         self._start_engine = start_engine
         self._shown_once = False

@@ -18,7 +18,7 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from app.i18n import tr
-from compute.config import ConfigError, ModelConfig, available_configs
+from compute.config import DEFAULT_CONFIG, ConfigError, ModelConfig, available_configs, default_config
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class ModelActions(QObject):
         self.model_actions: dict[str, QAction] = {}
         for stem, path in available_configs().items():
             try:
-                name = ModelConfig.from_json(path).display_name
+                name = (default_config() if path == DEFAULT_CONFIG else ModelConfig.from_json(path)).display_name
             except ConfigError:
                 name = stem
             action = QAction(name, self)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compute.config import ModelConfig, load_default
+from compute.config import ModelConfig, default_config
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ToyDims:
 
 @functools.lru_cache(maxsize=1)
 def _default_config() -> ModelConfig:
-    return load_default()
+    return default_config()
 
 
 @dataclass(frozen=True)

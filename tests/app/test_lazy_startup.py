@@ -25,11 +25,28 @@ DRIVER = textwrap.dedent("""
 
     HEAVY, LATE = {heavy!r}, {late!r}
     show = QMainWindow.show
+    work = {{"config_reads": 0, "layouts": 0}}  # start-up work done more than once shows here
+
+    from compute import config as _config
+    from scene import layout as _layout  # pure numpy: imports neither Qt's GL nor OpenGL
+
+    _from_json, _build_layout = _config.ModelConfig.from_json.__func__, _layout.build_layout
+
+    def counted_from_json(cls, path):
+        work["config_reads"] += str(path) == str(_config.DEFAULT_CONFIG)
+        return _from_json(cls, path)
+
+    def counted_build_layout(*args, **kwargs):
+        work["layouts"] += 1
+        return _build_layout(*args, **kwargs)
+
+    _config.ModelConfig.from_json = classmethod(counted_from_json)
+    _layout.build_layout = counted_build_layout  # before scene.view binds the name
 
     def report(moment, win):
         built = [name for name in LATE if name in win.docks]
-        print(json.dumps({{"moment": moment, "heavy": [m for m in HEAVY if m in sys.modules], "late": built}}),
-              flush=True)
+        print(json.dumps({{"moment": moment, "heavy": [m for m in HEAVY if m in sys.modules], "late": built,
+                          **work}}), flush=True)
 
     def first_show(win):
         QMainWindow.show = show
@@ -83,6 +100,11 @@ def started(tmp_path_factory):
 def test_no_heavy_module_at_the_first_frame(started):
     assert started["first_frame"]["heavy"] == [], "imported before the first frame: " + \
         ", ".join(started["first_frame"]["heavy"])
+
+
+def test_start_reads_the_model_config_once(started):
+    """The window, the scene's layout and the labels' dims share one read of Kimi K3's config (issue 16)."""
+    assert started["first_frame"]["config_reads"] == 1
 
 
 def test_first_engine_result_does_not_wait_for_the_tabbed_docks(started):
