@@ -79,6 +79,37 @@ DRIVER = textwrap.dedent("""
 """).format(heavy=HEAVY, late=LATE)
 
 
+ORDER_DRIVER = textwrap.dedent("""
+    import importlib.abc, os, sys
+
+    seen = []
+
+    class Watch(importlib.abc.MetaPathFinder):  # sees each module's first import, finds nothing itself
+        def find_spec(self, name, path, target=None):
+            if name in ("numpy", "OpenGL.GL", "PySide6") and name not in seen:
+                seen.append(name)
+                if name == "PySide6":
+                    print(" ".join(seen), flush=True)
+                    os._exit(0)
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    from app.__main__ import main
+    main(sys.argv[1:])
+""")
+
+
+def test_numpy_and_pyopengl_load_before_qt(tmp_path):
+    """Modules imported after PySide6 each cost a source scan by shiboken (app/__main__.py): the entry point
+    imports numpy and PyOpenGL (after choosing its GL platform) before Qt."""
+    if not os.environ.get("DISPLAY"):
+        pytest.skip("needs the X display pytest-xvfb provides")
+    proc = subprocess.run([sys.executable, "-c", ORDER_DRIVER, "--settings", str(tmp_path / "s.ini"), "--lang", "en"],
+                          cwd=ROOT, env=dict(os.environ, QT_QPA_PLATFORM="xcb"), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["numpy", "OpenGL.GL", "PySide6"], proc.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def started(tmp_path_factory):
     """The moments of one real start of the app: {moment: {'heavy': [...], 'late': [...]}}."""
