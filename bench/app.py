@@ -72,18 +72,33 @@ def _heavy_loaded() -> list[str]:
 
 
 def _child_app() -> None:
-    """The app through its entry point; the window is found when it is first shown (QMainWindow.show is
-    wrapped before the entry point runs, which imports nothing that pyqtgraph or OpenGL would need first)."""
-    from PySide6.QtWidgets import QMainWindow
+    """The app through its entry point; the window is found when it is first shown (MainWindow.show is wrapped
+    as app.main_window loads: nothing is imported before the entry point, which imports numpy and PyOpenGL
+    before PySide6 on purpose, see app/__main__.py)."""
+    import importlib.abc
+    import importlib.util
 
-    show = QMainWindow.show
+    def wrap_show(module):
+        show = module.MainWindow.show
 
-    def first_show(window):
-        QMainWindow.show = show
-        _report_app_frames(window)
-        show(window)
+        def first_show(window):
+            module.MainWindow.show = show
+            _report_app_frames(window)
+            show(window)
 
-    QMainWindow.show = first_show
+        module.MainWindow.show = first_show
+
+    class Hook(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "app.main_window":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            load = spec.loader.exec_module
+            spec.loader.exec_module = lambda module: (load(module), wrap_show(module))
+            return spec
+
+    sys.meta_path.insert(0, Hook())
     from app.__main__ import main
 
     main(["--settings", os.path.join(tempfile.mkdtemp(), "bench.ini"), "--lang", "en"])
