@@ -36,6 +36,7 @@ from PySide6.QtCore import QObject, QProcess, QThread, QTimer, Signal, Slot
 
 from app import heap
 from compute.trace import Knobs
+from scene.gc_main_thread import collect_on_main_thread
 
 log = logging.getLogger(__name__)
 RESAMPLE_FIELDS = ("temperature", "top_p", "sample_seed")
@@ -300,6 +301,7 @@ class EngineController(QObject):
             # the engine, the render thread and the UI share the GIL; a short switch interval keeps each of
             # the UI thread's waits for it (one per signal handler) well under a millisecond
             sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
+            collect_on_main_thread()  # no garbage collection (of Qt objects) in the engine thread
             self.thread.start()
             self._load.emit()
             if self._pending is None:

@@ -39,6 +39,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QImage, QMatrix4x4, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 
+from scene.gc_main_thread import collect_on_main_thread
 from scene.gl_items import PAINT_LOCK
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,7 @@ class FrameRenderer(QObject):
         self.threaded = bool(QOpenGLContext.supportsThreadedOpenGL())
         self._thread: QThread | None = None
         if self.threaded:
+            collect_on_main_thread()  # no garbage collection (of Qt objects) in the render thread
             self._thread = QThread()
             self._thread.setObjectName("k3-render")
             self.moveToThread(self._thread)
