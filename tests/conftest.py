@@ -19,3 +19,25 @@ try:  # Qt present: share GL contexts before any QApplication exists (docs/spec/
 except ImportError:
     pass
 
+
+
+import gc  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_between_tests(request):
+    """Once a window has started the engine or render thread, the app collects garbage only on a GUI-thread timer
+    (scene/gc_main_thread.py), which runs only while a test spins Qt's event loop. Tests of the Qt-free engine
+    never do: they run with the automatic collector (no thread of theirs allocates Python objects), and every
+    test is followed by a collection on this (the GUI) thread (a full one every ~10 tests), so cyclic garbage such as ToyK3 engines cannot
+    pile up over the suite."""
+    automatic = "tests/compute" in request.node.nodeid.replace("\\", "/") and not gc.isenabled()
+    if automatic:
+        gc.enable()
+    yield
+    if automatic:
+        gc.disable()
+    if not gc.isenabled():  # the young generations after every test, everything after about ten tests
+        gc.collect(2 if gc.get_count()[2] >= 10 else 1)
