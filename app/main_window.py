@@ -142,9 +142,8 @@ class MainWindow(QMainWindow):
         self.state.knobs = self.settings.knobs()
         self.state.prompt = self.settings.prompt(self.state.prompt)
 
-        self.scene = SceneView(self)
+        self.scene = SceneView(self, self.config)  # laid out once, with this config
         self.scene.set_translator(tr)
-        self.scene.set_config(self.config)
         self.scene.set_layer(self.state.layer, animate=False)
         self.setCentralWidget(self.scene)
 

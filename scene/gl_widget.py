@@ -31,7 +31,9 @@ class GLWidget(GLViewMixin, QWidget):
     thread never waits for software GL. The render thread draws render twins of the items and the labels (for
     the camera of that frame) and this widget blits the result. Input goes to the owner (picking, camera), never
     to pyqtgraph's own handlers. Signals frameSwapped when a new frame reaches the screen; paint_count counts
-    those frames."""
+    those frames and shown_version says which state the last one showed. The renderer's first frame is a preview
+    without labels (scene/frames.py): it signals frameSwapped too, but counts as shown only once the complete
+    frame (with the labels) follows."""
 
     frameSwapped = Signal()
 
@@ -48,6 +50,7 @@ class GLWidget(GLViewMixin, QWidget):
         self._frame: QImage | None = None
         self._frame_version = -1
         self._frame_cam = None
+        self._preview_pending = False  # a labels-less first frame is waiting to be painted
         self._job = None
         self.frame_view = FrameView()
         self._twins: list = []  # (item, render twin), in the order the items were added
@@ -158,8 +161,11 @@ class GLWidget(GLViewMixin, QWidget):
         return self.labels.image(state.overlay[1], state.overlay[0], lw, lh, dpr)
 
     # --- showing frames -------------------------------------------------------------------------------
-    def _on_frame(self, image: QImage, version: int, cam) -> None:
-        self._frame, self._frame_version, self._frame_cam = image, version, cam
+    def _on_frame(self, image: QImage, version: int, cam, complete: bool = True) -> None:
+        if not complete and self.shown_version >= 0:
+            return  # a preview after a complete frame would only take the labels away
+        self._frame, self._frame_version, self._frame_cam = image, (version if complete else -1), cam
+        self._preview_pending = not complete
         if self.isVisible():
             QWidget.repaint(self)  # on screen now, not one event-loop turn later
 
@@ -183,9 +189,12 @@ class GLWidget(GLViewMixin, QWidget):
                                self.owner.tr("scene.no_gl", error=self.gl_error))
             else:
                 p.drawImage(QRectF(0, 0, self.width(), self.height()), frame, QRectF(frame.rect()))
-                new = self._frame_version != self.shown_version
+                new = self._frame_version >= 0 and self._frame_version != self.shown_version
         finally:
             p.end()
+        if self._preview_pending and frame is not None:
+            self._preview_pending = False
+            self.frameSwapped.emit()
         if new:
             self.shown_version = self._frame_version
             self.paint_count += 1

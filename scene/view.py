@@ -131,11 +131,13 @@ class SceneView(QWidget):
     layer_clicked = Signal(int)
     expert_clicked = Signal(int)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, cfg=None):
+        """cfg: the model config to lay out (None: Kimi K3's); the same as set_config(cfg) afterwards, without
+        building the layout twice."""
         super().__init__(parent)
         self.setObjectName("sceneView")
         self._tr = _default_translator()
-        self.cfg = None
+        self.cfg = cfg
         self.trace = None
         self.layer0 = 36
         self.pass_index = 0

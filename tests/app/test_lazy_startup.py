@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("imageio", "PIL", "torch")
+HEAVY = ("imageio", "PIL", "torch", "numba")  # only later features (or the engine thread) need these
 LATE = ("ExpertGridDock", "SiliconDock", "RoutingDock", "ExperimentsDock", "LearnDock")
 
 DRIVER = textwrap.dedent("""
-    import json, sys
+    import json, sys, time
     from PySide6.QtWidgets import QMainWindow
 
     HEAVY, LATE = {heavy!r}, {late!r}
@@ -43,22 +43,26 @@ DRIVER = textwrap.dedent("""
     _config.ModelConfig.from_json = classmethod(counted_from_json)
     _layout.build_layout = counted_build_layout  # before scene.view binds the name
 
-    def report(moment, win):
+    def report(moment, win, **more):
         built = [name for name in LATE if name in win.docks]
         print(json.dumps({{"moment": moment, "heavy": [m for m in HEAVY if m in sys.modules], "late": built,
-                          **work}}), flush=True)
+                          **work, **more}}), flush=True)
 
     def first_show(win):
         QMainWindow.show = show
         from PySide6.QtCore import QTimer
         from PySide6.QtWidgets import QApplication
 
-        gl, seen = win.scene.gl, []
+        gl, seen, first = win.scene.gl, [], []
 
         def swapped():
             if not seen:
                 seen.append("frame")
+                first.append(time.monotonic())
                 report("first_frame", win)
+            if gl.paint_count and len(first) == 1:  # the first complete frame (the labels too)
+                first.append(time.monotonic())
+                report("complete_frame", win, after_first_ms=(first[1] - first[0]) * 1000)
             if len(seen) == 1 and win.state.trace is not None and gl.shown_version >= win.scene.trace_version:
                 seen.append("trace")
                 report("first_trace", win)
@@ -133,9 +137,17 @@ def test_no_heavy_module_at_the_first_frame(started):
         ", ".join(started["first_frame"]["heavy"])
 
 
-def test_start_reads_the_model_config_once(started):
-    """The window, the scene's layout and the labels' dims share one read of Kimi K3's config (issue 16)."""
+def test_start_reads_the_model_config_once_and_lays_the_scene_out_once(started):
+    """The window, the scene's layout and the labels' dims share one read of Kimi K3's config, and the scene is
+    laid out once, with that config (issue 16)."""
     assert started["first_frame"]["config_reads"] == 1
+    assert started["first_frame"]["layouts"] == 1
+
+
+def test_labels_follow_the_first_frame_within_the_first_second(started):
+    """The first frame is the 3D picture without its labels (scene/frames.py); the complete frame follows."""
+    assert "complete_frame" in started, "no frame with the labels was shown"
+    assert started["complete_frame"]["after_first_ms"] < 1000
 
 
 def test_first_engine_result_does_not_wait_for_the_tabbed_docks(started):

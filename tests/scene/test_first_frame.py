@@ -1,0 +1,70 @@
+"""The first frame of a SceneView (issue 16): the 3D picture reaches the screen without waiting for the label
+layout, and the complete frame (labels included) follows at once; shown_version and paint_count count only
+complete frames, so whoever waits for them still gets the labels."""
+import time
+
+import numpy as np
+from PySide6.QtCore import QPoint, QTimer
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
+
+W, H = 900, 600
+TITLE = (slice(8, 40), slice(8, 360))  # the HUD title, drawn with the labels
+
+
+def _pixels(img: QImage) -> np.ndarray:
+    img = img.convertToFormat(QImage.Format_RGBA8888)
+    arr = np.frombuffer(img.constBits(), dtype=np.uint8, count=img.sizeInBytes())
+    return arr.reshape(img.height(), img.bytesPerLine())[:, : img.width() * 4].reshape(
+        img.height(), img.width(), 4)[..., :3].astype(int)
+
+
+def _on_screen(view) -> np.ndarray:
+    """What the X server shows in the 3D view now (not a re-render)."""
+    top_left = view.gl.mapToGlobal(QPoint(0, 0))
+    shot = QApplication.primaryScreen().grabWindow(0, top_left.x(), top_left.y(), view.gl.width(), view.gl.height())
+    return _pixels(shot.toImage())
+
+
+def test_first_frame_shows_the_picture_and_its_labels_follow_at_once(qtbot, k3_config):
+    from scene.view import SceneView
+
+    view = SceneView(None, k3_config)
+    qtbot.addWidget(view)
+    view.resize(W, H)
+    swaps = []  # (seconds, paint_count, shown_version, labels_ms) at each frame put on screen
+    shown = []  # what the widget shows just after each of them
+
+    def swapped():
+        swaps.append((time.monotonic(), view.gl.paint_count, view.gl.shown_version,
+                      view.gl.renderer.timings["labels_ms"]))
+        QTimer.singleShot(0, lambda: shown.append(_pixels(view.gl.grab().toImage())))
+
+    view.gl.frameSwapped.connect(swapped)
+    view.show()
+    qtbot.waitUntil(lambda: view.gl.paint_count > 0, timeout=10000)
+    qtbot.wait(50)
+    shown[-1] = _on_screen(view)  # the complete frame as the X server shows it
+    assert len(swaps) == 2 == len(shown)
+    (preview, complete), (before, after) = swaps, shown
+    assert preview[1:3] == (0, -1) and preview[3] < 1.0, "the first frame is a preview: not counted, no labels"
+    assert complete[1] == 1 and complete[2] == view.gl.version and complete[3] > 0
+    assert complete[0] - preview[0] < 1.5, "the labels did not follow the first frame at once"
+    bg = np.array([c * 255 for c in view.gl.opts["bgcolor"][:3]])
+    glyphs = np.abs(after[TITLE] - bg).max(axis=-1) > 60
+    assert glyphs.mean() > 0.03, "the complete frame has the title"
+    assert (np.abs(before[TITLE] - bg).max(axis=-1) > 60).mean() < glyphs.mean() / 4
+    drawn = np.abs(before - bg).max(axis=-1) > 60
+    assert drawn.mean() > 0.05, "the preview shows the 3D picture"
+    assert (np.abs(before - after).max(axis=-1)[drawn] < 60).mean() > 0.6, "the same picture, labels over it"
+
+
+def test_config_given_to_the_view_is_laid_out_once(qtbot, k3_config, monkeypatch):
+    from scene import view as view_module
+
+    calls = []
+    build = view_module.build_layout
+    monkeypatch.setattr(view_module, "build_layout", lambda *a, **k: calls.append(a) or build(*a, **k))
+    view = view_module.SceneView(None, k3_config)
+    qtbot.addWidget(view)
+    assert len(calls) == 1 and view.cfg is k3_config and view.layout.dims.n_layers == k3_config.num_hidden_layers
