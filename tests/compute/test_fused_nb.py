@@ -14,6 +14,7 @@ from compute import fused_nb
 from compute.config import ModelConfig, available_configs
 from compute.engine import ToyK3
 from compute.trace import Knobs
+from tests.compute.trace_pairs import layer_tensor_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_numba = pytest.mark.skipif(not fused_nb.available(), reason="numba not installed (or K3_NO_NUMBA set)")
@@ -119,13 +120,8 @@ def test_float32_trace_has_the_numpy_paths_keys_shapes_and_dtypes_and_float_roun
             assert np.shape(v) == np.shape(pb.final[k]) and np.asarray(v).dtype == np.asarray(pb.final[k]).dtype, k
         for la, lb in zip(pa.layers, pb.layers):
             assert (la.mixer, la.ffn) == (lb.mixer, lb.ffn)
-            assert la.tensors.keys() == lb.tensors.keys()
-            for k, v in la.tensors.items():
-                w = lb.tensors[k]
-                if v is None:
-                    assert w is None, k
-                    continue
-                assert (v.shape, v.dtype, v.flags.writeable) == (w.shape, w.dtype, w.flags.writeable), (la.index, k)
+    for la, _, k, v, w in layer_tensor_pairs(a, b):
+        assert (v.shape, v.dtype, v.flags.writeable) == (w.shape, w.dtype, w.flags.writeable), (la.index, k)
     for lt_a, lt_b in zip(a.passes[0].layers[:3], b.passes[0].layers[:3]):
         for k, v in lt_a.tensors.items():
             if v is not None and k != "mla.scores":
