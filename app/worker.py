@@ -32,10 +32,12 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QObject, QProcess, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QProcess, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtGui import QGuiApplication
 
 from app import heap
 from compute.trace import Knobs
+from scene import gc_main_thread
 from scene.gc_main_thread import collect_on_main_thread
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,7 @@ class Request:
 
 
 HOLD_MAX_MS = 100  # the longest the next run waits for the frame of the last trace (see hold_until_shown)
+SETTLE_QUIET_MS = 1500  # the engine idle this long after a (re)load: freeze start-up's objects for the collector
 SWITCH_INTERVAL_S = 0.0002  # bench/app.py: max UI stall 23-31 ms at 1 ms, 13-17 ms at 0.2 ms
 
 
@@ -272,6 +275,12 @@ class EngineController(QObject):
         self._dispose_timer.setSingleShot(True)
         self._dispose_timer.setInterval(1000)
         self._dispose_timer.timeout.connect(self._bury)
+        # once the engine is loaded and quiet, the garbage collector freezes what start-up made (short collections
+        # from then on, scene/gc_main_thread.py); again after the engine is replaced
+        self._settle_timer = QTimer(self)
+        self._settle_timer.setSingleShot(True)
+        self._settle_timer.setInterval(SETTLE_QUIET_MS)
+        self._settle_timer.timeout.connect(self._settle_heap)
         self.thread = QThread()
         self.thread.setObjectName("k3-engine")
         self.engine = _EngineObject(device)
@@ -311,6 +320,8 @@ class EngineController(QObject):
         """Finish the run in flight (if any) and end the thread; start() is a no-op afterwards."""
         self._stopped = True
         self._pending = None
+        self._settle_timer.stop()
+        gc_main_thread.thaw()  # what was frozen at start-up (this window's objects too) can be collected again
         self._stop_warmup()
         if self.thread.isRunning():
             self.thread.quit()
@@ -379,6 +390,18 @@ class EngineController(QObject):
     @Slot(bool, str)
     def _on_upgraded(self, ok: bool, _reason: str) -> None:
         self._set_kernels("compiled" if ok else "numpy", final=not ok)
+        self._settle_timer.start()
+
+    def _settle_heap(self) -> None:
+        """The quiet moment after a (re)load: freeze the long-lived objects (scene/gc_main_thread.settle)."""
+        if self._stopped:
+            return
+        if self.busy or self._pending is not None or not self.kernels_settled or \
+                QGuiApplication.mouseButtons() != Qt.MouseButton.NoButton:
+            self._settle_timer.start()  # not quiet yet (a run, a drag, a switch of kernels to come)
+            return
+        ms = gc_main_thread.settle()
+        log.info("heap: long-lived objects frozen for the garbage collector (%.0f ms)", ms)
 
     def _set_kernels(self, kernels: str, final: bool = False) -> None:
         if final:
@@ -401,6 +424,8 @@ class EngineController(QObject):
     def request(self, prompt: str, knobs: Knobs) -> None:
         """Latest wins: replaces any request that has not started yet."""
         self._pending = (prompt, knobs)
+        if self._settle_timer.isActive():
+            self._settle_timer.start()  # not while the user drags a slider: after the last change
         self._dispatch()
 
     def request_config(self, config) -> None:
@@ -479,6 +504,9 @@ class EngineController(QObject):
     @Slot(int, object, float)
     def _on_finished(self, serial: int, trace, seconds: float) -> None:
         done, self._in_flight = self._in_flight, None
+        if done is not None and (done.config is not None or done.weights is not None):
+            gc_main_thread.thaw()  # the engine was replaced: the old one (frozen at start-up) may be collected
+            self._settle_timer.start()
         if done is not None and done.config is not None:
             self.config_applied.emit(done.config)
         if done is not None and done.weights is not None:
@@ -491,6 +519,7 @@ class EngineController(QObject):
         self._dispatch()
         if first:
             self._start_upgrade()
+            self._settle_timer.start()
         if old is not None and old is not trace:
             # freed in the worker thread once the UI has dropped it, when the app is quiet (or a few have
             # piled up in a long drag), so that freeing competes neither with a frame nor with the next run

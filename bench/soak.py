@@ -22,14 +22,15 @@ PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine r
 - malloc_in_use_floor_growth_mib_per_hour: the same slope for the least in-use figure of each 30 s (sampled every
   second): a frame in flight holds a few MiB for a moment, and the floor is what stays, so this tells something
   kept from the noise of frame buffers; malloc_in_use_floor_mib_by_minute is its per-minute floor.
-- gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks
-  (sampled every 30 s, after a gc.collect()).
+- gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks, the ones
+  frozen for it included (sampled every 30 s, after a gc.collect()).
 - max_heartbeat_gap_ms / heartbeat_gaps_over_100ms: the longest interval between ticks of a 20 ms UI-thread
   timer (so at least ~20) after the first minute, and how many exceeded 100 ms; an interval that contains the
   bench's own gc sampling is not counted (that pause is the bench's, not the app's). The first minute (the
   panels that are built once the window shows, the first engine runs) is warmup_max_heartbeat_gap_ms.
   worst_gaps: [gap ms, at s, what the bench did last, UI-thread CPU ms in the gap, whole-process CPU ms in the
-  gap]: a gap with little UI-thread CPU was spent waiting (the GIL, a lock, or a loaded machine's scheduler).
+  gap, the app's garbage collections' ms in the gap]: a gap with little UI-thread CPU was spent waiting (the GIL, a
+  lock, or a loaded machine's scheduler).
 - handlers: UI-thread CPU (time.thread_time) and wall ms of what each action runs synchronously: "layer" (the
   action and every layer_changed slot), "slider" (the slider's slots), "trace" (AppState.set_trace with every
   trace_changed slot), "step" (AppState.select_step with every step_changed slot); n, mean and max.
@@ -192,7 +193,11 @@ class Soak:
         win.state.trace_changed.connect(self._count_trace)
         self.max_gap_ms = self.warmup_max_gap_ms = 0.0
         self.gaps_over_100ms = 0
-        self.worst_gaps: list[tuple] = []  # (gap ms, at s, what happened just before, UI CPU ms, process CPU ms)
+        # (gap ms, at s, what happened just before, UI CPU ms, process CPU ms, the app's garbage collections' ms)
+        self.worst_gaps: list[tuple] = []
+        self._gc_ms = 0.0  # the app's garbage collections since the last heartbeat (not the bench's own)
+        self._gc_t0 = None
+        gc.callbacks.append(self._on_gc)
         # name -> [n, CPU ms sum, CPU ms max, wall ms sum, wall ms max] (sums, not lists: the bench's own
         # memory must not grow with the number of actions it measures)
         self.handlers: dict[str, list[float]] = {}
@@ -282,6 +287,13 @@ class Soak:
             h[3] += wall_ms
             h[4] = max(h[4], wall_ms)
 
+    def _on_gc(self, phase: str, _info: dict) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+        elif self._gc_t0 is not None:
+            self._gc_ms += (time.perf_counter() - self._gc_t0) * 1e3
+            self._gc_t0 = None
+
     def _beat(self) -> None:
         now = self.clock.nsecsElapsed()
         gap = (now - self._last_beat) / 1e6
@@ -289,6 +301,7 @@ class Soak:
         cpu = (time.thread_time(), time.process_time())
         ui_cpu, proc_cpu = ((a - b) * 1e3 for a, b in zip(cpu, self._last_cpu))
         self._last_cpu = cpu
+        gc_ms, self._gc_ms = self._gc_ms, 0.0
         if not self._warm():  # the window settles, the deferred panels are built, the engine loads: apart
             if self.elapsed_s() > 5.0:
                 self.warmup_max_gap_ms = max(self.warmup_max_gap_ms, gap)
@@ -299,7 +312,7 @@ class Soak:
                 what, at = self._last_action
                 self.worst_gaps.append((round(gap, 1), round(self.elapsed_s(), 1),
                                         f"{what} {self.elapsed_s() - at:.1f} s before",
-                                        round(ui_cpu, 1), round(proc_cpu, 1)))
+                                        round(ui_cpu, 1), round(proc_cpu, 1), round(gc_ms, 1)))
                 self.worst_gaps = sorted(self.worst_gaps, reverse=True)[:5]
 
     def _warm(self) -> bool:
@@ -328,6 +341,7 @@ class Soak:
             def __exit__(self, *exc):
                 bench._last_beat = bench.clock.nsecsElapsed()
                 bench._last_cpu = (time.thread_time(), time.process_time())
+                bench._gc_ms = 0.0
         return _Pause()
 
     def _sample_rss(self) -> None:
@@ -344,7 +358,8 @@ class Soak:
     def _sample_gc(self) -> None:
         with self._paused():
             gc.collect()
-            self.objects.append((self.elapsed_s(), float(len(gc.get_objects()))))
+            # objects frozen for the collector (scene/gc_main_thread.settle) are alive too: counted
+            self.objects.append((self.elapsed_s(), float(len(gc.get_objects()) + gc.get_freeze_count())))
 
     def _baseline(self) -> None:
         from PySide6.QtCore import QTimer

@@ -32,12 +32,14 @@ def _collect_garbage_between_tests(request):
     (scene/gc_main_thread.py), which runs only while a test spins Qt's event loop. Tests of the Qt-free engine
     never do: they run with the automatic collector (no thread of theirs allocates Python objects), and every
     test is followed by a collection on this (the GUI) thread (a full one every ~10 tests), so cyclic garbage such as ToyK3 engines cannot
-    pile up over the suite."""
+    pile up over the suite; objects a window froze for the collector are
+    thawed first."""
     automatic = "tests/compute" in request.node.nodeid.replace("\\", "/") and not gc.isenabled()
     if automatic:
         gc.enable()
     yield
     if automatic:
         gc.disable()
+    gc.unfreeze()  # what a window froze at start-up (scene/gc_main_thread.settle) is collectable once the test ends
     if not gc.isenabled():  # the young generations after every test, everything after about ten tests
         gc.collect(2 if gc.get_count()[2] >= 10 else 1)
