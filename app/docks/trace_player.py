@@ -93,6 +93,8 @@ class TracePlayerDock(QDockWidget):
         transport.setSpacing(2)
         self.first_button = _tool(QStyle.SP_MediaSkipBackward, "player_first", lambda: self.seek(0))
         self.back_button = _tool(QStyle.SP_MediaSeekBackward, "player_back", lambda: self.step_by(-1))
+        self._icons: dict = {}  # (style, QStyle.StandardPixmap) -> QIcon (see _update_play_button)
+        self._play_icon_key = None
         self.play_button = _tool(QStyle.SP_MediaPlay, "player_play", self.toggle_play)
         self.forward_button = _tool(QStyle.SP_MediaSeekForward, "player_forward", lambda: self.step_by(1))
         self.last_button = _tool(QStyle.SP_MediaSkipForward, "player_last", lambda: self.player.last())
@@ -253,9 +255,18 @@ class TracePlayerDock(QDockWidget):
         return label
 
     def _update_play_button(self) -> None:
-        icon = QStyle.SP_MediaPause if self.timer.isActive() else QStyle.SP_MediaPlay
-        self.play_button.setIcon(self.style().standardIcon(icon))
-        self.play_button.setToolTip(tr("app.action.play_pause"))
+        """Runs on every step: the icon is set only when play/pause flips, from a QIcon made once per style (each
+        new QIcon's pixmaps went into Qt's pixmap cache under a new key: ~2 KiB of C++ heap per step, the
+        soak's steady malloc growth, issue 11)."""
+        kind = QStyle.SP_MediaPause if self.timer.isActive() else QStyle.SP_MediaPlay
+        key = (id(self.style()), kind)
+        if self._play_icon_key != key:
+            self._play_icon_key = key
+            icon = self._icons.get(key)
+            if icon is None:
+                icon = self._icons[key] = self.style().standardIcon(kind)
+            self.play_button.setIcon(icon)
+        _set_if_changed(self.play_button, "toolTip", "setToolTip", tr("app.action.play_pause"))
 
     def _refresh(self) -> None:
         n = len(self.steps)

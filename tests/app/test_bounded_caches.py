@@ -76,3 +76,23 @@ def test_layer_changes_and_new_traces_leave_nothing_behind(make_window, qtbot):
     # counts are the whole process's (other tests' fixtures hold traces and layouts too): what matters is no growth
     grew = {k: (before[k], after[k]) for k in before if after[k] > before[k]}
     assert not grew, f"grew over 40 layer changes and 4 new traces (before, after): {grew}"
+
+
+def test_stepping_makes_no_new_play_icon(make_window, qtbot):
+    """Every step refreshed the play button with a new QIcon from the style; each one's pixmaps went into Qt's
+    pixmap cache under a new key (~2 KiB of C++ heap per step: the soak's steady malloc growth at 4x auto-play).
+    The icon changes only when play/pause flips."""
+    win = make_window()
+    dock = win.docks["TracePlayerDock"]
+    button = dock.play_button
+    keys = set()
+    for i in range(1, 12):
+        QTest.mouseClick(dock.forward_button, Qt.MouseButton.LeftButton)  # the next step, as a person steps
+        qtbot.wait(10)
+        keys.add(button.icon().cacheKey())
+    assert win.state.player.index == 11, "the forward button stepped through the trace"
+    assert len(keys) == 1, f"{len(keys)} play icons made over 11 steps"
+    dock.toggle_play()
+    qtbot.waitUntil(lambda: button.icon().cacheKey() not in keys, timeout=5000)  # playing: the pause icon
+    dock.toggle_play()
+    qtbot.waitUntil(lambda: button.icon().cacheKey() in keys, timeout=5000)  # paused again: the same play icon
