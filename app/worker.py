@@ -390,6 +390,7 @@ class EngineController(QObject):
     @Slot(bool, str)
     def _on_upgraded(self, ok: bool, _reason: str) -> None:
         self._set_kernels("compiled" if ok else "numpy", final=not ok)
+        gc_main_thread.freeze()  # numba's objects: out of the young generations at once, settled when quiet
         self._settle_timer.start()
 
     def _settle_heap(self) -> None:
@@ -519,6 +520,7 @@ class EngineController(QObject):
         self._dispatch()
         if first:
             self._start_upgrade()
+            gc_main_thread.freeze()  # start-up's objects: out of the young generations at once, settled when quiet
             self._settle_timer.start()
         if old is not None and old is not trace:
             # freed in the worker thread once the UI has dropped it, when the app is quiet (or a few have

@@ -17,7 +17,10 @@ collection was the longest UI stall while dragging a slider, 15-75 ms):
 - settle(): once start-up is over (modules, the engine, the docks exist), everything alive is collected once and
   frozen (gc.freeze): later full collections visit only what was made since, not the ~190k objects of Qt's,
   numpy's and numba's modules. thaw() puts them back (a window closes, an engine is replaced), so nothing
-  frozen outlives its owner.
+  frozen outlives its owner. settle() waits for a quiet moment (its full collection is one stretch of 30-100
+  ms); until then freeze() (no collection, microseconds) is called at the first trace and when the compiled
+  kernels are loaded, so the young generations stay small meanwhile (any cyclic garbage frozen with them is
+  found by the settle that follows).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ INTERVAL_S = 0.1
 UNSETTLED_FULL_EVERY_S = 60.0  # before settle(): the least time between two full collections
 
 _collector = None
+settles = 0  # how many times settle() ran (tests, bench/soak.py)
 
 
 class _Collector:
@@ -88,13 +92,21 @@ def settle() -> float:
     GUI thread only, at a quiet moment: the full collection is one stretch of ~20-40 ms."""
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("settle must be called from the GUI (main) thread")
+    global settles
     t0 = time.perf_counter()
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+    settles += 1
     if _collector is not None:
         _collector.last_full = time.monotonic()
     return (time.perf_counter() - t0) * 1000.0
+
+
+def freeze() -> None:
+    """Freeze everything alive without a collection (O(1)): the young generations are empty afterwards. A stand-in
+    until settle() (see the module docstring)."""
+    gc.freeze()
 
 
 def thaw() -> None:
