@@ -22,6 +22,7 @@ from app import i18n, player, texts, weights_choice
 from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
+from app.widgets.rich_text_view import RichTextView
 from scene import steps as steps_text
 PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
 # What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
@@ -147,9 +148,7 @@ class TracePlayerDock(QDockWidget):
         head.addWidget(self.title, 1)
         head.addWidget(self.phase, 0, Qt.AlignTop)
         dl.addLayout(head)
-        self.facts = _wrap_label("step_facts")
-        self.facts.setTextFormat(Qt.RichText)
-        self.facts.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.facts = RichTextView("step_facts")  # a new table on every step: not a QLabel (see the module)
         dl.addWidget(self.facts)
         self.explain = QTextBrowser()
         self.explain.setObjectName("step_explanation")
