@@ -81,10 +81,9 @@ class TracePlayerDock(QDockWidget):
         layout.addWidget(self.message)
 
         self.bytes_label = _wrap_label("utf8_label")
-        self.tokens_label = _wrap_label("tokens_label")
-        self.tokens_label.setTextFormat(Qt.RichText)
-        self.stream_label = _wrap_label("stream_label")
-        self.stream_label.setTextFormat(Qt.RichText)
+        # rich text that changes on every step (the bold chip, the streamed answer): not QLabels (see RichTextView)
+        self.tokens_label = RichTextView("tokens_label")
+        self.stream_label = RichTextView("stream_label")
         self.weights_caption = _wrap_label("stream_weights")  # which weights wrote the answer (not K3's text)
         self.weights_caption.setStyleSheet(f"color: {css('caveat')}; font-style: italic;")
         for w in (self.bytes_label, self.tokens_label, self.stream_label, self.weights_caption):
