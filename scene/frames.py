@@ -51,6 +51,13 @@ log = logging.getLogger(__name__)
 # so a renderer stays here (even if its view is gone) until stop() has ended its thread.
 _LIVE: "set[FrameRenderer]" = set()
 _QUIT_HOOKED = False
+# Pacing (issue 11/16): back-to-back frames (a camera animation, a drag) rest this fraction of the last frame's
+# time before the next one starts, at most REST_MAX_S. On software GL a frame keeps both cores busy (the render
+# thread, then llvmpipe's rasteriser threads) for 20-40 ms: frames without a rest left the UI thread and the X
+# server a core only by chance (the soak's 100-150 ms heartbeat gaps during 4x auto-play). On a GPU a frame
+# costs ~1-3 ms, so its rest is a millisecond or two and the animation keeps its rate.
+REST_FRACTION = 0.5
+REST_MAX_S = 0.025
 
 
 def surface_format() -> QSurfaceFormat:
@@ -190,6 +197,7 @@ class FrameRenderer(QObject):
         self.failure = ""  # why frames could not be drawn ("" = they can)
         self.frames = 0
         self.timings: dict[str, float] = {}  # the last frame's phases in ms (benches read it)
+        self._rest_until = 0.0  # perf_counter time before which the next frame does not start (pacing)
         self.threaded = bool(QOpenGLContext.supportsThreadedOpenGL())
         self._thread: QThread | None = None
         if self.threaded:
@@ -241,17 +249,26 @@ class FrameRenderer(QObject):
     # --- render thread ----------------------------------------------------------------------------------
     @Slot()
     def _render(self) -> None:
+        rest = self._rest_until - time.perf_counter()
+        if rest > 0:  # a frame just ended: give the other threads the cores for a moment (requests coalesce)
+            time.sleep(rest)
         with self._mutex:
             self._scheduled = False
         if self._stopped:
             return
+        t0 = time.perf_counter()
         try:
+            first = self.frames == 0  # the start-up preview: its labelled frame follows at once
             self._draw()
         except (GLError, RuntimeError) as exc:  # a GL failure: reported once, never a traceback per frame
             self._stopped = True
             self.failure = gl_failure_text(exc)
             log.info("3D frames cannot be drawn: %s", self.failure)  # the view shows it
             self.frame_failed.emit(self.failure)
+            return
+        if self._thread is not None and not first:  # never on the UI thread
+            end = time.perf_counter()
+            self._rest_until = end + min(REST_MAX_S, (end - t0) * REST_FRACTION)
 
     @Slot(object)
     def _run_job(self, job) -> None:
