@@ -7,12 +7,12 @@ then waits for the GIL, while the GUI thread holds the GIL and waits for that mu
 whole app hangs (seen in the test suite: the engine thread loading compiled kernels collected an earlier window).
 So the automatic collector is off and a GUI-thread timer collects with the same generation thresholds.
 
-Each collection is one uninterrupted stretch of the UI thread, so two things keep it short (issue 16: a
+Each collection is one uninterrupted stretch of the UI thread, so three things keep it short (issue 16: a
 collection was the longest UI stall while dragging a slider, 15-75 ms):
 - the timer checks every 100 ms (not once a second), so the youngest generation never piles up (a check that
   finds nothing to do costs microseconds); one gc.collect(n) per check, for the oldest generation that is due;
-- the oldest generation is collected only once settle() has frozen start-up's objects (then a full collection
-  is short), or at most once a minute before that (CPython itself skips most full collections: it waits until
+- the oldest generation is collected only once start-up's objects are frozen (then a full collection is
+  short), or at most once a minute before that (CPython itself skips most full collections: it waits until
   the survivors since the last one are a quarter of the oldest generation, which Python code cannot see);
 - settle(): once start-up is over (modules, the engine, the docks exist), everything alive is collected once and
   frozen (gc.freeze): later full collections visit only what was made since, not the ~190k objects of Qt's,
@@ -32,7 +32,7 @@ INTERVAL_S = 0.1
 UNSETTLED_FULL_EVERY_S = 60.0  # before settle(): the least time between two full collections
 
 _collector = None
-settles = 0  # how many times settle() ran (tests, bench/soak.py)
+settles = 0  # how many times settle() ran (the tests wait for it)
 
 
 class _Collector:
@@ -42,7 +42,6 @@ class _Collector:
         from PySide6.QtCore import QTimer
 
         self.threshold = gc.get_threshold()
-        self.longest_ms = 0.0  # the longest collection so far (bench/soak.py reports it)
         self.last_full = time.monotonic()
         gc.disable()
         self.timer = QTimer()
@@ -61,11 +60,9 @@ class _Collector:
                 time.monotonic() - self.last_full < UNSETTLED_FULL_EVERY_S:
             generation = 1
         if generation >= 0:
-            t0 = time.perf_counter()
             gc.collect(generation)
             if generation == 2:
                 self.last_full = time.monotonic()
-            self.longest_ms = max(self.longest_ms, (time.perf_counter() - t0) * 1000.0)
 
 
 def collect_on_main_thread(interval_s: float = INTERVAL_S) -> None:
@@ -82,14 +79,9 @@ def installed() -> bool:
     return _collector is not None
 
 
-def longest_collection_ms() -> float:
-    """The longest collection the GUI-thread timer has made (0 before it is installed)."""
-    return _collector.longest_ms if _collector is not None else 0.0
-
-
 def settle() -> float:
     """Collect everything once and freeze what survives (see the module docstring); returns its milliseconds.
-    GUI thread only, at a quiet moment: the full collection is one stretch of ~20-40 ms."""
+    GUI thread only, at a quiet moment: the full collection is one stretch of 30-100 ms."""
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("settle must be called from the GUI (main) thread")
     global settles

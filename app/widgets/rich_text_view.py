@@ -23,8 +23,7 @@ class RichTextView(QTextBrowser):
             self.setObjectName(name)
         self._html = ""
         self._fitted: tuple[int, int] | None = None  # (width, height) of the last fit
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setReadOnly(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)  # a QTextBrowser is read-only already
         self.setOpenLinks(False)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -2,6 +2,7 @@
 engine thread destroyed an earlier window's QActions there and deadlocked against the GUI thread's deletions)."""
 import gc
 import threading
+import time
 
 from PySide6.QtCore import QObject, Qt
 
@@ -72,7 +73,7 @@ def test_one_collection_per_check_and_no_full_one_before_settle(qtbot):
 
     collector = gc_main_thread._collector
     gc.unfreeze()
-    collector.last_full = __import__("time").monotonic()
+    collector.last_full = time.monotonic()
     junk = _oldest_generation_due()  # noqa: F841
     made = _collections_made(collector.check)
     assert made == [1], f"before settle() a full collection waits (at most one a minute): {made}"
