@@ -494,21 +494,30 @@ class ToyK3:
         return self._arr(np.stack(rows))
 
     # ------------------------------------------------------------------ one pass
-    def forward(self, ids: list[int], start: int, knobs: Knobs, caches: list | None = None
+    def forward(self, ids: list[int], start: int, knobs: Knobs, caches: list | None = None, hooks: dict | None = None
                 ) -> tuple[dict, list, object]:
         """Run all layers over tokens `ids` at positions start.. with the caches of earlier positions.
 
         Returns (pass data: dict of the backend's arrays — torch tensors or `Part`s, or numpy arrays —, new
         caches (one per layer), logits [T, V_toy]).
+
+        hooks (compute.explain's knock-outs; None = none, nothing else changes): a dict of optional callables
+        that replace a value on its way — "embedding": f(emb) -> emb; "mixer": f(layer, a, tensors) -> a and
+        "ffn": f(layer, y, tensors) -> y (0-based layer; tensors = the layer's trace dict so far, the block's
+        own tensors included). An embedding hook alone keeps the compiled pass; a layer hook runs the layer loop.
         """
         T = len(ids)
-        if self._pass is not None:
+        emb = self.embed_ids(ids)
+        if hooks is not None and "embedding" in hooks:
+            emb = hooks["embedding"](emb)
+        mixer_hook = ffn_hook = None
+        if hooks is not None:
+            mixer_hook, ffn_hook = hooks.get("mixer"), hooks.get("ffn")
+        if self._pass is not None and mixer_hook is None and ffn_hook is None:
             self.layer_calls += len(self._blocks)
-            return self._pass.forward(self.embed_ids(ids), np.arange(start, start + T), knobs, caches,
-                                      self._bias_offset(knobs))
+            return self._pass.forward(emb, np.arange(start, start + T), knobs, caches, self._bias_offset(knobs))
         positions = (np.arange(start, start + T) if self.backend == "numpy"
                      else self._torch.arange(start, start + T, device=self._torch_device))
-        emb = self.embed_ids(ids)
         bias_off = self._bias_offset(knobs)
         res = self._new_residual()  # AttnRes (BufferedAttnRes / BlockAttnRes) or the plain residual
         res.start(emb)
@@ -520,10 +529,14 @@ class ToyK3:
             xn = norm(x, nw_mixer)
             t = {"attnres.mixer": aw, "attnres.mixer.out": x, "norm.mixer": xn}
             a, nc = mixer(li, xn, None if caches is None else caches[li], knobs, positions, t)
+            if mixer_hook is not None:
+                a = mixer_hook(li, a, t)
             new_caches.append(nc)
             x2, fw = res.after_mixer(a, w_mlp)
             xn2 = norm(x2, nw_ffn)
             f = ffn(li, xn2, bias_off, t)
+            if ffn_hook is not None:
+                f = ffn_hook(li, f, t)
             p = res.after_ffn(f)
             t.update({"mixer.out": a, "attnres.ffn": fw, "attnres.ffn.out": x2, "norm.ffn": xn2, "ffn.out": f,
                       "residual": p})
