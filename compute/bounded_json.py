@@ -14,6 +14,8 @@ import os
 import re
 from typing import Any
 
+from compute import guarded_io
+
 MAX_INT_DIGITS = 18
 
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|"')
@@ -29,14 +31,18 @@ class JSONLimitError(ValueError):
 
 
 def read_text(path: str | os.PathLike, max_bytes: int) -> str:
-    """The file's text: at most `max_bytes` bytes of UTF-8."""
+    """The file's text: at most `max_bytes` bytes of UTF-8, read through compute.guarded_io (a regular file
+    only: a FIFO, device, directory or socket is refused, kind "read", without reading a byte)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        data = guarded_io.read_bytes(path, max_bytes)
+    except guarded_io.UnsafeFileError as exc:
+        if exc.kind == "size":
+            raise JSONLimitError("size", f"larger than {max_bytes} bytes") from exc
+        raise JSONLimitError("read", exc.problem) from exc
     except OSError as exc:
         raise JSONLimitError("read", f"cannot read: {exc.strerror or exc}") from exc
-    if len(data) > max_bytes:
-        raise JSONLimitError("size", f"larger than {max_bytes} bytes")
+    except (TypeError, ValueError) as exc:  # a path that is not a path (None, an int, a NUL byte)
+        raise JSONLimitError("read", f"not a file path: {exc}") from exc
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -49,6 +49,13 @@ def show_path(path, limit: int = 200) -> str:
     return text
 
 
+def _as_path(path):
+    """os.fspath(path) for str, bytes and path-like objects; TypeError for anything else (an int included)."""
+    if isinstance(path, bool) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"expected a file path, got {type(path).__name__}")
+    return os.fspath(path)
+
+
 def describe_mode(st_mode: int) -> str:
     """What a file of this mode is, as a noun phrase: "a regular file", "a FIFO", "a directory", ..."""
     if stat.S_ISREG(st_mode):
@@ -80,8 +87,9 @@ def _refuse_size(path, size: int, max_bytes: int | None) -> None:
 
 def check_regular(path) -> os.stat_result:
     """os.stat(path) (links followed) when it is a regular file; UnsafeFileError when it is anything else,
-    OSError when it cannot be stat'ed (missing, no permission)."""
-    st = os.stat(path)
+    OSError when it cannot be stat'ed (missing, no permission), TypeError when `path` is not a path (an int
+    would name a file descriptor to os.stat)."""
+    st = os.stat(_as_path(path))
     _refuse_special(path, st)
     return st
 
@@ -90,6 +98,7 @@ def open_regular(path, max_bytes: int | None) -> io.BufferedReader:
     """A binary file object on `path`, which must be a regular file of at most `max_bytes` bytes (None: no
     cap). Stat'ed before opening and fstat'ed after; the descriptor goes back to blocking mode once it is known
     to be a regular file. The caller closes it (use `with`)."""
+    path = _as_path(path)
     st = check_regular(path)
     _refuse_size(path, st.st_size, max_bytes)
     fd = os.open(path, _OPEN_FLAGS)

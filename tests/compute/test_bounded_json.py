@@ -31,3 +31,29 @@ def test_read_text_kinds(tmp_path):
         assert err.value.kind == kind and "\n" not in err.value.problem
     with pytest.raises(bj.JSONLimitError, match="larger than 10 bytes"):
         bj.load_object("{}" + " " * 9, 10, 8)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="POSIX special files")
+def test_read_text_refuses_special_files(tmp_path):
+    """Configs and view files are read through compute.guarded_io: a FIFO (direct or through a link), a device
+    or a directory is refused at once, kind "read", saying what it is (no hang, no MemoryError)."""
+    import os
+    import signal
+
+    from compute.config import ConfigError, ModelConfig
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "link.json").symlink_to(tmp_path / "pipe")
+    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(TimeoutError("blocked")))
+    signal.alarm(5)
+    try:
+        for path, what in ((tmp_path / "pipe", "a FIFO"), (tmp_path / "link.json", "a FIFO"),
+                           ("/dev/zero", "a character device"), (tmp_path, "a directory")):
+            with pytest.raises(bj.JSONLimitError) as err:
+                bj.read_text(path, 1 << 20)
+            assert err.value.kind == "read" and what in err.value.problem
+            with pytest.raises(ConfigError, match=what):
+                ModelConfig.from_json(path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

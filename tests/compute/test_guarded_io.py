@@ -96,6 +96,12 @@ def test_oversize_refused(tmp_path):
         gio.open_regular(p, 1000)
 
 
+def test_not_a_path_is_typeerror():
+    for bad in (0, 3, None, True):  # os.stat(0) would stat stdin
+        with pytest.raises(TypeError):
+            gio.read_bytes(bad, 10)
+
+
 def test_missing_file_is_oserror(tmp_path):
     with pytest.raises(FileNotFoundError):
         gio.read_bytes(tmp_path / "nope", 10)
