@@ -12,8 +12,9 @@ terminal that appeared in that race returns at once instead of waiting for a wri
     with open_regular(path, 8 << 30) as fh:   # a binary file object positioned at 0
         ...
 
-`UnsafeFileError` (a ValueError) carries `path`, `kind` ("special" or "size") and `problem` (the line
-without the path); its str() is the whole line. A missing or unreadable file is the usual OSError.
+`UnsafeFileError` (a ValueError) carries `path`, `kind` ("special" or "size"), `problem` (the line
+without the path) and `what` (mode_name: "fifo", "directory", ... for a special file); its str() is the
+whole line. A missing or unreadable file is the usual OSError.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import io
 import os
 import stat
 
-__all__ = ["UnsafeFileError", "describe_mode", "check_regular", "open_regular", "read_bytes", "read_text",
+__all__ = ["UnsafeFileError", "describe_mode", "mode_name", "check_regular", "open_regular", "read_bytes", "read_text",
            "show_path"]
 
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -31,8 +32,9 @@ _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTT
 class UnsafeFileError(ValueError):
     """A file the guarded reader refuses. `kind`: "special" (not a regular file) or "size" (over the cap)."""
 
-    def __init__(self, path, kind: str, problem: str):
+    def __init__(self, path, kind: str, problem: str, what: str = ""):
         self.path, self.kind, self.problem = os.fspath(path), kind, problem
+        self.what = what  # for kind "special": mode_name() of the file ("fifo", "character_device", ...)
         super().__init__(f"{show_path(path)}: {problem}")
 
 
@@ -56,6 +58,17 @@ def _as_path(path):
     return os.fspath(path)
 
 
+_NAMES = {"a regular file": "regular", "a FIFO": "fifo", "a character device": "character_device",
+          "a block device": "block_device", "a directory": "directory", "a socket": "socket",
+          "a symbolic link": "symlink", "a special file": "special"}
+
+
+def mode_name(st_mode: int) -> str:
+    """describe_mode as an identifier: "regular", "fifo", "character_device", "block_device", "directory",
+    "socket", "symlink" or "special" (for a translated message)."""
+    return _NAMES[describe_mode(st_mode)]
+
+
 def describe_mode(st_mode: int) -> str:
     """What a file of this mode is, as a noun phrase: "a regular file", "a FIFO", "a directory", ..."""
     if stat.S_ISREG(st_mode):
@@ -77,7 +90,8 @@ def describe_mode(st_mode: int) -> str:
 
 def _refuse_special(path, st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeFileError(path, "special", f"is {describe_mode(st.st_mode)}, not a regular file")
+        raise UnsafeFileError(path, "special", f"is {describe_mode(st.st_mode)}, not a regular file",
+                              mode_name(st.st_mode))
 
 
 def _refuse_size(path, size: int, max_bytes: int | None) -> None:

@@ -50,6 +50,9 @@ def test_fifo_refused_without_blocking(tmp_path):
     p = tmp_path / "pipe.json"
     os.mkfifo(p)
     msg = _refused(p, "a FIFO")
+    with pytest.raises(gio.UnsafeFileError) as err:
+        gio.read_bytes(p, 10)
+    assert err.value.what == "fifo"
     assert msg.endswith("is a FIFO, not a regular file")
     _refused(p, "a FIFO", fn=gio.check_regular)
     _refused(p, "a FIFO", fn=lambda q: gio.open_regular(q, None))
@@ -127,6 +130,8 @@ def test_describe_mode_and_show_path():
     assert gio.describe_mode(stat.S_IFBLK) == "a block device"
     assert gio.describe_mode(stat.S_IFLNK) == "a symbolic link"
     assert gio.describe_mode(stat.S_IFREG) == "a regular file"
+    assert [gio.mode_name(m) for m in (stat.S_IFIFO, stat.S_IFCHR, stat.S_IFDIR, stat.S_IFSOCK)] == [
+        "fifo", "character_device", "directory", "socket"]
     assert gio.show_path("a\nb") == "a\\nb"
     assert len(gio.show_path("x" * 1000)) <= 200
     assert issubclass(gio.UnsafeFileError, ValueError)
