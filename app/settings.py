@@ -14,6 +14,7 @@ atomically (app/atomic_io.py), so a full disk never leaves a half-written settin
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
@@ -23,6 +24,7 @@ from PySide6.QtGui import QGuiApplication
 
 from app import atomic_io, ini_guard
 from app.i18n import tr
+from compute import guarded_io
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs
 
@@ -35,6 +37,8 @@ PROMPT_CHAR_LIMIT = 32767  # what the prompt box (a QLineEdit) holds
 CAMERA_TEXT_LIMIT = 4096
 RECENT_VIEWS_MAX = 8
 RECENT_PATH_LIMIT = 4096
+MAX_BYTES = 4 << 20  # a settings file is a few kB (Qt's window state is the largest value)
+log = logging.getLogger(__name__)
 
 
 class Settings:
@@ -53,10 +57,22 @@ class Settings:
         self.valid = self._int("version", 0) == SETTINGS_VERSION
 
     def _screened(self) -> bytes:
+        """The file's screened text. Read through compute.guarded_io: a FIFO, device, directory or socket (or a
+        link to one), or a file over MAX_BYTES, is not read (no hang, no MemoryError on /dev/zero): the
+        defaults are used, one note says why, and sync() leaves the file alone."""
         try:
-            with open(self.path, "rb") as fh:
-                raw = fh.read()
+            raw = guarded_io.read_bytes(self.path, MAX_BYTES)
         except FileNotFoundError:
+            return b""
+        except guarded_io.UnsafeFileError as exc:
+            self._read_failed = True
+            if exc.kind == "special":
+                note = ("guard.settings.special", {"path": guarded_io.show_path(self.path),
+                                                   "what": tr(f"guard.what.{exc.what}")})
+            else:
+                note = ("guard.settings.too_big", {"path": guarded_io.show_path(self.path), "max": MAX_BYTES})
+            self.notes.append(note)
+            log.warning("%s", tr(note[0], **note[1]))
             return b""
         except OSError as exc:
             self._read_failed = True

@@ -263,3 +263,80 @@ def test_an_unreadable_settings_file_is_left_alone(tmp_path):
     s = Settings(str(path))
     assert s.valid is False and "dir.ini" in s.note_texts()[0]
     assert "dir.ini" in s.sync() and path.is_dir()
+
+
+def _alarm(seconds: int = 10):
+    """A settings file that blocks (a FIFO with no writer) fails the test instead of hanging it."""
+    import signal
+
+    def fire(*_a):
+        raise TimeoutError("reading the settings blocked")
+
+    signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+@pytest.mark.parametrize("kind", ["fifo", "link_to_fifo", "dev_zero", "link_to_dev_null", "directory"])
+def test_a_special_settings_file_is_not_read_nor_written(tmp_path, kind):
+    """A FIFO (no hang), /dev/zero (no MemoryError), a link to a device or a directory: one note naming the
+    path and what it is, the defaults, and sync() leaves the special file as it is (no INI written over it)."""
+    import signal
+    import stat
+
+    if kind in ("fifo", "link_to_fifo"):
+        os.mkfifo(tmp_path / "pipe")
+        target, what = tmp_path / "pipe", "a FIFO"
+    elif kind == "directory":
+        (tmp_path / "folder").mkdir()
+        target, what = tmp_path / "folder", "a directory"
+    else:
+        target, what = "/dev/zero" if kind == "dev_zero" else "/dev/null", "a character device"
+        if not os.path.exists(target):
+            pytest.skip(f"no {target}")
+    path = tmp_path / "s.ini" if kind.startswith("link") else target
+    if kind.startswith("link"):
+        path.symlink_to(target)
+    mode = os.stat(target).st_mode
+    _alarm()
+    try:
+        s = Settings(str(path))
+        notes = s.note_texts()
+        assert len(notes) == 1 and str(path) in notes[0] and what in notes[0] and "\n" not in notes[0], notes
+        assert s.valid is False and s.layer(36, 93) == 36 and s.knobs().temperature == 1.0
+        s.save_values(language="en", layer=3, knobs=s.knobs(), prompt="x", camera=None)
+        message = s.sync()
+        assert message and str(path) in message
+        assert os.stat(target).st_mode == mode
+        if kind.startswith("link"):
+            assert os.path.islink(path)
+    finally:
+        signal.alarm(0)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_a_settings_file_over_the_limit_is_left_alone(tmp_path, monkeypatch):
+    import app.settings as settings_module
+
+    monkeypatch.setattr(settings_module, "MAX_BYTES", 100)
+    path = tmp_path / "big.ini"
+    path.write_bytes(b"[General]\nversion=1\n" + b";" * 200 + b"\n")
+    before = path.read_bytes()
+    s = Settings(str(path))
+    assert "larger than 100 bytes" in s.note_texts()[0]
+    assert s.sync() and path.read_bytes() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_a_window_started_on_a_fifo_as_settings_starts_with_defaults(make_window, tmp_path):
+    import signal
+
+    os.mkfifo(tmp_path / "pipe.ini")
+    _alarm(60)
+    try:
+        win = make_window("pipe.ini", wait_trace=False)
+    finally:
+        signal.alarm(0)
+    assert "a FIFO" in win.statusBar().currentMessage()
+    win.close()
+    assert os.path.exists(tmp_path / "pipe.ini") and not os.path.isfile(tmp_path / "pipe.ini")
