@@ -14,15 +14,17 @@ once, as YUV 4:2:0, and ffmpeg stamps it with its frame time (hold_schedule), so
 images, not ~1,500 frames. The caption band sits below the picture (one height for the whole animation), so
 the scene's colour legend along the picture's bottom stays visible.
 
-The file appears only when complete: frames go to a temporary file beside the target, renamed over it at
-the end; a failure or a cancel (the progress callback returns False) removes the temporary file.
+The file appears only when complete (app/video_out.py): frames go to a temporary file beside the target that
+ffmpeg writes through an open descriptor, checked and renamed over the target at the end; the container
+follows the requested name; an encoder failure (exit status, ENOSPC, a cut-short file) is a one-line
+ExportError and the old file stays; a failure, a cancel (the progress callback returns False) or a signal
+removes the temporary file.
 """
 from __future__ import annotations
 
 import logging
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -37,14 +39,14 @@ from app.export import ExportError, render_view
 log = logging.getLogger(__name__)
 
 MODES = ("steps", "orbit")
-# extension -> imageio_ffmpeg.write_frames keyword arguments
+# the requested name's extension -> ffmpeg's codec, pixel format and options (app/video_out.py runs it)
 ENCODERS: dict[str, dict] = {
-    ".mp4": dict(codec="libx264", pix_fmt_out="yuv420p", quality=None,
+    ".mp4": dict(codec="libx264", pix_fmt_out="yuv420p",
                  output_params=["-preset", "veryfast", "-crf", "20", "-movflags", "+faststart"]),
-    ".webm": dict(codec="libvpx-vp9", pix_fmt_out="yuv420p", quality=None,
+    ".webm": dict(codec="libvpx-vp9", pix_fmt_out="yuv420p",
                   output_params=["-deadline", "realtime", "-cpu-used", "8", "-row-mt", "1", "-b:v", "0",
                                  "-crf", "34"]),
-    ".gif": dict(codec="gif", pix_fmt_out="rgb8", quality=None, output_params=["-loop", "0"]),
+    ".gif": dict(codec="gif", pix_fmt_out="rgb8", output_params=["-loop", "0"]),
 }
 MAX_FPS = 60
 MAX_FRAMES = 20000  # ~11 minutes at 30 fps: a bound, not a goal
@@ -314,7 +316,9 @@ def hold_schedule(holds: Sequence[int]) -> str | None:
 
 
 class VideoFile:
-    """Frames piped to ffmpeg into a temporary file beside `path`; `commit()` renames it over `path`,
+    """Frames piped to ffmpeg, which writes a temporary file beside `path` through an open descriptor
+    (app/video_out.py: the container follows the requested name, a special file at the target is refused, the
+    encoder's failure is a one-line ExportError and the old file stays); `commit()` renames it over `path`,
     `abort()` (or any failure) removes it.
 
     With `holds` (frames per image, in the order the images come) a held image is sent once and ffmpeg
@@ -322,30 +326,31 @@ class VideoFile:
     1,500 frames for the 1080p steps video); players show it for its whole hold. Without, every frame is
     sent."""
 
-    def __init__(self, path: str, width: int, height: int, fps: int, holds: Sequence[int] | None = None):
-        import imageio_ffmpeg
+    def __init__(self, path: str, width: int, height: int, fps: int, holds: Sequence[int] | None = None,
+                 exe: str | None = None):
+        from fractions import Fraction
 
-        self.path = os.path.realpath(os.path.abspath(os.path.expanduser(path)))
-        ext = os.path.splitext(self.path)[1].lower()
-        folder = os.path.dirname(self.path)
-        try:
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", suffix=f".part{ext}",
-                                            dir=folder)
-            os.close(fd)
-        except OSError as exc:
-            from app import atomic_io
+        from app import video_out
 
-            raise ExportError(atomic_io.message(atomic_io.WriteError(self.path, exc))) from exc
-        self.yuv = ENCODERS[ext]["pix_fmt_out"] == "yuv420p"  # frames go in as ffmpeg writes them
-        encoder = dict(ENCODERS[ext])
+        ext = os.path.splitext(path)[1].lower()  # the name asked for, not where a link leads
+        if ext not in ENCODERS:
+            raise ExportError(tr(AnimationSpec(lang=i18n.language()))(
+                "anim.error.format", path=path, formats=", ".join(sorted(ENCODERS))))
+        encoder = ENCODERS[ext]
+        self.yuv = encoder["pix_fmt_out"] == "yuv420p"  # frames go in as ffmpeg writes them
         schedule = hold_schedule(holds) if holds is not None else None
         self.held = schedule is not None
-        if self.held:
-            encoder["output_params"] = ["-vf", f"setpts={schedule}", "-fps_mode", "vfr"] + encoder["output_params"]
-        self._gen = imageio_ffmpeg.write_frames(self.tmp, (width, height), fps=fps, macro_block_size=1,
-                                                pix_fmt_in="yuv420p" if self.yuv else "rgb24",
-                                                ffmpeg_log_level="error", **encoder)
-        self._gen.send(None)  # starts ffmpeg
+        filters = ["-vf", f"setpts={schedule}", "-fps_mode", "vfr"] if self.held else []
+        args = ["-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{width}x{height}",
+                "-pix_fmt", "yuv420p" if self.yuv else "rgb24", "-r", str(Fraction(fps).limit_denominator()),
+                "-i", "-", "-an", "-vcodec", encoder["codec"], "-pix_fmt", encoder["pix_fmt_out"],
+                "-v", "error", *filters, *encoder["output_params"]]
+        try:
+            self._out = video_out.VideoOut(path, args, exe=exe)
+        except video_out.VideoError as exc:
+            raise ExportError(str(exc)) from exc
+        self.path = self._out.path
+        self.tmp = self._out.tmp
         self.frames = 0
         self._last: tuple[bytes, int] | None = None  # the last image sent and its hold
 
@@ -354,39 +359,29 @@ class VideoFile:
         self.write(yuv420_bytes(image) if self.yuv else rgb_array(image), times)
 
     def write(self, frame, times: int = 1) -> None:
+        from app.video_out import VideoError
+
         data = frame if isinstance(frame, bytes) else frame.tobytes()
-        for _ in range(1 if self.held else times):
-            self._gen.send(data)
+        try:
+            for _ in range(1 if self.held else times):
+                self._out.write(data)
+        except VideoError as exc:
+            raise ExportError(str(exc)) from exc
         self.frames += times
         self._last = (data, times)
 
     def commit(self) -> str:
-        from app import atomic_io
+        from app.video_out import VideoError
 
         try:
             if self.held and self._last is not None and self._last[1] > 1:
-                self._gen.send(self._last[0])  # the video's last frame: the last image's hold ends there
-            self._gen.close()  # waits for ffmpeg to finish the file
-            mode = atomic_io._mode_for(self.path)
-            os.chmod(self.tmp, mode)
-            os.replace(self.tmp, self.path)
-        except (OSError, RuntimeError) as exc:
-            self.abort()
-            if isinstance(exc, OSError):
-                raise ExportError(atomic_io.message(atomic_io.WriteError(self.path, exc))) from exc
-            raise ExportError(tr(AnimationSpec(lang=i18n.language()))(
-                "anim.error.encode", message=" ".join(str(exc).split())[:200])) from exc
-        return self.path
+                self._out.write(self._last[0])  # the video's last frame: the last image's hold ends there
+            return self._out.commit()  # waits for ffmpeg to finish the file, checks it, renames it
+        except VideoError as exc:
+            raise ExportError(str(exc)) from exc
 
     def abort(self) -> None:
-        try:
-            self._gen.close()
-        except Exception:  # noqa: BLE001 - ffmpeg may already be gone; the file goes either way
-            pass
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        self._out.abort()
 
 
 # ------------------------------------------------------------------------------------------- the export

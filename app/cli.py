@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
 
 from app import i18n
@@ -162,7 +163,57 @@ def _apply_view(args, argv: list[str] | None):
     return saved
 
 
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, so every writer removes its temporary file."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_stopped: list[int] = []  # the signal that arrived (a slot run by Qt may swallow the exception: see check_stop)
+
+
+def _on_signal(signum, _frame) -> None:
+    _stopped.append(signum)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal does not interrupt the clean-up
+        signal.signal(sig, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+def check_stop() -> None:
+    """Raise Stopped if a signal arrived (called between frames: an exception raised inside a Qt slot is
+    swallowed by Qt)."""
+    if _stopped:
+        raise Stopped(_stopped[0])
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The export; SIGINT and SIGTERM stop it with one line and exit 130 / 143, no traceback, no partial file
+    (the writers remove their temporary files on any exception)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    _stopped.clear()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            code = _main(argv)
+        finally:
+            for sig in previous:  # no signal raises past this point
+                signal.signal(sig, signal.SIG_IGN)
+        if _stopped and code != 0:  # the signal's exception was swallowed on the way, the export failed
+            raise Stopped(_stopped[0])
+        return code
+    except Stopped as exc:
+        return _fail(tr("writer.signal.stopped", signal=signal.Signals(exc.signum).name), 128 + exc.signum)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from app import log
 
@@ -180,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         width, height, out = _check_arguments(args)
     except ExportError as exc:
         return _fail(str(exc), 2)
+    from app import atomic_io
+
+    try:  # a FIFO, a device (/dev/full) or a link to one: a bad --out (exit 2), never replaced
+        atomic_io.check_target(out)
+    except atomic_io.WriteError as exc:
+        return _fail(atomic_io.message(exc), 2 if exc.kind in atomic_io.SPECIAL_KINDS else 1)
     try:
         check_writable(out)
     except ExportError as exc:
@@ -274,6 +331,7 @@ def _animate(args, config, trace, steps, width: int, height: int, out: str) -> i
     shown = [-1]
 
     def progress(done: int, total: int) -> bool:
+        check_stop()
         tenth = done * 10 // max(total, 1)
         if tty or tenth != shown[0] or done == total:
             shown[0] = tenth

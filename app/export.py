@@ -53,13 +53,19 @@ def check_size(w: int, h: int) -> None:
 
 
 def check_writable(path: str) -> None:
-    """Raise ExportError (translated) unless a PNG can be written at path."""
+    """Raise ExportError (translated) unless a file (PNG, video) can be written at path: also when path, or
+    where its links lead, exists and is not a regular file (a FIFO, a device such as /dev/full, a socket:
+    atomic_io.check_target), so an export never replaces or blocks on one."""
     if not path or not path.strip():
         raise ExportError(tr("app.export.error.no_path"))
     path = os.path.abspath(os.path.expanduser(path))
-    folder = os.path.dirname(path)
     if os.path.isdir(path):
         raise ExportError(tr("app.export.error.is_dir", path=path))
+    try:
+        path = atomic_io.check_target(path)  # the file a write replaces (links resolved)
+    except atomic_io.WriteError as exc:
+        raise ExportError(atomic_io.message(exc)) from exc
+    folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         raise ExportError(tr("app.export.error.no_folder", folder=folder))
     if os.path.exists(path) and not os.access(path, os.W_OK):
