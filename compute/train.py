@@ -51,9 +51,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from compute import task
+try:
+    import torch
+except ImportError:  # --score needs no torch; training does (main() says how to install it)
+    torch = None
+
+from compute import prefix_score, task
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes
 from compute.config import ModelConfig, load_default
@@ -460,9 +464,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="run a shipped file's training stages in order (RECIPES; the stage options are ignored)")
     ap.add_argument("--evaluate", default=None, metavar="FILE",
                     help="do not train: score FILE (and the random model) and store the scores in its report")
+    ap.add_argument("--score", nargs="?", const="", default=None, metavar="FILE",
+                    help="do not train: greedy completion of every proper prefix of every document, for FILE (default:"
+                         " the shipped weights) and the random model; prints the language x pattern x cut table")
     a = ap.parse_args(argv)
     dims = ToyDims() if a.hidden is None else ToyDims(hidden=a.hidden)
     config = load_default()
+    if a.score is not None:
+        return _score_file(a.score or None, config, a.seed)
+    if torch is None:
+        print("python -m compute.train: training needs PyTorch; its CPU build is enough (pip install torch from "
+              "PyTorch's CPU wheel index, then pip install '.[train]')", file=sys.stderr)
+        return 2
     if a.evaluate is not None:
         return _evaluate_file(a.evaluate, config, a.seed)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
@@ -488,6 +501,23 @@ def main(argv: list[str] | None = None) -> int:
     summary = dict(report)
     summary["curve"] = report["curve"][:: max(1, len(report["curve"]) // 8)] + report["curve"][-1:]
     print(json.dumps(summary, ensure_ascii=False))
+    return 0
+
+
+def _score_file(path: str | None, config: ModelConfig, seed: int) -> int:
+    """Every-prefix greedy scores (compute.prefix_score) of a weights file and of the random model: the table on
+    stderr, one JSON line on stdout."""
+    out = {}
+    for name, weights in (("trained", "trained"), ("random", "random")):
+        engine = ToyK3(config, seed=seed, device="cpu", weights=weights,
+                       weights_path=path if weights == "trained" else None)
+        t0 = time.perf_counter()
+        r = prefix_score.score_prefixes(prefix_score.engine_argmax(engine))
+        print(f"# {name} weights ({engine.weights_name})\n{prefix_score.format_table(r)}", file=sys.stderr)
+        out[name] = {k: r[k] for k in ("by_lang", "held_out", "total", "forwards")}
+        out[name]["score_s"] = round(time.perf_counter() - t0, 1)
+        out[name]["failures"] = r["failures"][:10]
+    print(json.dumps(out, ensure_ascii=False))
     return 0
 
 

@@ -163,3 +163,13 @@ assert code == 0, code
 """, str(out))
     _ok(r)
     assert out.stat().st_size > 1000
+
+
+def test_training_without_torch_says_how_to_install_in_one_line():
+    """Issue 22.5: `python -m compute.train` in a venv without torch: one line naming the CPU wheels, exit 2
+    (no ImportError traceback); `--score` still works (it runs on the numpy engine)."""
+    r = run_without_torch("from compute import train; sys.exit(train.main(['--steps', '1']))")
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "CPU" in lines[0] and "[train]" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
