@@ -4,6 +4,7 @@
 
     image = render(prompt="로봇이 컵을 집었다", layer=37, step=6, size=(1280, 720))   # HxWx4 uint8 RGBA
     image = render(view="talk.k3view")                 # exactly a saved view (File -> Save view…)
+    ex = explain("아이가 상자를 집었다. 그리고")           # why ' 상자': lens, attention, contributions, sources
     print(run(prompt="The robot").summary())           # the trace itself, summarised in a few dozen lines
 
 `render` uses the same off-screen path as `k3-explorer export` (the scene is built by `build_scene`, which the
@@ -54,6 +55,47 @@ def run(prompt: str | None = None, *, view: View | str | None = None, tokens: in
     """The toy engine's Trace for a prompt (or a view's prompt, knobs, weights and model)."""
     v = resolve_view(view, prompt=prompt, tokens=tokens, knobs=knobs, weights=weights, model=model)
     return _trace(v, device)
+
+
+def explain(prompt: str, *, weights: str = "trained", position: int | None = None, model=None, knobs=None,
+            source_mode: str = "zero", lens_mode: str = "exit", device: str = "cpu"):
+    """Why the toy predicts its word at one position: a compute.explain.Explanation.
+
+    position: 0-based token index (default: the last prompt position, the one that predicts the first answer
+    token). model: a bundled config name ("kimi-k3", the default) or a compute.engine.ToyK3 (its weights must
+    be `weights`). knobs: a compute.trace.Knobs or a view file's knobs object (alpha/beta/expert bias change the
+    run; the word is the one predicted at temperature 0). The result has .word, .position, .lens (one entry per
+    layer, index 0 = the embedding) with .lens_rank(piece), .blocks ((layer, part, value); sum(values) + .rest
+    == .logit), .rest, .logit, .sources ((position, piece, effect) of knocking each token out), .attention(layer)
+    (heads x positions x positions: KDA's implicit attention or MLA's softmax; layers 1-based) and
+    .knockout(tokens=, blocks=, experts=, mode="zero") -> Explanation. Bad arguments raise ValueError (one line)."""
+    from compute.explain import Explanation
+
+    if weights not in viewfile.WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(viewfile.WEIGHTS)}, got {weights!r}")
+    if model is None or isinstance(model, str):
+        name = View().model if model is None else model
+        from compute.config import available_configs
+
+        if name not in available_configs():
+            raise ValueError(f"model must be one of {', '.join(available_configs())}, got {name!r}")
+        key = (name, weights, device)
+        engine = _ENGINES.get(key)
+        if engine is None:
+            from compute.engine import ToyK3
+
+            engine = _ENGINES[key] = ToyK3(config=_config(name), device=device, weights=weights)
+    elif hasattr(model, "forward") and hasattr(model, "weights_name"):
+        engine = model
+        if engine.weights_name != weights:
+            raise ValueError(f"the model runs {engine.weights_name} weights, not {weights!r}: pass "
+                             f"weights={engine.weights_name!r}")
+    else:
+        raise ValueError(f"model must be a config name or a ToyK3, got {type(model).__name__}")
+    if knobs is not None and not hasattr(knobs, "alpha"):
+        knobs = resolve_view(None, knobs=knobs).knobs
+    return Explanation.of_prompt(engine, prompt, position, knobs=knobs, source_mode=source_mode,
+                                 lens_mode=lens_mode)
 
 
 def render(prompt: str | None = None, layer: int | None = None, step: int | None = None,
