@@ -15,7 +15,9 @@ engine_path: "compiled" (compute.fused_nb: one numba call per pass; --compiled o
 the disk cache first when it is cold, and init_ms then includes that) or "numpy" (compute.fused's kernels:
 --compiled off, K3_NO_NUMBA=1 or no numba); compiled_kernels says the same as a bool. numpy_run_ms_median /
 numpy_resample_ms_median: the numpy kernels measured in the same run (null with --compiled off: the main
-figures are those). calib_numpy_add_us: one tiny numpy add (a floor of this machine right now, to compare runs
+figures are those). explain_lens_attention_ms_median: compute.explain at EXPLAIN_PROMPT — the prefill, the logit
+lens and every layer's attention row for the last position (target ≤ 20 ms); explain_route_ms_median: that plus
+the direct contributions and one knock-out re-run per token (target ≤ 150 ms); *_cpu_ms_median: process CPU time. calib_numpy_add_us: one tiny numpy add (a floor of this machine right now, to compare runs
 on a loaded machine: run_in_numpy_adds = run_ms_median / calib, load-robust). compile_cache_ready: fused_nb.cache_ready() before start.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ from compute.engine import ToyK3  # noqa: E402
 from compute.trace import Knobs  # noqa: E402
 
 PROMPT = "Kimi K3 reads the next token"  # 6 toy tokens
+EXPLAIN_PROMPT = "아이가 상자를 집었다. 그리고"  # the app's default prompt (8 toy tokens): predicts ' 상자'
 
 
 _CONVERSION_OPS = {"aten.detach.default", "aten.to.dtype_layout", "aten.resolve_conj.default",
@@ -133,6 +136,25 @@ def main() -> None:
     ids = [tr.tokens[6][1]]
     dec_med, _ = _median_ms(lambda: m.forward(ids, 6, knobs, caches), args.repeats)
     pre_med, _ = _median_ms(lambda: m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None), args.repeats)
+    # issue 21 "Why this word" at the default prompt, on this engine: the prefill + logit lens + every layer's
+    # attention row for the last position; and the full route: that + direct contributions + every token's
+    # knock-out re-run (compute.explain)
+    from compute.explain import Explanation
+
+    def _lens_attention():
+        ex = Explanation.of_prompt(m, EXPLAIN_PROMPT)
+        ex.lens, ex.attention_rows
+        return ex
+
+    def _route():
+        ex = _lens_attention()
+        ex.blocks, ex.sources
+
+    _route()
+    lens_cpu: list[float] = []
+    lens_med, _ = _median_ms(_lens_attention, args.repeats, lens_cpu)
+    route_cpu: list[float] = []
+    route_med, _ = _median_ms(_route, max(5, args.repeats // 2), route_cpu)
     numpy_run = numpy_res = None
     if m.compiled:  # the numpy kernels in the same run (same machine load)
         mn = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None, compiled=False)
@@ -182,7 +204,12 @@ def main() -> None:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-        "targets": {"run_ms_median": 15, "resample_ms_median": 1, "weights_load_ms": 200},
+        "explain_lens_attention_ms_median": round(lens_med, 2),
+        "explain_lens_attention_cpu_ms_median": round(lens_cpu[0], 2),
+        "explain_route_ms_median": round(route_med, 2),
+        "explain_route_cpu_ms_median": round(route_cpu[0], 2),
+        "targets": {"run_ms_median": 15, "resample_ms_median": 1, "weights_load_ms": 200,
+                    "explain_lens_attention_ms_median": 20, "explain_route_ms_median": 150},
     }
     print(json.dumps(out))
 
