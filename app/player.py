@@ -2,27 +2,21 @@
 
 The step table (kinds, phases, highlighted blocks, camera focus, flow, data kind, where data lives) and
 `build_steps(trace)` live in scene/steps.py, which the 3D scene reads too (re-exported here). This module
-adds `describe(trace, step, layer)`: the live facts of a step (data type + shape, toy and real K3; the value)
+adds `describe(trace, step, layer, config)`: the live facts of a step (data type + shape, toy and the real
+model's from its config; the value)
 and `step_caption(...)`: "step 12 of 17 · decode token 2". Titles and explanations are i18n keys
 ("app.step.<kind>.title", ".what", ".move"); app/docks/trace_player.py adds the widgets and the timer.
 Seeking is plain indexing: `steps[i]` — nothing depends on having played the steps before it.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from compute.dims import ModelDims
 from scene.steps import (DECODE_KINDS, PIPELINE_LENGTH, PLACES, PREFILL_KINDS, STEP_KINDS, STEP_TABLE,  # noqa: F401
-                         Step, StepSpec, build_steps, fitting_layer, focus_layer, step_at)
-
-# Real K3 sizes used in the "real shape" column (docs/spec/k3-math.md section 0).
-K3_HIDDEN = 7168
-K3_VOCAB = 163840
-K3_KDA_HEADS, K3_KDA_DIM = 96, 128
-K3_KV_LORA, K3_ROPE = 512, 64
-K3_EXPERTS, K3_TOPK = 896, 16
-K3_ATTNRES_CANDIDATES = 9
-
+                         Step, StepSpec, build_steps, fitting_layer, focus_layer, has_step, step_at, trace_features)
 
 @dataclass
 class StepFacts:
@@ -30,10 +24,11 @@ class StepFacts:
 
     dtype: str  # e.g. "str", "uint8", "int64", "float32"
     shape: tuple  # toy shape actually in the trace
-    real_shape: tuple | None  # the same thing at K3 size (None when it is the same)
+    real_shape: tuple | None  # the same thing at the real model's size (None when it is the same or unknown)
     value: str = ""  # a short literal view of the data (bytes in hex, ids, pieces, sampled token ...)
     extra: list[tuple[str, dict]] = field(default_factory=list)  # further (key, fmt) lines
     candidates: list[tuple[str, float, float]] = field(default_factory=list)  # sampling: (word, before, after)
+    absent: bool = False  # the model has nothing this step shows (no KDA layer, no AttnRes ...): `extra` says so
 
 
 def _sampled(trace, pass_index: int) -> tuple[str, int, float]:
@@ -79,13 +74,55 @@ def streamed_text(trace, steps: Sequence[Step], index: int) -> str:
     return "".join(pieces)
 
 
-def describe(trace, step: Step, layer: int | None = None) -> StepFacts:
-    """The live facts of a step (shapes and values from the trace; real K3 shapes from the config)."""
+def model_dims(trace, config=None) -> ModelDims | None:
+    """The real sizes of the model that ran `trace`: `config` when it is that model (a ModelConfig), else the
+    bundled config of that name; None when neither is known (the facts then show toy sizes only)."""
+    if config is not None and getattr(config, "name", None) == trace.config_name:
+        return ModelDims.from_config(config)
+    return _bundled_dims(trace.config_name)
+
+
+@functools.lru_cache(maxsize=8)
+def _bundled_dims(name: str) -> ModelDims | None:
+    from compute.config import ConfigError, ModelConfig, available_configs
+
+    for path in available_configs().values():
+        try:
+            cfg = ModelConfig.from_json(path)
+        except (ConfigError, OSError):
+            continue
+        if cfg.name == name:
+            return ModelDims.from_config(cfg)
+    return None
+
+
+def _absent(part: str, dims: ModelDims | None, n_layers: int) -> StepFacts:
+    """Facts of a step about a part the model has none of (DeepSeek-V3's KDA state, Kimi Linear's AttnRes)."""
+    return StepFacts("—", (), None, "", [(f"app.fact.none.{part}", {"model": _name(dims), "layers": n_layers})],
+                     absent=True)
+
+
+def _name(dims: ModelDims | None) -> str:
+    return dims.display_name if dims is not None else "?"
+
+
+def describe(trace, step: Step, layer: int | None = None, config=None) -> StepFacts:
+    """The live facts of a step: shapes and values from the trace; real shapes from the model that ran it
+    (`config`, a ModelConfig, when it is that model; else the bundled config of the trace's name).
+    A step about a part the model lacks (KDA state, AttnRes ...) returns facts with `absent` set."""
+    dims = model_dims(trace, config)
+    features = trace_features(trace)
     P = trace.prompt_len
     pss = trace.passes[step.pass_index]
     T = len(pss.positions)
     D = pss.embedding.shape[-1]
     k = step.kind
+
+    def real(*shape):
+        return None if dims is None else tuple(shape)
+
+    if not has_step(k, features):
+        return _absent(step.layer_type, dims, trace.n_layers)
     if k == "input":
         return StepFacts("str", (len(trace.text),), None, repr(trace.text))
     if k == "utf8":
@@ -95,54 +132,61 @@ def describe(trace, step: Step, layer: int | None = None) -> StepFacts:
                          [("app.fact.utf8_bytes", {"chars": len(trace.text), "bytes": len(data)})])
     if k == "tokenize":
         pieces = [p for p, _ in trace.tokens[:P]]
-        return StepFacts("str", (P,), None, " | ".join(pieces), [("app.fact.toy_tokenizer", {})])
+        return StepFacts("str", (P,), None, " | ".join(pieces),
+                         [("app.fact.toy_tokenizer_of", {"model": _name(dims), "pieces": len(trace.vocab)})])
     if k == "token_ids":
         ids = [i for _, i in trace.tokens[:P]]
-        return StepFacts("int64", (P,), None, ", ".join(str(i) for i in ids),
-                         [("app.fact.vocab", {"vocab": f"{K3_VOCAB:,}"})])
+        extra = [("app.fact.vocab", {"vocab": f"{dims.vocab:,}"})] if dims is not None else []
+        return StepFacts("int64", (P,), None, ", ".join(str(i) for i in ids), extra)
     if k == "embedding":
-        return StepFacts("float32", (P, D), (P, K3_HIDDEN), _row(pss.embedding[-1]),
-                         [("app.fact.embedding_row", {"bytes": f"{K3_HIDDEN * 2:,}"})])
+        extra = [("app.fact.embedding_row_of", {"model": dims.display_name, "hidden": f"{dims.hidden:,}",
+                                                 "bytes": f"{dims.hidden * 2:,}"})] if dims is not None else []
+        return StepFacts("float32", (P, D), real(P, dims and dims.hidden), _row(pss.embedding[-1]), extra)
     if k in ("prefill", "decode"):
         res = pss.layers[-1].tensors["residual"]
-        return StepFacts("float32", (T, D), (T, K3_HIDDEN), _row(res[-1]),
+        return StepFacts("float32", (T, D), real(T, dims and dims.hidden), _row(res[-1]),
                          [("app.fact.layers", {"n": trace.n_layers, "t": T})])
     if k == "kda_state":
         li = _layer_of(trace, layer, "kda")
         s = pss.layers[li].tensors["kda.state"]
         n_kda = sum(1 for L in pss.layers if L.mixer == "kda")
-        return StepFacts("float32", tuple(s.shape), (K3_KDA_HEADS, K3_KDA_DIM, K3_KDA_DIM), _row(s.reshape(-1)),
+        return StepFacts("float32", tuple(s.shape), real(dims and dims.kda_heads, dims and dims.kda_dim,
+                                                         dims and dims.kda_dim), _row(s.reshape(-1)),
                          [("app.fact.kda_state", {"layer": li + 1, "n": n_kda})])
     if k == "mla_cache":
         li = _layer_of(trace, layer, "mla")
         c = pss.layers[li].tensors["mla.c_kv"]
         n_mla = sum(1 for L in pss.layers if L.mixer == "mla")
-        return StepFacts("float32", tuple(c.shape), (c.shape[0], K3_KV_LORA), _row(c[-1]),
+        return StepFacts("float32", tuple(c.shape), real(c.shape[0], dims and dims.kv_lora), _row(c[-1]),
                          [("app.fact.mla_cache", {"layer": li + 1, "n": n_mla, "rows": c.shape[0]})])
     if k == "attnres":
         li = _layer_of(trace, layer, "attnres")
         w = pss.layers[li].tensors.get("attnres.mixer")
         if w is None:
             w = pss.layers[li].tensors["attnres.ffn"]
-        return StepFacts("float32", tuple(w.shape), (w.shape[0], K3_ATTNRES_CANDIDATES), _row(w[-1]),
+        # the toy runs the real layer order and block size: its candidate count is the real model's
+        return StepFacts("float32", tuple(w.shape), None, _row(w[-1]),
                          [("app.fact.attnres", {"layer": li + 1, "n": w.shape[-1]})])
     if k == "moe":
         li = _layer_of(trace, layer, "moe")
         t = pss.layers[li].tensors
         idx = t["moe.topk_idx"][-1]
-        return StepFacts("float32", tuple(t["moe.router"].shape), (T, K3_EXPERTS),
+        return StepFacts("float32", tuple(t["moe.router"].shape), real(T, dims and dims.experts),
                          ", ".join(str(int(e)) for e in idx),
                          [("app.fact.moe", {"layer": li + 1, "k": len(idx), "e": t["moe.router"].shape[-1]})])
     if k == "final_norm":
         h = pss.final["final.norm"]
-        return StepFacts("float32", tuple(h.shape), (T, K3_HIDDEN), _row(h[-1]),
-                         [("app.fact.final", {"n": pss.final["final.attnres"].shape[-1]})])
+        mix = pss.final.get("final.attnres")
+        extra = [("app.fact.final", {"n": mix.shape[-1]})] if mix is not None else \
+            [("app.fact.final_plain", {"model": _name(dims)})]
+        return StepFacts("float32", tuple(h.shape), real(T, dims and dims.hidden), _row(h[-1]), extra)
     if k == "lm_head":
         logits = pss.final["lm_head"]
         top = int(logits[-1].argmax())
-        return StepFacts("float32", tuple(logits.shape), (T, K3_VOCAB),
-                         f"{trace.vocab[top][0]!r} {float(logits[-1, top]):+.3f}",
-                         [("app.fact.lm_head", {"v": logits.shape[-1], "real": f"{K3_VOCAB:,}"})])
+        extra = [("app.fact.lm_head_of", {"v": logits.shape[-1], "model": _name(dims),
+                                          "real": f"{dims.vocab:,}" if dims is not None else "?"})]
+        return StepFacts("float32", tuple(logits.shape), real(T, dims and dims.vocab),
+                         f"{trace.vocab[top][0]!r} {float(logits[-1, top]):+.3f}", extra)
     if k == "sampling":
         piece, token_id, prob = _sampled(trace, step.pass_index)
         kn = trace.knobs
@@ -158,14 +202,23 @@ def describe(trace, step: Step, layer: int | None = None) -> StepFacts:
         n_bytes = len(piece.encode("utf-8"))
         return StepFacts("bytes", (n_bytes,), None, repr(piece), [("app.fact.stream", {})])
     if k == "decode_cache":
-        kda_i = _layer_of(trace, layer, "kda")
+        state = None
+        if "kda" in features:
+            state = pss.layers[_layer_of(trace, layer, "kda")].tensors["kda.state"]
+        if "mla" not in features:  # an all-KDA model: only the states, updated in place
+            return StepFacts("float32", tuple(state.shape), real(dims and dims.kda_heads, dims and dims.kda_dim,
+                                                                 dims and dims.kda_dim), _row(state.reshape(-1)),
+                             [("app.fact.decode_cache_kda", {"state": "×".join(str(x) for x in state.shape)})])
         mla_i = _layer_of(trace, layer, "mla")
-        s = pss.layers[kda_i].tensors["kda.state"]
         c = pss.layers[mla_i].tensors["mla.c_kv"]
         prev = trace.passes[step.pass_index - 1].layers[mla_i].tensors["mla.c_kv"]
-        return StepFacts("float32", tuple(c.shape), (c.shape[0], K3_KV_LORA), _row(c[-1]),
-                         [("app.fact.decode_cache", {"state": "×".join(str(x) for x in s.shape),
-                                                     "before": prev.shape[0], "after": c.shape[0]})])
+        if state is None:
+            extra = [("app.fact.decode_cache_mla", {"model": _name(dims), "before": prev.shape[0],
+                                                    "after": c.shape[0]})]
+        else:
+            extra = [("app.fact.decode_cache", {"state": "×".join(str(x) for x in state.shape),
+                                                "before": prev.shape[0], "after": c.shape[0]})]
+        return StepFacts("float32", tuple(c.shape), real(c.shape[0], dims and dims.kv_lora), _row(c[-1]), extra)
     raise ValueError(f"unknown step kind {k!r}")
 
 

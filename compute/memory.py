@@ -23,31 +23,17 @@ GIB = 2**30  # binary gibibyte
 SEED_QUERY_HEADS = 32
 SEED_BYTES_PER_KV = 2
 
-# K3 facts (docs/spec/k3-math.md §0)
-K3_PARAMS_BILLION = 2800.0
-K3_LAYERS = 93
-K3_MLA_LAYERS = 24
-K3_KDA_LAYERS = 69
-K3_KV_LORA_RANK = 512
-K3_QK_ROPE_DIM = 64
-K3_MLA_NUMBERS_PER_TOKEN = K3_KV_LORA_RANK + K3_QK_ROPE_DIM  # 576 numbers cached per token per MLA layer
-K3_KDA_HEADS = 96
-K3_KDA_HEAD_DIM = 128
-K3_MAX_CONTEXT = 1_048_576
-
-
-
 @dataclass(frozen=True)
 class CacheShape:
     """What the cache arithmetic needs of a model: layer counts, MLA numbers cached per token and layer, the
-    KDA state's heads and head size. K3's by default; `from_config` reads any ModelConfig."""
+    KDA state's heads and head size. `from_config` reads any ModelConfig; K3_SHAPE is the shipped K3 config's."""
 
-    layers: int = K3_LAYERS
-    mla_layers: int = K3_MLA_LAYERS
-    kda_layers: int = K3_KDA_LAYERS
-    mla_numbers: int = K3_MLA_NUMBERS_PER_TOKEN
-    kda_heads: int = K3_KDA_HEADS
-    kda_head_dim: int = K3_KDA_HEAD_DIM
+    layers: int
+    mla_layers: int
+    kda_layers: int
+    mla_numbers: int
+    kda_heads: int
+    kda_head_dim: int
 
     @classmethod
     def from_config(cls, cfg) -> "CacheShape":
@@ -57,7 +43,46 @@ class CacheShape:
                    kda_heads=(cfg.kda_num_heads or 0) if kda else 0, kda_head_dim=(cfg.kda_head_dim or 0) if kda else 0)
 
 
-K3_SHAPE = CacheShape()
+@dataclass(frozen=True)
+class CacheBytes:
+    """A model's per-sequence cache, from `cache_bytes`: the MLA latent cache per token (all MLA layers) and the
+    KDA state (all KDA layers, constant in length)."""
+
+    mla_per_token: float
+    kda_per_sequence: float
+
+    def at(self, tokens: int, sequences: int = 1) -> float:
+        """Both caches of `sequences` sequences of `tokens` tokens."""
+        return (self.mla_per_token * tokens + self.kda_per_sequence) * sequences
+
+
+def cache_bytes(shape: CacheShape, cache_bytes_per_number: float = 2, state_bytes_per_number: float = 4) -> CacheBytes:
+    """The one cache formula every view uses (calculator, hierarchy, Learn, player):
+        MLA latent cache per token = (kv_lora_rank + qk_rope_head_dim) × MLA layers × bytes   (BF16: 2)
+        KDA state per sequence     = heads × d_k × d_v × KDA layers × bytes                   (fp32: 4)"""
+    return CacheBytes(mla_cache_bytes(1, 1, shape.mla_layers, shape.mla_numbers, cache_bytes_per_number),
+                      kda_state_bytes(1, shape.kda_layers, shape.kda_heads, shape.kda_head_dim, shape.kda_head_dim,
+                                      state_bytes_per_number))
+
+
+def _k3_config():
+    from compute.config import default_config
+
+    return default_config()
+
+
+# K3's facts, read from its shipped config (assets/configs/kimi-k3.json; docs/spec/k3-math.md §0)
+K3_SHAPE = CacheShape.from_config(_k3_config())
+K3_PARAMS_BILLION = float(_k3_config().total_params_billion)
+K3_LAYERS = K3_SHAPE.layers
+K3_MLA_LAYERS = K3_SHAPE.mla_layers
+K3_KDA_LAYERS = K3_SHAPE.kda_layers
+K3_KV_LORA_RANK = _k3_config().kv_lora_rank
+K3_QK_ROPE_DIM = _k3_config().qk_rope_head_dim
+K3_MLA_NUMBERS_PER_TOKEN = K3_SHAPE.mla_numbers  # numbers cached per token per MLA layer
+K3_KDA_HEADS = K3_SHAPE.kda_heads
+K3_KDA_HEAD_DIM = K3_SHAPE.kda_head_dim
+K3_MAX_CONTEXT = _k3_config().max_position_embeddings
 
 # name -> (bits per element, scale bits, elements per scale); scale bits 0 = no scales
 WEIGHT_FORMATS: dict[str, tuple[int, int, int]] = {

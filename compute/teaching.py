@@ -14,17 +14,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# --- real K3 facts used by the experiments (docs/spec/k3-math.md §0, §6) ------------------------------------------
-K3_VOCAB = 163_840
-K3_HIDDEN = 7_168
-K3_LATENT = 3_584
-K3_EXPERTS = 896
-K3_TOPK = 16
-K3_SHARED = 2
-K3_MLA_LAYERS = 24
-K3_KDA_LAYERS = 69
-K3_MLA_CACHE_DIMS = 512 + 64  # kv_lora_rank + qk_rope per token per MLA layer
-K3_KDA_HEADS, K3_KDA_DK, K3_KDA_DV = 96, 128, 128
+# --- real K3 facts used by the experiments, read from K3's shipped config (assets/configs/kimi-k3.json) --------------
+def _k3():
+    from compute.config import default_config
+
+    return default_config()
+
+
+K3_VOCAB = _k3().vocab_size
+K3_HIDDEN = _k3().hidden_size
+K3_LATENT = _k3().moe_latent_size or _k3().hidden_size
+K3_EXPERTS = _k3().n_routed_experts
+K3_TOPK = _k3().num_experts_per_tok
+K3_SHARED = _k3().n_shared_experts
 BF16_BYTES = 2
 
 
@@ -269,16 +271,26 @@ def cost_per_turn(tokens_in: float, tokens_out: float, price_in_per_m: float, pr
     return tokens_in * price_in_per_m / 1e6 + tokens_out * price_out_per_m / 1e6
 
 
-def mla_cache_bytes_per_token(layers: int = K3_MLA_LAYERS, dims: int = K3_MLA_CACHE_DIMS,
-                              bytes_per_number: int = BF16_BYTES) -> int:
-    """MLA latent cache per token: (512 + 64) numbers × 24 MLA layers × bytes (BF16: 27,648 B)."""
-    return layers * dims * bytes_per_number
+def mla_cache_bytes_per_token(config=None, bytes_per_number: float = BF16_BYTES) -> float:
+    """MLA latent cache per token over all MLA layers of `config` (None: K3's; 576 numbers × 24 layers × 2 B =
+    27,648 B). The formula is compute.memory.cache_bytes, the one every view uses."""
+    from compute import memory
+
+    return memory.cache_bytes(_shape(config), cache_bytes_per_number=bytes_per_number).mla_per_token
 
 
-def kda_state_bytes(layers: int = K3_KDA_LAYERS, heads: int = K3_KDA_HEADS, dk: int = K3_KDA_DK,
-                    dv: int = K3_KDA_DV, bytes_per_number: int = 4) -> int:
-    """KDA state per sequence, constant in length: 69 layers × 96 heads × 128 × 128 × 4 B (fp32)."""
-    return layers * heads * dk * dv * bytes_per_number
+def kda_state_bytes(config=None, bytes_per_number: float = 4) -> float:
+    """KDA state per sequence of `config` (None: K3's), constant in length: layers × heads × d_k × d_v × 4 B (fp32);
+    0 for a model without KDA layers. compute.memory.cache_bytes."""
+    from compute import memory
+
+    return memory.cache_bytes(_shape(config), state_bytes_per_number=bytes_per_number).kda_per_sequence
+
+
+def _shape(config):
+    from compute import memory
+
+    return memory.K3_SHAPE if config is None else memory.CacheShape.from_config(config)
 
 
 def speculative_expected_tokens(acceptance: float, draft_len: int) -> float:

@@ -176,7 +176,48 @@ def text_args(config, tr) -> dict:
                 kda_shape=f"{config.kda_num_heads} × {config.kda_head_dim} × {config.kda_head_dim}" if kda else "—")
     args["mixers"] = tr(mixers, **args)
     args["final_mix"] = tr(final_mix, **args)
+    features = config_features(config)
+    # what a step's title says the model has: "Final AttnRes + RMSNorm" / "Final RMSNorm", which caches grow
+    args["final_title"] = tr("app.model_text.final_title." + ("attnres" if "attnres" in features else "plain"))
+    caches = "both" if {"kda", "mla"} <= features else "mla" if "mla" in features else "kda"
+    args["cache_title"] = tr("app.model_text.cache_title." + caches)
+    args["cache_what"] = tr("app.model_text.cache_what." + caches)
+    # a step about a part the model lacks says so in its title ("KDA state written — none in DeepSeek-V3")
+    for part in ("kda", "mla", "attnres", "moe"):
+        args[f"absent_{part}"] = "" if part in features else tr("app.model_text.absent", model=config.display_name)
     return args
+
+
+def model_features(mixer_types: Sequence[str], ffn_types: Sequence[str], attnres: bool) -> frozenset[str]:
+    """The parts a model has that steps are about: "kda" / "mla" (a layer of that mixer), "moe" (a MoE layer),
+    "attnres" (Block AttnRes instead of plain residual sums)."""
+    parts = {m for m in mixer_types if m in ("kda", "mla")}
+    if "moe" in ffn_types:
+        parts.add("moe")
+    if attnres:
+        parts.add("attnres")
+    return frozenset(parts)
+
+
+def config_features(config) -> frozenset[str]:
+    """`model_features` of a ModelConfig."""
+    return model_features(config.mixer_types, config.ffn_types, bool(config.attn_res_block_size))
+
+
+def trace_features(trace) -> frozenset[str]:
+    """`model_features` of the model that ran a Trace (read from the trace itself)."""
+    if trace is None or not trace.passes:
+        return frozenset()
+    layers = trace.passes[0].layers
+    attnres = trace.passes[0].final.get("final.attnres") is not None
+    return model_features([L.mixer for L in layers], [L.ffn for L in layers], attnres)
+
+
+def has_step(kind: str, features: frozenset[str]) -> bool:
+    """Whether a model with `features` has what step `kind` shows (KDA state, MLA cache, AttnRes, MoE routing).
+    A step it lacks stays in the list (the 17-step pipeline keeps its numbers) and says "this model has none"."""
+    layer_type = STEP_TABLE[kind].layer_type
+    return layer_type is None or layer_type in features
 
 
 def fill(text: str, args: dict) -> str:

@@ -10,7 +10,9 @@ the chosen layer: a step about a layer type it lacks names the layer its values 
 """
 from __future__ import annotations
 
+import functools
 import html
+import logging
 import re
 
 from PySide6.QtCore import Qt
@@ -24,6 +26,8 @@ from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
 from app.widgets.rich_text_view import RichTextView
 from scene import steps as steps_text
+
+log = logging.getLogger(__name__)
 PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
 # What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
 # gets break points, a long token list its tail; so no prompt can widen (or lengthen) the panel or the window.
@@ -32,6 +36,27 @@ MAX_PIECE_CHARS = 32
 MAX_CHIPS = 64
 BREAK_EVERY = 24
 _LONG_RUN = re.compile(r"\S{%d,}" % (BREAK_EVERY + 1))
+
+
+def _guarded(method):
+    """A slot of the dock: any exception is logged and said in one line on the panel, never let out into Qt
+    (an exception leaving a slot is printed by Qt and leaves the panel half drawn). Qt's extra signal
+    arguments beyond the method's own are dropped."""
+    n_args = method.__code__.co_argcount - 1
+
+    @functools.wraps(method)
+    def slot(self, *args):
+        try:
+            return method(self, *args[:n_args])
+        except Exception as exc:  # noqa: BLE001 - see above
+            log.exception("trace player: %s", method.__name__)
+            try:
+                self._show_message(tr("app.player.facts_failed", error=f"{type(exc).__name__}: {exc}"))
+            except Exception:  # noqa: BLE001 - the message label itself failed: the log has it
+                pass
+        return None
+
+    return slot
 
 
 class TracePlayerDock(QDockWidget):
@@ -193,6 +218,7 @@ class TracePlayerDock(QDockWidget):
     def pause(self) -> None:
         self.player.pause()
 
+    @_guarded
     def run_prompt(self) -> None:
         text = self.prompt.text()
         if not text.strip():
@@ -202,20 +228,25 @@ class TracePlayerDock(QDockWidget):
         self.state.request_prompt(text)
 
     # --- internals ---------------------------------------------------------------------------
+    @_guarded
     def _on_speed(self, _i: int) -> None:
         self.player.set_speed(float(self.speed.currentData() or 1.0))
 
+    @_guarded
     def _on_seek_slider(self, value: int) -> None:
         if value != self.index:
             self.seek(value)
 
+    @_guarded
     def _on_list_row(self, row: int) -> None:
         if row >= 0 and row != self.index:
             self.seek(row)
 
+    @_guarded
     def _on_step_changed(self, _index: int) -> None:
         self._refresh()
 
+    @_guarded
     def _on_trace(self, trace) -> None:
         if self.prompt.text() != trace.text and not self.prompt.hasFocus():
             self.prompt.setText(trace.text)
@@ -226,6 +257,7 @@ class TracePlayerDock(QDockWidget):
         self.seek_slider.blockSignals(False)
         self._refresh()
 
+    @_guarded
     def _on_error(self, message: str) -> None:
         self._show_message(tr("app.status.engine_error", message=message))
 
@@ -266,6 +298,7 @@ class TracePlayerDock(QDockWidget):
             self.play_button.setIcon(icon)
         _set_if_changed(self.play_button, "toolTip", "setToolTip", tr("app.action.play_pause"))
 
+    @_guarded
     def _refresh(self) -> None:
         n = len(self.steps)
         self.counter.setText(player.step_caption(self.steps[self.index], tr) if n else "")
@@ -311,6 +344,7 @@ class TracePlayerDock(QDockWidget):
                                   f"{html.escape(shown_text(streamed))}</span>▌")
         self.weights_caption.setText(weights_choice.answer_caption(trace, tr))
 
+    @_guarded
     def _show_details(self) -> None:
         trace = self.state.trace
         if trace is None or not self.steps:
@@ -327,26 +361,32 @@ class TracePlayerDock(QDockWidget):
         _set_if_changed(self.phase, "styleSheet", "setStyleSheet",
                         f"background:{colour}; color:white; border-radius:4px; padding:2px 6px;")
         try:
-            facts = player.describe(trace, step, self.state.layer)
-        except (KeyError, IndexError, ValueError) as exc:
-            self.facts.setText(html.escape(tr("app.player.no_facts", error=str(exc))))
+            facts = player.describe(trace, step, self.state.layer, self.state.config)
+        except Exception as exc:  # noqa: BLE001 - a slot: nothing may leave it; the panel says what failed
+            log.exception("trace player: facts of step %s", step.kind)
+            self.facts.setText(html.escape(tr("app.player.facts_failed", error=f"{type(exc).__name__}: {exc}")))
             return
-        data = f"{tr('app.data.' + step.data_kind)} · <code>{facts.dtype}</code> {player.shape_text(facts.shape)}"
+        if facts.absent:
+            data = html.escape(tr("app.player.none_data"))
+        else:
+            data = f"{tr('app.data.' + step.data_kind)} · <code>{facts.dtype}</code> {player.shape_text(facts.shape)}"
         if facts.real_shape is not None:
-            data += f" &nbsp;<span style='color:gray'>{html.escape(tr('app.player.real_k3'))} " \
+            model = player.model_dims(trace, self.state.config).display_name
+            data += f" &nbsp;<span style='color:gray'>{html.escape(tr('app.player.real_model', model=model))} " \
                     f"{player.shape_text(facts.real_shape)}</span>"
         places = [tr(f"app.place.{p}") for p in step.path]
         places[-1] = f"<b>{places[-1]}</b>"
-        rows = [
-            (tr("app.player.data"), data),
-            (tr("app.player.where"), " → ".join(places)),
-            (tr("app.player.moves"), html.escape(tr(step.move_key, **self._text_args()))),
-            (tr("app.player.value"), f"<code>{html.escape(shown_text(facts.value))}</code>"),
-        ]
+        rows = [(tr("app.player.data"), data)]
+        if not facts.absent:
+            rows += [
+                (tr("app.player.where"), " → ".join(places)),
+                (tr("app.player.moves"), html.escape(tr(step.move_key, **self._text_args()))),
+                (tr("app.player.value"), f"<code>{html.escape(shown_text(facts.value))}</code>"),
+            ]
         for key, fmt in facts.extra:
             rows.append(("", html.escape(tr(key, **fmt))))
         rows += candidate_rows(facts.candidates)  # the sampling step: the top words with their probabilities
-        note = self._layer_note(trace, step)
+        note = "" if facts.absent else self._layer_note(trace, step)
         if note:
             rows.append(("", f"<i>{html.escape(note)}</i>"))
         body = "".join(f"<tr><td style='color:gray; padding-right:8px; vertical-align:top'>{html.escape(k)}</td>"
@@ -387,6 +427,7 @@ class TracePlayerDock(QDockWidget):
             cached = self._text_args_cache = (key, steps_text.text_args(self.state.config, tr))
         return dict(cached[1])
 
+    @_guarded
     def retranslate(self) -> None:
         self.setWindowTitle(tr("app.dock.trace_player"))
         self.prompt.setPlaceholderText(tr("app.player.prompt_placeholder"))

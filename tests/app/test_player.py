@@ -1,8 +1,11 @@
-"""Trace player core (Qt-free): steps from a real engine trace, seeking, per-step facts."""
+"""Trace player core (Qt-free): steps from a real engine trace, seeking, per-step facts; the real sizes come
+from the model that ran (hand-computed here from each config.json's own fields, not from compute.dims)."""
+import json
+
 import pytest
 
 from app import i18n, player
-from compute.config import load_default
+from compute.config import ModelConfig, available_configs, load_default
 
 PROMPT = "로봇이 컵"  # 5 characters: 4 Hangul syllables (3 UTF-8 bytes each) + 1 space -> 13 bytes
 
@@ -12,6 +15,81 @@ def trace():
     from compute.engine import ToyK3
 
     return ToyK3().run(PROMPT, max_new_tokens=3)
+
+
+def raw_config(stem: str) -> dict:
+    with open(available_configs()[stem], encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def odd_user_config() -> dict:
+    """A user's config.json with unusual values: no q_lora_rank, no shared experts, no AttnRes, 1 MLA layer."""
+    raw = raw_config("kimi-linear-48b")
+    raw.update(name="odd-user", display_name="Odd User Model", num_hidden_layers=4, num_shared_experts=0)
+    raw["linear_attn_config"] = dict(raw["linear_attn_config"], kda_layers=[1, 2, 3], full_attn_layers=[4])
+    return raw
+
+
+def hand_sizes(raw: dict) -> dict:
+    """The real sizes a person reads off a config.json (field names of each model's own file)."""
+    lin = raw.get("linear_attn_config") or {}
+    kda_layers = len(lin.get("kda_layers", []))
+    return dict(hidden=raw["hidden_size"], vocab=raw["vocab_size"], kv_lora=raw["kv_lora_rank"],
+                experts=raw.get("n_routed_experts", raw.get("num_experts")), kda=kda_layers,
+                kda_state=(lin["num_heads"], lin["head_dim"], lin["head_dim"]) if kda_layers else None,
+                attnres=bool(raw.get("attn_res_block_size")), name=raw.get("display_name", raw["name"]))
+
+
+def _config_cases():
+    return [pytest.param(raw_config(stem), id=stem) for stem in sorted(available_configs())] + \
+        [pytest.param(odd_user_config(), id="odd-user")]
+
+
+@pytest.mark.parametrize("raw", _config_cases())
+def test_every_step_states_the_running_models_real_sizes(raw):
+    """Every step of every bundled model and of an unusual user config has facts, with that model's real
+    sizes; a step about a part the model lacks says so instead of failing."""
+    from compute.engine import ToyK3
+
+    cfg = ModelConfig.from_dict(raw, "config.json")
+    tr = ToyK3(cfg).run("hi", max_new_tokens=2)
+    want = hand_sizes(raw)
+    steps = player.build_steps(tr)
+    facts = {}
+    for s in steps:
+        f = player.describe(tr, s, 0, cfg)  # never raises
+        facts.setdefault(s.kind, f)
+        for key, fmt in f.extra:
+            for lang in ("en", "ko"):
+                text = i18n.tr(key, lang=lang, **fmt)
+                assert "{" not in text and "K3" not in text or "K3" in want["name"], (s.kind, text)
+    P, T = tr.prompt_len, tr.prompt_len
+    assert facts["embedding"].real_shape == (P, want["hidden"])
+    assert facts["lm_head"].real_shape == (T, want["vocab"])
+    assert facts["moe"].real_shape == (T, want["experts"])
+    assert facts["final_norm"].real_shape == (T, want["hidden"])
+    assert facts["mla_cache"].real_shape == (P, want["kv_lora"])
+    vocab_line = dict(facts["token_ids"].extra)["app.fact.vocab"]["vocab"]
+    assert vocab_line == f"{want['vocab']:,}"
+    assert dict(facts["embedding"].extra)["app.fact.embedding_row_of"]["bytes"] == f"{2 * want['hidden']:,}"
+    if want["kda_state"]:
+        assert not facts["kda_state"].absent and facts["kda_state"].real_shape == want["kda_state"]
+    else:  # DeepSeek-V3 / Kimi K2: no KDA layer; the step says so
+        assert facts["kda_state"].absent and facts["kda_state"].extra[0][0] == "app.fact.none.kda"
+        assert "app.fact.decode_cache_mla" in dict(facts["decode_cache"].extra)
+    if want["attnres"]:
+        assert not facts["attnres"].absent and "app.fact.final" in dict(facts["final_norm"].extra)
+    else:
+        assert facts["attnres"].absent and "app.fact.final_plain" in dict(facts["final_norm"].extra)
+    # the step titles name what the model has ("Final RMSNorm" without AttnRes, "none in <model>")
+    from scene.steps import text_args
+
+    for lang in ("en", "ko"):
+        args = text_args(cfg, lambda k, **f: i18n.tr(k, lang=lang, **f))
+        title = i18n.tr("app.step.final_norm.title", lang=lang, **args)
+        assert ("AttnRes" in title) == want["attnres"], title
+        kda_title = i18n.tr("app.step.kda_state.title", lang=lang, **args)
+        assert (want["name"] in kda_title) == (not want["kda_state"]), kda_title
 
 
 def test_steps_cover_the_pipeline_in_order(trace):
@@ -58,11 +136,12 @@ def test_facts_are_the_trace_values(trace):
     assert utf8.dtype == "uint8" and utf8.shape == (13,)
     assert utf8.value.startswith("EB A1 9C")  # '로' = U+B85C = EB A1 9C
     emb = player.describe(trace, by_kind["embedding"])
-    assert emb.shape == (trace.prompt_len, 8) and emb.real_shape == (trace.prompt_len, 7168)
+    k3 = hand_sizes(raw_config("kimi-k3"))
+    assert emb.shape == (trace.prompt_len, 8) and emb.real_shape == (trace.prompt_len, k3["hidden"])
     ids = player.describe(trace, by_kind["token_ids"])
     assert ids.value.split(", ") == [str(i) for _, i in trace.tokens[:trace.prompt_len]]
     kda = player.describe(trace, by_kind["kda_state"], layer=36)
-    assert kda.shape == (2, 4, 4) and kda.real_shape == (96, 128, 128)
+    assert kda.shape == (2, 4, 4) and kda.real_shape == k3["kda_state"]
     samp = player.describe(trace, by_kind["sampling"])
     piece, token_id = trace.tokens[trace.prompt_len]  # first generated token
     assert samp.value == f"{piece!r} → {token_id}"

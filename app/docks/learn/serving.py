@@ -250,7 +250,7 @@ class ServingPanel(QScrollArea):
         per_tok = T.mla_cache_bytes_per_token()
         kv_gb = KV_TOKENS_REPORTED * per_tok / 1e9
         sessions = fmt(KV_TOKENS_REPORTED / self.tok_in.value(), 1) if self.tok_in.value() else "—"
-        self.kv_text.setText(tr("learn.serving.kv.text", tokens="3.25M", per_tok=f"{per_tok:,}", gb=fmt(kv_gb, 1),
+        self.kv_text.setText(tr("learn.serving.kv.text", tokens="3.25M", per_tok=f"{per_tok:,.0f}", gb=fmt(kv_gb, 1),
                                 ctx=f"{self.tok_in.value():,}", sessions=sessions,
                                 kda=fmt(T.kda_state_bytes() / 1e6, 0)))
         a, g = self.acceptance.value(), int(self.draft.value())

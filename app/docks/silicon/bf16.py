@@ -13,6 +13,7 @@ from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, note_label
 from app.widgets.paint import box, css, mix, qcolor, text
 from compute import bits as B
+from compute.config import default_config
 
 GROUP_ROLE = {"sign": "attnres", "exponent": "activation", "mantissa": "state"}
 
@@ -82,6 +83,7 @@ class Bf16Tab(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._syncing = False
+        self.config = None  # the shown model (None: K3's shipped config); set_config follows another
         self.pattern = B.bf16_bits(0.75)
         self.rounding = B.bf16_rounding(0.75)
         self.input_label = QLabel()
@@ -244,6 +246,11 @@ class Bf16Tab(QWidget):
         self.formula.setText(tr("silicon.bf16.fields", fields=fields, s=s, e=e, m=m) + "\n" + f)
         self.strip.update()
 
+    def set_config(self, cfg) -> None:
+        """The facts name the shown model's row and embedding-table sizes (a ModelConfig)."""
+        self.config = cfg
+        self.retranslate()
+
     def retranslate(self) -> None:
         self.input_label.setText(tr("silicon.bf16.input"))
         self.special_label.setText(tr("silicon.bf16.specials"))
@@ -255,12 +262,14 @@ class Bf16Tab(QWidget):
         self.group_labels["mantissa"].setText(tr("silicon.bf16.mantissa"))
         self.facts_title.setText(tr("silicon.bf16.facts_title"))
         f = B.bf16_facts()
-        row = B.bytes_for(7168)
-        emb = 163_840 * row
+        cfg = self.config if self.config is not None else default_config()
+        row = B.bytes_for(cfg.hidden_size)  # one hidden state / embedding row of the shown model
+        emb = cfg.vocab_size * row
         lines = [
-            tr("silicon.bf16.fact_row", n="7,168", bytes=f"{row:,}"),
+            tr("silicon.bf16.fact_row_of", n=f"{cfg.hidden_size:,}", bytes=f"{row:,}", model=cfg.display_name),
             tr("silicon.bf16.fact_row4096", bytes=f"{B.bytes_for(4096):,}", kib=f"{B.bytes_for(4096) / 1024:g}"),
-            tr("silicon.bf16.fact_embedding", bytes=f"{emb:,}", gb=f"{emb / 1e9:.2f}"),
+            tr("silicon.bf16.fact_embedding_of", bytes=f"{emb:,}", gb=f"{emb / 1e9:.2f}", model=cfg.display_name,
+               rows=f"{cfg.vocab_size:,}", row=f"{row:,}"),
             tr("silicon.bf16.fact_eps", eps=repr(f["epsilon"])),
             tr("silicon.bf16.fact_range", max=f"{f['max_finite']:.4e}", min=f"{f['min_normal']:.4e}",
                sub=f"{f['min_subnormal']:.4e}"),

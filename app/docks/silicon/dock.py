@@ -29,6 +29,9 @@ class SiliconDock(TabbedDock):
         if state.config is not None:
             self.hier.set_config(state.config)
         state.config_changed.connect(self.hier.set_config)  # and so do the hierarchy's explanations
+        if state.config is not None:
+            self.bf16.set_config(state.config)
+        state.config_changed.connect(self.bf16.set_config)  # and the BF16 tab's row / table sizes
 
     def wrap(self, tab, page) -> QScrollArea:
         scroll = QScrollArea()
