@@ -13,16 +13,16 @@ Storage: BF16 (the top 16 bits of a float32, rounded to nearest even, kept as ui
 except the few where 8 bits of mantissa would move the model: the router bias (Quantile Balancing sets
 it to the 1e-3 scale where top-k ties are decided), KDA's A_log and dt_bias — those stay float32.
 
-Loading never executes anything from the file (np.load with allow_pickle=False) and checks every array's
-name, shape, dtype and finiteness against the layout the engine expects; any mismatch raises
-WeightsError with a one-line message.
+Loading never executes anything from the file (no pickles: compute.weights_archive parses the zip directory
+and each .npy header itself, bounded, before allocating) and checks every array's name, shape, dtype,
+finiteness and magnitude against the layout the engine expects; any failure — a mismatch, a damaged or
+hostile file, a FIFO or device at the path — raises WeightsError with a one-line message.
 """
 from __future__ import annotations
 
 import json
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,15 @@ FORMAT_VERSION = 1
 ASSET_VERSION = "v1"
 ASSET_NAME = f"toy-k3-{ASSET_VERSION}.npz"
 _F32_KEYS = ("moe.bias", "kda.A_log", "kda.dt_bias")
+_DTYPES = ("<u2", "<f4")  # the stored forms (BF16 bits, float32), little-endian, by dtype string
+MAX_FILE_BYTES = 256 << 20  # the shipped toy file is ~9.7 MB
+MAX_MEMBER_BYTES = 128 << 20
+MAX_ELEMENTS = 32 << 20  # per array
+MAX_META_BYTES = 1 << 20
+MAX_META_DEPTH = 32
+MAX_ABS_WEIGHT = 1e4  # a trained toy weight is within ±5; a larger one is damage (BF16 reaches 3.4e38)
+_META_TYPES = {"config": str, "dims": dict, "vocab": list, "seed": int, "asset_version": str, "task": str,
+               "report": dict, "format": str}
 
 
 class WeightsError(ValueError):
@@ -179,52 +188,133 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     return path
 
 
-def read(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
+def packed_shapes(expected: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """{stored name: shape} of the file for the engine's {flat name: shape} (what pack makes of them):
+    per-layer keys stacked over the layers that have them. WeightsError when layers disagree on a shape."""
+    groups: dict[str, list[tuple[int, ...]]] = {}
+    out: dict[str, tuple[int, ...]] = {}
+    for n, shape in expected.items():
+        li, key = _split_layer_name(n)
+        if li is None:
+            out[n] = tuple(shape)
+        else:
+            groups.setdefault(key, []).append(tuple(shape))
+    for key, shapes in groups.items():
+        if len(set(shapes)) != 1:
+            raise WeightsError(f"layers disagree on the shape of {key}")
+        out["layers." + key] = (len(shapes),) + shapes[0]
+    return out
+
+
+def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """({stored name: float32 array}, meta) of a weights file (per-layer weights stacked, see pack/unpack).
-    Raises WeightsError for an unreadable file."""
+
+    Bounded (compute.weights_archive): the file is opened through compute.guarded_io (a regular file of at
+    most MAX_FILE_BYTES); the zip directory (compression stored / deflated only, declared sizes capped) and
+    every .npy header (dtype bf16 bits / float32, C order, element count capped, and with `expected` — the
+    engine's {flat name: shape}, see ToyK3.weight_shapes — exactly the expected names and shapes) are checked
+    before any array is allocated; the metadata goes through compute.bounded_json (size and depth bounded) and
+    its fields are type-checked; every weight must be finite with |w| <= MAX_ABS_WEIGHT. Every failure is a
+    WeightsError with one line (the engine then falls back to random weights)."""
+    from compute import weights_archive
+
     path = Path(path)
-    if not path.is_file():
+    shown = _shown(path)
+    if not os.path.lexists(path):
         raise WeightsError(f"weights file not found: {path}")
+    want = None
+    if expected is not None:
+        want = packed_shapes(expected)
+        want["__meta__"] = None
+    allowed = {k: set(_DTYPES) for k in want} if want is not None else set(_DTYPES) | {"|u1"}
+    if want is not None:
+        allowed["__meta__"] = {"|u1"}
     try:
-        with np.load(path, allow_pickle=False) as z:
-            raw = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise WeightsError(f"weights file {path.name} is not a readable .npz: {e}") from None
+        raw = weights_archive.read_arrays(path, allowed_dtypes=allowed,
+                                          expected=None if want is None else {k: v for k, v in want.items()
+                                                                               if v is not None},
+                                          max_file_bytes=MAX_FILE_BYTES, max_member_bytes=MAX_MEMBER_BYTES,
+                                          max_elements=MAX_ELEMENTS)
+    except weights_archive.ArchiveError as e:
+        raise WeightsError(f"weights file {shown} {e}") from None
     m = raw.pop("__meta__", None)
     if m is None or m.dtype != np.uint8 or m.ndim != 1:
-        raise WeightsError(f"weights file {path.name} has no metadata entry")
-    try:
-        meta = json.loads(m.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise WeightsError(f"weights file {path.name} has unreadable metadata") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise WeightsError(f"weights file {path.name} is not a K3 Explorer toy-weights file")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise WeightsError(f"weights file {path.name} has format version {meta.get('format_version')!r}; "
-                           f"this build reads {FORMAT_VERSION}")
+        raise WeightsError(f"weights file {shown} has no metadata entry")
+    if want is not None:
+        missing = sorted(set(want) - set(raw) - {"__meta__"})
+        if missing:
+            raise WeightsError(f"weights file {shown}: missing {missing[:3]}")
+    meta = _read_meta(m, shown)
     arrays = {}
     for k, a in raw.items():
-        if a.dtype not in (np.uint16, np.float32):
-            raise WeightsError(f"weight {k} in {path.name} has dtype {a.dtype}; expected bf16 bits or float32")
+        if a.dtype.str == "|u1":
+            raise WeightsError(f"weight {k} in {shown} has dtype uint8; expected bf16 bits or float32")
         f = dequantize(a)
-        if not np.isfinite(f).all():
-            raise WeightsError(f"weight {k} in {path.name} is not finite")
+        if not (np.abs(f) <= MAX_ABS_WEIGHT).all():  # NaN fails the comparison too
+            what = "is not finite" if not np.isfinite(f).all() else \
+                f"holds a value of magnitude {float(np.abs(f).max()):.3g} (at most {MAX_ABS_WEIGHT:g})"
+            raise WeightsError(f"weight {k} in {shown} {what}")
         arrays[k] = f
     return arrays, meta
 
 
+def _shown(path: Path) -> str:
+    from compute.guarded_io import show_path
+
+    return show_path(path.name, 80)
+
+
+def _read_meta(m: np.ndarray, shown: str) -> dict:
+    """The metadata dict of the __meta__ bytes: bounded JSON, the format checked, known fields type-checked."""
+    from compute import bounded_json
+
+    if m.size > MAX_META_BYTES:
+        raise WeightsError(f"weights file {shown} has {m.size} bytes of metadata (at most {MAX_META_BYTES})")
+    try:
+        meta = bounded_json.load_object(m.tobytes().decode("utf-8"), MAX_META_BYTES, MAX_META_DEPTH)
+    except UnicodeDecodeError:
+        raise WeightsError(f"weights file {shown} has unreadable metadata: not UTF-8") from None
+    except bounded_json.JSONLimitError as e:
+        raise WeightsError(f"weights file {shown} has unreadable metadata: {e.problem}") from None
+    if meta.get("format") != FORMAT:
+        raise WeightsError(f"weights file {shown} is not a K3 Explorer toy-weights file")
+    v = meta.get("format_version")
+    if v != FORMAT_VERSION or type(v) is not int:
+        raise WeightsError(f"weights file {shown} has format version {_brief(v)}; this build reads {FORMAT_VERSION}")
+    for key, types in _META_TYPES.items():
+        if key in meta and not (isinstance(meta[key], types) and not isinstance(meta[key], bool)):
+            raise WeightsError(f"weights file {shown} has metadata {key!r} of type {type(meta[key]).__name__}")
+    dims = meta.get("dims")
+    if dims is not None and not all(type(x) is int for x in dims.values()):
+        raise WeightsError(f"weights file {shown} has metadata 'dims' that are not all integers")
+    vocab = meta.get("vocab")
+    if vocab is not None and not all(isinstance(x, str) for x in vocab):
+        raise WeightsError(f"weights file {shown} has metadata 'vocab' that is not a list of strings")
+    return meta
+
+
+def _brief(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def check_meta(meta: dict, config_name: str, dims: dict, vocab: list[str], name: str = "weights") -> None:
-    """Raise WeightsError unless the file is for this config, these toy dims and this vocabulary."""
+    """Raise WeightsError unless the file is for this config, these toy dims and this vocabulary (any other
+    type than the expected one for a field is a mismatch too)."""
+    if not isinstance(meta, dict):
+        raise WeightsError(f"{name} have no metadata")
     if meta.get("config") != config_name:
-        raise WeightsError(f"{name} are for config {meta.get('config')!r}, not {config_name!r}")
+        raise WeightsError(f"{name} are for config {_brief(meta.get('config'))}, not {config_name!r}")
     got = meta.get("dims")
     if got != dims:
-        diff = [f"{k}={got.get(k)} (here {v})" for k, v in dims.items() if got.get(k) != v] if isinstance(got, dict) \
-            else [repr(got)[:40]]
-        raise WeightsError(f"{name} are for other toy dims: {', '.join(diff[:4])}")
-    if meta.get("vocab") != list(vocab):
-        raise WeightsError(f"{name} are for another toy vocabulary ({len(meta.get('vocab') or [])} pieces)")
+        diff = [f"{k}={_brief(got.get(k))} (here {v})" for k, v in dims.items() if got.get(k) != v] \
+            if isinstance(got, dict) else [_brief(got)]
+        raise WeightsError(f"{name} are for other toy dims: {', '.join(diff[:4]) or 'other keys'}")
+    got_vocab = meta.get("vocab")
+    if got_vocab != list(vocab):
+        n = len(got_vocab) if isinstance(got_vocab, list) else _brief(got_vocab)
+        raise WeightsError(f"{name} are for another toy vocabulary ({n} pieces)")
 
 
 __all__ = ["save", "read", "check_meta", "pack", "unpack", "flatten", "flatten_layout", "default_path", "WeightsError",
-           "to_bf16_bits", "from_bf16_bits", "ASSET_NAME", "FORMAT_VERSION"]
+           "to_bf16_bits", "from_bf16_bits", "ASSET_NAME", "FORMAT_VERSION", "packed_shapes", "MAX_ABS_WEIGHT"]
