@@ -26,6 +26,8 @@ class ViewActions:
     def __init__(self, window):
         self.window = window
         self.pending: View | None = None  # opened, waiting for its trace
+        self.before = None  # (knobs, prompt, tokens) before the pending view was applied
+        self.source: str | None = None  # the file of the view being applied
         self.last_error = ""  # the last refusal (also in a message box and the status bar)
         self.message_box: QMessageBox | None = None
         self.folder = os.path.expanduser("~")
@@ -82,9 +84,12 @@ class ViewActions:
             self.warn(tr("app.view.unbundled_model", name=cfg.name, path=cfg.path), "app.action.save_view")
             return False
         try:
-            written = viewfile.save(self.current_view(), path)
+            written = viewfile.save(self.current_view(), path, self.window.config)
         except atomic_io.WriteError as exc:
             self.warn(atomic_io.message(exc), "app.action.save_view")
+            return False
+        except ViewError as exc:  # the view would not open again (e.g. a seed over viewfile.MAX_SEED)
+            self.warn(tr("guard.view.not_saved", message=str(exc)), "app.action.save_view")
             return False
         self.folder = os.path.dirname(written)
         self.remember(written)
@@ -118,8 +123,12 @@ class ViewActions:
             return False
         path = os.path.abspath(path)
         self.folder = os.path.dirname(path)
-        if not self.apply(view):
-            return False
+        self.source = path
+        try:
+            if not self.apply(view):
+                return False
+        finally:
+            self.source = None
         self.remember(path)
         return True
 
@@ -140,6 +149,7 @@ class ViewActions:
         """Show the view: another bundled model is switched to through the Model menu's path (the window
         switches once the engine ran it); the prompt, knobs and tokens run; the rest follows the trace."""
         w = self.window
+        cfg = w.config
         if view.model != w.config.name:
             from compute.config import ConfigError, ModelConfig, available_configs
 
@@ -148,10 +158,17 @@ class ViewActions:
             except (ConfigError, KeyError) as exc:
                 self.warn(tr("app.view.open_failed", path=view.model, message=str(exc)))
                 return False
+        try:  # the knobs and layer against the model that will run them: a refusal changes nothing
+            viewfile.check_model(view, cfg, self.source or "<view>")
+        except ViewError as exc:
+            self.refuse(exc)
+            return False
+        if cfg is not w.config:
             w.models.request(cfg)
+        st = w.state
+        self.before = (st.knobs, st.prompt, w.engine.max_new_tokens)  # put back if the engine refuses the view
         i18n.set_language(view.language)
         w.engine.max_new_tokens = view.tokens
-        st = w.state
         st.knobs, st.prompt = view.knobs, view.prompt
         self.pending = view
         # the weights chosen (the Model menu's choice where the window has one), else those the trace ran with
@@ -176,11 +193,18 @@ class ViewActions:
             self._finish()
 
     def _on_error(self, _message: str) -> None:
-        self.pending = None  # the engine refused the view's prompt or knobs; the message is shown already
+        """The engine refused the view's prompt or knobs (the message is shown already): the window's own
+        knobs, prompt and token count come back, so the next run is the one before the view (not the view's
+        failing one again)."""
+        if self.pending is not None and self.before is not None:
+            st, engine = self.window.state, self.window.engine
+            st.knobs, st.prompt, engine.max_new_tokens = self.before
+        self.pending = None
+        self.before = None
 
     def _finish(self) -> None:
         """The view's trace is on screen: its step, layer, selection and camera."""
-        view, self.pending = self.pending, None
+        view, self.pending, self.before = self.pending, None, None
         w = self.window
         w.state.player.seek(view.step - 1)
         w.state.select_layer(view.layer - 1)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app import atomic_io
-from compute import bounded_json
+from compute import bounded_json, guarded_io
 from compute.config import ConfigError, available_configs
 from compute.trace import Knobs
 
@@ -43,6 +43,7 @@ MAX_NEW_TOKENS = 64
 MAX_STEP = 15 + 6 * (MAX_NEW_TOKENS - 1)  # prefill steps + decode steps (app/player.py) with 64 tokens
 MAX_EXPERT_BIAS = 1e6  # compute.engine._check_knobs
 MAX_BIASED_EXPERTS = 1024
+MAX_SEED = 10 ** 18 - 1  # compute.bounded_json.MAX_INT_DIGITS (18) digits: every seed saved can be read back
 MAX_SIDE = 8192  # app/export.MAX_SIDE (that module imports Qt)
 MAX_BLOCK_CHARS = 200
 MAX_CELL = 1 << 20
@@ -60,7 +61,7 @@ class ViewError(ValueError):
     def __init__(self, path: str, kind: str, problem: str, field_name: str = ""):
         self.path, self.kind, self.problem, self.field = str(path), kind, problem, field_name
         where = f" field '{field_name}':" if field_name else ""
-        super().__init__(f"{self.path}:{where} {problem}")
+        super().__init__(f"{guarded_io.show_path(self.path) or repr(self.path)}:{where} {problem}")
 
 
 @dataclass
@@ -100,16 +101,26 @@ class View:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
 
     @classmethod
-    def from_dict(cls, raw: Any, path: str = "<view>") -> "View":
-        return _Reader(raw, path).view()
+    def from_dict(cls, raw: Any, path: str = "<view>", model_config=None) -> "View":
+        """Check a parsed document. Layers and experts are checked against the bundled config the view names,
+        or against `model_config` (a compute.config.ModelConfig) when given: the model the caller will run."""
+        return _Reader(raw, path, model_config).view()
 
     def with_changes(self, **changes) -> "View":
         return replace(self, **changes)
 
 
 def load(path: str | os.PathLike) -> View:
-    """Read and validate a view file; ViewError (one line) on any problem."""
+    """Read and validate a view file; ViewError (one line) on any problem. The file is read through
+    compute.guarded_io: a FIFO, device, directory or socket (or a link to one) is refused without reading."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise ViewError(repr(path), "read",
+                        f"a view file must be given as a path (str or os.PathLike), got {type(path).__name__}")
     path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path.strip():
+        raise ViewError(repr(path), "read", "no view file named (the file name is empty)")
     try:
         text = bounded_json.read_text(path, MAX_BYTES)
     except bounded_json.JSONLimitError as exc:
@@ -117,13 +128,30 @@ def load(path: str | os.PathLike) -> View:
     return loads(text, path)
 
 
-def loads(text: str, path: str = "<view>") -> View:
-    """Validate a view document given as text (see `load`)."""
+def loads(text: str, path: str = "<view>", model_config=None) -> View:
+    """Validate a view document given as text (see `load`; `model_config` as in View.from_dict)."""
     try:
         raw = bounded_json.load_object(text, MAX_BYTES, MAX_DEPTH)  # size, depth, integer length, no NaN
     except bounded_json.JSONLimitError as exc:
         raise _not_a_view(path, exc) from exc
-    return View.from_dict(raw, path)
+    return View.from_dict(raw, path, model_config)
+
+
+def check_model(view: View, config, path: str = "<view>", layer: bool = True) -> None:
+    """ViewError naming the field unless the view's knobs (and, with `layer`, its layer) fit `config`, the
+    compute.config.ModelConfig that will run it (a --config or a model opened in the window may differ from
+    the bundled one the view names). Nothing is changed."""
+    n_experts = config.n_routed_experts
+    for expert in sorted(view.knobs.expert_bias):
+        if not 0 <= int(expert) < n_experts:
+            raise ViewError(path, "field", f"expert {int(expert)} is outside 0…{n_experts - 1} ({_short(config.name)} "
+                            f"has {n_experts} routed experts)", "knobs.expert_bias")
+    problem = _block_layer_problem(view.block, config.num_hidden_layers) if view.block else None
+    if problem:
+        raise ViewError(path, "field", f"{problem} ({_short(config.name)})", "selection.block")
+    if layer and not 1 <= view.layer <= config.num_hidden_layers:
+        raise ViewError(path, "field", f"{view.layer} is outside 1…{config.num_hidden_layers} "
+                        f"({_short(config.name)} has {config.num_hidden_layers} layers)", "layer")
 
 
 def _not_a_view(path: str, exc: bounded_json.JSONLimitError) -> ViewError:
@@ -134,9 +162,14 @@ def _not_a_view(path: str, exc: bounded_json.JSONLimitError) -> ViewError:
     return ViewError(path, "format", f"{exc.problem}: not a K3 Explorer view")
 
 
-def save(view: View, path: str | os.PathLike) -> str:
-    """Write the view atomically; returns the path written. Raises atomic_io.WriteError."""
-    return atomic_io.write_bytes(os.fspath(path), view.to_json().encode("utf-8"))
+def save(view: View, path: str | os.PathLike, model_config=None) -> str:
+    """Write the view atomically; returns the path written. Raises atomic_io.WriteError, or ViewError (nothing
+    written) when the view would not open again: the document is checked as `load` checks it first (a seed
+    over MAX_SEED, an expert the model lacks, ...), so every saved view reopens."""
+    View.from_dict(view.to_dict(), os.fspath(path), model_config)  # a bad field named, as load names it
+    text = view.to_json()
+    loads(text, os.fspath(path), model_config)  # and the text itself reads back (size, integer length)
+    return atomic_io.write_bytes(os.fspath(path), text.encode("utf-8"))
 
 
 def with_suffix(path: str) -> str:
@@ -158,8 +191,9 @@ def argument_values(view: View) -> dict:
 class _Reader:
     """Checks one parsed document field by field; the first problem is a ViewError naming the field."""
 
-    def __init__(self, raw: Any, path: str):
+    def __init__(self, raw: Any, path: str, model_config=None):
         self.raw, self.path = raw, str(path)
+        self.model_config = model_config  # the config the layers and experts are checked against
 
     def fail(self, name: str, problem: str) -> ViewError:
         return ViewError(self.path, "field", problem, name)
@@ -175,6 +209,7 @@ class _Reader:
                  "selection", "language", "size"}
         notes = [f"ignored unknown key '{_key(k)}'" for k in raw if k not in known]
         model = self.choice("model", raw.get("model", "kimi-k3"), tuple(available_configs()))
+        config = self.model_config or self.config(model)
         selection = raw.get("selection") or {}
         if not isinstance(selection, dict):
             raise self.fail("selection", "must be an object {block, cell, expert} or null")
@@ -184,11 +219,11 @@ class _Reader:
                     weights=self.choice("weights", raw.get("weights", "trained"), WEIGHTS),
                     prompt=self.prompt(raw.get("prompt")),
                     tokens=self.integer("tokens", raw.get("tokens", 4), 1, MAX_NEW_TOKENS),
-                    knobs=self.knobs(raw.get("knobs", {}), notes),
-                    layer=self.integer("layer", raw.get("layer"), 1, self.n_layers(model)),
+                    knobs=self.knobs(raw.get("knobs", {}), notes, config.n_routed_experts),
+                    layer=self.integer("layer", raw.get("layer"), 1, config.num_hidden_layers),
                     step=self.integer("step", raw.get("step", 1), 1, MAX_STEP),
                     camera=self.camera(raw.get("camera")),
-                    block=self.block(selection.get("block")),
+                    block=self.block(selection.get("block"), config.num_hidden_layers),
                     cell=self.pair("selection.cell", selection.get("cell"), 0, MAX_CELL),
                     expert=self.optional_int("selection.expert", selection.get("expert"), 0, 1 << 16),
                     language=self.choice("language", raw.get("language", "en"), LANGUAGES),
@@ -208,11 +243,11 @@ class _Reader:
         if major < 1:
             raise self.fail("version", f"unknown view format {text}")
 
-    def n_layers(self, model: str) -> int:
+    def config(self, model: str):
         from compute.config import ModelConfig  # Qt-free, no torch
 
         try:
-            return ModelConfig.from_json(available_configs()[model]).num_hidden_layers
+            return ModelConfig.from_json(available_configs()[model])
         except (ConfigError, KeyError) as exc:
             raise self.fail("model", f"the bundled config '{model}' cannot be read: {exc}") from exc
 
@@ -260,7 +295,7 @@ class _Reader:
             raise self.fail("prompt", f"{n} toy tokens; the engine takes at most {MAX_PROMPT_TOKENS}")
         return value
 
-    def knobs(self, value: Any, notes: list[str]) -> Knobs:
+    def knobs(self, value: Any, notes: list[str], n_experts: int) -> Knobs:
         if not isinstance(value, dict):
             raise self.fail("knobs", "must be an object")
         fields = ("alpha", "beta", "temperature", "top_p", "expert_bias", "sample_seed")
@@ -276,14 +311,14 @@ class _Reader:
             return Knobs(alpha=None if alpha is None else self.number("knobs.alpha", alpha, 0.0, 1.0),
                          beta=None if beta is None else self.number("knobs.beta", beta, 0.0, 1.0),
                          temperature=temperature, top_p=top_p,
-                         expert_bias=self.expert_bias(value.get("expert_bias", {})),
-                         sample_seed=self.integer("knobs.sample_seed", value.get("sample_seed", 0), 0, 2 ** 63 - 1))
+                         expert_bias=self.expert_bias(value.get("expert_bias", {}), n_experts),
+                         sample_seed=self.integer("knobs.sample_seed", value.get("sample_seed", 0), 0, MAX_SEED))
         except ValueError as exc:  # Knobs' own check (non-finite values); a ViewError passes through unchanged
             if isinstance(exc, ViewError):
                 raise
             raise self.fail("knobs", str(exc)) from exc
 
-    def expert_bias(self, value: Any) -> dict[int, float]:
+    def expert_bias(self, value: Any, n_experts: int) -> dict[int, float]:
         if not isinstance(value, dict):
             raise self.fail("knobs.expert_bias", "must be an object {\"expert\": bias}")
         if len(value) > MAX_BIASED_EXPERTS:
@@ -292,6 +327,9 @@ class _Reader:
         for key, bias in value.items():
             if not re.fullmatch(r"\d{1,5}", key):
                 raise self.fail("knobs.expert_bias", f"expert {_short(key)} is not an expert number")
+            if int(key) >= n_experts:
+                raise self.fail("knobs.expert_bias", f"expert {int(key)} is outside 0…{n_experts - 1} "
+                                f"(the model has {n_experts} routed experts)")
             out[int(key)] = self.number(f"knobs.expert_bias.{key}", bias, -MAX_EXPERT_BIAS, MAX_EXPERT_BIAS)
         return out
 
@@ -310,12 +348,23 @@ class _Reader:
         out["center"] = [self.number("camera.center", v, -MAX_REACH, MAX_REACH) for v in center]
         return out
 
-    def block(self, value: Any) -> str | None:
+    def block(self, value: Any, n_layers: int) -> str | None:
         if value is None or value == "":
             return None
         if not isinstance(value, str) or not _BLOCK_ID.fullmatch(value):
             raise self.fail("selection.block", f"must be a block id like \"L37/kda.state\", got {_short(value)}")
+        problem = _block_layer_problem(value, n_layers)
+        if problem:
+            raise self.fail("selection.block", problem)
         return value
+
+
+def _block_layer_problem(block: str, n_layers: int) -> str | None:
+    """Why a block id's "L<n>/" layer does not exist in a model of n_layers layers, or None."""
+    m = re.match(r"L(\d+)/", block)
+    if m and not 1 <= int(m.group(1)) <= n_layers:
+        return f"{block[:60]} names layer {int(m.group(1))}; the model has layers 1…{n_layers}"
+    return None
 
 
 def _depth(value: Any, level: int = 0) -> int:

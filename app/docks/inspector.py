@@ -196,6 +196,13 @@ class InspectorDock(QDockWidget):
             self.follow_label.setText(html.escape(tr("inspector.follow_hint")))
             return
         layer, kind, part = parse_block_id(self.block_id)
+        dims = ModelDims.from_config(self.config)
+        n_layers = self._n_layers(dims)
+        if layer > n_layers:  # a block id from a view file or an old selection: say so, index nothing
+            self._show_details(False)
+            self.name_label.setText(tr("guard.inspector.no_layer", block=self.block_id[:80], layer=layer,
+                                       n=n_layers))
+            return
         lang = i18n.language()
         name = tr(f"block.{kind}")
         if part == "weight":
@@ -203,7 +210,6 @@ class InspectorDock(QDockWidget):
         if kind == "stack.layer" and layer:
             name = f"{name} {layer}"
         self.name_label.setText(name)
-        dims = ModelDims.from_config(self.config)
         k3 = _k3_shapes(dims, max(layer - 1, 0)).get(kind, "")
         if kind == "stack.layer" and layer:
             k3 = f"{dims.mixers[layer - 1].upper()} + {dims.ffns[layer - 1]}"
@@ -228,6 +234,14 @@ class InspectorDock(QDockWidget):
         self.values_note.setText(note)
         self._fill_attention(layer, kind)
         self._fill_follow(layer, kind, part)
+
+    def _n_layers(self, dims) -> int:
+        """The layers a block id may name: the model's, and no more than the shown trace holds."""
+        n = len(dims.mixers)
+        trace = self.state.trace
+        if trace is not None and trace.passes:
+            n = min(n, len(trace.passes[0].layers), len(trace.weights))
+        return n
 
     def _fill_attention(self, layer: int, kind: str) -> None:
         """For an MLA block: the attention of the current pass's last token over the tokens, as words."""
