@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
     i18n.set_language(args.lang or i18n.system_language())
     view = None
-    if args.view:  # checked before any window: a bad file is one line and exit 2, like a bad option
+    if args.view is not None:  # checked before any window: a bad file is one line and exit 2, like a bad option
         from app import viewfile
 
         try:
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"k3-explorer: error: {i18n.tr('app.view.bad_file', message=str(exc))}", file=sys.stderr)
             return 2
     config = None
-    if args.config:  # untrusted: the bounded loader; a bad file is one line naming the field, exit 2
+    if args.config is not None:  # untrusted: the bounded, guarded loader; a bad file is one line naming the field, exit 2
         from compute.config import ConfigError, ModelConfig
 
         try:

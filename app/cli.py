@@ -150,8 +150,9 @@ def explicit_options(argv: list[str] | None) -> set[str]:
 
 
 def _apply_view(args, argv: list[str] | None):
-    """The view file named by --view (its values fill every option not given) or None; ViewError if bad."""
-    if not args.view:
+    """The view file named by --view (its values fill every option not given) or None; ViewError if bad
+    (`--view ''` included: an empty name is refused, not ignored)."""
+    if args.view is None:
         return None
     from app import viewfile
 
@@ -247,13 +248,20 @@ def _main(argv: list[str] | None = None) -> int:
         config = load_default() if saved is None else ModelConfig.from_json(available_configs()[saved.model])
     except ConfigError as exc:
         return _fail(str(exc), 1)
-    if args.config:  # untrusted: the bounded loader; a bad file names its field (exit 2, a bad argument)
+    if args.config is not None:  # untrusted: the bounded, guarded loader; a bad file names its field (exit 2)
         from compute.config import ModelConfig
 
         try:
             config = ModelConfig.from_json(args.config)
         except ConfigError as exc:
             return _fail(tr("model.cli.bad_config", message=str(exc)), 2)
+        if saved is not None:  # the view's knobs and selection against the model that will run them
+            from app.viewfile import check_model
+
+            try:
+                check_model(saved, config, args.view, layer=False)
+            except ViewError as exc:
+                return _fail(tr("app.view.bad_file", message=str(exc)), 2)
     n_layers = len(config.mixer_types)
     if not 1 <= args.layer <= n_layers:
         return _fail(tr("app.cli.bad_layer", n=args.layer, total=n_layers), 2)

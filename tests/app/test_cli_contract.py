@@ -123,3 +123,105 @@ def test_export_theme_light_gives_a_light_slide_and_a_bad_theme_exits_2(tmp_path
     assert means["light"] > 180 > 60 > means["dark"], means
     r = run_app("export", "--theme", "beige", "--out", str(tmp_path / "x.png"))
     assert r.returncode == 2 and len(error_lines(r)) == 1 and "--theme" in error_lines(r)[0]
+
+
+def test_an_out_that_is_or_links_to_a_special_file_exits_2_and_stays(tmp_path):
+    """`ln -s /dev/full x.png; export --out x.png` replaced the device when run as root. A FIFO and links to
+    one are refused in one line (exit 2) and stay FIFOs; a folder at --out stays exit 1 (can't write)."""
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    (tmp_path / "x.png").symlink_to(fifo)
+    (tmp_path / "chain.png").symlink_to(tmp_path / "x.png")
+    for out in (fifo, tmp_path / "x.png", tmp_path / "chain.png"):
+        r = run_app("export", "--size", "160x90", "--out", str(out), timeout=120)
+        lines = error_lines(r)
+        assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)
+        assert "named pipe (FIFO)" in lines[0] and str(out) in lines[0]
+    assert (tmp_path / "x.png").is_symlink() and os.path.realpath(tmp_path / "chain.png") == str(fifo)
+    import stat
+
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and sorted(os.listdir(tmp_path)) == ["chain.png", "pipe.png", "x.png"]
+    (tmp_path / "folder.png").mkdir()
+    r = run_app("export", "--size", "160x90", "--out", str(tmp_path / "folder.png"), timeout=120)
+    assert r.returncode == 1 and len(error_lines(r)) == 1
+
+
+def _special(tmp_path, kind: str) -> str:
+    """A path of the given kind for the guarded-reader cases (each under tmp_path, or a device)."""
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "pipe")
+        return str(tmp_path / "pipe")
+    if kind == "link_to_fifo":
+        os.mkfifo(tmp_path / "pipe")
+        (tmp_path / "link.k3view").symlink_to(tmp_path / "pipe")
+        return str(tmp_path / "link.k3view")
+    if kind == "directory":
+        return str(tmp_path)
+    return "/dev/zero"
+
+
+WHAT = {"fifo": "a FIFO", "link_to_fifo": "a FIFO", "directory": "a directory", "dev_zero": "a character device"}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+@pytest.mark.parametrize("option, kind", [("--view", "fifo"), ("--view", "link_to_fifo"), ("--view", "dev_zero"),
+                                          ("--view", "directory"), ("--config", "fifo"), ("--config", "dev_zero")])
+def test_a_special_file_as_view_or_config_exits_2_in_one_line_at_once(tmp_path, option, kind):
+    """Issue 25.5: a FIFO as --view got no answer in 120 s, as --config it was killed at 180 s; /dev/zero ran
+    out of memory. The guarded reader refuses each before reading a byte."""
+    import time
+
+    path = _special(tmp_path, kind)
+    out = tmp_path / "x.png"
+    start = time.monotonic()
+    r = run_app("export", "--size", "320x200", "--out", str(out), option, path, timeout=60)
+    took = time.monotonic() - start
+    lines = error_lines(r)
+    assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)
+    assert lines[0].startswith("k3-explorer export: error: ") and path in lines[0] and WHAT[kind] in lines[0]
+    assert took < 30 and not out.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+@pytest.mark.parametrize("option", ["view", "--config"])
+def test_the_gui_refuses_a_fifo_view_or_config_before_any_window(tmp_path, option):
+    os.mkfifo(tmp_path / "pipe")
+    r = run_app(*([] if option == "view" else [option]), str(tmp_path / "pipe"), timeout=60)
+    lines = error_lines(r)
+    assert r.returncode == 2 and len(lines) == 1 and "a FIFO" in lines[0], (r.returncode, lines)
+
+
+@pytest.mark.parametrize("command", [["export", "--out", "x.png"], []])
+def test_an_empty_view_name_exits_2_in_one_line(tmp_path, command):
+    """Issue 25.8: `--view ''` was silently ignored."""
+    args = [*command, "--view", ""] if command else [""]
+    r = run_app(*args, timeout=60)
+    lines = error_lines(r)
+    assert r.returncode == 2 and len(lines) == 1 and "empty" in lines[0], (r.returncode, lines)
+
+
+def _view_with_bias(tmp_path, expert: int, **changes) -> str:
+    import json
+
+    from app.viewfile import View
+
+    doc = View(prompt="The robot", tokens=1, **changes).to_dict()
+    doc["knobs"]["expert_bias"] = {str(expert): 2.0}
+    path = tmp_path / "bias.k3view"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return str(path)
+
+
+def test_a_view_biasing_a_missing_expert_exits_2_naming_the_field(tmp_path):
+    """Issue 25.6: the CLI exited 1 "engine could not run"; the view check now names the field (exit 2)."""
+    r = run_app("export", "--out", str(tmp_path / "x.png"), "--view", _view_with_bias(tmp_path, 896), timeout=60)
+    lines = error_lines(r)
+    assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)
+    assert "knobs.expert_bias" in lines[0] and "expert 896" in lines[0]
+    # an expert K3 has but the --config model lacks (DeepSeek-V3: 256 routed experts)
+    config = str(ROOT / "assets" / "configs" / "deepseek-v3.json")
+    r = run_app("export", "--out", str(tmp_path / "x.png"), "--view", _view_with_bias(tmp_path, 300, layer=30),
+                "--config", config, timeout=60)
+    lines = error_lines(r)
+    assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)
+    assert "knobs.expert_bias" in lines[0] and "expert 300" in lines[0] and "256" in lines[0]
