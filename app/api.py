@@ -21,6 +21,7 @@ import numpy as np
 
 from app import viewfile
 from app.viewfile import View
+from compute.trace import Knobs
 
 _ENGINES: dict[tuple, object] = {}  # (model, weights, device) -> ToyK3, reused between calls in a session
 SETTLE_MS = 600  # the step focus animates the camera (scene.view ANIM_MS) before it is rendered
@@ -34,7 +35,14 @@ def resolve_view(view: View | str | os.PathLike | None = None, **overrides) -> V
     """A View from a View, a *.k3view path or the defaults, with the non-None overrides applied and checked
     as a view file's fields are (ValueError, one line, on a bad value)."""
     if isinstance(view, (str, os.PathLike)):
-        view = viewfile.load(view)
+        view = viewfile.load(view)  # the guarded reader: a FIFO, device or directory is refused at once
+    elif view is not None and not isinstance(view, View):
+        raise ValueError(f"view must be a View, a *.k3view path (str or os.PathLike) or None, got "
+                         f"{type(view).__name__}")
+    knobs = overrides.get("knobs")
+    if knobs is not None and not isinstance(knobs, (Knobs, dict)):
+        raise ValueError(f"knobs must be a compute.trace.Knobs, a view file's knobs object (dict) or None, got "
+                         f"{type(knobs).__name__} {_short(knobs)}")
     base = view if view is not None else View()
     changes = {k: v for k, v in overrides.items() if v is not None}
     if not changes:
@@ -53,6 +61,7 @@ def resolve_view(view: View | str | os.PathLike | None = None, **overrides) -> V
 def run(prompt: str | None = None, *, view: View | str | None = None, tokens: int | None = None, knobs=None,
         weights: str | None = None, model: str | None = None, device: str = "cpu"):
     """The toy engine's Trace for a prompt (or a view's prompt, knobs, weights and model)."""
+    _check_device(device)
     v = resolve_view(view, prompt=prompt, tokens=tokens, knobs=knobs, weights=weights, model=model)
     return _trace(v, device)
 
@@ -112,10 +121,14 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     from app.cli import CAMERAS
     from app.export import THEMES
 
-    if camera is not None and camera not in CAMERAS:
-        raise ValueError(f"camera must be one of {', '.join(CAMERAS)}, got {camera!r}")
-    if theme not in THEMES:
-        raise ValueError(f"theme must be one of {', '.join(THEMES)}, got {theme!r}")
+    if camera is not None and (not isinstance(camera, str) or camera not in CAMERAS):
+        raise ValueError(f"camera must be one of {', '.join(CAMERAS)}, got {_short(camera)}")
+    if not isinstance(theme, str) or theme not in THEMES:
+        raise ValueError(f"theme must be one of {', '.join(THEMES)}, got {_short(theme)}")
+    for name, flag in (("transparent", transparent), ("labels", labels)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False, got {_short(flag)}")
+    _check_device(device)
     v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
                      knobs=knobs, weights=weights)
     width, height = v.size or (1920, 1080)
@@ -235,6 +248,33 @@ def _size(value) -> tuple[int, int]:
     except (TypeError, ValueError):
         raise ValueError(f"size must be (width, height) or \"WIDTHxHEIGHT\", got {value!r}") from None
     return w, h  # range-checked with the view's other fields
+
+
+def _check_device(device) -> None:
+    """ValueError (one line) unless the engine can run on `device`: "cpu", "auto", or "cuda" / "cuda:N" where
+    torch is installed and sees that GPU (checked before any engine or window is made)."""
+    from compute.engine import resolve_device
+
+    if device is not None and not isinstance(device, str):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {_short(device)}")
+    try:
+        resolved = resolve_device(device)
+    except ImportError as exc:  # cuda without torch: the install hint, as one line
+        raise ValueError(str(exc).splitlines()[0]) from None
+    if resolved.type == "cuda":
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device {device!r}: CUDA is not available here (torch sees no GPU); "
+                             "use device='cpu' or 'auto'")
+        if resolved.index is not None and resolved.index >= count:
+            raise ValueError(f"device {device!r}: there is no such GPU (torch sees {count})")
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _config(model: str):

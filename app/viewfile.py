@@ -325,7 +325,9 @@ class _Reader:
             raise self.fail("knobs.expert_bias", f"{len(value)} experts (at most {MAX_BIASED_EXPERTS})")
         out = {}
         for key, bias in value.items():
-            if not re.fullmatch(r"\d{1,5}", key):
+            if isinstance(key, int) and not isinstance(key, bool) and key >= 0:
+                key = str(key)  # a Python dict from the API ({17: 2.0}); a file's keys are always text
+            if not isinstance(key, str) or not re.fullmatch(r"\d{1,5}", key):
                 raise self.fail("knobs.expert_bias", f"expert {_short(key)} is not an expert number")
             if int(key) >= n_experts:
                 raise self.fail("knobs.expert_bias", f"expert {int(key)} is outside 0…{n_experts - 1} "
