@@ -230,7 +230,7 @@ class InspectorDock(QDockWidget):
         self._fill_table(vals)
         running = weights_choice.weights_of(self.state.trace)
         if running:  # whose numbers these are: the toy's, with which weights
-            note = f"{note} {tr('weights.numbers', weights=weights_choice.short_name(running, tr))}"
+            note = f"{note} {tr('truth.numbers', weights=weights_choice.short_name(running, tr), model=dims.display_name)}"
         self.values_note.setText(note)
         self._fill_attention(layer, kind)
         self._fill_follow(layer, kind, part)
@@ -274,7 +274,7 @@ class InspectorDock(QDockWidget):
         arr = None
         if part == "weight" and layer:
             arr = trace.weights[layer - 1].get(kind)
-            note = tr("inspector.weight_note")
+            note = tr("inspector.weight_note", weights=weights_choice.short_name(weights_choice.weights_of(trace), tr))
         elif kind == "stack.layer" and layer:
             arr = ps.layers[layer - 1].tensors.get("residual")
         elif layer:

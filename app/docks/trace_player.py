@@ -342,7 +342,19 @@ class TracePlayerDock(QDockWidget):
                                   f"<b>{html.escape(shown_text(trace.text))}</b>"
                                   f"<span style='color:{PHASE_COLOURS['B']}; font-weight:bold'>"
                                   f"{html.escape(shown_text(streamed))}</span>▌")
-        self.weights_caption.setText(weights_choice.answer_caption(trace, tr))
+        self.weights_caption.setText(self._answer_caption(trace))
+
+    @_guarded
+    def _answer_caption(self, trace) -> str:
+        """Which weights wrote the answer, and that it is not the shown model's text (the Model menu's weights
+        caption for the default model; for another, the same naming that model)."""
+        from compute.config import default_config
+
+        name = weights_choice.weights_of(trace)
+        if trace.config_name == default_config().name or name is None:
+            return weights_choice.answer_caption(trace, tr)
+        dims = player.model_dims(trace, self.state.config)
+        return tr(f"truth.answer.{name}", model=dims.display_name if dims is not None else trace.config_name)
 
     @_guarded
     def _show_details(self) -> None:

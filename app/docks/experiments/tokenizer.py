@@ -23,7 +23,7 @@ ROW_WIDTH = 8  # toy embedding width shown
 def embedding_rows(tokens: list[tuple[str, int]], text: str, trace) -> list[tuple[np.ndarray, str]]:
     """(row [<= 8], source) per token. Sources: "trace" = the engine's actual input row when `text` is the traced
     prompt; "table" = the engine's toy embedding table row for a toy-vocab piece; "seeded" = a numpy-seeded row
-    (the engine also seeds rows for pieces outside its 64-piece vocab, with its own generator)."""
+    (the engine also seeds rows for pieces outside its toy vocabulary, with its own generator)."""
     if trace is not None and trace.passes:
         emb = np.asarray(trace.passes[0].embedding)
         if text == trace.text and len(emb) == len(tokens) == trace.prompt_len:
@@ -135,7 +135,21 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         if key is not None and old is not None and key[0] == old[0] and np.array_equal(key[1], old[1]):
             return
         self._trace_key = key
+        self._weights_texts()
         self.refresh()
+
+    def _weights_texts(self) -> None:
+        """The frame's 'constructed' line and the row sources name the weights that run and the toy vocabulary's
+        size (the trace's when there is one: trained or random, 117 pieces)."""
+        from app import weights_choice
+
+        trace = self.state.trace if self.state is not None else None
+        running = weights_choice.weights_of(trace)
+        weights = weights_choice.short_name(running, tr) if running else tr("truth.weights.unknown")
+        pieces = len(trace.vocab) if trace is not None else len(self.tokenizer.pieces)
+        self.constructed.setText(tr("learn.exp.tokenizer.constructed", pieces=pieces, weights=weights, width=ROW_WIDTH,
+                                    hidden=f"{T.K3_HIDDEN:,}"))
+        self.sources.setText(tr("learn.exp.tokenizer.sources", weights=weights, pieces=pieces))
 
     def refresh(self) -> None:
         """recompute() now, or when the panel is next seen (DeferredRefreshMixin)."""
@@ -210,7 +224,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
                                               tr("learn.exp.tokenizer.col.row", w=ROW_WIDTH),
                                               tr("learn.exp.tokenizer.col.source")])
         self.use_prompt.setText(tr("learn.exp.tokenizer.use_prompt"))
-        self.sources.setText(tr("learn.exp.tokenizer.sources"))
+        self._weights_texts()
         self.facts_title.setText(tr("learn.exp.tokenizer.facts_title"))
         self.facts.setText(tr("learn.exp.tokenizer.facts", vocab=f"{T.K3_VOCAB:,}", hidden=f"{T.K3_HIDDEN:,}",
                               row=f"{T.embedding_row_bytes():,}", kib=fmt(T.embedding_row_bytes() / 1024, 1),

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, Q
 
 from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experts.model import cutoff_without, model_args, routing
+from app import weights_choice
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
@@ -197,7 +198,8 @@ class GridTab(DeferredRefreshMixin, QWidget):
                 self.current = r
                 kind = tr("experts.pass.prefill") if r.pass_index == 0 else tr("experts.pass.decode", i=r.pass_index)
                 self.header.setText(tr("experts.header", layer=layer1, token=st.token, piece=piece, kind=kind,
-                                       k=r.top_k, n=r.scores.size))
+                                       k=r.top_k, n=r.scores.size, model=self._args()["model"],
+                                       weights=weights_choice.short_name(weights_choice.weights_of(tr_), tr)))
                 self.grid.set_scores(r.scores, r.bias, r.selected, r.weights)
                 self.expert_spin.setMaximum(r.scores.size - 1)
         self._update_selected_list()
