@@ -1,0 +1,18 @@
+"""The Explain dock ("Why this word", issue 21 I1-I4): for a chosen position of the current trace, the logit lens
+as a plot (probability and 1/rank of the predicted word after every layer), each token's causal effect (knock it
+out, re-run) with a knock-out experiment and its before/after top-5, and the blocks' direct contributions.
+
+  model.py   Qt-free: the request, the result (plain numbers for the widgets) and `explain_result`
+  dock.py    ExplainDock; the computation runs on a pool thread with its own engine (never the UI thread)
+
+This package module imports no Qt, so `app.docks.explain.model` works without PySide6.
+"""
+from __future__ import annotations
+
+
+def __getattr__(name: str):
+    if name == "ExplainDock":
+        from app.docks.explain.dock import ExplainDock
+
+        return ExplainDock
+    raise AttributeError(name)

@@ -1,0 +1,387 @@
+"""ExplainDock: why the toy predicts its word at the chosen position (see the package docstring).
+
+The explanation (a prefill, the lens, one knock-out re-run per token: ~50-150 ms) runs on a pool thread of its
+own with its own engine (app/docks/explain/model.py), never on the UI thread; requests are coalesced (latest
+wins) and only made while the dock is visible. The result carries plain numbers only.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel, QMenu,
+                               QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult, explain_result
+from app.i18n import tr
+from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
+from app.widgets.paint import css, qcolor
+
+_POOL: QThreadPool | None = None
+
+
+def _pool() -> QThreadPool:
+    """One worker thread for the explanations, owned by the application (it waits for a running job on exit)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = QThreadPool(QCoreApplication.instance())
+        _POOL.setMaxThreadCount(1)
+    return _POOL
+
+
+def _esc(s: str) -> str:
+    return html.escape(s, quote=False)
+
+
+def piece_text(piece: str) -> str:
+    """A piece as the dock shows it: quoted, a newline as \\n."""
+    return "'" + piece.replace("\n", "\\n") + "'"
+
+
+class _Relay(QObject):
+    """Carries a job's result from the pool thread to the UI thread (a queued signal)."""
+
+    done = Signal(object)  # ExplainResult
+    failed = Signal(int, str)  # serial, one-line reason
+
+
+class _Job(QRunnable):
+    def __init__(self, engines: Engines, req: ExplainRequest, relay: _Relay):
+        super().__init__()
+        self.engines, self.req, self.relay = engines, req, relay
+
+    def run(self) -> None:
+        try:
+            res = explain_result(self.engines, self.req)
+        except Exception as exc:  # noqa: BLE001 - shown in the dock, the app keeps running
+            lines = [s for s in str(exc).splitlines() if s.strip()]
+            self.relay.failed.emit(self.req.serial, f"{type(exc).__name__}: {lines[0] if lines else ''}")
+            return
+        self.relay.done.emit(res)
+
+
+class ExplainDock(QDockWidget):
+    retranslates_itself = True  # follows state.language_changed (the main window leaves it alone)
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.setObjectName("ExplainDock")
+        self._engines = Engines()
+        self._relay = _Relay()  # unparented: the job holds it too, so it outlives a closed dock
+        self._relay.done.connect(self._on_done)
+        self._relay.failed.connect(self._on_failed)
+        self._serial = 0
+        self._busy = False
+        self._pending: ExplainRequest | None = None
+        self._shown_key = None
+        self._tokens: tuple = ()
+        self.result: ExplainResult | None = None
+        self._knockout: tuple = ()
+
+        area = QScrollArea()
+        area.setObjectName("explain_scroll")
+        lay, self.title = scroll_page(area)
+        self.header = QLabel()
+        self.header.setObjectName("explain_header")
+        self.header.setWordWrap(True)
+        self.header.setTextFormat(Qt.RichText)
+        lay.addWidget(self.header)
+        row = QHBoxLayout()
+        self.position_label = QLabel()
+        self.position = shrinkable(QComboBox(), 18)
+        self.position.setObjectName("explain_position")
+        self.position.activated.connect(lambda _i: self.refresh())
+        row.addWidget(self.position_label)
+        row.addWidget(self.position, 1)
+        lay.addLayout(row)
+        self.status = note_label()
+        self.status.setObjectName("explain_status")
+        lay.addWidget(self.status)
+
+        self.lens_title = section_label()
+        lay.addWidget(self.lens_title)
+        self.plot = pg.PlotWidget()
+        self.plot.setObjectName("explain_lens_plot")
+        self.plot.setMinimumHeight(220)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setYRange(0.0, 1.0, padding=0.04)
+        self.legend = self.plot.addLegend(offset=(8, 8))
+        self.curve_prob = self.plot.plot(pen=pg.mkPen(qcolor("output"), width=3))
+        self.curve_rank = self.plot.plot(pen=pg.mkPen(qcolor("kda"), width=2, style=Qt.DashLine))
+        lay.addWidget(self.plot)
+        self.lens_column = note_label()
+        self.lens_column.setObjectName("explain_lens_column")
+        lay.addWidget(self.lens_column)
+        self.lens_note = note_label()
+        lay.addWidget(self.lens_note)
+
+        self.sources_title = section_label()
+        lay.addWidget(self.sources_title)
+        self.sources = QTableWidget(0, 4)
+        self.sources.setObjectName("explain_sources")
+        self.sources.verticalHeader().setVisible(False)
+        self.sources.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.sources.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.sources.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.sources.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.sources.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.sources.customContextMenuRequested.connect(self._sources_menu)
+        self.sources.itemSelectionChanged.connect(self._update_buttons)
+        lay.addWidget(self.sources)
+        krow = QHBoxLayout()
+        self.knock = QPushButton()
+        self.knock.setObjectName("explain_knockout")
+        self.knock.clicked.connect(self.knock_out_selected)
+        self.mode = QComboBox()
+        self.mode.setObjectName("explain_mode")
+        self.mode.activated.connect(lambda _i: self.refresh())
+        self.restore = QPushButton()
+        self.restore.setObjectName("explain_restore")
+        self.restore.clicked.connect(self.restore_knockout)
+        krow.addWidget(self.knock)
+        krow.addWidget(self.mode)
+        krow.addWidget(self.restore)
+        krow.addStretch(1)
+        lay.addLayout(krow)
+        self.sources_note = note_label()
+        lay.addWidget(self.sources_note)
+        self.ko_label = QLabel()
+        self.ko_label.setObjectName("explain_knockout_result")
+        self.ko_label.setWordWrap(True)
+        self.ko_label.setTextFormat(Qt.RichText)
+        lay.addWidget(self.ko_label)
+        self.ko_table = QTableWidget(5, 2)
+        self.ko_table.setObjectName("explain_knockout_table")
+        self.ko_table.verticalHeader().setVisible(False)
+        self.ko_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.ko_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        lay.addWidget(self.ko_table)
+
+        self.blocks_title = section_label()
+        lay.addWidget(self.blocks_title)
+        self.blocks = QTableWidget(0, 3)
+        self.blocks.setObjectName("explain_blocks")
+        self.blocks.verticalHeader().setVisible(False)
+        self.blocks.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.blocks.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        lay.addWidget(self.blocks)
+        self.blocks_note = note_label()
+        lay.addWidget(self.blocks_note)
+        lay.addStretch(1)
+        self.setWidget(area)
+
+        state.trace_changed.connect(self._on_trace)
+        state.language_changed.connect(self._language_changed)  # bound slots: disconnected when the dock dies
+        self.visibilityChanged.connect(self._on_visible)
+        self.retranslate()
+        if state.trace is not None:
+            self._on_trace(state.trace)
+
+    # ------------------------------------------------------------------ requests
+    def _on_trace(self, trace) -> None:
+        toks = tuple(tuple(t) for t in trace.tokens)
+        if toks[:trace.prompt_len] != self._tokens[:trace.prompt_len] or self.position.count() != len(toks):
+            keep = self.position.currentData() if toks[:trace.prompt_len] == self._tokens[:trace.prompt_len] else None
+            self.position.clear()
+            for i, (pc, _) in enumerate(toks):
+                self.position.addItem(f"{i} · {piece_text(pc)}" + ("" if i < trace.prompt_len else " ⋯"), i)
+            want = keep if keep is not None and keep < len(toks) else trace.prompt_len - 1
+            self.position.setCurrentIndex(want)
+            if keep is None:
+                self._knockout = ()
+        self._tokens = toks
+        if self.isVisible():
+            self.refresh()
+
+    def _on_visible(self, visible: bool) -> None:
+        if visible:
+            self.refresh()
+
+    def current_request(self) -> ExplainRequest | None:
+        tr_ = self.state.trace
+        if tr_ is None or self.position.count() == 0:
+            return None
+        return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
+                              int(self.position.currentData()), tr_.knobs, self._knockout,
+                              ABLATION_MODES[max(0, self.mode.currentIndex())])
+
+    def refresh(self) -> None:
+        """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown)."""
+        req = self.current_request()
+        if req is None:
+            return
+        key = (req.tokens, req.position, req.knobs, req.weights, req.knockout, req.mode,
+               getattr(req.config, "name", None))
+        if key == self._shown_key and self._pending is None:
+            return
+        self._shown_key = key
+        self._serial += 1
+        from dataclasses import replace
+
+        req = replace(req, serial=self._serial)
+        if self._busy:
+            self._pending = req
+            return
+        self._start(req)
+
+    def _start(self, req: ExplainRequest) -> None:
+        self._busy = True
+        self.status.setText(tr("explain.computing"))
+        _pool().start(_Job(self._engines, req, self._relay))
+
+    def _next(self) -> None:
+        self._busy = False
+        if self._pending is not None:
+            req, self._pending = self._pending, None
+            self._start(req)
+
+    def _on_done(self, res: ExplainResult) -> None:
+        if res.serial == self._serial:
+            self.result = res
+            self.status.setText(tr("explain.took", ms=f"{res.seconds * 1000:.0f}"))
+            self._show(res)
+        self._next()
+
+    def _on_failed(self, serial: int, message: str) -> None:
+        if serial == self._serial:
+            self.status.setText(tr("explain.error", message=message))
+            self._shown_key = None
+        self._next()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy or self._pending is not None
+
+    # ------------------------------------------------------------------ knock-outs
+    def _selected_position(self) -> int | None:
+        rows = self.sources.selectionModel().selectedRows() if self.sources.selectionModel() else []
+        if not rows or self.result is None:
+            return None
+        return self.result.sources[rows[0].row()][0]
+
+    def knock_out_selected(self) -> None:
+        p = self._selected_position()
+        if p is None:
+            return
+        self._knockout = (p,)
+        self.refresh()
+
+    def restore_knockout(self) -> None:
+        """Undo the knock-out: the explanation without it."""
+        self._knockout = ()
+        self.refresh()
+
+    def _sources_menu(self, pos) -> None:
+        item = self.sources.itemAt(pos)
+        if item is None:
+            return
+        self.sources.selectRow(item.row())
+        menu = QMenu(self)
+        menu.addAction(self.knock.text(), self.knock_out_selected)
+        menu.exec(self.sources.viewport().mapToGlobal(pos))
+
+    def _update_buttons(self) -> None:
+        self.knock.setEnabled(self._selected_position() is not None)
+        self.restore.setEnabled(bool(self._knockout))
+
+    # ------------------------------------------------------------------ drawing
+    def _show(self, res: ExplainResult) -> None:
+        pos_piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
+        self.header.setText(tr("explain.header", position=res.position, piece=_esc(piece_text(pos_piece)),
+                               word=_esc(piece_text(res.word)), prob=fmt(res.prob),
+                               logit=fmt(res.logit, 2), weights=tr(f"explain.weights.{res.weights}")))
+        x = np.arange(len(res.lens_prob))
+        self.curve_prob.setData(x, np.asarray(res.lens_prob))
+        self.curve_rank.setData(x, 1.0 / np.asarray(res.lens_rank, dtype=float))
+        self.plot.setXRange(0, len(x) - 1, padding=0.02)
+        self.plot.setYRange(0.0, 1.0, padding=0.04)
+        first = next((i for i in range(len(res.lens_rank)) if all(r == 1 for r in res.lens_rank[i:])), None)
+        marks = sorted(set(list(range(0, len(x), 12)) + [len(x) - 1]))
+        column = " · ".join(f"L{i} {_esc(piece_text(res.lens_top[i][0]))}" for i in marks)
+        self.lens_column.setText(tr("explain.lens.column", column=column) + " "
+                                 + (tr("explain.lens.first", layer=first) if first is not None
+                                    else tr("explain.lens.never")))
+        top = max(range(len(res.sources)), key=lambda i: res.sources[i][2]) if res.sources else -1
+        self.sources.setRowCount(len(res.sources))
+        for r, (p, pc, eff, ans) in enumerate(res.sources):
+            cells = [str(p), piece_text(pc), fmt(eff), piece_text(ans)]
+            for c, text in enumerate(cells):
+                it = QTableWidgetItem(text)
+                it.setTextAlignment((Qt.AlignRight if c in (0, 2) else Qt.AlignLeft) | Qt.AlignVCenter)
+                if r == top:
+                    f = it.font(); f.setBold(True); it.setFont(f)
+                if c == 3 and ans != res.word:
+                    it.setForeground(qcolor("output"))
+                self.sources.setItem(r, c, it)
+        fit_table_height(self.sources)
+        self._show_knockout(res)
+        self.blocks.setRowCount(len(res.blocks))
+        for r, (ly, part, v) in enumerate(res.blocks):
+            kind = "" if ly == 0 else res.mixers[ly - 1].upper() + " · " if part == "mixer" else ""
+            for c, text in enumerate((str(ly), kind + self._part(part), fmt(v))):
+                it = QTableWidgetItem(text)
+                it.setTextAlignment((Qt.AlignRight if c != 1 else Qt.AlignLeft) | Qt.AlignVCenter)
+                if c == 2:
+                    it.setForeground(qcolor("good" if v > 0 else "output"))
+                self.blocks.setItem(r, c, it)
+        fit_table_height(self.blocks)
+        self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
+                                    logit=fmt(res.logit, 3)))
+        self._update_buttons()
+
+    def _part(self, part: str) -> str:
+        if part.startswith("expert "):
+            return tr("explain.part.expert", n=part.split()[1])
+        return tr(f"explain.part.{part}")
+
+    def _show_knockout(self, res: ExplainResult) -> None:
+        ko = res.knockout
+        self.ko_table.setVisible(ko is not None)
+        if ko is None:
+            self.ko_label.setText("")
+            return
+        toks = ", ".join(f"{p} {_esc(piece_text(res.pieces[p]))}" for p in ko["tokens"])
+        self.ko_label.setText(tr("explain.ko.result", tokens=toks, mode=tr(f"explain.mode.{ko['mode']}"),
+                                 before=_esc(piece_text(res.word)), after=_esc(piece_text(ko["word"])),
+                                 logit=fmt(res.logit, 2), logit_after=fmt(ko["logit_after"], 2)))
+        for r in range(5):
+            for c, top in enumerate((res.top5, ko["top5"])):
+                pc, p = top[r]
+                self.ko_table.setItem(r, c, QTableWidgetItem(f"{piece_text(pc)}  {fmt(p)}"))
+        fit_table_height(self.ko_table)
+
+    # ------------------------------------------------------------------ language
+    def _language_changed(self, _lang: str) -> None:
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("explain.dock.title"))
+        self.title.setText(tr("explain.title"))
+        self.position_label.setText(tr("explain.position"))
+        self.lens_title.setText(tr("explain.lens.title"))
+        self.legend.clear()
+        self.legend.addItem(self.curve_prob, tr("explain.lens.prob"))
+        self.legend.addItem(self.curve_rank, tr("explain.lens.inv_rank"))
+        self.plot.setLabel("bottom", tr("explain.lens.axis_layer"))
+        self.lens_note.setText(tr("explain.lens.note"))
+        self.sources_title.setText(tr("explain.sources.title"))
+        self.sources.setHorizontalHeaderLabels([tr(f"explain.sources.col{c}") for c in range(4)])
+        self.knock.setText(tr("explain.ko.button"))
+        i = self.mode.currentIndex()
+        self.mode.clear()
+        self.mode.addItems([tr(f"explain.mode.{m}") for m in ABLATION_MODES])
+        self.mode.setCurrentIndex(max(0, i))
+        self.restore.setText(tr("explain.ko.restore"))
+        self.sources_note.setText(tr("explain.sources.note"))
+        self.ko_table.setHorizontalHeaderLabels([tr("explain.ko.before"), tr("explain.ko.after")])
+        self.blocks_title.setText(tr("explain.blocks.title"))
+        self.blocks.setHorizontalHeaderLabels([tr(f"explain.blocks.col{c}") for c in range(3)])
+        if self.result is not None:
+            self._show(self.result)
+        else:
+            self.header.setText(tr("explain.empty"))
+            self.ko_table.setVisible(False)
+            self._update_buttons()

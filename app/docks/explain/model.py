@@ -1,0 +1,97 @@
+"""Qt-free part of the Explain dock: what is asked (ExplainRequest), what comes back (ExplainResult: plain numbers
+and pieces, no engine objects cross to the UI thread) and `explain_result`, which runs compute.explain."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from compute.trace import Knobs
+
+TOP_BLOCKS = 12  # rows of the contributions table
+ABLATION_MODES = ("zero", "mean")
+
+
+@dataclass(frozen=True)
+class ExplainRequest:
+    serial: int
+    config: object  # compute.config.ModelConfig
+    weights: str  # "trained" | "random" (the trace's weights_name)
+    tokens: tuple  # ((piece, id), ...) of the trace
+    position: int  # 0-based: the token whose next-token prediction is explained
+    knobs: Knobs
+    knockout: tuple = ()  # token positions to knock out (the experiment)
+    mode: str = "zero"
+
+
+@dataclass
+class ExplainResult:
+    serial: int
+    position: int
+    pieces: list[str]
+    word: str
+    prob: float
+    logit: float
+    top5: list[tuple[str, float]]
+    lens_prob: list[float]  # the word's probability at the embedding (0) and after layers 1..L
+    lens_rank: list[int]
+    lens_top: list[tuple[str, float]]  # the lens' top piece at each entry
+    sources: list[tuple[int, str, float, str]]  # position, piece, effect, answer after the knock-out
+    blocks: list[tuple[int, str, float]]  # the TOP_BLOCKS largest |direct contributions|
+    n_blocks: int
+    rest: float
+    mixers: list[str]  # "kda" | "mla" per layer
+    knockout: dict | None = None  # tokens, mode, word, top5, effect (the experiment's "after")
+    seconds: float = 0.0
+    weights: str = ""
+    error: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class Engines:
+    """ToyK3 engines of the explanations, one per (config, weights), built on first use in the calling thread
+    (numba's disk cache is used when ready; nothing is compiled). One request runs at a time (the lock)."""
+
+    def __init__(self):
+        self._engines: dict = {}
+        self.lock = threading.Lock()
+
+    def get(self, config, weights: str):
+        key = (config.name if config is not None else None, weights)
+        m = self._engines.get(key)
+        if m is None:
+            from compute.engine import ToyK3
+
+            m = ToyK3(config=config, device="cpu", weights=weights)
+            self._engines.clear()  # one model at a time is shown
+            self._engines[key] = m
+        return m
+
+
+def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
+    """Run compute.explain for the request (in a worker thread) and reduce it to plain numbers."""
+    from compute.explain import Explanation
+
+    t0 = time.perf_counter()
+    with engines.lock:
+        m = engines.get(req.config, req.weights)
+        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode)
+        lens = ex.lens
+        srcs = ex.sources
+        answers = ex.source_answers
+        blocks = sorted(ex.blocks, key=lambda c: -abs(c.value))[:TOP_BLOCKS]
+        ko = None
+        if req.knockout:
+            k = ex.knockout(tokens=list(req.knockout), mode=req.mode)
+            ko = {"tokens": list(req.knockout), "mode": req.mode, "word": k.word, "top5": k.top(5),
+                  "effect": k.effect, "logit_after": float(k.logits[ex.word_index])}
+        res = ExplainResult(
+            serial=req.serial, position=ex.position, pieces=list(ex.pieces), word=ex.word,
+            prob=float(ex.probs[ex.word_index]), logit=ex.logit, top5=ex.top(5),
+            lens_prob=[e.prob for e in lens], lens_rank=[e.rank for e in lens],
+            lens_top=[e.top[0] for e in lens],
+            sources=[(s.position, s.piece, s.effect, a) for s, a in zip(srcs, answers)],
+            blocks=[(c.layer, c.part, c.value) for c in blocks], n_blocks=len(ex.blocks), rest=ex.rest,
+            mixers=[lt.mixer for lt in ex.run.layers], knockout=ko, weights=m.weights_name)
+    res.seconds = time.perf_counter() - t0
+    return res

@@ -1,0 +1,107 @@
+"""The Explain dock ("Why this word"): real events, pixels, Korean and English, computed off the UI thread."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from app import i18n
+from app.widgets.paint import qcolor
+from compute.engine import ToyK3
+from compute.trace import Knobs
+from gui_helpers import image_array, pump
+
+PROMPT = "아이가 상자를 집었다. 그리고"
+
+
+def wait_for(cond, timeout_s: float = 90.0) -> None:
+    """Run the event loop (releasing the GIL, so the pool thread computes) until cond() holds."""
+    end = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        pump(30)
+
+
+@pytest.fixture
+def dock(qtbot):
+    from app.docks.explain import ExplainDock
+    from app.state import AppState
+
+    state = AppState()
+    engine = ToyK3(device="cpu")
+    state.set_config(engine.config)
+    d = ExplainDock(state)
+    qtbot.addWidget(d)
+    d.resize(560, 1500)
+    d.show()
+    qtbot.waitExposed(d)
+    state.set_trace(engine.run(PROMPT, 2, Knobs(temperature=0.0)))
+    wait_for(lambda: d.result is not None and not d.busy)
+    d.engine = engine
+    yield d
+    i18n.set_language("en")
+
+
+def _colour_pixels(widget, role: str, tol: int = 40) -> int:
+    img = image_array(widget.grab().toImage()).astype(int)
+    c = qcolor(role)
+    d = np.abs(img[..., 0] - c.red()) + np.abs(img[..., 1] - c.green()) + np.abs(img[..., 2] - c.blue())
+    return int((d < tol).sum())
+
+
+def test_lens_plot_sources_and_contributions(dock):
+    res = dock.result
+    assert res.word == " 상자" and res.position == 7 and "상자" in dock.header.text()
+    assert dock.position.currentData() == 7 and dock.position.count() == 10
+    x, y = dock.curve_prob.getData()
+    assert len(x) == 94 and abs(y[-1] - res.prob) < 1e-5 and y[0] < 0.05
+    _, inv = dock.curve_rank.getData()
+    assert inv[-1] == 1.0
+    pump(100)
+    assert _colour_pixels(dock.plot, "output") > 150  # the probability curve is drawn in its colour
+    assert dock.sources.rowCount() == 8 and dock.sources.item(2, 1).text() == "' 상자'"
+    assert dock.sources.item(2, 0).font().bold()  # the earlier mention is the top source
+    assert dock.blocks.rowCount() == 12 and "1659 blocks" in dock.blocks_note.text()  # 1 + 93 + 1 + 92 x (16 + 1)
+    assert "Computed in" in dock.status.text()
+
+
+def test_knock_out_a_token_with_the_mouse_and_restore(dock):
+    t = dock.sources
+    rect = t.visualItemRect(t.item(2, 1))
+    QTest.mouseClick(t.viewport(), Qt.LeftButton, Qt.NoModifier, rect.center())
+    assert dock.knock.isEnabled()
+    before = image_array(dock.grab().toImage())
+    QTest.mouseClick(dock.knock, Qt.LeftButton)
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy)
+    ko = dock.result.knockout
+    assert ko["tokens"] == [2] and ko["word"] != " 상자"
+    assert "' 블록'" in dock.ko_label.text() and dock.ko_table.isVisible()
+    assert dock.ko_table.item(0, 0).text().startswith("' 상자'")
+    assert dock.ko_table.item(0, 1).text().startswith(piece := f"'{ko['word']}'"), piece
+    after = image_array(dock.grab().toImage())
+    assert before.shape != after.shape or (before != after).any()
+    QTest.mouseClick(dock.restore, Qt.LeftButton)
+    wait_for(lambda: dock.result.knockout is None and not dock.busy)
+    assert not dock.ko_table.isVisible() and dock.ko_label.text() == ""
+
+
+def test_choose_another_position_with_the_keyboard(dock):
+    dock.position.setFocus()
+    QTest.keyClick(dock.position, Qt.Key_Up)
+    wait_for(lambda: dock.result.position == 6 and not dock.busy)
+    assert dock.sources.rowCount() == 7
+    assert len(dock.curve_prob.getData()[0]) == 94
+
+
+def test_korean_texts(dock):
+    i18n.set_language("ko")
+    pump(50)
+    assert dock.windowTitle() == "이 단어인 이유"
+    assert dock.knock.text() == "녹아웃" and "예측" in dock.header.text()
+    assert dock.sources.horizontalHeaderItem(1).text() == "토큰"
+    i18n.set_language("en")
+    pump(50)
+    assert dock.windowTitle() == "Why this word" and dock.knock.text() == "Knock out"
