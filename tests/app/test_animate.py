@@ -239,3 +239,17 @@ def test_cli_config_with_a_bad_field_is_a_bad_argument(tmp_path):
     bad.write_text('{"num_hidden_layers": 500}')
     r = run_cli("--out", str(tmp_path / "x.png"), "--config", str(bad))
     assert r.returncode == 2 and "num_hidden_layers" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_the_format_follows_the_requested_name_even_through_a_link(main_window, anim_view, tmp_path):
+    """--out x.mp4 as a link to a name without an extension raised KeyError '' and left its temporary file;
+    a link to .webm got WebM for an .mp4 request. The container is the requested name's."""
+    steps = player.build_steps(main_window.state.trace)[:1]
+    spec = animate.AnimationSpec(width=160, height=90, fps=2, hold_s=0.5, captions=False)
+    for real_name in ("video", "real.webm"):
+        real = tmp_path / real_name
+        link = tmp_path / f"asked-{real_name}.mp4"
+        link.symlink_to(real)
+        path, _ = animate.export(anim_view, steps, spec, str(link), 36)
+        assert path == str(real) and real.read_bytes()[4:8] == b"ftyp"  # an MP4 box, not WebM's EBML
+    assert not [n for n in os.listdir(tmp_path) if ".part." in n]

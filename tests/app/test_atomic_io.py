@@ -126,3 +126,49 @@ def test_real_read_only_file_system_is_named(tmp_path):
             write_bytes(str(disk / "shot.png"), b"x")
         assert info.value.kind == "read_only"
         assert "Read-only file system" in str(info.value)
+
+
+def test_a_special_target_is_refused_before_anything_is_made(tmp_path):
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.png"
+    link.symlink_to(fifo)
+    for target in (fifo, link):
+        with pytest.raises(WriteError) as info:
+            write_bytes(str(target), b"x")  # never opens the FIFO (that would block) nor renames over it
+        assert info.value.kind == "fifo" and info.value.resolved == str(fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and sorted(os.listdir(tmp_path)) == ["link.png", "pipe.png"]
+
+
+def test_a_target_that_turns_special_during_the_write_is_not_replaced(tmp_path, monkeypatch):
+    """The target is checked again just before the rename: a FIFO put there while the data was written stays."""
+    target = tmp_path / "shot.png"
+    target.write_bytes(b"old")
+    real_write = atomic_io._write_all
+
+    def swap_then_write(fd, data):
+        target.unlink()
+        os.mkfifo(target)
+        real_write(fd, data)
+
+    monkeypatch.setattr(atomic_io, "_write_all", swap_then_write)
+    with pytest.raises(WriteError) as info:
+        write_bytes(str(target), b"new")
+    assert info.value.kind == "fifo"
+    assert stat.S_ISFIFO(os.lstat(target).st_mode) and leftovers(tmp_path) == []
+
+
+def test_stale_temporary_files_of_ours_are_swept_at_the_next_write(tmp_path):
+    import time
+
+    old = time.time() - 3600
+    ours = tmp_path / ".shot.png.a1b2c3d4.tmp"
+    fresh = tmp_path / ".shot.png.e5f6g7h8.tmp"
+    foreign = tmp_path / ".data.json.a1b2c3d4.tmp"  # not a kind of file the app writes
+    for p in (ours, fresh, foreign):
+        p.write_bytes(b"half")
+    for p in (ours, foreign):
+        os.utime(p, (old, old))
+    write_bytes(str(tmp_path / "other.png"), b"x")
+    assert sorted(os.listdir(tmp_path)) == sorted([fresh.name, foreign.name, "other.png"])
+    assert atomic_io.sweep_stale(str(tmp_path / "missing")) == []  # never raises

@@ -320,3 +320,23 @@ def test_threaded_png_encoder_round_trips_opaque_and_transparent_pixels(qapp):
         diff = max(abs(getattr(mine.pixelColor(x, y), c)() - getattr(qts.pixelColor(x, y), c)())
                    for x in range(37) for y in range(21) for c in ("red", "green", "blue", "alpha"))
         assert diff <= 1, diff  # premultiplied rounding at most one step
+
+
+def test_the_dialog_refuses_a_link_to_a_fifo_in_its_error_line(main_window, qtbot, tmp_path):
+    """A path that leads to a FIFO (or a device) is refused in the dialog's error line: no overwrite question,
+    no export, the FIFO stays a FIFO (a write would have blocked on it or replaced it)."""
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "x.png").symlink_to(fifo)
+    dialog = _open_dialog(main_window, qtbot)
+    dialog.set_size_mode("custom")
+    dialog.width_spin.setValue(160)
+    dialog.height_spin.setValue(90)
+    dialog.path_edit.setText(str(tmp_path / "x.png"))
+    _click_export(dialog, qtbot)
+    assert dialog.isVisible() and dialog.error.isVisible()
+    assert "named pipe (FIFO)" in dialog.error.text() and str(fifo) in dialog.error.text()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and sorted(os.listdir(tmp_path)) == ["pipe", "x.png"]
+    _finish(dialog)
