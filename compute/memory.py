@@ -129,8 +129,16 @@ SEED_LIMITS: dict[str, tuple[float, float, bool]] = {
     "gpu_gb": (1, 10_000, False),
 }
 
+def _config_params_range() -> tuple[float, float]:
+    """The total_params_billion a model config may hold (compute.config.LIMITS): the K3-mode calculator takes
+    every value the config loader accepts, so opening any loadable model never fails here (issue 25.8)."""
+    from compute.config import LIMITS
+
+    return LIMITS["total_params_billion"]
+
+
 K3_LIMITS: dict[str, tuple[float, float, bool]] = {
-    "params_billion": (0.001, 100_000, False),
+    "params_billion": (*_config_params_range(), False),
     "context": (1, K3_MAX_CONTEXT, True),
     "concurrency": (1, 1_000_000, True),
     "gpus": (1, 100_000, True),
