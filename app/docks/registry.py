@@ -38,4 +38,5 @@ DOCKS: list[DockEntry] = [
     DockEntry("app.docks.routing", "RoutingDock", RIGHT, "right_tabs", eager=False),
     DockEntry("app.docks.experiments", "ExperimentsDock", RIGHT, "right_tabs", eager=False),
     DockEntry("app.docks.learn", "LearnDock", RIGHT, "right_tabs", eager=False),
+    DockEntry("app.docks.explain", "ExplainDock", RIGHT, "right_tabs", eager=False),
 ]
