@@ -77,6 +77,10 @@ class VideoOut:
         self.tmp: str | None = None
         self._stderr = None
         try:
+            exe = exe or ffmpeg_exe()
+        except (RuntimeError, OSError, ImportError) as exc:  # imageio-ffmpeg without its binary
+            raise VideoError(tr("writer.encode.missing", reason=" ".join(str(exc).split())[:200])) from exc
+        try:
             self.path = atomic_io.check_target(self.shown)
             folder = os.path.dirname(self.path)
             atomic_io.sweep_stale(folder)
@@ -89,7 +93,7 @@ class VideoOut:
         except OSError as exc:
             self.abort()
             raise VideoError(atomic_io.message(atomic_io.WriteError(self.shown, exc))) from exc
-        cmd = [exe or ffmpeg_exe(), "-y", *encoder_args, "-f", self.format, f"file:/proc/self/fd/{self.fd}"]
+        cmd = [exe, "-y", *encoder_args, "-f", self.format, f"file:/proc/self/fd/{self.fd}"]
         try:
             self._stderr = tempfile.TemporaryFile()
             # its own session: a Ctrl-C at the terminal reaches us, not the encoder; abort() ends it
