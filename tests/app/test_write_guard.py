@@ -426,3 +426,19 @@ def test_stale_parts_of_our_naming_are_swept_at_the_next_export(tmp_path):
     assert stale.name not in left and stale_tmp.name not in left
     assert {fresh.name, other.name, locked.name, notes.name, link.name, victim.name, "new.gif"} <= left
     assert victim.read_bytes() == b"part"
+
+
+def test_settings_are_not_saved_over_a_fifo_that_appeared_after_reading(tmp_path):
+    """The settings file is written through atomic_io.write_bytes: a FIFO (or a link to a device) put at its
+    path after it was read is refused at save, in one line, and stays what it is."""
+    from app.settings import Settings
+
+    path = tmp_path / "k3.ini"
+    settings = Settings(str(path))  # nothing there yet: defaults
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    path.symlink_to(fifo)
+    message = settings.sync()
+    assert message and "\n" not in message and "FIFO" in message and str(fifo) in message
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and path.is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "k3.ini"]
