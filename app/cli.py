@@ -7,7 +7,8 @@ Runs the toy engine on the prompt, puts the scene at the given layer (1-based) a
 numbered in the trace player), renders the 3D view with labels at the given size and writes a PNG. Needs an X
 display (a real one or Xvfb: `xvfb-run -a k3-explorer export ...`); no window is needed on screen.
 Exit status: 0 written, 2 bad arguments, 1 the file could not be written, the engine or rendering failed,
-3 no display (none set, or it cannot be opened). Every failure is one line on stderr, never a traceback.
+3 no display (none set, or it cannot be opened), 130 / 143 stopped by SIGINT / SIGTERM (no partial file left).
+Every failure is one line on stderr, never a traceback.
 """
 from __future__ import annotations
 
