@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDialog, QDia
                                QFormLayout, QHBoxLayout, QLineEdit, QMessageBox, QProgressDialog, QPushButton,
                                QSpinBox, QWidget)
 
-from app import animate, i18n
+from app import animate, atomic_io, i18n
 from app.export import ExportError
 from app.i18n import tr
 
@@ -76,8 +76,19 @@ class AnimationDialog(QDialog):
 
     def accept(self) -> None:
         """OK: a typed path naming an existing file is replaced only after a Yes (as the image export asks);
-        No keeps the dialog open to change the name."""
+        No keeps the dialog open to change the name. A path that is, or leads to, a FIFO, a device or a folder
+        is refused in a message (atomic_io.check_target) and the dialog stays."""
         path = self.choice()[0]
+        try:  # a FIFO, a device or a link to one is never replaced: say so, keep the dialog to change the name
+            atomic_io.check_target(path)
+        except atomic_io.WriteError as exc:
+            box = QMessageBox(QMessageBox.Warning, tr("anim.title"), atomic_io.message(exc), QMessageBox.Ok, self)
+            box.setObjectName("anim_refused")
+            box.setTextFormat(Qt.PlainText)  # the path is the user's text
+            self.confirm = box
+            box.finished.connect(lambda _r: setattr(self, "confirm", None))
+            box.open()
+            return
         if not os.path.exists(path) or path == self._browsed:
             super().accept()
             return

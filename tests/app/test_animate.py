@@ -253,3 +253,28 @@ def test_the_format_follows_the_requested_name_even_through_a_link(main_window, 
         path, _ = animate.export(anim_view, steps, spec, str(link), 36)
         assert path == str(real) and real.read_bytes()[4:8] == b"ftyp"  # an MP4 box, not WebM's EBML
     assert not [n for n in os.listdir(tmp_path) if ".part." in n]
+
+
+def test_the_dialog_refuses_a_path_that_leads_to_a_fifo(main_window, qtbot, tmp_path):
+    import stat
+
+    from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
+
+    from app.animate_dialog import AnimationDialog
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "talk.mp4").symlink_to(fifo)
+    dialog = AnimationDialog(str(tmp_path / "talk.mp4"), main_window)
+    qtbot.addWidget(dialog)
+    accepted = []
+    dialog.accepted.connect(lambda: accepted.append(True))
+    dialog.show()
+    qtbot.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.Ok), Qt.LeftButton)
+    box = dialog.confirm
+    assert box is not None and box.objectName() == "anim_refused" and box.isVisible()
+    assert "named pipe (FIFO)" in box.text() and str(fifo) in box.text()
+    qtbot.mouseClick(box.button(QMessageBox.Ok), Qt.LeftButton)
+    qtbot.waitUntil(lambda: dialog.confirm is None)
+    assert accepted == [] and dialog.isVisible() and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    dialog.reject()
