@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
 
 from app import i18n
@@ -105,3 +105,24 @@ def test_korean_texts(dock):
     i18n.set_language("en")
     pump(50)
     assert dock.windowTitle() == "Why this word" and dock.knock.text() == "Knock out"
+
+
+def test_attention_table_follows_the_layer_and_a_click_on_the_overview(dock):
+    res = dock.result
+    assert dock.state.layer == 36 and "Layer 37 (KDA)" in dock.att_layer.text()
+    A = res.attention[36]
+    assert dock.att_table.rowCount() == 2 and dock.att_table.columnCount() == 8
+    assert dock.att_table.item(1, 6).text() == f"{A[1, 6]:.2f}".replace("-", "−")
+    pump(100)
+    # a real click on the overview's row of layer 4 (MLA) selects that layer
+    vb = dock.att_plot.getViewBox()
+    pt = dock.att_plot.mapFromScene(vb.mapViewToScene(QPointF(3.0, 4.0)))
+    QTest.mouseClick(dock.att_plot.viewport(), Qt.LeftButton, Qt.NoModifier, pt)
+    wait_for(lambda: dock.state.layer == 3, 10)
+    assert "Layer 4 (MLA)" in dock.att_layer.text()
+    row = [float(dock.att_table.item(0, i).text().replace("−", "-")) for i in range(8)]
+    assert abs(sum(row) - 1.0) < 0.05 and abs(res.attention[3][0].sum() - 1.0) < 1e-6
+    # the overview is drawn: blue and orange cells (KDA reads some positions negatively)
+    img = image_array(dock.att_plot.grab().toImage()).astype(int)
+    blue = ((img[..., 2] - img[..., 0]) > 60) & (img[..., 1] < 200)  # not the selected layer's line (focus)
+    assert blue.sum() > 100 and ((img[..., 0] - img[..., 2]) > 60).sum() > 100

@@ -10,14 +10,17 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QRectF, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult, explain_result
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
-from app.widgets.paint import css, qcolor
+from app.widgets.paint import qcolor
+from scene.palette import diverging
 
 _POOL: QThreadPool | None = None
 
@@ -160,6 +163,26 @@ class ExplainDock(QDockWidget):
         self.ko_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         lay.addWidget(self.ko_table)
 
+        self.att_title = section_label()
+        lay.addWidget(self.att_title)
+        self.att_plot, self.att_image = heatmap_plot("explain_attention_overview")
+        self.att_plot.setMinimumHeight(260)
+        self.att_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(qcolor("focus"), width=1))
+        self.att_plot.addItem(self.att_line)
+        self.att_plot.scene().sigMouseClicked.connect(self._attention_clicked)
+        lay.addWidget(self.att_plot)
+        self.att_layer = QLabel()
+        self.att_layer.setObjectName("explain_attention_layer")
+        self.att_layer.setWordWrap(True)
+        lay.addWidget(self.att_layer)
+        self.att_table = QTableWidget(0, 0)
+        self.att_table.setObjectName("explain_attention")
+        self.att_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.att_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        lay.addWidget(self.att_table)
+        self.att_note = note_label()
+        lay.addWidget(self.att_note)
+
         self.blocks_title = section_label()
         lay.addWidget(self.blocks_title)
         self.blocks = QTableWidget(0, 3)
@@ -174,6 +197,7 @@ class ExplainDock(QDockWidget):
         self.setWidget(area)
 
         state.trace_changed.connect(self._on_trace)
+        state.layer_changed.connect(self._on_layer)
         state.language_changed.connect(self._language_changed)  # bound slots: disconnected when the dock dies
         self.visibilityChanged.connect(self._on_visible)
         self.retranslate()
@@ -328,9 +352,55 @@ class ExplainDock(QDockWidget):
                     it.setForeground(qcolor("good" if v > 0 else "output"))
                 self.blocks.setItem(r, c, it)
         fit_table_height(self.blocks)
+        self._show_attention(res)
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
                                     logit=fmt(res.logit, 3)))
         self._update_buttons()
+
+    # ------------------------------------------------------------------ attention
+    def _on_layer(self, _layer: int) -> None:
+        if self.result is not None:
+            self._show_attention(self.result)
+
+    def _attention_clicked(self, event) -> None:
+        """A click on the overview selects that layer (the whole app follows)."""
+        if self.result is None or event.button() != Qt.LeftButton:
+            return
+        p = self.att_plot.getViewBox().mapSceneToView(event.scenePos())
+        row = int(np.floor(p.y() - 0.5))  # 0-based layer
+        if 0 <= row < len(self.result.attention):
+            self.state.select_layer(row)
+
+    def _show_attention(self, res: ExplainResult) -> None:
+        rows = res.attention
+        if not rows:
+            return
+        T = rows[0].shape[1]
+        share = np.stack([r.sum(0) / max(float(np.abs(r).sum()), 1e-12) for r in rows])  # [L, T], |row| sums to ≤ 1
+        img = (diverging(share) * 255).astype(np.uint8)  # the largest share fully saturated
+        self.att_image.setImage(img, levels=(0, 255))
+        self.att_image.setRect(QRectF(-0.5, 0.5, T, len(rows)))  # column i centred on position i, row ℓ on layer ℓ
+        self.att_plot.setXRange(-0.5, T - 0.5, padding=0.0)
+        self.att_plot.setYRange(0.5, len(rows) + 0.5, padding=0.0)
+        li = min(max(self.state.layer, 0), len(rows) - 1)
+        self.att_line.setValue(li + 1)
+        A = rows[li]
+        kind = res.mixers[li]
+        self.att_layer.setText(tr(f"explain.att.layer_{kind}", layer=li + 1, position=res.position))
+        self.att_table.setRowCount(A.shape[0])
+        self.att_table.setColumnCount(T)
+        self.att_table.setHorizontalHeaderLabels([f"{i} {piece_text(res.pieces[i])}" for i in range(T)])
+        self.att_table.setVerticalHeaderLabels([tr("explain.att.head", n=h + 1) for h in range(A.shape[0])])
+        scale = max(float(np.abs(A).max()), 1e-12)
+        cols = diverging(A, scale)
+        for h in range(A.shape[0]):
+            for i in range(T):
+                it = QTableWidgetItem(fmt(float(A[h, i]), 2))
+                it.setTextAlignment(Qt.AlignCenter)
+                c = cols[h, i]
+                it.setBackground(QColor.fromRgbF(float(c[0]), float(c[1]), float(c[2]), 0.55))
+                self.att_table.setItem(h, i, it)
+        fit_table_height(self.att_table)
 
     def _part(self, part: str) -> str:
         if part.startswith("expert "):
@@ -377,6 +447,10 @@ class ExplainDock(QDockWidget):
         self.restore.setText(tr("explain.ko.restore"))
         self.sources_note.setText(tr("explain.sources.note"))
         self.ko_table.setHorizontalHeaderLabels([tr("explain.ko.before"), tr("explain.ko.after")])
+        self.att_title.setText(tr("explain.att.title"))
+        self.att_note.setText(tr("explain.att.note"))
+        self.att_plot.setLabel("left", tr("explain.att.axis_layer"))
+        self.att_plot.setLabel("bottom", tr("explain.att.axis_position"))
         self.blocks_title.setText(tr("explain.blocks.title"))
         self.blocks.setHorizontalHeaderLabels([tr(f"explain.blocks.col{c}") for c in range(3)])
         if self.result is not None:

@@ -41,6 +41,7 @@ class ExplainResult:
     n_blocks: int
     rest: float
     mixers: list[str]  # "kda" | "mla" per layer
+    attention: list = field(default_factory=list)  # per layer [heads, T]: what the position reads (KDA: A)
     knockout: dict | None = None  # tokens, mode, word, top5, effect (the experiment's "after")
     seconds: float = 0.0
     weights: str = ""
@@ -92,6 +93,7 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             lens_top=[e.top[0] for e in lens],
             sources=[(s.position, s.piece, s.effect, a) for s, a in zip(srcs, answers)],
             blocks=[(c.layer, c.part, c.value) for c in blocks], n_blocks=len(ex.blocks), rest=ex.rest,
-            mixers=[lt.mixer for lt in ex.run.layers], knockout=ko, weights=m.weights_name)
+            mixers=[lt.mixer for lt in ex.run.layers], attention=[a.copy() for a in ex.attention_rows],
+            knockout=ko, weights=m.weights_name)
     res.seconds = time.perf_counter() - t0
     return res
