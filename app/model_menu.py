@@ -18,6 +18,7 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from app.i18n import tr
+from app.widgets.safe_text import plain_message_box
 from compute.config import DEFAULT_CONFIG, ConfigError, ModelConfig, available_configs, default_config
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,9 @@ class ModelActions(QObject):
         """A message box (window-modal, not blocking) and a status note; nothing else changes."""
         self.last_error = message
         self.window.statusBar().showMessage(tr("model.status.failed", message=message), 15000)
-        box = QMessageBox(QMessageBox.Warning, tr("model.open.title"), tr("model.open.failed", message=message),
-                          QMessageBox.Ok, self.window)
+        # plain text: it quotes the refused value and the model's name
+        box = plain_message_box(QMessageBox.Warning, tr("model.open.title"), tr("model.open.failed", message=message),
+                                QMessageBox.Ok, self.window)
         box.setObjectName("model_error_box")
         self.message_box = box
         box.open()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 from app import atomic_io, i18n, viewfile
 from app.i18n import tr
 from app.viewfile import View, ViewError
+from app.widgets.safe_text import plain_message_box, plain_tip
 
 log = logging.getLogger(__name__)
 RECENT_MAX = 8
@@ -140,7 +141,8 @@ class ViewActions:
         """A window-modal message box that does not block (like the Model menu's), and a status note."""
         self.last_error = text
         self.window.statusBar().showMessage(text, 15000)
-        box = QMessageBox(QMessageBox.Warning, plain_title(title_key), text, QMessageBox.Ok, self.window)
+        # plain text: it quotes the refused value (a view file's field, a path)
+        box = plain_message_box(QMessageBox.Warning, plain_title(title_key), text, QMessageBox.Ok, self.window)
         box.setObjectName("view_error_box")
         self.message_box = box
         box.open()
@@ -236,7 +238,7 @@ class ViewActions:
         self.menu.clear()
         for path in self.recent:
             action = self.menu.addAction(os.path.basename(path))
-            action.setToolTip(path)
+            action.setToolTip(plain_tip(path))  # a file name may look like markup
             action.setStatusTip(path)
             action.triggered.connect(lambda _c=False, p=path: self.open_path(p))
         if not self.recent:

@@ -19,6 +19,7 @@ from app import i18n, player, texts, weights_choice
 from app.i18n import tr
 from app.state import AppState
 from app.widgets.paint import qcolor
+from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from compute.trace import LINEAR_INPUTS
 from scene import palette
 from scene.layout import ModelDims, _k3_shapes, token_rows
@@ -91,7 +92,7 @@ class InspectorDock(QDockWidget):
         self.meta_label.setObjectName("inspector_meta")
         self.meta_label.setWordWrap(True)
         self.meta_label.setTextFormat(Qt.RichText)
-        self.what = QTextBrowser()
+        self.what = SafeTextBrowser()  # Markdown naming the model: its arguments are escaped (md_args)
         self.what.setObjectName("inspector_what")
         self.what.setOpenExternalLinks(False)
         self.what.setMinimumHeight(110)
@@ -107,6 +108,7 @@ class InspectorDock(QDockWidget):
         self.values_note = QLabel()
         self.values_note.setWordWrap(True)
         self.values_note.setObjectName("inspector_values_note")
+        plain(self.name_label, self.formula_label, self.values_note)  # they quote the model's name, a view's block
         self.table = QTableWidget()
         self.table.setObjectName("inspector_values")
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -222,7 +224,7 @@ class InspectorDock(QDockWidget):
         args = model_args(dims)  # the texts name the shown model's numbers, not K3's
         md = texts.explanation("block", kind, lang)
         if md:
-            self.what.setMarkdown(fill(md, args))
+            self.what.setMarkdown(fill(md, md_args(args)))
         else:
             self.what.setPlainText(fill(tr(f"scene.desc.{kind}"), args))
         self.formula_label.setText(f"{tr('inspector.formula')}:  {fill(tr(f'scene.formula.{kind}'), args)}"

@@ -25,6 +25,7 @@ from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
 from app.widgets.rich_text_view import RichTextView
+from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from scene import steps as steps_text
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class TracePlayerDock(QDockWidget):
         self.message.setObjectName("prompt_message")
         self.message.setStyleSheet(f"color: {css('error')};")
         self.message.setWordWrap(True)
+        plain(self.message)  # quotes the engine's error message
         self.message.hide()
         layout.addWidget(self.message)
 
@@ -161,6 +163,7 @@ class TracePlayerDock(QDockWidget):
         head = QHBoxLayout()
         self.title = QLabel()
         self.title.setObjectName("step_title")
+        plain(self.title)  # step titles name the model (its config's display_name)
         font = self.title.font()
         font.setPointSizeF(font.pointSizeF() * 1.25)
         font.setBold(True)
@@ -174,7 +177,7 @@ class TracePlayerDock(QDockWidget):
         dl.addLayout(head)
         self.facts = RichTextView("step_facts")  # a new table on every step: not a QLabel (see the module)
         dl.addWidget(self.facts)
-        self.explain = QTextBrowser()
+        self.explain = SafeTextBrowser()  # Markdown naming the model: its arguments are escaped (md_args)
         self.explain.setObjectName("step_explanation")
         self.explain.setOpenExternalLinks(True)
         self.explain.setFocusPolicy(Qt.NoFocus)
@@ -406,6 +409,7 @@ class TracePlayerDock(QDockWidget):
         _set_if_changed(self.facts, "text", "setText", f"<table cellspacing='2'>{body}</table>")
         md = texts.explanation("step", step.kind, i18n.language())
         args = self._text_args()
+        args = md_args(args)  # Markdown: the model's name is literal text
         md = steps_text.fill(md, args)
         what = tr(step.what_key, **args)
         phase_note = tr(f"app.player.phase_{step.phase}.note", **args)
@@ -486,6 +490,7 @@ def _wrap_label(name: str) -> QLabel:
     label = QLabel()
     label.setObjectName(name)
     label.setWordWrap(True)
+    label.setTextFormat(Qt.PlainText)  # the texts quote the prompt and the model's name
     label.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
     return label
 

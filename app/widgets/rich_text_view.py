@@ -15,8 +15,13 @@ from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QPalette, QTextOption
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
+from app.widgets.safe_text import NoResources
 
-class RichTextView(QTextBrowser):
+
+class RichTextView(NoResources, QTextBrowser):
+    """(Its texts quote the prompt and token pieces, escaped; as a second line of defence it loads no resource
+    at all: an `<img src>` that slipped through unescaped reads no file — see app/widgets/safe_text.py.)"""
+
     def __init__(self, name: str = "", parent=None):
         super().__init__(parent)
         if name:
@@ -25,6 +30,7 @@ class RichTextView(QTextBrowser):
         self._fitted: tuple[int, int] | None = None  # (width, height) of the last fit
         self.setFrameShape(QFrame.Shape.NoFrame)  # a QTextBrowser is read-only already
         self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -12,6 +12,7 @@ from app.docks.experiments.common import ExperimentPanel
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, section_label
 from app.widgets.paint import css
+from app.widgets.safe_text import rich_tr
 from compute import teaching as T
 from compute.tokenizer import ToyTokenizer
 from scene.palette import diverging
@@ -147,7 +148,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         running = weights_choice.weights_of(trace)
         weights = weights_choice.short_name(running, tr) if running else tr("truth.weights.unknown")
         pieces = len(trace.vocab) if trace is not None else len(self.tokenizer.pieces)
-        self.constructed.setText(tr("learn.exp.tokenizer.constructed", pieces=pieces, weights=weights, width=ROW_WIDTH,
+        self.constructed.setText(rich_tr("learn.exp.tokenizer.constructed", pieces=pieces, weights=weights, width=ROW_WIDTH,
                                     hidden=f"{T.K3_HIDDEN:,}"))
         self.sources.setText(tr("learn.exp.tokenizer.sources", weights=weights, pieces=pieces))
 
@@ -210,7 +211,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
             return
         piece, tid = toks[r]
         row, source = self._rows[r]
-        self.detail.setText(tr("learn.exp.tokenizer.detail", piece=piece.replace(" ", "␣"), id=f"{tid:,}",
+        self.detail.setText(rich_tr("learn.exp.tokenizer.detail", piece=piece.replace(" ", "␣"), id=f"{tid:,}",
                                row="[" + ", ".join(fmt(v, 2) for v in row) + "]",
                                source=tr(f"learn.exp.tokenizer.source.{source}"), bytes=f"{T.embedding_row_bytes():,}"))
 

@@ -20,6 +20,7 @@ from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
 from app.widgets.paint import css
+from app.widgets.safe_text import plain
 
 BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert
 BIAS_STEPS_PER_UNIT = 100  # slider resolution 0.01
@@ -91,6 +92,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.hover.setObjectName("experts.hover")
         self.hover.setWordWrap(True)
         self.hover.setMinimumHeight(self.fontMetrics().height() * 2 + 4)
+        plain(self.header, self.legend, self.hover)  # they quote the model's name and the token's piece
 
         # --- bias panel ---
         self.bias_box = QGroupBox()
@@ -114,6 +116,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setStyleSheet(f"color: {css('caveat')};")
+        plain(self.note)
         bl = QGridLayout(self.bias_box)
         bl.addWidget(self.expert_label, 0, 0)
         bl.addWidget(self.expert_spin, 0, 1)
@@ -135,6 +138,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.shared_line = QLabel()
         self.shared_line.setWordWrap(True)
         self.shared_line.setStyleSheet(f"color: {css('shared')};")
+        plain(self.shared_line)
         self.sum_line = QLabel()
         sl = QVBoxLayout(self.selected_box)
         sl.addWidget(self.selected_list)

@@ -12,6 +12,7 @@ from app.docks.silicon.canvas import DIM, PANEL, TEXT, Canvas
 from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, note_label
 from app.widgets.paint import box, css, mix, qcolor, text
+from app.widgets.safe_text import plain
 from compute import bits as B
 from compute.config import default_config
 
@@ -92,6 +93,7 @@ class Bf16Tab(QWidget):
         self.input.setMaximumWidth(260)
         self.error = QLabel()
         self.error.setObjectName("bf16_error")
+        plain(self.error)  # quotes what was typed
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.specials: list[tuple[QPushButton, float]] = []
@@ -164,6 +166,7 @@ class Bf16Tab(QWidget):
         self.facts = QLabel()
         self.facts.setObjectName("bf16_facts")
         self.facts.setWordWrap(True)
+        plain(self.facts)  # names the model (its config's display_name)
         self.facts.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.note = note_label()
         lay = QVBoxLayout(self)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLab
 from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, NOTE_STYLE, note_label, set_stacked, shrinkable
 from app.widgets.paint import css, qcolor
+from app.widgets.safe_text import plain, rich_tr
 from compute import memory as M
 
 SEED_FIELDS = (("params_billion", "7"), ("tokens", "4096"), ("layers", "32"), ("d_model", "4096"),
@@ -45,6 +46,7 @@ class Field:
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.error.hide()
+        plain(self.label, self.hint, self.error)  # the texts name the model (its config's display_name)
         grid.addWidget(self.label, row, 0)
         grid.addWidget(self.edit, row, 1)
         grid.addWidget(self.hint, row, 2)
@@ -79,6 +81,7 @@ def _result_labels(prefix: str) -> tuple[QLabel, QLabel, QLabel]:
                           " padding: 8px; border-radius: 6px;")
     formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
     formula.setWordWrap(True)
+    plain(fits, stale, formula)  # the formula names the model (its config's display_name)
     return fits, stale, formula
 
 def _output_grid(names, prefix: str):
@@ -91,6 +94,7 @@ def _output_grid(names, prefix: str):
         val.setObjectName(f"{prefix}_out_{n}")
         val.setStyleSheet("font-size: 17px; font-weight: bold;")
         val.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        plain(lab, val)  # the labels name the model
         grid.addWidget(lab, i, 0)
         grid.addWidget(val, i, 1, alignment=Qt.AlignRight)
         labels[n], values[n] = lab, val
@@ -285,7 +289,7 @@ class K3Calc(_CalcPanel):
         self.plot.getAxis("bottom").setTicks([ticks, []])
         self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen((200, 200, 200), width=1, style=Qt.DotLine))
         self.plot.addItem(self.marker)
-        self.plot_note = note_label()
+        self.plot_note = plain(note_label())
         self.excl_title = QLabel()
         self.excl_title.setStyleSheet("font-weight: bold;")
         self.exclusions = note_label()
@@ -403,7 +407,7 @@ class K3Calc(_CalcPanel):
         self.plot.setLabel("left", tr("silicon.calc.k3.axis_y"))
         self.legend.clear()
         for key, curve in self.curves.items():
-            self.legend.addItem(curve, tr(f"silicon.calc.k3.curve_{key}", **a))
+            self.legend.addItem(curve, rich_tr(f"silicon.calc.k3.curve_{key}", **a))  # a pyqtgraph label is HTML
         self.recompute()
 
 

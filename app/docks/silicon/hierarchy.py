@@ -12,6 +12,7 @@ from app.docks.silicon.canvas import DIM, PANEL, PANEL_EDGE, TEXT, Canvas
 from app.i18n import tr
 from app.widgets.controls import note_label, set_stacked
 from app.widgets.paint import arrow, box, font, mix, pen, qcolor, text
+from app.widgets.safe_text import esc, rich_tr
 from compute import memory as M
 from compute.config import load_default
 
@@ -146,6 +147,7 @@ class HierarchyTab(QWidget):
         self.explain = QLabel()
         self.explain.setObjectName("hier_explain")
         self.explain.setWordWrap(True)
+        self.explain.setTextFormat(Qt.RichText)  # bold title; the model's name in it is escaped (rich_tr)
         self.source = note_label()
         self.caveat = note_label()
         top = QHBoxLayout()
@@ -211,7 +213,7 @@ class HierarchyTab(QWidget):
         k = self.item()
         fmt = self._model_fmt()
         key = "kda_state_none" if k == "kda_state" and not fmt["kda_layers"] else k
-        self.explain.setText(f"<b>{tr('silicon.hier.item_' + k)}</b> — " + tr("silicon.hier.explain_" + key, **fmt))
+        self.explain.setText(f"<b>{esc(tr('silicon.hier.item_' + k))}</b> — " + rich_tr("silicon.hier.explain_" + key, **fmt))
         self.source.setText(tr(self.gpu().source_key))
         self.diagram.update()
 

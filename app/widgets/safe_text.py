@@ -1,0 +1,141 @@
+"""Untrusted text is plain text (issue 25.1).
+
+A model config's `name` / `display_name`, a view file's fields, the prompt, a token piece, a file path and an
+error message quoting any of them are untrusted. Put into a rich-text widget unescaped, `<img src="/dev/zero">`
+makes Qt read that file (abort), a FIFO hangs the UI, `<a href>` / `<style>` change what is shown. So:
+
+- a widget that shows such text as a whole is plain (`plain_label`, `set_plain`, `plain_message_box`);
+- a rich text built from a catalogue template escapes every argument (`rich_tr`, `esc`); markup we build
+  ourselves is marked `Html` and passes as it is;
+- a tooltip (rich whenever it looks like markup) goes through `plain_tip`;
+- a QTextBrowser / QTextDocument of ours refuses every resource (`NoResources`, `refused_resource`): nothing is
+  ever read from disk or the network, even if a string slips through unescaped.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage, QTextDocument
+from PySide6.QtGui import Qt as _GuiQt  # Qt.mightBeRichText lives in QtGui's namespace
+from PySide6.QtWidgets import QLabel, QMessageBox, QTextBrowser
+
+from app.i18n import tr
+
+
+def might_be_rich(text: str) -> bool:
+    """Qt's guess (Qt::mightBeRichText) whether an AutoText label or a tooltip shows `text` as rich text."""
+    return bool(_GuiQt.mightBeRichText(str(text)))
+
+
+class Html(str):
+    """Markup built by the app itself (from escaped parts): `rich_tr` passes it as it is."""
+
+
+def esc(value) -> Html:
+    """`value` as text, HTML-escaped: safe inside rich text."""
+    if isinstance(value, Html):
+        return value
+    return Html(html.escape(str(value), quote=True))
+
+
+def rich_tr(key: str, **args) -> Html:
+    """The catalogue's (trusted, possibly rich) text for `key` with every argument escaped, except those
+    marked `Html`. Numbers are formatted by the template as they are."""
+    safe = {k: (v if isinstance(v, (Html, int, float)) else esc(v)) for k, v in args.items()}
+    return Html(tr(key, **safe))
+
+
+def plain_tip(text: str) -> str:
+    """A tooltip for untrusted text. Qt shows a tooltip as rich text when it looks like markup
+    (Qt.mightBeRichText): such a text is escaped inside a paragraph that keeps its spaces and line breaks,
+    so it reads exactly as given; other text is returned unchanged (shown plain)."""
+    text = str(text)
+    if not might_be_rich(text) and "&" not in text:
+        return text
+    return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
+
+
+def set_plain(label: QLabel, text: str) -> None:
+    """Show `text` in `label` as plain text, whatever it contains."""
+    if label.textFormat() != Qt.TextFormat.PlainText:
+        label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setText(str(text))
+
+
+def plain_label(text: str = "", word_wrap: bool = True) -> QLabel:
+    lab = QLabel()
+    lab.setTextFormat(Qt.TextFormat.PlainText)
+    lab.setWordWrap(word_wrap)
+    lab.setText(str(text))
+    return lab
+
+
+def plain_message_box(icon, title: str, text: str, buttons=QMessageBox.StandardButton.Ok, parent=None) -> QMessageBox:
+    """A QMessageBox whose text (which quotes values from files or error messages) is plain text."""
+    box = QMessageBox(icon, str(title), "", buttons, parent)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setText(str(text))
+    return box
+
+
+def warn(parent, title: str, text: str) -> None:
+    """QMessageBox.warning with plain text (modal, as the static function)."""
+    plain_message_box(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, parent).exec()
+
+
+_BLANK: QImage | None = None
+
+
+def refused_resource(kind: int, _url=None):
+    """What a document of ours gets for any resource (image, style sheet, page): a 1x1 transparent image or
+    an empty text — a valid answer, so Qt does not fall back to reading the URL itself (QTextImageHandler
+    loads a file by name when the document's answer is not an image)."""
+    global _BLANK
+    if kind == int(QTextDocument.ResourceType.ImageResource.value):
+        if _BLANK is None:
+            _BLANK = QImage(1, 1, QImage.Format.Format_ARGB32)
+            _BLANK.fill(0)
+        return _BLANK
+    return ""
+
+
+def _kind(kind) -> int:
+    return int(getattr(kind, "value", kind))
+
+
+class NoResources:
+    """Mixin for QTextBrowser / QTextEdit / QTextDocument subclasses: every resource request is refused."""
+
+    def loadResource(self, kind, url):  # noqa: N802 - Qt override
+        return refused_resource(_kind(kind), url)
+
+
+class SafeTextDocument(NoResources, QTextDocument):
+    """A QTextDocument that never loads a resource (for rich text built from untrusted parts)."""
+
+
+def plain(*labels):
+    """Make QLabels (or a QMessageBox) show their text as plain text; returns the first, for chaining."""
+    for lab in labels:
+        lab.setTextFormat(Qt.TextFormat.PlainText)
+    return labels[0] if labels else None
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~&])")
+
+
+def md_escape(value) -> str:
+    """`value` with every Markdown special character backslash-escaped: literal text inside Markdown (no
+    image, link, emphasis or inline HTML)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(value))
+
+
+def md_args(args: dict) -> dict:
+    """Format arguments for a Markdown template: strings escaped (md_escape), numbers as they are."""
+    return {k: (md_escape(v) if isinstance(v, str) else v) for k, v in args.items()}
+
+
+class SafeTextBrowser(NoResources, QTextBrowser):
+    """A QTextBrowser (Markdown explanations) that loads no resource: no image or style sheet is ever read."""
