@@ -66,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _fail(message: str, code: int) -> int:
     print(f"k3-explorer export: error: {_printable(message)}", file=sys.stderr)
+    _reported.append(code)
     return code
+
+
+_reported: list[int] = []  # the failures already said (a signal after one adds no second line)
 
 
 def _printable(text: str) -> str:
@@ -198,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     _stopped.clear()
+    _reported.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    hooks = sys.excepthook, sys.unraisablehook
+    sys.excepthook, sys.unraisablehook = _quiet_stop(sys.excepthook), _quiet_stop(sys.unraisablehook)
     try:
         try:
             code = _main(argv)
@@ -209,10 +216,26 @@ def main(argv: list[str] | None = None) -> int:
             raise Stopped(_stopped[0])
         return code
     except Stopped as exc:
+        if _reported:  # the export had already failed and said why: that is its one line
+            return 128 + exc.signum
         return _fail(tr("writer.signal.stopped", signal=signal.Signals(exc.signum).name), 128 + exc.signum)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.excepthook, sys.unraisablehook = hooks
+
+
+def _quiet_stop(hook):
+    """hook, except that a Stopped raised where it cannot propagate (a ctypes callback of numba's compiler, a
+    slot called by Qt) prints nothing: the next check_stop() raises it again."""
+    def quiet(*args):
+        first = args[0]
+        exc_type = getattr(first, "exc_type", first)  # unraisablehook: one argument; excepthook: (type, ...)
+        if isinstance(exc_type, type) and issubclass(exc_type, Stopped):
+            return None
+        return hook(*args)
+
+    return quiet
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -283,6 +306,7 @@ def _main(argv: list[str] | None = None) -> int:
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
     from app import player
 
+    check_stop()  # a signal swallowed on the way (a library's callback) stops here
     steps = player.build_steps(trace)
     if not 1 <= args.step <= len(steps):
         return _fail(tr("app.cli.bad_step", n=args.step, total=len(steps)), 2)
@@ -307,6 +331,7 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         image = render_view(view, width, height, transparent=args.transparent, labels=not args.no_labels,
                             theme=args.theme)
+        check_stop()
         save_png(image, out)
     except ExportError as exc:
         return _fail(str(exc), 1)

@@ -442,3 +442,28 @@ def test_settings_are_not_saved_over_a_fifo_that_appeared_after_reading(tmp_path
     assert message and "\n" not in message and "FIFO" in message and str(fifo) in message
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and path.is_symlink()
     assert sorted(os.listdir(tmp_path)) == ["fifo", "k3.ini"]
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.0, 2.0])
+def test_a_sigterm_at_any_point_of_a_png_export_is_one_line(tmp_path, delay):
+    """During imports, numba's compiler (its ctypes callbacks swallow exceptions: a traceback, then the export
+    went on and exited 0), the engine or the render: exit 143 with one line and no file, or, when the export
+    had already finished, its own 'Wrote' line."""
+    out = tmp_path / "p.png"
+    proc = subprocess.Popen([sys.executable, "-m", "app", "export", "--out", str(out), "--size", "1280x720"],
+                            cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    if proc.returncode == 143:
+        assert stderr.count("\n") == 1 and "SIGTERM" in stderr and stdout == ""
+        assert os.listdir(tmp_path) == []
+    else:  # finished before the signal came
+        assert stdout.startswith("Wrote") and os.listdir(tmp_path) == ["p.png"], (proc.returncode, stderr)
