@@ -17,11 +17,14 @@ from gui_helpers import image_array, pump
 PROMPT = "아이가 상자를 집었다. 그리고"
 
 
-def wait_for(cond, timeout_s: float = 90.0) -> None:
-    """Run the event loop (releasing the GIL, so the pool thread computes) until cond() holds."""
+def wait_for(cond, timeout_s: float = 90.0, dock=None) -> None:
+    """Run the event loop (releasing the GIL, so the pool thread computes) until cond() holds; a failed
+    explanation (the dock's status line) fails at once."""
     end = time.monotonic() + timeout_s
     while not cond():
         assert time.monotonic() < end, "timed out"
+        if dock is not None:
+            assert "failed" not in dock.status.text(), dock.status.text()
         pump(30)
 
 
@@ -64,7 +67,7 @@ def test_lens_plot_sources_and_contributions(dock):
     assert _colour_pixels(dock.plot, "output") > 150  # the probability curve is drawn in its colour
     assert dock.sources.rowCount() == 8 and dock.sources.item(2, 1).text() == "' 상자'"
     assert dock.sources.item(2, 0).font().bold()  # the earlier mention is the top source
-    assert dock.blocks.rowCount() == 12 and "1659 blocks" in dock.blocks_note.text()  # 1 + 93 + 1 + 92 x (16 + 1)
+    assert dock.blocks.rowCount() == 15 and "1659 blocks" in dock.blocks_note.text()  # 1 + 93 + 1 + 92 x (16 + 1)
     assert "Computed in" in dock.status.text()
 
 
@@ -75,16 +78,16 @@ def test_knock_out_a_token_with_the_mouse_and_restore(dock):
     assert dock.knock.isEnabled()
     before = image_array(dock.grab().toImage())
     QTest.mouseClick(dock.knock, Qt.LeftButton)
-    wait_for(lambda: dock.result.knockout is not None and not dock.busy)
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
     ko = dock.result.knockout
-    assert ko["tokens"] == [2] and ko["word"] != " 상자"
+    assert ko["items"] == [("token", 2)] and ko["word"] != " 상자"
     assert "' 블록'" in dock.ko_label.text() and dock.ko_table.isVisible()
     assert dock.ko_table.item(0, 0).text().startswith("' 상자'")
     assert dock.ko_table.item(0, 1).text().startswith(piece := f"'{ko['word']}'"), piece
     after = image_array(dock.grab().toImage())
     assert before.shape != after.shape or (before != after).any()
     QTest.mouseClick(dock.restore, Qt.LeftButton)
-    wait_for(lambda: dock.result.knockout is None and not dock.busy)
+    wait_for(lambda: dock.result.knockout is None and not dock.busy, dock=dock)
     assert not dock.ko_table.isVisible() and dock.ko_label.text() == ""
 
 
@@ -126,3 +129,31 @@ def test_attention_table_follows_the_layer_and_a_click_on_the_overview(dock):
     img = image_array(dock.att_plot.grab().toImage()).astype(int)
     blue = ((img[..., 2] - img[..., 0]) > 60) & (img[..., 1] < 200)  # not the selected layer's line (focus)
     assert blue.sum() > 100 and ((img[..., 0] - img[..., 2]) > 60).sum() > 100
+
+
+def test_knock_out_a_block_and_an_expert_from_the_contributions(dock):
+    t = dock.blocks
+    res = dock.result
+    parts = [p for _, p, _ in res.blocks]
+    emb = parts.index("embedding")
+    QTest.mouseClick(t.viewport(), Qt.LeftButton, Qt.NoModifier, t.visualItemRect(t.item(emb, 1)).center())
+    assert not dock.knock_block.isEnabled()  # the embedding has no knock-out of its own
+    row = parts.index("mixer")
+    layer = res.blocks[row][0]
+    QTest.mouseClick(t.viewport(), Qt.LeftButton, Qt.NoModifier, t.visualItemRect(t.item(row, 1)).center())
+    assert dock.knock_block.isEnabled()
+    QTest.mouseClick(dock.knock_block, Qt.LeftButton)
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
+    ko = dock.result.knockout
+    assert ko["items"] == [("block", layer, "mixer")] and f"the mixer of layer {layer}" in dock.ko_label.text()
+    assert ko["effect"] is not None and abs(ko["effect"]) > 1e-4  # a block the route says matters does matter
+    QTest.mouseClick(dock.restore, Qt.LeftButton)
+    wait_for(lambda: dock.result.knockout is None and not dock.busy, dock=dock)
+    parts = [p for _, p, _ in dock.result.blocks]
+    row = next(i for i, p in enumerate(parts) if p.startswith("expert "))
+    ly, part, _ = dock.result.blocks[row]
+    QTest.mouseClick(t.viewport(), Qt.LeftButton, Qt.NoModifier, t.visualItemRect(t.item(row, 1)).center())
+    QTest.mouseClick(dock.knock_block, Qt.LeftButton)
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
+    assert dock.result.knockout["items"] == [("expert", ly, int(part.split()[1]))]
+    assert f"expert {part.split()[1]} at layer {ly}" in dock.ko_label.text()

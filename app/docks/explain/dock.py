@@ -190,7 +190,17 @@ class ExplainDock(QDockWidget):
         self.blocks.verticalHeader().setVisible(False)
         self.blocks.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.blocks.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.blocks.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.blocks.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.blocks.itemSelectionChanged.connect(self._update_buttons)
         lay.addWidget(self.blocks)
+        brow = QHBoxLayout()
+        self.knock_block = QPushButton()
+        self.knock_block.setObjectName("explain_knockout_block")
+        self.knock_block.clicked.connect(self.knock_out_block)
+        brow.addWidget(self.knock_block)
+        brow.addStretch(1)
+        lay.addLayout(brow)
         self.blocks_note = note_label()
         lay.addWidget(self.blocks_note)
         lay.addStretch(1)
@@ -290,7 +300,30 @@ class ExplainDock(QDockWidget):
         p = self._selected_position()
         if p is None:
             return
-        self._knockout = (p,)
+        self._knockout = (("token", p),)
+        self.refresh()
+
+    def knockable_block(self, row: int) -> tuple | None:
+        """The knock-out item of a contributions row: a mixer or dense MLP (a block), a routed expert at its
+        layer; None for the embedding and the shared experts (no knock-out of their own)."""
+        if self.result is None or not 0 <= row < len(self.result.blocks):
+            return None
+        ly, part, _ = self.result.blocks[row]
+        if part in ("mixer", "ffn"):
+            return ("block", ly, part)
+        if part.startswith("expert "):
+            return ("expert", ly, int(part.split()[1]))
+        return None
+
+    def _selected_block(self) -> tuple | None:
+        rows = self.blocks.selectionModel().selectedRows() if self.blocks.selectionModel() else []
+        return self.knockable_block(rows[0].row()) if rows else None
+
+    def knock_out_block(self) -> None:
+        item = self._selected_block()
+        if item is None:
+            return
+        self._knockout = (item,)
         self.refresh()
 
     def restore_knockout(self) -> None:
@@ -309,6 +342,7 @@ class ExplainDock(QDockWidget):
 
     def _update_buttons(self) -> None:
         self.knock.setEnabled(self._selected_position() is not None)
+        self.knock_block.setEnabled(self._selected_block() is not None)
         self.restore.setEnabled(bool(self._knockout))
 
     # ------------------------------------------------------------------ drawing
@@ -413,8 +447,15 @@ class ExplainDock(QDockWidget):
         if ko is None:
             self.ko_label.setText("")
             return
-        toks = ", ".join(f"{p} {_esc(piece_text(res.pieces[p]))}" for p in ko["tokens"])
-        self.ko_label.setText(tr("explain.ko.result", tokens=toks, mode=tr(f"explain.mode.{ko['mode']}"),
+        what = []
+        for it in ko["items"]:
+            if it[0] == "token":
+                what.append(tr("explain.ko.what_token", position=it[1], piece=_esc(piece_text(res.pieces[it[1]]))))
+            elif it[0] == "block":
+                what.append(tr("explain.ko.what_block", layer=it[1], block=self._part(it[2])))
+            else:
+                what.append(tr("explain.ko.what_expert", layer=it[1], n=it[2]))
+        self.ko_label.setText(tr("explain.ko.result", tokens=", ".join(what), mode=tr(f"explain.mode.{ko['mode']}"),
                                  before=_esc(piece_text(res.word)), after=_esc(piece_text(ko["word"])),
                                  logit=fmt(res.logit, 2), logit_after=fmt(ko["logit_after"], 2)))
         for r in range(5):
@@ -440,6 +481,7 @@ class ExplainDock(QDockWidget):
         self.sources_title.setText(tr("explain.sources.title"))
         self.sources.setHorizontalHeaderLabels([tr(f"explain.sources.col{c}") for c in range(4)])
         self.knock.setText(tr("explain.ko.button"))
+        self.knock_block.setText(tr("explain.ko.button_block"))
         i = self.mode.currentIndex()
         self.mode.clear()
         self.mode.addItems([tr(f"explain.mode.{m}") for m in ABLATION_MODES])

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from compute.trace import Knobs
 
-TOP_BLOCKS = 12  # rows of the contributions table
+TOP_BLOCKS = 12  # rows of the contributions table (the largest |direct contribution|)
+TOP_EXPERTS = 3  # then the largest routed experts below those rows (an expert can always be picked)
 ABLATION_MODES = ("zero", "mean")
 
 
@@ -20,7 +21,8 @@ class ExplainRequest:
     tokens: tuple  # ((piece, id), ...) of the trace
     position: int  # 0-based: the token whose next-token prediction is explained
     knobs: Knobs
-    knockout: tuple = ()  # token positions to knock out (the experiment)
+    knockout: tuple = ()  # what to knock out (the experiment): ("token", p) | ("block", layer, part) |
+    # ("expert", layer, id) items (layers 1-based)
     mode: str = "zero"
 
 
@@ -80,11 +82,17 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
         lens = ex.lens
         srcs = ex.sources
         answers = ex.source_answers
-        blocks = sorted(ex.blocks, key=lambda c: -abs(c.value))[:TOP_BLOCKS]
+        ranked = sorted(ex.blocks, key=lambda c: -abs(c.value))
+        blocks = ranked[:TOP_BLOCKS]
+        # then the largest routed experts below them: they are rarely among the top rows
+        blocks += [c for c in ranked[TOP_BLOCKS:] if c.part.startswith("expert ")][:TOP_EXPERTS]
         ko = None
         if req.knockout:
-            k = ex.knockout(tokens=list(req.knockout), mode=req.mode)
-            ko = {"tokens": list(req.knockout), "mode": req.mode, "word": k.word, "top5": k.top(5),
+            toks = [it[1] for it in req.knockout if it[0] == "token"]
+            ko_blocks = [(it[1], it[2]) for it in req.knockout if it[0] == "block"]
+            ko_experts = [(it[1], it[2]) for it in req.knockout if it[0] == "expert"]
+            k = ex.knockout(tokens=toks, blocks=ko_blocks, experts=ko_experts, mode=req.mode)
+            ko = {"items": list(req.knockout), "mode": req.mode, "word": k.word, "top5": k.top(5),
                   "effect": k.effect, "logit_after": float(k.logits[ex.word_index])}
         res = ExplainResult(
             serial=req.serial, position=ex.position, pieces=list(ex.pieces), word=ex.word,
