@@ -104,4 +104,5 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             mixers=[lt.mixer for lt in ex.run.layers], attention=[a.copy() for a in ex.attention_rows],
             knockout=ko, weights=m.weights_name)
     res.seconds = time.perf_counter() - t0
+    res.extra["thread"] = threading.get_ident()  # tests: never the UI thread
     return res
