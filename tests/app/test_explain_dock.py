@@ -60,7 +60,8 @@ def test_lens_plot_sources_and_contributions(dock):
     assert res.word == " 상자" and res.position == 7 and "상자" in dock.header.text()
     assert dock.position.currentData() == 7 and dock.position.count() == 10
     x, y = dock.curve_prob.getData()
-    assert len(x) == 94 and abs(y[-1] - res.prob) < 1e-5 and y[0] < 0.05
+    assert len(x) == 187 and x[1] == 0.5 and x[2] == 1.0 and abs(y[-1] - res.prob) < 1e-5 and y[0] < 0.05
+    assert y[2] == res.lens_prob[1] and y[1] == res.lens_mixer_prob[0]  # after layer 1's mixer, then layer 1
     _, inv = dock.curve_rank.getData()
     assert inv[-1] == 1.0
     pump(100)
@@ -96,7 +97,7 @@ def test_choose_another_position_with_the_keyboard(dock):
     QTest.keyClick(dock.position, Qt.Key_Up)
     wait_for(lambda: dock.result.position == 6 and not dock.busy)
     assert dock.sources.rowCount() == 7
-    assert len(dock.curve_prob.getData()[0]) == 94
+    assert len(dock.curve_prob.getData()[0]) == 187
 
 
 def test_korean_texts(dock):

@@ -43,6 +43,21 @@ def piece_text(piece: str) -> str:
     return "'" + piece.replace("\n", "\\n") + "'"
 
 
+def lens_series(res: ExplainResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, probability, rank) of the lens curve: the embedding at 0, after layer ℓ's mixer at ℓ − ½, after the
+    whole layer at ℓ (so a jump shows whether the mixer or the FFN made it)."""
+    L = len(res.lens_mixer_prob)
+    x = np.empty(2 * L + 1)
+    prob = np.empty(2 * L + 1)
+    rank = np.empty(2 * L + 1)
+    x[0], prob[0], rank[0] = 0.0, res.lens_prob[0], res.lens_rank[0]
+    x[1::2] = np.arange(1, L + 1) - 0.5
+    x[2::2] = np.arange(1, L + 1)
+    prob[1::2], rank[1::2] = res.lens_mixer_prob, res.lens_mixer_rank
+    prob[2::2], rank[2::2] = res.lens_prob[1:], res.lens_rank[1:]
+    return x, prob, rank
+
+
 class _Relay(QObject):
     """Carries a job's result from the pool thread to the UI thread (a queued signal)."""
 
@@ -351,10 +366,11 @@ class ExplainDock(QDockWidget):
         self.header.setText(tr("explain.header", position=res.position, piece=_esc(piece_text(pos_piece)),
                                word=_esc(piece_text(res.word)), prob=fmt(res.prob),
                                logit=fmt(res.logit, 2), weights=tr(f"explain.weights.{res.weights}")))
+        x, prob, rank = lens_series(res)
+        self.curve_prob.setData(x, prob)
+        self.curve_rank.setData(x, 1.0 / rank)
+        self.plot.setXRange(0, x[-1], padding=0.02)
         x = np.arange(len(res.lens_prob))
-        self.curve_prob.setData(x, np.asarray(res.lens_prob))
-        self.curve_rank.setData(x, 1.0 / np.asarray(res.lens_rank, dtype=float))
-        self.plot.setXRange(0, len(x) - 1, padding=0.02)
         self.plot.setYRange(0.0, 1.0, padding=0.04)
         first = next((i for i in range(len(res.lens_rank)) if all(r == 1 for r in res.lens_rank[i:])), None)
         marks = sorted(set(list(range(0, len(x), 12)) + [len(x) - 1]))

@@ -38,6 +38,8 @@ class ExplainResult:
     lens_prob: list[float]  # the word's probability at the embedding (0) and after layers 1..L
     lens_rank: list[int]
     lens_top: list[tuple[str, float]]  # the lens' top piece at each entry
+    lens_mixer_prob: list[float]  # after each layer's mixer (before its FFN), layers 1..L
+    lens_mixer_rank: list[int]
     sources: list[tuple[int, str, float, str]]  # position, piece, effect, answer after the knock-out
     blocks: list[tuple[int, str, float]]  # the TOP_BLOCKS largest |direct contributions|
     n_blocks: int
@@ -99,6 +101,7 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             prob=float(ex.probs[ex.word_index]), logit=ex.logit, top5=ex.top(5),
             lens_prob=[e.prob for e in lens], lens_rank=[e.rank for e in lens],
             lens_top=[e.top[0] for e in lens],
+            lens_mixer_prob=[e.prob for e in ex.lens_mixers], lens_mixer_rank=[e.rank for e in ex.lens_mixers],
             sources=[(s.position, s.piece, s.effect, a) for s, a in zip(srcs, answers)],
             blocks=[(c.layer, c.part, c.value) for c in blocks], n_blocks=len(ex.blocks), rest=ex.rest,
             mixers=[lt.mixer for lt in ex.run.layers], attention=[a.copy() for a in ex.attention_rows],
