@@ -64,6 +64,36 @@ def _normals_faces(n: int) -> tuple[np.ndarray, np.ndarray]:
     return hit
 
 
+# the faces of a box in _FACES order: +x, -x, +y, -y, +z, -z
+_FACE_POS_Y, _FACE_NEG_Y = 2, 3
+BACKDROP_GAP = 0.72  # the backdrop's distance behind the nearest / farthest block of its panel (y)
+
+
+def backdrop_near_y(layout: Layout, b: Block) -> float:
+    """Where the backdrop's second sheet lies: as far in front of the panel's nearest block (lowest y) as the
+    first sheet lies behind its walls, so that seen from behind the cells are in front of it too."""
+    lo, hi = layout.block_lo, layout.block_hi
+    inside = ((lo[:, 0] >= b.lo[0] - 1e-6) & (hi[:, 0] <= b.hi[0] + 1e-6)
+              & (lo[:, 2] >= b.lo[2] - 1e-6) & (hi[:, 2] <= b.hi[2] + 1e-6)
+              & (hi[:, 1] < b.lo[1]))  # the panel's blocks: inside its x-z rectangle, in front of it
+    if not inside.any():
+        return float(b.lo[1]) - 2 * BACKDROP_GAP
+    return float(lo[inside, 1].min()) - BACKDROP_GAP
+
+
+def backdrop_verts(b: Block, near_y: float) -> np.ndarray:
+    """The 24 vertices of a backdrop drawn as two one-sided sheets: its -y face (wound to be seen from the
+    front, -y) at the back (b.hi y) and its +y face (seen from behind, +y) at near_y, in front of the panel.
+    With back faces culled, the camera sees only the sheet behind the cells, whichever side it looks from
+    (a closed box would hide every cell seen from behind). The four side faces collapse to zero area."""
+    v = (UNIT_V * b.size + b.center).astype(np.float32).reshape(6, 4, 3)
+    v[_FACE_NEG_Y, :, 1] = b.hi[1]
+    v[_FACE_POS_Y, :, 1] = near_y
+    for f in (0, 1, 4, 5):
+        v[f] = v[f, 0]
+    return v.reshape(24, 3)
+
+
 def block_boxes(b: Block) -> tuple[np.ndarray, np.ndarray]:
     """Centres and sizes of the boxes a block is drawn with: one per cell, or one box."""
     if b.grid is None:
@@ -143,13 +173,20 @@ def build_families(layout: Layout, cache: GeometryCache | None = None) -> dict[s
             k += n
         fam.n_boxes = k
 
-        def make(fam=fam) -> np.ndarray:
+        sheets = {b.id: backdrop_near_y(layout, b) for b in fam.blocks if b.part == "backdrop"}
+
+        def make(fam=fam, sheets=sheets) -> np.ndarray:
             boxes = [block_boxes(b) for b in fam.blocks]
-            return boxes_mesh(np.concatenate([c for c, _ in boxes]), np.concatenate([s for _, s in boxes]))[0]
+            verts = boxes_mesh(np.concatenate([c for c, _ in boxes]), np.concatenate([s for _, s in boxes]))[0]
+            for bid, near_y in sheets.items():
+                first = fam.ranges[bid][0] * VERTS_PER_BOX
+                verts[first:first + VERTS_PER_BOX] = backdrop_verts(layout.by_id[bid], near_y)
+            return verts
         if cache is None:
             fam.verts = make()
         else:
-            fam.verts = cache.verts(fam.name, (k, tuple(block_signature(b) for b in fam.blocks)), make)
+            key = (k, tuple(block_signature(b) for b in fam.blocks), tuple(sorted(sheets.items())))
+            fam.verts = cache.verts(fam.name, key, make)
         fam.normals, fam.faces = _normals_faces(k)
     return fams
 
