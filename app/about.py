@@ -5,15 +5,19 @@ from __future__ import annotations
 import html
 import platform
 from importlib import metadata
+from pathlib import Path
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMessageBox, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QMessageBox, QPlainTextEdit, QPushButton,
+                               QVBoxLayout)
 
 from app import __version__
 from app.i18n import tr
 
 DIST_NAME = "k3-explorer"
+LICENCE_NAMES = {"Apache-2.0": "Apache License, Version 2.0"}
+CHECKOUT_LICENCE = Path(__file__).resolve().parents[1] / "LICENSE"  # a checkout (or an unpacked sdist)
 
 
 def licence_text() -> str:
@@ -25,7 +29,46 @@ def licence_text() -> str:
     declared = ""
     if meta is not None:
         declared = (meta.get("License-Expression") or meta.get("License") or "").strip()
-    return declared or tr("app.about.licence_none")
+    if not declared:
+        return tr("app.about.licence_none")
+    name = LICENCE_NAMES.get(declared)
+    return f"{declared} ({name})" if name else declared
+
+
+def licence_file() -> Path | None:
+    """The full licence text the package carries: the installed distribution's licence file (PEP 639:
+    `*.dist-info/licenses/LICENSE`), else the checkout's LICENSE; None when neither is there."""
+    try:
+        files = metadata.distribution(DIST_NAME).files or []
+    except metadata.PackageNotFoundError:
+        files = []
+    for entry in files:
+        if entry.name == "LICENSE" and "licenses" in entry.parts:
+            path = Path(entry.locate())
+            if path.is_file():
+                return path
+    return CHECKOUT_LICENCE if CHECKOUT_LICENCE.is_file() else None
+
+
+class LicenceDialog(QDialog):
+    """The full licence text, read-only, as plain text."""
+
+    def __init__(self, path: Path, parent=None):
+        super().__init__(parent)
+        self.setObjectName("licence_dialog")
+        self.setWindowTitle(tr("ship.licence.title"))
+        self.text = QPlainTextEdit(self)
+        self.text.setObjectName("licence_text")
+        self.text.setReadOnly(True)
+        self.text.setPlainText(path.read_text(encoding="utf-8"))
+        buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
+        buttons.button(QDialogButtonBox.Close).setText(tr("app.common.close"))
+        buttons.button(QDialogButtonBox.Close).setToolTip(tr("app.common.close"))
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.text)
+        layout.addWidget(buttons)
+        self.resize(640, 560)
 
 
 def library_versions() -> str:
@@ -61,12 +104,23 @@ class AboutDialog(QDialog):
         self.about_qt.setToolTip(tr("app.about.about_qt.tip"))
         self.about_qt.clicked.connect(lambda: QMessageBox.aboutQt(self, tr("app.about.about_qt")))
         buttons.addButton(self.about_qt, QDialogButtonBox.HelpRole)
+        self.licence_button = QPushButton(tr("ship.licence.button"))
+        self.licence_button.setObjectName("about_licence_button")
+        self.licence_button.setToolTip(tr("ship.licence.button.tip"))
+        self.licence_button.setEnabled(licence_file() is not None)
+        self.licence_button.clicked.connect(self.show_licence)
+        buttons.addButton(self.licence_button, QDialogButtonBox.HelpRole)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.heading)
         layout.addWidget(self.body)
         layout.addWidget(buttons)
         self.setMinimumWidth(520)
+
+    def show_licence(self) -> None:
+        path = licence_file()
+        if path is not None:
+            LicenceDialog(path, self).open()
 
     @staticmethod
     def html(trace=None) -> str:

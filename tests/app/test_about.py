@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 import app
 from app import i18n
@@ -55,3 +56,46 @@ def test_about_dialog_says_version_licence_and_what_is_toy(main_window, qtbot, l
         dialog.close()
     finally:
         i18n.set_language("en")
+
+
+def test_licence_is_apache_everywhere():
+    """LICENSE is the standard Apache-2.0 text, pyproject declares it (SPDX, licence file) and the installed
+    metadata says so: the About dialog shows what the metadata declares."""
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text and "END OF TERMS AND CONDITIONS" in text
+    assert len(text.splitlines()) == 202  # the text as apache.org publishes it, appendix included
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert project["authors"] and "urls" not in project  # no URL is published yet: none is invented
+    assert not any(c.startswith("License ::") for c in project["classifiers"])  # PEP 639: the expression alone
+    from importlib import metadata
+
+    assert metadata.metadata("k3-explorer")["License-Expression"] == "Apache-2.0"
+    from app.about import licence_file, licence_text
+
+    assert licence_text() == "Apache-2.0 (Apache License, Version 2.0)"
+    assert licence_file().read_text() == text
+
+
+def test_about_shows_the_licence_and_its_full_text(main_window, qtbot):
+    main_window.registry.actions["about"].trigger()
+    from app.about import AboutDialog, LicenceDialog
+
+    dialog = [d for d in main_window.findChildren(AboutDialog) if d.isVisible()][-1]
+    qtbot.waitExposed(dialog)
+    assert "Apache-2.0 (Apache License, Version 2.0)" in dialog.body.text()
+    assert dialog.licence_button.isEnabled() and dialog.licence_button.toolTip()
+    qtbot.mouseClick(dialog.licence_button, Qt.LeftButton)
+    shown = [d for d in dialog.findChildren(LicenceDialog) if d.isVisible()]
+    assert len(shown) == 1
+    text = shown[0].text.toPlainText()
+    assert text == (ROOT / "LICENSE").read_text() and shown[0].text.isReadOnly()
+    shown[0].close()
+    dialog.close()
+
+
+def test_changelog_names_the_current_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## \[?([^\]\s]+)\]?", changelog, flags=re.M)
+    assert headings[0] == "Unreleased" and app.__version__ in headings
