@@ -15,6 +15,7 @@ moves the logit through the final readout — not what later layers make of it (
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -133,21 +134,18 @@ def direct_contributions(run, model, t: int, word: int) -> Route:
     return Route(word, out, vectors, u, scale, logit, logit - float(np.sum(values)), fn, head)
 
 
-_STACKS: dict = {}
+_STACKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # engine -> {moe layers: stacked weights}
 
 
 def _moe_stack(model, moe: list[int]) -> dict:
     """The MoE layers' latent norm weights [M, Lat] and up projections [M, Lat, D] stacked (float64), cached per
-    engine (weights never change after construction)."""
-    key = (id(model), tuple(moe))
-    st = _STACKS.get(key)
-    if st is None or st["model"] is not model:
+    engine (weights never change after construction; the cache goes with the engine)."""
+    per = _STACKS.setdefault(model, {})
+    key = tuple(moe)
+    st = per.get(key)
+    if st is None:
         ws = [model._layers64[li]["moe"] for li in moe]
-        st = {"model": model,
-              "norm": None if ws[0]["norm"] is None else np.stack([f64(w["norm"]) for w in ws]),
-              "up": None if ws[0]["up"] is None else np.stack([f64(w["up"]) for w in ws]),
-              "shared": ws[0]["shared13"] is not None}
-        if len(_STACKS) > 8:
-            _STACKS.clear()
-        _STACKS[key] = st
+        st = per[key] = {"norm": None if ws[0]["norm"] is None else np.stack([f64(w["norm"]) for w in ws]),
+                         "up": None if ws[0]["up"] is None else np.stack([f64(w["up"]) for w in ws]),
+                         "shared": ws[0]["shared13"] is not None}
     return st
