@@ -4,7 +4,9 @@ toy language, for one MoE layer, with trained or random weights (the specialisat
 The engine runs the held-out prompts in a thread of its own (its own ToyK3 with the chosen weights, never the
 UI thread), after the tab is first seen; each (model, weights) map is computed once per session and kept.
 The maths is Qt-free in usage_model.py. The map: rows = token types, columns = the model's experts, brightness
-= the share of that type's tokens that chose the expert in the chosen layer.
+= the share of that type's tokens that chose the expert in the chosen layer. While a map is computed (10-20 s
+for every held-out prompt) the tab shows a progress bar ("k/N prompts") where the map will be; the axes appear
+only with the map.
 """
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import threading
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Signal, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QSpinBox, QStackedWidget,
+                               QVBoxLayout, QWidget)
 
 from app.docks.deferred import on_screen, watch_dock
 from app.docks.experts.heatmap import heatmap_plot
@@ -98,8 +102,22 @@ class UsageTab(QWidget):
         self.status = QLabel()
         self.status.setObjectName("experts.usage.status")
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.PlainText)  # quotes an error message
         self.heat, self.image = heatmap_plot("experts.usage.heatmap")
         self.heat.setMinimumHeight(220)
+        # where the map will be, until it is there: a progress bar over the prompts (no empty axes)
+        self.progress = QProgressBar()
+        self.progress.setObjectName("experts.usage.progress")
+        self.progress.setTextVisible(True)
+        self.progress.setMinimumWidth(240)
+        self.waiting = QWidget()
+        wait = QVBoxLayout(self.waiting)
+        wait.addStretch(1)
+        wait.addWidget(self.progress, 0, Qt.AlignHCenter)
+        wait.addStretch(2)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.waiting)
+        self.pages.addWidget(self.heat)
         self.top = QLabel()
         self.top.setObjectName("experts.usage.top")
         self.top.setWordWrap(True)
@@ -114,7 +132,7 @@ class UsageTab(QWidget):
         lay.addLayout(row)
         lay.addWidget(self.intro)
         lay.addWidget(self.status)
-        lay.addWidget(self.heat, 1)
+        lay.addWidget(self.pages, 1)
         lay.addWidget(self.top)
 
         self.relay = _Relay(self)
@@ -229,25 +247,38 @@ class UsageTab(QWidget):
     def refresh(self, *_):
         if not self._moe_layers():
             self.image.clear()
+            self._show_waiting(False)
             self.status.setText(tr("experts.usage.no_moe"))
             return
         usage = self.current_map()
         if usage is None:
             self.image.clear()
             self.top.setText("")
+            self._show_waiting(True)
             if on_screen(self) and not self.error:
                 self._start()
             self._show_status()
             return
         self._show_map(usage)
 
+    def _show_waiting(self, computing: bool) -> None:
+        """No map to show: the page without axes; its progress bar only while a map is computed for it."""
+        self.pages.setCurrentWidget(self.waiting)
+        self.progress.setVisible(computing and not self.error)
+
     def _show_status(self) -> None:
         if self.error:
+            self.progress.setVisible(False)
             self.status.setText(tr("experts.usage.failed", message=self.error))
         elif self.current_map() is None:
             done, total = self._progress
             self.status.setText(tr("experts.usage.computing", weights=short_name(self.chosen_weights, tr),
                                    done=done, total=total))
+            self.progress.setRange(0, max(total, 1))
+            self.progress.setValue(min(done, max(total, 1)))
+            text = tr("experts.usage.progress", done=done, total=total)
+            self.progress.setFormat(text)
+            self.progress.setMinimumWidth(max(240, self.progress.fontMetrics().horizontalAdvance(text) + 48))
 
     def matrix(self) -> np.ndarray | None:
         """The shown heatmap [seen token types, experts] (shares), None while not computed."""
@@ -260,6 +291,7 @@ class UsageTab(QWidget):
         i = self.moe_index()
         m = self.matrix()
         types = usage.seen_types()
+        self.pages.setCurrentWidget(self.heat)
         self.image.setImage(m, levels=(0.0, max(float(m.max()), 1e-9)), lut=_MAP.getLookupTable(0.0, 1.0, 256))
         n_types, n_exp = m.shape
         self.image.setRect(0, 0, n_exp, n_types)
