@@ -15,8 +15,11 @@ import numpy as np
 # error_model="numpy": a float division by zero gives inf / nan as in numpy (no Python-style check, whose branch
 # keeps LLVM from vectorising a loop); the inputs never divide by zero (every denominator carries an eps).
 njit = numba.njit(cache=True, nogil=True, error_model="numpy")
-# fastmath only where it cannot change a result: max reductions and comparisons (the top-k selection)
-njit_exact_fast = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "ninf", "nsz"})
+# The top-k selection: comparisons only, and they must hold for ANY input — a damaged weight gives NaN / inf router
+# scores, and with fastmath's "nnan" / "ninf" (no NaN, no inf assumed) the comparisons on them are undefined: a
+# slot of the index row stayed unwritten and the gather read out of bounds (SIGSEGV). So only "nsz" (signed
+# zeros), which cannot change an order; NaN is mapped to -inf where the scores are written (_moe_layer).
+njit_select = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nsz"})
 
 # float32 exp (Cephes expf: range reduction by ln 2, degree-5 polynomial, 2^n through the exponent bits; within
 # 1 ulp) and tanh (Eigen's rational 13/6 approximation; within 6 ulp), as branch-free loops LLVM vectorises —
@@ -37,7 +40,7 @@ _TB0, _TB2, _TB4, _TB6 = _F(4.89352518554385e-03), _F(2.26843463243900e-03), _F(
 
 @njit
 def _sigmoid32(z, s, bits):
-    """s = 1 / (1 + exp(-z)) for float32 rows z, s [n] (bits: int32 scratch [n])."""
+    """s = 1 / (1 + exp(-z)) for float32 rows z, s [n] (bits: int32 scratch [n]); NaN in, NaN out."""
     n = z.shape[0]
     for e in range(n):
         x = min(max(-z[e], _EXP_LO), _EXP_HI)
@@ -48,19 +51,20 @@ def _sigmoid32(z, s, bits):
         bits[e] = (np.int32(fx) + np.int32(127)) << np.int32(23)
     pw = bits.view(np.float32)
     for e in range(n):
-        s[e] = _ONE / (_ONE + s[e] * pw[e])
+        v = _ONE / (_ONE + s[e] * pw[e])
+        s[e] = v if z[e] == z[e] else z[e]  # NaN stays NaN, as numpy's (the clamp above would hide it)
 
 
 @njit
 def _tanh32(h, n):
-    """h[:n] = tanh(h[:n]) in place, float32."""
+    """h[:n] = tanh(h[:n]) in place, float32; NaN in, NaN out."""
     for c in range(n):
         v = h[c]
         x = min(max(v, -_T_CLAMP), _T_CLAMP)
         x2 = x * x
         p = x * (_TA1 + x2 * (_TA3 + x2 * (_TA5 + x2 * (_TA7 + x2 * (_TA9 + x2 * (_TA11 + x2 * _TA13))))))
         q = _TB0 + x2 * (_TB2 + x2 * (_TB4 + x2 * _TB6))
-        h[c] = v if abs(v) < _T_TINY else p / q
+        h[c] = v if not abs(v) >= _T_TINY else p / q  # NaN stays NaN, as numpy's (the clamp would hide it)
 
 
 @njit
@@ -330,8 +334,9 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
         else:
             for e in range(E):
                 row[cs + e] = one / (one + np.exp(-row[e]))
-        for e in range(E):  # the biased selection score, in the engine dtype as numpy adds it
-            sel[e] = row[cs + e] + bias[e]
+        for e in range(E):  # the biased selection score, in the engine dtype as numpy adds it; NaN (damaged
+            v = row[cs + e] + bias[e]  # weights) counts as -inf, as in compute.fused / compute.moe
+            sel[e] = v if v == v else -np.inf
         _topk(sel, top_k, gmax, cand, cv, gi, gv, idx[t])
         tot = 0.0
         for j in range(top_k):
@@ -398,7 +403,7 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
             row[cy + o] = row[cu + o] + row[csh + o]
 
 
-@njit_exact_fast
+@njit_select
 def _topk(sel, k, gmax, cand, cv, gi, gv, idx):
     """idx[:k] = the k largest of sel, largest first (ties: lower index first), in O(E) and nearly branch-free
     (the order of a router's scores is data: branches on it mispredict). The elements fall into G = len(gmax)
@@ -406,9 +411,15 @@ def _topk(sel, k, gmax, cand, cv, gi, gv, idx):
     smallest of their maxima: k elements are >= it); the exact k-th largest of the group maxima >= τ0, τ, is a
     tighter one (found by counting, for each, the larger ones); only elements >= τ, in groups whose maximum is
     >= τ, are candidates, and each candidate's rank among them (by value, then index) places it.
-    Scratch: cand [E] int, cv [E], gi [G] int, gv [G]."""
+    Scratch: cand [E] int, cv [E], gi [G] int, gv [G].
+
+    sel must hold no NaN (the caller maps NaN to -inf as it writes sel: _moe_layer), ±inf allowed: then
+    (value, index) is a total order and the k slots are always filled. As a second guard every slot is first set
+    to an index in range (k <= E), so that even a NaN let through can never make a gather read out of bounds."""
     E = sel.shape[0]
     G = gmax.shape[0]
+    for j in range(k):
+        idx[j] = j
     R = E // G
     S = sel[:R * G].reshape(R, G)
     for g in range(G):

@@ -83,6 +83,7 @@ from compute.sampling import sample_index, top_p_probs
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
 from compute.weights import WeightsError
+from compute.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
 
 MAX_PROMPT_TOKENS = 256
 MAX_NEW_TOKENS = 64
@@ -661,6 +662,7 @@ class ToyK3:
                 else:
                     data, caches, _ = self.forward(ids, start, knobs, caches)
                     ps = _pass_to_numpy(data, self.config, kind)
+                check_pass(ps, i)  # NaN / inf logits or hidden state: NonFiniteError, never a sampled garbage token
                 probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
                 ps.final["probs"], ps.final["sampled"] = probs, tok
                 trace.passes.append(ps)

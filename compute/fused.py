@@ -437,6 +437,9 @@ class FusedK3:
         s += one
         np.reciprocal(s, out=s)  # sigmoid
         sel = s + bias
+        tot = np.add.reduce(sel, None)
+        if tot != tot:  # a NaN score (damaged weights) counts as -inf, as in compute.moe and the compiled top-k
+            sel = np.where(np.isnan(sel), -np.inf, sel)
         if T == 1:
             cand = sel.argpartition(E - top_k, -1)[0, E - top_k:]
             order = sel[0].take(cand).argsort(kind="stable")[::-1]

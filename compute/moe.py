@@ -40,13 +40,22 @@ def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group
     """`route` that also returns the sigmoid scores s [T, E]."""
     o = ops(logits)
     s = o.sigmoid(logits)
-    sel = s if bias is None else s + bias
+    sel = _nan_to_neg_inf(s if bias is None else s + bias)
     if n_group > 1:
         sel = _group_limit(sel, bias is not None, n_group, topk_group)
     idx = o.topk_idx(sel, top_k)
     w = o.gather(s, idx)
     w = w / (o.sum_keep(w) + o.const(1e-20, w))
     return (w if routed_scaling_factor == 1.0 else w * routed_scaling_factor), idx, s
+
+
+def _nan_to_neg_inf(sel):
+    """sel with every NaN (a damaged weight's score) as -inf: the top-k then picks deterministically (such an expert
+    only when fewer than k have a number), as compute.fused and the compiled kernel do (numpy's partition would
+    rank NaN first, torch.topk too)."""
+    if isinstance(sel, np.ndarray):
+        return np.where(np.isnan(sel), -np.inf, sel) if np.isnan(sel).any() else sel
+    return sel.masked_fill(sel.isnan(), float("-inf"))
 
 
 def _group_limit(sel: torch.Tensor, biased: bool, n_group: int, topk_group: int) -> torch.Tensor:

@@ -39,6 +39,7 @@ MAX_ELEMENTS = 32 << 20  # per array
 MAX_META_BYTES = 1 << 20
 MAX_META_DEPTH = 32
 MAX_ABS_WEIGHT = 1e4  # a trained toy weight is within ±5; a larger one is damage (BF16 reaches 3.4e38)
+_BF16_MAX_ABS_BITS = 0x461C  # the largest BF16 <= MAX_ABS_WEIGHT (9984; 0x461D = 10048); checked in the tests
 _META_TYPES = {"config": str, "dims": dict, "vocab": list, "seed": int, "asset_version": str, "task": str,
                "report": dict, "format": str}
 
@@ -249,8 +250,12 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -
     for k, a in raw.items():
         if a.dtype.str == "|u1":
             raise WeightsError(f"weight {k} in {shown} has dtype uint8; expected bf16 bits or float32")
+        if a.dtype == np.uint16:  # BF16 bits: |w| orders as the bits without the sign; NaN / inf lie above
+            ok = a.size == 0 or int(np.bitwise_and(a, np.uint16(0x7FFF)).max()) <= _BF16_MAX_ABS_BITS
+        else:
+            ok = bool((np.abs(a) <= MAX_ABS_WEIGHT).all())  # NaN fails the comparison too
         f = dequantize(a)
-        if not (np.abs(f) <= MAX_ABS_WEIGHT).all():  # NaN fails the comparison too
+        if not ok:
             what = "is not finite" if not np.isfinite(f).all() else \
                 f"holds a value of magnitude {float(np.abs(f).max()):.3g} (at most {MAX_ABS_WEIGHT:g})"
             raise WeightsError(f"weight {k} in {shown} {what}")

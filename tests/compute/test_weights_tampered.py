@@ -348,3 +348,9 @@ def test_the_api_falls_back_too(tmp_path, monkeypatch):
     monkeypatch.setattr(api, "_ENGINES", {})
     tr = api.run("Kimi K3", weights="trained")
     assert tr.weights_name == "random"
+
+
+def test_the_bf16_magnitude_check_matches_max_abs_weight():
+    bits = np.array([wio._BF16_MAX_ABS_BITS, wio._BF16_MAX_ABS_BITS + 1], np.uint16)
+    lo, hi = wio.from_bf16_bits(bits)
+    assert lo <= wio.MAX_ABS_WEIGHT < hi
