@@ -27,14 +27,36 @@ define torch_step
 	fi
 endef
 
-DEB_PACKAGES := libgl1 libegl1 libglib2.0-0 libfontconfig1 libfreetype6 libdbus-1-3 libx11-6 libx11-xcb1 \
+# Debian packages (docs/spec/platform.md). RUN_DEB_PACKAGES: what Qt's xcb platform, QtGui and Mesa GL need to
+# open a window (scene/display.py's QT_XCB_LIBRARIES names the same libraries); the tests add Xvfb, xauth and
+# the CJK fonts (Korean text in rendered images).
+RUN_DEB_PACKAGES := libgl1 libegl1 libglib2.0-0 libfontconfig1 libfreetype6 libdbus-1-3 libx11-6 libx11-xcb1 \
   libxkbcommon0 libxkbcommon-x11-0 libxcb1 libxcb-cursor0 libxcb-glx0 libxcb-icccm4 libxcb-image0 \
   libxcb-keysyms1 libxcb-randr0 libxcb-render0 libxcb-render-util0 libxcb-shape0 libxcb-shm0 \
-  libxcb-sync1 libxcb-util1 libxcb-xfixes0 libxcb-xkb1 xvfb xauth fonts-noto-cjk
+  libxcb-sync1 libxcb-util1 libxcb-xfixes0 libxcb-xkb1
+DEB_PACKAGES := $(RUN_DEB_PACKAGES) xvfb xauth fonts-noto-cjk
 
-.PHONY: run test venv sysdeps bench clean
+# $(call sysdeps_step,PACKAGES): every PACKAGE installed? Else install the missing ones as root, or print the one
+# `sudo apt-get install` line that would and fail (so `make run` stops before launching). Not Debian (no
+# dpkg-query): a note, and on.
+define sysdeps_step
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "sysdeps: not Debian/Ubuntu (no dpkg-query): not checked; install the xcb, GL and font libraries Qt needs"; exit 0; fi; \
+	missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	missing=$$(echo $$missing); \
+	if [ -z "$$missing" ]; then echo "sysdeps: all Debian packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "sysdeps: installing $$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+	  echo "sysdeps: missing Debian packages; run:"; \
+	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
+endef
 
-run: $(APP_STAMP)
+.PHONY: run test venv sysdeps run-sysdeps bench clean
+
+run: run-sysdeps $(APP_STAMP)
 	$(call torch_step,$(TORCH))
 	@$(PY) -m compute.fused_nb --if-needed || true  # CPU engine's numba kernels into the disk cache (~30 s once)
 	$(VENV)/bin/k3-explorer
@@ -52,17 +74,12 @@ $(STAMP): $(APP_STAMP)
 	$(PIP) install -q -e ".[test]"
 	touch $(STAMP)
 
-# Debian packages for Qt's xcb platform, Mesa GL, Xvfb and CJK fonts (docs/spec/platform.md).
+# Debian packages for Qt's xcb platform, Mesa GL, Xvfb and CJK fonts (the tests), or for the window alone (run).
 sysdeps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
-	if [ -z "$$missing" ]; then echo "sysdeps: all Debian packages present"; \
-	elif [ "$$(id -u)" = 0 ]; then \
-	  echo "sysdeps: installing $$missing"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	else \
-	  echo "sysdeps: missing Debian packages; run:"; \
-	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
+	$(call sysdeps_step,$(DEB_PACKAGES))
+
+run-sysdeps:
+	$(call sysdeps_step,$(RUN_DEB_PACKAGES))
 
 test: sysdeps $(STAMP)
 	$(call torch_step,$(TEST_TORCH))

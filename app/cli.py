@@ -7,7 +7,8 @@ Runs the toy engine on the prompt, puts the scene at the given layer (1-based) a
 numbered in the trace player), renders the 3D view with labels at the given size and writes a PNG. Needs an X
 display (a real one or Xvfb: `xvfb-run -a k3-explorer export ...`); no window is needed on screen.
 Exit status: 0 written, 2 bad arguments, 1 the file could not be written, the engine or rendering failed,
-3 no display (none set, or it cannot be opened), 130 / 143 stopped by SIGINT / SIGTERM (no partial file left).
+3 no display (none set, or it cannot be opened) or a system library Qt's X11 platform needs is missing (the
+line names the package to install), 130 / 143 stopped by SIGINT / SIGTERM (no partial file left).
 Every failure is one line on stderr, never a traceback.
 """
 from __future__ import annotations
@@ -135,10 +136,26 @@ def _check_arguments(args) -> tuple[int, int, str]:
     return width, height, out
 
 
+def missing_libraries_error() -> str | None:
+    """One translated line naming the libraries Qt's xcb platform needs that are missing and the apt-get line that
+    installs them (Qt would abort with "could not load the Qt platform plugin"), or None."""
+    from scene.display import install_command, missing_libraries
+
+    missing = missing_libraries()
+    if not missing:
+        return None
+    return tr("ship.missing_libraries", libraries=", ".join(soname for soname, _ in missing),
+              command=install_command(missing))
+
+
 def display_error() -> str | None:
-    """One translated line when Qt could not use the display (none set, or no X server answers there)."""
+    """One translated line when Qt could not use the display (a library Qt's xcb platform needs is missing,
+    no display is set, or no X server answers there)."""
     from scene.display import display_problem
 
+    missing = missing_libraries_error()
+    if missing:
+        return missing
     problem = display_problem()
     if problem is None:
         return None
@@ -250,6 +267,9 @@ def _main(argv: list[str] | None = None) -> int:
     except ViewError as exc:
         return _fail(tr("app.view.bad_file", message=str(exc)), 2)
     i18n.set_language(args.lang)
+    missing = missing_libraries_error()  # before app.export imports QtGui, which links against some of them
+    if missing:
+        return _fail(missing, 3)
     from app.export import ExportError, check_writable, render_view, save_png
 
     try:

@@ -16,6 +16,11 @@ Two things must be known before the QApplication and before `import OpenGL`:
     ...                              # the QApplication connects
     release_probe()
 
+Before both, `missing_libraries()` looks for the shared libraries Qt's xcb platform plugin and QtGui link
+against (dlopen by soname, as the dynamic loader will): without one of them Qt aborts with "could not load
+the Qt platform plugin". It returns each missing soname with the Debian/Ubuntu package that holds it, so
+the caller can say in one line what to install.
+
 The probe's connection stays open until release_probe(): an X server with no other client (a bare Xvfb, as
 under `xvfb-run`) resets when its last client leaves, and a client connecting during that reset is refused —
 Qt would then abort just after the probe said the display was fine.
@@ -30,6 +35,37 @@ from dataclasses import dataclass
 from typing import Mapping
 
 EGL_PLATFORMS = ("wayland", "wayland-egl", "eglfs", "minimalegl")
+
+# What PySide6's libqxcb.so, libQt6XcbQpa.so.6 and libQt6Gui.so.6 (6.11) list as NEEDED outside Qt and libc
+# (readelf -d), with the Debian 12 / Ubuntu package of each (dpkg -S); without any of them Qt cannot start
+# on X11. (libxcb-glx0 is left out: without it Qt's GLX integration is skipped, the app still starts.) The
+# Makefile's RUN_DEB_PACKAGES holds every one of these packages: a test keeps the two in step.
+QT_XCB_LIBRARIES: tuple[tuple[str, str], ...] = (
+    ("libxcb.so.1", "libxcb1"),
+    ("libX11.so.6", "libx11-6"),
+    ("libX11-xcb.so.1", "libx11-xcb1"),
+    ("libxcb-cursor.so.0", "libxcb-cursor0"),
+    ("libxcb-icccm.so.4", "libxcb-icccm4"),
+    ("libxcb-image.so.0", "libxcb-image0"),
+    ("libxcb-keysyms.so.1", "libxcb-keysyms1"),
+    ("libxcb-randr.so.0", "libxcb-randr0"),
+    ("libxcb-render.so.0", "libxcb-render0"),
+    ("libxcb-render-util.so.0", "libxcb-render-util0"),
+    ("libxcb-shape.so.0", "libxcb-shape0"),
+    ("libxcb-shm.so.0", "libxcb-shm0"),
+    ("libxcb-sync.so.1", "libxcb-sync1"),
+    ("libxcb-util.so.1", "libxcb-util1"),
+    ("libxcb-xfixes.so.0", "libxcb-xfixes0"),
+    ("libxcb-xkb.so.1", "libxcb-xkb1"),
+    ("libxkbcommon.so.0", "libxkbcommon0"),
+    ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
+    ("libGL.so.1", "libgl1"),
+    ("libEGL.so.1", "libegl1"),
+    ("libglib-2.0.so.0", "libglib2.0-0"),
+    ("libfontconfig.so.1", "libfontconfig1"),
+    ("libfreetype.so.6", "libfreetype6"),
+    ("libdbus-1.so.3", "libdbus-1-3"),
+)
 _held: list = []  # (libxcb, connection) of probes kept open until release_probe()
 
 
@@ -60,6 +96,35 @@ class _XcbQueryExtensionReply(ctypes.Structure):
     _fields_ = [("response_type", ctypes.c_uint8), ("pad0", ctypes.c_uint8), ("sequence", ctypes.c_uint16),
                 ("length", ctypes.c_uint32), ("present", ctypes.c_uint8), ("major_opcode", ctypes.c_uint8),
                 ("first_event", ctypes.c_uint8), ("first_error", ctypes.c_uint8)]
+
+
+def _load_library(soname: str) -> None:
+    """dlopen one shared library by soname (the loader's own search: ld.so.cache, LD_LIBRARY_PATH); OSError when
+    it, or a library it needs, cannot be found."""
+    ctypes.CDLL(soname)
+
+
+def missing_libraries(env: Mapping[str, str] = os.environ, load=None,
+                      platform: str = sys.platform) -> list[tuple[str, str]]:
+    """(soname, Debian package) of every library Qt's xcb platform needs that cannot be loaded (by `load`,
+    default _load_library); [] when all load, or when Qt will not use xcb (Wayland, offscreen, …) or the
+    system is not Linux."""
+    if not platform.startswith("linux") or not uses_x11(env):
+        return []
+    load = load or _load_library
+    missing = []
+    for soname, package in QT_XCB_LIBRARIES:
+        try:
+            load(soname)
+        except OSError:
+            missing.append((soname, package))
+    return missing
+
+
+def install_command(missing: list[tuple[str, str]]) -> str:
+    """The one apt-get line that installs the packages of `missing` (each package once, in order)."""
+    packages = list(dict.fromkeys(package for _, package in missing))
+    return "sudo apt-get install " + " ".join(packages)
 
 
 def _libxcb():

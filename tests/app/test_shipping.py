@@ -1,0 +1,132 @@
+"""Shipping it like a desktop app (issue 24): set-up on a bare desktop, terminal conventions, launcher files."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scene import display
+
+ROOT = Path(__file__).resolve().parents[2]
+X11 = {"DISPLAY": ":99"}
+
+
+def _missing(*sonames):
+    def load(soname):
+        if soname in sonames:
+            raise OSError(f"{soname}: cannot open shared object file: No such file or directory")
+    return load
+
+
+# --- the app's own check, before Qt aborts ---------------------------------------------------------------
+
+def test_a_missing_xcb_library_is_named_with_its_package():
+    missing = display.missing_libraries(X11, load=_missing("libxcb-cursor.so.0"), platform="linux")
+    assert missing == [("libxcb-cursor.so.0", "libxcb-cursor0")]
+    assert display.install_command(missing) == "sudo apt-get install libxcb-cursor0"
+    two = display.missing_libraries(X11, load=_missing("libxcb-icccm.so.4", "libglib-2.0.so.0"), platform="linux")
+    assert display.install_command(two) == "sudo apt-get install libxcb-icccm4 libglib2.0-0"
+
+
+def test_nothing_missing_on_this_machine_and_other_platforms_not_checked():
+    assert display.missing_libraries(X11) == []  # the real loader: every library is installed here
+    everything = _missing(*(soname for soname, _ in display.QT_XCB_LIBRARIES))
+    assert len(display.missing_libraries(X11, load=everything, platform="linux")) == len(display.QT_XCB_LIBRARIES)
+    for env in ({"WAYLAND_DISPLAY": "wayland-0"}, {"QT_QPA_PLATFORM": "offscreen"}, {"QT_QPA_PLATFORM": "wayland"}):
+        assert display.missing_libraries(env, load=everything, platform="linux") == []
+    assert display.missing_libraries(X11, load=everything, platform="darwin") == []
+
+
+def _needed(path: Path) -> set[str]:
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out))
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
+def test_the_list_covers_what_qts_xcb_plugin_links_against():
+    import PySide6
+
+    qt = Path(PySide6.__file__).parent / "Qt"
+    needed = set()
+    for lib in (qt / "plugins/platforms/libqxcb.so", qt / "lib/libQt6XcbQpa.so.6", qt / "lib/libQt6Gui.so.6"):
+        needed |= _needed(lib)
+    base = {"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6", "libz.so.1", "libgthread-2.0.so.0"}
+    outside_qt = {name for name in needed if not name.startswith("libQt6")} - base
+    assert outside_qt <= {soname for soname, _ in display.QT_XCB_LIBRARIES}, outside_qt
+
+
+def test_makefile_run_packages_hold_every_library_package():
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    run_packages = set(re.search(r"^RUN_DEB_PACKAGES := (.*)$", text, flags=re.M).group(1).split())
+    assert {package for _, package in display.QT_XCB_LIBRARIES} <= run_packages
+
+
+STARTS = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    import scene.display as display
+    def load(soname):  # the loader finds every library but libxcb-cursor.so.0, as on a bare Debian desktop
+        if soname == "libxcb-cursor.so.0":
+            raise OSError("libxcb-cursor.so.0: cannot open shared object file: No such file or directory")
+    display._load_library = load
+    from app.__main__ import main
+    code = main({argv!r})
+    sys.stderr.write("rc=%s qt=%s" % (code, any(m.startswith("PySide6.Qt") for m in sys.modules)))
+""")
+
+
+@pytest.mark.parametrize("argv", [["--lang", "en"], ["export", "--out", "never.png"]])
+def test_the_app_says_which_package_to_install_and_exits_3(argv, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env["DISPLAY"] = env.get("DISPLAY") or ":99"
+    done = subprocess.run([sys.executable, "-c", STARTS.format(root=str(ROOT), argv=argv)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == "rc=3 qt=False", done.stderr
+    assert len(lines) == 2, done.stderr  # one line of message, then the probe's own line
+    assert "libxcb-cursor.so.0" in lines[0] and lines[0].endswith("sudo apt-get install libxcb-cursor0"), lines[0]
+    assert not (tmp_path / "never.png").exists()
+
+
+# --- make run's set-up on a bare desktop ----------------------------------------------------------------
+
+def _fake_bin(tmp_path: Path, uid: int) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scripts = {
+        # dpkg-query -W -f=... PACKAGE: libxcb-cursor0 and libxcb-icccm4 are not installed, all else is
+        "dpkg-query": 'for a; do p=$a; done; case $p in libxcb-cursor0|libxcb-icccm4) exit 1;; esac; '
+                      'echo "install ok installed"',
+        "id": f"echo {uid}",
+        "apt-get": f'echo "$@" >> {tmp_path}/apt-get.log',
+    }
+    for name, body in scripts.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    return bin_dir
+
+
+def _make(tmp_path, bin_dir, *targets):
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    return subprocess.run(["make", "-s", "-C", str(ROOT), *targets, f"VENV={tmp_path}/venv", "PYTHON=false"],
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_make_run_prints_the_apt_line_and_stops_before_launching(tmp_path):
+    done = _make(tmp_path, _fake_bin(tmp_path, uid=1000), "run")
+    assert done.returncode != 0
+    assert "  sudo apt-get install -y --no-install-recommends libxcb-cursor0 libxcb-icccm4\n" in done.stdout
+    assert not (tmp_path / "venv").exists()  # stopped before the venv, the install and the launch
+    assert not (tmp_path / "apt-get.log").exists()
+
+
+def test_make_run_as_root_installs_the_missing_packages(tmp_path):
+    done = _make(tmp_path, _fake_bin(tmp_path, uid=0), "run-sysdeps")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = (tmp_path / "apt-get.log").read_text().splitlines()
+    assert calls == ["update -qq", "install -y -qq --no-install-recommends libxcb-cursor0 libxcb-icccm4"]
