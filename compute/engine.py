@@ -61,6 +61,7 @@ numpy kernels; routed experts are gathered and run as one batched matmul).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -230,6 +231,9 @@ class ToyK3:
                     raise
                 self.weights_note = f"trained weights not used: {e}"
                 self.weights_meta = {}
+                # a damaged file is worth a warning on stderr (CLI, API, window); a missing one is an install choice
+                logging.getLogger(__name__).log(logging.INFO if "not found" in str(e) else logging.WARNING,
+                                                "%s; running random weights", self.weights_note)
         self._random_weights()
         self.weights_name = "random"
         self._to_device()

@@ -82,6 +82,20 @@ def test_without_the_trained_file_the_captions_say_random(make_window, qtbot, mo
     assert win.weights.label.text() == tr("weights.status.fallback")
 
 
+def test_a_damaged_trained_file_falls_back_to_random_weights_too(make_window, qtbot, monkeypatch, tmp_path):
+    """A truncated (or otherwise damaged) weights file is a WeightsError like a missing one: random weights, the
+    fallback label, and the app keeps running."""
+    from compute import weights
+
+    bad = tmp_path / "damaged.npz"
+    bad.write_bytes(weights.default_path().read_bytes()[: 1 << 20])
+    monkeypatch.setattr(weights, "default_path", lambda: bad)
+    win = make_window()
+    assert win.weights.chosen == "trained"
+    assert win.state.trace.weights_name == "random"
+    assert win.weights.label.text() == tr("weights.status.fallback")
+
+
 def test_the_about_box_says_which_weights_ran(make_window, qtbot, trained_asset):
     win = make_window()
     dialog = win.show_about()

@@ -324,14 +324,22 @@ def test_special_files_are_refused_without_blocking(tmp_path, expected):
         wio.read(tmp_path / "missing.npz", expected)
 
 
-def test_a_tampered_default_file_falls_back_to_random_weights_with_a_note(tmp_path, monkeypatch):
+def test_a_tampered_default_file_falls_back_to_random_weights_with_a_note(tmp_path, monkeypatch, caplog):
     a = _array(_members(), "layers.moe.router").copy()
     a[0, 0, 0] = 0x7F7F
     bad = _with_array(tmp_path, "layers.moe.router", a)
     monkeypatch.setattr(wio, "default_path", lambda: bad)
-    e = ToyK3(device="cpu", compiled=False)
+    with caplog.at_level("INFO", logger="compute.engine"):
+        e = ToyK3(device="cpu", compiled=False)
     assert e.weights_name == "random" and "trained weights not used" in e.weights_note
     assert "layers.moe.router" in e.weights_note
+    warned = [r for r in caplog.records if r.name == "compute.engine" and r.levelname == "WARNING"]
+    assert len(warned) == 1 and "running random weights" in warned[0].getMessage()
+    caplog.clear()
+    monkeypatch.setattr(wio, "default_path", lambda: tmp_path / "missing.npz")
+    with caplog.at_level("INFO", logger="compute.engine"):
+        assert ToyK3(device="cpu", compiled=False).weights_name == "random"
+    assert [r.levelname for r in caplog.records if r.name == "compute.engine"] == ["INFO"]  # not installed: no warning
     assert e.run("Kimi K3", 1).weights_name == "random"
     with pytest.raises(WeightsError):  # an explicit path is the caller's: raised, not replaced
         ToyK3(device="cpu", compiled=False, weights_path=bad)
