@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     from app import i18n, log
 
     log.setup(verbose=args.verbose)
+    from app import slot_guard
+
+    slot_guard.install_excepthook()  # an exception reaching Qt's event loop: logged, one status line, no abort
     from app.cli import display_error
     from scene.display import prepare_gl_platform, release_probe
 

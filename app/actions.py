@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlid
 
 from app import i18n
 from app.i18n import tr
+from app.slot_guard import guarded
 
 MENUS: tuple[str, ...] = ("file", "view", "player", "language", "window", "help")
 
@@ -177,7 +178,8 @@ class ActionRegistry:
             handler = handlers.get(spec.id)
             if handler is None:
                 raise KeyError(f"no handler for action {spec.id!r}")
-            action.triggered.connect(lambda _checked=False, handler=handler: handler())
+            slot = guarded(handler, where=f"action {spec.id}")  # an exception in it: one status line, logged
+            action.triggered.connect(lambda _checked=False, slot=slot: slot())
             window.addAction(action)
             self.actions[spec.id] = action
         bare = {QKeySequence(s.shortcut)[0].key() for s in self.specs if s.shortcut and not s.text_input_safe}

@@ -95,6 +95,7 @@ class AnimationDialog(QDialog):
         box = QMessageBox(QMessageBox.Question, tr("anim.title"), tr("anim.overwrite", path=path),
                           QMessageBox.Yes | QMessageBox.No, self)
         box.setObjectName("anim_overwrite")
+        box.setTextFormat(Qt.PlainText)  # the path may be made of a model's name
         box.setDefaultButton(QMessageBox.No)
         box.finished.connect(lambda _r: self._answered(box, path))
         self.confirm = box
@@ -146,7 +147,9 @@ def run_export(window, path: str, spec: animate.AnimationSpec) -> str | None:
         window.statusBar().showMessage(tr("anim.cancelled"), 8000)
         return None
     except ExportError as exc:
-        QMessageBox.warning(window, tr("anim.title"), str(exc))
+        from app.widgets.safe_text import warn
+
+        warn(window, tr("anim.title"), str(exc))  # plain text: it quotes a path and the encoder's error
         return None
     finally:
         progress.close()

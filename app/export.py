@@ -278,6 +278,7 @@ class ExportDialog(QDialog):
         self.error.setObjectName("export_error")
         self.error.setStyleSheet("color: #e5484d;")
         self.error.setWordWrap(True)
+        self.error.setTextFormat(Qt.PlainText)  # quotes a path and an OS error
         self.error.hide()
 
         form = QFormLayout()
@@ -381,9 +382,12 @@ class ExportDialog(QDialog):
             self.show_error(str(exc))
             return
         if c.destination == "file" and os.path.exists(c.path):
-            answer = QMessageBox.question(self, tr("app.export.title"), tr("app.export.overwrite", path=c.path),
-                                          QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
-            if answer != QMessageBox.Yes:
+            from app.widgets.safe_text import plain_message_box
+
+            box = plain_message_box(QMessageBox.Question, tr("app.export.title"),  # plain: it quotes the path
+                                    tr("app.export.overwrite", path=c.path), QMessageBox.Yes | QMessageBox.No, self)
+            box.setDefaultButton(QMessageBox.No)
+            if box.exec() != QMessageBox.Yes:
                 return
         self.accept()
 

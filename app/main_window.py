@@ -18,7 +18,10 @@ from app.docks.registry import DOCKS
 from app.i18n import tr
 from app.settings import Settings
 from app.state import AppState
+from app.slot_guard import guarded
 from app.view_menu import ViewActions
+from app.widgets import safe_text
+from app.widgets.safe_text import plain_tip
 from app.worker import EngineController
 from compute.config import default_config
 from scene.steps import text_args
@@ -182,6 +185,7 @@ class MainWindow(QMainWindow):
         self.engine_note.hide()
         for label in (self.layer_label, self.step_label, self.device_label, self.engine_note):
             label.setContentsMargins(8, 0, 8, 0)
+            label.setTextFormat(Qt.PlainText)  # step titles name the model, the note quotes an error (untrusted)
             self.statusBar().addPermanentWidget(label)
 
         self.engine = EngineController(self.state, device=device, parent=self)
@@ -273,6 +277,7 @@ class MainWindow(QMainWindow):
             self._two_columns(budget, left_min, right_min)
         self._unelide_tabs()
 
+    @guarded
     def _reveal_inspector(self, block_id: str) -> None:
         """A picked block brings the inspector's tab to the front when it hides behind another panel's tab
         (the one-column layout of small screens)."""
@@ -416,6 +421,7 @@ class MainWindow(QMainWindow):
         sc.block_hovered.connect(self._on_hover)
 
     # --- state -> scene / status -------------------------------------------------------------
+    @guarded
     def _on_trace(self, trace) -> None:
         """After the panels' own handlers of the new trace (the 3D view has it already: trace_arriving)."""
         if self._restore_step:  # the first trace: back to the step whose camera was restored
@@ -434,6 +440,7 @@ class MainWindow(QMainWindow):
         if self.scene.gl.shown_version >= self.scene.trace_version:
             self.engine.release()
 
+    @guarded
     def _on_step(self, index: int) -> None:
         self._focus_step()
         self._update_status()
@@ -446,9 +453,11 @@ class MainWindow(QMainWindow):
                 self._focused_kind = kind
                 self.scene.set_step_focus(kind)
 
+    @guarded
     def _on_error(self, message: str) -> None:
         self.statusBar().showMessage(tr("app.status.engine_error", message=message), 15000)
 
+    @guarded
     def _on_hover(self, block_id: str) -> None:
         """Name the hovered block in the status bar ('L37/kda.state · state S (d_k × d_v)')."""
         bar = self.statusBar()
@@ -494,7 +503,7 @@ class MainWindow(QMainWindow):
         else:
             note.hide()
             return
-        note.setToolTip(reason)
+        note.setToolTip(plain_tip(reason))
         note.show()
 
     # --- actions -----------------------------------------------------------------------------
@@ -605,7 +614,7 @@ class MainWindow(QMainWindow):
 
     def _export_finished(self, choice, image, error: str) -> None:
         if error:
-            QMessageBox.warning(self, tr("app.export.title"), error)
+            safe_text.warn(self, tr("app.export.title"), error)  # plain: it quotes a path
             return
         if choice.destination == "file":
             self._export_dir = os.path.dirname(os.path.abspath(choice.path))

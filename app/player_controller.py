@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.slot_guard import guarded
 from scene.steps import Step, build_steps, step_at
 
 BASE_INTERVAL_MS = 1400
@@ -89,12 +90,14 @@ class PlayerController(QObject):
         return int(BASE_INTERVAL_MS / self.speed)
 
     # --- internals ------------------------------------------------------------------------------
+    @guarded
     def _tick(self) -> None:
         if self.index >= len(self.steps) - 1:
             self.pause()
         else:
             self.step_by(1)
 
+    @guarded
     def _on_trace(self, trace) -> None:
         steps = build_steps(trace)
         if steps != self.steps:

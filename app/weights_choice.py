@@ -64,6 +64,7 @@ class WeightsActions:
     the status bar's weights label, and the remembered choice. Built by the MainWindow after the Model menu."""
 
     def __init__(self, window, initial: str | None = None):
+        from PySide6.QtCore import Qt
         from PySide6.QtWidgets import QLabel
 
         self.window = window
@@ -76,6 +77,7 @@ class WeightsActions:
             menu.addAction(self.actions[name])
         self.label = QLabel()
         self.label.setObjectName("status_weights")
+        self.label.setTextFormat(Qt.PlainText)
         self.label.setContentsMargins(8, 0, 8, 0)
         window.statusBar().addPermanentWidget(self.label)
         window.engine.set_weights(self.chosen)  # the first engine is built with them
@@ -115,5 +117,7 @@ class WeightsActions:
             action.setChecked(name == self.chosen)
         trace = self.window.state.trace
         self.label.setText(status_text(trace, tr, self.chosen))
-        self.label.setToolTip(answer_caption(trace, tr))
+        from app.widgets.safe_text import plain_tip
+
+        self.label.setToolTip(plain_tip(answer_caption(trace, tr)))  # names the model (a config's display_name)
         self.label.setVisible(trace is not None)

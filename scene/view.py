@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html
 import json
 
 import numpy as np
@@ -692,7 +693,7 @@ class SceneView(QWidget):
             text = self.tooltip_text(hit) if hit else ""
             self.last_tooltip = text
             if text:
-                QToolTip.showText(global_pos, text, self.container)
+                QToolTip.showText(global_pos, _plain_tooltip(text), self.container)
             else:
                 QToolTip.hideText()
 
@@ -735,3 +736,13 @@ class SceneView(QWidget):
                             step_note=note, flow_on=bool(self.flow_edges), focus=self.focus_ids(),
                             label_scale=self.label_scale,
                             weights=getattr(trace, "weights_name", "") if trace is not None else "")
+
+
+def _plain_tooltip(text: str) -> str:
+    """A hover text shown as the literal text: it names the model (a config's display_name, untrusted), and Qt
+    shows a tooltip that looks like markup as rich text (an `<img src>` in it would read a local file)."""
+    from PySide6.QtGui import Qt as GuiQt
+
+    if not GuiQt.mightBeRichText(text) and "&" not in text:
+        return text
+    return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"

@@ -67,6 +67,7 @@ class _KnobRow:
         self.reset.setText("↺")
         self.hint = QLabel()
         self.hint.setWordWrap(True)
+        self.hint.setTextFormat(Qt.PlainText)  # names the model (its config's display_name)
         self.hint.setStyleSheet(f"color: {css('note')}; font-size: 11px;")
         grid.addWidget(self.name, 2 * row, 0)
         grid.addWidget(self.slider, 2 * row, 1)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget, QWidget
 
+from app.slot_guard import guarded
+
 
 def enclosing_dock(widget: QWidget) -> QDockWidget | None:
     p = widget.parentWidget()
@@ -50,8 +52,9 @@ class DeferredRefreshMixin:
         if not self._watching:
             self._watching = watch_dock(self, self._dock_shown)
         if self._dirty:
-            self.refresh()
+            guarded(self.refresh, where=f"{type(self).__name__}.refresh")()  # a virtual override: nothing leaves it
 
+    @guarded
     def _dock_shown(self, shown: bool) -> None:
         if shown and self._dirty:
             self.refresh()

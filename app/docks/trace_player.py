@@ -20,11 +20,12 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame
                                QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
                                QToolButton, QVBoxLayout, QWidget)
 
-from app import i18n, player, texts, weights_choice
+from app import i18n, player, slot_guard, texts, weights_choice
 from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
 from app.widgets.rich_text_view import RichTextView
+from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from scene import steps as steps_text
 
@@ -50,7 +51,7 @@ def _guarded(method):
         try:
             return method(self, *args[:n_args])
         except Exception as exc:  # noqa: BLE001 - see above
-            log.exception("trace player: %s", method.__name__)
+            slot_guard.report(exc, f"trace player {method.__name__}")  # logged, status line (tests fail on it)
             try:
                 self._show_message(tr("app.player.facts_failed", error=f"{type(exc).__name__}: {exc}"))
             except Exception:  # noqa: BLE001 - the message label itself failed: the log has it
@@ -163,6 +164,7 @@ class TracePlayerDock(QDockWidget):
         head = QHBoxLayout()
         self.title = QLabel()
         self.title.setObjectName("step_title")
+        plain(self.title)  # step titles name the model (its config's display_name)
         plain(self.title)  # step titles name the model (its config's display_name)
         font = self.title.font()
         font.setPointSizeF(font.pointSizeF() * 1.25)
@@ -378,7 +380,7 @@ class TracePlayerDock(QDockWidget):
         try:
             facts = player.describe(trace, step, self.state.layer, self.state.config)
         except Exception as exc:  # noqa: BLE001 - a slot: nothing may leave it; the panel says what failed
-            log.exception("trace player: facts of step %s", step.kind)
+            slot_guard.report(exc, f"trace player: facts of step {step.kind}")  # logged, status line
             self.facts.setText(html.escape(tr("app.player.facts_failed", error=f"{type(exc).__name__}: {exc}")))
             return
         if facts.absent:
@@ -409,6 +411,7 @@ class TracePlayerDock(QDockWidget):
         _set_if_changed(self.facts, "text", "setText", f"<table cellspacing='2'>{body}</table>")
         md = texts.explanation("step", step.kind, i18n.language())
         args = self._text_args()
+        args = md_args(args)  # Markdown: the model's name is literal text
         args = md_args(args)  # Markdown: the model's name is literal text
         md = steps_text.fill(md, args)
         what = tr(step.what_key, **args)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.i18n import tr
 from app.widgets.paint import qcolor
+from app.widgets.safe_text import plain_tip
 from scene.palette import role_qcolor_tuple
 
 COLS = 32
@@ -358,7 +359,7 @@ class ExpertGridWidget(QWidget):
             self.update()
             self.expert_hovered.emit(e)
         if e >= 0 and self._scores is not None:
-            QToolTip.showText(event.globalPosition().toPoint(), self.hover_text(e), self, self.cell_rect(e))
+            QToolTip.showText(event.globalPosition().toPoint(), plain_tip(self.hover_text(e)), self, self.cell_rect(e))
         else:
             shared = [i for i in range(self._n_shared) if self.shared_rect(i).contains(event.position().toPoint())]
             if shared and self._packed is not None:

@@ -66,3 +66,34 @@ def main_window(shared_window, qtbot):
             shared_window.raise_()
             shared_window.activateWindow()
     return shared_window
+
+
+@pytest.fixture(autouse=True)
+def _no_guarded_exception(request):
+    """Strict: an exception the app's slot guard caught (app/slot_guard.py: logged, one status line, the app
+    goes on) fails the test — for the user it is a status line, for the suite a bug. Exceptions that reach
+    Qt's event loop unguarded fail it through pytest-qt's own capture (sys.excepthook; qt_no_exception_capture
+    is not set). A test that provokes one on purpose takes the `slot_errors` fixture and empties it."""
+    from app import slot_guard
+
+    caught: list = []
+    request.node._slot_errors = caught
+
+    def seen(exc, where):
+        caught.append((where, exc))
+
+    slot_guard.observe(seen)
+    yield caught
+    slot_guard.unobserve(seen)
+    if caught:
+        import traceback
+
+        text = "\n".join(f"in {where}:\n" + "".join(traceback.format_exception(type(e), e, e.__traceback__))
+                         for where, e in caught)
+        pytest.fail(f"{len(caught)} exception(s) caught by the slot guard:\n{text}", pytrace=False)
+
+
+@pytest.fixture
+def slot_errors(request, _no_guarded_exception):
+    """The slot-guard reports of this test, for tests that provoke them: clear the list before it ends."""
+    return _no_guarded_exception

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.i18n import tr
 from app.widgets.paint import css, qcolor
+from app.widgets.safe_text import rich_tr
 
 BF16_BYTES = 2
 
@@ -205,7 +206,7 @@ class LatentTab(QWidget):
     def retranslate(self):
         s = self.diagram.sizes
         if s is None:
-            self.numbers.setText(tr("experts.latent.error", msg=self._error))
+            self.numbers.setText(rich_tr("experts.latent.error", msg=self._error))  # rich label; quotes a config error
         else:
             kib = 1024.0
             self.numbers.setText(tr(

@@ -29,6 +29,7 @@ class QBTab(QWidget):
         self.error = QLabel()
         self.error.setStyleSheet(f"color: {css('error')};")
         self.error.setWordWrap(True)
+        self.error.setTextFormat(Qt.PlainText)  # quotes an error message
         self.intro = QLabel()
         self.intro.setWordWrap(True)
 

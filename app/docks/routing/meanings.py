@@ -15,6 +15,7 @@ from app.docks.routing.anim import BG, EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.i18n import tr
 from app.widgets.controls import ResponsiveGrid
 from app.widgets.paint import along, arrow, box, caption, dot, label, line, qcolor
+from app.widgets.safe_text import esc, rich_tr
 from scene.layout import ModelDims
 from scene.tooltips import model_args
 
@@ -222,9 +223,9 @@ class MeaningCard(QFrame):
         self.title.setText(tr(f"routing.{k}.title"))
         self.summary.setText(tr(f"routing.{k}.summary"))
         self.facts.setText(
-            f"<b>{tr('routing.what')}</b> {tr(f'routing.{k}.what', **args)}<br>"
-            f"<b>{tr('routing.who')}</b> {tr(f'routing.{k}.who', **args)}<br>"
-            f"<b>{tr('routing.rule')}</b> {tr(f'routing.{k}.rule', **args)}")
+            f"<b>{esc(tr('routing.what'))}</b> {rich_tr(f'routing.{k}.what', **args)}<br>"  # args name the model
+            f"<b>{esc(tr('routing.who'))}</b> {rich_tr(f'routing.{k}.who', **args)}<br>"
+            f"<b>{esc(tr('routing.rule'))}</b> {rich_tr(f'routing.{k}.rule', **args)}")
         self.diagram.update()
 
 

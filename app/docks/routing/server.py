@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, Q
 from app.docks.routing.anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.i18n import tr
 from app.widgets.paint import along, arrow, box, caption, css, dot, label, line, qcolor
+from app.widgets.safe_text import rich_tr
 
 BF16 = 2
 N_GPUS = 4
@@ -275,7 +276,7 @@ class ServerTab(QWidget):
     def _update_place(self):
         pl = self.placement
         if pl is None:
-            self.place_detail.setText(tr("routing.place.error", msg=self._error))
+            self.place_detail.setText(rich_tr("routing.place.error", msg=self._error))  # rich label; quotes an error
             return
         m = self.place.mode
         f = lambda n: f"{n:,}"  # noqa: E731
