@@ -103,7 +103,6 @@ class UsageTab(QWidget):
         self.status.setObjectName("experts.usage.status")
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.PlainText)  # quotes an error message
-        self.status.setTextFormat(Qt.PlainText)  # quotes an error message
         self.heat, self.image = heatmap_plot("experts.usage.heatmap")
         self.heat.setMinimumHeight(220)
         # where the map will be, until it is there: a progress bar over the prompts (no empty axes)
