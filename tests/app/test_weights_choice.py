@@ -96,6 +96,22 @@ def test_a_damaged_trained_file_falls_back_to_random_weights_too(make_window, qt
     assert win.weights.label.text() == tr("weights.status.fallback")
 
 
+def test_the_api_falls_back_on_a_damaged_file(monkeypatch, tmp_path):
+    import zipfile
+
+    from app import api
+    from compute import weights
+
+    bad = tmp_path / "m.npz"
+    with zipfile.ZipFile(weights.default_path()) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            if info.filename != "layers.kda.o.npy":  # one array missing
+                dst.writestr(info.filename, src.read(info))
+    monkeypatch.setattr(weights, "default_path", lambda: bad)
+    monkeypatch.setattr(api, "_ENGINES", {})
+    assert api.run("Kimi K3", weights="trained").weights_name == "random"
+
+
 def test_the_about_box_says_which_weights_ran(make_window, qtbot, trained_asset):
     win = make_window()
     dialog = win.show_about()

@@ -345,19 +345,6 @@ def test_a_tampered_default_file_falls_back_to_random_weights_with_a_note(tmp_pa
         ToyK3(device="cpu", compiled=False, weights_path=bad)
 
 
-def test_the_api_falls_back_too(tmp_path, monkeypatch):
-    pytest.importorskip("PySide6")
-    from app import api
-
-    m = _members()
-    del m["layers.kda.o.npy"]
-    bad = _write(tmp_path / "m.npz", m)
-    monkeypatch.setattr(wio, "default_path", lambda: bad)
-    monkeypatch.setattr(api, "_ENGINES", {})
-    tr = api.run("Kimi K3", weights="trained")
-    assert tr.weights_name == "random"
-
-
 def test_the_bf16_magnitude_check_matches_max_abs_weight():
     bits = np.array([wio._BF16_MAX_ABS_BITS, wio._BF16_MAX_ABS_BITS + 1], np.uint16)
     lo, hi = wio.from_bf16_bits(bits)
