@@ -158,3 +158,15 @@ def test_knock_out_a_block_and_an_expert_from_the_contributions(dock):
     wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
     assert dock.result.knockout["items"] == [("expert", ly, int(part.split()[1]))]
     assert f"expert {part.split()[1]} at layer {ly}" in dock.ko_label.text()
+
+
+def test_temperature_changes_do_not_recompute(dock):
+    serial = dock._serial
+    st = dock.state
+    trace = dock.engine.resample(st.trace, Knobs(temperature=0.9, top_p=0.8))
+    st.set_trace(trace)
+    pump(400)
+    assert dock._serial == serial and not dock.busy  # the layers did not change: nothing to explain again
+    st.set_trace(dock.engine.run(PROMPT, 2, Knobs(temperature=0.0, alpha=0.5)))
+    wait_for(lambda: dock._serial > serial and not dock.busy, dock=dock)
+    assert dock.result.serial == dock._serial

@@ -10,7 +10,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QObject, QRectF, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
@@ -20,9 +20,11 @@ from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, Exp
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
 from app.widgets.paint import qcolor
+from compute.trace import Knobs
 from scene.palette import diverging
 
 _POOL: QThreadPool | None = None
+DEBOUNCE_MS = 120
 
 
 def _pool() -> QThreadPool:
@@ -98,6 +100,10 @@ class ExplainDock(QDockWidget):
         self._tokens: tuple = ()
         self.result: ExplainResult | None = None
         self._knockout: tuple = ()
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(DEBOUNCE_MS)
+        self._debounce.timeout.connect(self._submit)
 
         area = QScrollArea()
         area.setObjectName("explain_scroll")
@@ -253,12 +259,18 @@ class ExplainDock(QDockWidget):
         tr_ = self.state.trace
         if tr_ is None or self.position.count() == 0:
             return None
+        k = tr_.knobs  # only the knobs that change the layers: temperature / top-p leave the explanation as it is
+        knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
         return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
-                              int(self.position.currentData()), tr_.knobs, self._knockout,
+                              int(self.position.currentData()), knobs, self._knockout,
                               ABLATION_MODES[max(0, self.mode.currentIndex())])
 
     def refresh(self) -> None:
-        """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown)."""
+        """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown), after
+        DEBOUNCE_MS without another ask: a slider drag's stream of traces costs one explanation at its end."""
+        self._debounce.start()
+
+    def _submit(self) -> None:
         req = self.current_request()
         if req is None:
             return
@@ -302,7 +314,7 @@ class ExplainDock(QDockWidget):
 
     @property
     def busy(self) -> bool:
-        return self._busy or self._pending is not None
+        return self._busy or self._pending is not None or self._debounce.isActive()
 
     # ------------------------------------------------------------------ knock-outs
     def _selected_position(self) -> int | None:
