@@ -4,7 +4,8 @@ Nothing is allocated for a member before the archive's own description of it has
 
 1. The file is opened through compute.guarded_io (a regular file only, at most `max_file_bytes`): a FIFO,
    device, directory or socket is refused before a byte is read.
-2. The zip central directory (read first by zipfile) is checked as a whole: at most `max_members` members,
+2. The zip end record is read first (at most `max_members` entries, a directory of at most
+   MAX_DIRECTORY_BYTES, no zip64), then the central directory (parsed by zipfile) is checked as a whole:
    names `<key>.npy` without duplicates, no encryption, a compression method from ALLOWED_METHODS (by name:
    "stored", "deflated"; anything else — zip method 99, bzip2, lzma — is refused), each member's declared
    size under `max_member_bytes` (and, when the caller gives the expected shapes, no larger than that
@@ -22,6 +23,7 @@ its WeightsError.
 from __future__ import annotations
 
 import math
+import struct
 import zipfile
 from pathlib import Path
 
@@ -33,6 +35,7 @@ ALLOWED_METHODS = {"stored": zipfile.ZIP_STORED, "deflated": zipfile.ZIP_DEFLATE
 _METHOD_NAMES = {v: k for k, v in ALLOWED_METHODS.items()}
 MAX_HEADER_BYTES = 4096  # an .npy header of the arrays we write is ~128 bytes
 MAX_NDIM = 8
+MAX_DIRECTORY_BYTES = 4 << 20  # the shipped file's is ~4 kB
 _MAGIC = b"\x93NUMPY"
 
 
@@ -66,7 +69,31 @@ def read_arrays(path: str | Path, *, allowed_dtypes: dict[str, set[str]] | set[s
         raise ArchiveError(f"is not a readable .npz ({type(e).__name__}: {_short(e)})") from None
 
 
+def _check_end_record(fh, max_members: int) -> None:
+    """The end-of-central-directory record, read before zipfile parses the directory: at most `max_members`
+    entries in a directory of at most MAX_DIRECTORY_BYTES (zipfile would build one ZipInfo per declared entry,
+    ~0.5 kB each, before any check of ours could run); zip64 end records (for archives of > 65,535 members or
+    > 4 GiB, never a toy weights file) are refused."""
+    size = fh.seek(0, 2)
+    tail_len = min(size, 22 + 0xFFFF)  # the record, and a comment of at most 65,535 bytes
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or len(tail) - pos < 22:
+        raise ArchiveError("is not a zip archive (no end of central directory record)")
+    _, _, n_disk, n_total, cd_size, cd_offset = struct.unpack_from("<HHHHII", tail, pos + 4)
+    if n_total == 0xFFFF or n_disk == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF \
+            or tail.rfind(b"PK\x06\x07", 0, pos) >= 0:
+        raise ArchiveError("is a zip64 archive (larger than a toy weights file can be)")
+    if n_total > max_members or n_disk > max_members:
+        raise ArchiveError(f"declares {max(n_total, n_disk)} members (at most {max_members})")
+    if cd_size > MAX_DIRECTORY_BYTES:
+        raise ArchiveError(f"has a {cd_size}-byte central directory (at most {MAX_DIRECTORY_BYTES})")
+    fh.seek(0)
+
+
 def _read_open(fh, allowed_dtypes, expected, max_file_bytes, max_member_bytes, max_members, max_elements):
+    _check_end_record(fh, max_members)
     try:
         z = zipfile.ZipFile(fh)
     except zipfile.BadZipFile as e:

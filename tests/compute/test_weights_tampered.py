@@ -345,6 +345,22 @@ def test_a_tampered_default_file_falls_back_to_random_weights_with_a_note(tmp_pa
         ToyK3(device="cpu", compiled=False, weights_path=bad)
 
 
+def test_the_end_record_is_checked_before_the_directory_is_parsed(tmp_path, expected):
+    """A directory declaring tens of thousands of entries (zipfile would build a ZipInfo for each first), a huge
+    directory size, a zip64 record, or too many real members: refused from the end record."""
+    data = SHIPPED.read_bytes()
+    end = data.rfind(b"PK\x05\x06")
+    for offset, fmt, value, what in ((8, "<H", 60000, "members"), (10, "<H", 60000, "members"),
+                                     (12, "<I", 100 << 20, "central directory"), (10, "<H", 0xFFFF, "zip64")):
+        bad = bytearray(data)
+        struct.pack_into(fmt, bad, end + offset, value)
+        path = tmp_path / "e.npz"
+        path.write_bytes(bytes(bad))
+        _refused(path, expected, what)
+    many = {f"a{i}.npy": _npy(np.zeros(1, np.uint16)) for i in range(600)}
+    _refused(_write(tmp_path / "many.npz", many), None, "members")
+
+
 def test_the_bf16_magnitude_check_matches_max_abs_weight():
     bits = np.array([wio._BF16_MAX_ABS_BITS, wio._BF16_MAX_ABS_BITS + 1], np.uint16)
     lo, hi = wio.from_bf16_bits(bits)
