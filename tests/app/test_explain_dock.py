@@ -143,6 +143,9 @@ def test_knock_out_a_block_and_an_expert_from_the_contributions(dock):
     layer = res.blocks[row][0]
     QTest.mouseClick(t.viewport(), Qt.LeftButton, Qt.NoModifier, t.visualItemRect(t.item(row, 1)).center())
     assert dock.knock_block.isEnabled()
+    up, down = res.block_words[row]
+    assert f"Layer {layer}, mixer: promotes" in dock.block_words.text() and up[0][0] in dock.block_words.text()
+    assert up[0][1] >= down[0][1]
     QTest.mouseClick(dock.knock_block, Qt.LeftButton)
     wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
     ko = dock.result.knockout

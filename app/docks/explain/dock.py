@@ -222,6 +222,11 @@ class ExplainDock(QDockWidget):
         brow.addWidget(self.knock_block)
         brow.addStretch(1)
         lay.addLayout(brow)
+        self.block_words = QLabel()
+        self.block_words.setObjectName("explain_block_words")
+        self.block_words.setWordWrap(True)
+        self.block_words.setTextFormat(Qt.RichText)
+        lay.addWidget(self.block_words)
         self.blocks_note = note_label()
         lay.addWidget(self.blocks_note)
         lay.addStretch(1)
@@ -370,6 +375,7 @@ class ExplainDock(QDockWidget):
     def _update_buttons(self) -> None:
         self.knock.setEnabled(self._selected_position() is not None)
         self.knock_block.setEnabled(self._selected_block() is not None)
+        self._show_block_words()
         self.restore.setEnabled(bool(self._knockout))
 
     # ------------------------------------------------------------------ drawing
@@ -463,6 +469,23 @@ class ExplainDock(QDockWidget):
                 it.setBackground(QColor.fromRgbF(float(c[0]), float(c[1]), float(c[2]), 0.55))
                 self.att_table.setItem(h, i, it)
         fit_table_height(self.att_table)
+
+    def _show_block_words(self) -> None:
+        """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""
+        rows = self.blocks.selectionModel().selectedRows() if self.blocks.selectionModel() else []
+        res = self.result
+        if not rows or res is None or rows[0].row() >= len(res.block_words):
+            self.block_words.setText(tr("explain.blocks.pick"))
+            return
+        r = rows[0].row()
+        up, down = res.block_words[r]
+        ly, part, _ = res.blocks[r]
+
+        def words(items):
+            return ", ".join(f"{_esc(piece_text(p))} {fmt(v, 2)}" for p, v in items)
+
+        self.block_words.setText(tr("explain.blocks.words", layer=ly, block=self._part(part), up=words(up),
+                                    down=words(down)))
 
     def _part(self, part: str) -> str:
         if part.startswith("expert "):

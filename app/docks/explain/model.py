@@ -42,6 +42,7 @@ class ExplainResult:
     lens_mixer_rank: list[int]
     sources: list[tuple[int, str, float, str]]  # position, piece, effect, answer after the knock-out
     blocks: list[tuple[int, str, float]]  # the TOP_BLOCKS largest |direct contributions|
+    block_words: list  # per row of blocks: ([(piece, logit change)] it promotes most, [...] it suppresses most)
     n_blocks: int
     rest: float
     mixers: list[str]  # "kda" | "mla" per layer
@@ -84,10 +85,12 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
         lens = ex.lens
         srcs = ex.sources
         answers = ex.source_answers
-        ranked = sorted(ex.blocks, key=lambda c: -abs(c.value))
-        blocks = ranked[:TOP_BLOCKS]
+        order = sorted(range(len(ex.blocks)), key=lambda i: -abs(ex.blocks[i].value))
+        chosen = order[:TOP_BLOCKS]
         # then the largest routed experts below them: they are rarely among the top rows
-        blocks += [c for c in ranked[TOP_BLOCKS:] if c.part.startswith("expert ")][:TOP_EXPERTS]
+        chosen += [i for i in order[TOP_BLOCKS:] if ex.blocks[i].part.startswith("expert ")][:TOP_EXPERTS]
+        blocks = [ex.blocks[i] for i in chosen]
+        block_words = [ex.promotes(i, 3) for i in chosen]
         ko = None
         if req.knockout:
             toks = [it[1] for it in req.knockout if it[0] == "token"]
@@ -103,7 +106,8 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             lens_top=[e.top[0] for e in lens],
             lens_mixer_prob=[e.prob for e in ex.lens_mixers], lens_mixer_rank=[e.rank for e in ex.lens_mixers],
             sources=[(s.position, s.piece, s.effect, a) for s, a in zip(srcs, answers)],
-            blocks=[(c.layer, c.part, c.value) for c in blocks], n_blocks=len(ex.blocks), rest=ex.rest,
+            blocks=[(c.layer, c.part, c.value) for c in blocks], block_words=block_words, n_blocks=len(ex.blocks),
+            rest=ex.rest,
             mixers=[lt.mixer for lt in ex.run.layers], attention=[a.copy() for a in ex.attention_rows],
             knockout=ko, weights=m.weights_name)
     res.seconds = time.perf_counter() - t0
