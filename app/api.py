@@ -199,7 +199,9 @@ def build_scene(app, config, trace, view: View, step, width: int, height: int, c
     app.processEvents()
     settle(app)  # the step focus animates the camera
     if view.block:
-        scene.select_block(view.block)
+        scene.select_block(view.block)  # a selection off screen is brought into view (animated)
+        if not camera_preset and not view.camera:
+            settle(app)
     if view.expert is not None:
         scene.select_expert(view.expert)
     if camera_preset:

@@ -218,6 +218,9 @@ class GLWidget(GLViewMixin, QWidget):
     def mouseReleaseEvent(self, ev):
         self.owner.input.release(ev)
 
+    def mouseDoubleClickEvent(self, ev):
+        self.owner.input.double_click(ev)
+
     def wheelEvent(self, ev):
         self.owner.input.wheel(ev)
 

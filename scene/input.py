@@ -69,6 +69,12 @@ class InputAdapter:
         self.press_pos = None
         self.dragged = False
 
+    def double_click(self, ev) -> None:
+        """The second press of a double-click: frame the block under the cursor (left button)."""
+        if ev.button() == Qt.MouseButton.LeftButton:
+            self.press_pos = None  # its release is not another click
+            self.view._double_click(ev.position())
+
     def wheel(self, ev) -> None:
         delta = ev.angleDelta().y() or ev.angleDelta().x()
         self.view._apply_camera(nav.wheel_zoom(self._take_camera(), delta))

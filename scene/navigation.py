@@ -9,6 +9,8 @@ Every function takes a `scene.camera.Camera` and returns a new one (the input is
     key_move(cam, action)         "left" | "right" | "up" | "down" | "in" | "out"
     frame_layer(layout, cam, a)   the exploded layer framed, keeping the user's angles where they show it
     preset_camera(name, layout, a)  the named presets; "top" looks down on the current layer
+    frame_block(lo, hi, cam, a)   one block centred and framed (a double-click, a selection off screen)
+    box_in_view(lo, hi, cam, w, h, band)  whether a box lies whole in the view's free band
 """
 from __future__ import annotations
 
@@ -147,3 +149,51 @@ def preset_camera(name: str, layout, aspect: float) -> Camera:
     if name == "top":
         return top_view(layout, aspect)
     return camlib.preset(name, layout.bounds, aspect, layout.stack_bounds)
+
+
+# ---- one block ------------------------------------------------------------------------------------------
+FRAME_FILL = 0.5  # a framed block fills half the band: centred, with its neighbours around it
+FRAME_MIN_EXTENT = 4.0  # a thin block (a vector, a plate) is framed as if it were at least this big
+
+
+def band_fill(band: tuple[float, float] | None) -> tuple[float, float]:
+    """(fill_y, centre_y) of a framing in the band (top, bottom) of the view's height (fractions) that the
+    header and the legend leave free; None: the fixed band (title ~11 %, legend ~9 %)."""
+    if band is None:
+        return FILL_Y, CENTRE_Y
+    top, bottom = band
+    return max(bottom - top, 0.05) * 0.97, (top + bottom) / 2
+
+
+def block_angles(cam: Camera) -> tuple[float, float]:
+    """The user's angles unless they show the panel's walls edge-on or from below / straight down (from
+    behind is fine: both faces are drawn); otherwise the default layer angles."""
+    facing = abs((cam.azimuth + 90.0 + 180.0) % 360.0 - 180.0)  # 0 front, 180 behind
+    if 70.0 < facing < 110.0 or not -10.0 <= cam.elevation <= 75.0:
+        return LAYER_AZIMUTH, LAYER_ELEVATION
+    return cam.azimuth, cam.elevation
+
+
+def frame_block(lo, hi, current: Camera, aspect: float, band: tuple[float, float] | None = None) -> Camera:
+    """The block (lo, hi) centred in the band, filling FRAME_FILL of it (at least FRAME_MIN_EXTENT units
+    wide in every direction), seen from the user's angles where they show it (block_angles)."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    mid, half = (lo + hi) / 2, np.maximum((hi - lo) / 2, FRAME_MIN_EXTENT / 2)
+    az, el = block_angles(current)
+    fill_y, centre_y = band_fill(band)
+    base = Camera(azimuth=az, elevation=el, fov=current.fov)
+    return camlib.fit_points(base, camlib.box_corners(mid - half, mid + half), aspect,
+                             FILL_X * FRAME_FILL, fill_y * FRAME_FILL, centre_y)
+
+
+def box_in_view(lo, hi, cam: Camera, width: float, height: float,
+                band: tuple[float, float] | None = None, margin: float = 2.0) -> bool:
+    """Whether the box's 8 corners all project in front of the camera, inside the view's width and inside
+    the band (top, bottom) of its height (fractions; None: the whole height), `margin` pixels in."""
+    px, ok = camlib.project(camlib.box_corners(lo, hi), cam, width, height)
+    if not ok.all():
+        return False
+    top, bottom = band if band is not None else (0.0, 1.0)
+    (x0, y0), (x1, y1) = px.min(axis=0), px.max(axis=0)
+    return bool(x0 >= margin and x1 <= width - margin and y0 >= top * height + margin
+                and y1 <= bottom * height - margin)

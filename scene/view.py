@@ -45,11 +45,13 @@ from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines
 from scene.gl_widget import GLWidget, _ExportContext
 from scene.input import InputAdapter
 from scene.labels import BACKGROUNDS, OverlayInput, paint_overlay
+from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
 from scene.tooltips import model_args, tooltip_text
 
 ANIM_MS = 300
+BAND_GAP = 6.0  # px (x label scale) kept between a framing and the header / the legend
 
 
 SCENE_CATALOGUES = ("scene", "weights")  # the catalogues whose keys the scene's own texts use
@@ -304,9 +306,70 @@ class SceneView(QWidget):
         labels are always drawn, outlined, whatever else competes for the room."""
         return highlights.step_blocks(self.layout, self.step_kind) if self.layout is not None else ()
 
-    def select_block(self, block_id: str | None) -> None:
+    def select_block(self, block_id: str | None, reveal: bool = True) -> None:
+        """Select (outline) a block; with reveal, a selection not whole in the view is brought into it
+        (reveal_block), whoever selected it (a click, the inspector, the step list, a view file)."""
         self.selected = block_id if block_id and block_id in self.layout.by_id else None
         self._update_outlines()
+        if reveal and self.selected is not None:
+            self.reveal_block(self.selected)
+
+    def frame_block(self, block_id: str, animate: bool = True) -> bool:
+        """Move the camera (eased) to centre the block and frame it, from the current angles where they show
+        it (a double-click). False for an unknown block."""
+        if self.layout is None or block_id not in self.layout.by_id:
+            return False
+
+        def fit(bid=block_id):
+            b = self.layout.by_id.get(bid)
+            if b is None:
+                return self._anim_target()
+            return nav.frame_block(b.lo, b.hi, self._anim_target(), self._aspect(), self.free_band())
+        self._animate_to(fit(), animate, refit=fit)
+        return True
+
+    def block_in_view(self, block_id: str, cam: camlib.Camera | None = None) -> bool:
+        """Whether the block's box lies whole in the view, between the header and the legend, seen by cam
+        (default: where the camera is going)."""
+        b = self.layout.by_id.get(block_id) if self.layout is not None else None
+        if b is None:
+            return False
+        w, h = self.container.width(), self.container.height()
+        return nav.box_in_view(b.lo, b.hi, cam if cam is not None else self._anim_target(), w, h,
+                               self.free_band())
+
+    def reveal_block(self, block_id: str, animate: bool = True) -> bool:
+        """Bring a block that is not whole in the view into it: the exploded layer's framing when that shows
+        it whole, else the block framed (frame_block). Slabs and markers of the stack select a layer, whose
+        framing follows (set_layer). True when the camera moves."""
+        b = self.layout.by_id.get(block_id) if self.layout is not None else None
+        if b is None or b.part in ("slab", "marker", "backdrop") or min(self.container.width(),
+                                                                         self.container.height()) < 50:
+            return False
+        if self.block_in_view(block_id):
+            return False
+        if b.layer == self.layout.layer + 1 and b.family != "stack":
+            layer_cam = self._layer_camera()
+            if self.block_in_view(block_id, layer_cam):
+                self._animate_to(layer_cam, animate, refit=self._layer_camera)
+                return True
+        return self.frame_block(block_id, animate)
+
+    def free_band(self, width: float | None = None, height: float | None = None,
+                  scale: float = 1.0) -> tuple[float, float] | None:
+        """(top, bottom): the part of the view's height, as fractions, below the header and above the legend
+        as they are really drawn for a width x height view (default: the widget's size) with labels at
+        scale x label_scale; None without labels or when they leave no useful room (the fixed band is used)."""
+        w = float(width if width is not None else self.container.width())
+        h = float(height if height is not None else self.container.height())
+        if not self.labels_enabled or self.layout is None or w < 50 or h < 50:
+            return None
+        inp = self._overlay_input()
+        s = scale * inp.label_scale
+        header = _header_rect(inp, w, s, _fonts(s))
+        legend = _legend_layout(inp, w, h, s)["box"]
+        top, bottom = (header.bottom() + BAND_GAP * s) / h, (legend.top() - BAND_GAP * s) / h
+        return (top, bottom) if bottom - top >= 0.3 else None
 
     def select_expert(self, e: int) -> None:
         self.expert = int(e)
@@ -702,7 +765,7 @@ class SceneView(QWidget):
         if hit is None:
             return
         b = self.layout.by_id[hit.block_id]
-        self.select_block(b.id)
+        self.select_block(b.id)  # and into view, should part of it lie off screen
         if b.part in ("slab", "marker"):
             self.layer_clicked.emit(b.layer - 1)
         if hit.cell is not None:
@@ -715,6 +778,17 @@ class SceneView(QWidget):
         self.block_clicked.emit(b.id)
         if hit.cell is not None:
             self.cell_clicked.emit(b.id, hit.cell[0], hit.cell[1])
+
+    def _double_click(self, pos: QPointF) -> None:
+        """A double-click on a block selects it (as a click: the pair's first click may not have come) and
+        centres and frames it; on a slab of the stack it selects the layer, whose framing follows."""
+        hit = self.pick_at(pos.x(), pos.y())
+        if hit is None:
+            return
+        self._click(pos)
+        if self.layout.by_id.get(hit.block_id) is not None and self.layout.by_id[hit.block_id].part not in (
+                "slab", "marker"):
+            self.frame_block(hit.block_id)
 
     # ================================================================ text
     def tooltip_text(self, hit) -> str:

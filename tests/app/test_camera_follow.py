@@ -1,0 +1,110 @@
+"""The camera goes where you click (issue 27 item 1): a double-click on a block centres and frames it, and a
+selection made anywhere (a click, the inspector, the step list, the state) that is not whole in the view is
+brought into it. Real mouse events on the GL widget of the real window; geometry from the projected boxes."""
+import numpy as np
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+
+from scene import camera as camlib
+from tests.app.gui_helpers import pump, wait_idle
+
+
+def _settle(qtbot, scene):
+    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    pump(50)
+
+
+def _screen_box(scene, block_id):
+    b = scene.layout.by_id[block_id]
+    px, ok = camlib.project(camlib.box_corners(b.lo, b.hi), scene.cam, scene.gl.width(), scene.gl.height())
+    assert ok.all()
+    return px.min(axis=0), px.max(axis=0)
+
+
+def _pixel_of(scene, block_id) -> QPoint:
+    """A pixel of the GL widget on the block's front face, where the picker finds that block."""
+    b = scene.layout.by_id[block_id]
+    w, h = scene.gl.width(), scene.gl.height()
+    for fx, fz in ((0.5, 0.5), (0.3, 0.5), (0.7, 0.5), (0.5, 0.3), (0.5, 0.7)):
+        pt = np.array([b.lo[0] + fx * (b.hi[0] - b.lo[0]), b.lo[1], b.lo[2] + fz * (b.hi[2] - b.lo[2])])
+        (x, y), = camlib.project(pt[None], scene.cam, w, h)[0]
+        hit = scene.pick_at(x, y)
+        if hit is not None and hit.block_id == block_id and 0 < x < w and 0 < y < h:
+            return QPoint(int(round(x)), int(round(y)))
+    raise AssertionError(f"{block_id} is not under any sampled pixel")
+
+
+def test_double_click_frames_the_block(make_window, qtbot, tmp_path):
+    win = make_window()
+    wait_idle(qtbot, win)
+    scene = win.scene
+    _settle(qtbot, scene)
+    bid = f"L{scene.layout.layer + 1}/moe.experts"
+    before = camlib.Camera.from_dict(scene.camera_state())
+    b = scene.layout.by_id[bid]
+    mid = (b.lo + b.hi) / 2
+    at = _pixel_of(scene, bid)
+    # the platform's sequence: press, release, then the second press as a double-click, release
+    QTest.mouseClick(scene.gl, Qt.LeftButton, Qt.NoModifier, at)
+    QTest.mouseDClick(scene.gl, Qt.LeftButton, Qt.NoModifier, at)
+    QTest.mouseRelease(scene.gl, Qt.LeftButton, Qt.NoModifier, at)
+    assert win.state.block == bid
+    _settle(qtbot, scene)
+    after = scene.cam
+    # the camera's centre moved to the block, and it came closer
+    assert np.linalg.norm(np.array(after.center) - mid) < 0.5 * np.linalg.norm(np.array(before.center) - mid)
+    assert np.linalg.norm(np.array(after.center) - mid) < 3.0
+    assert after.distance < before.distance
+    (x0, y0), (x1, y1) = _screen_box(scene, bid)
+    w, h = scene.gl.width(), scene.gl.height()
+    assert abs((x0 + x1) / 2 - w / 2) < 0.05 * w  # centred
+    assert scene.block_in_view(bid)
+    assert (x1 - x0) > 0.3 * w or (y1 - y0) > 0.3 * h  # framed, not a speck
+    scene.gl.grabFramebuffer().save(str(tmp_path / "double_click.png"))
+
+
+def test_selection_off_screen_comes_into_view(make_window, qtbot, tmp_path):
+    """Layer 40 (MLA), camera on the LM head (as step 14 leaves it): selecting mla.scores from the state (the
+    inspector's and the step list's way) brings it whole into the view."""
+    win = make_window()
+    wait_idle(qtbot, win)
+    scene = win.scene
+    win.state.select_layer(39)
+    _settle(qtbot, scene)
+    assert scene.frame_block("lm_head")
+    _settle(qtbot, scene)
+    bid = "L40/mla.scores"
+    assert not scene.block_in_view(bid)  # off screen, as in the issue
+    win.state.select_block(bid)
+    _settle(qtbot, scene)
+    assert scene.selected == bid and scene.block_in_view(bid)
+    (x0, y0), (x1, y1) = _screen_box(scene, bid)
+    w, h = scene.gl.width(), scene.gl.height()
+    assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
+    scene.gl.grabFramebuffer().save(str(tmp_path / "revealed.png"))
+    # a block already in view: selecting it does not move the camera
+    cam = scene.camera_state()
+    other = "L40/mla.softmax"
+    if scene.block_in_view(other):
+        win.state.select_block(other)
+        _settle(qtbot, scene)
+        assert scene.camera_state() == cam
+
+
+def test_click_on_a_half_hidden_block_brings_it_whole_into_view(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    scene = win.scene
+    _settle(qtbot, scene)
+    bid = f"L{scene.layout.layer + 1}/moe.experts"
+    b = scene.layout.by_id[bid]
+    # camera centred on the block's right edge: its right half lies off screen
+    st = scene.camera_state()
+    st["center"] = [float(b.hi[0]) + 2.0, float((b.lo[1] + b.hi[1]) / 2), float((b.lo[2] + b.hi[2]) / 2)]
+    st["distance"] = 25.0
+    scene.set_camera_state(st)
+    pump(50)
+    assert not scene.block_in_view(bid)
+    QTest.mouseClick(scene.gl, Qt.LeftButton, Qt.NoModifier, _pixel_of(scene, bid))
+    _settle(qtbot, scene)
+    assert win.state.block == bid and scene.block_in_view(bid)
