@@ -1,5 +1,6 @@
 """Entry point: `k3-explorer` / `python -m app` opens the main window;
-`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py).
+`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py). Ctrl+C / SIGTERM close the
+window as its close button does (settings saved) and exit 130 / 143 (app/terminal_signals.py).
 
 Before Qt starts, the display is checked (Qt aborts the process when its X display cannot be opened) and
 PyOpenGL is pointed at the GL window system Qt will use (scene/display.py): both happen here, before anything
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)  # before the QApplication (docs/spec/platform.md)
     app = QApplication.instance() or QApplication([sys.argv[0]])
     release_probe()  # Qt is connected: the display probe's connection may go
+    from app.terminal_signals import SignalStopper
+
+    stopper = SignalStopper(app)  # Ctrl+C / SIGTERM from here on: the window closes as by its close button
     app.setApplicationName("K3 Explorer")
     app.setOrganizationName("K3Explorer")
     from app.main_window import MainWindow
@@ -106,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     if view is not None:
         window.views.apply(view)
         window.views.remember(args.view)
-    return app.exec()
+    code = app.exec()
+    stopper.uninstall()
+    return stopper.exit_code(code)  # 130 / 143 when a signal closed it
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Callable
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlider, QAbstractSpinBox, QApplication,
-                               QComboBox, QDialog, QDialogButtonBox, QHeaderView, QLineEdit, QMenu, QMenuBar,
+                               QComboBox, QDialog, QDialogButtonBox, QHeaderView, QLabel, QLineEdit, QMenu, QMenuBar,
                                QPlainTextEdit, QTableWidget, QTableWidgetItem, QTextEdit, QToolBar,
                                QVBoxLayout, QWidget)
 
@@ -230,32 +230,52 @@ class ActionRegistry:
         return rows
 
 
+GESTURES = ("drag", "wheel", "pan", "click", "double", "hover", "drop")  # scene/input.py, the window's drop
+
+
+def gesture_rows() -> list[tuple[str, str]]:
+    """(gesture, what it does) for the mouse in the 3D view — the shortcuts dialog's second table."""
+    return [(tr(f"ship.gesture.{g}"), tr(f"ship.gesture.{g}.do")) for g in GESTURES]
+
+
+def _read_only_table(rows, headers, parent, name: str) -> QTableWidget:
+    table = QTableWidget(len(rows), len(headers), parent)
+    table.setObjectName(name)
+    table.setHorizontalHeaderLabels(headers)
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            item = QTableWidgetItem(text)
+            item.setFlags(item.flags() & ~Qt.ItemIsEditable)
+            table.setItem(r, c, item)
+    table.setTabKeyNavigation(False)  # Tab leaves the table (to the next one, the Close button)
+    table.verticalHeader().setVisible(False)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
+
+
 class ShortcutsDialog(QDialog):
-    """Help -> Keyboard shortcuts: a table generated from the registry."""
+    """Help -> Keyboard shortcuts: a table generated from the registry, then the mouse gestures."""
 
     def __init__(self, registry: ActionRegistry, parent=None):
         super().__init__(parent)
         self.setObjectName("shortcuts_dialog")
         self.setWindowTitle(tr("app.shortcuts.title"))
-        rows = registry.shortcut_rows()
-        table = QTableWidget(len(rows), 3, self)
-        table.setObjectName("shortcuts_table")
-        table.setHorizontalHeaderLabels([tr("app.shortcuts.menu"), tr("app.shortcuts.action"),
-                                         tr("app.shortcuts.key")])
-        for r, row in enumerate(rows):
-            for c, text in enumerate(row):
-                item = QTableWidgetItem(text)
-                item.setFlags(item.flags() & ~Qt.ItemIsEditable)
-                table.setItem(r, c, item)
-        table.setTabKeyNavigation(False)  # Tab leaves the table (to the Close button)
-        table.verticalHeader().setVisible(False)
-        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        table.horizontalHeader().setStretchLastSection(True)
+        table = _read_only_table(registry.shortcut_rows(), [tr("app.shortcuts.menu"), tr("app.shortcuts.action"),
+                                                            tr("app.shortcuts.key")], self, "shortcuts_table")
+        self.gestures = _read_only_table(gesture_rows(), [tr("ship.gestures.gesture"), tr("ship.gestures.effect")],
+                                         self, "gestures_table")
+        self.gestures.setMaximumHeight(self.gestures.verticalHeader().length() +
+                                       self.gestures.horizontalHeader().height() + 4)
+        gestures_heading = QLabel(tr("ship.gestures.heading"))
+        gestures_heading.setObjectName("gestures_heading")
         buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
         buttons.rejected.connect(self.reject)
         buttons.button(QDialogButtonBox.Close).setText(tr("app.common.close"))
         layout = QVBoxLayout(self)
         layout.addWidget(table)
+        layout.addWidget(gestures_heading)
+        layout.addWidget(self.gestures)
         layout.addWidget(buttons)
         self.table = table
-        self.resize(520, 560)
+        self.resize(560, 640)

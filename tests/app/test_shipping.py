@@ -2,9 +2,11 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,90 @@ def test_make_run_as_root_installs_the_missing_packages(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     calls = (tmp_path / "apt-get.log").read_text().splitlines()
     assert calls == ["update -qq", "install -y -qq --no-install-recommends libxcb-cursor0 libxcb-icccm4"]
+
+
+# --- terminal conventions: Ctrl+C / SIGTERM close the window cleanly --------------------------------------
+
+def _wait_for(path: Path, text: str, proc, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = path.read_text(errors="replace") if path.exists() else ""
+        if text in got or proc.poll() is not None:
+            return got
+        time.sleep(0.2)
+    return path.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_terminal_signal_closes_the_window_and_saves_its_settings(sig, tmp_path):
+    """The real app in a child process on the test's Xvfb display: once its first trace ran, SIGTERM / SIGINT
+    (Ctrl+C) close it as the close button would: exit 143 / 130, settings written (the language given on the
+    command line, the window geometry), no traceback."""
+    assert os.environ.get("DISPLAY"), "pytest-xvfb gives the tests a display"
+    settings, err = tmp_path / "s.ini", tmp_path / "stderr.txt"
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "app", "--settings", str(settings), "--lang", "ko",
+                                 "--verbose"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        text = _wait_for(err, "engine: run 1", proc, timeout=120)
+        assert proc.poll() is None and "engine: run 1" in text, text
+        assert not settings.exists()  # nothing saved yet: what follows is the signal's doing
+        proc.send_signal(sig)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = err.read_text(errors="replace")
+    assert code == 128 + sig, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert f"{signal.Signals(sig).name}: closing the window" in text
+    saved = settings.read_text()
+    assert "language=ko" in saved and "geometry" in saved, saved
+
+
+def test_the_stopper_leaves_the_handlers_it_found(qapp):
+    from app.terminal_signals import SignalStopper
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stopper = SignalStopper(qapp)
+    assert signal.getsignal(signal.SIGTERM) == stopper._on_signal
+    assert stopper.exit_code(0) == 0
+    stopper.uninstall()
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert signal.set_wakeup_fd(-1) == -1  # the wakeup descriptor was handed back too
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_shortcuts_dialog_lists_the_mouse_gestures(main_window, qtbot, lang):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from app import i18n
+
+    i18n.set_language(lang)
+    try:
+        QTest.keyClick(main_window.scene.gl, Qt.Key_F1)  # Help -> Keyboard shortcuts
+        from app.actions import ShortcutsDialog
+
+        shown = lambda: [d for d in main_window.findChildren(ShortcutsDialog) if d.isVisible()]  # noqa: E731
+        qtbot.waitUntil(lambda: len(shown()) == 1, timeout=3000)
+        dialog = shown()[0]
+        qtbot.waitExposed(dialog)
+        table = dialog.gestures
+        rows = [(table.item(r, 0).text(), table.item(r, 1).text()) for r in range(table.rowCount())]
+        gestures = " | ".join(g for g, _ in rows)
+        if lang == "en":
+            for word in ("Drag", "Wheel", "Shift+drag", "middle-button", "Click", "Double-click"):
+                assert word in gestures, word
+        else:
+            assert "드래그" in gestures and "휠" in gestures and "더블 클릭" in gestures
+        assert all(effect for _, effect in rows)
+        assert table.isVisible() and table.visibleRegion().boundingRect().height() >= table.rowViewportPosition(
+            table.rowCount() - 1)  # every row on screen, none scrolled away
+        assert dialog.table.rowCount() > 10  # the keyboard table is still there
+        dialog.close()
+    finally:
+        i18n.set_language("en")
+
