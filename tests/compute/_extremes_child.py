@@ -3,7 +3,7 @@ case, flushed before the next starts (so that a crash names its case). Not a tes
 
     python tests/compute/_extremes_child.py PATH CASES_JSON
 PATH: "numba" (compute.fused_nb), "numpy" (compute.fused) or "operators" (compute.kda / mla / moe on numpy).
-A case: {"name", "config": {raw overrides of kimi-k3} | null, "weights": [[target, op, value], ...],
+A case: {"name", "base": another shipped config's name | absent (kimi-k3), "config": {raw overrides} | null, "weights": [[target, op, value], ...],
 "knobs": {...}, "tokens": n}. target: "all" | "router" | "router1" (one layer) | "bias" | "w13" | "embedding" |
 "lm_head" | "kda" | "mla" | "norm"; op: "scale" | "set_some" (every 7th entry) | "set_all".
 Outcome per case: "ok" (finite logits and probabilities, sampled ids in range, expert indices in range),
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from compute.config import ModelConfig, load_default  # noqa: E402
+from compute.config import ModelConfig, available_configs, load_default  # noqa: E402
 from compute.engine import ToyK3  # noqa: E402
 from compute.finite import NonFiniteError  # noqa: E402
 from compute.trace import Knobs  # noqa: E402
@@ -101,11 +101,13 @@ def main() -> int:
     engines: dict = {}
     for case in cases:
         cfg_over = case.get("config")
-        key = json.dumps(cfg_over, sort_keys=True)
+        base_name = case.get("base")  # another shipped config (assets/configs/<name>.json) instead of kimi-k3
+        key = json.dumps([base_name, cfg_over], sort_keys=True)
         result = {"name": case["name"]}
         try:
             if key not in engines:
-                cfg = base if not cfg_over else ModelConfig.from_dict(dict(base.raw, **cfg_over), "<case>")
+                start = base if base_name is None else ModelConfig.from_json(available_configs()[base_name])
+                cfg = start if not cfg_over else ModelConfig.from_dict(dict(start.raw, **cfg_over), "<case>")
                 e = ToyK3(cfg, device="cpu", weights="random", compiled=path == "numba",
                           kernels="operators" if path == "operators" else "auto")
                 pristine = (e.embedding64, e.lm_head64, e.final_norm64, e.w_out64,
