@@ -217,3 +217,16 @@ def test_bad_arguments_raise_one_line(m32):
         with pytest.raises(ValueError) as e:
             f()
         _one_line(e)
+
+
+def test_torch_backend_gives_the_same_explanation(m64):
+    pytest.importorskip("torch")
+    a = m64["random"]
+    b = ToyK3(device="cpu", dtype="float64", weights="random", backend="torch")
+    ea, eb = Explanation.of_prompt(a, PROMPT), Explanation.of_prompt(b, PROMPT)
+    assert ea.word == eb.word and abs(ea.logit - eb.logit) < 1e-9 and abs(eb.rest) < 1e-9
+    np.testing.assert_allclose(eb.attention(37), ea.attention(37), atol=1e-9)
+    np.testing.assert_allclose(eb.lens_detail.logits, ea.lens_detail.logits, atol=1e-9)
+    kw = dict(tokens=[2], blocks=[(5, "ffn")], experts=[(40, 7), 3], mode="mean")
+    assert abs(ea.knockout(**kw).effect - eb.knockout(**kw).effect) < 1e-9
+    assert np.allclose([s.effect for s in ea.sources], [s.effect for s in eb.sources], atol=1e-9)
