@@ -14,6 +14,7 @@ makes Qt read that file (abort), a FIFO hangs the UI, `<a href>` / `<style>` cha
 from __future__ import annotations
 
 import html
+import numbers
 import re
 
 from PySide6.QtCore import Qt
@@ -42,8 +43,8 @@ def esc(value) -> Html:
 
 def rich_tr(key: str, **args) -> Html:
     """The catalogue's (trusted, possibly rich) text for `key` with every argument escaped, except those
-    marked `Html`. Numbers are formatted by the template as they are."""
-    safe = {k: (v if isinstance(v, (Html, int, float)) else esc(v)) for k, v in args.items()}
+    marked `Html`. Numbers (numpy's too) are formatted by the template as they are."""
+    safe = {k: (v if isinstance(v, (Html, numbers.Number)) else esc(v)) for k, v in args.items()}
     return Html(tr(key, **safe))
 
 
@@ -134,7 +135,7 @@ def md_escape(value) -> str:
 
 def md_args(args: dict) -> dict:
     """Format arguments for a Markdown template: strings escaped (md_escape), numbers as they are."""
-    return {k: (md_escape(v) if isinstance(v, str) else v) for k, v in args.items()}
+    return {k: (v if isinstance(v, numbers.Number) else md_escape(v)) for k, v in args.items()}
 
 
 class SafeTextBrowser(NoResources, QTextBrowser):
