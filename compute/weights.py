@@ -175,7 +175,11 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     for name, a in data.items():
         if a.dtype == np.float32 and not np.isfinite(a).all():
             raise WeightsError(f"weight {name} is not finite; nothing written")
-    data["__meta__"] = np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
+    try:  # no NaN / Infinity: the reader (compute.bounded_json) refuses them, so the file would not load
+        text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
+    except ValueError as e:
+        raise WeightsError(f"the weights' metadata is not finite JSON ({e}); nothing written") from None
+    data["__meta__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -219,7 +223,10 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -
     WeightsError with one line (the engine then falls back to random weights)."""
     from compute import weights_archive
 
-    path = Path(path)
+    try:
+        path = Path(path)
+    except TypeError:
+        raise WeightsError(f"not a weights file path: {type(path).__name__}") from None
     shown = _shown(path)
     if not os.path.lexists(path):
         raise WeightsError(f"weights file not found: {path}")

@@ -361,6 +361,14 @@ def test_the_end_record_is_checked_before_the_directory_is_parsed(tmp_path, expe
     _refused(_write(tmp_path / "many.npz", many), None, "members")
 
 
+def test_save_refuses_metadata_the_reader_would_refuse(tmp_path):
+    with pytest.raises(WeightsError, match="not finite"):
+        wio.save(tmp_path / "n.npz", {"embedding": np.ones((2, 2))}, {"report": {"loss": float("nan")}})
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(WeightsError):
+        wio.read(5)
+
+
 def test_the_bf16_magnitude_check_matches_max_abs_weight():
     bits = np.array([wio._BF16_MAX_ABS_BITS, wio._BF16_MAX_ABS_BITS + 1], np.uint16)
     lo, hi = wio.from_bf16_bits(bits)
