@@ -17,11 +17,12 @@ EXIT_NO_DISPLAY = 3
 
 
 def _gui_args(argv: list[str]) -> argparse.Namespace:
-    from app.cli import OneLineParser
+    from app.cli import CONFIG_HELP, OneLineParser, bundled_config_names, config_argument
 
     parser = OneLineParser(prog="k3-explorer",
                            description="K3 Explorer: a 3D explorer of one Kimi K3 inference. "
-                                       "Use 'k3-explorer export --help' for headless PNG export.")
+                                       "Use 'k3-explorer export --help' for headless export "
+                                       "(PNG, MP4, WebM, GIF).")
     parser.add_argument("--lang", choices=("en", "ko"), help="interface language (default: saved, else system)")
     parser.add_argument("--settings", metavar="FILE", help="settings file to use instead of the user's")
     parser.add_argument("--device", default="auto", choices=DEVICES,
@@ -30,7 +31,8 @@ def _gui_args(argv: list[str]) -> argparse.Namespace:
                         help="toy weights for this session: trained or random (default: the Model menu's choice)")
     parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
-    parser.add_argument("--config", metavar="FILE", help="open this model config.json (default: Kimi K3's)")
+    parser.add_argument("--config", metavar="NAME|FILE", type=config_argument,
+                        help=CONFIG_HELP.format(names=", ".join(bundled_config_names())))
     parser.add_argument("view", nargs="?", metavar="FILE.k3view", help="open a saved view (File -> Save view…)")
     return parser.parse_args(argv)
 

@@ -34,10 +34,36 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def bundled_config_names() -> list[str]:
+    """The models shipped with the package (assets/configs/NAME.json), by name."""
+    from assets import asset_path
+
+    return sorted(path.stem for path in asset_path("configs").glob("*.json"))
+
+
+def config_argument(value: str) -> str:
+    """A --config value: a path that exists is that file; else a bundled model's name (`kimi-k2`, or
+    `kimi-k2.json`) is its file in the installed package; else the value as given (the guarded loader then
+    says it cannot be read; '' is refused there)."""
+    if value and not os.path.lexists(value):
+        name = value[:-len(".json")] if value.endswith(".json") else value
+        if name in bundled_config_names():
+            from assets import asset_path
+
+            return str(asset_path("configs") / f"{name}.json")
+    return value
+
+
+CONFIG_HELP = "model to show: a bundled name ({names}) or a config.json path (default: kimi-k3)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="k3-explorer export",
-                description="Render the 3D view of K3 Explorer to a PNG without user interaction.")
-    p.add_argument("--out", required=True, metavar="FILE.png", help="PNG file to write (overwritten)")
+                description="Render the 3D view of K3 Explorer without user interaction: a PNG image, or with "
+                            "--animate an MP4, WebM or GIF animation of the trace player's steps.")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="file to write: FILE.png; with --animate FILE.mp4, FILE.webm or FILE.gif (the container "
+                        "follows the name); an existing file is replaced atomically")
     p.add_argument("--view", metavar="FILE.k3view",
                    help="render a saved view (File -> Save view…); options given as well override it")
     p.add_argument("--layer", type=int, default=37, help="layer to open, 1..93 (default 37)")
@@ -56,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", choices=WEIGHTS, default="trained",
                    help="toy weights: trained (default; random when the trained file is not installed) or random")
     p.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
-    p.add_argument("--config", metavar="FILE", help="model config.json to show (default: Kimi K3's)")
+    p.add_argument("--config", metavar="NAME|FILE", type=config_argument,
+                   help=CONFIG_HELP.format(names=", ".join(bundled_config_names())))
     p.add_argument("--animate", action="store_true",
                    help="write an animation (--out FILE.mp4, .webm or .gif) of every trace player step")
     p.add_argument("--fps", type=int, default=30, help="frames per second of --animate (default 30)")

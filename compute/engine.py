@@ -94,7 +94,7 @@ def dims_dict(d: ToyDims) -> dict[str, int]:
     return {k: int(v) for k, v in asdict(d).items()}
 
 
-TORCH_HINT = "install the GPU extra: pip install 'k3-explorer[cuda]'"
+TORCH_HINT = "install it: pip install torch (from a checkout: pip install '.[cuda]')"
 
 
 @dataclass(frozen=True)

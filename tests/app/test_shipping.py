@@ -219,3 +219,63 @@ def test_the_shortcuts_dialog_lists_the_mouse_gestures(main_window, qtbot, lang)
     finally:
         i18n.set_language("en")
 
+
+
+# --- README and CLI true for a pip user -------------------------------------------------------------------
+
+def test_config_takes_a_bundled_name_or_a_path(tmp_path, monkeypatch):
+    from app.cli import bundled_config_names, config_argument
+
+    assert bundled_config_names() == ["deepseek-v3", "kimi-k2", "kimi-k3", "kimi-linear-48b"]
+    monkeypatch.chdir(tmp_path)  # a folder without assets/: what a pip user has
+    for given in ("kimi-k2", "kimi-k2.json"):
+        path = Path(config_argument(given))
+        assert path.is_file() and path.name == "kimi-k2.json" and path.parent.name == "configs"
+    (tmp_path / "kimi-k2").write_text("{}")  # a file of that name here wins: a path is a path
+    assert config_argument("kimi-k2") == "kimi-k2"
+    assert config_argument("kimi-k9") == "kimi-k9" and config_argument("") == ""  # the loader refuses these
+    from app.__main__ import _gui_args
+
+    assert Path(_gui_args(["--config", "deepseek-v3"]).config).name == "deepseek-v3.json"
+
+
+def test_export_with_a_bundled_name_runs_that_model(tmp_path):
+    """From a folder with no assets/ in it: --config kimi-k2 loads Kimi K2 (61 layers), so layer 62 is refused
+    naming K2's count (exit 2, before any display is needed)."""
+    done = subprocess.run([sys.executable, "-m", "app", "export", "--config", "kimi-k2", "--layer", "62",
+                           "--out", str(tmp_path / "x.png")], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "61" in done.stderr, done.stderr
+
+
+def test_export_help_names_every_output_format():
+    done = subprocess.run([sys.executable, "-m", "app", "export", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    text = " ".join(done.stdout.split())
+    for fmt in ("PNG", "MP4", "WebM", "GIF"):
+        assert fmt in text, fmt
+    assert "to a PNG" not in text and "kimi-k2" in text
+
+
+def test_install_hints_name_what_exists():
+    import tomllib
+
+    from compute.engine import TORCH_HINT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "k3-explorer[" not in TORCH_HINT and "pip install torch" in TORCH_HINT  # not on any index yet
+    readme = (ROOT / "README.md").read_text()
+    assert not re.findall(r"pip install [^'\"\s]*\[", readme)  # brackets quoted (zsh globs them)
+    assert "pip install '.[cuda]'" in readme and "pip install '.[train]'" in readme
+    cpu = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    assert readme.index(cpu) < readme.index("pip install '.[train]'")
+    assert "--config assets/configs" not in readme and "--config kimi-k2" in readme
+    assert set(project["optional-dependencies"]) >= {"cuda", "train", "test"}
+    # imageio: only the tests read videos back; the app needs imageio-ffmpeg's binary alone
+    assert not any(d.startswith("imageio>") for d in project["dependencies"])
+    assert any(d.startswith("imageio-ffmpeg") for d in project["dependencies"])
+    assert any(d.startswith("imageio>") for d in project["optional-dependencies"]["test"])
+    for folder in ("app", "compute", "scene"):
+        for path in (ROOT / folder).rglob("*.py"):
+            assert not re.search(r"^\s*(import imageio\b(?!_)|from imageio\b(?!_))", path.read_text(), re.M), path

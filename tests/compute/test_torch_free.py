@@ -105,7 +105,8 @@ for kw in ({"device": "cuda"}, {"device": "cpu", "backend": "torch"}):
         raise SystemExit("no error")
 """)
     lines = _ok(r).splitlines()
-    assert len(lines) == 2 and all("PyTorch" in ln and "k3-explorer[cuda]" in ln for ln in lines), lines
+    assert len(lines) == 2 and all("PyTorch" in ln and "pip install torch" in ln and "'.[cuda]'" in ln
+                                       for ln in lines), lines
 
 
 def test_same_numbers_with_and_without_torch_installed():
