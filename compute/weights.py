@@ -229,7 +229,9 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -
         raise WeightsError(f"not a weights file path: {type(path).__name__}") from None
     shown = _shown(path)
     if not os.path.lexists(path):
-        raise WeightsError(f"weights file not found: {path}")
+        from compute.guarded_io import show_path
+
+        raise WeightsError(f"weights file not found: {show_path(path)}")
     want = None
     if expected is not None:
         want = packed_shapes(expected)
