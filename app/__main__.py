@@ -60,9 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     from app import i18n, log
 
     log.setup(verbose=args.verbose)
-    from app import slot_guard
-
-    slot_guard.install_excepthook()  # an exception reaching Qt's event loop: logged, one status line, no abort
     from app.cli import display_error
     from scene.display import prepare_gl_platform, release_probe
 
@@ -103,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     stopper = SignalStopper(app)  # Ctrl+C / SIGTERM from here on: the window closes as by its close button
     app.setApplicationName("K3 Explorer")
     app.setOrganizationName("K3Explorer")
+    from app import slot_guard
     from app.main_window import MainWindow
+
+    slot_guard.install_excepthook()  # an exception reaching Qt's event loop or a thread: logged, one status line
 
     window = MainWindow(settings_path=args.settings, device=args.device, language=args.lang, weights=args.weights)
     window.show()
