@@ -227,3 +227,25 @@ def test_escaping_helpers_keep_the_text_literal(qapp):
     box = plain_message_box(QMessageBox.Warning, "t", text)
     assert box.textFormat() == Qt.PlainText and box.text() == text
     box.deleteLater()
+
+
+def test_every_message_box_of_the_app_shows_plain_text():
+    """Message boxes quote paths, refused values and error messages: none is made by QMessageBox's static
+    helpers (their text is AutoText: rich when it looks like markup); each one built directly is set to plain
+    text right away (or built by safe_text.plain_message_box)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "app"
+    static, unplain = [], []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "safe_text.py":
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if re.search(r"QMessageBox\.(warning|critical|information|question)\(", line):
+                static.append(f"{path.relative_to(root)}:{i + 1}")
+            if re.search(r"\bQMessageBox\(", line) and not any("setTextFormat(Qt.PlainText)" in nxt
+                                                             for nxt in lines[i:i + 6]):
+                unplain.append(f"{path.relative_to(root)}:{i + 1}")
+    assert static == [] and unplain == [], (static, unplain)
