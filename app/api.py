@@ -185,6 +185,7 @@ def build_scene(app, config, trace, view: View, step, width: int, height: int, c
     from scene.view import SceneView
 
     scene = SceneView()
+    scene.export_size = (int(width), int(height))  # framings keep the model clear of the image's own header
     scene.set_translator(tr)
     scene.set_config(config)
     scene.set_trace(trace)

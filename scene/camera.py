@@ -162,7 +162,22 @@ def _fit_distance(corners: np.ndarray, cam: Camera, w: float, h: float, fill: fl
     return b
 
 
-def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=None) -> Camera:
+# the band of the view's height a framing fills when the header's and legend's real sizes are not known:
+# between the title block (top ~11 %) and the legend strip (bottom ~9 %)
+BAND_FILL_Y, BAND_CENTRE_Y = 0.78, 0.505
+
+
+def band_fill(band: tuple[float, float] | None) -> tuple[float, float]:
+    """(fill_y, centre_y) of a framing in the band (top, bottom) of the view's height (fractions) that the
+    header and the legend leave free (scene/view.py free_band); None: the fixed band."""
+    if band is None:
+        return BAND_FILL_Y, BAND_CENTRE_Y
+    top, bottom = band
+    return max(bottom - top, 0.05) * 0.97, (top + bottom) / 2
+
+
+def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=None,
+           band: tuple[float, float] | None = None) -> Camera:
     lo, hi = (np.asarray(v, float) for v in bounds)
     if name not in PRESETS:
         raise ValueError(f"unknown camera preset {name!r}; expected one of {PRESETS}")
@@ -174,8 +189,9 @@ def preset(name: str, bounds, aspect: float, stack_bounds=None, panel_bounds=Non
                   "stack": (-62.0, 14.0), "reset": (-100.0, 14.0)}[name]
     lo = lo - np.array([3.0, 0.0, 0.0])  # room for the AttnRes bracket labels left of the stack
     cam = Camera(center=center, distance=50.0, azimuth=azim, elevation=elev, fov=fov)
-    # the band between the title block (top ~11 %) and the legend strip (bottom ~9 %)
-    return fit_box(cam, lo, hi, aspect, fill=0.92, fill_y=0.78, centre_y=0.505)
+    # the band between the title block and the legend strip (their real sizes when band is given)
+    fill_y, centre_y = band_fill(band)
+    return fit_box(cam, lo, hi, aspect, fill=0.92, fill_y=fill_y, centre_y=centre_y)
 
 
 def focus_on(lo: np.ndarray, hi: np.ndarray, current: Camera, aspect: float, min_dist: float = 6.0) -> Camera:
@@ -184,6 +200,35 @@ def focus_on(lo: np.ndarray, hi: np.ndarray, current: Camera, aspect: float, min
     d = max(fit_distance(lo, hi, current.fov, aspect, margin=1.25), min_dist)
     return Camera(center=tuple((lo + hi) / 2), distance=d, azimuth=current.azimuth,
                   elevation=current.elevation, fov=current.fov)
+
+
+def focus_in_band(lo, hi, current: Camera, aspect: float, band: tuple[float, float] | None = None,
+                  min_dist: float = 6.0) -> Camera:
+    """focus_on, then moved back if the box does not fit the band's height and re-centred on the band (a
+    step's focus near the top of the stack, e.g. Sampling, was half under the header when centred in the
+    whole view)."""
+    c = focus_on(lo, hi, current, aspect, min_dist)
+    corners = box_corners(lo, hi)
+    fill_y, centre_y = band_fill(band)
+    w, h = 1000.0 * aspect, 1000.0
+    c.distance = max(c.distance, _fit_distance(corners, c, w, h, 0.95, fill_y))
+    return recentre(c, corners, aspect, centre_y)
+
+
+def recentre(cam: Camera, corners, aspect: float, centre_y: float = 0.5) -> Camera:
+    """The camera moved sideways (angles and distance kept) so that the points' projected box is centred
+    horizontally and at `centre_y` of the view's height."""
+    corners = np.asarray(corners, float).reshape(-1, 3)
+    w, h = 1000.0 * aspect, 1000.0
+    c = Camera(center=tuple(cam.center), distance=cam.distance, azimuth=cam.azimuth, elevation=cam.elevation,
+               fov=cam.fov)
+    px, _ = project(corners, c, w, h)
+    mid = (px.min(axis=0) + px.max(axis=0)) / 2
+    v = view_matrix(c)
+    per_px = 2 * c.distance * math.tan(math.radians(c.fov) / 2) / w
+    shift = -v[0, :3] * (w / 2 - mid[0]) * per_px + v[1, :3] * (h * centre_y - mid[1]) * per_px
+    c.center = tuple(np.array(c.center) + shift)
+    return c
 
 
 # ---- matrices (same as pyqtgraph's GLViewWidget) -------------------------------------------------------

@@ -122,33 +122,37 @@ def layer_angles(cam: Camera) -> tuple[float, float]:
     return cam.azimuth, cam.elevation
 
 
-def frame_layer(layout, current: Camera, aspect: float) -> Camera:
-    """The exploded layer filling the view's band, from the user's angles when they show it (layer_angles).
-    Its slab in the stack is framed too while the layer keeps most of the view that way."""
+def frame_layer(layout, current: Camera, aspect: float, band: tuple[float, float] | None = None) -> Camera:
+    """The exploded layer filling the view's band (between the header and the legend: band, or the fixed
+    one), from the user's angles when they show it (layer_angles). Its slab in the stack is framed too while
+    the layer keeps most of the view that way."""
     az, el = layer_angles(current)
     base = Camera(azimuth=az, elevation=el, fov=current.fov)
     layer = layer_corners(layout)
-    alone = camlib.fit_points(base, layer, aspect, FILL_X, FILL_Y, CENTRE_Y)
-    both = camlib.fit_points(base, layer_corners(layout, with_slab=True), aspect, FILL_X, FILL_Y, CENTRE_Y)
+    fill_y, centre_y = band_fill(band)
+    alone = camlib.fit_points(base, layer, aspect, FILL_X, fill_y, centre_y)
+    both = camlib.fit_points(base, layer_corners(layout, with_slab=True), aspect, FILL_X, fill_y, centre_y)
     if _share(both, layer, aspect) >= SLAB_KEEP_SHARE * _share(alone, layer, aspect):
         return both
     return alone
 
 
-def top_view(layout, aspect: float, fov: float = 38.0) -> Camera:
+def top_view(layout, aspect: float, fov: float = 38.0, band: tuple[float, float] | None = None) -> Camera:
     """The current layer seen from high above, its blocks filling the view's band."""
     base = Camera(azimuth=TOP_AZIMUTH, elevation=TOP_ELEVATION, fov=fov)
-    return camlib.fit_points(base, block_corners(layout), aspect, FILL_X, FILL_Y, CENTRE_Y)
+    fill_y, centre_y = band_fill(band)
+    return camlib.fit_points(base, block_corners(layout), aspect, FILL_X, fill_y, centre_y)
 
 
-def preset_camera(name: str, layout, aspect: float) -> Camera:
+def preset_camera(name: str, layout, aspect: float, band: tuple[float, float] | None = None) -> Camera:
     """The camera of a named preset (camera.PRESETS) for this layout: "top" frames the current layer from
-    above; the others frame the whole scene or the stack (camera.preset)."""
+    above; the others frame the whole scene or the stack (camera.preset); band: the free part of the view's
+    height between the header and the legend (SceneView.free_band), None for the fixed one."""
     if name not in camlib.PRESETS:
         raise ValueError(f"unknown camera preset {name!r}; expected one of {camlib.PRESETS}")
     if name == "top":
-        return top_view(layout, aspect)
-    return camlib.preset(name, layout.bounds, aspect, layout.stack_bounds)
+        return top_view(layout, aspect, band=band)
+    return camlib.preset(name, layout.bounds, aspect, layout.stack_bounds, band=band)
 
 
 # ---- one block ------------------------------------------------------------------------------------------
@@ -156,13 +160,7 @@ FRAME_FILL = 0.5  # a framed block fills half the band: centred, with its neighb
 FRAME_MIN_EXTENT = 4.0  # a thin block (a vector, a plate) is framed as if it were at least this big
 
 
-def band_fill(band: tuple[float, float] | None) -> tuple[float, float]:
-    """(fill_y, centre_y) of a framing in the band (top, bottom) of the view's height (fractions) that the
-    header and the legend leave free; None: the fixed band (title ~11 %, legend ~9 %)."""
-    if band is None:
-        return FILL_Y, CENTRE_Y
-    top, bottom = band
-    return max(bottom - top, 0.05) * 0.97, (top + bottom) / 2
+band_fill = camlib.band_fill  # (fill_y, centre_y) of the free band (top, bottom); None: FILL_Y, CENTRE_Y
 
 
 def block_angles(cam: Camera) -> tuple[float, float]:

@@ -158,7 +158,8 @@ class SceneView(QWidget):
         self._exports_hooked = False
         self._overlay_version = 0
         # how to recompute the current framing for a new widget shape; None once the user moved the camera
-        self._refit = lambda: nav.preset_camera("reset", self.layout, self._aspect())
+        self._refit = lambda: nav.preset_camera("reset", self.layout, self._aspect(), self.free_band())
+        self.export_size: tuple[int, int] | None = None  # frame for an image of this size (its labels' size)
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
         self.cam = camlib.Camera()
@@ -292,13 +293,16 @@ class SceneView(QWidget):
 
             def focus(lo=lo, hi=hi, angles=angles):
                 base = camlib.Camera(azimuth=angles[0], elevation=angles[1], fov=self.cam.fov)
-                return camlib.focus_on(lo, hi, base, self._aspect(), min_dist=26.0)
+                return camlib.focus_in_band(lo, hi, base, self._aspect(), self.free_band(), min_dist=26.0)
             self._animate_to(focus(), True, refit=focus)
         self._touch()
 
     def set_label_scale(self, factor: float) -> None:
         """Fonts of the on-screen labels, header and legend (1 = normal; presentation mode uses more)."""
         self.label_scale = float(min(max(factor, 0.5), 3.0))
+        if self._refit is not None:  # a larger header / legend: the framing keeps the model clear of them
+            self._stop_anim()
+            self._apply_camera(self._refit())
         self._touch()
 
     def focus_ids(self) -> tuple[str, ...]:
@@ -359,12 +363,19 @@ class SceneView(QWidget):
                   scale: float = 1.0) -> tuple[float, float] | None:
         """(top, bottom): the part of the view's height, as fractions, below the header and above the legend
         as they are really drawn for a width x height view (default: the widget's size) with labels at
-        scale x label_scale; None without labels or when they leave no useful room (the fixed band is used)."""
+        scale x label_scale; None without labels or when they leave no useful room (the fixed band is used).
+        With export_size set (an export of that size: the CLI, render()), the labels as that image draws them."""
+        export = width is None and height is None and self.export_size is not None
+        if export:
+            width, height = self.export_size
+            scale = max(0.75, min(width / 1280, height / 800))  # as _paint_labels scales an export's labels
         w = float(width if width is not None else self.container.width())
         h = float(height if height is not None else self.container.height())
         if not self.labels_enabled or self.layout is None or w < 50 or h < 50:
             return None
         inp = self._overlay_input()
+        if export:
+            inp.label_scale = 1.0  # exports are sized to the image, not to presentation mode
         s = scale * inp.label_scale
         header = _header_rect(inp, w, s, _fonts(s))
         legend = _legend_layout(inp, w, h, s)["box"]
@@ -381,7 +392,7 @@ class SceneView(QWidget):
             raise ValueError(f"unknown camera preset {name!r}")
 
         def fit():
-            return nav.preset_camera(name, self.layout, self._aspect())
+            return nav.preset_camera(name, self.layout, self._aspect(), self.free_band())
         self._animate_to(fit(), animate, refit=fit)
 
     def camera_state(self) -> dict:
@@ -682,7 +693,7 @@ class SceneView(QWidget):
 
     def _layer_camera(self) -> camlib.Camera:
         """Frame the exploded layer (and its slab in the stack), from the current angles where they show it."""
-        return nav.frame_layer(self.layout, self._anim_target(), self._aspect())
+        return nav.frame_layer(self.layout, self._anim_target(), self._aspect(), self.free_band())
 
     def _anim_target(self) -> camlib.Camera:
         """Where the camera is going: the running animation's target, else the camera itself."""

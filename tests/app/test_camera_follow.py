@@ -108,3 +108,103 @@ def test_click_on_a_half_hidden_block_brings_it_whole_into_view(make_window, qtb
     QTest.mouseClick(scene.gl, Qt.LeftButton, Qt.NoModifier, _pixel_of(scene, bid))
     _settle(qtbot, scene)
     assert win.state.block == bid and scene.block_in_view(bid)
+
+
+# ---- the header and the legend never cover the model (issue 27 item 2) ----------------------------------
+def _overlay_rects(scene, w, h, scale=1.0, export=False):
+    from scene.labels import _fonts, _header_rect, _legend_layout
+
+    inp = scene._overlay_input()
+    if export:
+        inp.label_scale = 1.0
+    s = scale * inp.label_scale
+    return _header_rect(inp, w, s, _fonts(s)), _legend_layout(inp, w, h, s)["box"]
+
+
+def _covered(scene, w, h, scale=1.0, export=False) -> list[str]:
+    """Blocks of the stack (every slab, bracket, the embedding, final AttnRes / norm, LM head, sampling)
+    whose projected box meets the header or the legend, or leaves the view."""
+    from PySide6.QtCore import QRectF
+
+    from scene.labels import block_screen_box
+
+    header, legend = _overlay_rects(scene, w, h, scale, export)
+    view = QRectF(0, 0, w, h)
+    bad = []
+    for b in scene.layout.blocks:
+        if b.family != "stack" or b.part == "backdrop":
+            continue
+        box = block_screen_box(b, scene.cam, w, h)
+        if box is None or box.intersects(header) or box.intersects(legend) or not view.contains(box):
+            bad.append(b.id)
+    return bad
+
+
+def _top_clearance(scene, w, h, scale=1.0, export=False) -> float:
+    """Pixels between the header's bottom and the top of the highest stack block (LM head / sampling)."""
+    from scene.labels import block_screen_box
+
+    header, _ = _overlay_rects(scene, w, h, scale, export)
+    tops = [block_screen_box(scene.layout.by_id[k], scene.cam, w, h).top() for k in ("lm_head", "sampling")
+            if k in scene.layout.by_id]
+    return min(tops) - header.bottom()
+
+
+def test_small_windows_keep_the_top_of_the_model_clear(make_window, qtbot, tmp_path):
+    win = make_window()
+    wait_idle(qtbot, win)
+    scene = win.scene
+    for size in ((1366, 768), (1280, 720)):
+        win.resize(*size)
+        qtbot.waitUntil(lambda: win.width() <= size[0] and win.height() <= size[1], timeout=5000)
+        pump(200)
+        _settle(qtbot, scene)
+        w, h = scene.gl.width(), scene.gl.height()
+        assert _covered(scene, w, h) == [], (size, w, h)
+        assert _top_clearance(scene, w, h) >= 0, size
+        scene.gl.grabFramebuffer().save(str(tmp_path / f"window-{size[0]}.png"))
+    # presentation mode (F11): larger header and legend, the same guarantee
+    win.enter_presentation()
+    try:
+        pump(400)
+        _settle(qtbot, scene)
+        w, h = scene.gl.width(), scene.gl.height()
+        assert _covered(scene, w, h) == [], ("F11", w, h)
+        scene.gl.grabFramebuffer().save(str(tmp_path / "presentation.png"))
+    finally:
+        win.leave_presentation()
+
+
+def test_export_front_camera_keeps_the_lm_head(qtbot, tmp_path):
+    """The CLI's scene (app.api.build_scene) at 1920x1080 with --camera front, and at step 13 (Sampling in
+    focus): no stack block under the image's header or legend, as the export draws them."""
+    from app import player
+    from app.api import build_scene, close_scene, ensure_app
+    from app.viewfile import View
+    from compute.config import load_default
+    from compute.engine import ToyK3
+
+    app = ensure_app()
+    trace = ToyK3().run("The robot lifted a red cup", max_new_tokens=2)
+    steps = player.build_steps(trace)
+    W, H = 1920, 1080
+    for camera, step in (("front", 1), (None, 13)):
+        view = View(layer=37, step=step)
+        scene = build_scene(app, load_default(), trace, view, steps[step - 1], W, H, camera)
+        try:
+            bad = _covered(scene, W, H, scale=min(W / 1280, H / 800), export=True)
+            if camera == "front":
+                assert bad == [], bad
+                assert _top_clearance(scene, W, H, scale=min(W / 1280, H / 800), export=True) >= 0
+            else:  # the step's focus, whole below the header
+                from scene.labels import block_screen_box
+
+                header, legend = _overlay_rects(scene, W, H, min(W / 1280, H / 800), export=True)
+                focus = [scene.layout.by_id[k] for k in scene.focus_ids() if k in scene.layout.by_id]
+                assert focus
+                for b in focus:
+                    box = block_screen_box(b, scene.cam, W, H)
+                    assert box is not None and not box.intersects(header) and not box.intersects(legend), b.id
+            scene.render_image(W, H).save(str(tmp_path / f"export-{camera}-{step}.png"))
+        finally:
+            close_scene(scene)
