@@ -54,7 +54,7 @@ define sysdeps_step
 	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 endef
 
-.PHONY: run test venv sysdeps run-sysdeps bench clean
+.PHONY: run test venv sysdeps run-sysdeps install-desktop uninstall-desktop bench clean
 
 run: run-sysdeps $(APP_STAMP)
 	$(call torch_step,$(TORCH))
@@ -85,6 +85,28 @@ test: sysdeps $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
 	@$(PY) -m compute.fused_nb --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# The launcher entry, icons and AppStream metainfo in the user's XDG data folder (no root): the app menu then
+# lists K3 Explorer. Exec names this checkout's .venv/bin/k3-explorer when it exists, else `k3-explorer` on PATH.
+# No cache is written (no MimeType to index; a user-level icon-theme.cache would hide icons added later).
+DATA_HOME := $(or $(XDG_DATA_HOME),$(HOME)/.local/share)
+DESKTOP_DIR := assets/desktop
+ICON_SIZES := 16 24 32 48 64 128 256 512
+K3_BIN := $(if $(wildcard $(VENV)/bin/k3-explorer),$(abspath $(VENV))/bin/k3-explorer,k3-explorer)
+
+install-desktop:
+	install -d "$(DATA_HOME)/applications" "$(DATA_HOME)/metainfo" "$(DATA_HOME)/icons/hicolor/scalable/apps"
+	sed 's|^Exec=k3-explorer |Exec=$(K3_BIN) |' $(DESKTOP_DIR)/k3-explorer.desktop > "$(DATA_HOME)/applications/k3-explorer.desktop"
+	install -m 644 $(DESKTOP_DIR)/k3-explorer.metainfo.xml "$(DATA_HOME)/metainfo/k3-explorer.metainfo.xml"
+	install -m 644 $(DESKTOP_DIR)/k3-explorer.svg "$(DATA_HOME)/icons/hicolor/scalable/apps/k3-explorer.svg"
+	@for n in $(ICON_SIZES); do \
+	  install -D -m 644 $(DESKTOP_DIR)/icons/k3-explorer-$$n.png "$(DATA_HOME)/icons/hicolor/$${n}x$${n}/apps/k3-explorer.png"; done
+	@echo "install-desktop: K3 Explorer in the app menu (Exec=$(K3_BIN)); undo: make uninstall-desktop"
+
+uninstall-desktop:
+	rm -f "$(DATA_HOME)/applications/k3-explorer.desktop" "$(DATA_HOME)/metainfo/k3-explorer.metainfo.xml" \
+	  "$(DATA_HOME)/icons/hicolor/scalable/apps/k3-explorer.svg"
+	@for n in $(ICON_SIZES); do rm -f "$(DATA_HOME)/icons/hicolor/$${n}x$${n}/apps/k3-explorer.png"; done
 
 bench: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))

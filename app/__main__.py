@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     stopper = SignalStopper(app)  # Ctrl+C / SIGTERM from here on: the window closes as by its close button
     app.setApplicationName("K3 Explorer")
     app.setOrganizationName("K3Explorer")
+    from app.desktop import DESKTOP_ID, app_icon
+
+    app.setDesktopFileName(DESKTOP_ID)  # the launcher entry k3-explorer.desktop; the Wayland app-id
+    app.setWindowIcon(app_icon())  # the layer stack (assets/desktop), every window and dialog
     from app import slot_guard
     from app.main_window import MainWindow
 
