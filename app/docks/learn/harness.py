@@ -5,13 +5,14 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QScrollArea, QTextBrowser)
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QScrollArea
 
 from app.i18n import language, tr
 from app.texts import explanation
 from app.widgets.controls import scroll_page, section_label
 from app.widgets.markdown import demote_headings, markdown_label
 from app.widgets.paint import qcolor
+from app.widgets.safe_text import SafeTextBrowser
 
 EFFORTS = ("low", "medium", "high")
 OPEN, SEP, CLOSE = "<|open|>", "<|sep|>", "<|close|>"
@@ -64,7 +65,7 @@ class HarnessPanel(QScrollArea):
         lay.addWidget(self.path)
         self.xtml_title = section_label()
         lay.addWidget(self.xtml_title)
-        self.xtml = QTextBrowser(); self.xtml.setObjectName("harness_xtml"); self.xtml.setMinimumHeight(200)
+        self.xtml = SafeTextBrowser(); self.xtml.setObjectName("harness_xtml")  # loads no resource; self.xtml.setMinimumHeight(200)
         lay.addWidget(self.xtml)
         self.xtml_note = markdown_label("")
         lay.addWidget(self.xtml_note)
