@@ -361,8 +361,9 @@ class ToyK3:
         """Read and check the trained asset (or `path`) and take its weights (float64 on the CPU)."""
         p = weights_io.default_path() if path is None else Path(path)
         name = f"weights file {p.name}"
-        arrays, meta = weights_io.read(p, self.weight_shapes())  # names, shapes checked before allocating
-        weights_io.check_meta(meta, self.config.name, dims_dict(self.dims), [pc for pc, _ in self.vocab], name)
+        arrays, meta = weights_io.read(  # the metadata checked first, then names and shapes before allocating
+            p, self.weight_shapes(), lambda meta: weights_io.check_meta(
+                meta, self.config.name, dims_dict(self.dims), [pc for pc, _ in self.vocab], name))
         flat = weights_io.unpack({k: a.astype(np.float64) for k, a in arrays.items()}, self.weight_shapes(), name)
         layers: list[dict] = [{} for _ in range(self.config.num_hidden_layers)]
         glob = {}

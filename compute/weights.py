@@ -211,7 +211,8 @@ def packed_shapes(expected: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, 
     return out
 
 
-def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -> tuple[dict[str, np.ndarray], dict]:
+def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None, check=None
+         ) -> tuple[dict[str, np.ndarray], dict]:
     """({stored name: float32 array}, meta) of a weights file (per-layer weights stacked, see pack/unpack).
 
     Bounded (compute.weights_archive): the file is opened through compute.guarded_io (a regular file of at
@@ -220,7 +221,10 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -
     engine's {flat name: shape}, see ToyK3.weight_shapes — exactly the expected names and shapes) are checked
     before any array is allocated; the metadata goes through compute.bounded_json (size and depth bounded) and
     its fields are type-checked; every weight must be finite with |w| <= MAX_ABS_WEIGHT. Every failure is a
-    WeightsError with one line (the engine then falls back to random weights)."""
+    WeightsError with one line (the engine then falls back to random weights).
+
+    check: f(meta), called on the metadata before any array is read (e.g. check_meta: a file for other toy
+    dims is then refused for that reason, not for the first array of another shape)."""
     from compute import weights_archive
 
     try:
@@ -239,22 +243,27 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None) -
     allowed = {k: set(_DTYPES) for k in want} if want is not None else set(_DTYPES) | {"|u1"}
     if want is not None:
         allowed["__meta__"] = {"|u1"}
-    try:
-        raw = weights_archive.read_arrays(path, allowed_dtypes=allowed,
-                                          expected=None if want is None else {k: v for k, v in want.items()
-                                                                               if v is not None},
-                                          max_file_bytes=MAX_FILE_BYTES, max_member_bytes=MAX_MEMBER_BYTES,
-                                          max_elements=MAX_ELEMENTS)
-    except weights_archive.ArchiveError as e:
-        raise WeightsError(f"weights file {shown} {e}") from None
-    m = raw.pop("__meta__", None)
+    def archive(**kw) -> dict[str, np.ndarray]:
+        try:
+            return weights_archive.read_arrays(path, max_file_bytes=MAX_FILE_BYTES, max_member_bytes=MAX_MEMBER_BYTES,
+                                               max_elements=MAX_ELEMENTS, **kw)
+        except weights_archive.ArchiveError as e:
+            raise WeightsError(f"weights file {shown} {e}") from None
+
+    # the metadata first (the directory checked by the caps only): what the file is for decides before its shapes
+    m = archive(allowed_dtypes=set(_DTYPES) | {"|u1"}, only={"__meta__"}).get("__meta__")
     if m is None or m.dtype != np.uint8 or m.ndim != 1:
         raise WeightsError(f"weights file {shown} has no metadata entry")
+    meta = _read_meta(m, shown)
+    if check is not None:
+        check(meta)
+    raw = archive(allowed_dtypes=allowed, expected=None if want is None else
+                  {k: v for k, v in want.items() if v is not None}, only=set(want) - {"__meta__"} if want else None)
+    raw.pop("__meta__", None)
     if want is not None:
         missing = sorted(set(want) - set(raw) - {"__meta__"})
         if missing:
             raise WeightsError(f"weights file {shown}: missing {missing[:3]}")
-    meta = _read_meta(m, shown)
     arrays = {}
     for k, a in raw.items():
         if a.dtype.str == "|u1":

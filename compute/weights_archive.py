@@ -45,12 +45,13 @@ class ArchiveError(ValueError):
 
 def read_arrays(path: str | Path, *, allowed_dtypes: dict[str, set[str]] | set[str],
                 expected: dict[str, tuple[int, ...]] | None = None, max_file_bytes: int = 256 << 20,
-                max_member_bytes: int = 128 << 20, max_members: int = 512, max_elements: int = 32 << 20
-                ) -> dict[str, np.ndarray]:
+                max_member_bytes: int = 128 << 20, max_members: int = 512, max_elements: int = 32 << 20,
+                only: set[str] | None = None) -> dict[str, np.ndarray]:
     """{key: array} of the .npz at `path` ("<key>.npy" members), read within the limits of the module
     docstring. allowed_dtypes: dtype strings ("<u2", "<f4", "|u1") allowed for every member, or per key
     ({key: {...}}, a key missing there refused). expected: {key: shape} — every member's shape must be the
-    one given (a key without an entry is checked by the caps only). Raises ArchiveError."""
+    one given (a key without an entry is checked by the caps only). only: read just these keys (the whole
+    directory is still checked). Raises ArchiveError."""
     try:
         fh = guarded_io.open_regular(path, max_file_bytes)
     except guarded_io.UnsafeFileError as e:
@@ -60,7 +61,7 @@ def read_arrays(path: str | Path, *, allowed_dtypes: dict[str, set[str]] | set[s
     try:
         with fh:
             return _read_open(fh, allowed_dtypes, expected, max_file_bytes, max_member_bytes, max_members,
-                              max_elements)
+                              max_elements, only)
     except ArchiveError:
         raise
     except MemoryError:
@@ -92,7 +93,7 @@ def _check_end_record(fh, max_members: int) -> None:
     fh.seek(0)
 
 
-def _read_open(fh, allowed_dtypes, expected, max_file_bytes, max_member_bytes, max_members, max_elements):
+def _read_open(fh, allowed_dtypes, expected, max_file_bytes, max_member_bytes, max_members, max_elements, only):
     _check_end_record(fh, max_members)
     try:
         z = zipfile.ZipFile(fh)
@@ -104,6 +105,8 @@ def _read_open(fh, allowed_dtypes, expected, max_file_bytes, max_member_bytes, m
         out: dict[str, np.ndarray] = {}
         for info in infos:
             key = info.filename[:-4]
+            if only is not None and key not in only:
+                continue
             allowed = allowed_dtypes.get(key, set()) if isinstance(allowed_dtypes, dict) else allowed_dtypes
             want = None if expected is None else expected.get(key)
             out[key] = _read_member(z, info, key, allowed, want, max_elements)
