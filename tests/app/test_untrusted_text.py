@@ -95,8 +95,8 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
     cfg_path.write_text(json.dumps(raw))
     assert win.models.open_path(str(cfg_path))
     qtbot.waitUntil(lambda: win.config.name == payload and win.state.trace is not None
-                    and win.state.trace.config_name == payload, timeout=120000)
-    wait_idle(qtbot, win)
+                    and win.state.trace.config_name == payload, timeout=240000)
+    wait_idle(qtbot, win, timeout=240000)
     _visit_everything(win, qtbot)
     _check(win, trap, "config", found)
     # where the model's name is shown, it reads as the literal text
@@ -108,8 +108,8 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
     player = win.docks["TracePlayerDock"]
     player.prompt.setText(payload)
     player.run_prompt()
-    qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.text == payload, timeout=120000)
-    wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.text == payload, timeout=240000)
+    wait_idle(qtbot, win, timeout=240000)
     _visit_everything(win, qtbot)
     _check(win, trap, "prompt", found)
     literal = _shown_literally(win, {"stream_label"})
@@ -137,14 +137,14 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
             if MARK in box.text():  # the refused value is quoted: as the literal text
                 assert "<img" in shown_plain(box), box.text()[:200]
             box.accept()
-    wait_idle(qtbot, win)
+    wait_idle(qtbot, win, timeout=240000)
     # a view whose prompt is hostile (and valid) runs it
     doc = dict(base, prompt=payload)
     path = tmp_path / "ok.k3view"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert win.views.open_path(str(path))
-    qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.text == payload, timeout=120000)
-    wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.text == payload, timeout=240000)
+    wait_idle(qtbot, win, timeout=240000)
     _visit_everything(win, qtbot, steps=(0, 2))
     _check(win, trap, "view prompt", found)
 
@@ -155,7 +155,7 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
         path = tmp_path / f"bad-{key}.json"
         path.write_text(json.dumps(bad))
         if win.models.open_path(str(path)):
-            qtbot.waitUntil(lambda: not win.engine.busy, timeout=120000)
+            qtbot.waitUntil(lambda: not win.engine.busy, timeout=240000)
             continue
         box = win.models.message_box
         _check(win, trap, f"config {key}", found)
