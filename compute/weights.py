@@ -272,7 +272,7 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None, c
             ok = a.size == 0 or int(np.bitwise_and(a, np.uint16(0x7FFF)).max()) <= _BF16_MAX_ABS_BITS
         else:
             ok = bool((np.abs(a) <= MAX_ABS_WEIGHT).all())  # NaN fails the comparison too
-        f = dequantize(a)
+        f = dequantize(a) if a.dtype == np.uint16 else a.copy()  # a new, writable array either way
         if not ok:
             what = "is not finite" if not np.isfinite(f).all() else \
                 f"holds a value of magnitude {float(np.abs(f).max()):.3g} (at most {MAX_ABS_WEIGHT:g})"

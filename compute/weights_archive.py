@@ -51,7 +51,7 @@ def read_arrays(path: str | Path, *, allowed_dtypes: dict[str, set[str]] | set[s
     docstring. allowed_dtypes: dtype strings ("<u2", "<f4", "|u1") allowed for every member, or per key
     ({key: {...}}, a key missing there refused). expected: {key: shape} — every member's shape must be the
     one given (a key without an entry is checked by the caps only). only: read just these keys (the whole
-    directory is still checked). Raises ArchiveError."""
+    directory is still checked). The arrays are read-only views of the bytes read. Raises ArchiveError."""
     try:
         fh = guarded_io.open_regular(path, max_file_bytes)
     except guarded_io.UnsafeFileError as e:
@@ -193,7 +193,7 @@ def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, allowed: s
             raise ArchiveError(f"member {key} is truncated ({len(data)} of {nbytes} data bytes)")
         if f.read(1):
             raise ArchiveError(f"member {key} holds more bytes than it declares")
-    return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+    return np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, over the bytes read (no second copy)
 
 
 def _parse_header(header: bytes, key: str, allowed: set[str]) -> tuple[tuple[int, ...], np.dtype]:
