@@ -162,6 +162,18 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
         if MARK in box.text():
             assert "<img" in shown_plain(box), box.text()[:200]
         box.accept()
+
+    # a model without KDA layers (other texts: "has no KDA layers", the hints of inert knobs)
+    raw2 = json.loads(available_configs()["deepseek-v3"].read_text())
+    raw2["name"] = raw2["display_name"] = payload + " v3"
+    path = tmp_path / "hostile-v3.json"
+    path.write_text(json.dumps(raw2))
+    assert win.models.open_path(str(path))
+    qtbot.waitUntil(lambda: win.config.name == payload + " v3" and win.state.trace is not None
+                    and win.state.trace.config_name == payload + " v3", timeout=240000)
+    wait_idle(qtbot, win, timeout=240000)
+    _visit_everything(win, qtbot, steps=(0, 4, -1))
+    _check(win, trap, "config without KDA", found)
     assert found == [], "\n".join(found)
 
 
