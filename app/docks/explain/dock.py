@@ -123,6 +123,7 @@ class ExplainDock(QDockWidget):
         lay.addLayout(row)
         self.status = note_label()
         self.status.setObjectName("explain_status")
+        self.status.setTextFormat(Qt.PlainText)  # it may quote an error message (a config's name): never rich text
         lay.addWidget(self.status)
 
         self.lens_title = section_label()
