@@ -188,7 +188,7 @@ class MainWindow(QMainWindow):
             label.setTextFormat(Qt.PlainText)  # step titles name the model, the note quotes an error (untrusted)
             self.statusBar().addPermanentWidget(label)
 
-        self.engine = EngineController(self.state, device=device, parent=self)
+        self.engine = EngineController(self.state, max_new_tokens=self.settings.tokens(), device=device, parent=self)
         self.engine.set_after_run(self.scene.precolour)  # cell colours computed in the engine thread
         self.engine.device_ready.connect(lambda _d: self._update_status())
         self.engine.device_fallback.connect(lambda _d, _r: self._update_status())
@@ -587,6 +587,16 @@ class MainWindow(QMainWindow):
         self.menuBar().setVisible(menu)
         self.statusBar().setVisible(status)
         self.scene.set_label_scale(1.0)
+
+    def set_tokens(self, n: int) -> None:
+        """Tokens to generate (1-64, or 0: until the end of the sentence; the Controls dock's spin box):
+        remembered, and the prompt on screen runs again with it."""
+        n = int(n)
+        if n == self.engine.max_new_tokens:
+            return
+        self.engine.max_new_tokens = n
+        self.settings.set_tokens(n)
+        self.engine.request(self.engine._current_prompt(), self.state.knobs)
 
     def scene_pixel_size(self) -> tuple[int, int]:
         ratio = self.scene.devicePixelRatioF()

@@ -151,6 +151,17 @@ class Settings:
                      temperature=_clip(t, 0.0, 2.0) if t is not None else base.temperature,
                      top_p=_clip(p, 0.01, 1.0) if p is not None else base.top_p)
 
+    def tokens(self, default: int = 4) -> int:
+        """Tokens the window generates: 1-64, or 0 = until the end of the sentence (app/worker.py)."""
+        value = self._int("tokens", default) if self.valid else default
+        return value if 0 <= value <= 64 else default
+
+    def set_tokens(self, n: int) -> None:
+        """Remember the tokens choice (written with the other settings by sync())."""
+        self.q.setValue("version", SETTINGS_VERSION)
+        self.q.setValue("tokens", int(n) if 0 <= int(n) <= 64 else 4)
+        self.valid = True
+
     def prompt(self, default: str) -> str:
         value = self.q.value("prompt", default) if self.valid else default
         if not isinstance(value, str) or not value.strip():

@@ -60,6 +60,22 @@ SETTLE_QUIET_MS = 1500  # the engine idle this long after a (re)load: freeze sta
 SWITCH_INTERVAL_S = 0.0002  # bench/app.py: max UI stall 23-31 ms at 1 ms, 13-17 ms at 0.2 ms
 
 
+UNTIL_SENTENCE_END = 0  # max_new_tokens value: generate until '.' or a newline (at most SENTENCE_MAX_TOKENS)
+SENTENCE_MAX_TOKENS = 64
+SENTENCE_ENDS = (".", "\n")
+
+
+def cut_at_sentence_end(trace):
+    """The trace up to and with its first generated '.' or newline (the whole trace if none came)."""
+    for k, (piece, _) in enumerate(trace.tokens[trace.prompt_len:]):
+        if piece in SENTENCE_ENDS:
+            if k + 1 == len(trace.passes):
+                return trace
+            return replace(trace, tokens=list(trace.tokens[:trace.prompt_len + k + 1]),
+                           passes=list(trace.passes[:k + 1]))
+    return trace
+
+
 def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
     """True when new differs from old only in fields that do not touch the layers."""
     fields = {f: getattr(old, f) for f in RESAMPLE_FIELDS}
@@ -206,8 +222,11 @@ class _EngineObject(QObject):
             if request.base is not None:
                 trace = self.model.resample(request.base, request.knobs)
             else:
-                trace = self.model.run(request.prompt, max_new_tokens=request.max_new_tokens,
-                                       knobs=request.knobs)
+                until_end = request.max_new_tokens == UNTIL_SENTENCE_END
+                trace = self.model.run(request.prompt, knobs=request.knobs, max_new_tokens=SENTENCE_MAX_TOKENS
+                                       if until_end else request.max_new_tokens)
+                if until_end:
+                    trace = cut_at_sentence_end(trace)
         except Exception as exc:  # noqa: BLE001 - shown to the user, last good trace stays
             self.model = model  # a model that failed to build or run is not kept
             log.exception("engine: run %d failed (prompt %r)", request.serial, request.prompt)

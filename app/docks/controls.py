@@ -1,4 +1,5 @@
-"""Controls dock (C1): KDA α and β (default "computed" from the input, as in K3), temperature, top-p.
+"""Controls dock (C1): KDA α and β (default "computed" from the input, as in K3), temperature, top-p, and how
+many tokens the window generates (1-64, or until the end of the sentence: a '.' or a newline), remembered.
 
 Each row: name, slider, the value (or "computed"), a reset button. Dragging updates the knobs live
 (AppState.request_knobs on every value change; the engine worker coalesces, latest wins).
@@ -8,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDockWidget, QGridLayout, QLabel, QSlider, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QGridLayout, QLabel, QSlider, QSpinBox, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from app import i18n, texts
 from app.i18n import tr
@@ -112,6 +114,55 @@ class _KnobRow:
         self.show(getattr(self.dock.state.knobs, self.spec.field))
 
 
+TOKENS_MAX = 64  # the engine's limit (compute.engine.MAX_NEW_TOKENS)
+UNTIL_SENTENCE_END = 0  # the spin box's lowest value: generate until '.' or a newline (app/worker.py)
+
+
+class _TokensRow:
+    """'Tokens to generate': a spin box 1-64 whose lowest value (0) reads 'until the end of the sentence'.
+    A change goes to the window (MainWindow.set_tokens: remembered, the prompt runs again)."""
+
+    def __init__(self, dock: "ControlsDock", grid: QGridLayout, row: int):
+        self.dock = dock
+        self.name = QLabel()
+        self.spin = QSpinBox()
+        self.spin.setObjectName("tokens_spin")
+        self.spin.setRange(UNTIL_SENTENCE_END, TOKENS_MAX)
+        self.spin.setKeyboardTracking(False)  # typing "12" runs once, not for "1" then "12"
+        self.hint = QLabel()
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet(f"color: {css('note')}; font-size: 11px;")
+        grid.addWidget(self.name, 2 * row, 0)
+        grid.addWidget(self.spin, 2 * row, 1, 1, 3)
+        grid.addWidget(self.hint, 2 * row + 1, 0, 1, 4)
+        self._updating = False
+        self.spin.valueChanged.connect(self._changed)
+
+    def _window(self):
+        w = self.dock.parent()
+        return w if hasattr(w, "set_tokens") and hasattr(w, "engine") else None
+
+    def show(self) -> None:
+        """The value the engine runs with (a view file may have changed it)."""
+        w = self._window()
+        if w is not None and not self.spin.hasFocus():
+            self._updating = True
+            self.spin.setValue(int(w.engine.max_new_tokens))
+            self._updating = False
+
+    def _changed(self, value: int) -> None:
+        w = self._window()
+        if not self._updating and w is not None:
+            w.set_tokens(value)
+
+    def retranslate(self) -> None:
+        self.name.setText(tr("usability.tokens"))
+        self.spin.setSpecialValueText(tr("usability.tokens.sentence"))
+        self.spin.setToolTip(tr("usability.tokens.tip"))
+        self.hint.setText(tr("usability.tokens.hint", max=TOKENS_MAX))
+        self.show()
+
+
 class ControlsDock(QDockWidget):
     def __init__(self, state, parent=None):
         super().__init__(parent)
@@ -124,6 +175,7 @@ class ControlsDock(QDockWidget):
         grid.setVerticalSpacing(2)
         grid.setColumnStretch(1, 1)
         self.rows = {spec.field: _KnobRow(spec, self, grid, i) for i, spec in enumerate(KNOBS)}
+        self.tokens = _TokensRow(self, grid, len(KNOBS))
         outer.addLayout(grid)
         self.note = QLabel()
         self.note.setWordWrap(True)
@@ -140,6 +192,7 @@ class ControlsDock(QDockWidget):
         return self.rows[field].slider
 
     def _sync_from_state(self, _trace=None) -> None:
+        self.tokens.show()
         for field, row in self.rows.items():
             if not row.slider.isSliderDown():
                 value = getattr(self.state.knobs, field)
@@ -151,6 +204,7 @@ class ControlsDock(QDockWidget):
         self.setWindowTitle(tr("app.dock.controls"))
         for row in self.rows.values():
             row.retranslate()
+        self.tokens.retranslate()
         md = texts.explanation("dock", "controls", i18n.language())
         if md:  # the dock's explanation (with its honesty note), minus its title line
             body = "\n".join(line for line in md.splitlines() if not line.startswith("# "))
