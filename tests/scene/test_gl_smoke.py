@@ -76,6 +76,12 @@ HIDPI = textwrap.dedent("""
         c = (g.projectionMatrix(region, region) * g.viewMatrix()).map(QVector4D(*map(float, pt), 1.0))
         x, y = (c.x() / c.w() + 1) / 2 * g.width(), (1 - c.y() / c.w()) / 2 * g.height()
         QTest.mouseClick(g, Qt.LeftButton, Qt.NoModifier, QPoint(int(x), int(y)))
+    import time
+    end = time.monotonic() + 5  # a click on a block partly under the header brings it into view (animated)
+    while v._anim_path is not None and time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+    app.processEvents()
     fb = g.grabFramebuffer()
     g.repaint()  # the frame on screen is of the current state
     import numpy as np
