@@ -229,6 +229,9 @@ class SceneView(QWidget):
     def set_translator(self, fn) -> None:
         self._tr = fn
         self._overlay_version += 1  # every text may differ
+        if self._refit is not None and self.isVisible():  # another header / legend size: frame for it
+            self._stop_anim()
+            self._apply_camera(self._refit())
         self._touch()
 
     def tr(self, key: str, **fmt) -> str:

@@ -163,6 +163,19 @@ def test_small_windows_keep_the_top_of_the_model_clear(make_window, qtbot, tmp_p
         assert _covered(scene, w, h) == [], (size, w, h)
         assert _top_clearance(scene, w, h) >= 0, size
         scene.gl.grabFramebuffer().save(str(tmp_path / f"window-{size[0]}.png"))
+    # in Korean (other header and legend widths and wrapping) at the smallest size
+    from app import i18n
+    try:
+        win.state.set_language("ko")
+        pump(200)
+        _settle(qtbot, scene)
+        w, h = scene.gl.width(), scene.gl.height()
+        assert _covered(scene, w, h) == [], ("ko", w, h)
+        scene.gl.grabFramebuffer().save(str(tmp_path / "window-ko.png"))
+    finally:
+        win.state.set_language("en")
+        i18n.set_language("en")
+        pump(100)
     # presentation mode (F11): larger header and legend, the same guarantee
     win.enter_presentation()
     try:
