@@ -31,6 +31,9 @@ def weights_of(trace) -> str | None:
     return name if name in WEIGHTS else "random"
 
 
+FALLBACKS = ("other_model", "missing", "damaged")  # Trace.weights_fallback values with their own status text
+
+
 def short_name(name: str | None, tr) -> str:
     """'trained weights' / 'random weights' (translated); '' for None."""
     return tr(f"weights.short.{name}") if name in WEIGHTS else ""
@@ -49,7 +52,8 @@ def status_text(trace, tr, chosen: str | None = None) -> str:
     if name is None:
         return ""
     if chosen == "trained" and name == "random":
-        return tr("weights.status.fallback")
+        why = getattr(trace, "weights_fallback", "")
+        return tr(f"weights.status.fallback.{why}" if why in FALLBACKS else "weights.status.fallback")
     return tr("weights.status", weights=short_name(name, tr))
 
 

@@ -83,7 +83,7 @@ from compute.xp import ops
 from compute.sampling import sample_index, top_p_probs
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
-from compute.weights import WeightsError
+from compute.weights import WeightsError, WeightsMismatch, WeightsMissing
 from compute.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
 
 MAX_PROMPT_TOKENS = 256
@@ -220,6 +220,7 @@ class ToyK3:
         """Fill the float64 weights: the trained asset (weights="trained", when it fits this config, dims and
         vocabulary; otherwise the seeded random ones, with the reason in `weights_note`) or seeded random."""
         self.weights_note = ""
+        self.weights_fallback = ""  # why trained weights did not run: "" | "other_model" | "missing" | "damaged"
         if weights == "trained":
             try:
                 self._load_trained(weights_path)
@@ -231,9 +232,12 @@ class ToyK3:
                     raise
                 self.weights_note = f"trained weights not used: {e}"
                 self.weights_meta = {}
-                # a damaged file is worth a warning on stderr (CLI, API, window); a missing one is an install choice
-                logging.getLogger(__name__).log(logging.INFO if "not found" in str(e) else logging.WARNING,
-                                                "%s; running random weights", self.weights_note)
+                self.weights_fallback = ("other_model" if isinstance(e, WeightsMismatch) else
+                                         "missing" if isinstance(e, WeightsMissing) else "damaged")
+                # a damaged file is worth a warning on stderr (CLI, API, window); a missing one is an install
+                # choice, and a file for another model is how every other model runs
+                logging.getLogger(__name__).log(logging.WARNING if self.weights_fallback == "damaged" else
+                                                logging.INFO, "%s; running random weights", self.weights_note)
         self._random_weights()
         self.weights_name = "random"
         self._to_device()
@@ -616,7 +620,8 @@ class ToyK3:
             raise ValueError(f"max_new_tokens must be in 1..{MAX_NEW_TOKENS}")
         trace = Trace(tokens=list(toks), prompt_len=len(toks), text=prompt, passes=[], knobs=knobs,
                       weights=self._weights_np[0], weights_global=self._weights_np[1], vocab=list(self.vocab),
-                      config_name=self.config.name, device=str(self.device), weights_name=self.weights_name)
+                      config_name=self.config.name, device=str(self.device), weights_name=self.weights_name,
+                      weights_fallback=self.weights_fallback)
         self._continue(trace, int(max_new_tokens), None, knobs)
         return trace
 
@@ -635,7 +640,7 @@ class ToyK3:
         new = Trace(tokens=list(trace.tokens[:trace.prompt_len]), prompt_len=trace.prompt_len, text=trace.text,
                     passes=[], knobs=knobs, weights=trace.weights, weights_global=trace.weights_global,
                     vocab=trace.vocab, config_name=trace.config_name, device=trace.device,
-                    weights_name=trace.weights_name)
+                    weights_name=trace.weights_name, weights_fallback=trace.weights_fallback)
         for i, ps in enumerate(trace.passes):
             probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
             final = dict(ps.final)

@@ -169,6 +169,9 @@ class Trace:
     config_name: str = "kimi-k3"
     device: str = "cpu"
     weights_name: str = "random"  # which weights produced the numbers: "trained" | "random" (compute.weights)
+    # why trained weights were asked for but random ones ran: "" | "other_model" (the trained toy is K3's
+    # only) | "missing" (no file installed) | "damaged" (the file was refused: the reason is in the log)
+    weights_fallback: str = ""
 
     @property
     def generated_text(self) -> str:

@@ -48,6 +48,15 @@ class WeightsError(ValueError):
     """A weights file that cannot be used (missing, corrupt, or not for this model)."""
 
 
+class WeightsMismatch(WeightsError):
+    """A sound weights file made for another config, other toy dims or another vocabulary: nothing is wrong
+    with it, it just isn't this model's (the engine falls back to random weights without a warning)."""
+
+
+class WeightsMissing(WeightsError):
+    """No weights file at the path (an install without the trained toy)."""
+
+
 def default_path() -> Path:
     """The shipped asset: assets/weights/toy-k3-<version>.npz."""
     from assets import asset_path
@@ -235,7 +244,7 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None, c
     if not os.path.lexists(path):
         from compute.guarded_io import show_path
 
-        raise WeightsError(f"weights file not found: {show_path(path)}")
+        raise WeightsMissing(f"weights file not found: {show_path(path)}")
     want = None
     if expected is not None:
         want = packed_shapes(expected)
@@ -327,17 +336,18 @@ def check_meta(meta: dict, config_name: str, dims: dict, vocab: list[str], name:
     if not isinstance(meta, dict):
         raise WeightsError(f"{name} have no metadata")
     if meta.get("config") != config_name:
-        raise WeightsError(f"{name} are for config {_brief(meta.get('config'))}, not {config_name!r}")
+        raise WeightsMismatch(f"{name} are for config {_brief(meta.get('config'))}, not {config_name!r}")
     got = meta.get("dims")
     if got != dims:
         diff = [f"{k}={_brief(got.get(k))} (here {v})" for k, v in dims.items() if got.get(k) != v] \
             if isinstance(got, dict) else [_brief(got)]
-        raise WeightsError(f"{name} are for other toy dims: {', '.join(diff[:4]) or 'other keys'}")
+        raise WeightsMismatch(f"{name} are for other toy dims: {', '.join(diff[:4]) or 'other keys'}")
     got_vocab = meta.get("vocab")
     if got_vocab != list(vocab):
         n = len(got_vocab) if isinstance(got_vocab, list) else _brief(got_vocab)
-        raise WeightsError(f"{name} are for another toy vocabulary ({n} pieces)")
+        raise WeightsMismatch(f"{name} are for another toy vocabulary ({n} pieces)")
 
 
 __all__ = ["save", "read", "check_meta", "pack", "unpack", "flatten", "flatten_layout", "default_path", "WeightsError",
+           "WeightsMismatch", "WeightsMissing",
            "to_bf16_bits", "from_bf16_bits", "ASSET_NAME", "FORMAT_VERSION", "packed_shapes", "MAX_ABS_WEIGHT"]

@@ -79,7 +79,7 @@ def test_without_the_trained_file_the_captions_say_random(make_window, qtbot, mo
     assert win.weights.chosen == "trained"
     assert win.state.trace.weights_name == "random"
     assert caption(win) == tr("weights.answer.random")
-    assert win.weights.label.text() == tr("weights.status.fallback")
+    assert win.weights.label.text() == tr("weights.status.fallback.missing")
 
 
 def test_a_damaged_trained_file_falls_back_to_random_weights_too(make_window, qtbot, monkeypatch, tmp_path):
@@ -93,7 +93,7 @@ def test_a_damaged_trained_file_falls_back_to_random_weights_too(make_window, qt
     win = make_window()
     assert win.weights.chosen == "trained"
     assert win.state.trace.weights_name == "random"
-    assert win.weights.label.text() == tr("weights.status.fallback")
+    assert win.weights.label.text() == tr("weights.status.fallback.damaged")
 
 
 def test_the_api_falls_back_on_a_damaged_file(monkeypatch, tmp_path):
@@ -175,3 +175,39 @@ def test_the_caption_helpers():
     assert weights_choice.status_text(T(), tr, "trained") == tr("weights.status.fallback")
     with pytest.raises(ValueError):
         weights_choice.check("bogus")
+
+
+def test_the_status_says_why_trained_weights_did_not_run(tmp_path):
+    """Issue 22.5: another bundled model says 'no trained toy for this model' (not 'missing or unusable'),
+    a missing file 'not installed', a damaged one 'damaged' — read from real engines' traces."""
+    from compute.config import ModelConfig, available_configs
+    from compute.engine import ToyK3
+
+    ds = ToyK3(ModelConfig.from_json(available_configs()["deepseek-v3"]), device="cpu", weights="trained")
+    tr_ds = ds.run("로봇이 컵을", max_new_tokens=1)
+    assert (tr_ds.weights_name, tr_ds.weights_fallback) == ("random", "other_model")
+    assert weights_choice.status_text(tr_ds, tr, "trained") == tr("weights.status.fallback.other_model")
+    assert "no trained toy for this model" in weights_choice.status_text(tr_ds, tr, "trained")
+
+    k3 = ToyK3(device="cpu", weights="trained")
+    t = k3.run("로봇이 컵을", max_new_tokens=1)
+    assert (t.weights_name, t.weights_fallback) == ("trained", "")
+    assert weights_choice.status_text(t, tr, "trained") == tr("weights.status", weights=tr("weights.short.trained"))
+    again = k3.resample(t, type(t.knobs)(temperature=0.7))
+    assert again.weights_fallback == ""
+    assert ds.resample(tr_ds, type(tr_ds.knobs)(temperature=0.7)).weights_fallback == "other_model"
+
+
+@pytest.mark.parametrize("damage, reason", [("missing", "missing"), ("damaged", "damaged")])
+def test_a_missing_or_damaged_file_has_its_own_status(tmp_path, monkeypatch, damage, reason):
+    from compute import weights as wio
+    from compute.engine import ToyK3
+
+    path = tmp_path / "toy.npz"
+    if damage == "damaged":
+        path.write_bytes(b"PK\x03\x04 not really a zip")
+    monkeypatch.setattr(wio, "default_path", lambda: path)
+    m = ToyK3(device="cpu", weights="trained")
+    t = m.run("로봇이 컵을", max_new_tokens=1)
+    assert (t.weights_name, t.weights_fallback) == ("random", reason)
+    assert weights_choice.status_text(t, tr, "trained") == tr(f"weights.status.fallback.{reason}")
