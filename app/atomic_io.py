@@ -22,6 +22,8 @@ import stat
 import tempfile
 import time
 
+from compute.guarded_io import mode_name
+
 log = logging.getLogger(__name__)
 
 # errno -> a short, stable name for the cause (the app maps it to a translated message)
@@ -75,22 +77,16 @@ _KIND_WORDS = {"fifo": "a named pipe (FIFO)", "char_device": "a character device
                "is_dir": "a folder"}
 
 
+# compute.guarded_io's names for what a file is (the readers' word) -> the writer's kinds (its messages' keys)
+_WRITER_KIND = {"directory": "is_dir", "fifo": "fifo", "character_device": "char_device",
+                "block_device": "block_device", "socket": "socket"}
+
+
 def file_kind(mode: int) -> str | None:
     """None for a regular file, else what it is: "is_dir", "fifo", "char_device", "block_device", "socket"
-    or "special"."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "is_dir"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISCHR(mode):
-        return "char_device"
-    if stat.S_ISBLK(mode):
-        return "block_device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special"
+    or "special" (compute.guarded_io.mode_name in the writer's words)."""
+    name = mode_name(mode)
+    return None if name == "regular" else _WRITER_KIND.get(name, "special")
 
 
 def check_target(path: str) -> str:
