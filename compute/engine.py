@@ -610,12 +610,7 @@ class ToyK3:
         _check_knobs(knobs)
         if not isinstance(prompt, str):
             raise TypeError("prompt must be a string")
-        _check_prompt_text(prompt)
-        toks = self.tokenizer.encode(prompt)
-        if not toks:
-            raise ValueError("the prompt is empty: type at least one character")
-        if len(toks) > MAX_PROMPT_TOKENS:
-            raise ValueError(f"the prompt has {len(toks)} toy tokens; the toy engine takes at most {MAX_PROMPT_TOKENS}")
+        toks = self.encode_prompt(prompt)
         if not 1 <= int(max_new_tokens) <= MAX_NEW_TOKENS:
             raise ValueError(f"max_new_tokens must be in 1..{MAX_NEW_TOKENS}")
         trace = Trace(tokens=list(toks), prompt_len=len(toks), text=prompt, passes=[], knobs=knobs,
@@ -624,6 +619,17 @@ class ToyK3:
                       weights_fallback=self.weights_fallback)
         self._continue(trace, int(max_new_tokens), None, knobs)
         return trace
+
+    def encode_prompt(self, prompt: str) -> list[tuple[str, int]]:
+        """The prompt's toy tokens [(piece, id)], checked: no control characters, 1..MAX_PROMPT_TOKENS tokens
+        (ValueError with one line otherwise). run() and compute.explain both start here."""
+        _check_prompt_text(prompt)
+        toks = self.tokenizer.encode(prompt)
+        if not toks:
+            raise ValueError("the prompt is empty: type at least one character")
+        if len(toks) > MAX_PROMPT_TOKENS:
+            raise ValueError(f"the prompt has {len(toks)} toy tokens; the toy engine takes at most {MAX_PROMPT_TOKENS}")
+        return list(toks)
 
     def resample(self, trace: Trace, knobs: Knobs) -> Trace:
         """A new Trace for changed temperature / top-p / sample_seed, reusing the cached logits.

@@ -81,17 +81,9 @@ class Explanation:
     @classmethod
     def of_prompt(cls, model, prompt: str, position: int | None = None, **kw) -> "Explanation":
         """The explanation of `prompt`'s tokens (the model's toy tokenizer) at `position` (default the last)."""
-        from compute.engine import MAX_PROMPT_TOKENS, _check_prompt_text
-
         if not isinstance(prompt, str):
             raise ValueError(f"prompt must be a string, got {type(prompt).__name__}")
-        _check_prompt_text(prompt)
-        toks = model.tokenizer.encode(prompt)
-        if not toks:
-            raise ValueError("the prompt is empty: type at least one character")
-        if len(toks) > MAX_PROMPT_TOKENS:
-            raise ValueError(f"the prompt has {len(toks)} toy tokens; the toy engine takes at most {MAX_PROMPT_TOKENS}")
-        return cls(model, list(toks), position, **kw)
+        return cls(model, model.encode_prompt(prompt), position, **kw)
 
     # ------------------------------------------------------------------ the prediction
     @property
