@@ -1,16 +1,15 @@
 """app.atomic_io: a write either lands whole or leaves the old file as it was, and names the real cause."""
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
-import subprocess
 
 import pytest
 
 from app import atomic_io
 from app.atomic_io import WriteError, write_bytes
+from fs_helpers import tmpfs
 
 
 def leftovers(folder) -> list[str]:
@@ -92,21 +91,6 @@ def test_an_unwritable_folder_is_named(tmp_path):
         assert info.value.kind == "permission"
     finally:
         folder.chmod(0o755)
-
-
-@contextlib.contextmanager
-def tmpfs(path, options: str):
-    """A real small file system (needs root and mount); skips the test where that is not possible."""
-    path.mkdir(exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
 
 
 def test_real_disk_full_keeps_the_old_file(tmp_path):

@@ -4,7 +4,6 @@ requested name, the encoder's failure (exit status, ENOSPC, a cut-short file) ke
 line, SIGINT/SIGTERM leave no part behind, and our stale parts are swept."""
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import signal
@@ -19,6 +18,7 @@ import pytest
 
 from app import atomic_io, video_out
 from app.video_out import VideoError, VideoOut
+from fs_helpers import tmpfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CODECS = {"mp4": ("libx264", "yuv420p"), "webm": ("libvpx-vp9", "yuv420p"), "gif": ("gif", "rgb8")}
@@ -329,22 +329,8 @@ def test_a_cut_short_container_is_noticed(tmp_path, fmt):
         os.close(fd)
 
 
-@contextlib.contextmanager
-def tmpfs(path, size: str):
-    path.mkdir(exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
-
-
 def test_a_real_full_disk_keeps_the_old_video(tmp_path):
-    with tmpfs(tmp_path / "disk", "256k") as disk:
+    with tmpfs(tmp_path / "disk", "size=256k") as disk:
         old = disk / "x.gif"
         old.write_bytes(b"old video " * 10000)  # 100 kB of the 256
         with pytest.raises(VideoError) as info:
@@ -355,7 +341,7 @@ def test_a_real_full_disk_keeps_the_old_video(tmp_path):
 
 
 def test_the_cli_on_a_full_disk_exits_1_in_one_line_and_keeps_the_old_video(tmp_path):
-    with tmpfs(tmp_path / "disk", "1m") as disk:
+    with tmpfs(tmp_path / "disk", "size=1m") as disk:
         old = disk / "x.mp4"
         old.write_bytes(os.urandom(1_000_000))  # ~48 kB left: the video needs ~120
         before = old.read_bytes()
