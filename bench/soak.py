@@ -1,6 +1,7 @@
 """Soak test of the real app (issue 11): memory and responsiveness over a long auto-play; prints one JSON object.
 
     python bench/soak.py --minutes 15          # under Xvfb; starts its own Xvfb when DISPLAY is unset
+    python bench/soak.py --minutes 60 --samples s.json   # also: the raw series, to analyse again
     python bench/soak.py --minutes 3 --types   # also: which Python object types grew (to hunt a leak)
     python bench/soak.py --minutes 5 --trace-malloc   # also: the source lines whose allocations grew between
                                                       # minutes 2 and the end (slow; needs --minutes > 2)
@@ -9,33 +10,46 @@ What it does, like a person who leaves the app running: the trace player auto-pl
 from the first step whenever it reaches the end), the layer changes every 10 s (the "next layer" action,
 PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine runs again, a new trace is drawn).
 
-- warmup_s: how long the warm-up lasted: the first minute (caches, GL, the late panels), longer while the engine
-  worker's child still fills numba's cache (the engine then loads the compiled kernels: numba and LLVM take
-  ~70 MiB of heap and ~250 MiB RSS once, which a fit over the run would report as growth), at most
-  half the run or 5 minutes. Everything below that says "after the warm-up" starts there.
-- rss_start_mib / rss_end_mib: resident memory after the warm-up / at the end.
-- rss_growth_mib_per_hour: least-squares slope of RSS over time after the warm-up (samples every 5 s);
-  rss_mib_by_minute: RSS at the end of each minute, to tell a plateau after warm-up from a steady climb.
-- malloc_in_use_growth_mib_per_hour: the same slope for the memory malloc has handed out and not had back
-  (glibc's mallinfo2, every arena): RSS can grow while this stays flat (freed memory that malloc keeps, pages
-  touched for the first time), and this grows when something is really kept.
-- malloc_in_use_floor_growth_mib_per_hour: the same slope for the least in-use figure of each 30 s (sampled every
-  second): a frame in flight holds a few MiB for a moment, and the floor is what stays, so this tells something
-  kept from the noise of frame buffers; malloc_in_use_floor_mib_by_minute is its per-minute floor.
-- gc_objects_start / _end / _growth_per_hour: the same for the number of objects the Python GC tracks, the ones
-  frozen for it included (sampled every 30 s, after a gc.collect()).
-- max_heartbeat_gap_ms / heartbeat_gaps_over_100ms: the longest interval between ticks of a 20 ms UI-thread
-  timer (so at least ~20) after the first minute, and how many exceeded 100 ms; an interval that contains the
-  bench's own gc sampling is not counted (that pause is the bench's, not the app's). The first minute (the
-  panels that are built once the window shows, the first engine runs) is warmup_max_heartbeat_gap_ms.
+Memory (issue 25: "a 10-minute soak cannot tell allocator warm-up from a leak"): each series (RSS every 5 s,
+malloc in use every 5 s, the malloc floor of each 30 s) goes through analyse_memory:
+- warm-up, detected from the series itself (detect_warmup): a two-segment least-squares fit; a candidate end
+  every 30 s up to half the run; a candidate is a warm-up when the part before it grew on average (its jump
+  into the next part counted, so a one-time step is warm-up as much as a ramp) at least 50 MiB/h faster than
+  the slope after it, and the split fits much better than one line (F >= 7); the best such split wins and the
+  rule runs again on what follows, until none passes. A steady leak has no warm-up, noise fails the F test.
+- slope_mib_per_h after the warm-up, least squares, with stderr_mib_per_h and ci95_mib_per_h (± 1.96 SE, the
+  SE widened for the residuals' lag-1 autocorrelation); growth_total_mib (last - first sample),
+  growth_after_warmup_mib.
+The top-level warmup_s, slope_mib_per_h, slope_ci95_mib_per_h and growth_total_mib are RSS's (what the user's
+system pays); "malloc_in_use" and "malloc_in_use_floor" hold the same for the heap: RSS can grow while malloc
+stays flat (freed memory malloc keeps, pages touched for the first time), and the floor (the least in-use of each
+30 s, sampled every second) leaves out frame buffers in flight: what stays.
+- verdict: each goal of issue 25 — memory: "pass" when the whole 95 % interval of the RSS slope is under 10 MiB/h,
+  "fail" when all of it is at or over, else "inconclusive"; exceptions: 0; heartbeat: max gap < 100 ms, and a gap
+  over it on a machine that was not quiet (mean 1-minute load from /proc/loadavg over the run >= 0.7 per core,
+  or its max >= 1 per core) is "machine not quiet (...)", not a fail; overall: fail if any fails, pass if all
+  pass, else "not judged".
+- heartbeat_warmup_s: the first minute (caches, GL, the late panels), longer while the engine worker's child
+  still fills numba's cache (the compiled kernels' load: ~70 MiB of heap, ~250 MiB RSS once), at most half the
+  run or 5 minutes: the heartbeat figures, the GC object counts and the --types/--trace-malloc baselines start
+  there. rss_mib_by_minute etc.: the value at the end of each minute, to see the shape.
+- gc_objects_start / _end / _growth_per_hour: the number of objects the Python GC tracks, the ones frozen for it
+  included (sampled every 30 s, after a gc.collect()), after heartbeat_warmup_s; the growth a least-squares slope.
+- heartbeat_gap_max_ms / heartbeat_gap_p99_ms / heartbeat_gaps_over_100ms: the longest interval between ticks
+  of a 20 ms UI-thread timer (so at least ~20) after heartbeat_warmup_s, its 99th percentile (1 ms bins) and how
+  many exceeded 100 ms; an interval that contains the
+  bench's own gc sampling is not counted (that pause is the bench's, not the app's). The warm-up's longest
+  gap is warmup_max_heartbeat_gap_ms.
   worst_gaps: [gap ms, at s, what the bench did last, UI-thread CPU ms in the gap, whole-process CPU ms in the
   gap, the app's garbage collections' ms in the gap]: a gap with little UI-thread CPU was spent waiting (the GIL, a
   lock, or a loaded machine's scheduler).
 - handlers: UI-thread CPU (time.thread_time) and wall ms of what each action runs synchronously: "layer" (the
   action and every layer_changed slot), "slider" (the slider's slots), "trace" (AppState.set_trace with every
   trace_changed slot), "step" (AppState.select_step with every step_changed slot); n, mean and max.
-- load_average: the machine's 1-minute load average (min, mean, max over the run) and its core count: on a
-  loaded machine wall-clock gaps grow with the load, CPU times do not.
+- load_average: the machine's 1-minute load average (min, mean, max over the run), its core count and whether
+  it was quiet (see verdict): on a loaded machine wall-clock gaps grow with the load, CPU times do not.
+- --samples PATH writes the raw series (rss, malloc: [s, MiB]; malloc_floor: {30 s window: MiB}; loads), and
+  --analyse PATH makes the memory part of the report again from such a file (no app).
 - exceptions: Python exceptions that reached sys.excepthook / threading.excepthook (slots, threads), and
   errors_logged: log records at ERROR or above; the first few of each are listed in exception_samples.
 """
@@ -103,6 +117,200 @@ def slope_per_hour(samples: list[tuple[float, float]]) -> float | None:
     if var == 0:
         return None
     return sum((t - mt) * (v - mv) for t, v in samples) / var * 3600.0
+
+
+# --- warm-up detection and the slope after it (pure functions, unit-tested on synthetic series) -------------
+BREAK_EVERY_S = 30.0   # candidate ends of the warm-up: every 30 s
+MIN_RISE_MIB_PER_H = 50.0  # a warm-up grows at least this much faster (per hour, on average) than what follows
+MIN_F = 7.0            # and splitting the series there must explain the data much better than one line does
+GOAL_MIB_PER_H, GOAL_GAP_MS = 10.0, 100.0
+QUIET_MEAN_LOAD_PER_CORE, QUIET_MAX_LOAD_PER_CORE = 0.7, 1.0
+
+
+def _line(samples):
+    """Least-squares line through (t, v): (slope per second, value at mean t, mean t, SSE, Sxx)."""
+    n = len(samples)
+    mt = sum(t for t, _ in samples) / n
+    mv = sum(v for _, v in samples) / n
+    sxx = sum((t - mt) ** 2 for t, _ in samples)
+    b = sum((t - mt) * (v - mv) for t, v in samples) / sxx if sxx > 0 else 0.0
+    sse = sum((v - mv - b * (t - mt)) ** 2 for t, v in samples)
+    return b, mv, mt, sse, sxx
+
+
+def detect_warmup(samples: list[tuple[float, float]], max_warmup_s: float | None = None,
+                  every_s: float = BREAK_EVERY_S, min_rise: float = MIN_RISE_MIB_PER_H,
+                  min_f: float = MIN_F) -> float:
+    """When the warm-up of a memory series (seconds, MiB) ends, by a two-segment least-squares fit.
+
+    The rule: every multiple of every_s (30 s) up to max_warmup_s (default: half the series) is a candidate end
+    tb; the series is split there and a line fitted to each part. A candidate is a warm-up only if (a) the first
+    part grew, on average, at least min_rise MiB/h faster than the second part's slope — counting the jump
+    between the two lines at tb, so a one-time step (the compiled kernels' load) counts as much as a ramp — and
+    (b) the split explains the data much better than one line: F = ((SSE_one - SSE_split) / 2) /
+    (SSE_split / (n - 4)) >= min_f. Of those, the one with the least SSE_split wins; then the rule runs again on
+    what follows it (a curved warm-up, fast then slow, ends where its tail is a line), until no candidate passes.
+    No candidate: no warm-up (0 s, or the series' first sample). A steady leak has no warm-up (its rate is the
+    same on both sides), noise fails (b), and a leak that begins after a warm-up is the second part's slope."""
+    if not samples:
+        return 0.0
+    t0 = samples[0][0]
+    end = t0 + (max_warmup_s if max_warmup_s is not None else (samples[-1][0] - t0) / 2)
+    start, rest = t0, samples
+    while True:
+        n = len(rest)
+        if n < 8:
+            return start
+        _, _, _, sse_one, _ = _line(rest)
+        best = None
+        k = int(start // every_s) + 1
+        while k * every_s <= end:
+            tb = k * every_s
+            k += 1
+            a = [s for s in rest if s[0] < tb]
+            b = [s for s in rest if s[0] >= tb]
+            if len(a) < 3 or len(b) < 4:
+                continue
+            ba, ma, mta, sse_a, _ = _line(a)
+            bb, mb, mtb, sse_b, _ = _line(b)
+            span = tb - a[0][0]
+            rise = ((mb + bb * (tb - mtb)) - (ma + ba * (a[0][0] - mta))) / span - bb  # per second
+            sse = sse_a + sse_b
+            f = (sse_one - sse) / 2 / (sse / (n - 4)) if sse > 0 else float("inf")
+            if rise * 3600 >= min_rise and f >= min_f and (best is None or sse < best[0]):
+                best = (sse, tb)
+        if best is None:
+            return start
+        start = best[1]
+        rest = [s for s in rest if s[0] >= start]
+
+
+def fit_slope(samples: list[tuple[float, float]]) -> dict | None:
+    """Least-squares slope in MiB/h with its standard error and 95 % interval (slope ± 1.96 SE). The 5 s samples
+    are not independent (a frame buffer lives a few samples), so the SE is widened by sqrt((1 + r) / (1 - r)),
+    r the lag-1 autocorrelation of the residuals (0 <= r <= 0.95): the usual effective-sample-size correction."""
+    n = len(samples)
+    if n < 3:
+        return None
+    b, mv, mt, sse, sxx = _line(samples)
+    if sxx == 0:
+        return None
+    res = [v - mv - b * (t - mt) for t, v in samples]
+    den = sum(e * e for e in res)
+    r = sum(x * y for x, y in zip(res, res[1:])) / den if den > 0 else 0.0
+    r = min(max(r, 0.0), 0.95)
+    se = (sse / (n - 2) / sxx) ** 0.5 * ((1 + r) / (1 - r)) ** 0.5 * 3600
+    slope = b * 3600
+    return {"slope_mib_per_h": round(slope, 2), "stderr_mib_per_h": round(se, 2),
+            "ci95_mib_per_h": [round(slope - 1.96 * se, 2), round(slope + 1.96 * se, 2)],
+            "lag1_autocorrelation": round(r, 2), "n": n}
+
+
+def analyse_memory(samples: list[tuple[float, float]], max_warmup_s: float | None = None) -> dict:
+    """The detected warm-up, the slope after it (with its interval) and the growth of a memory series."""
+    if not samples:
+        return {}
+    warm = detect_warmup(samples, max_warmup_s)
+    after = [s for s in samples if s[0] >= warm]
+    out = {"warmup_s": round(warm - samples[0][0], 1) if warm > samples[0][0] else 0.0}
+    out.update(fit_slope(after) or {"slope_mib_per_h": None})
+    out["growth_total_mib"] = round(samples[-1][1] - samples[0][1], 1)
+    out["growth_after_warmup_mib"] = round(after[-1][1] - after[0][1], 1)
+    out["start_after_warmup_mib"] = round(after[0][1], 1)
+    out["end_mib"] = round(samples[-1][1], 1)
+    return out
+
+
+def memory_verdict(fit: dict, goal: float = GOAL_MIB_PER_H) -> str:
+    """pass: the whole 95 % interval is under the goal; fail: all of it is at or over; else inconclusive."""
+    ci = fit.get("ci95_mib_per_h")
+    if not ci:
+        return "inconclusive (too few samples)"
+    if ci[1] < goal:
+        return "pass"
+    if ci[0] >= goal:
+        return "fail"
+    return f"inconclusive (the interval {ci[0]}..{ci[1]} MiB/h holds {goal:g})"
+
+
+def read_load() -> float:
+    """The 1-minute load average, from /proc/loadavg (os.getloadavg elsewhere)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+
+
+def is_quiet(loads: list[float], cores: int) -> bool:
+    """A quiet machine: the mean 1-minute load over the run under 0.7 per core and its max under 1 per core
+    (the app itself accounts for about one runnable thread while it plays)."""
+    if not loads:
+        return False
+    return sum(loads) / len(loads) < QUIET_MEAN_LOAD_PER_CORE * cores and max(loads) < QUIET_MAX_LOAD_PER_CORE * cores
+
+
+def verdict(memory: dict, exceptions: int, gap_max_ms: float, loads: list[float], cores: int) -> dict:
+    """Each goal of issue 25 (growth < 10 MiB/h, 0 exceptions, max UI gap < 100 ms on a quiet machine) and the
+    whole: a gap over the goal on a loaded machine is 'machine not quiet', not a pass and not a fail."""
+    mem = memory_verdict(memory)
+    exc = "pass" if exceptions == 0 else f"fail ({exceptions})"
+    if gap_max_ms < GOAL_GAP_MS:
+        gap = "pass"
+    elif is_quiet(loads, cores):
+        gap = "fail"
+    else:
+        mean = sum(loads) / len(loads) if loads else float("nan")
+        gap = f"machine not quiet (load mean {mean:.2f}, max {max(loads, default=float('nan')):.2f} on {cores} cores)"
+    parts = (mem, exc, gap)
+    if any(p.startswith("fail") for p in parts):
+        overall = "fail"
+    elif all(p == "pass" for p in parts):
+        overall = "pass"
+    else:
+        overall = "not judged"
+    return {"memory": mem, "exceptions": exc, "heartbeat": gap, "overall": overall}
+
+
+def analyse_samples(raw: dict) -> dict:
+    """The memory part of the report from the raw series a --samples file holds."""
+    rss = [tuple(x) for x in raw["rss"]]
+    floors = {int(k): v for k, v in raw.get("malloc_floor", {}).items()}
+    elapsed = rss[-1][0] if rss else 0.0
+    out = {"rss": analyse_memory(rss), "malloc_in_use": analyse_memory([tuple(x) for x in raw.get("malloc", [])]),
+           "malloc_in_use_floor": analyse_memory(floor_samples(floors, elapsed + FLOOR_EVERY_S, 0.0)),
+           "memory_verdict": None}
+    out["memory_verdict"] = memory_verdict(out["rss"]) if out["rss"] else None
+    loads = raw.get("loads", [])
+    if loads:
+        out["load_average"] = {"mean": round(sum(loads) / len(loads), 2), "max": max(loads),
+                               "quiet": is_quiet(loads, os.cpu_count() or 1)}
+    return out
+
+
+class GapHistogram:
+    """Heartbeat gaps in 1 ms bins (constant memory however long the run): max and percentiles."""
+
+    def __init__(self, top_ms: int = 2000):
+        self.bins = [0] * (top_ms + 1)
+        self.n = 0
+        self.max = 0.0
+
+    def add(self, ms: float) -> None:
+        self.bins[min(int(ms), len(self.bins) - 1)] += 1
+        self.n += 1
+        self.max = max(self.max, ms)
+
+    def percentile(self, q: float) -> float | None:
+        """The upper edge of the bin holding the q-th percentile (so at most 1 ms over the true value)."""
+        if not self.n:
+            return None
+        want, seen = q / 100 * self.n, 0
+        for ms, c in enumerate(self.bins):
+            seen += c
+            if seen >= want:
+                return float(min(ms + 1, self.max)) if ms < len(self.bins) - 1 else self.max
+        return self.max
 
 
 def _rounded(v: float | None, digits: int = 1) -> float | None:
@@ -192,6 +400,7 @@ class Soak:
         self.layer_changes = self.slider_changes = self.replays = self.traces = 0
         win.state.trace_changed.connect(self._count_trace)
         self.max_gap_ms = self.warmup_max_gap_ms = 0.0
+        self.gaps = GapHistogram()
         self.gaps_over_100ms = 0
         # (gap ms, at s, what happened just before, UI CPU ms, process CPU ms, the app's garbage collections' ms)
         self.worst_gaps: list[tuple] = []
@@ -307,6 +516,7 @@ class Soak:
                 self.warmup_max_gap_ms = max(self.warmup_max_gap_ms, gap)
         else:
             self.max_gap_ms = max(self.max_gap_ms, gap)
+            self.gaps.add(gap)
             if gap > 100.0:
                 self.gaps_over_100ms += 1
                 what, at = self._last_action
@@ -346,7 +556,7 @@ class Soak:
 
     def _sample_rss(self) -> None:
         self.rss.append((self.elapsed_s(), rss_mib()))
-        self.loads.append(os.getloadavg()[0])
+        self.loads.append(read_load())
         if MALLOC_IN_USE is not None:
             self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
 
@@ -384,32 +594,36 @@ class Soak:
         """Called after the event loop ended: uses the samples taken while the app ran (once the loop has
         stopped, the frames and their buffers are released and RSS drops: not what a running app holds)."""
         warmup = self.warmup_s if self.warmup_s is not None else self.elapsed_s()
-        rss = [(t, v) for t, v in self.rss if t >= warmup] or self.rss
         objs = [(t, v) for t, v in self.objects if t >= warmup] or self.objects
-        growth = slope_per_hour(rss)
         obj_growth = slope_per_hour(objs)
+        rss = analyse_memory(self.rss)
+        malloc = analyse_memory(self.malloc)
+        floor = analyse_memory(floor_samples(self.malloc_floor, self.elapsed_s(), 0.0))
+        cores = os.cpu_count() or 1
         result = {
             "minutes": round(self.elapsed_s() / 60.0, 2),
-            "warmup_s": round(warmup, 1),
+            "warmup_s": rss.get("warmup_s"),
+            "slope_mib_per_h": rss.get("slope_mib_per_h"),
+            "slope_ci95_mib_per_h": rss.get("ci95_mib_per_h"),
+            "growth_total_mib": rss.get("growth_total_mib"),
+            "exceptions": self.faults.exceptions,
+            "heartbeat_gap_max_ms": round(self.max_gap_ms, 1),
+            "heartbeat_gap_p99_ms": self.gaps.percentile(99),
+            "verdict": verdict(rss, self.faults.exceptions, self.max_gap_ms, self.loads, cores),
+            "rss": rss,
+            "malloc_in_use": malloc,
+            "malloc_in_use_floor": floor,
+            "heartbeat_warmup_s": round(warmup, 1),
             "engine_kernels": getattr(self.win.engine, "kernels", None),
-            "rss_start_mib": round(rss[0][1], 1),
-            "rss_end_mib": round(rss[-1][1], 1),
-            "rss_growth_mib_per_hour": None if growth is None else round(growth, 1),
             "rss_mib_by_minute": by_minute(self.rss),
-            "malloc_in_use_growth_mib_per_hour": _rounded(slope_per_hour([(t, v) for t, v in self.malloc
-                                                                          if t >= warmup])),
             "malloc_in_use_mib_by_minute": by_minute(self.malloc),
-            "malloc_in_use_floor_growth_mib_per_hour": _rounded(slope_per_hour(
-                floor_samples(self.malloc_floor, self.elapsed_s(), warmup))),
             "malloc_in_use_floor_mib_by_minute": floor_by_minute(self.malloc_floor),
             "gc_objects_start": int(objs[0][1]),
             "gc_objects_end": int(objs[-1][1]),
             "gc_objects_growth_per_hour": None if obj_growth is None else round(obj_growth),
-            "max_heartbeat_gap_ms": round(self.max_gap_ms, 1),
             "heartbeat_gaps_over_100ms": self.gaps_over_100ms,
             "warmup_max_heartbeat_gap_ms": round(self.warmup_max_gap_ms, 1),
             "worst_gaps": [list(g) for g in self.worst_gaps],
-            "exceptions": self.faults.exceptions,
             "errors_logged": self.faults.errors_logged,
             "layer_changes": self.layer_changes,
             "slider_changes": self.slider_changes,
@@ -419,7 +633,8 @@ class Soak:
                              "wall_ms_mean": round(wall / n, 1), "wall_ms_max": round(wall_max, 1)}
                          for k, (n, cpu, cpu_max, wall, wall_max) in self.handlers.items()},
             "load_average": {"min": round(min(self.loads), 2), "mean": round(sum(self.loads) / len(self.loads), 2),
-                             "max": round(max(self.loads), 2), "cores": os.cpu_count()},
+                             "max": round(max(self.loads), 2), "cores": cores,
+                             "quiet": is_quiet(self.loads, cores)},
         }
         if self.faults.samples:
             result["exception_samples"] = self.faults.samples
@@ -458,6 +673,9 @@ def run(args) -> dict:
         time.sleep(0.01)
     soak = Soak(app, win, args.minutes, args.types, args.trace_malloc)
     app.exec()
+    if args.samples:  # the raw series first, so a report can be made again from them (analyse_memory)
+        Path(args.samples).write_text(json.dumps({"rss": soak.rss, "malloc": soak.malloc, "loads": soak.loads,
+                                                  "malloc_floor": soak.malloc_floor}))
     result = soak.report()
     win.close()
     return result
@@ -468,7 +686,12 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=15.0)
     parser.add_argument("--types", action="store_true", help="report the object types that grew")
     parser.add_argument("--trace-malloc", action="store_true", help="report the allocation sites that grew")
+    parser.add_argument("--samples", metavar="PATH", help="also write the raw memory and load series (JSON)")
+    parser.add_argument("--analyse", metavar="PATH", help="only analyse the series of a --samples file")
     args = parser.parse_args()
+    if args.analyse:
+        print(json.dumps(analyse_samples(json.loads(Path(args.analyse).read_text()))), flush=True)
+        return
     if args.minutes <= 0:
         raise SystemExit("bench/soak.py: --minutes must be > 0")
     sys.path.insert(0, str(ROOT))

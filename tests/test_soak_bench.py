@@ -43,3 +43,111 @@ def test_handler_figures_are_running_sums(soak):
             pass
     n, cpu, cpu_max, wall, wall_max = bench.handlers["layer"]
     assert n == 1000 and 0 <= cpu_max <= cpu and 0 <= wall_max <= wall
+
+
+# --- warm-up detection and the slope after it (issue 25): synthetic 5 s series, no app -----------------------
+def _series(minutes, fn, seed=1, noise=1.5):
+    import random
+
+    rnd = random.Random(seed)
+    return [(t, fn(t) + rnd.gauss(0.0, noise)) for t in range(0, int(minutes * 60) + 1, 5)]
+
+
+def test_warmup_then_flat_is_detected_and_the_slope_after_it_is_flat(soak):
+    # 300 MiB -> 550 MiB in the first 3 minutes (allocator and kernels), then flat for 12 minutes
+    series = _series(15, lambda t: 300.0 + 250.0 * min(t, 180.0) / 180.0)
+    report = soak.analyse_memory(series)
+    assert 150.0 <= report["warmup_s"] <= 240.0
+    assert abs(report["slope_mib_per_h"]) < 3.0 * report["stderr_mib_per_h"] < 10.0
+    assert report["growth_total_mib"] == pytest.approx(250.0, abs=8.0)
+    assert soak.memory_verdict(report) == "pass"
+    # a fit over the whole run would have called this warm-up a leak of hundreds of MiB/h
+    assert soak.fit_slope(series)["slope_mib_per_h"] > 300.0
+
+
+def test_a_curved_warmup_and_a_step_are_warmup_too(soak):
+    import math
+
+    slopes = []
+    for seed in range(10):  # fast, then slower, then flat: the tail of the curve must not read as a leak
+        report = soak.analyse_memory(_series(15, lambda t: 300.0 + 200.0 * (1.0 - math.exp(-t / 60.0)), seed))
+        assert report["warmup_s"] >= 120.0
+        slopes.append(report["slope_mib_per_h"])
+    assert sum(slopes) / len(slopes) < 5.0 and max(slopes) < 20.0
+    step = _series(15, lambda t: 300.0 + (250.0 if t >= 95 else 0.0))  # the kernels' one-time load at 95 s
+    report = soak.analyse_memory(step)
+    assert 90.0 <= report["warmup_s"] <= 150.0 and abs(report["slope_mib_per_h"]) < 5.0
+
+
+def test_a_steady_leak_has_no_warmup_and_fails(soak):
+    series = _series(15, lambda t: 400.0 + 20.0 * t / 3600.0, noise=0.3)
+    report = soak.analyse_memory(series)
+    assert report["warmup_s"] == 0.0
+    assert report["slope_mib_per_h"] == pytest.approx(20.0, abs=2.0)
+    assert soak.memory_verdict(report) == "fail"
+    assert soak.verdict(report, 0, 30.0, [0.2] * 10, 2)["overall"] == "fail"
+
+
+def test_noise_only_has_no_warmup_and_a_slope_near_zero(soak):
+    for seed in range(5):
+        report = soak.analyse_memory(_series(15, lambda t: 500.0, seed=seed, noise=2.0))
+        assert report["warmup_s"] == 0.0, seed
+        assert abs(report["slope_mib_per_h"]) < 3.0 * report["stderr_mib_per_h"] < 10.0
+
+
+def test_a_leak_that_starts_after_the_warmup_is_the_slope(soak):
+    # warm-up to 550 MiB in 2 minutes, then +20 MiB/h for an hour
+    series = _series(60, lambda t: 300.0 + 250.0 * min(t, 120.0) / 120.0 + 20.0 * max(t - 120.0, 0.0) / 3600.0,
+                     noise=1.0)
+    report = soak.analyse_memory(series)
+    assert 90.0 <= report["warmup_s"] <= 180.0
+    assert report["slope_mib_per_h"] == pytest.approx(20.0, abs=1.5)
+    assert soak.memory_verdict(report) == "fail"
+
+
+def test_the_interval_widens_for_correlated_noise(soak):
+    import random
+
+    rnd, level, series = random.Random(3), 0.0, []
+    for t in range(0, 901, 5):  # AR(1) noise, r = 0.8: a white-noise SE would be ~3x too narrow
+        level = 0.8 * level + rnd.gauss(0.0, 1.0)
+        series.append((t, 500.0 + level))
+    fit = soak.fit_slope(series)
+    assert fit["lag1_autocorrelation"] > 0.5
+    white = soak.fit_slope([(t, 500.0 + random.Random(t).gauss(0.0, 1.0)) for t, _ in series])
+    assert fit["stderr_mib_per_h"] > 2.0 * white["stderr_mib_per_h"]
+
+
+def test_verdict_says_machine_not_quiet_instead_of_failing_the_gap(soak):
+    flat = {"ci95_mib_per_h": [-3.0, 4.0]}
+    loaded = soak.verdict(flat, 0, 250.0, [3.5, 4.0, 5.2], 2)
+    assert loaded["heartbeat"].startswith("machine not quiet") and loaded["overall"] == "not judged"
+    quiet = soak.verdict(flat, 0, 250.0, [0.3, 0.5], 2)
+    assert quiet["heartbeat"] == "fail" and quiet["overall"] == "fail"
+    good = soak.verdict(flat, 0, 40.0, [3.5, 4.0], 2)
+    assert good == {"memory": "pass", "exceptions": "pass", "heartbeat": "pass", "overall": "pass"}
+    assert soak.verdict(flat, 2, 40.0, [0.1], 2)["exceptions"] == "fail (2)"
+
+
+def test_gap_histogram_percentiles(soak):
+    hist = soak.GapHistogram()
+    for _ in range(990):
+        hist.add(20.3)
+    for ms in range(10):
+        hist.add(150.0 + ms)
+    assert hist.percentile(50) == 21.0 and hist.percentile(99) == 21.0 and hist.percentile(100) == 159.0
+    assert hist.max == 159.0
+    hist.add(5000.0)  # past the last bin: counted there, the max is exact
+    assert hist.max == 5000.0 and hist.percentile(100) == 5000.0
+
+
+def test_a_samples_file_is_analysed_again(soak, tmp_path):
+    import json
+
+    rss = _series(15, lambda t: 300.0 + 250.0 * min(t, 180.0) / 180.0)
+    raw = {"rss": rss, "malloc": rss, "malloc_floor": {str(w): 100.0 for w in range(30)}, "loads": [0.5, 0.7]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(raw))
+    out = soak.analyse_samples(json.loads(path.read_text()))
+    assert out["rss"] == soak.analyse_memory(rss) and out["memory_verdict"] == "pass"
+    assert out["malloc_in_use_floor"]["slope_mib_per_h"] == 0.0 and out["malloc_in_use_floor"]["n"] == 30
