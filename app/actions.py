@@ -26,7 +26,7 @@ from app import i18n
 from app.i18n import tr
 from app.slot_guard import guarded
 
-MENUS: tuple[str, ...] = ("file", "view", "player", "language", "window", "help")
+MENUS: tuple[str, ...] = ("file", "edit", "view", "player", "language", "window", "help")
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("export_animation", "file", "Ctrl+Shift+E"),
     ActionSpec("open_model", "file", "Ctrl+Shift+O", separator_before=True),
     ActionSpec("quit", "file", "Ctrl+Q", separator_before=True),
+    ActionSpec("undo", "edit", "Ctrl+Z"),  # app/history.py
+    ActionSpec("redo", "edit", "Ctrl+Shift+Z"),
+    ActionSpec("history", "edit", "Ctrl+H", separator_before=True),
     ActionSpec("camera_front", "view", "Ctrl+1", toolbar=True),
     ActionSpec("camera_side", "view", "Ctrl+2", toolbar=True),
     ActionSpec("camera_top", "view", "Ctrl+3", toolbar=True),
@@ -235,7 +238,33 @@ GESTURES = ("drag", "wheel", "pan", "click", "double", "hover", "drop")  # scene
 
 def gesture_rows() -> list[tuple[str, str]]:
     """(gesture, what it does) for the mouse in the 3D view — the shortcuts dialog's second table."""
-    return [(tr(f"ship.gesture.{g}"), tr(f"ship.gesture.{g}.do")) for g in GESTURES]
+    return [(tr(f"ship.gesture.{g}"), tr(f"ship.gesture.{g}.do")) for g in GESTURES] + \
+        [(tr("edit.gesture.drop_view"), tr("edit.gesture.drop_view.do"))]
+
+
+def key_rows() -> list[tuple[str, str, str]]:
+    """Keys that are no registry action: in the prompt box (app/docks/trace_player.py) and Esc, which leaves
+    presentation mode (MainWindow.enter_presentation)."""
+    def native(key: str) -> str:
+        return QKeySequence(key).toString(QKeySequence.NativeText)
+
+    prompt = plain(tr("edit.shortcuts.prompt"))
+    return [(prompt, tr("edit.shortcuts.prompt_return"), native("Return")),
+            (prompt, tr("edit.shortcuts.prompt_return"), native("Ctrl+Return")),
+            (prompt, tr("edit.shortcuts.prompt_undo"), native("Ctrl+Z")),
+            (plain(tr("app.menu.view")), tr("edit.shortcuts.esc"), native("Esc"))]
+
+
+def filter_rows(table: QTableWidget, text: str) -> int:
+    """Hide the rows of `table` in which no cell contains `text` (case-insensitive); the rows left shown."""
+    needle = text.strip().casefold()
+    shown = 0
+    for r in range(table.rowCount()):
+        cells = (table.item(r, c) for c in range(table.columnCount()))
+        match = not needle or any(item is not None and needle in item.text().casefold() for item in cells)
+        table.setRowHidden(r, not match)
+        shown += match
+    return shown
 
 
 def _read_only_table(rows, headers, parent, name: str) -> QTableWidget:
@@ -261,7 +290,7 @@ class ShortcutsDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("shortcuts_dialog")
         self.setWindowTitle(tr("app.shortcuts.title"))
-        table = _read_only_table(registry.shortcut_rows(), [tr("app.shortcuts.menu"), tr("app.shortcuts.action"),
+        table = _read_only_table(registry.shortcut_rows() + key_rows(), [tr("app.shortcuts.menu"), tr("app.shortcuts.action"),
                                                             tr("app.shortcuts.key")], self, "shortcuts_table")
         self.gestures = _read_only_table(gesture_rows(), [tr("ship.gestures.gesture"), tr("ship.gestures.effect")],
                                          self, "gestures_table")
@@ -272,10 +301,21 @@ class ShortcutsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
         buttons.rejected.connect(self.reject)
         buttons.button(QDialogButtonBox.Close).setText(tr("app.common.close"))
+        self.search = QLineEdit(self)  # filters the rows of both tables as one types
+        self.search.setObjectName("shortcuts_search")
+        self.search.setPlaceholderText(tr("edit.shortcuts.search"))
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.filter)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.search)
         layout.addWidget(table)
         layout.addWidget(gestures_heading)
         layout.addWidget(self.gestures)
         layout.addWidget(buttons)
         self.table = table
         self.resize(560, 640)
+        self.search.setFocus()
+
+    def filter(self, text: str) -> tuple[int, int]:
+        """Only the rows (of both tables) that contain `text`; (shortcut rows, gesture rows) left shown."""
+        return filter_rows(self.table, text), filter_rows(self.gestures, text)

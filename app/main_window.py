@@ -203,6 +203,9 @@ class MainWindow(QMainWindow):
 
         self.weights = WeightsActions(self, weights)  # Model -> Trained / Random weights, status bar label
         self._connect_state()
+        from app.history import History
+
+        self.history = History(self)  # Edit -> Undo / Redo / History…, dropped *.k3view files, the title
 
         self.resize(*default_window_size())
         self._restored = self.settings.restore_window(self)
@@ -392,6 +395,9 @@ class MainWindow(QMainWindow):
             "weights_random": lambda: self.weights.choose("random"),
             "lang_en": lambda: self.state.set_language("en"),
             "lang_ko": lambda: self.state.set_language("ko"),
+            "undo": lambda: self.history.undo(),
+            "redo": lambda: self.history.redo(),
+            "history": lambda: self.history.show_dialog(),
             "shortcuts": self.show_shortcuts,
             "about": self.show_about,
         }
@@ -668,7 +674,7 @@ class MainWindow(QMainWindow):
 
     # --- language ----------------------------------------------------------------------------
     def retranslate(self) -> None:
-        self.setWindowTitle("K3 Explorer")
+        self.setWindowTitle(self.history.title() if getattr(self, "history", None) else "K3 Explorer")
         self.registry.retranslate()
         self.registry.actions[f"lang_{i18n.language()}"].setChecked(True)
         self.toolbar.setWindowTitle(tr("app.toolbar"))

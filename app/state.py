@@ -105,6 +105,11 @@ class AppState(QObject):
         self.knobs = replace(self.knobs, **changes)
         self.knobs_requested.emit(self.knobs)
 
+    def set_knobs(self, knobs: Knobs) -> None:
+        """All knobs at once (Edit -> Undo puts a whole set back) and a new run."""
+        self.knobs = knobs
+        self.knobs_requested.emit(self.knobs)
+
     def request_prompt(self, text: str) -> None:
         self.prompt = text
         self.prompt_requested.emit(text)

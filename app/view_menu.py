@@ -94,6 +94,8 @@ class ViewActions:
             return False
         self.folder = os.path.dirname(written)
         self.remember(written)
+        if getattr(self.window, "history", None) is not None:
+            self.window.history.set_view(written)
         self.window.statusBar().showMessage(tr("app.view.saved", path=written), 8000)
         return True
 
@@ -131,6 +133,8 @@ class ViewActions:
         finally:
             self.source = None
         self.remember(path)
+        if getattr(self.window, "history", None) is not None:
+            self.window.history.set_view(path)  # the window title names the open view
         return True
 
     def refuse(self, exc: ViewError) -> None:

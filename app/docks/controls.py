@@ -185,6 +185,7 @@ class ControlsDock(QDockWidget):
         body.setObjectName("controls_body")
         self.setWidget(scrolled(body))  # a short dock scrolls; the help lines always get their wrapped height
         state.trace_changed.connect(self._sync_from_state)
+        state.knobs_requested.connect(self._sync_from_state)  # also knobs set elsewhere (Edit -> Undo)
         state.config_changed.connect(lambda _cfg: self.retranslate())  # the hints name the model's KDA layers
         self.retranslate()
 

@@ -241,7 +241,9 @@ def test_shortcuts_dialog_is_generated_from_the_registry(main_window, qtbot):
     assert dialog is not None and dialog.isVisible()
     table = dialog.table
     with_keys = [s for s in ACTIONS if s.shortcut]
-    assert table.rowCount() == len(with_keys)
+    from app.actions import key_rows
+
+    assert table.rowCount() == len(with_keys) + len(key_rows())  # + the prompt's keys and Esc
     keys = {table.item(r, 2).text() for r in range(table.rowCount())}
     assert {"Space", "Ctrl+S", "Home", "End", "Left", "Right"} <= keys
     dialog.close()

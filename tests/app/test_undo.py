@@ -1,0 +1,146 @@
+"""Edit -> Undo / Redo / History (app/history.py) on a real window, with real key and mouse events: a knob
+changed through its slider comes back with Ctrl+Z and again with Ctrl+Shift+Z, a layer change likewise, a
+slider drag is one undo step, undoing adds nothing to the history, and a dropped *.k3view opens that view
+and names it in the title."""
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication
+
+from tests.app.gui_helpers import drag_slider, wait_idle
+
+
+def _undo(qtbot, win):
+    qtbot.keyClick(win, Qt.Key_Z, Qt.ControlModifier)
+
+
+def _redo(qtbot, win):
+    qtbot.keyClick(win, Qt.Key_Z, Qt.ControlModifier | Qt.ShiftModifier)
+
+
+def _focus_scene(qtbot, win):
+    win.scene.gl.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is win.scene.gl or not win.scene.gl.isVisible(), timeout=3000)
+
+
+def test_the_edit_menu_holds_undo_redo_and_history(main_window):
+    win = main_window
+    menu = win.registry.menus["edit"]
+    names = [a.objectName() for a in menu.actions() if not a.isSeparator()]
+    assert names[:3] == ["action_undo", "action_redo", "action_history"]
+    assert win.registry.actions["undo"].shortcut().toString() == "Ctrl+Z"
+    assert win.registry.actions["redo"].shortcut().toString() == "Ctrl+Shift+Z"
+
+
+def test_a_temperature_change_undoes_and_redoes_with_the_keys(main_window, qtbot):
+    win = main_window
+    stack = win.history.stack
+    stack.clear()
+    slider = win.docks["ControlsDock"].slider("temperature")
+    before = win.state.knobs.temperature
+    slider.setFocus()
+    qtbot.keyClick(slider, Qt.Key_PageUp)  # the slider's own key: +0.2
+    after = win.state.knobs.temperature
+    assert after != before
+    assert stack.count() == 1 and "Temperature" in stack.text(0)
+    _focus_scene(qtbot, win)
+    _undo(qtbot, win)
+    assert win.state.knobs.temperature == before
+    assert abs(win.docks["ControlsDock"].rows["temperature"].spec.from_slider(slider.value()) - before) < 1e-9
+    assert stack.count() == 1 and stack.index() == 0  # undoing adds nothing
+    assert win.registry.actions["redo"].isEnabled() and not win.registry.actions["undo"].isEnabled()
+    _redo(qtbot, win)
+    assert win.state.knobs.temperature == after
+    _undo(qtbot, win)
+    assert win.state.knobs.temperature == before
+    wait_idle(qtbot, win)
+    stack.clear()
+
+
+def test_a_layer_change_undoes(main_window, qtbot):
+    win = main_window
+    stack = win.history.stack
+    stack.clear()
+    _focus_scene(qtbot, win)
+    layer = win.state.layer
+    qtbot.keyClick(win, Qt.Key_PageUp if layer == 0 else Qt.Key_PageDown)
+    moved = win.state.layer
+    assert moved != layer and stack.count() == 1 and "Layer" in stack.text(0)
+    _undo(qtbot, win)
+    assert win.state.layer == layer
+    _redo(qtbot, win)
+    assert win.state.layer == moved
+    _undo(qtbot, win)
+    assert win.state.layer == layer
+    stack.clear()
+
+
+def test_a_slider_drag_is_one_undo_step(main_window, qtbot):
+    win = main_window
+    stack = win.history.stack
+    stack.clear()
+    slider = win.docks["ControlsDock"].slider("top_p")
+    before = win.state.knobs.top_p
+    seen = []
+    win.state.knobs_requested.connect(lambda k: seen.append(k.top_p))
+    drag_slider(slider, -max(40, slider.width() // 3), steps=10, pause_ms=120)  # 1.2 s of dragging
+    assert len(set(seen)) > 3, seen  # the drag changed the knob many times
+    assert win.state.knobs.top_p < before
+    assert stack.count() == 1, [stack.text(i) for i in range(stack.count())]
+    _focus_scene(qtbot, win)
+    _undo(qtbot, win)
+    assert win.state.knobs.top_p == before
+    wait_idle(qtbot, win)
+    stack.clear()
+
+
+def test_the_history_dialog_steps_back(main_window, qtbot):
+    win = main_window
+    stack = win.history.stack
+    stack.clear()
+    layer = win.state.layer
+    n = len(win.config.mixer_types)
+    targets = [(layer + d) % n for d in (3, 6)]
+    for t in targets:
+        win.state.select_layer(t)
+        stack.command(stack.count() - 1).at -= 10  # far apart in time: two steps, not one merged
+    assert stack.count() == 2
+    dialog = win.history.show_dialog()
+    qtbot.waitExposed(dialog)
+    view = dialog.view
+    assert view.model().rowCount() == 3  # the start of the session and the two changes
+    rect = view.visualRect(view.model().index(0, 0))
+    qtbot.mouseClick(view.viewport(), Qt.LeftButton, pos=rect.center())
+    assert stack.index() == 0 and win.state.layer == layer
+    dialog.close()
+    stack.clear()
+
+
+def test_a_dropped_k3view_opens_and_names_the_title(main_window, qtbot, tmp_path):
+    win = main_window
+    path = tmp_path / "talk.k3view"
+    assert win.views.save_to(str(path))
+    win.history.set_view(None)
+    assert "talk" not in win.windowTitle()
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    pos = win.scene.mapTo(win, win.scene.rect().center())
+    enter = QDragEnterEvent(pos, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(win, enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(pos.toPointF() if hasattr(pos, "toPointF") else pos, Qt.CopyAction, mime, Qt.LeftButton,
+                      Qt.NoModifier)
+    QApplication.sendEvent(win, drop)
+    assert drop.isAccepted()
+    assert win.views.recent[0] == str(path)
+    assert win.windowTitle() == "talk.k3view — K3 Explorer"
+    wait_idle(qtbot, win)
+    win.history.set_view(None)
+    assert win.windowTitle() == "K3 Explorer"
+
+
+def test_a_dropped_other_file_is_not_taken_as_a_view(main_window):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile("/tmp/picture.png")])
+    enter = QDragEnterEvent(QPoint(50, 50), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(main_window, enter)
+    assert not enter.isAccepted()
