@@ -254,14 +254,14 @@ class History(QObject):
 
     def retranslate(self) -> None:
         s = self.stack
+        for i in range(s.count()):  # first the steps' own texts, in the language now shown
+            cmd = s.command(i)
+            if isinstance(cmd, Change):
+                cmd.setText(cmd.describe())
         self.undo_action.setEnabled(s.canUndo())
         self.redo_action.setEnabled(s.canRedo())
         self.undo_action.setText(tr("edit.undo_named", what=s.undoText()) if s.canUndo() else tr("app.action.undo"))
         self.redo_action.setText(tr("edit.redo_named", what=s.redoText()) if s.canRedo() else tr("app.action.redo"))
-        for i in range(s.count()):
-            cmd = s.command(i)
-            if isinstance(cmd, Change):
-                cmd.setText(cmd.describe())
         if self.dialog is not None:
             self.dialog.setWindowTitle(tr("edit.history.title"))
             self.dialog.view.setEmptyLabel(tr("edit.history.start"))

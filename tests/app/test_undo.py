@@ -144,3 +144,63 @@ def test_a_dropped_other_file_is_not_taken_as_a_view(main_window):
     enter = QDragEnterEvent(QPoint(50, 50), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
     QApplication.sendEvent(main_window, enter)
     assert not enter.isAccepted()
+
+
+def test_step_selection_and_prompt_undo(main_window, qtbot):
+    win = main_window
+    st, stack = win.state, win.history.stack
+    wait_idle(qtbot, win)
+    stack.clear()
+    _focus_scene(qtbot, win)
+    step = st.step
+    qtbot.keyClick(win.scene.gl, Qt.Key_Right)
+    assert st.step == step + 1 and stack.count() == 1 and "Step" in stack.text(0)
+    _undo(qtbot, win)
+    assert st.step == step
+    stack.clear()
+    block_before = st.block
+    win.scene.block_clicked.emit("lm_head")  # what a click on the LM head sends
+    assert st.block == "lm_head" and win.scene.selected == "lm_head"
+    _undo(qtbot, win)
+    assert st.block == block_before and win.scene.selected == (block_before or None)
+    _redo(qtbot, win)
+    assert st.block == "lm_head"
+    stack.clear()
+    prompt = st.prompt
+    box = win.docks["TracePlayerDock"].prompt
+    box.setFocus()
+    box.setText("상자를 테이블 위에")
+    qtbot.keyClick(box, Qt.Key_Return)
+    assert st.prompt == "상자를 테이블 위에"
+    wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: st.trace.text == "상자를 테이블 위에", timeout=60000)
+    assert [stack.text(i) for i in range(stack.count())] == ["Run prompt “상자를 테이블 위에”"]
+    _focus_scene(qtbot, win)
+    _undo(qtbot, win)
+    assert st.prompt == prompt
+    wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: st.trace.text == prompt, timeout=60000)
+    assert box.text() == prompt and stack.count() == 1 and stack.index() == 0  # the re-run added no entry
+    stack.clear()
+
+
+def test_playing_is_not_recorded_and_the_history_speaks_korean(main_window, qtbot):
+    win = main_window
+    st, stack = win.state, win.history.stack
+    stack.clear()
+    st.player.seek(0)
+    st.player.play()
+    qtbot.waitUntil(lambda: st.step >= 2, timeout=20000)
+    st.player.pause()
+    assert stack.count() == 0
+    st.player.seek(0)
+    assert stack.count() == 1
+    win.state.set_language("ko")
+    try:
+        assert stack.text(0).startswith("단계")
+        assert win.registry.menus["edit"].title() == "편집(&E)"
+        assert win.registry.actions["undo"].text().startswith("실행 취소: 단계")
+    finally:
+        win.state.set_language("en")
+    assert win.registry.actions["undo"].text().startswith("Undo Step")
+    stack.clear()
