@@ -134,7 +134,8 @@ class History(QObject):
         st.prompt_requested.connect(lambda text: self._record("prompt", text))
         st.trace_arriving.connect(self._trace_arriving)
         st.trace_changed.connect(self._trace_done)
-        window.engine.config_applied.connect(lambda cfg: self._record("model", cfg))
+        st.config_changed.connect(self._on_config)  # the switch: before the window fits the layer to it
+        window.engine.config_applied.connect(self._config_done)
         window.engine.weights_applied.connect(lambda name: self._record("weights", name))
         st.language_changed.connect(lambda _l: self.retranslate())
         reg = window.registry
@@ -165,6 +166,15 @@ class History(QObject):
         key = f"knob:{changed[0]}" if len(changed) == 1 else "knob:all"
         self.snap["knobs"] = knobs
         self.stack.push(Change(self, key, old, knobs))
+
+    def _on_config(self, cfg) -> None:
+        self._record("model", cfg)
+        self._quiet = True  # the layer clamped to the new model's depth is part of the switch
+
+    def _config_done(self, _cfg) -> None:
+        self._quiet = False
+        st = self.window.state
+        self.snap.update(layer=st.layer, block=(st.block, st.cell))
 
     def _on_step(self, step: int) -> None:
         if self.window.state.player.playing:

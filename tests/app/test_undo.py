@@ -204,3 +204,33 @@ def test_playing_is_not_recorded_and_the_history_speaks_korean(main_window, qtbo
         win.state.set_language("en")
     assert win.registry.actions["undo"].text().startswith("Undo Step")
     stack.clear()
+
+
+def test_a_model_switch_undoes_to_the_model_before(main_window, qtbot):
+    from compute.config import ModelConfig, available_configs
+
+    win = main_window
+    stack = win.history.stack
+    wait_idle(qtbot, win)
+    stack.clear()
+    first = win.config
+    other = ModelConfig.from_json(available_configs()["kimi-k2"])
+
+    def wait_model(name):
+        qtbot.waitUntil(lambda: win.config.name == name and win.state.trace is not None
+                        and win.state.trace.config_name == name and not win.engine.busy, timeout=120000)
+
+    win.models.model_actions["kimi-k2"].trigger()  # what a click on the Model menu item does
+    wait_model(other.name)
+    assert [stack.text(i) for i in range(stack.count())] == [f"Switch model to {other.display_name}"]
+    _focus_scene(qtbot, win)
+    _undo(qtbot, win)
+    wait_model(first.name)
+    assert win.config.path == first.path and stack.count() == 1 and stack.index() == 0
+    _redo(qtbot, win)
+    wait_model(other.name)
+    assert stack.count() == 1 and stack.index() == 1
+    _undo(qtbot, win)
+    wait_model(first.name)
+    wait_idle(qtbot, win)
+    stack.clear()
