@@ -24,6 +24,7 @@ from app.widgets import safe_text
 from app.widgets.safe_text import plain_tip
 from app.worker import EngineController
 from compute.config import default_config
+from scene.block_kinds import mixer_key
 from scene.steps import text_args
 from scene.view import SceneView
 
@@ -481,7 +482,8 @@ class MainWindow(QMainWindow):
         mixer = self.config.mixer_types[layer]
         ffn = self.config.ffn_types[layer]
         self.layer_label.setText(tr("app.status.layer", n=layer + 1, total=len(self.config.mixer_types),
-                                    mixer=tr(f"app.type.{mixer}"), ffn=tr(f"app.type.{ffn}")))
+                                    mixer=tr(f"app.type.{mixer_key(mixer, self.config.mla_output_gate is not None)}"),
+                                    ffn=tr(f"app.type.{ffn}")))
         step = self.state.player.current()
         if step is not None:
             self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr),

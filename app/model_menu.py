@@ -15,7 +15,7 @@ import os
 
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QTabBar
 
 from app.i18n import tr
 from app.widgets.safe_text import plain_message_box
@@ -65,6 +65,8 @@ class ModelActions(QObject):
         window.setAcceptDrops(True)
         window.installEventFilter(self)
         window.engine.config_applied.connect(self._applied)
+        window.engine.trace_published.connect(self._first_trace_of_model)
+        self._reframe = False  # a model was switched to: frame the camera once its first trace is drawn
         window.engine.config_failed.connect(self._engine_failed)
         window.state.language_changed.connect(lambda _l: self.retranslate())
         self.retranslate()
@@ -118,9 +120,22 @@ class ModelActions(QObject):
         if w.state.layer >= n:
             w.state.select_layer(n - 1)
         self._check_current()
+        self._reframe = True
+        w._unelide_tabs()
         w._update_status()
         w.statusBar().showMessage(tr("model.status.loaded", **summary(cfg)), 10000)
         log.info("model: switched to %s (%s)", cfg.name, cfg.path)
+
+    def _first_trace_of_model(self, trace, _seconds: float = 0.0) -> None:
+        """The new model's first trace is in the scene: the camera frames the whole stack as at start (a switch
+        from 93 to 61 layers left the old framing, the exploded panel off the top), and the dock tab bars Qt
+        re-made keep whole titles."""
+        w = self.window
+        if not self._reframe or trace is None or trace.config_name != w.config.name:
+            return
+        self._reframe = False
+        w.scene.set_camera_preset("reset", animate=False)
+        w._unelide_tabs()
 
     def _engine_failed(self, cfg: ModelConfig, message: str) -> None:
         self.refuse(tr("model.engine_failed", name=cfg.display_name, message=message))
@@ -142,6 +157,10 @@ class ModelActions(QObject):
         return urls[0].toLocalFile()
 
     def eventFilter(self, obj, event) -> bool:
+        if obj is self.window and event.type() == QEvent.ChildPolished and isinstance(event.child(), QTabBar):
+            # a dock tab bar Qt made anew (docks re-tabified after a switch): whole titles, never "T…"
+            self.window._unelide_tabs()
+            return False
         if obj is self.window and event.type() in (QEvent.DragEnter, QEvent.DragMove):
             if self._dropped_path(event):
                 event.acceptProposedAction()

@@ -44,3 +44,24 @@ MOE_KINDS: tuple[str, ...] = (
 DENSE_KINDS: tuple[str, ...] = ("mlp.gate", "mlp.up", "mlp.act", "mlp.down")
 
 ALL_KINDS: tuple[str, ...] = GLOBAL_KINDS + COMMON_KINDS + KDA_KINDS + MLA_KINDS + MOE_KINDS + DENSE_KINDS
+
+
+def mixer_key(mixer: str, mla_gate: bool) -> str:
+    """The catalogue suffix naming a layer's mixer for a model: "kda", "mla" (Gated MLA: K3, with its sigmoid
+    output gate) or "mla_plain" (MLA without a gate: Kimi K2, DeepSeek-V3, Kimi Linear)."""
+    return "mla_plain" if mixer == "mla" and not mla_gate else mixer
+
+
+def label_key(kind: str, dims) -> str:
+    """The catalogue key of a block kind's name in a model (`dims`: compute.dims.ModelDims): an MLA without query
+    compression (q_lora_rank null, Kimi Linear) projects x straight to the heads' queries with W_q, not W_qb."""
+    if kind == "mla.q_b" and not dims.q_lora:
+        return "block.mla.q_direct"
+    return f"block.{kind}"
+
+
+def formula_key(kind: str, dims) -> str:
+    """The catalogue key of a block kind's formula in a model (see `label_key`)."""
+    if kind == "mla.q_b" and not dims.q_lora:
+        return "scene.formula.mla.q_direct"
+    return f"scene.formula.{kind}"

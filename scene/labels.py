@@ -24,6 +24,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainte
 
 from scene import palette
 from scene.camera import Camera, project
+from scene.block_kinds import mixer_key
 from scene.layout import Layout
 from scene.tooltips import model_args
 
@@ -142,7 +143,7 @@ def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
     mixer = dims.mixers[lay.layer] if lay.layer < len(dims.mixers) else "kda"
     ffn = dims.ffns[lay.layer] if lay.layer < len(dims.ffns) else "moe"
     lines = [("title", header_title(inp)),
-             ("sub", tr("scene.subtitle", layer=lay.layer + 1, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer}"),
+             ("sub", tr("scene.subtitle", layer=lay.layer + 1, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer_key(mixer, dims.mla_gate)}"),
                         ffn=tr(f"scene.ffn.{ffn}"))),
              ("dim", tr("scene.rows_cols"))]
     if inp.step_note:
@@ -448,10 +449,16 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
     fb = make_font(10.5 * s, True)
     fm = QFontMetricsF(f)
     lh = fm.height() + 4 * s
-    entries = [("kda", tr("scene.legend.kda")), ("mla", tr("scene.legend.mla")),
+    dims = inp.layout.dims  # the roles this model has: no KDA entry for DeepSeek-V3, "MLA" without a gate
+    entries = [("kda", tr("scene.legend.kda")), ("mla", tr(f"scene.legend.{mixer_key('mla', dims.mla_gate)}")),
                ("dense", tr("scene.legend.dense")), ("attnres", tr("scene.legend.attnres")),
                ("weight", tr("scene.legend.weight")), ("state", tr("scene.legend.state")),
                ("expert", tr("scene.legend.expert")), ("shared", tr("scene.legend.shared"))]
+    absent = {"kda"} - set(dims.mixers) | {"mla"} - set(dims.mixers) | ({"attnres"} if not dims.block_size else set())
+    absent |= {"shared"} if not dims.shared else set()
+    absent |= {"dense"} if "dense" not in dims.ffns else set()
+    absent |= {"expert"} if "moe" not in dims.ffns else set()
+    entries = [e for e in entries if e[0] not in absent]
     notes = [tr("scene.legend.values"), tr("scene.legend.toy", **model_args(inp.layout.dims))]
     if inp.flow_on:
         notes.append(tr("scene.legend.flow"))

@@ -25,6 +25,7 @@ import numpy as np
 
 from compute.config import ModelConfig
 from compute.dims import ModelDims, ToyDims
+from scene.block_kinds import label_key, mixer_key
 
 TOY_DIMS = ToyDims()  # the engine's widths, used when no trace is present (a trace's tensor shapes win)
 DEFAULT_TOKENS = 6
@@ -237,7 +238,8 @@ def _k3_shapes(d: ModelDims, layer0: int) -> dict[str, str]:
         "kda.state": f"{d.kda_heads} × {d.kda_dim} × {d.kda_dim}", "kda.o": f"T × {f(hk)}",
         "kda.gate": f"{f(D)} → {f(hk)}", "kda.o_norm": f"T × {f(hk)}", "kda.o_proj": f"{f(hk)} → {f(D)}",
         "mla.q_a": f"{f(D)} → {f(d.q_lora)}", "mla.q_a_norm": f"T × {f(d.q_lora)}",
-        "mla.q_b": f"{f(d.q_lora)} → {f(hq)}", "mla.kv_a": f"{f(D)} → {f(d.kv_lora + d.rope)}",
+        # no query compression (q_lora_rank null, Kimi Linear): W_q maps x itself to the heads' queries
+        "mla.q_b": f"{f(d.q_lora) if d.q_lora else f(D)} → {f(hq)}", "mla.kv_a": f"{f(D)} → {f(d.kv_lora + d.rope)}",
         "mla.c_kv": f"S × {f(d.kv_lora)}", "mla.k_rope": f"S × {d.rope}",
         "mla.kv_b": f"{f(d.kv_lora)} → {f(d.mla_heads * (d.nope + d.v))}",
         "mla.scores": f"{d.mla_heads} × T × S", "mla.softmax": f"{d.mla_heads} × T × S", "mla.o": f"T × {f(hv)}",
@@ -385,7 +387,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
         blocks.append(Block(
             id=f"L{i + 1}/stack.layer", kind="stack.layer", layer=i + 1, role=mixer, family="stack",
             center=np.array([STACK_X, 0.0, zc]), size=np.array([SLAB_W, SLAB_D, SLAB_H]), part="slab",
-            label_key=f"scene.layer.{mixer}", k3_shape=f"{mixer.upper()} + {'dense MLP' if ffn == 'dense' else 'MoE'}",
+            label_key=f"scene.layer.{mixer_key(mixer, dims.mla_gate)}", k3_shape=f"{mixer.upper()} + {'dense MLP' if ffn == 'dense' else 'MoE'}",
             label=False, meta=dict(mixer=mixer, ffn=ffn)))
         if ffn == "dense":  # amber marker on the slab's front edge: this layer's FFN is dense
             blocks.append(Block(
@@ -445,6 +447,8 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
         present -= {"mla.q_a", "mla.q_a_norm"}
     if not dims.mla_gate:
         present -= {"mla.gate", "mla.o_gated"}
+    if not dims.shared:  # no shared experts (a user's config): no always-on block
+        present -= {"moe.shared"}
 
     def column(stations: list[list[str]], x0: float, z_start: float) -> tuple[float, float]:
         """Place the stations of one column; returns (max x, top z)."""
@@ -477,7 +481,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                     id=f"L{L}/{kind}", kind=kind, layer=L, role=role_of(kind), family="experts"
                     if kind in ("moe.router", "moe.experts") else "cells",
                     center=np.array([x + w / 2, 0.0, zc]), size=np.array([w, WALL_T, h]), tensor_key=kind,
-                    label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=tuple(shp), grid=(gr, gc),
+                    label_key=label_key(kind, dims), k3_shape=k3.get(kind, ""), toy_shape=tuple(shp), grid=(gr, gc),
                     pitch=pitch, pitch_r=pitch_r, rows_are_tokens=tok))
                 if kind in PLATE_KINDS:
                     din, dout = plate_shape(kind)
@@ -485,7 +489,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                         id=f"L{L}/{kind}/W", kind=kind, layer=L, role="weight", family="cells",
                         center=np.array([x + w / 2, -WALL_T / 2 - din * PITCH / 2 - 0.04, z - 0.02]),
                         size=np.array([dout * PITCH, din * PITCH, PLATE_T]), part="weight", tensor_key=kind,
-                        label_key=f"block.{kind}", k3_shape=k3.get(kind, ""), toy_shape=(din, dout),
+                        label_key=label_key(kind, dims), k3_shape=k3.get(kind, ""), toy_shape=(din, dout),
                         grid=(din, dout), orient="plate", rows_are_tokens=False, label=False))
                 if kind == "moe.experts" and dims.shared > 0:  # the shared experts, apart from the routed grid, always on
                     sp = 0.42

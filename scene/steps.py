@@ -153,6 +153,11 @@ def build_steps(trace) -> list[Step]:
     return steps
 
 
+# the app catalogue's phrase text_args asks for (text_args serves the app's translator, not the scene's own texts)
+_PHRASES = "app.model_text."
+_ABSENT = _PHRASES + "absent"
+
+
 def text_args(config, tr) -> dict:
     """Format arguments of the step texts (catalogue keys app.step.<kind>.title / .what / .move and the step
     explanations): the shown model's real numbers, so that "Prefill through 93 layers" reads "61 layers" for
@@ -178,13 +183,13 @@ def text_args(config, tr) -> dict:
     args["final_mix"] = tr(final_mix, **args)
     features = config_features(config)
     # what a step's title says the model has: "Final AttnRes + RMSNorm" / "Final RMSNorm", which caches grow
-    args["final_title"] = tr("app.model_text.final_title." + ("attnres" if "attnres" in features else "plain"))
+    args["final_title"] = tr(_PHRASES + "final_title." + ("attnres" if "attnres" in features else "plain"))
     caches = "both" if {"kda", "mla"} <= features else "mla" if "mla" in features else "kda"
-    args["cache_title"] = tr("app.model_text.cache_title." + caches)
-    args["cache_what"] = tr("app.model_text.cache_what." + caches)
+    args["cache_title"] = tr(_PHRASES + "cache_title." + caches)
+    args["cache_what"] = tr(_PHRASES + "cache_what." + caches)
     # a step about a part the model lacks says so in its title ("KDA state written — none in DeepSeek-V3")
     for part in ("kda", "mla", "attnres", "moe"):
-        args[f"absent_{part}"] = "" if part in features else tr("app.model_text.absent", model=config.display_name)
+        args[f"absent_{part}"] = "" if part in features else tr(_ABSENT, model=config.display_name)
     return args
 
 
@@ -264,3 +269,18 @@ def fitting_layer(layer_type: str | None, mixer_types: Sequence[str], ffn_types:
 def focus_layer(step: Step, mixer_types: Sequence[str], ffn_types: Sequence[str], current: int) -> int:
     """The 0-based layer whose values the step's facts show (the player never moves the chosen layer)."""
     return fitting_layer(step.layer_type, mixer_types, ffn_types, current)
+
+
+def scene_note_key(kind: str, dims) -> str:
+    """The catalogue key of the 3D view's note for step `kind` in a model (`dims`: compute.dims.ModelDims): the
+    note of a part the model lacks says so ("no KDA layers in DeepSeek-V3"), the final step without AttnRes is
+    a plain RMSNorm, and the caches step names only the caches the model has."""
+    features = model_features(dims.mixers, dims.ffns, bool(dims.block_size))
+    if kind in STEP_TABLE and not has_step(kind, features):
+        return f"scene.step.{kind}.none"
+    if kind == "final_norm" and "attnres" not in features:
+        return "scene.step.final_norm.plain"
+    if kind == "decode_cache" and not {"kda", "mla"} <= features:
+        return "scene.step.decode_cache." + ("mla" if "mla" in features else "kda")
+    return f"scene.step.{kind}"
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from scene import colouring
+from scene.block_kinds import mixer_key
 from scene.layout import Layout
 
 
@@ -25,7 +26,7 @@ def tooltip_text(layout: Layout, block_id: str, cell: tuple[int, int] | None, tr
     name = tr(b.label_key) if b.label_key else b.kind
     if b.part == "slab":
         d = layout.dims
-        return tr("scene.layer_tip", layer=b.layer, mixer=tr(f"scene.mixer.{d.mixers[b.layer - 1]}"),
+        return tr("scene.layer_tip", layer=b.layer, mixer=tr(f"scene.mixer.{mixer_key(d.mixers[b.layer - 1], d.mla_gate)}"),
                   ffn=tr(f"scene.ffn.{d.ffns[b.layer - 1]}"))
     if b.part == "weight":
         name = f"{name} · W"

@@ -48,6 +48,7 @@ from scene.labels import BACKGROUNDS, OverlayInput, paint_overlay
 from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
+from scene.steps import scene_note_key
 from scene.tooltips import model_args, tooltip_text
 
 ANIM_MS = 300
@@ -816,7 +817,7 @@ class SceneView(QWidget):
             tokens = [trace.tokens[p][0] if p < len(trace.tokens) else "" for p in self.layout.row_positions]
         note = ""
         if self.step_kind:
-            note = self.tr(f"scene.step.{self.step_kind}", **model_args(self.layout.dims))  # the shown model's numbers
+            note = self.tr(scene_note_key(self.step_kind, self.layout.dims), **model_args(self.layout.dims))  # the shown model's
             if note.startswith("[scene.step."):  # a step kind this catalogue does not know
                 note = self.tr("scene.step.generic", step=self.step_kind)
         return OverlayInput(layout=self.layout, camera=camera if camera is not None else self.cam, tr=self.tr, selected=self.selected,

@@ -8,6 +8,7 @@ leaves it alone: `retranslates_itself`).
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 from PySide6.QtCore import Qt
@@ -20,8 +21,10 @@ from app.i18n import tr
 from app.state import AppState
 from app.widgets.paint import qcolor
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
+from compute.config import default_config
 from compute.trace import LINEAR_INPUTS
 from scene import palette
+from scene.block_kinds import formula_key, label_key
 from scene.layout import ModelDims, _k3_shapes, token_rows
 from scene.steps import fill
 from scene.tooltips import model_args
@@ -65,6 +68,15 @@ def follow_one_number(trace, layer: int, kind: str, position: int, col: int):
             total = float(np.sum(x * W[:, col]))
             return terms, total, y
     return None
+
+
+_K3_SIZE_LINE = re.compile(r"^\*\*(Real K3 size|실제 K3 크기):\*\*.*$", re.M)
+
+
+def _real_size_of(md: str, model: str, shape: str) -> str:
+    """A block text's "**Real K3 size:** …" paragraph (K3's numbers) replaced, for another model, by that model's
+    size of the block (its config's, as the meta line shows it), or "—" when the model has no such block."""
+    return _K3_SIZE_LINE.sub(lambda _m: tr("truth.inspector.real_size", model=model, shape=shape or "—"), md)
 
 
 class InspectorDock(QDockWidget):
@@ -206,7 +218,7 @@ class InspectorDock(QDockWidget):
                                        n=n_layers))
             return
         lang = i18n.language()
-        name = tr(f"block.{kind}")
+        name = tr(label_key(kind, dims))
         if part == "weight":
             name += " · W"
         if kind == "stack.layer" and layer:
@@ -222,13 +234,17 @@ class InspectorDock(QDockWidget):
             f"{html.escape(where)}<br><b>{html.escape(tr('inspector.k3_shape', model=dims.display_name))}:</b> {html.escape(k3 or '—')}"
             f"<br><b>{html.escape(tr('inspector.toy_shape'))}:</b> {html.escape(toy)}")
         args = model_args(dims)  # the texts name the shown model's numbers, not K3's
-        md = texts.explanation("block", kind, lang)
+        # a block this model builds differently (W_q without query compression) has its own short text
+        md = texts.explanation("block", kind, lang) if label_key(kind, dims) == f"block.{kind}" else None
+        if md and dims.name != default_config().name:
+            md = _real_size_of(md, dims.display_name, k3)
         if md:
             self.what.setMarkdown(fill(md, md_args(args)))
         else:
-            self.what.setPlainText(fill(tr(f"scene.desc.{kind}"), args))
-        self.formula_label.setText(f"{tr('inspector.formula')}:  {fill(tr(f'scene.formula.{kind}'), args)}"
-                                   if i18n.table().get(f"scene.formula.{kind}") else "")
+            self.what.setPlainText(fill(tr(label_key(kind, dims).replace("block.", "scene.desc.", 1)), args))
+        formula = formula_key(kind, dims)
+        self.formula_label.setText(f"{tr('inspector.formula')}:  {fill(tr(formula), args)}"
+                                   if i18n.table().get(formula) else "")
         self._fill_table(vals)
         running = weights_choice.weights_of(self.state.trace)
         if running:  # whose numbers these are: the toy's, with which weights

@@ -26,8 +26,8 @@ from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
 from app.widgets.paint import css
 from app.widgets.rich_text_view import RichTextView
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
-from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from scene import steps as steps_text
+from scene.block_kinds import mixer_key
 
 log = logging.getLogger(__name__)
 PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
@@ -164,7 +164,6 @@ class TracePlayerDock(QDockWidget):
         head = QHBoxLayout()
         self.title = QLabel()
         self.title.setObjectName("step_title")
-        plain(self.title)  # step titles name the model (its config's display_name)
         plain(self.title)  # step titles name the model (its config's display_name)
         font = self.title.font()
         font.setPointSizeF(font.pointSizeF() * 1.25)
@@ -412,7 +411,6 @@ class TracePlayerDock(QDockWidget):
         md = texts.explanation("step", step.kind, i18n.language())
         args = self._text_args()
         args = md_args(args)  # Markdown: the model's name is literal text
-        args = md_args(args)  # Markdown: the model's name is literal text
         md = steps_text.fill(md, args)
         what = tr(step.what_key, **args)
         phase_note = tr(f"app.player.phase_{step.phase}.note", **args)
@@ -435,7 +433,11 @@ class TracePlayerDock(QDockWidget):
         if shown == chosen:
             return ""
         return tr("app.player.layer_note", chosen=chosen + 1, shown=shown + 1,
-                  type=tr(f"app.type.{step.layer_type}"))
+                  type=tr(f"app.type.{mixer_key(step.layer_type, self._mla_gate())}"))
+
+    def _mla_gate(self) -> bool:
+        cfg = self.state.config
+        return cfg is not None and cfg.mla_output_gate is not None
 
     def _text_args(self) -> dict:
         """Format arguments of the step texts: the shown model's real numbers (scene/steps.py), kept per model

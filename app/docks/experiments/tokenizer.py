@@ -151,6 +151,16 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         self.constructed.setText(rich_tr("learn.exp.tokenizer.constructed", pieces=pieces, weights=weights, width=ROW_WIDTH,
                                     hidden=f"{T.K3_HIDDEN:,}"))
         self.sources.setText(tr("learn.exp.tokenizer.sources", weights=weights, pieces=pieces))
+        # the shown model's vocabulary and row size (its config), not always K3's
+        cfg = self.state.config if self.state is not None and self.state.config is not None else None
+        if cfg is None:
+            from compute.config import default_config
+
+            cfg = default_config()
+        row = T.embedding_row_bytes(cfg.hidden_size)
+        self.facts.setText(rich_tr("learn.exp.tokenizer.facts", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
+                              hidden=f"{cfg.hidden_size:,}", row=f"{row:,}", kib=fmt(row / 1024, 1),
+                              table=fmt(T.embedding_table_bytes(cfg.vocab_size, cfg.hidden_size) / 1e9, 2)))
 
     def refresh(self) -> None:
         """recompute() now, or when the panel is next seen (DeferredRefreshMixin)."""
@@ -227,7 +237,4 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         self.use_prompt.setText(tr("learn.exp.tokenizer.use_prompt"))
         self._weights_texts()
         self.facts_title.setText(tr("learn.exp.tokenizer.facts_title"))
-        self.facts.setText(tr("learn.exp.tokenizer.facts", vocab=f"{T.K3_VOCAB:,}", hidden=f"{T.K3_HIDDEN:,}",
-                              row=f"{T.embedding_row_bytes():,}", kib=fmt(T.embedding_row_bytes() / 1024, 1),
-                              table=fmt(T.embedding_table_bytes() / 1e9, 2)))
         self.recompute()
