@@ -1,8 +1,8 @@
 """Edit -> Undo / Redo / History…: the window's changes as a QUndoStack.
 
-`History(window)` watches the state (knobs, layer, step, selection, expert, prompt runs) and the engine's
-switches (model, weights) and pushes one `Change` per user change, with the value before and after. A change
-is recorded after it happened (the first redo() that QUndoStack.push makes does nothing); undo / redo apply
+`History(window)` watches the state (knobs, layer, step, selection, expert, prompt runs, tokens to generate)
+and the engine's switches (model, weights) and pushes one `Change` per user change, with the value before and
+after. A change is recorded after it happened (the first redo() that QUndoStack.push makes does nothing); undo / redo apply
 the old / new value through the same state methods a control uses, with recording off meanwhile, so stepping
 through the history never adds to it. Changes of one knob (a slider drag, a held key) that follow each other
 within MERGE_S seconds, or while a slider is held down, merge into one step (QUndoCommand.mergeWith). The
@@ -47,8 +47,8 @@ def _fmt(value) -> str:
 
 
 class Change(QUndoCommand):
-    """One recorded change: `key` ("knob:temperature", "layer", "step", "block", "expert", "prompt", "model",
-    "weights"), the value before and after."""
+    """One recorded change: `key` ("knob:temperature", "layer", "step", "block", "expert", "prompt", "tokens",
+    "model", "weights"), the value before and after."""
 
     def __init__(self, history: "History", key: str, old, new):
         super().__init__()
@@ -77,12 +77,18 @@ class Change(QUndoCommand):
             return tr("edit.cmd.expert", new=self.new)
         if self.key == "prompt":
             return tr("edit.cmd.prompt", new=_clip(self.new))
+        if self.key == "tokens":
+            return tr("edit.cmd.tokens", old=self._tokens(self.old), new=self._tokens(self.new))
         if self.key == "model":
             return tr("edit.cmd.model", new=self.new.display_name)
         return tr("edit.cmd.weights", new=tr(f"edit.weights.{self.new}"))
 
+    @staticmethod
+    def _tokens(n: int) -> str:
+        return str(n) if n else tr("usability.tokens.sentence")
+
     def id(self) -> int:
-        return _merge_id(self.key) if self.key.startswith("knob:") or self.key in ("layer", "step") else -1
+        return _merge_id(self.key) if self.key.startswith("knob:") or self.key in ("layer", "step", "tokens") else -1
 
     def mergeWith(self, other) -> bool:
         if not isinstance(other, Change) or other.key != self.key:
@@ -124,7 +130,7 @@ class History(QObject):
         st = window.state
         self.snap = {"knobs": st.knobs, "layer": st.layer, "step": st.step, "block": (st.block, st.cell),
                      "expert": st.expert, "prompt": st.prompt, "model": window.config,
-                     "weights": getattr(st, "weights", "trained")}
+                     "weights": getattr(st, "weights", "trained"), "tokens": window.engine.max_new_tokens}
         st.knobs_requested.connect(self._on_knobs)
         st.layer_changed.connect(lambda v: self._record("layer", v))
         st.step_changed.connect(self._on_step)
@@ -132,6 +138,7 @@ class History(QObject):
         st.cell_selected.connect(lambda b, r, c: self._record("block", (b, (b, r, c))))
         st.expert_selected.connect(lambda e: self._record("expert", e))
         st.prompt_requested.connect(lambda text: self._record("prompt", text))
+        st.tokens_changed.connect(lambda n: self._record("tokens", n))
         st.trace_arriving.connect(self._trace_arriving)
         st.trace_changed.connect(self._trace_done)
         st.config_changed.connect(self._on_config)  # the switch: before the window fits the layer to it
@@ -216,6 +223,8 @@ class History(QObject):
                 st.select_expert(value)
             elif key == "prompt":
                 st.request_prompt(value)
+            elif key == "tokens":
+                w.set_tokens(value)
             elif key == "model":
                 self._expect["model"] = value
                 w.models.request(value)

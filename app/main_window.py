@@ -610,6 +610,7 @@ class MainWindow(QMainWindow):
             return
         self.engine.max_new_tokens = n
         self.settings.set_tokens(n)
+        self.state.tokens_changed.emit(n)  # the Controls dock shows it, Edit -> Undo records it
         self.engine.request(self.engine._current_prompt(), self.state.knobs)
 
     def scene_pixel_size(self) -> tuple[int, int]:

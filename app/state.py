@@ -39,6 +39,7 @@ class AppState(QObject):
     language_changed = Signal(str)  # "en" | "ko"
     knobs_requested = Signal(object)  # Knobs: the worker should recompute (latest wins)
     prompt_requested = Signal(str)  # a new prompt to run
+    tokens_changed = Signal(int)  # tokens to generate (0: until the end of the sentence), set by the window
 
     def __init__(self, parent=None):
         super().__init__(parent)

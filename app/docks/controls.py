@@ -186,6 +186,7 @@ class ControlsDock(QDockWidget):
         self.setWidget(scrolled(body))  # a short dock scrolls; the help lines always get their wrapped height
         state.trace_changed.connect(self._sync_from_state)
         state.knobs_requested.connect(self._sync_from_state)  # also knobs set elsewhere (Edit -> Undo)
+        state.tokens_changed.connect(lambda _n: self.tokens.show())
         state.config_changed.connect(lambda _cfg: self.retranslate())  # the hints name the model's KDA layers
         self.retranslate()
 

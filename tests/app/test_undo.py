@@ -234,3 +234,24 @@ def test_a_model_switch_undoes_to_the_model_before(main_window, qtbot):
     wait_model(first.name)
     wait_idle(qtbot, win)
     stack.clear()
+
+
+def test_tokens_to_generate_undo(main_window, qtbot):
+    win = main_window
+    stack = win.history.stack
+    wait_idle(qtbot, win)
+    stack.clear()
+    spin = win.docks["ControlsDock"].tokens.spin
+    before = win.engine.max_new_tokens
+    spin.setFocus()
+    qtbot.keyClick(spin, Qt.Key_Up)
+    assert win.engine.max_new_tokens == before + 1
+    assert [stack.text(i) for i in range(stack.count())] == [f"Tokens {before} → {before + 1}"]
+    _focus_scene(qtbot, win)
+    _undo(qtbot, win)
+    assert win.engine.max_new_tokens == before and spin.value() == before and stack.index() == 0
+    _redo(qtbot, win)
+    assert win.engine.max_new_tokens == before + 1 and spin.value() == before + 1
+    _undo(qtbot, win)
+    wait_idle(qtbot, win)
+    stack.clear()
