@@ -701,7 +701,7 @@ class MainWindow(QMainWindow):
             self._shown_once = True
             self.scene.gl.frameSwapped.connect(self._on_first_frame)
             # no GL frame will come when GL is missing (the view says why): start at once; else a safety net
-            QTimer.singleShot(0 if self.scene.gl.gl_error else 3000, self._on_first_frame)
+            QTimer.singleShot(0 if self.scene.gl.gl_error else 3000, self, self._on_first_frame)
 
     def _on_first_frame(self) -> None:
         if self._first_frame_done:
@@ -717,7 +717,7 @@ class MainWindow(QMainWindow):
             self.scene.gl.frameSwapped.disconnect(self._on_first_frame)
         except (RuntimeError, TypeError):
             pass
-        QTimer.singleShot(0, self._after_first_show)
+        QTimer.singleShot(0, self, self._after_first_show)  # with the window as context: never after it is gone
 
     def _after_first_show(self) -> None:
         """Right after the first frame the engine starts loading in its thread (torch, the trained weights);
@@ -733,7 +733,7 @@ class MainWindow(QMainWindow):
         self.state.trace_changed.connect(self._late_after_trace)
         self.state.engine_error.connect(self._schedule_late_docks)
         self.engine.load_failed.connect(self._schedule_late_docks)
-        QTimer.singleShot(LATE_DOCKS_AT_LATEST_MS, self._schedule_late_docks)
+        QTimer.singleShot(LATE_DOCKS_AT_LATEST_MS, self, self._schedule_late_docks)
         self.engine.start()  # torch loads in the worker thread once the first frame is on screen
 
     def _late_after_trace(self, _trace=None) -> None:
@@ -759,7 +759,7 @@ class MainWindow(QMainWindow):
         if self._late_built or self._late_scheduled:
             return
         self._late_scheduled = True
-        QTimer.singleShot(0, self._build_late_step)
+        QTimer.singleShot(0, self, self._build_late_step)
 
     def _build_late_step(self) -> None:
         if self._late_built:
@@ -767,7 +767,7 @@ class MainWindow(QMainWindow):
         if self._late_pending:
             entry = self._late_pending.pop(0)
             self._late_made.append((entry, self._make_dock(entry, register=False)))
-            QTimer.singleShot(0, self._build_late_step)
+            QTimer.singleShot(0, self, self._build_late_step)
             return
         self._finish_late_docks()
 

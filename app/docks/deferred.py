@@ -33,7 +33,7 @@ def watch_dock(widget: QWidget, callback) -> bool:
     dock = enclosing_dock(widget)
     if dock is None:
         return False
-    dock.visibilityChanged.connect(lambda shown: QTimer.singleShot(0, lambda: callback(bool(shown))))
+    dock.visibilityChanged.connect(lambda shown: QTimer.singleShot(0, dock, lambda: callback(bool(shown))))
     return True
 
 

@@ -45,7 +45,7 @@ class QualityPanel(QScrollArea):
 
     def resizeEvent(self, event):  # noqa: N802
         super().resizeEvent(event)
-        QTimer.singleShot(0, self._refit)  # wrapped rows change height with the width
+        QTimer.singleShot(0, self, self._refit)  # wrapped rows change height with the width
 
     def retranslate(self):
         self.title.setText(tr("learn.quality.title"))
