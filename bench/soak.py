@@ -25,7 +25,7 @@ system pays); "malloc_in_use" and "malloc_in_use_floor" hold the same for the he
 stays flat (freed memory malloc keeps, pages touched for the first time), and the floor (the least in-use of each
 30 s, sampled every second) leaves out frame buffers in flight: what stays.
 - verdict: each goal of issue 25 — memory: "pass" when the whole 95 % interval of the RSS slope is under 10 MiB/h,
-  "fail" when all of it is at or over, else "inconclusive"; exceptions: 0; heartbeat: max gap < 100 ms, and a gap
+  "fail" when all of it is at or over, else (or with under 5 minutes after the warm-up) "inconclusive"; exceptions: 0; heartbeat: max gap < 100 ms, and a gap
   over it on a machine that was not quiet (mean 1-minute load from /proc/loadavg over the run >= 0.7 per core,
   or its max >= 1 per core) is "machine not quiet (...)", not a fail; overall: fail if any fails, pass if all
   pass, else "not judged".
@@ -50,7 +50,8 @@ stays flat (freed memory malloc keeps, pages touched for the first time), and th
   it was quiet (see verdict): on a loaded machine wall-clock gaps grow with the load, CPU times do not.
 - --samples PATH writes the raw series (rss, malloc: [s, MiB]; malloc_floor: {30 s window: MiB}; loads), and
   --analyse PATH makes the memory part of the report again from such a file (no app).
-- exceptions: Python exceptions that reached sys.excepthook / threading.excepthook (slots, threads), and
+- exceptions: Python exceptions that reached sys.excepthook / threading.excepthook (slots, threads) while it ran,
+  exceptions_at_close: those raised while the window closed (both count in the verdict), and
   errors_logged: log records at ERROR or above; the first few of each are listed in exception_samples.
 """
 from __future__ import annotations
@@ -124,6 +125,7 @@ BREAK_EVERY_S = 30.0   # candidate ends of the warm-up: every 30 s
 MIN_RISE_MIB_PER_H = 50.0  # a warm-up grows at least this much faster (per hour, on average) than what follows
 MIN_F = 7.0            # and splitting the series there must explain the data much better than one line does
 GOAL_MIB_PER_H, GOAL_GAP_MS = 10.0, 100.0
+MIN_SPAN_S = 300.0     # a memory verdict needs at least 5 minutes after the warm-up
 QUIET_MEAN_LOAD_PER_CORE, QUIET_MAX_LOAD_PER_CORE = 0.7, 1.0
 
 
@@ -203,7 +205,7 @@ def fit_slope(samples: list[tuple[float, float]]) -> dict | None:
     slope = b * 3600
     return {"slope_mib_per_h": round(slope, 2), "stderr_mib_per_h": round(se, 2),
             "ci95_mib_per_h": [round(slope - 1.96 * se, 2), round(slope + 1.96 * se, 2)],
-            "lag1_autocorrelation": round(r, 2), "n": n}
+            "lag1_autocorrelation": round(r, 2), "n": n, "span_s": round(samples[-1][0] - samples[0][0], 1)}
 
 
 def analyse_memory(samples: list[tuple[float, float]], max_warmup_s: float | None = None) -> dict:
@@ -221,11 +223,14 @@ def analyse_memory(samples: list[tuple[float, float]], max_warmup_s: float | Non
     return out
 
 
-def memory_verdict(fit: dict, goal: float = GOAL_MIB_PER_H) -> str:
-    """pass: the whole 95 % interval is under the goal; fail: all of it is at or over; else inconclusive."""
+def memory_verdict(fit: dict, goal: float = GOAL_MIB_PER_H, min_span_s: float = MIN_SPAN_S) -> str:
+    """pass: the whole 95 % interval is under the goal; fail: all of it is at or over; else inconclusive, and
+    always inconclusive when the fit after the warm-up spans under min_span_s (5 minutes)."""
     ci = fit.get("ci95_mib_per_h")
     if not ci:
         return "inconclusive (too few samples)"
+    if fit.get("span_s") is not None and fit["span_s"] < min_span_s:
+        return f"inconclusive (only {fit['span_s']:g} s after the warm-up)"
     if ci[1] < goal:
         return "pass"
     if ci[0] >= goal:
@@ -677,7 +682,16 @@ def run(args) -> dict:
         Path(args.samples).write_text(json.dumps({"rss": soak.rss, "malloc": soak.malloc, "loads": soak.loads,
                                                   "malloc_floor": soak.malloc_floor}))
     result = soak.report()
-    win.close()
+    before = soak.faults.exceptions
+    win.close()  # what the window's close runs (slots that outlive their objects) counts too
+    for _ in range(20):
+        app.processEvents()
+        time.sleep(0.01)
+    result["exceptions_at_close"] = soak.faults.exceptions - before
+    if result["exceptions_at_close"]:
+        result["verdict"] = verdict(result["rss"], soak.faults.exceptions, soak.max_gap_ms, soak.loads,
+                                    os.cpu_count() or 1)
+        result["exception_samples"] = soak.faults.samples
     return result
 
 

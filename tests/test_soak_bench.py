@@ -118,6 +118,11 @@ def test_the_interval_widens_for_correlated_noise(soak):
     assert fit["stderr_mib_per_h"] > 2.0 * white["stderr_mib_per_h"]
 
 
+def test_a_short_run_is_not_judged(soak):
+    report = soak.analyse_memory(_series(1, lambda t: 300.0 + 3.0 * t))  # a minute of start-up
+    assert soak.memory_verdict(report).startswith("inconclusive (only")
+
+
 def test_verdict_says_machine_not_quiet_instead_of_failing_the_gap(soak):
     flat = {"ci95_mib_per_h": [-3.0, 4.0]}
     loaded = soak.verdict(flat, 0, 250.0, [3.5, 4.0, 5.2], 2)
