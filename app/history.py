@@ -17,6 +17,7 @@ import os
 import time
 from dataclasses import fields
 
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QAbstractSlider, QApplication, QDialog, QDialogButtonBox, QUndoView, QVBoxLayout
@@ -154,7 +155,14 @@ class History(QObject):
         self.retranslate()
 
     # --- recording --------------------------------------------------------------------------------
+    def _gone(self) -> bool:
+        """The window (and with it the stack) is destroyed: the state may still emit (the engine's last
+        trace, a model switch in flight) to slots that outlive it, which then do nothing."""
+        return not shiboken6.isValid(self.stack)
+
     def _record(self, key: str, new) -> None:
+        if self._gone():
+            return
         old = self.snap.get(key)
         self.snap[key] = new
         expected = self._expect.pop(key, None)
@@ -165,6 +173,8 @@ class History(QObject):
         self.stack.push(Change(self, key, old, new))
 
     def _on_knobs(self, knobs) -> None:
+        if self._gone():
+            return
         old = self.snap["knobs"]
         if self._applying or self._quiet or old == knobs:
             self.snap["knobs"] = knobs
@@ -180,10 +190,14 @@ class History(QObject):
 
     def _config_done(self, _cfg) -> None:
         self._quiet = False
+        if self._gone():
+            return
         st = self.window.state
         self.snap.update(layer=st.layer, block=(st.block, st.cell))
 
     def _on_step(self, step: int) -> None:
+        if self._gone():
+            return
         if self.window.state.player.playing:
             self.snap["step"] = step  # a played animation is not a change of the user's
             return
@@ -196,6 +210,8 @@ class History(QObject):
         """After the handlers connected before this one (the player, a view being applied): whatever they
         moved is the new starting point, not a change of the user's."""
         self._quiet = False
+        if self._gone():
+            return
         st = self.window.state
         self.snap.update(knobs=st.knobs, layer=st.layer, step=st.step, block=(st.block, st.cell),
                          expert=st.expert, prompt=st.prompt)
@@ -272,6 +288,8 @@ class History(QObject):
             pass
 
     def retranslate(self) -> None:
+        if self._gone():
+            return
         s = self.stack
         for i in range(s.count()):  # first the steps' own texts, in the language now shown
             cmd = s.command(i)

@@ -27,8 +27,10 @@ def make_window(qtbot, tmp_path):
         return win
 
     yield make
+    import shiboken6
+
     for win in windows:
-        if win.isVisible():
+        if shiboken6.isValid(win) and win.isVisible():  # a test may have destroyed its window itself
             win.close()
     i18n.set_language("en")
 

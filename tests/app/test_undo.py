@@ -255,3 +255,25 @@ def test_tokens_to_generate_undo(main_window, qtbot):
     _undo(qtbot, win)
     wait_idle(qtbot, win)
     stack.clear()
+
+
+def test_state_signals_while_the_window_is_torn_down_do_nothing(make_window, qtbot):
+    """The soak saw 'Internal C++ object (QUndoStack) already deleted' from the history's slots when the window
+    closed: Qt destroys the window's children one by one, and the state (a later child) still emitted to the
+    history after its undo stack was gone. With the stack destroyed first, as then, the state's signals reach
+    the history's slots and nothing is raised."""
+    import shiboken6
+
+    win = make_window("gone.ini")
+    st, history = win.state, win.history
+    trace, cfg, knobs = st.trace, win.config, st.knobs
+    shiboken6.delete(history.stack)
+    assert not shiboken6.isValid(history.stack)
+    st.config_changed.emit(cfg)
+    st.trace_arriving.emit(trace)
+    st.trace_changed.emit(trace)
+    st.knobs_requested.emit(knobs)
+    st.layer_changed.emit(3)
+    st.step_changed.emit(2)
+    history.retranslate()
+    QApplication.processEvents()
