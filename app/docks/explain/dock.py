@@ -77,9 +77,18 @@ class _Job(QRunnable):
             res = explain_result(self.engines, self.req)
         except Exception as exc:  # noqa: BLE001 - shown in the dock, the app keeps running
             lines = [s for s in str(exc).splitlines() if s.strip()]
-            self.relay.failed.emit(self.req.serial, f"{type(exc).__name__}: {lines[0] if lines else ''}")
+            self._emit(self.relay.failed, self.req.serial, f"{type(exc).__name__}: {lines[0] if lines else ''}")
             return
-        self.relay.done.emit(res)
+        self._emit(self.relay.done, res)
+
+    @staticmethod
+    def _emit(signal, *args) -> None:
+        """Hand the result over; when the app is shutting down Qt may have deleted the relay already (the
+        result has nowhere to go then: nothing to do)."""
+        try:
+            signal.emit(*args)
+        except RuntimeError:
+            pass
 
 
 class ExplainDock(QDockWidget):
