@@ -76,6 +76,9 @@ def test_4k_export_writes_a_png_of_that_size_with_labels_and_leaves_the_view_alo
     px = image_array(img)
     assert px[..., :3].std() > 10  # not blank
     assert len(np.unique(px[::7, ::7, :3].reshape(-1, 3), axis=0)) > 200
+    # the user's view is unchanged by the export (checked before the language switch below, which re-fits the
+    # camera to the Korean header's size on purpose)
+    assert win.scene.camera_state() == camera and win.scene.size() == size
     # labels: the same view exported in Korean differs only where the text is drawn
     i18n.set_language("ko")
     try:
@@ -90,9 +93,7 @@ def test_4k_export_writes_a_png_of_that_size_with_labels_and_leaves_the_view_alo
     bare = image_array(render_view(win.scene, 3840, 2160, labels=False))
     no_text = np.abs(px.astype(int) - bare.astype(int))[..., :3].max(axis=-1) > 40
     assert no_text.mean() > diff.mean() * 0.5 and no_text.mean() > 0.005
-    assert win.scene.labels_enabled
-    # the user's view is unchanged
-    assert win.scene.camera_state() == camera and win.scene.size() == size
+    assert win.scene.labels_enabled and win.scene.size() == size
     # the file is written in the render thread; the window says so once it hears back
     qtbot.waitUntil(lambda: "k3-4k.png" in win.statusBar().currentMessage(), timeout=10000)
     _finish(dialog)
