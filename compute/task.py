@@ -181,6 +181,12 @@ def pieces_grammatical(pieces: list[str], complete: bool = True) -> bool:
     return last in _prefix_table()
 
 
+def in_language(pieces: list[str] | tuple[str, ...]) -> bool:
+    """Whether a prompt's pieces lie inside the toy language: they form whole documents followed by a prefix of
+    a document (an empty prompt counts as inside). Outside it, the toy's answer is not meaningful."""
+    return pieces_grammatical(list(pieces), complete=False) or not pieces
+
+
 def is_grammatical(text: str, complete: bool = True) -> bool:
     """Whether `text` (a prompt and its completion) is grammatical in the language; see pieces_grammatical.
     The text is split by the toy tokenizer."""

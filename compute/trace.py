@@ -205,11 +205,19 @@ class Trace:
             f"layers: {len(mixers)} ({_counts(mixers)}; {_counts(ffns)})",
             f"passes: {len(self.passes)}",
         ]
+        if not self.prompt_in_language():
+            lines.insert(2, "note: outside the toy language: the answer is not meaningful")
         for i, p in enumerate(self.passes[:max_passes]):
             lines.append(f"  {i:>2} {p.kind:<7} positions {_span(p.positions)}: {self._sampled(p, top)}")
         if len(self.passes) > max_passes:
             lines.append(f"  … {len(self.passes) - max_passes} more passes")
         return "\n".join(lines)
+
+    def prompt_in_language(self) -> bool:
+        """Whether the prompt's pieces are inside the toy language (compute.task.in_language)."""
+        from compute.task import in_language
+
+        return in_language([piece for piece, _ in self.tokens[: self.prompt_len]])
 
     def _sampled(self, p: PassTrace, top: int) -> str:
         probs = p.final.get("probs")
