@@ -44,6 +44,14 @@ class _Job:
     stop = False
 
 
+def dominant_order(m: np.ndarray) -> np.ndarray:
+    """Column order of a [types, experts] share matrix: by dominant type (row), strongest share first within a
+    type, never-chosen experts last."""
+    peak = m.max(axis=0)
+    dominant = np.where(peak > 0, np.argmax(m, axis=0), m.shape[0])
+    return np.lexsort((-peak, dominant))
+
+
 def _compute(relay: _Relay, job: _Job, key: str, config, weights: str, prompts: list[str]) -> None:
     """In a daemon thread: a ToyK3 of its own with the chosen weights runs the prompts. A tab gone meanwhile
     (its relay deleted) ends the job quietly."""
@@ -287,9 +295,15 @@ class UsageTab(QWidget):
             return None
         return usage.shares(i)[usage.seen_types()]
 
+    def column_order(self) -> np.ndarray | None:
+        """The shown order of the experts: grouped by their dominant token type (row order), within a group the
+        strongest share first; experts never chosen go last. Trained specialisation then reads as blocks."""
+        m = self.matrix()
+        return None if m is None else dominant_order(m)
+
     def _show_map(self, usage: UsageMap) -> None:
         i = self.moe_index()
-        m = self.matrix()
+        m = self.matrix()[:, self.column_order()]
         types = usage.seen_types()
         self.pages.setCurrentWidget(self.heat)
         self.image.setImage(m, levels=(0.0, max(float(m.max()), 1e-9)), lut=_MAP.getLookupTable(0.0, 1.0, 256))
