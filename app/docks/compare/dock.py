@@ -1,0 +1,235 @@
+"""CompareDock: two models side by side (compute.compare) with a log-x plot of cache bytes vs context length."""
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSlider,
+                               QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from app import atomic_io
+from app.i18n import tr
+from app.widgets.controls import fit_table_height, note_label
+from app.widgets.paint import qcolor
+from compute.compare import MAX_CONTEXT, MIN_CONTEXT, ModelSummary, contexts, crossover, summarize
+from compute.config import ModelConfig, available_configs
+
+SLIDER_STEPS = 80  # slider position i ↔ context 1024 × 1024^(i / SLIDER_STEPS)
+COLOURS = ("phase_a", "phase_b")
+ROWS = ("layers", "mixers", "pattern", "ffn", "experts", "top_k", "attn_res", "params_total", "params_active",
+        "mla_per_token", "kda_state", "cache_at")
+
+
+def human_bytes(n: float) -> str:
+    """Binary units: B, KiB, MiB, GiB, TiB (3 significant figures)."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    i = 0
+    while abs(n) >= 1024 and i < len(units) - 1:
+        n /= 1024
+        i += 1
+    return f"{n:.0f} {units[i]}" if i == 0 else f"{n:.3g} {units[i]}"
+
+
+def slider_to_context(pos: int) -> int:
+    return round(MIN_CONTEXT * (MAX_CONTEXT / MIN_CONTEXT) ** (pos / SLIDER_STEPS))
+
+
+def context_to_slider(ctx: int) -> int:
+    return round(SLIDER_STEPS * math.log(ctx / MIN_CONTEXT) / math.log(MAX_CONTEXT / MIN_CONTEXT))
+
+
+class CompareDock(QDockWidget):
+    retranslates_itself = True
+
+    def __init__(self, state=None, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.setObjectName("CompareDock")
+        self._configs = available_configs()
+        self._summaries: dict[str, ModelSummary] = {}
+        self.context = 131_072
+        page = QWidget()
+        page.setObjectName("compare_page")
+        lay = QVBoxLayout(page)
+        self.title = QLabel()
+        self.title.setObjectName("compare_title")
+        lay.addWidget(self.title)
+        row = QHBoxLayout()
+        self.pick_a, self.pick_b = QComboBox(), QComboBox()
+        for combo, name, default in ((self.pick_a, "compare_model_a", "kimi-k3"),
+                                     (self.pick_b, "compare_model_b", "deepseek-v3")):
+            combo.setObjectName(name)
+            for stem in self._configs:
+                combo.addItem(stem, stem)
+            i = combo.findData(default)
+            combo.setCurrentIndex(i if i >= 0 else 0)
+            combo.currentIndexChanged.connect(lambda _i: self.refresh())
+            row.addWidget(combo, 1)
+        lay.addLayout(row)
+        self.table = QTableWidget(len(ROWS), 2)
+        self.table.setObjectName("compare_table")
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        lay.addWidget(self.table)
+        crow = QHBoxLayout()
+        self.context_label = QLabel()
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setObjectName("compare_context_slider")
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.spin = QSpinBox()
+        self.spin.setObjectName("compare_context_spin")
+        self.spin.setRange(MIN_CONTEXT, MAX_CONTEXT)
+        self.spin.setSingleStep(1024)
+        self.spin.setGroupSeparatorShown(True)
+        self.spin.setKeyboardTracking(False)  # a typed length applies on Enter, not at every digit
+        crow.addWidget(self.context_label)
+        crow.addWidget(self.slider, 1)
+        crow.addWidget(self.spin)
+        lay.addLayout(crow)
+        self.plot = pg.PlotWidget()
+        self.plot.setObjectName("compare_plot")
+        self.plot.setLogMode(x=True, y=True)
+        self.plot.setMinimumHeight(220)
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.legend = self.plot.addLegend(offset=(10, 10))
+        self.curves = [self.plot.plot(pen=pg.mkPen(qcolor(c), width=3)) for c in COLOURS]
+        self.cross_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(qcolor("caveat"), width=2, style=Qt.DashLine))
+        self.ctx_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(qcolor("note"), width=1))
+        self.plot.addItem(self.cross_line)
+        self.plot.addItem(self.ctx_line)
+        lay.addWidget(self.plot, 1)
+        self.crossover_label = note_label()
+        self.crossover_label.setObjectName("compare_crossover")
+        self.crossover_label.setWordWrap(True)
+        lay.addWidget(self.crossover_label)
+        erow = QHBoxLayout()
+        self.export_button = QPushButton()
+        self.export_button.setObjectName("compare_export")
+        self.export_button.clicked.connect(self._export_clicked)
+        self.status = QLabel()
+        self.status.setObjectName("compare_status")
+        self.status.setWordWrap(True)
+        erow.addWidget(self.export_button)
+        erow.addWidget(self.status, 1)
+        lay.addLayout(erow)
+        self.page = page
+        self.setWidget(page)
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.spin.valueChanged.connect(self._spin_changed)
+        self._set_context(self.context)
+        if state is not None and hasattr(state, "language_changed"):
+            state.language_changed.connect(self._language_changed)  # bound slot: disconnected when the dock dies
+        self.retranslate()
+
+    # -- model ------------------------------------------------------------------------------------------------
+    def summary(self, stem: str) -> ModelSummary:
+        if stem not in self._summaries:
+            self._summaries[stem] = summarize(ModelConfig.from_json(self._configs[stem]))
+        return self._summaries[stem]
+
+    def models(self) -> tuple[ModelSummary, ModelSummary]:
+        return self.summary(self.pick_a.currentData()), self.summary(self.pick_b.currentData())
+
+    def _set_context(self, ctx: int) -> None:
+        self.context = int(min(max(ctx, MIN_CONTEXT), MAX_CONTEXT))
+        for w, v in ((self.slider, context_to_slider(self.context)), (self.spin, self.context)):
+            w.blockSignals(True)
+            w.setValue(v)
+            w.blockSignals(False)
+
+    def _slider_moved(self, pos: int) -> None:
+        self._set_context(slider_to_context(pos))
+        self._context_changed()
+
+    def _spin_changed(self, value: int) -> None:
+        self._set_context(value)
+        self._context_changed()
+
+    def _context_changed(self) -> None:
+        self.table.setVerticalHeaderItem(len(ROWS) - 1,
+                                         QTableWidgetItem(tr("compare.row.cache_at", tokens=f"{self.context:,}")))
+        self.refresh()
+
+    # -- view -------------------------------------------------------------------------------------------------
+    def _facts(self, s: ModelSummary) -> list[str]:
+        no = tr("compare.no")
+        params = (lambda v: tr("compare.billion", n=f"{v:g}") if v is not None else tr("compare.unknown"))
+        return [str(s.layers), tr("compare.mixers", kda=s.kda_layers, mla=s.mla_layers), s.pattern,
+                tr("compare.ffn", dense=s.dense_layers, moe=s.moe_layers),
+                tr("compare.experts_value", routed=s.routed_experts, shared=s.shared_experts), str(s.top_k),
+                tr("compare.attn_res_on", block=s.attn_res_block_size) if s.attn_res else no,
+                params(s.total_params_billion), params(s.active_params_billion),
+                human_bytes(s.mla_bytes_per_token), human_bytes(s.kda_state_bytes) if s.kda_state_bytes else no,
+                human_bytes(s.cache_at(self.context))]
+
+    def refresh(self) -> None:
+        a, b = self.models()
+        self.table.setHorizontalHeaderLabels([a.display_name, b.display_name])
+        for col, s in enumerate((a, b)):
+            for row, text in enumerate(self._facts(s)):
+                item = QTableWidgetItem(text)
+                if row == len(ROWS) - 1:
+                    item.setForeground(qcolor(COLOURS[col]))
+                self.table.setItem(row, col, item)
+        fit_table_height(self.table)
+        xs = contexts()
+        self.legend.clear()
+        for curve, s in zip(self.curves, (a, b)):  # log mode: raw numbers in, items below in log10 units
+            curve.setData(xs, [max(s.cache_at(x), 1.0) for x in xs])
+            self.legend.addItem(curve, s.display_name)
+        self.ctx_line.setValue(math.log10(self.context))
+        self.cross = crossover(a, b)
+        if self.cross is not None and MIN_CONTEXT <= self.cross <= MAX_CONTEXT:
+            self.cross_line.setValue(math.log10(self.cross))
+            self.cross_line.show()
+        else:
+            self.cross_line.hide()
+        if self.cross is None:
+            self.crossover_label.setText(tr("compare.crossover.none", a=a.display_name, b=b.display_name))
+        else:
+            low, high = (a, b) if a.cache_at(self.cross * 2) < b.cache_at(self.cross * 2) else (b, a)
+            key = "compare.crossover.at" if self.cross <= MAX_CONTEXT else "compare.crossover.beyond"
+            self.crossover_label.setText(tr(key, tokens=f"{round(self.cross):,}", low=low.display_name,
+                                            high=high.display_name, bytes=human_bytes(a.cache_at(self.cross))))
+
+    def _language_changed(self, _lang: str) -> None:
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("compare.dock.title"))
+        self.title.setText(tr("compare.title"))
+        self.table.setVerticalHeaderLabels([tr(f"compare.row.{r}") for r in ROWS[:-1]]
+                                           + [tr("compare.row.cache_at", tokens=f"{self.context:,}")])
+        self.context_label.setText(tr("compare.context"))
+        self.export_button.setText(tr("compare.export"))
+        self.plot.setLabel("bottom", tr("compare.axis.context"))
+        self.plot.setLabel("left", tr("compare.axis.bytes"))
+        self.refresh()
+
+    # -- export -----------------------------------------------------------------------------------------------
+    def render_png(self) -> bytes:
+        img = self.page.grab().toImage()
+        buf = QByteArray()
+        dev = QBuffer(buf)
+        dev.open(QIODevice.WriteOnly)
+        img.save(dev, "PNG")
+        dev.close()
+        return bytes(buf)
+
+    def export_png(self, path: str) -> bool:
+        """Write the dock's image to path atomically; a failure is one line in the status label."""
+        try:
+            written = atomic_io.write_bytes(path, self.render_png())
+        except atomic_io.WriteError as exc:
+            self.status.setText(atomic_io.message(exc))
+            return False
+        self.status.setText(tr("compare.exported", path=written))
+        return True
+
+    def _export_clicked(self) -> None:
+        path, _f = QFileDialog.getSaveFileName(self, tr("compare.export"), "compare.png", tr("compare.png_filter"))
+        if path:
+            if not path.lower().endswith(".png"):
+                path += ".png"
+            self.export_png(path)
