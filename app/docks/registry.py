@@ -39,4 +39,5 @@ DOCKS: list[DockEntry] = [
     DockEntry("app.docks.experiments", "ExperimentsDock", RIGHT, "right_tabs", eager=False),
     DockEntry("app.docks.learn", "LearnDock", RIGHT, "right_tabs", eager=False),
     DockEntry("app.docks.explain", "ExplainDock", RIGHT, "right_tabs", eager=False),
+    DockEntry("app.docks.compare", "CompareDock", RIGHT, "right_tabs", eager=False),
 ]
