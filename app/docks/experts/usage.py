@@ -304,6 +304,7 @@ class UsageTab(QWidget):
     def _show_map(self, usage: UsageMap) -> None:
         i = self.moe_index()
         m = self.matrix()[:, self.column_order()]
+        m = m[:, : max(1, int((m.max(axis=0) > 0).sum()))]  # only the experts used, sorted: blocks of colour
         types = usage.seen_types()
         self.pages.setCurrentWidget(self.heat)
         self.image.setImage(m, levels=(0.0, max(float(m.max()), 1e-9)), lut=_MAP.getLookupTable(0.0, 1.0, 256))
@@ -312,6 +313,7 @@ class UsageTab(QWidget):
         self.heat.setXRange(0, n_exp, padding=0)
         self.heat.setYRange(0, n_types, padding=0)
         names = [tr(f"experts.usage.type.{PIECE_TYPES[t]}") for t in types]
+        self.heat.getAxis("bottom").setTicks([[]])  # columns are sorted experts, not ids: no id ticks
         self.heat.getAxis("left").setTicks([[(r + 0.5, names[r]) for r in range(n_types)]])
         counts = usage.layer_counts(i)
         text = tr("experts.usage.ran", weights=short_name(usage.weights_name, tr),  # the ones that ran
