@@ -61,7 +61,11 @@ class CompareDock(QDockWidget):
                                      (self.pick_b, "compare_model_b", "deepseek-v3")):
             combo.setObjectName(name)
             for stem in self._configs:
-                combo.addItem(stem, stem)
+                try:
+                    label = self.summary(stem).display_name
+                except (OSError, ValueError):  # an unreadable bundled config is left out, the dock still works
+                    continue
+                combo.addItem(label, stem)
             i = combo.findData(default)
             combo.setCurrentIndex(i if i >= 0 else 0)
             combo.currentIndexChanged.connect(lambda _i: self.refresh())
@@ -92,6 +96,7 @@ class CompareDock(QDockWidget):
         self.plot.setLogMode(x=True, y=True)
         self.plot.setMinimumHeight(220)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)  # log axis: ticks read 10^8, 10^9 … bytes
         self.legend = self.plot.addLegend(offset=(10, 10))
         self.curves = [self.plot.plot(pen=pg.mkPen(qcolor(c), width=3)) for c in COLOURS]
         self.cross_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(qcolor("caveat"), width=2, style=Qt.DashLine))
@@ -169,6 +174,7 @@ class CompareDock(QDockWidget):
         for col, s in enumerate((a, b)):
             for row, text in enumerate(self._facts(s)):
                 item = QTableWidgetItem(text)
+                item.setToolTip(text)  # the 93-letter pattern is elided in the cell
                 if row == len(ROWS) - 1:
                     item.setForeground(qcolor(COLOURS[col]))
                 self.table.setItem(row, col, item)
