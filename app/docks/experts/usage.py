@@ -304,7 +304,8 @@ class UsageTab(QWidget):
     def _show_map(self, usage: UsageMap) -> None:
         i = self.moe_index()
         m = self.matrix()[:, self.column_order()]
-        m = m[:, : max(1, int((m.max(axis=0) > 0).sum()))]  # only the experts used, sorted: blocks of colour
+        n_used = max(1, int((m.max(axis=0) > 0).sum()))
+        m = m[:, :n_used]  # only the experts used, sorted: blocks of colour
         types = usage.seen_types()
         self.pages.setCurrentWidget(self.heat)
         self.image.setImage(m, levels=(0.0, max(float(m.max()), 1e-9)), lut=_MAP.getLookupTable(0.0, 1.0, 256))
@@ -322,7 +323,7 @@ class UsageTab(QWidget):
             text += " " + tr("experts.usage.fallback")
         self.status.setText(text)
         self.intro.setText(tr("experts.usage.intro", docs=usage.prompts, tokens=usage.n_tokens,
-                              layer=usage.moe_layers[i] + 1, experts=usage.n_experts))
+                              layer=usage.moe_layers[i] + 1, experts=usage.n_experts, used=n_used))
         tops = top_experts(counts[types])
         self.top.setText("<br>".join(tr("experts.usage.top", type=names[r], experts=", ".join(map(str, tops[r])))
                                      for r in range(n_types)))
@@ -334,5 +335,5 @@ class UsageTab(QWidget):
         self.layer_label.setText(tr("experts.usage.layer"))
         self.weights.setToolTip(tr("tip.experts.usage.weights"))
         self.layer.setToolTip(tr("tip.experts.usage.layer"))
-        self.heat.setLabel("bottom", tr("experts.layers.axis_expert"))
+        self.heat.setLabel("bottom", tr("experts.usage.axis_sorted"))
         self.refresh()
