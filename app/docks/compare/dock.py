@@ -5,7 +5,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSlider,
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
                                QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app import atomic_io
@@ -74,7 +74,7 @@ class CompareDock(QDockWidget):
         self.table = QTableWidget(len(ROWS), 2)
         self.table.setObjectName("compare_table")
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)  # both models get half
         lay.addWidget(self.table)
         crow = QHBoxLayout()
         self.context_label = QLabel()
