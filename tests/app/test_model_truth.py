@@ -88,6 +88,9 @@ class Reader:
         # "All 896" belong to the question "In K3, ..."); elsewhere the text itself must say it is K3's
         demo_pages = {place for place, text in self.seen
                       if place.startswith(("learn", "experiments")) and NAMES_K3.search(text)}
+        # the Compare dock shows the two models it was asked for (Kimi K3 by default), named in its own pickers,
+        # whatever model the window runs
+        demo_pages |= {place for place, _text in self.seen if place.lower().startswith("compare")}
         for place, text in self.seen:
             # a "real K3: [2, 896]" size label, or a block text's "Real K3 size:" paragraph, on another model
             if re.search(r"real K3:|실제 K3:|Real K3 size|실제 K3 크기", text):
