@@ -209,6 +209,8 @@ class CompareDock(QDockWidget):
                                            + [tr("compare.row.cache_at", tokens=f"{self.context:,}")])
         self.context_label.setText(tr("compare.context"))
         self.export_button.setText(tr("compare.export"))
+        self.export_button.setToolTip(tr("tip.compare.export"))
+        self.slider.setToolTip(tr("tip.compare.context"))
         self.plot.setLabel("bottom", tr("compare.axis.context"))
         self.plot.setLabel("left", tr("compare.axis.bytes"))
         self.refresh()
