@@ -224,11 +224,31 @@ class Stopped(BaseException):
 _stopped: list[int] = []  # the signal that arrived (a slot run by Qt may swallow the exception: see check_stop)
 
 
+_shield: list[int] = []  # non-empty while code runs that must not see an exception (see _shielded)
+
+
 def _on_signal(signum, _frame) -> None:
     _stopped.append(signum)
     for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal does not interrupt the clean-up
         signal.signal(sig, signal.SIG_IGN)
+    if _shield:  # raised by check_stop() when the shielded section ends
+        return
     raise Stopped(signum)
+
+
+class _shielded:
+    """A section where a signal is only recorded and raised when it ends. shiboken6 runs Python code while it
+    initialises (its signature module): an exception raised there is a fatal error (abort, exit -6, 'could not
+    initialize part 2'), not an exception, so the first PySide6 imports run shielded."""
+
+    def __enter__(self):
+        _shield.append(1)
+
+    def __exit__(self, *exc):
+        _shield.pop()
+        if exc[0] is None:
+            check_stop()
+        return False
 
 
 def check_stop() -> None:
@@ -246,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     _stopped.clear()
+    _shield.clear()
     _reported.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     hooks = sys.excepthook, sys.unraisablehook
@@ -297,6 +318,10 @@ def _main(argv: list[str] | None = None) -> int:
     missing = missing_libraries_error()  # before app.export imports QtGui, which links against some of them
     if missing:
         return _fail(missing, 3)
+    with _shielded():  # the first PySide6 import (shiboken's initialisation must not be interrupted)
+        import PySide6.QtCore  # noqa: F401
+        import PySide6.QtGui  # noqa: F401
+        import PySide6.QtWidgets  # noqa: F401
     from app.export import ExportError, check_writable, render_view, save_png
 
     try:

@@ -453,3 +453,21 @@ def test_a_sigterm_at_any_point_of_a_png_export_is_one_line(tmp_path, delay):
         assert os.listdir(tmp_path) == []
     else:  # finished before the signal came
         assert stdout.startswith("Wrote") and os.listdir(tmp_path) == ["p.png"], (proc.returncode, stderr)
+
+
+def test_a_signal_during_the_first_pyside6_import_waits_for_its_end():
+    """shiboken aborts the process (-6) when an exception is raised inside its initialisation: inside
+    cli._shielded the handler only records the signal, and the section's end raises it."""
+    from app import cli
+
+    cli._stopped.clear()
+    previous = signal.signal(signal.SIGTERM, cli._on_signal)
+    try:
+        with pytest.raises(cli.Stopped):
+            with cli._shielded():
+                signal.raise_signal(signal.SIGTERM)  # the handler runs here: nothing may be raised yet
+                reached_end = True
+        assert reached_end and cli._stopped == [signal.SIGTERM] and cli._shield == []
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        cli._stopped.clear()
