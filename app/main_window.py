@@ -10,7 +10,8 @@ import sys
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QScrollArea, QStyle, QTabBar, QToolBar
+from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QScrollArea, QStyle, QTabBar, QToolBar, QVBoxLayout,
+                               QWidget)
 
 from app import focus, i18n, player, qt_translator, tooltips
 from app.actions import ActionRegistry, ShortcutsDialog
@@ -155,7 +156,7 @@ class MainWindow(QMainWindow):
         self.scene = SceneView(self, self.config)  # laid out once, with this config
         self.scene.set_translator(tr)
         self.scene.set_layer(self.state.layer, animate=False)
-        self.setCentralWidget(self.scene)
+        self.setCentralWidget(self._scene_with_strip())
 
         self.docks = Docks(self._build_late_docks)
         self._late_pending = []  # registry entries of the docks built after the first engine result
@@ -298,7 +299,8 @@ class MainWindow(QMainWindow):
 
     def _side_budget(self) -> int:
         """Pixels the side columns (and their separators) may take beside a scene of SCENE_SHARE."""
-        scene_h = max(1, self.centralWidget().height())  # docks sit left/right: the scene spans their height
+        strip = getattr(self, "answer_strip", None)  # under the scene, in the central widget
+        scene_h = max(1, self.centralWidget().height() - (strip.sizeHint().height() if strip is not None else 0))
         gap = self.style().pixelMetric(QStyle.PM_DockWidgetSeparatorExtent, None, self)
         need_w = math.ceil(SCENE_SHARE * self.width() * self.height() / scene_h)
         return self.width() - need_w - 2 * gap
@@ -787,6 +789,20 @@ class MainWindow(QMainWindow):
     def late_docks_built(self) -> bool:
         """True once every dock of the registry exists (see _after_first_show)."""
         return self._late_built
+
+    def _scene_with_strip(self) -> QWidget:
+        """The 3D view with the answer strip under it (issue 21 I5): the drawn word and the top-5 bars stay in
+        view whatever the dock layout."""
+        from app.widgets.answer_strip import AnswerStrip
+
+        box = QWidget(self)
+        lay = QVBoxLayout(box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.scene, 1)
+        self.answer_strip = AnswerStrip(self.state, box)
+        lay.addWidget(self.answer_strip)
+        return box
 
     def _lay_out(self) -> None:
         if self._restored:

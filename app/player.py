@@ -31,7 +31,7 @@ class StepFacts:
     absent: bool = False  # the model has nothing this step shows (no KDA layer, no AttnRes ...): `extra` says so
 
 
-def _sampled(trace, pass_index: int) -> tuple[str, int, float]:
+def sampled_token(trace, pass_index: int) -> tuple[str, int, float]:
     final = trace.passes[pass_index].final
     idx = int(final["sampled"])
     piece, token_id = trace.vocab[idx]
@@ -188,17 +188,17 @@ def describe(trace, step: Step, layer: int | None = None, config=None) -> StepFa
         return StepFacts("float32", tuple(logits.shape), real(T, dims and dims.vocab),
                          f"{trace.vocab[top][0]!r} {float(logits[-1, top]):+.3f}", extra)
     if k == "sampling":
-        piece, token_id, prob = _sampled(trace, step.pass_index)
+        piece, token_id, prob = sampled_token(trace, step.pass_index)
         kn = trace.knobs
         return StepFacts("int64", (1,), None, f"{piece!r} → {token_id}",
                          [("app.fact.sampling", {"t": f"{kn.temperature:.2f}", "p": f"{kn.top_p:.2f}",
                                                  "prob": f"{prob:.3f}"})],
                          candidates=sampling_candidates(trace, step.pass_index))
     if k == "detokenize":
-        piece, token_id, _ = _sampled(trace, step.pass_index)
+        piece, token_id, _ = sampled_token(trace, step.pass_index)
         return StepFacts("str", (len(piece),), None, f"{token_id} → {piece!r}")
     if k == "stream":
-        piece, _, _ = _sampled(trace, step.pass_index)
+        piece, _, _ = sampled_token(trace, step.pass_index)
         n_bytes = len(piece.encode("utf-8"))
         return StepFacts("bytes", (n_bytes,), None, repr(piece), [("app.fact.stream", {})])
     if k == "decode_cache":

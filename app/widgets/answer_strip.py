@@ -1,0 +1,160 @@
+"""The answer strip under the 3D view (issue 21 I5, "where the user looks"): the word the selected pass drew,
+and the five most probable next words as bars (probability after temperature and top-p filled, before as an
+outline), so a slider change shows its effect next to the model whatever the dock layout. A prompt outside the
+toy language gets a one-line warning here too.
+
+Painted with QPainter from the current trace (app.player.sampling_candidates): no computation of its own, a
+repaint per new trace or pass."""
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from app.i18n import tr
+from app.player import sampled_token, sampling_candidates
+
+N_BARS = 5
+ROW = 1.4  # the strip's line height in font lines (the 3D view keeps ≥ 55 % of a 1280×720 window)
+BAR_FILL = QColor("#f0a030")  # the scene's routed-expert amber: "what was chosen"
+BAR_EDGE = QColor("#8a93a6")
+TEXT = QColor("#e6e9ef")
+MUTED = QColor("#9aa3b5")
+WARN = QColor("#ffb454")
+
+
+def shown_piece(piece: str) -> str:
+    """A piece as the strip prints it: newline and tab visible, leading space as '·'."""
+    return piece.replace("\n", "\\n").replace("\t", "\\t").replace(" ", "·") or "∅"
+
+
+class AnswerStrip(QWidget):
+    """A one-line strip: 'Next word (token k): ' 상자' p 0.78' then five bars. `rows()` gives what is drawn
+    (for tests and for the tooltip)."""
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.setObjectName("answer_strip")
+        self.state = state
+        self._rows: list[tuple[str, float, float]] = []
+        self._word: tuple[str, float] | None = None
+        self._outside = False
+        self._pass = 0
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setAutoFillBackground(True)
+        pal = self.palette()
+        pal.setColor(self.backgroundRole(), QColor("#11141a"))
+        self.setPalette(pal)
+        state.trace_changed.connect(self._update)
+        state.pass_changed.connect(lambda _i: self._update(state.trace))
+        state.language_changed.connect(lambda _l: self._update(state.trace))
+        self._update(state.trace)
+
+    # ------------------------------------------------------------------ data
+    def rows(self) -> list[tuple[str, float, float]]:
+        """[(piece, probability before, after temperature/top-p)] of the shown pass, most probable first."""
+        return list(self._rows)
+
+    def word(self) -> tuple[str, float] | None:
+        """(the drawn piece, its probability after temperature/top-p) of the shown pass."""
+        return self._word
+
+    def outside_language(self) -> bool:
+        return self._outside
+
+    def _update(self, trace) -> None:
+        if trace is None or not getattr(trace, "passes", None):
+            self._rows, self._word, self._outside = [], None, False
+        else:
+            p = min(max(int(getattr(self.state, "pass_index", 0)), 0), len(trace.passes) - 1)
+            self._pass = p
+            self._rows = sampling_candidates(trace, p, N_BARS)
+            piece, _tid, prob = sampled_token(trace, p)
+            self._word = (piece, prob)
+            in_lang = getattr(trace, "prompt_in_language", None)
+            self._outside = bool(in_lang is not None and not in_lang())
+        self.setToolTip(self._tooltip())
+        self.updateGeometry()
+        self.update()
+
+    def _tooltip(self) -> str:
+        if not self._rows:
+            return ""
+        lines = [tr("strip.tip.title")]
+        lines += [tr("strip.tip.row", word=shown_piece(p), before=f"{b:.3f}", after=f"{a:.3f}")
+                  for p, b, a in self._rows]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ drawing
+    def _fonts(self) -> tuple[QFont, QFont]:
+        base = QFont(self.font())
+        bold = QFont(base)
+        bold.setBold(True)
+        bold.setPointSizeF(base.pointSizeF() * 1.3)  # the drawn word stands out
+        return base, bold
+
+    def sizeHint(self) -> QSize:
+        base, _ = self._fonts()
+        h = QFontMetrics(base).height()
+        lines = 2 if self._outside else 1
+        return QSize(600, int(h * (ROW + 1.2 * (lines - 1))) + 4)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(200, self.sizeHint().height())
+
+    def paintEvent(self, _event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        base, bold = self._fonts()
+        fm = QFontMetrics(base)
+        line_h = fm.height()
+        x, y = 10.0, 2.0
+        if self._word is None:
+            p.setPen(MUTED)
+            p.setFont(base)
+            p.drawText(QRectF(x, y, self.width() - 20, line_h * ROW), Qt.AlignVCenter, tr("strip.empty"))
+            return
+        row_h = line_h * ROW
+        piece, prob = self._word
+        label = tr("strip.word", n=self._pass + 1)
+        p.setFont(base)
+        p.setPen(MUTED)
+        w = fm.horizontalAdvance(label) + 6
+        p.drawText(QRectF(x, y, w, row_h), Qt.AlignVCenter, label)
+        x += w
+        p.setFont(bold)
+        p.setPen(TEXT)
+        word = shown_piece(piece)
+        w = QFontMetrics(bold).horizontalAdvance(word) + 8
+        p.drawText(QRectF(x, y, w, row_h), Qt.AlignVCenter, word)
+        x += w
+        p.setFont(base)
+        p.setPen(MUTED)
+        ptxt = f"p {prob:.3f}"
+        w = fm.horizontalAdvance(ptxt) + 18
+        p.drawText(QRectF(x, y, w, row_h), Qt.AlignVCenter, ptxt)
+        x += w
+        # five bars side by side in what is left: piece name, then a bar of 0..1
+        if self._rows:
+            slot = max(60.0, (self.width() - x - 10) / len(self._rows))
+            for piece_i, before, after in self._rows:
+                name = shown_piece(piece_i)
+                name_w = min(fm.horizontalAdvance(name) + 6, slot * 0.45)
+                p.setPen(TEXT if piece_i == piece else MUTED)
+                p.drawText(QRectF(x, y, name_w, row_h), Qt.AlignVCenter | Qt.AlignRight,
+                           fm.elidedText(name, Qt.ElideRight, int(name_w)))
+                bx, bw = x + name_w + 4, max(10.0, slot - name_w - 14)
+                bar = QRectF(bx, y + row_h * 0.3, bw, row_h * 0.4)
+                p.setPen(Qt.NoPen)
+                p.setBrush(BAR_FILL)
+                p.drawRect(QRectF(bar.x(), bar.y(), bar.width() * max(0.0, min(1.0, after)), bar.height()))
+                p.setBrush(Qt.NoBrush)
+                p.setPen(QPen(BAR_EDGE, 1))
+                p.drawRect(QRectF(bar.x(), bar.y(), bar.width() * max(0.0, min(1.0, before)), bar.height()))
+                x += slot
+        if self._outside:
+            p.setPen(WARN)
+            p.setFont(base)
+            p.drawText(QRectF(10, y + row_h, self.width() - 20, line_h * 1.2), Qt.AlignVCenter,
+                       tr("strip.outside"))
+        p.end()
