@@ -100,14 +100,6 @@ def plain(text: str) -> str:
     return re.sub(r"\(&\w\)", "", text).replace("&", "").strip()
 
 
-def text_field_has_focus() -> bool:
-    """True while the keyboard goes to a text entry."""
-    w = QApplication.focusWidget()
-    if isinstance(w, (QLineEdit, QTextEdit, QPlainTextEdit, QAbstractSpinBox)):
-        return not getattr(w, "isReadOnly", lambda: False)()
-    return isinstance(w, QComboBox) and w.isEditable()
-
-
 # controls that use the bare navigation keys themselves (arrows, Home / End, PgUp / PgDn, Space)
 KEY_CONTROLS = (QAbstractSlider, QAbstractSpinBox, QComboBox, QLineEdit, QTextEdit, QPlainTextEdit,
                 QAbstractItemView)

@@ -455,13 +455,3 @@ def _animate(args, config, trace, steps, width: int, height: int, out: str) -> i
         stop_all()  # the view's render thread ends before Qt does
     print(_printable(tr("anim.cli.wrote", path=path, frames=frames, w=width, h=height, fps=spec.fps)))
     return 0
-
-
-def _settle(app, view, ms: int = 600) -> None:
-    """Let an animated camera transition finish before rendering."""
-    import time
-
-    end = time.monotonic() + ms / 1000
-    while time.monotonic() < end:
-        app.processEvents()
-        time.sleep(0.01)

@@ -53,12 +53,6 @@ def step_blocks(layout: Layout, step_kind: str | None) -> tuple[str, ...]:
     return resolve_kinds(layout, spec.blocks) if spec is not None else ()
 
 
-def step_focus_kinds(step_kind: str | None) -> tuple[str, ...]:
-    """The block kinds the camera frames for a trace step (the table's `focus`, without the layer panel)."""
-    spec = STEP_TABLE.get(step_kind or "")
-    return tuple(k for k in spec.focus if k != LAYER_FOCUS) if spec is not None else ()
-
-
 def step_focus_boxes(layout: Layout, step_kind: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """(lo, hi) boxes the camera frames for a trace step (the table's `focus`)."""
     spec = STEP_TABLE.get(step_kind or "")

@@ -34,11 +34,6 @@ def xtml_segments(effort: str, tools: bool, verify: bool) -> list[tuple[str, str
     return segs
 
 
-def xtml_text(segs: list[tuple[str, str]]) -> str:
-    """Plain serialisation: <|open|>channel<|sep|>body<|close|> per segment."""
-    return "".join(f"{OPEN}{ch}{SEP}{body}{CLOSE}" for ch, body in segs)
-
-
 class HarnessPanel(QScrollArea):
     def __init__(self, parent=None):
         super().__init__(parent)
