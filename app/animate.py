@@ -46,8 +46,14 @@ ENCODERS: dict[str, dict] = {
     ".webm": dict(codec="libvpx-vp9", pix_fmt_out="yuv420p",
                   output_params=["-deadline", "realtime", "-cpu-used", "8", "-row-mt", "1", "-b:v", "0",
                                  "-crf", "34"]),
-    ".gif": dict(codec="gif", pix_fmt_out="rgb8", output_params=["-loop", "0"]),
+    ".gif": dict(codec="gif", pix_fmt_out="pal8", output_params=["-loop", "0"]),
 }
+# GIF: each image gets its own 256-colour palette (palettegen's per-frame statistics, streamed: nothing is
+# buffered) and ordered dithering. ffmpeg's fixed rgb8 palette was ~22 levels off the picture on average and made
+# 23.9 MB for a 240-frame 640x360 orbit (now 11.5 MB; the 1503-frame steps GIF 13.7 -> 5.5 MB, ~2 levels off
+# the MP4). No diff_mode=rectangle: with a palette per image it corrupted later frames (~10 levels off).
+GIF_PALETTE = ("split[a][b];[a]palettegen=stats_mode=single:reserve_transparent=0[p];"
+               "[b][p]paletteuse=new=1:dither=bayer:bayer_scale=5")
 MAX_FPS = 60
 MAX_FRAMES = 20000  # ~11 minutes at 30 fps: a bound, not a goal
 _BAND = QColor(12, 14, 20)  # the caption band below the picture
@@ -341,6 +347,9 @@ class VideoFile:
         schedule = hold_schedule(holds) if holds is not None else None
         self.held = schedule is not None
         filters = ["-vf", f"setpts={schedule}", "-fps_mode", "vfr"] if self.held else []
+        if ext == ".gif":
+            graph = (f"setpts={schedule}," if self.held else "") + GIF_PALETTE
+            filters = ["-filter_complex", graph] + (["-fps_mode", "vfr"] if self.held else [])
         args = ["-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{width}x{height}",
                 "-pix_fmt", "yuv420p" if self.yuv else "rgb24", "-r", str(Fraction(fps).limit_denominator()),
                 "-i", "-", "-an", "-vcodec", encoder["codec"], "-pix_fmt", encoder["pix_fmt_out"],
