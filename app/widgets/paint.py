@@ -67,6 +67,34 @@ UI_ROLES: dict[str, tuple[int, int, int, int]] = {
 }
 
 
+_overflows: list[tuple[str, float, float]] | None = None  # see record_overflows()
+
+
+class record_overflows:
+    """`with record_overflows() as found:` every text that box(), label(), text(), wrapped() or caption() draw
+    past its rectangle (wider or taller than it, in the painter's font) is added to `found` as
+    (text, needed width, rectangle width): the check behind tests/app/test_diagram_text_fits.py."""
+
+    def __enter__(self) -> list[tuple[str, float, float]]:
+        global _overflows
+        self._saved, _overflows = _overflows, []
+        return _overflows
+
+    def __exit__(self, *_exc) -> bool:
+        global _overflows
+        _overflows = self._saved
+        return False
+
+
+def draw_text(p: QPainter, rect: QRectF, flags, s: str) -> None:
+    """p.drawText(rect, flags, s), noting an overflow while record_overflows() is on."""
+    if _overflows is not None and s:
+        took = QFontMetricsF(p.font()).boundingRect(rect, int(flags), s)
+        if took.width() > rect.width() + 0.5 or took.height() > rect.height() + 0.5:
+            _overflows.append((s, round(took.width(), 1), round(rect.width(), 1)))
+    p.drawText(rect, int(flags), s)
+
+
 def qcolor(role: str, alpha: int | None = None) -> QColor:
     """The colour of a role (scene/palette.py block kinds and UI_ROLES), optionally with another alpha."""
     if role in UI_ROLES:
@@ -125,7 +153,7 @@ def box(p: QPainter, rect: QRectF, fill: QColor | None = None, edge: QColor | No
     p.setBrush(Qt.NoBrush)
     if label:
         p.setPen(qcolor("text") if text is None else text)
-        p.drawText(rect.adjusted(3, 2, -3, -2), flags, label)
+        draw_text(p, rect.adjusted(3, 2, -3, -2), flags, label)
     return rect
 
 
@@ -171,13 +199,13 @@ def text(p: QPainter, x: float, y: float, s: str, pt: float = 10, color: QColor 
         left = x - width
     else:
         left = x
-    p.drawText(QRectF(left, y - 20, width, 40), int(align), s)
+    draw_text(p, QRectF(left, y - 20, width, 40), int(align), s)
 
 
 def wrapped(p: QPainter, rect: QRectF, s: str, pt: float = 9, color: QColor | None = None) -> None:
     p.setFont(font(pt))
     p.setPen(qcolor("text") if color is None else color)
-    p.drawText(rect, int(Qt.TextWordWrap | Qt.AlignLeft | Qt.AlignTop), s)
+    draw_text(p, rect, int(Qt.TextWordWrap | Qt.AlignLeft | Qt.AlignTop), s)
 
 
 def label(p: QPainter, x: float, y: float, s: str, color: QColor | None = None, align=Qt.AlignCenter,
@@ -190,13 +218,13 @@ def label(p: QPainter, x: float, y: float, s: str, color: QColor | None = None, 
         rect = QRectF(x - w, y - 9, w, 18)
     else:
         rect = QRectF(x - w / 2, y - 9, w, 18)
-    p.drawText(rect, align | Qt.AlignVCenter, s)
+    draw_text(p, rect, align | Qt.AlignVCenter, s)
 
 
 def caption(p: QPainter, w: float, h: float, s: str, color: QColor | None = None) -> None:
     """A caption at the foot of a w × h diagram, wrapped onto two lines when the diagram is narrow."""
     p.setPen(qcolor("muted") if color is None else color)
-    p.drawText(QRectF(5, h - 36, w - 10, 33), Qt.AlignHCenter | Qt.AlignBottom | Qt.TextWordWrap, s)
+    draw_text(p, QRectF(5, h - 36, w - 10, 33), Qt.AlignHCenter | Qt.AlignBottom | Qt.TextWordWrap, s)
 
 
 def along(points: list[QPointF], t: float) -> QPointF:

@@ -4,12 +4,12 @@ stack from the wire inwards with the chosen layer's bytes highlighted. Caveats f
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.docks.routing.anim import EDGE, MUTED, TEXT, begin_paint
 from app.i18n import tr
-from app.widgets.paint import box, css, qcolor
+from app.widgets.paint import box, css, draw_text, fit_text, qcolor
 
 OSI = (7, 6, 5, 4, 3, 2, 1)
 # stack -> blocks (top layer, bottom layer, key); keys name i18n entries routing.encap.<key>.name / .adds
@@ -58,9 +58,11 @@ class StacksDiagram(QWidget):
         self.selected: tuple[str, str] = ("https", "llm.tls")
         self._rects: dict[tuple[str, str], QRectF] = {}
 
-    def geometry_for(self, w: float, h: float):
+    def geometry_for(self, w: float, h: float, label_w: float = 0.0):
+        """(left, top, row_h, col_w); label_w: the widest OSI layer name in the painter's font (the left
+        column is at least that wide plus its margins: 'Presentation' ran past 66 px)."""
         narrow = w < 620
-        left = 118.0 if not narrow else 66.0
+        left = max(118.0 if not narrow else 66.0, label_w + 12)
         top = 30.0 if not narrow else 46.0
         bottom_note = 34.0 if not narrow else 46.0
         row_h = (h - top - bottom_note - 6) / 7
@@ -73,16 +75,18 @@ class StacksDiagram(QWidget):
     def paintEvent(self, event):  # noqa: N802
         p, f = begin_paint(self, 8.5)
         w, h = float(self.width()), float(self.height())
-        left, top, row_h, col_w = self.geometry_for(w, h)
         if w < 620:
             f.setPointSizeF(7.5)
             p.setFont(f)
+        metrics = QFontMetricsF(f)
+        label_w = max(metrics.horizontalAdvance(tr(f"routing.osi.{layer}")) for layer in OSI)
+        left, top, row_h, col_w = self.geometry_for(w, h, label_w if w < 620 else 0.0)
         for i, layer in enumerate(OSI):
             y = top + i * row_h
             p.setPen(MUTED)
             sep = " " if left > 100 else "\n"
-            p.drawText(QRectF(4, y, left - 8, row_h), Qt.AlignVCenter | Qt.AlignLeft | Qt.TextWordWrap,
-                       f"L{layer}{sep}{tr(f'routing.osi.{layer}')}")
+            draw_text(p, QRectF(4, y, left - 8, row_h), Qt.AlignVCenter | Qt.AlignLeft | Qt.TextWordWrap,
+                      f"L{layer}{sep}{tr(f'routing.osi.{layer}')}")
             pen = QPen(qcolor("grid_line"))
             p.setPen(pen)
             p.drawLine(QPointF(left - 4, y), QPointF(w - 6, y))
@@ -93,7 +97,7 @@ class StacksDiagram(QWidget):
             bold = QFont(f)
             bold.setBold(True)
             p.setFont(bold)
-            p.drawText(QRectF(x, 2, col_w, top - 4), Qt.AlignCenter | Qt.TextWordWrap, tr(f"routing.encap.{stack}"))
+            draw_text(p, QRectF(x, 2, col_w, top - 4), Qt.AlignCenter | Qt.TextWordWrap, tr(f"routing.encap.{stack}"))
             p.setFont(f)
             covered = set()
             for top_l, bot_l, key in blocks:
@@ -118,7 +122,7 @@ class StacksDiagram(QWidget):
             p.setBrush(Qt.NoBrush)
             p.drawRoundedRect(note_r, 4, 4)
             p.setPen(MUTED)
-            p.drawText(note_r, Qt.AlignCenter | Qt.TextWordWrap, tr(f"routing.encap.{stack}.after"))
+            fit_text(p, note_r.adjusted(2, 1, -2, -1), tr(f"routing.encap.{stack}.after"))  # shrinks at 420 px
         p.end()
 
     def mousePressEvent(self, event):  # noqa: N802

@@ -14,7 +14,7 @@ from app.docks.experts.model import routing
 from app.docks.routing.anim import BG, EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.i18n import tr
 from app.widgets.controls import ResponsiveGrid
-from app.widgets.paint import along, arrow, box, caption, dot, label, line, qcolor
+from app.widgets.paint import along, arrow, box, caption, dot, fit_text, label, line, qcolor
 from app.widgets.safe_text import esc, rich_tr
 from scene.layout import ModelDims
 from scene.tooltips import model_args
@@ -74,7 +74,9 @@ class MemoryDiagram(AnimatedDiagram):
             pos = along(pts[::-1], (t - 0.5) * 2)
             dot(p, pos, DATA, 6)
             label(p, pos.x(), y - bh / 2 - 14, tr("routing.mem.line"), DATA, w=130)
-        label(p, w / 2, y + bh / 2 + 14, tr("routing.mem.tlb"), MUTED, w=w - 10)
+        p.setPen(MUTED)  # two lines when the dock is narrow (one line ran past both edges at 388 px)
+        fit_text(p, QRectF(5, y + bh / 2 + 5, w - 10, 34), tr("routing.mem.tlb"),
+                 Qt.AlignHCenter | Qt.AlignTop | Qt.TextWordWrap)
         caption(p, w, h, tr("routing.mem.caption"))
 
 
@@ -153,12 +155,14 @@ class MoEDiagram(AnimatedDiagram):
     def draw(self, p, w, h):
         sel, cap = self.selection()
         y = h * 0.48
-        tok = QRectF(w * 0.03, y - 14, w * 0.12, 28)
+        tok = QRectF(w * 0.03, y - 18, w * 0.12, 36)  # "x (token)" takes two lines in a narrow dock
         box(p, tok, qcolor("activation").darker(200), label="x (token)")
         rt = QRectF(w * 0.19, y - 22, w * 0.19, 44)
         text = "router\nsigmoid(W_r·x) + b"
-        if p.fontMetrics().horizontalAdvance("sigmoid(W_r·x) + b") > rt.width() - 6:
-            text = "router\nσ(W_r·x) + b"
+        for formula in ("sigmoid(W_r·x) + b", "σ(W_r·x) + b", "σ(W_r·x)+b"):  # the widest that fits one line
+            text = f"router\n{formula}"
+            if p.fontMetrics().horizontalAdvance(formula) <= rt.width() - 6:
+                break
         box(p, rt, qcolor("router"), label=text)
         arrow(p, QPointF(tok.right(), y), QPointF(rt.left(), y), EDGE)
         args = self.text_args()

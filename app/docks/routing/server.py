@@ -91,8 +91,8 @@ class ServerDiagram(AnimatedDiagram):
         r["pcie"] = QRectF(w * 0.22, y - 16, w * 0.13, 32)
         gpu = QRectF(w * 0.40, y - 70, w * 0.57, 140)
         r["hbm"] = QRectF(gpu.left() + 10, gpu.top() + 26, w * 0.12, gpu.height() - 36)
-        r["l2"] = QRectF(r["hbm"].right() + w * 0.05, y - 22, w * 0.09, 44)
-        r["sm"] = QRectF(r["l2"].right() + w * 0.05, gpu.top() + 26, gpu.right() - r["l2"].right() - w * 0.05 - 10,
+        r["l2"] = QRectF(r["hbm"].right() + w * 0.04, y - 22, w * 0.11, 44)  # "L2 cache" / "L2 캐시" fits at 400 px
+        r["sm"] = QRectF(r["l2"].right() + w * 0.04, gpu.top() + 26, gpu.right() - r["l2"].right() - w * 0.04 - 10,
                          gpu.height() - 36)
         box(p, gpu, qcolor("gpu_body"), EDGE)
         label(p, gpu.center().x(), gpu.top() + 12, "GPU", TEXT)
@@ -115,7 +115,8 @@ class ServerDiagram(AnimatedDiagram):
         # bandwidth labels (orders of magnitude, H200-class)
         label(p, r["pcie"].center().x(), r["pcie"].top() - 24, "PCIe 5.0 ×16", MUTED, w=120)
         label(p, r["pcie"].center().x(), r["pcie"].top() - 10, "≈ 64 GB/s", MUTED, w=120)
-        label(p, r["hbm"].center().x(), r["hbm"].bottom() - 12, "≈ 4.8 TB/s", MUTED, w=r["hbm"].width())
+        # under the GPU box, left-aligned with HBM: inside the HBM box it ran past its edges below ~480 px
+        label(p, r["hbm"].left(), gpu.bottom() + 11, "HBM ≈ 4.8 TB/s", MUTED, Qt.AlignLeft, w=gpu.width())
         caption(p, w, h, tr("routing.server.caption"))
 
     def mousePressEvent(self, event):  # noqa: N802

@@ -1,0 +1,42 @@
+"""Every text the docks' painted diagrams draw fits the rectangle it is drawn in (issue 27.9: "≈ 4.8 TB/s" ran
+past the HBM box at 460 px, the TLB line past both edges of the memory diagram, 'L2 cache' past its box), checked
+the way a user meets it: the window opened at 1280 × 720 (its narrowest default layout), every tab of every dock
+brought to the front, each painted widget rendered while app.widgets.paint.record_overflows() watches its texts."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QWidget
+
+from app import i18n
+from app.widgets.paint import record_overflows
+from test_small_screens import open_window, pump
+
+
+def painted_widgets(root):
+    for w in root.findChildren(QWidget):
+        if w.isVisible() and type(w).__module__.startswith("app.") and type(w).paintEvent is not QWidget.paintEvent:
+            yield w
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_no_diagram_text_runs_past_its_box_at_1280x720(qtbot, tmp_path, lang):
+    win = open_window(qtbot, tmp_path, 1280, 720, lang)
+    try:
+        overflows, seen = [], 0
+        for name in list(win.docks.keys()):
+            dock = win.docks[name]
+            dock.raise_()
+            for tab in getattr(dock, "pages", {}) or [None]:
+                if tab is not None:
+                    dock.show_tab(tab)
+                pump(150)
+                for widget in painted_widgets(dock):
+                    with record_overflows() as found:
+                        widget.grab()
+                    seen += 1
+                    overflows += [(name, tab, type(widget).__name__, widget.width(), *f) for f in found]
+        assert seen > 10, "too few painted diagrams were rendered: the walk did not reach the docks"
+        assert overflows == []
+    finally:
+        win.close()
+        i18n.set_language("en")
