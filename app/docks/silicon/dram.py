@@ -23,6 +23,7 @@ WINDOW_S = 0.25  # strip chart span, model seconds
 
 class DramSchematic(Canvas):
     LOGICAL = (800.0, 400.0)
+    NARROW = (470.0, 610.0)  # the schematic on top, the V(t) chart under it
 
     def __init__(self, tab: "DramTab"):
         super().__init__(tab)
@@ -105,7 +106,7 @@ class DramSchematic(Canvas):
         last = self.tab.last_result
         out = tr("silicon.dram.sensed", bit=last) if last is not None else tr("silicon.dram.sensed_none")
         text(p, 104, 370, out, 10, TEXT, True)
-        self._chart(p, QRectF(470, 60, 310, 270), cell)
+        self._chart(p, QRectF(50, 420, 400, 172) if self.narrow else QRectF(470, 60, 310, 270), cell)
 
     def _chart(self, p, r: QRectF, cell: DRAMCell) -> None:
         box(p, r, PANEL, PANEL_EDGE, radius=6, width=1.5)

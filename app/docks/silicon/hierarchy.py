@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QVBoxLayout,
                                QWidget)
 
 from app.docks.silicon.canvas import DIM, PANEL, PANEL_EDGE, TEXT, Canvas
 from app.i18n import tr
 from app.widgets.controls import note_label, set_stacked
-from app.widgets.paint import arrow, box, font, mix, pen, qcolor, text
+from app.widgets.paint import arrow, box, fit_text, font, mix, pen, qcolor, text
 from app.widgets.safe_text import esc, rich_tr
 from compute import memory as M
 from compute.config import load_default
@@ -59,25 +60,33 @@ ITEMS: dict[str, tuple[tuple[str, ...], str]] = {
 
 class HierarchyDiagram(Canvas):
     LOGICAL = (800.0, 500.0)
+    NARROW = (560.0, 500.0)  # the same pyramid, 0.62 as wide (the dock's 425 px show it at 0.76, not 0.53)
 
     def __init__(self, tab: "HierarchyTab"):
         super().__init__(tab)
         self.tab = tab
 
+    def centre_x(self) -> float:
+        return 320.0 if self.narrow else 450.0
+
     def rows(self) -> dict[str, QRectF]:
-        cx = 450.0
+        cx, f = (self.centre_x(), 0.62) if self.narrow else (self.centre_x(), 1.0)
         spec = {"tensor": (66, 330), "reg": (124, 420), "smem": (188, 500), "l2": (262, 580), "hbm": (336, 660),
                 "host": (438, 660)}
-        return {k: QRectF(cx - w / 2, y, w, 54) for k, (y, w) in spec.items()}
+        return {k: QRectF(cx - w * f / 2, y, w * f, 54) for k, (y, w) in spec.items()}
 
     def draw(self, p) -> None:
         g = self.tab.gpu()
         lit, main = ITEMS.get(self.tab.item(), ((), None))
         rows = self.rows()
         state = qcolor("state")
-        text(p, 20, 20, tr("silicon.hier.canvas_title", gpu=g.name), 12, bold=True, width=770)
+        p.setFont(font(12, True))  # shrinks to fit the narrow box (the English title is 614 units at 12 pt)
+        p.setPen(TEXT)
+        fit_text(p, QRectF(20, 6, self.logical_box()[0] - 30, 28), tr("silicon.hier.canvas_title", gpu=g.name),
+                 Qt.AlignLeft | Qt.AlignVCenter)
         # frames: SM and GPU package
-        sm = rows["tensor"].united(rows["smem"]).adjusted(-40, -8, 40, 8)
+        # narrow: the frame starts higher, so its "one SM (x132)" label sits above the tensor-core row, not under it
+        sm = rows["tensor"].united(rows["smem"]).adjusted(-40, -22 if self.narrow else -8, 40, 8)
         pkg = sm.united(rows["hbm"]).adjusted(-10, -6, 10, 22)
         p.setPen(pen(PANEL_EDGE, 1.5, Qt.DashLine))
         p.drawRoundedRect(pkg, 12, 12)
@@ -109,15 +118,21 @@ class HierarchyDiagram(Canvas):
             box(p, r, fill, edge, radius=8, width=2.5 if on else 1.2)
             name, size, bw = info[key]
             text(p, r.left() + 12, r.top() + 16, name, 10, TEXT, True, width=r.width() - 24)
-            text(p, r.left() + 12, r.top() + 38, size, 8.5, TEXT if on else DIM, width=r.width() - 24)
-            if bw:
-                text(p, r.right() - 12, r.top() + 16, bw, 8.5, TEXT if on else DIM, False,
-                     Qt.AlignRight | Qt.AlignVCenter, width=r.width() * 0.62)
+            p.setFont(font(8.5))
+            p.setPen(TEXT if on else DIM)
+            fit_text(p, QRectF(r.left() + 12, r.top() + 28, r.width() - 24, 20), size, Qt.AlignLeft | Qt.AlignVCenter)
+            if bw:  # right of the name, in what the name leaves (shrunk, then elided: it overlapped the name)
+                name_w = QFontMetricsF(font(10, True)).horizontalAdvance(name)
+                room = QRectF(r.left() + 12 + name_w + 10, r.top() + 6, r.width() - 34 - name_w, 20)
+                p.setFont(font(8.5))
+                p.setPen(TEXT if on else DIM)
+                fit_text(p, room, bw, Qt.AlignRight | Qt.AlignVCenter)
         # PCIe link between host and HBM
         y0, y1 = pkg.bottom() + 2, rows["host"].top() - 2
-        arrow(p, QPointF(442, y1), QPointF(442, y0), DIM, 2, 8)
-        arrow(p, QPointF(458, y0), QPointF(458, y1), DIM, 2, 8)
-        text(p, 472, (y0 + y1) / 2, "PCIe", 9, DIM)
+        cx = self.centre_x()
+        arrow(p, QPointF(cx - 8, y1), QPointF(cx - 8, y0), DIM, 2, 8)
+        arrow(p, QPointF(cx + 8, y0), QPointF(cx + 8, y1), DIM, 2, 8)
+        text(p, cx + 22, (y0 + y1) / 2, "PCIe", 9, DIM)
         # speed / size axis
         arrow(p, QPointF(40, 380), QPointF(40, 90), DIM, 2, 8)
         p.setFont(font(8.5))
