@@ -127,6 +127,23 @@ def mix(a: QColor, b: QColor, t: float) -> QColor:
 
 FONT_FAMILIES = ["DejaVu Sans", "Noto Sans CJK KR"]  # Latin + combining marks from DejaVu, Hangul from Noto
 MONO_FAMILIES = ["DejaVu Sans Mono", "Noto Sans Mono CJK KR"]
+# The same two families for rich text. Qt's <code> and 'font-family:monospace' name one family, so a line holding
+# Hangul is shaped as one item in the fallback CJK mono face, digits and Latin included (narrower, a size
+# smaller); a family list lets every character take DejaVu Sans Mono first and only Hangul the CJK face.
+MONO_CSS = "font-family:DejaVu Sans Mono,Noto Sans Mono CJK KR,monospace"  # unquoted names: fits in either quote
+
+
+def mono_html(escaped: str) -> str:
+    """Escaped text as a monospace rich-text span whose Latin, digits and Hangul keep one size."""
+    return f"<span style=\"{MONO_CSS}\">{escaped}</span>"
+
+
+def mono_font(like: QFont | None = None) -> QFont:
+    """A widget font in the two mono families, at `like`'s size (the application font's by default)."""
+    f = QFont(like) if like is not None else QFont()
+    f.setFamilies(MONO_FAMILIES)
+    f.setStyleHint(QFont.Monospace)
+    return f
 
 
 def font(pt: float, bold: bool = False, mono: bool = False) -> QFont:

@@ -11,7 +11,7 @@ from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experiments.common import ExperimentPanel
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, section_label
-from app.widgets.paint import css
+from app.widgets.paint import css, mono_font
 from app.widgets.safe_text import rich_tr
 from compute import teaching as T
 from compute.tokenizer import ToyTokenizer
@@ -85,7 +85,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         self.bytes_title = section_label()
         self.bytes = QLabel(); self.bytes.setObjectName("tok_bytes"); self.bytes.setWordWrap(True)
         self.bytes.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        f = self.bytes.font(); f.setFamily("monospace"); f.setStyleHint(f.StyleHint.Monospace); self.bytes.setFont(f)
+        self.bytes.setFont(mono_font(self.bytes.font()))
         self.body.addWidget(self.bytes_title)
         self.body.addWidget(self.bytes)
         self.table_title = section_label()

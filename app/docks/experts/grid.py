@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider,
                                QSpinBox, QVBoxLayout, QWidget)
 
@@ -19,7 +18,7 @@ from app import weights_choice
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
-from app.widgets.paint import css
+from app.widgets.paint import css, mono_font
 from app.widgets.safe_text import plain
 
 BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert
@@ -131,7 +130,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.selected_list = QLabel()
         self.selected_list.setObjectName("experts.selected_list")
         self.selected_list.setTextFormat(Qt.PlainText)  # plain monospace text: cheap to relayout per token
-        self.selected_list.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.selected_list.setFont(mono_font(self.selected_list.font()))
         self.selected_list.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.selected_list.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
         self._selected_key = None

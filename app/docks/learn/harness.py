@@ -11,7 +11,7 @@ from app.i18n import language, tr
 from app.texts import explanation
 from app.widgets.controls import scroll_page, section_label
 from app.widgets.markdown import demote_headings, markdown_label
-from app.widgets.paint import qcolor
+from app.widgets.paint import MONO_CSS, qcolor
 from app.widgets.safe_text import SafeTextBrowser
 
 EFFORTS = ("low", "medium", "high")
@@ -78,7 +78,7 @@ class HarnessPanel(QScrollArea):
         self.path.setText(" → ".join(f"<span style='white-space:nowrap'>[{c}]</span>" for c in chips))
         tok = qcolor("mla")
         style = (f"background-color: rgba({tok.red()},{tok.green()},{tok.blue()},70); font-weight: bold;"
-                 " font-family: monospace; white-space: nowrap;")
+                 f" {MONO_CSS}; white-space: nowrap;")
         chan = qcolor("output")
         parts = []
         for ch, body in segs:
