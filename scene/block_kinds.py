@@ -65,3 +65,138 @@ def formula_key(kind: str, dims) -> str:
     if kind == "mla.q_b" and not dims.q_lora:
         return "scene.formula.mla.q_direct"
     return f"scene.formula.{kind}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The block-kind table (issue 23.2): one entry per kind a trace block can have. `rows`/`cols` name what the axes
+# of the tensor the inspector shows (a >2-D tensor flattened to [-1, last]) really are; `colour` names the rule
+# scene/colouring.py applies; `features` the model features a kind needs (a model lacking one has no such block).
+
+from dataclasses import dataclass  # noqa: E402
+
+# axis names (i18n keys "block_axis.{name}" in assets/i18n/block_kinds.*.json)
+AXES: tuple[str, ...] = ("tokens", "cache", "heads", "head_query", "head_dk", "d_v", "channels", "experts",
+                         "token_expert", "topk", "vocab", "candidates", "one")
+
+# colour rules of scene/colouring.block_colors
+COLOUR_RULES: tuple[str, ...] = ("diverging", "unit_ramp", "expert_weights", "router_stretch")
+
+
+@dataclass(frozen=True)
+class BlockKind:
+    kind: str
+    family: str  # embedding / kda / mla / moe / dense / attnres / norm / residual / head / sampling / stack
+    station: str  # where in a layer it sits: global, mixer, ffn
+    inputs: tuple[str, ...]  # kinds it reads
+    rows: str  # one of AXES
+    cols: str  # one of AXES
+    colour: str = "diverging"  # one of COLOUR_RULES
+    features: tuple[str, ...] = ()  # model features it needs: kda, mla, q_lora, mla_gate, moe, shared_experts,
+    #                                   dense, attnres (empty: every model)
+    per_token: bool = False  # the scene draws one token's row of it as a grid (router scores, chosen experts)
+
+    @property
+    def role(self) -> str:
+        """The i18n key of the kind's name."""
+        return f"block.{self.kind}"
+
+    @property
+    def rows_are_tokens(self) -> bool:
+        return self.rows == "tokens"
+
+
+def _k(kind, family, station, inputs, rows="tokens", cols="channels", colour="diverging", features=(),
+       per_token=False):
+    return BlockKind(kind, family, station, tuple(inputs), rows, cols, colour, tuple(features), per_token)
+
+
+_ENTRIES = (
+    _k("embedding", "embedding", "global", (), features=()),
+    _k("stack.layer", "stack", "global", ("residual",)),
+    _k("stack.attnres_bracket", "attnres", "global", (), "one", "one", features=("attnres",)),
+    _k("final.attnres", "attnres", "global", ("residual",), "tokens", "candidates", features=("attnres",)),
+    _k("final.norm", "norm", "global", ("residual", "final.attnres")),
+    _k("lm_head", "head", "global", ("final.norm",), "tokens", "vocab"),
+    _k("sampling", "sampling", "global", ("lm_head",), "one", "vocab"),
+    # every layer
+    _k("attnres.mixer", "attnres", "mixer", ("residual",), "tokens", "candidates", "unit_ramp", ("attnres",)),
+    _k("attnres.mixer.out", "attnres", "mixer", ("attnres.mixer",), features=("attnres",)),
+    _k("norm.mixer", "norm", "mixer", ("residual",)),
+    _k("mixer.out", "residual", "mixer", ("kda.o_proj", "mla.o_proj")),
+    _k("attnres.ffn", "attnres", "ffn", ("residual",), "tokens", "candidates", "unit_ramp", ("attnres",)),
+    _k("attnres.ffn.out", "attnres", "ffn", ("attnres.ffn",), features=("attnres",)),
+    _k("norm.ffn", "norm", "ffn", ("mixer.out",)),
+    _k("ffn.out", "residual", "ffn", ("mlp.down", "moe.mix")),
+    _k("residual", "residual", "ffn", ("ffn.out",)),
+    # KDA
+    _k("kda.q_proj", "kda", "mixer", ("norm.mixer",), features=("kda",)),
+    _k("kda.k_proj", "kda", "mixer", ("norm.mixer",), features=("kda",)),
+    _k("kda.v_proj", "kda", "mixer", ("norm.mixer",), features=("kda",)),
+    _k("kda.q_conv", "kda", "mixer", ("kda.q_proj",), features=("kda",)),
+    _k("kda.k_conv", "kda", "mixer", ("kda.k_proj",), features=("kda",)),
+    _k("kda.v_conv", "kda", "mixer", ("kda.v_proj",), features=("kda",)),
+    _k("kda.q_norm", "kda", "mixer", ("kda.q_conv",), features=("kda",)),
+    _k("kda.k_norm", "kda", "mixer", ("kda.k_conv",), features=("kda",)),
+    _k("kda.f", "kda", "mixer", ("norm.mixer",), features=("kda",)),
+    _k("kda.alpha", "kda", "mixer", ("kda.f",), colour="unit_ramp", features=("kda",)),
+    _k("kda.beta", "kda", "mixer", ("norm.mixer",), "tokens", "heads", "unit_ramp", ("kda",)),
+    _k("kda.state", "kda", "mixer", ("kda.q_norm", "kda.k_norm", "kda.v_conv", "kda.alpha", "kda.beta"),
+       "head_dk", "d_v", features=("kda",)),
+    _k("kda.o", "kda", "mixer", ("kda.state", "kda.q_norm"), features=("kda",)),
+    _k("kda.gate", "kda", "mixer", ("norm.mixer",), colour="unit_ramp", features=("kda",)),
+    _k("kda.o_norm", "kda", "mixer", ("kda.o", "kda.gate"), features=("kda",)),
+    _k("kda.o_proj", "kda", "mixer", ("kda.o_norm",), features=("kda",)),
+    # MLA
+    _k("mla.q_a", "mla", "mixer", ("norm.mixer",), features=("mla", "q_lora")),
+    _k("mla.q_a_norm", "mla", "mixer", ("mla.q_a",), features=("mla", "q_lora")),
+    _k("mla.q_b", "mla", "mixer", ("mla.q_a_norm",), features=("mla",)),
+    _k("mla.kv_a", "mla", "mixer", ("norm.mixer",), features=("mla",)),
+    _k("mla.c_kv", "mla", "mixer", ("mla.kv_a",), "cache", features=("mla",)),
+    _k("mla.k_rope", "mla", "mixer", ("mla.kv_a",), "cache", features=("mla",)),
+    _k("mla.kv_b", "mla", "mixer", ("mla.c_kv",), "cache", features=("mla",)),
+    _k("mla.scores", "mla", "mixer", ("mla.q_b", "mla.kv_b", "mla.k_rope"), "head_query", "cache",
+       features=("mla",)),
+    _k("mla.softmax", "mla", "mixer", ("mla.scores",), "head_query", "cache", "unit_ramp", ("mla",)),
+    _k("mla.o", "mla", "mixer", ("mla.softmax", "mla.kv_b"), features=("mla",)),
+    _k("mla.gate", "mla", "mixer", ("norm.mixer",), colour="unit_ramp", features=("mla", "mla_gate")),
+    _k("mla.o_gated", "mla", "mixer", ("mla.o", "mla.gate"), features=("mla", "mla_gate")),
+    _k("mla.o_proj", "mla", "mixer", ("mla.o_gated", "mla.o"), features=("mla",)),
+    # MoE
+    _k("moe.router", "moe", "ffn", ("norm.ffn",), "tokens", "experts", "router_stretch", ("moe",),
+       per_token=True),
+    _k("moe.router.logits", "moe", "ffn", ("norm.ffn",), "tokens", "experts", features=("moe",)),
+    _k("moe.bias", "moe", "ffn", (), "one", "experts", features=("moe",)),
+    _k("moe.topk_idx", "moe", "ffn", ("moe.router",), "tokens", "topk", features=("moe",)),
+    _k("moe.topk_weight", "moe", "ffn", ("moe.router",), "tokens", "topk", features=("moe",)),
+    _k("moe.experts", "moe", "ffn", ("norm.ffn", "moe.topk_idx"), "token_expert", "channels", "expert_weights",
+       ("moe",), per_token=True),
+    _k("moe.down", "moe", "ffn", ("norm.ffn",), features=("moe",)),
+    _k("moe.mix", "moe", "ffn", ("moe.experts", "moe.topk_weight", "moe.down"), features=("moe",)),
+    _k("moe.norm", "moe", "ffn", ("moe.mix",), features=("moe",)),
+    _k("moe.up", "moe", "ffn", ("moe.norm",), features=("moe",)),
+    _k("moe.shared", "moe", "ffn", ("norm.ffn",), features=("moe", "shared_experts")),
+    # dense FFN
+    _k("mlp.gate", "dense", "ffn", ("norm.ffn",), features=("dense",)),
+    _k("mlp.up", "dense", "ffn", ("norm.ffn",), features=("dense",)),
+    _k("mlp.act", "dense", "ffn", ("mlp.gate", "mlp.up"), features=("dense",)),
+    _k("mlp.down", "dense", "ffn", ("mlp.act",), features=("dense",)),
+)
+
+TABLE: dict[str, BlockKind] = {e.kind: e for e in _ENTRIES}
+
+
+def entry(kind: str) -> BlockKind | None:
+    """The table entry of a block kind (None for a kind the table does not know)."""
+    return TABLE.get(kind)
+
+
+def kinds_with(*, rows: str | None = None, colour: str | None = None, family: str | None = None) -> tuple[str, ...]:
+    """The kinds whose entry matches every given field (e.g. the cache kinds: rows="cache")."""
+    return tuple(e.kind for e in _ENTRIES if (rows is None or e.rows == rows)
+                 and (colour is None or e.colour == colour) and (family is None or e.family == family))
+
+
+def axes_key(kind: str) -> tuple[str, str] | None:
+    """The i18n keys of what the rows and the columns of a kind's tensor are."""
+    e = TABLE.get(kind)
+    return None if e is None else (f"block_axis.{e.rows}", f"block_axis.{e.cols}")

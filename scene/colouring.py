@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from scene import palette
+from scene import block_kinds, palette
 from scene.layout import Block, Layout
 
 EMPTY = np.array([0.19, 0.20, 0.24, 1.0], np.float32)  # a cell with no number (not computed yet)
 DIM = 0.42  # brightness factor for rows computed by an earlier pass
+
+
+def _rule(kind: str, field: str) -> str:
+    """A field of the kind's block-kind table entry ("" for a kind the table does not know)."""
+    e = block_kinds.entry(kind)
+    return getattr(e, field) if e is not None else ""
 
 
 def pass_of_position(trace, pos: int) -> int | None:
@@ -37,6 +43,7 @@ def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -
     passes = trace.passes
     pass_index = min(max(pass_index, 0), len(passes) - 1)
     kind = b.kind
+    entry = block_kinds.entry(kind)
     if b.part == "weight":
         w = trace.weights[l0].get(kind) if l0 < len(trace.weights) else None
         if w is None:
@@ -45,9 +52,9 @@ def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -
         out[: w.shape[0], : w.shape[1]] = w[:rows, :cols]
         return out
     tens = passes[pass_index].layers[l0].tensors
-    if kind in ("moe.router", "moe.experts"):
+    if entry is not None and entry.per_token:
         prow = token_row(trace, pass_index, token)
-        if kind == "moe.router":
+        if entry.colour == "router_stretch":  # the token's router scores
             s = np.asarray(tens["moe.router"], float)[prow]
             out.ravel()[: s.size] = s
         else:
@@ -57,18 +64,18 @@ def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -
             vals[idx] = wt
             out = vals.reshape(rows, cols)
         return out
-    if kind == "kda.state":
+    if entry is not None and entry.rows == "head_dk":
         st = np.asarray(tens["kda.state"], float)
         return st.reshape(-1, st.shape[-1])[:rows, :cols]
     pos_rows = {p: r for r, p in enumerate(layout.row_positions)}
-    if kind in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+    if entry is not None and entry.rows == "cache":
         # the cache so far at this pass: S rows = positions 0..last
         t = np.asarray(tens[kind], float)
         for s in range(t.shape[0]):
             if s in pos_rows:
                 out[pos_rows[s], : t.shape[1]] = t[s, :cols]
         return out
-    if kind in ("mla.scores", "mla.softmax"):
+    if entry is not None and entry.rows == "head_query":
         T = len(layout.row_positions)
         for pi in range(pass_index + 1):
             ps = passes[pi]
@@ -112,7 +119,7 @@ def row_lighting(b: Block, layout: Layout, trace, pass_index: int) -> np.ndarray
     """Per grid row brightness: 1 for rows of the current pass, DIM for earlier ones."""
     rows = b.grid[0]
     light = np.ones(rows)
-    if trace is None or not b.rows_are_tokens or b.kind in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+    if trace is None or not b.rows_are_tokens or _rule(b.kind, "rows") == "cache":
         return light
     cur = set(int(p) for p in trace.passes[min(pass_index, len(trace.passes) - 1)].positions)
     for r, pos in enumerate(layout.row_positions[:rows]):
@@ -133,7 +140,8 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
     if vals is None:  # no trace yet: the role colour, dimmed, so the structure is visible without numbers
         rgba = np.broadcast_to(base * np.array([0.55, 0.55, 0.55, 1.0], np.float32), (rows * cols, 4)).copy()
         return rgba
-    if b.kind == "moe.experts":
+    colour = _rule(b.kind, "colour")
+    if colour == "expert_weights":
         w = np.nan_to_num(vals).ravel()
         on = w > 0
         rgba = np.broadcast_to(np.array([0.25, 0.24, 0.21, 1.0], np.float32), (rows * cols, 4)).copy()
@@ -141,7 +149,7 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
             t = (0.45 + 0.55 * w[on] / w.max())[:, None]
             rgba[on, :3] = np.array(palette.role("expert")[:3]) * t + (1 - t) * 0.25
         return rgba
-    if b.kind == "moe.router":  # sigmoid scores: stretch the range so the highest scores stand out
+    if colour == "router_stretch":  # sigmoid scores: stretch the range so the highest scores stand out
         v = vals.ravel()
         f = np.isfinite(v)
         lo_v, hi_v = (np.nanmin(v), np.nanmax(v)) if f.any() else (0.0, 1.0)
@@ -153,8 +161,7 @@ def block_colors(b: Block, layout: Layout, trace, pass_index: int, token: int) -
         rgba[:, 3] = 1.0
         rgba[~f] = EMPTY
         return rgba
-    if b.kind in ("mla.softmax", "attnres.mixer", "attnres.ffn", "kda.alpha", "kda.beta",
-                  "kda.gate", "mla.gate"):
+    if colour == "unit_ramp":
         # values in [0, 1] (scores, probabilities, gates): one-sided ramp of the block's role colour
         v = np.clip(np.where(np.isfinite(vals), vals, -1.0), -1, 1).ravel()
         hi = np.array(palette.role(b.role)[:3])

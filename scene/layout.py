@@ -25,6 +25,7 @@ import numpy as np
 
 from compute.config import ModelConfig
 from compute.dims import ModelDims, ToyDims
+from scene import block_kinds
 from scene.block_kinds import label_key, mixer_key
 
 TOY_DIMS = ToyDims()  # the engine's widths, used when no trace is present (a trace's tensor shapes win)
@@ -335,13 +336,23 @@ PLATE_IN = {"kda.q_proj": "hidden", "kda.k_proj": "hidden", "kda.v_proj": "hidde
             "mlp.down": "mlp.act"}
 
 
+def _rows_of(kind: str) -> str:
+    """What the rows of a kind's tensor are (scene/block_kinds.py; "" for a kind the table does not know)."""
+    e = block_kinds.entry(kind)
+    return e.rows if e is not None else ""
+
+
+def _per_token(kind: str) -> bool:
+    e = block_kinds.entry(kind)
+    return e is not None and e.per_token
+
+
 def _grid_of(kind: str, shape: tuple, n_experts: int) -> tuple[tuple[int, int], float, bool]:
     """(rows, cols), pitch, rows_are_tokens for a tensor of the given toy shape."""
-    if kind in ("moe.router", "moe.experts"):
+    e = block_kinds.entry(kind)
+    if e is not None and e.per_token:  # one token's router scores / chosen experts as an expert grid
         return _expert_grid(n_experts), EXPERT_PITCH, False
-    if kind == "kda.state":  # [H, dk, dv] -> heads stacked vertically
-        return (shape[0] * shape[1], shape[2]), PITCH, False
-    if kind in ("mla.scores", "mla.softmax"):  # [H, T, S] -> heads stacked vertically
+    if e is not None and e.rows in ("head_dk", "head_query"):  # [H, dk, dv] / [H, T, S] -> heads stacked vertically
         return (shape[0] * shape[1], shape[2]), PITCH, False
     rows, cols = shape[0], (shape[1] if len(shape) > 1 else 1)
     return (max(rows, 1), max(cols, 1)), PITCH, True
@@ -464,7 +475,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                     continue
                 (gr, gc), pitch, tok = _grid_of(kind, shp, dims.experts)
                 pitch_r = pitch
-                if tok or kind in ("mla.scores", "mla.softmax"):
+                if tok or _rows_of(kind) == "head_query":
                     pitch_r = min(pitch, ROWS_BUDGET / max(rows, 1))
                 w, h = gc * pitch, gr * pitch_r
                 pd = 0.0
@@ -479,7 +490,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                 zc = z + h / 2
                 blocks.append(Block(
                     id=f"L{L}/{kind}", kind=kind, layer=L, role=role_of(kind), family="experts"
-                    if kind in ("moe.router", "moe.experts") else "cells",
+                    if _per_token(kind) else "cells",
                     center=np.array([x + w / 2, 0.0, zc]), size=np.array([w, WALL_T, h]), tensor_key=kind,
                     label_key=label_key(kind, dims), k3_shape=k3.get(kind, ""), toy_shape=tuple(shp), grid=(gr, gc),
                     pitch=pitch, pitch_r=pitch_r, rows_are_tokens=tok))

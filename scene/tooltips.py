@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scene import colouring
+from scene import block_kinds, colouring
 from scene.block_kinds import mixer_key
 from scene.layout import Layout
 
@@ -35,7 +35,8 @@ def tooltip_text(layout: Layout, block_id: str, cell: tuple[int, int] | None, tr
     if cell is None:
         return head
     r, c = cell
-    if b.kind in ("moe.router", "moe.experts") and trace is not None:
+    entry = block_kinds.entry(b.kind)
+    if entry is not None and entry.per_token and trace is not None:
         e = r * b.grid[1] + c
         tens = trace.passes[pass_index].layers[layout.layer].tensors
         row = colouring.token_row(trace, pass_index, token)

@@ -23,7 +23,7 @@ from app.widgets.paint import qcolor
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from compute.config import default_config
 from compute.trace import LINEAR_INPUTS
-from scene import palette
+from scene import block_kinds, palette
 from scene.block_kinds import formula_key, label_key
 from scene.layout import ModelDims, _k3_shapes, token_rows
 from scene.steps import fill
@@ -288,7 +288,11 @@ class InspectorDock(QDockWidget):
             return None, tr("inspector.no_trace")
         pi = min(self.state.pass_index, len(trace.passes) - 1)
         ps = trace.passes[pi]
-        note = tr("inspector.values_note", pass_name=self._pass_name(pi))
+        axes = block_kinds.axes_key("moe.shared" if part == "shared_experts" else kind)
+        if axes is None:
+            note = tr("inspector.values_note", pass_name=self._pass_name(pi))
+        else:  # what the rows and columns of this kind's tensor really are (scene/block_kinds.py)
+            note = tr("inspector.values_axes", rows=tr(axes[0]), cols=tr(axes[1]), pass_name=self._pass_name(pi))
         arr = None
         if part == "weight" and layer:
             arr = trace.weights[layer - 1].get(kind)
@@ -347,11 +351,12 @@ class InspectorDock(QDockWidget):
         if trace is None or not self.block_id:
             return labels
         layer, kind, part = parse_block_id(self.block_id)
-        if part != "tensor" or kind in ("kda.state", "mla.scores", "mla.softmax", "sampling"):
+        e = block_kinds.entry(kind)
+        if part != "tensor" or e is None or e.rows not in ("tokens", "cache"):
             return labels
         ps = trace.passes[min(self.state.pass_index, len(trace.passes) - 1)]
         positions = [int(p) for p in ps.positions]
-        if kind in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+        if e.rows == "cache":
             positions = list(range(n))  # the cache: one row per position so far
         for i in range(min(n, len(positions))):
             pos = positions[i]

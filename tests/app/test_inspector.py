@@ -152,3 +152,32 @@ def test_retranslated_once_per_language_switch_in_the_main_window(qtbot, tmp_pat
     finally:
         i18n.set_language("en")
         win.close()
+
+
+def test_caption_says_what_rows_and_columns_are(dock, traces):
+    """Issue 23.2: under MLA scores the rows are heads × query tokens, under the KDA state head × d_k — not tokens;
+    the caption reads the block-kind table, in both languages."""
+    from app import i18n
+
+    dock.state.set_trace(traces)
+    dock.state.select_pass(0)
+    dock.state.select_block("L4/mla.scores")
+    assert "Rows = head × query token, columns = cache positions so far" in dock.values_note.text()
+    S = np.asarray(traces.passes[0].layers[3].tensors["mla.scores"])
+    assert dock.table.rowCount() == min(8, S.shape[0] * S.shape[1])
+    assert dock.table.verticalHeaderItem(0).text() == "0"  # a head's row, not a token's piece
+    dock.state.select_pass(1)  # one query per head in a decode step
+    assert "Rows = head × query token" in dock.values_note.text() and "decode 1" in dock.values_note.text()
+    dock.state.select_block("L37/kda.state")
+    assert "Rows = head × d_k, columns = d_v" in dock.values_note.text()
+    assert "tokens" not in dock.values_note.text().split(";")[0]
+    dock.state.select_block("L37/norm.ffn")
+    assert "Rows = tokens, columns = features" in dock.values_note.text()
+    assert dock.table.verticalHeaderItem(0).text() != "0"  # rows are the pass's tokens: position and piece
+    try:
+        i18n.set_language("ko")
+        dock.state.select_block("L4/mla.scores")
+        dock.state.select_block("L37/kda.state")
+        assert "행 = 헤드 × d_k, 열 = d_v" in dock.values_note.text()
+    finally:
+        i18n.set_language("en")

@@ -1,0 +1,106 @@
+"""The block-kind table (scene/block_kinds.py, issue 23.2): every block a real trace or the scene's layout can
+have has an entry, and each entry's rows/columns say what the axes of that tensor really are."""
+import json
+
+import numpy as np
+import pytest
+
+from compute.config import ModelConfig, available_configs
+from compute.engine import ToyK3
+from scene import block_kinds
+from scene.block_kinds import AXES, COLOUR_RULES, TABLE
+from scene.layout import build_layout
+
+
+def _raw(stem: str) -> dict:
+    with open(available_configs()[stem], encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _odd_user() -> dict:
+    """A user's config with unusual values: no q_lora_rank, no shared experts, no AttnRes, 1 MLA layer."""
+    raw = _raw("kimi-linear-48b")
+    raw.update(name="odd-user", display_name="Odd User Model", num_hidden_layers=4, num_shared_experts=0)
+    raw["linear_attn_config"] = dict(raw["linear_attn_config"], kda_layers=[1, 2, 3], full_attn_layers=[4])
+    return raw
+
+
+CASES = [pytest.param(_raw(s), id=s) for s in sorted(available_configs())] + [pytest.param(_odd_user(), id="odd")]
+
+
+@pytest.fixture(scope="module")
+def runs():
+    out = {}
+    for p in CASES:
+        raw = p.values[0]
+        cfg = ModelConfig.from_dict(raw)
+        out[raw["name"]] = (cfg, ToyK3(cfg, device="cpu", weights="random").run("ab", max_new_tokens=1))
+    return out
+
+
+def test_entries_are_well_formed():
+    for kind, e in TABLE.items():
+        assert e.kind == kind and e.rows in AXES and e.cols in AXES and e.colour in COLOUR_RULES, e
+        assert e.station in ("global", "mixer", "ffn") and e.family
+        assert all(i in TABLE for i in e.inputs), (kind, [i for i in e.inputs if i not in TABLE])
+    assert set(block_kinds.ALL_KINDS) <= set(TABLE)
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_every_trace_and_layout_block_has_an_entry(raw, runs):
+    cfg, trace = runs[raw["name"]]
+    missing = set()
+    for ps in trace.passes:
+        missing |= {k for k in ps.final if k not in TABLE and k not in ("probs", "sampled")}
+        for lt in ps.layers:
+            missing |= {k for k in lt.tensors if k not in TABLE}
+    for layer0 in range(cfg.num_hidden_layers if hasattr(cfg, "num_hidden_layers") else len(trace.passes[0].layers)):
+        lay = build_layout(cfg, layer0=layer0, trace=trace)
+        missing |= {b.kind for b in lay.blocks if b.kind not in TABLE}
+    assert not missing, sorted(missing)
+
+
+def _axis_sizes(axis: str, ps, trace, dims, lt):
+    """Possible sizes of an axis named in the table, from the trace's own dims and pass."""
+    T = len(ps.positions)
+    S = int(max(ps.positions)) + 1
+    return {
+        "tokens": {T}, "cache": {S}, "heads": {dims.kda_heads, dims.mla_heads},
+        "head_query": {dims.mla_heads * T}, "head_dk": {dims.kda_heads * dims.kda_head_dim},
+        "d_v": {dims.kda_head_dim}, "vocab": {len(ps.final["probs"])}, "one": {1},
+    }.get(axis)
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_rows_and_columns_match_the_tensor(raw, runs):
+    """MLA scores rows = heads × query tokens and columns = cache positions; KDA state rows = head × d_k; ..."""
+    cfg, trace = runs[raw["name"]]
+    model = ToyK3(cfg, device="cpu", weights="random")
+    dims = model.dims
+    checked = set()
+    for ps in trace.passes:
+        arrays = [(k, v, None) for k, v in ps.final.items() if k in TABLE]
+        arrays += [("sampling", ps.final["probs"], None)]
+        for lt in ps.layers:
+            arrays += [(k, v, lt) for k, v in lt.tensors.items()]
+        for kind, v, lt in arrays:
+            a = np.asarray(v)
+            if a.ndim == 0 or a.size == 0:
+                continue
+            flat = a[None] if a.ndim == 1 else a.reshape(-1, a.shape[-1])  # as the inspector shows it
+            e = TABLE[kind]
+            for axis, n in ((e.rows, flat.shape[0]), (e.cols, flat.shape[1])):
+                want = _axis_sizes(axis, ps, trace, dims, lt)
+                if want is not None:
+                    assert n in want, (kind, axis, a.shape, want)
+                    checked.add(kind)
+            if e.rows == "token_expert":
+                assert a.shape[:1] == (len(ps.positions),) and a.ndim == 3
+    assert {"mla.scores", "mla.softmax", "mla.c_kv", "lm_head", "sampling"} <= checked, checked
+    if any("kda.state" in lt.tensors for lt in trace.passes[0].layers):
+        assert "kda.state" in checked
+
+def test_state_and_scores_axes_by_hand():
+    assert (TABLE["kda.state"].rows, TABLE["kda.state"].cols) == ("head_dk", "d_v")
+    assert (TABLE["mla.scores"].rows, TABLE["mla.scores"].cols) == ("head_query", "cache")
+    assert block_kinds.kinds_with(rows="cache") == ("mla.c_kv", "mla.k_rope", "mla.kv_b")
