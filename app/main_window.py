@@ -494,7 +494,7 @@ class MainWindow(QMainWindow):
                                     ffn=tr(f"app.type.{ffn}")))
         step = self.state.player.current()
         if step is not None:
-            self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr),
+            self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr, len(self.state.player.steps)),
                                        title=tr(step.title_key, **text_args(self.config, tr))))
         elif not self.engine.load_error:
             self.step_label.setText(tr("app.status.engine_loading"))

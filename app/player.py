@@ -4,7 +4,7 @@ The step table (kinds, phases, highlighted blocks, camera focus, flow, data kind
 `build_steps(trace)` live in scene/steps.py, which the 3D scene reads too (re-exported here). This module
 adds `describe(trace, step, layer, config)`: the live facts of a step (data type + shape, toy and the real
 model's from its config; the value)
-and `step_caption(...)`: "step 12 of 17 · decode token 2". Titles and explanations are i18n keys
+and `step_caption(...)`: "Step 16 of 33 · stage 12 of 17 · decode token 2". Titles and explanations are i18n keys
 ("app.step.<kind>.title", ".what", ".move"); app/docks/trace_player.py adds the widgets and the timer.
 Seeking is plain indexing: `steps[i]` — nothing depends on having played the steps before it.
 """
@@ -241,9 +241,11 @@ def shape_text(shape: tuple | None) -> str:
     return "[" + ", ".join(f"{int(s):,}" for s in shape) + "]"
 
 
-def step_caption(step: Step, tr) -> str:
-    """'Step 12 of 17 · decode token 2': the step's place in the 17-step pipeline and its decode round
-    (round i samples generated token i + 1; the prefill samples the first)."""
+def step_caption(step: Step, tr, total: int) -> str:
+    """'Step 16 of 33 · stage 12 of 17 · decode token 2': the step's place in the whole trace (`total` steps: the
+    one number the list, the CLI's --step, view files, animation captions and the API count), then its stage in
+    the 17-step pipeline and its decode round (round i samples generated token i + 1; the prefill the first)."""
+    args = dict(n=step.index + 1, total=total, stage=step.number, stages=PIPELINE_LENGTH)
     if step.phase == "A":
-        return tr("app.player.caption_A", n=step.number, total=PIPELINE_LENGTH)
-    return tr("app.player.caption_B", n=step.number, total=PIPELINE_LENGTH, round=step.pass_index + 1)
+        return tr("app.player.caption_A", **args)
+    return tr("app.player.caption_B", round=step.pass_index + 1, **args)

@@ -11,8 +11,9 @@ Trace:
     Phase B (decode, one round per generated token after the first; pass i >= 1):
       decode, decode_cache, lm_head, sampling, detokenize, stream
 
-A step's place in the 17-step pipeline (`StepSpec.number`) is what a person counts ("step 12 of 17 · decode
-token 2"); `Step.index` is its position in this trace's list (the seek position).
+A step's number is its place in the whole trace, `Step.index + 1` (1..len(build_steps(trace))): the trace
+player's list and counter, the CLI's --step, view files, animation captions and the API all count it. Its place
+in the 17-step pipeline (`StepSpec.number`, "stage 12 of 17") is a second label only.
 """
 from __future__ import annotations
 

@@ -283,7 +283,7 @@ class TracePlayerDock(QDockWidget):
         self.list.blockSignals(False)
 
     def _step_label(self, step: player.Step) -> str:
-        label = f"{step.number:02d}  {tr(step.title_key, **self._text_args())}"
+        label = f"{step.index + 1:02d}  {tr(step.title_key, **self._text_args())}"  # place in the whole trace
         if step.phase == "B":
             label += "  · " + tr("app.player.token_n", n=step.pass_index + 1)
         return label
@@ -305,7 +305,7 @@ class TracePlayerDock(QDockWidget):
     @_guarded
     def _refresh(self) -> None:
         n = len(self.steps)
-        self.counter.setText(player.step_caption(self.steps[self.index], tr) if n else "")
+        self.counter.setText(player.step_caption(self.steps[self.index], tr, n) if n else "")
         self.seek_slider.blockSignals(True)
         self.seek_slider.setValue(self.index)
         self.seek_slider.blockSignals(False)
@@ -371,7 +371,7 @@ class TracePlayerDock(QDockWidget):
             self._explain_md = ""
             return
         step = self.steps[self.index]
-        self.title.setText(f"{step.number:02d}  {tr(step.title_key, **self._text_args())}")
+        self.title.setText(f"{step.index + 1:02d}  {tr(step.title_key, **self._text_args())}")
         colour = PHASE_COLOURS[step.phase]
         self.phase.setText(tr(f"app.player.phase_{step.phase}"))
         _set_if_changed(self.phase, "styleSheet", "setStyleSheet",

@@ -27,7 +27,7 @@ def test_window_title_docks_window_menu_and_status_bar(main_window, qtbot):
 
     expected = "Engine: CUDA · " if torch.cuda.is_available() else "Engine: CPU"
     assert win.device_label.text().startswith(expected)
-    assert win.step_label.text().startswith("Step 1 of 17 · prefill · ")
+    assert win.step_label.text().startswith(f"Step 1 of {len(win.state.player.steps)} · stage 1 of 17 · prefill · ")
 
 
 def test_window_menu_toggles_a_dock(main_window, qtbot):
@@ -58,7 +58,8 @@ def test_space_plays_and_the_step_advances(main_window, qtbot):
     QTest.keyClick(win.scene.gl, Qt.Key_End)
     assert win.state.step == len(player.steps) - 1
     last_round = len(win.state.trace.passes)  # the last decode round samples the last generated token
-    assert player.counter.text() == f"Step 15 of 17 · decode token {last_round}"  # it ends with "stream"
+    n = len(player.steps)
+    assert player.counter.text() == f"Step {n} of {n} · stage 15 of 17 · decode token {last_round}"  # ends with "stream"
     assert win.scene.step_kind == "stream"  # the scene follows the step
     QTest.keyClick(win.scene.gl, Qt.Key_Home)
     assert win.state.step == 0

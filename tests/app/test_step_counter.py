@@ -1,6 +1,6 @@
-"""An honest step counter and layer (issue 14.4): "Step 12 of 17 · decode token 2" (pipeline step and
-decode round), the same in the status bar, in both languages; playing never changes the chosen layer, and a
-step whose values come from another layer says so."""
+"""An honest step counter and layer (issue 14.4, 27.3): "Step 18 of 33 · stage 12 of 17 · decode token 2" (trace
+step, pipeline stage, decode round), the same in the status bar, in both languages; playing never changes the
+chosen layer, and a step whose values come from another layer says so."""
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
@@ -11,23 +11,24 @@ def _facts(win) -> str:
     return win.docks["TracePlayerDock"].facts.text()
 
 
-def test_counter_names_the_pipeline_step_and_the_decode_round(main_window, qtbot):
+def test_counter_names_the_trace_step_the_pipeline_stage_and_the_decode_round(main_window, qtbot):
     win = main_window
     dock, player = win.docks["TracePlayerDock"], win.state.player
+    n = len(player.steps)
     try:
         player.seek(0)
-        assert dock.counter.text() == "Step 1 of 17 · prefill"
-        assert win.step_label.text().startswith("Step 1 of 17 · prefill · ")
+        assert dock.counter.text() == f"Step 1 of {n} · stage 1 of 17 · prefill"
+        assert win.step_label.text().startswith(f"Step 1 of {n} · stage 1 of 17 · prefill · ")
         first_decode = next(s.index for s in player.steps if s.kind == "decode")
         player.seek(first_decode)
-        assert dock.counter.text() == "Step 16 of 17 · decode token 2"
+        k = first_decode + 1
+        assert dock.counter.text() == f"Step {k} of {n} · stage 16 of 17 · decode token 2"
         player.seek(first_decode + 2)  # the decode round's LM head
-        assert dock.counter.text() == "Step 12 of 17 · decode token 2"
-        assert "Step 12 of 17 · decode token 2 · " in win.step_label.text()
-        assert all("33" not in t for t in (dock.counter.text(), win.step_label.text()))
+        assert dock.counter.text() == f"Step {k + 2} of {n} · stage 12 of 17 · decode token 2"
+        assert f"Step {k + 2} of {n} · stage 12 of 17 · decode token 2 · " in win.step_label.text()
         win.registry.actions["lang_ko"].trigger()
-        assert dock.counter.text() == "17단계 중 12단계 · 디코드 토큰 2"
-        assert win.step_label.text().startswith("17단계 중 12단계 · 디코드 토큰 2 · ")
+        assert dock.counter.text() == f"{n}단계 중 {k + 2}단계 · 파이프라인 17단계 중 12 · 디코드 토큰 2"
+        assert win.step_label.text().startswith(f"{n}단계 중 {k + 2}단계 · 파이프라인 17단계 중 12 · 디코드 토큰 2 · ")
     finally:
         i18n.set_language("en")
         player.seek(0)
@@ -92,7 +93,8 @@ def test_reopening_restores_the_step_with_its_camera(make_window, qtbot):
 
     again = make_window("restore.ini")
     assert again.state.step == moe and again.state.player.current().kind == "moe"
-    assert again.docks["TracePlayerDock"].counter.text() == "Step 10 of 17 · prefill"
+    n = len(again.state.player.steps)
+    assert again.docks["TracePlayerDock"].counter.text() == f"Step {moe + 1} of {n} · stage 10 of 17 · prefill"
     assert again.scene.step_kind == "moe"
     qtbot.wait(400)  # no camera animation follows the restored step
     got = again.scene.camera_state()
