@@ -94,6 +94,7 @@ class PlacedLabel:
     where: str  # "above" | "left" | "right"
     focus: bool = False
     forced: bool = False  # drawn although every spot overlapped something (focus labels only)
+    leader: tuple[float, float, float, float] | None = None  # a side label's line to its block (x0, y0, x1, y1)
 
 
 @dataclass
@@ -284,8 +285,10 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         return (fmn.horizontalAdvance(name) + gap + (fms.horizontalAdvance(shp) if shp else 0) + 12 * s,
                 fmn.height() + 3 * s)
 
-    def spots(px, py, where, name, shp, box, focus):
-        """The label's possible rects, best first."""
+    def spots(px, py, where, name, shp, box, focus, beside=False):
+        """The label's possible rects, best first. `beside`: a thin block of the stack's cap (final AttnRes,
+        final norm, LM head, sampling) is named beside itself, left or right, with a leader line (four caps in
+        1.7 slab heights: above them only two names fit, and each covered the caps over it)."""
         w, h = size_of(name, shp)
         if where == "left":
             first = [QRectF(px - w - 4 * s, py - h / 2, w, h)]
@@ -300,6 +303,9 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         left = QRectF(box.left(), top, w, h)
         right = QRectF(box.right() - w, top, w, h)
         found = [left, centred, right] if w > box.width() else [centred, left, right]
+        if beside:  # beside its own block first: a name above it would cover the cap blocks over it
+            cy = box.center().y() - h / 2
+            found = [QRectF(box.left() - w - 10 * s, cy, w, h), QRectF(box.right() + 10 * s, cy, w, h)] + found
         if focus:  # over the top of its own block, then just below it
             found.append(QRectF(found[0].left(), box.top() + 2 * s, w, h))
             found.append(QRectF(found[0].left(), box.bottom() + 2 * s, w, h))
@@ -323,7 +329,10 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         block = by_id.get(bid)
         box = block_screen_box(block, inp.camera, width, height) if block is not None else None
         shown = shape if pri <= 0 else ""
-        options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus)) if r is not None]
+        beside = block is not None and block.part == "global" and block.family == "stack" and block.layer == 0 \
+            and block.kind != "embedding"
+        options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside))
+                   if r is not None]
         if not options:
             continue
         chosen = next((r for r in options if _rect_free(r, taken)), None)
@@ -338,13 +347,19 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
                 if chosen.intersects(legend):
                     chosen.moveBottom(legend.top() - 2 * s)
         taken.append(chosen)
-        out.labels.append(PlacedLabel(chosen, bid, name, shown, role, where, focus, forced))
+        placed = PlacedLabel(chosen, bid, name, shown, role, where, focus, forced)
+        if beside and box is not None and (chosen.right() < box.left() or chosen.left() > box.right()):
+            left_side = chosen.right() < box.left()
+            x0 = chosen.right() if left_side else chosen.left()
+            x1 = box.left() if left_side else box.right()
+            placed.where, placed.leader = "side", (x0, chosen.center().y(), x1, box.center().y())
+        out.labels.append(placed)
     for lb in out.labels:  # pass 2: add the K3 shape where there is room
         shape = next((c[3] for c in cands if c[5] == lb.block_id and c[2] == lb.name), "")
         if shape and not lb.shape and not lb.forced:
             w, h = size_of(lb.name, shape)
             wide = QRectF(lb.rect.left(), lb.rect.top(), w, h)
-            if lb.where == "left":
+            if lb.where == "left" or (lb.where == "side" and lb.leader[0] <= lb.leader[2]):  # grows leftwards
                 wide.moveRight(lb.rect.right())
             elif lb.where == "above":  # the name stays where it is; the shape goes after it
                 pass
@@ -379,6 +394,11 @@ def paint_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, s
     for lb in placement.labels:
         r = lb.rect
         emphasis = bool(lb.block_id) and lb.block_id in (inp.selected, inp.hovered)
+        if lb.leader is not None:
+            c = qcolor(lb.role) if lb.role != "text" else QColor(120, 126, 140)
+            p.setPen(QPen(c, 1.2 * s))
+            x0, y0, x1, y1 = lb.leader
+            p.drawLine(QPointF(x0, y0), QPointF(x1, y1))
         if lb.focus:
             p.setPen(QPen(theme_colour(theme, "note"), 1.4 * s))
         elif emphasis:

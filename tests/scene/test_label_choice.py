@@ -99,3 +99,37 @@ def _header_lines_drawn(inp, w, scale):
     from scene.labels import _fitted_header_lines, _fonts
 
     return _fitted_header_lines(inp, w, scale * inp.label_scale, _fonts(scale * inp.label_scale))
+
+
+CAPS = ("final.attnres", "final.norm", "lm_head", "sampling")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+@pytest.mark.parametrize("stem", sorted(available_configs()))
+def test_every_block_of_the_stack_cap_is_named_beside_itself(qtbot, stem, size):
+    """The four thin blocks over the stack (final AttnRes, final norm, LM head, sampling) all get a label, in
+    both languages, for every shipped model: above them only two names fit, so the LM head's was lost at
+    1280 x 720 (K3) and in a DeepSeek-V3 export (the sampling label took its place). A side label's leader line
+    ends on its own block, and no two labels overlap."""
+    w, h = size
+    cfg = ModelConfig.from_json(available_configs()[stem])
+    view = shown_view(qtbot, cfg, w, h)
+    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    scale = max(0.75, min(w / 1280, h / 800))
+    for lang in ("en", "ko"):
+        view.set_translator(scene_tr(lang))
+        placement = place_labels(view._overlay_input(), w, h, scale)
+        caps = [c for c in CAPS if c in view.layout.by_id]
+        assert len(caps) >= 3
+        for cap in caps:
+            label = placement.label_for(cap)
+            assert label is not None, (stem, lang, cap, [lb.name for lb in placement.labels])
+            assert 0 <= label.rect.left() and label.rect.right() <= w
+            box = block_screen_box(view.layout.by_id[cap], view.cam, w, h)
+            if label.leader is not None:
+                x0, y0, x1, y1 = label.leader
+                assert box.left() - 1 <= x1 <= box.right() + 1 and box.top() - 1 <= y1 <= box.bottom() + 1
+        rects = [lb.rect for lb in placement.labels]
+        for i, a in enumerate(rects):
+            assert not any(a.intersects(b) for b in rects[i + 1:]), (stem, lang)
+            assert not a.intersects(placement.header) and not a.intersects(placement.legend), (stem, lang)
