@@ -10,7 +10,10 @@ The file is JSON:
      "layer": 37, "step": 6, "camera": {"distance": ..., "azimuth": ..., "elevation": ..., "fov": ..., "center": [x, y, z]},
      "selection": {"block": "L37/kda.state", "cell": [0, 3], "expert": 17}, "language": "en", "size": [1600, 900]}
 
-`layer` and `step` are 1-based, as the trace player and `k3-explorer export` count them; `camera` null means
+`layer` and `step` are 1-based; `step` is the place in the whole trace (1..N), as the trace player's list and
+counter, `k3-explorer export --step` and the API count it. Every version (1.0 on) stored this number (the
+window wrote its seek position + 1), so older files open unchanged, though the player's list showed the
+17-step pipeline place until issue 27.3. `camera` null means
 the framing the step gives; `size` is the 3D view's size in pixels when the view was saved (the CLI's default
 image size). A view file is untrusted input: it is parsed as JSON only (nothing in it is ever executed or
 imported), within a size and nesting limit, and every field is type-checked and bounded; a problem is a

@@ -85,3 +85,20 @@ def test_animation_caption_at_step_k_carries_k(main_window):
         head, _ = animate.caption_text(steps, k - 1, animate.AnimationSpec(), win.config)
         assert head.startswith(f"{k} / {len(steps)} · ")
         assert _row_number(dock.list.item(k - 1).text()) == k
+
+
+def test_a_saved_view_stores_the_number_of_the_row_it_shows(main_window, tmp_path):
+    """A view saved at row k stores step k (the number the list shows) and reading it back gives row k."""
+    from app import viewfile
+
+    win = main_window
+    dock, player = win.docks["TracePlayerDock"], win.state.player
+    k = next(s.index for s in player.steps if s.kind == "lm_head" and s.phase == "B") + 1
+    try:
+        player.seek(k - 1)
+        path = tmp_path / "v.k3view"
+        assert win.views.save_to(str(path))
+        saved = viewfile.load(str(path))
+        assert saved.step == k == _row_number(dock.list.item(k - 1).text())
+    finally:
+        player.seek(0)
