@@ -62,9 +62,39 @@ def load_object(text: str, max_bytes: int, max_depth: int) -> dict:
         raise JSONLimitError("json", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     except RecursionError as exc:  # the depth scan above should make this unreachable
         raise JSONLimitError("json", "nested too deeply") from exc
+    bad = _first_refused(raw)
+    if bad is not None:
+        path, literal = bad
+        raise JSONLimitError("json", f"{path}: {literal.problem}" if path else literal.problem)
     if not isinstance(raw, dict):
         raise JSONLimitError("json", "top level must be a JSON object")
     return raw
+
+
+class _Refused:
+    """A number json.loads read but the limits refuse: kept in place so the error can name its field."""
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str):
+        self.problem = problem
+
+
+def _first_refused(raw: Any) -> tuple[str, _Refused] | None:
+    """(dotted path such as 'knobs.sample_seed' or 'layers[3]', the refused number) of the first refused
+    literal in document order, or None. Iterative: the depth limit already holds, but no recursion is needed."""
+    stack: list[tuple[str, Any]] = [("", raw)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, _Refused):
+            return path, node
+        if isinstance(node, dict):
+            items = [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(f"{path}[{i}]", v) for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
 
 
 def nesting_depth(text: str) -> int:
@@ -83,18 +113,18 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def _int_literal(s: str) -> int:
+def _int_literal(s: str) -> int | _Refused:
     digits = len(s.lstrip("-"))
-    if digits > MAX_INT_DIGITS:
-        raise JSONLimitError("json", f"integer literal with {digits} digits (at most {MAX_INT_DIGITS})")
+    if digits > MAX_INT_DIGITS:  # never converted: int() of a long literal is quadratic
+        return _Refused(f"integer literal with {digits} digits (at most {MAX_INT_DIGITS})")
     return int(s)
 
 
-def _float_literal(s: str) -> float:
+def _float_literal(s: str) -> float | _Refused:
     v = float(s)
     if not math.isfinite(v):
         text = repr(s)
-        raise JSONLimitError("json", f"number {text if len(text) <= 60 else text[:57] + '...'} is out of range")
+        return _Refused(f"number {text if len(text) <= 60 else text[:57] + '...'} is out of range")
     return v
 
 

@@ -57,3 +57,17 @@ def test_read_text_refuses_special_files(tmp_path):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_a_refused_number_names_its_field():
+    """A long integer or an out-of-range float is refused with the dotted path of the field that holds it, so a
+    view saved by a newer version with a huge seed says 'knobs.sample_seed', not only 'an integer literal'."""
+    from compute.bounded_json import JSONLimitError, load_object
+    with pytest.raises(JSONLimitError, match=r"^knobs\.sample_seed: integer literal with 21 digits"):
+        load_object('{"format": "x", "knobs": {"top_p": 1.0, "sample_seed": 100000000000000000000}}', 10_000, 8)
+    with pytest.raises(JSONLimitError, match=r"^layers\[2\]\.size: number '1e999' is out of range"):
+        load_object('{"layers": [{}, {"size": 3}, {"size": 1e999}]}', 10_000, 8)
+    with pytest.raises(JSONLimitError, match=r"^a: integer"):  # the first one in document order
+        load_object('{"a": 1234567890123456789, "b": [1e999]}', 10_000, 8)
+    assert load_object('{"a": 123456789012345678, "b": [-1.5e300]}', 10_000, 8) == {
+        "a": 123456789012345678, "b": [-1.5e300]}
