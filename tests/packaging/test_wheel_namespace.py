@@ -1,0 +1,122 @@
+"""Issue 24.2: the installed K3 Explorer owns only the name k3_explorer. The wheel is built once from this checkout
+(.ci/k3_build_backend.py moves app/, scene/, compute/, assets/ under k3_explorer/ and rewrites their imports),
+installed into a fresh venv next to a tiny distribution with its own top-level `app` and `compute` packages, and
+both must work, on disk and in one process. The venv gets no dependencies of its own: its Python finds them in
+this checkout's .venv through PYTHONPATH (a path entry, so the checkout's editable-install .pth is not run and
+`app` is NOT importable from there)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = ("app", "scene", "compute", "assets")
+
+
+def _run(cmd, cwd=None, env=None, check=True):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{cmd} -> rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheel")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist"),
+          str(ROOT)])
+    wheel = next((tmp / "dist").glob("k3_explorer-*.whl"))
+    # the other distribution: a Flask-style project with top-level `app` and `compute`
+    other = tmp / "other"
+    for pkg, body in (("app", "NAME = 'theirs-app'\n"), ("compute", "def answer():\n    return 42\n")):
+        (other / pkg).mkdir(parents=True)
+        (other / pkg / "__init__.py").write_text(body)
+    (other / "pyproject.toml").write_text(textwrap.dedent("""\
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "their-app"
+        version = "1.0"
+        [tool.setuptools]
+        packages = ["app", "compute"]
+        """))
+    env_dir = tmp / "venv"
+    venv.create(env_dir, with_pip=False, system_site_packages=False)
+    py = env_dir / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(py)]
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist"),
+          str(other)])
+    _run(pip + ["install", "-q", "--no-deps", str(next((tmp / "dist").glob("their_app-*.whl")))])
+    _run(pip + ["install", "-q", "--no-deps", str(wheel)])
+    purelib = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"], XDG_CACHE_HOME=str(tmp / "cache"), K3_NO_NUMBA="1")
+    env.pop("NUMBA_CACHE_DIR", None)
+    return {"tmp": tmp, "py": py, "pip": pip, "purelib": purelib, "env": env, "wheel": wheel}
+
+
+def test_wheel_holds_only_k3_explorer(installed):
+    import zipfile
+
+    tops = {n.split("/")[0] for n in zipfile.ZipFile(installed["wheel"]).namelist()}
+    assert tops == {"k3_explorer", installed["wheel"].name.split("-py3")[0] + ".dist-info"}, tops
+
+
+def test_both_distributions_work_side_by_side(installed):
+    py, env, purelib = installed["py"], installed["env"], installed["purelib"]
+    from app import __version__
+
+    out = _run([str(py), "-m", "k3_explorer", "--version"], cwd=installed["tmp"], env=env).stdout
+    assert __version__ in out
+    assert _run([str(installed["py"].parent / "k3-explorer"), "--version"], env=env).stdout == out
+    theirs = _run([str(py), "-c", "import app, compute; print(app.NAME, compute.answer())"], cwd="/", env=env)
+    assert theirs.stdout.split() == ["theirs-app", "42"]
+    # on disk: their app/ and compute/ are theirs alone, and no scene/ or assets/ of ours
+    assert sorted(p.name for p in (purelib / "app").iterdir() if p.suffix == ".py") == ["__init__.py"]
+    assert sorted(p.name for p in (purelib / "compute").iterdir() if p.suffix == ".py") == ["__init__.py"]
+    assert not (purelib / "scene").exists() and not (purelib / "assets").exists()
+
+
+def test_runs_from_a_folder_holding_an_app_package(installed, tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("raise SystemExit('the user app was imported')\n")
+    (tmp_path / "app" / "__main__.py").write_text("raise SystemExit('the user app was run')\n")
+    out = _run([str(installed["py"]), "-m", "k3_explorer", "--version"], cwd=tmp_path, env=installed["env"])
+    from app import __version__
+
+    assert __version__ in out.stdout
+
+
+def test_one_process_imports_the_users_app_and_k3_explorer(installed, tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("NAME = 'notebook-app'\n")
+    script = textwrap.dedent(f"""\
+        import sys
+        import app
+        import k3_explorer
+        rgba = k3_explorer.render("Hi", layer=1, step=1, size=(160, 90))
+        assert rgba.shape == (90, 160, 4) and rgba.std() > 0, rgba.shape
+        import app as again
+        assert again is app and app.NAME == 'notebook-app', app
+        ours = [m for m in sys.modules if m.split('.')[0] in {OURS!r} and m != 'app']
+        assert not ours, ours
+        print(app.NAME, k3_explorer.__version__)
+        """)
+    out = _run([str(installed["py"]), "-c", script], cwd=tmp_path, env=installed["env"]).stdout
+    assert out.startswith("notebook-app ")
+
+
+def test_uninstall_leaves_no_file(installed):
+    purelib, py, env = installed["purelib"], installed["py"], installed["env"]
+    _run(installed["pip"] + ["uninstall", "-y", "-q", "k3-explorer"])
+    assert not (purelib / "k3_explorer").exists()
+    assert not list(purelib.glob("k3_explorer*"))
+    assert not (installed["py"].parent / "k3-explorer").exists()
+    assert _run([str(py), "-c", "import app; print(app.NAME)"], cwd="/", env=env).stdout.strip() == "theirs-app"
