@@ -36,7 +36,7 @@ from compute.config import ConfigError, available_configs
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
-VERSION = (1, 0)  # major.minor: a newer minor only adds keys (ignored here); a newer major is refused
+VERSION = (1, 1)  # 1.1 adds the optional "knockouts" key; major.minor: a newer minor only adds keys (ignored here); a newer major is refused
 SUFFIX = ".k3view"
 MAX_BYTES = 256 * 1024  # a view is well under 2 kB (the prompt dominates)
 MAX_DEPTH = 8
@@ -52,6 +52,9 @@ MAX_BLOCK_CHARS = 200
 MAX_CELL = 1 << 20
 MAX_REACH = 5000.0
 MAX_NOTES = 5  # scene/camera.MAX_REACH
+MAX_KNOCKOUTS = 64  # items per knockouts list (tokens, blocks, experts)
+KNOCKOUT_MODES = ("zero", "mean")  # compute.explain.knockout.ABLATION_MODES
+KNOCKOUT_PARTS = ("mixer", "ffn")  # compute.explain.knockout.BLOCK_PARTS
 WEIGHTS = ("trained", "random")
 LANGUAGES = ("en", "ko")
 _BLOCK_ID = re.compile(r"[A-Za-z0-9_./:-]{1,200}")
@@ -85,6 +88,8 @@ class View:
     language: str = "en"
     size: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)  # unknown keys that were ignored
+    # {"mode": "zero"|"mean", "tokens": [pos], "blocks": [[layer, part]], "experts": [[layer|None, id]]} or None
+    knockouts: dict | None = None
 
     def to_dict(self) -> dict:
         k = self.knobs
@@ -98,7 +103,8 @@ class View:
                 "camera": _camera_json(self.camera),
                 "selection": {"block": self.block, "cell": list(self.cell) if self.cell else None,
                               "expert": self.expert},
-                "language": self.language, "size": list(self.size) if self.size else None}
+                "language": self.language, "size": list(self.size) if self.size else None,
+                **({"knockouts": _knockouts_json(self.knockouts)} if self.knockouts else {})}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
@@ -209,7 +215,7 @@ class _Reader:
             raise ViewError(self.path, "format", f"nested more than {MAX_DEPTH} levels deep")
         self.version(raw.get("version"))
         known = {"format", "version", "model", "weights", "prompt", "tokens", "knobs", "layer", "step", "camera",
-                 "selection", "language", "size"}
+                 "selection", "language", "size", "knockouts"}
         notes = [f"ignored unknown key '{_key(k)}'" for k in raw if k not in known]
         model = self.choice("model", raw.get("model", "kimi-k3"), tuple(available_configs()))
         config = self.model_config or self.config(model)
@@ -231,7 +237,50 @@ class _Reader:
                     expert=self.optional_int("selection.expert", selection.get("expert"), 0, 1 << 16),
                     language=self.choice("language", raw.get("language", "en"), LANGUAGES),
                     size=self.pair("size", raw.get("size"), 1, MAX_SIDE),
+                    knockouts=self.knockouts(raw.get("knockouts"), config),
                     notes=notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else []))
+
+    def knockouts(self, value: Any, config) -> dict | None:
+        """The optional knock-out set (compute.explain.knockout.Ablation's fields); positions are checked against
+        the prompt's token limit here and against the prompt itself when the run applies them."""
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail("knockouts", "must be an object {mode, tokens, blocks, experts} or null")
+        for k in value:
+            if k not in ("mode", "tokens", "blocks", "experts"):
+                raise self.fail("knockouts", f"unknown key '{_key(k)}' (mode, tokens, blocks, experts)")
+        mode = self.choice("knockouts.mode", value.get("mode", "zero"), KNOCKOUT_MODES)
+        n_layers, n_experts = config.num_hidden_layers, config.n_routed_experts
+        lists = {}
+        for name in ("tokens", "blocks", "experts"):
+            items = value.get(name, [])
+            if not isinstance(items, list):
+                raise self.fail(f"knockouts.{name}", "must be a list")
+            if len(items) > MAX_KNOCKOUTS:
+                raise self.fail(f"knockouts.{name}", f"{len(items)} entries (at most {MAX_KNOCKOUTS})")
+            lists[name] = items
+        tokens = [self.integer(f"knockouts.tokens[{i}]", p, 0, MAX_PROMPT_TOKENS - 1)
+                  for i, p in enumerate(lists["tokens"])]
+        blocks = []
+        for i, b in enumerate(lists["blocks"]):
+            name = f"knockouts.blocks[{i}]"
+            if not isinstance(b, list) or len(b) != 2:
+                raise self.fail(name, "must be [layer, part], e.g. [37, \"mixer\"]")
+            blocks.append([self.integer(name + "[0]", b[0], 1, n_layers),
+                           self.choice(name + "[1]", b[1], KNOCKOUT_PARTS)])
+        experts = []
+        for i, e in enumerate(lists["experts"]):
+            name = f"knockouts.experts[{i}]"
+            if not isinstance(e, list) or len(e) != 2:
+                raise self.fail(name, "must be [layer or null, expert id]")
+            layer = self.optional_int(name + "[0]", e[0], 1, n_layers)
+            if layer is not None and config.ffn_types[layer - 1] != "moe":
+                raise self.fail(name + "[0]", f"layer {layer} has a dense MLP, no experts")
+            experts.append([layer, self.integer(name + "[1]", e[1], 0, n_experts - 1)])
+        if not (tokens or blocks or experts):
+            return None
+        return {"mode": mode, "tokens": tokens, "blocks": blocks, "experts": experts}
 
     def version(self, value: Any) -> None:
         text = value if isinstance(value, str) else ""
@@ -389,6 +438,12 @@ def _camera_json(camera: dict | None) -> dict | None:
     if "center" in camera:
         out["center"] = [float(v) for v in camera["center"]]
     return out
+
+
+def _knockouts_json(ko: dict) -> dict:
+    return {"mode": ko.get("mode", "zero"), "tokens": [int(p) for p in ko.get("tokens", ())],
+            "blocks": [[int(ly), str(pt)] for ly, pt in ko.get("blocks", ())],
+            "experts": [[None if ly is None else int(ly), int(e)] for ly, e in ko.get("experts", ())]}
 
 
 def _num_or_none(value) -> float | None:

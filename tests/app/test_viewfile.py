@@ -31,7 +31,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     path = viewfile.save(view, tmp_path / "a.k3view")
     again = viewfile.load(path)
     assert again == view
-    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.0"
+    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.1"
     assert again.to_json() == view.to_json()
 
 
@@ -349,3 +349,45 @@ def test_recent_views_are_remembered_across_sessions(make_window, qtbot, tmp_pat
     again.views.menu.aboutToShow.emit()
     assert [a.text() for a in again.views.menu.actions()] == ["(none yet)"]
     assert not again.views.menu.actions()[0].isEnabled()
+
+
+# --- knock-outs (issue 21 I4): an optional, validated "knockouts" key (version 1.1) ---------------------------
+
+def _view_doc(**extra):
+    from app import viewfile as vf
+    d = vf.View().to_dict()
+    d.update(extra)
+    return d
+
+
+def test_knockouts_round_trip_and_older_files_load_without_them(tmp_path):
+    from app import viewfile as vf
+    ko = {"mode": "mean", "tokens": [0, 2], "blocks": [[37, "mixer"]], "experts": [[None, 5]]}
+    v = vf.View.from_dict(_view_doc(knockouts=ko))
+    assert v.knockouts == ko
+    path = vf.save(v, str(tmp_path / "k.k3view"))
+    assert vf.load(path).knockouts == ko
+    old = _view_doc(version="1.0")
+    assert vf.View.from_dict(old).knockouts is None
+    assert "knockouts" not in vf.View().to_dict()
+
+
+@pytest.mark.parametrize("ko, field", [
+    ("zero", "knockouts"),
+    ({"mode": "half"}, "knockouts.mode"),
+    ({"tokens": "0"}, "knockouts.tokens"),
+    ({"tokens": list(range(10 ** 6))}, "knockouts.tokens"),
+    ({"tokens": [1.5]}, "knockouts.tokens[0]"),
+    ({"tokens": [300]}, "knockouts.tokens[0]"),
+    ({"blocks": [[94, "mixer"]]}, "knockouts.blocks[0][0]"),
+    ({"blocks": [[3, "attn"]]}, "knockouts.blocks[0][1]"),
+    ({"blocks": [3]}, "knockouts.blocks[0]"),
+    ({"experts": [[None, 10 ** 6]]}, "knockouts.experts[0][1]"),
+    ({"experts": [[None, True]]}, "knockouts.experts[0][1]"),
+    ({"rm": 1}, "knockouts"),
+])
+def test_a_hostile_knockouts_field_is_refused_naming_the_field(ko, field):
+    from app import viewfile as vf
+    with pytest.raises(vf.ViewError) as err:
+        vf.View.from_dict(_view_doc(knockouts=ko))
+    assert field in str(err.value)
