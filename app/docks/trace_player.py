@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame
 from app import i18n, player, slot_guard, texts, weights_choice
 from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
-from app.widgets.paint import css
+from app.widgets.paint import css, css_rgba, mono_html
 from app.widgets.rich_text_view import RichTextView
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from scene import steps as steps_text
@@ -136,7 +136,8 @@ class TracePlayerDock(QDockWidget):
         self.counter = QLabel()
         self.counter.setObjectName("step_counter")
         self.counter.setAlignment(Qt.AlignCenter)
-        transport.addWidget(self.counter)
+        self.counter.setWordWrap(True)  # 'Step 18 of 33 · stage 12 of 17 · decode token 2': its own line, never
+        # the width that decides the dock's (it widened the 1280x720 dock by 20 px in Korean)
         self.speed = QComboBox()
         self.speed.setObjectName("speed_combo")
         self.speed.setFocusPolicy(Qt.NoFocus)
@@ -146,6 +147,7 @@ class TracePlayerDock(QDockWidget):
         self.speed.currentIndexChanged.connect(self._on_speed)
         transport.addWidget(self.speed)
         layout.addLayout(transport)
+        layout.addWidget(self.counter)
 
         split = QSplitter(Qt.Vertical)
         split.setObjectName("player_split")
@@ -332,11 +334,8 @@ class TracePlayerDock(QDockWidget):
         chips = []
         for pos, (piece, token_id) in enumerate(trace.tokens[:MAX_CHIPS]):
             generated = pos >= trace.prompt_len
-            colour = PHASE_COLOURS["B"] if generated else PHASE_COLOURS["A"]
             weight = "bold" if self.steps and pos == self.steps[self.index].token else "normal"
-            chips.append(f"<span style='border:1px solid {colour}; color:{colour}; font-weight:{weight}'>"
-                         f"&nbsp;{html.escape(shown_text(piece.replace(' ', '·'), MAX_PIECE_CHARS))}&nbsp;</span>"
-                         f"<sub style='color:gray'>{token_id}</sub>")
+            chips.append(token_chip(piece, token_id, generated, weight == "bold"))
         if len(trace.tokens) > MAX_CHIPS:
             chips.append(f"… +{len(trace.tokens) - MAX_CHIPS}")
         self.tokens_label.setText(tr("app.player.tokens") + " " + " ".join(chips)
@@ -385,7 +384,7 @@ class TracePlayerDock(QDockWidget):
         if facts.absent:
             data = html.escape(tr("app.player.none_data"))
         else:
-            data = f"{tr('app.data.' + step.data_kind)} · <code>{facts.dtype}</code> {player.shape_text(facts.shape)}"
+            data = f"{tr('app.data.' + step.data_kind)} · {mono_html(html.escape(facts.dtype))} {player.shape_text(facts.shape)}"
         if facts.real_shape is not None:
             model = player.model_dims(trace, self.state.config).display_name
             data += f" &nbsp;<span style='color:gray'>{html.escape(tr('app.player.real_model', model=model))} " \
@@ -397,7 +396,7 @@ class TracePlayerDock(QDockWidget):
             rows += [
                 (tr("app.player.where"), " → ".join(places)),
                 (tr("app.player.moves"), html.escape(tr(step.move_key, **self._text_args()))),
-                (tr("app.player.value"), f"<code>{html.escape(shown_text(facts.value))}</code>"),
+                (tr("app.player.value"), mono_html(html.escape(shown_text(facts.value)))),
             ]
         for key, fmt in facts.extra:
             rows.append(("", html.escape(tr(key, **fmt))))
@@ -474,11 +473,27 @@ def candidate_rows(candidates) -> list[tuple[str, str]]:
     rows = [("", html.escape(tr("weights.sampling.title")))]
     for rank, (word, before, after) in enumerate(candidates, 1):
         text = tr("weights.sampling.row", rank=rank, word=repr(word), before=f"{before:.3f}", after=f"{after:.3f}")
-        rows.append(("", f"<code>{html.escape(text)}</code>"))
+        rows.append(("", mono_html(html.escape(text))))
     total = tr("weights.sampling.sum", n=len(candidates), before=f"{sum(c[1] for c in candidates):.3f}",
                after=f"{sum(c[2] for c in candidates):.3f}")
     rows.append(("", f"<i>{html.escape(total)}</i>"))
     return rows
+
+
+def chip_piece(piece: str) -> str:
+    """A piece as its chip prints it: a newline, tab and space made visible ('↵', '⇥', '·'), empty as '∅'."""
+    return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "·") or "∅"
+
+
+def token_chip(piece: str, token_id: int, generated: bool, current: bool) -> str:
+    """One token chip: the piece on a tinted box in its phase's colour, then its id. Qt's rich text draws no
+    border on a span (the old chips were coloured text only, so '.' was a lone dot): the box is a background."""
+    role = "phase_b" if generated else "phase_a"
+    colour = PHASE_COLOURS["B" if generated else "A"]
+    return (f"<span style='background-color:{css_rgba(role, 150 if current else 60)}; color:{colour};"
+            f" font-weight:{'bold' if current else 'normal'}'>"
+            f"&nbsp;{html.escape(shown_text(chip_piece(piece), MAX_PIECE_CHARS))}&nbsp;</span>"
+            f"<sub style='color:gray'>{token_id}</sub>")
 
 
 def shown_text(text: str, limit: int = MAX_SHOWN_CHARS) -> str:

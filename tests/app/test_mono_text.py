@@ -81,3 +81,16 @@ def test_tokenizer_bytes_use_both_mono_families(qtbot):
     t = TokenizerPanel(); qtbot.addWidget(t)
     assert t.bytes.font().families() == MONO_FAMILIES
     assert_only_hangul_in_cjk(glyph_faces_plain(LINE, t.bytes.font()), LINE)
+
+
+def test_sampling_candidates_with_hangul_keep_one_mono_face(qapp):
+    """The trace player's top-5 lines (the sampling step): a Hangul word's line has its digits in the Latin
+    mono face like the line of a Latin word under it."""
+    from app.docks.trace_player import candidate_rows
+    rows = candidate_rows([(" 상자를", 0.312, 0.402), (" cup", 0.1, 0.05)])
+    hangul_line, latin_line = rows[1][1], rows[2][1]
+    text = QTextDocument(); text.setHtml(hangul_line)
+    plain = text.toPlainText()
+    faces = glyph_faces_rich(hangul_line)
+    assert faces.get(HANGUL_MONO, 0) == _hangul(plain), faces
+    assert glyph_faces_rich(latin_line).get(HANGUL_MONO, 0) == 0
