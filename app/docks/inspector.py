@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QDockWidget, QGroupBox, QLabel, QScrollArea, QTab
 from app import i18n, player, texts, weights_choice
 from app.i18n import tr
 from app.state import AppState
-from app.widgets.paint import qcolor
+from app.widgets.paint import mono_html, qcolor
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from compute.config import default_config
 from compute.trace import LINEAR_INPUTS
@@ -79,6 +79,10 @@ def _real_size_of(md: str, model: str, shape: str) -> str:
     return _K3_SIZE_LINE.sub(lambda _m: tr("truth.inspector.real_size", model=model, shape=shape or "—"), md)
 
 
+WHAT_MIN_HEIGHT = 60
+WHAT_MAX_SHARE = 0.6  # of the dock's height: the values table keeps room under it
+
+
 class InspectorDock(QDockWidget):
     retranslates_itself = True  # follows state.language_changed; the main window must not call it again
 
@@ -107,7 +111,10 @@ class InspectorDock(QDockWidget):
         self.what = SafeTextBrowser()  # Markdown naming the model: its arguments are escaped (md_args)
         self.what.setObjectName("inspector_what")
         self.what.setOpenExternalLinks(False)
-        self.what.setMinimumHeight(110)
+        self.what.setMinimumHeight(WHAT_MIN_HEIGHT)
+        # the explanation box is as tall as its text (up to most of the dock), not a fixed 110 px that scrolled
+        # while the lower half of the dock stayed empty
+        self.what.document().documentLayout().documentSizeChanged.connect(self._fit_what)
         self.formula_label = QLabel()
         self.formula_label.setObjectName("inspector_formula")
         self.formula_label.setWordWrap(True)
@@ -180,6 +187,21 @@ class InspectorDock(QDockWidget):
         self.block_id = block_id
         self.cell = (block_id, int(row), int(col))
         self.refresh()
+
+    def _fit_what(self, *_):
+        """Height of the explanation box: its document's height, between WHAT_MIN_HEIGHT and WHAT_MAX_SHARE of
+        the dock (longer texts scroll inside it)."""
+        doc_h = self.what.document().size().height()
+        frame = 2 * self.what.frameWidth() + 6
+        cap = max(WHAT_MIN_HEIGHT, int(self.height() * WHAT_MAX_SHARE))
+        want = int(min(cap, max(WHAT_MIN_HEIGHT, doc_h + frame)))
+        if self.what.height() != want or self.what.maximumHeight() != want:
+            self.what.setFixedHeight(want)
+            self.what.setMinimumHeight(want)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._fit_what()
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("inspector.title"))
@@ -273,7 +295,7 @@ class InspectorDock(QDockWidget):
         token = trace.tokens[position][0]
         title = tr("weights.attention.title", token=repr(token), layer=layer, heads=heads)
         top = max(w for _, w in words) or 1.0
-        rows = [f"<tr><td><code>{html.escape(repr(p))}</code></td><td>{'█' * max(1, round(12 * w / top))}</td>"
+        rows = [f"<tr><td>{mono_html(html.escape(repr(p)))}</td><td>{'█' * max(1, round(12 * w / top))}</td>"
                 f"<td>{w:.3f}</td></tr>" for p, w in words[-MAX_ATTENTION_WORDS:]]
         note = "" if pi > 0 else f"<br><i>{html.escape(tr('weights.attention.none'))}</i>"
         self.attention_label.setText(f"{html.escape(title)}<table>{''.join(rows)}</table>{note}")
@@ -389,4 +411,4 @@ class InspectorDock(QDockWidget):
         lines.append(f"<b>{html.escape(tr('inspector.follow_sum', total=f'{total:+.10f}'))}</b>")
         lines.append(html.escape(tr("inspector.follow_check", value=f"{y:+.10f}", diff=f"{abs(total - y):.2e}")))
         lines.append(f"<i>{html.escape(tr('inspector.follow_note'))}</i>")
-        self.follow_label.setText("<span style='font-family:monospace'>" + "<br>".join(lines) + "</span>")
+        self.follow_label.setText(mono_html("<br>".join(lines)))

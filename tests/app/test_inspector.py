@@ -181,3 +181,22 @@ def test_caption_says_what_rows_and_columns_are(dock, traces):
         assert "행 = 헤드 × d_k, 열 = d_v" in dock.values_note.text()
     finally:
         i18n.set_language("en")
+
+
+@pytest.mark.parametrize("block_id", ["L37/kda.state", "L4/mla.scores", "lm_head"])
+def test_the_explanation_box_is_as_tall_as_its_text(dock, traces, qtbot, block_id):
+    """Issue 27.9: the box had a fixed 110 px and scrolled while the lower half of the dock was empty. In a
+    tall dock it now shows its whole text without a scroll bar; in a short one it is capped and scrolls."""
+    dock.state.set_trace(traces)
+    dock.resize(440, 1000)
+    dock.state.select_block(block_id)
+    qtbot.wait(50)
+    what = dock.what
+    doc_h = what.document().size().height()
+    assert doc_h > 110  # these explanations are longer than the old fixed box
+    qtbot.waitUntil(lambda: not what.verticalScrollBar().isVisible() or what.verticalScrollBar().maximum() == 0,
+                    timeout=2000)
+    assert what.height() >= doc_h
+    dock.resize(440, 300)
+    qtbot.wait(50)
+    assert what.height() <= 0.6 * 300 + 1
