@@ -173,3 +173,53 @@ def test_temperature_changes_do_not_recompute(dock):
     st.set_trace(dock.engine.run(PROMPT, 2, Knobs(temperature=0.0, alpha=0.5)))
     wait_for(lambda: dock._serial > serial and not dock.busy, dock=dock)
     assert dock.result.serial == dock._serial
+
+
+def _pick_menu_action(text_part: str) -> None:
+    """Trigger the open context menu's action whose text contains text_part (run from a timer while it is open)."""
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    menu = QApplication.activePopupWidget()
+    assert isinstance(menu, QMenu), menu
+    action = next(a for a in menu.actions() if text_part in a.text())
+    menu.setActiveAction(action)
+    QTest.keyClick(menu, Qt.Key_Return)
+
+
+def test_right_click_a_block_knocks_it_out_with_the_mode_the_menu_names(dock):
+    from PySide6.QtCore import QTimer
+    from compute.explain import Explanation
+
+    t = dock.blocks
+    res = dock.result
+    row = [p for _, p, _ in res.blocks].index("mixer")
+    layer = res.blocks[row][0]
+    req = dock.current_request()
+    QTimer.singleShot(300, lambda: _pick_menu_action("mean ablation"))
+    at = t.visualItemRect(t.item(row, 1)).center()
+    QTest.mouseClick(t.viewport(), Qt.RightButton, Qt.NoModifier, at)
+    # the platform turns a right press into a context-menu event; QTest's synthetic press does not, so send it
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+    QApplication.sendEvent(t.viewport(), QContextMenuEvent(QContextMenuEvent.Mouse, at, t.viewport().mapToGlobal(at)))
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
+    ko = dock.result.knockout
+    assert ko["items"] == [("block", layer, "mixer")] and ko["mode"] == "mean"
+    assert "mean ablation" in dock.ko_label.text()
+    # the after column is what compute.explain's own knock-out gives (not a constant)
+    ex = Explanation(dock.engine, list(req.tokens), req.position, knobs=req.knobs, source_mode="mean")
+    want = ex.knockout(blocks=[(layer, "mixer")], mode="mean")
+    assert ko["word"] == want.word
+    for r, (pc, p) in enumerate(want.top(5)):
+        assert dock.ko_table.item(r, 1).text() == f"{dock_piece(pc)}  {dock_fmt(p)}"
+        assert dock.ko_table.item(r, 0).text() == f"{dock_piece(res.top5[r][0])}  {dock_fmt(res.top5[r][1])}"
+
+
+def dock_piece(pc):
+    from app.docks.explain.dock import piece_text
+    return piece_text(pc)
+
+
+def dock_fmt(p):
+    from app.docks.explain import dock as mod
+    return mod.fmt(p)

@@ -224,6 +224,8 @@ class ExplainDock(QDockWidget):
         self.blocks.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.blocks.setSelectionMode(QAbstractItemView.SingleSelection)
         self.blocks.itemSelectionChanged.connect(self._update_buttons)
+        self.blocks.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.blocks.customContextMenuRequested.connect(self._blocks_menu)
         lay.addWidget(self.blocks)
         brow = QHBoxLayout()
         self.knock_block = QPushButton()
@@ -378,9 +380,25 @@ class ExplainDock(QDockWidget):
         if item is None:
             return
         self.sources.selectRow(item.row())
+        self._knock_menu(self.sources, pos, self.knock_out_selected)
+
+    def _blocks_menu(self, pos) -> None:
+        item = self.blocks.itemAt(pos)
+        if item is None or self.knockable_block(item.row()) is None:
+            return
+        self.blocks.selectRow(item.row())
+        self._knock_menu(self.blocks, pos, self.knock_out_block)
+
+    def _knock_menu(self, table, pos, knock) -> None:
+        """'Knock out (zero ablation)' / 'Knock out (mean ablation)': the mode the action names, then the re-run."""
         menu = QMenu(self)
-        menu.addAction(self.knock.text(), self.knock_out_selected)
-        menu.exec(self.sources.viewport().mapToGlobal(pos))
+        menu.setObjectName("explain_knockout_menu")
+        for i, m in enumerate(ABLATION_MODES):
+            def act(_checked=False, i=i):
+                self.mode.setCurrentIndex(i)
+                knock()
+            menu.addAction(tr("knockout.menu", mode=tr(f"explain.mode.{m}")), act)
+        menu.exec(table.viewport().mapToGlobal(pos))
 
     def _update_buttons(self) -> None:
         self.knock.setEnabled(self._selected_position() is not None)
