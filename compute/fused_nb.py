@@ -20,9 +20,8 @@ Start-up API (the app must never compile on its UI thread, and the first result 
                             # numba import; compiles when the cache is cold); returns m.compiled
     m.use_compiled(False)   # back to the numpy kernels
 
-Disk cache (numba `cache=True`): next to this module (compute/__pycache__) when that folder is writable, else
-the user cache (~/.cache/k3-explorer/numba, or under $XDG_CACHE_HOME) through NUMBA_CACHE_DIR, set before numba
-is imported. The kernel is compiled per engine dtype (float32: the app; float64: the differential tests).
+Disk cache (numba `cache=True`): the user cache (~/.cache/k3-explorer/numba, or under $XDG_CACHE_HOME) through
+NUMBA_CACHE_DIR, set before numba is imported; never next to the code (site-packages or the checkout). The kernel is compiled per engine dtype (float32: the app; float64: the differential tests).
 tests/compute/test_fused_nb.py compares every trace tensor of the compiled passes with the operators in float64.
 """
 from __future__ import annotations
@@ -46,12 +45,9 @@ _KERNELS = Path(__file__).resolve().parent / "_fused_nb_kernels.py"
 
 
 def _cache_dir_setup() -> None:
-    """Point NUMBA_CACHE_DIR at a user cache dir when this package's folder is not writable (site-packages)."""
+    """Point NUMBA_CACHE_DIR at the user cache dir: never next to the code (a writable site-packages kept 2.6 MB
+    after an uninstall; a checkout's compute/__pycache__ is not the place either; issue 24.2)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    here = Path(__file__).resolve().parent
-    if os.access(here, os.W_OK) and os.access(here / "__pycache__" if (here / "__pycache__").exists() else here,
-                                              os.W_OK):
         return
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     d = base / "k3-explorer" / "numba"

@@ -115,6 +115,9 @@ def test_one_process_imports_the_users_app_and_k3_explorer(installed, tmp_path):
 
 def test_uninstall_leaves_no_file(installed):
     purelib, py, env = installed["purelib"], installed["py"], installed["env"]
+    # the compiled-kernel cache is the user's (XDG), never next to the code, although this site-packages is writable
+    where = _run([str(py), "-c", "from k3_explorer.compute import fused_nb; print(fused_nb.cache_dir())"], env=env)
+    assert Path(where.stdout.strip()) == installed["tmp"] / "cache" / "k3-explorer" / "numba"
     _run(installed["pip"] + ["uninstall", "-y", "-q", "k3-explorer"])
     assert not (purelib / "k3_explorer").exists()
     assert not list(purelib.glob("k3_explorer*"))
