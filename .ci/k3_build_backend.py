@@ -103,3 +103,29 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     name = _orig.build_wheel(wheel_directory, config_settings, metadata_directory)
     namespace_wheel(Path(wheel_directory) / name)
     return name
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    """setuptools' sdist, plus this backend: pyproject.toml names `backend-path = [".ci"]`, so a wheel built from
+    the source archive (what pip does with an sdist) needs .ci/k3_build_backend.py inside it."""
+    import io
+    import tarfile
+
+    name = _orig.build_sdist(sdist_directory, config_settings)
+    path = Path(sdist_directory) / name
+    base = name[: -len(".tar.gz")]
+    me = Path(__file__).resolve()
+    with tarfile.open(path, "r:gz") as tf:
+        members = [(m, tf.extractfile(m).read() if m.isfile() else None) for m in tf.getmembers()]
+    tmp = path.with_name(path.name + ".tmp")
+    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+        for m, data in members:
+            if m.name == f"{base}/.ci/{me.name}":
+                continue
+            tf.addfile(m, io.BytesIO(data) if data is not None else None)
+        data = me.read_bytes()
+        info = tarfile.TarInfo(f"{base}/.ci/{me.name}")
+        info.size, info.mode, info.mtime = len(data), 0o644, members[0][0].mtime if members else 0
+        tf.addfile(info, io.BytesIO(data))
+    tmp.replace(path)
+    return name

@@ -123,3 +123,26 @@ def test_uninstall_leaves_no_file(installed):
     assert not list(purelib.glob("k3_explorer*"))
     assert not (installed["py"].parent / "k3-explorer").exists()
     assert _run([str(py), "-c", "import app; print(app.NAME)"], cwd="/", env=env).stdout.strip() == "theirs-app"
+
+
+def test_a_wheel_built_from_the_source_archive_is_namespaced_too(tmp_path):
+    """pip builds a wheel from an sdist after unpacking it; pyproject.toml's backend-path names .ci/, so the
+    archive must carry the backend (setuptools' sdist alone left it out, and that build failed)."""
+    import tarfile
+    import zipfile
+
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / '.ci')!r}); import k3_build_backend as b; "
+            f"print(b.build_sdist({str(tmp_path / 'sdist')!r}))")
+    (tmp_path / "sdist").mkdir()
+    name = _run([sys.executable, "-c", code], cwd=ROOT).stdout.strip().splitlines()[-1]
+    archive = tmp_path / "sdist" / name
+    with tarfile.open(archive) as tf:
+        names = tf.getnames()
+        base = name[: -len(".tar.gz")]
+        assert f"{base}/.ci/k3_build_backend.py" in names and f"{base}/pyproject.toml" in names
+        tf.extractall(tmp_path / "src", filter="data")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+          str(tmp_path / "dist"), str(tmp_path / "src" / base)])
+    wheel = next((tmp_path / "dist").glob("k3_explorer-*.whl"))
+    tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist()}
+    assert tops == {"k3_explorer", wheel.name.split("-py3")[0] + ".dist-info"}, tops
