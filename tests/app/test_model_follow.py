@@ -102,3 +102,22 @@ def test_step_text_arguments_name_each_model():
         filled = fill("for l in 1..{layers}: {unknown} {x}", a)
         assert filled == f"for l in 1..{cfg.num_hidden_layers}: {{unknown}} {{x}}"
     assert np.isclose(text_args(None, tr)["layers"], 93)
+
+
+def test_a_model_switch_lays_the_docks_out_as_at_start(main_window, docks, qtbot):
+    """Issue 23.3: after Model -> another model, docks a person floated or closed are back at their places,
+    shown, as at start (what View -> Reset layout does)."""
+    from PySide6.QtCore import Qt
+
+    win = main_window
+    experts, _ = docks
+    controls = win.docks["ControlsDock"]
+    area_before = win.dockWidgetArea(experts)
+    experts.setFloating(True)
+    controls.hide()
+    qtbot.waitUntil(lambda: experts.isFloating() and not controls.isVisible(), timeout=5000)
+    win.models.model_actions["deepseek-v3"].trigger()
+    wait_model(qtbot, win, "deepseek-v3")
+    qtbot.waitUntil(lambda: not experts.isFloating(), timeout=5000)
+    assert win.dockWidgetArea(experts) == area_before != Qt.NoDockWidgetArea
+    assert not controls.isHidden()
