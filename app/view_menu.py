@@ -70,7 +70,13 @@ class ViewActions:
                     knobs=trace.knobs if trace is not None else st.knobs,
                     layer=st.layer + 1, step=st.step + 1, camera=camera, block=block,
                     cell=(cell[1], cell[2]) if cell and block and cell[0] == block else None,
-                    expert=w.scene.expert, language=i18n.language(), size=w.scene_pixel_size())
+                    expert=w.scene.expert, language=i18n.language(), size=w.scene_pixel_size(),
+                    knockouts=self._knockouts())
+
+    def _knockouts(self) -> dict | None:
+        """The Explain dock's knock-out set, if the dock was ever opened (building it only to ask is not needed)."""
+        dock = dict.get(self.window.docks, "ExplainDock")  # built docks only: no late build just to ask
+        return dock.knockouts() if dock is not None else None
 
     def save_dialog(self) -> None:
         default = os.path.join(self.folder, f"k3-layer{self.window.state.layer + 1}{viewfile.SUFFIX}")
@@ -222,6 +228,8 @@ class ViewActions:
             w.state.select_expert(view.expert)
         if view.camera:
             w.scene.set_camera_state(view.camera)
+        if view.knockouts or self._knockouts():
+            w.docks["ExplainDock"].set_knockouts(view.knockouts)  # the experiment the view was saved with
         trace = w.state.trace
         notes = list(view.notes)
         if getattr(trace, "weights_name", view.weights) != view.weights:

@@ -223,3 +223,30 @@ def dock_piece(pc):
 def dock_fmt(p):
     from app.docks.explain import dock as mod
     return mod.fmt(p)
+
+
+def test_a_view_files_knockout_set_is_applied_and_read_back(dock):
+    """The Explain dock takes a view file's knock-outs (app/viewfile.py's validated form: 1-based layers, an
+    expert without a layer = every MoE layer) and gives them back for File -> Save view; the after column is
+    compute.explain's own knock-out of the same set."""
+    from compute.explain import Explanation
+
+    cfg = dock.state.config
+    moe = [i + 1 for i, f in enumerate(cfg.ffn_types) if f == "moe"]
+    req = dock.current_request()
+    ko = {"mode": "mean", "tokens": [1], "blocks": [[moe[0], "mixer"]], "experts": [[None, 3]]}
+    dock.set_knockouts(ko)
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
+    got = dock.result.knockout
+    assert got["mode"] == "mean"
+    assert set(got["items"]) == {("token", 1), ("block", moe[0], "mixer")} | {("expert", ly, 3) for ly in moe}
+    back = dock.knockouts()
+    assert back["mode"] == "mean" and back["tokens"] == [1] and back["blocks"] == [[moe[0], "mixer"]]
+    assert sorted(back["experts"]) == [[ly, 3] for ly in moe]
+    ex = Explanation(dock.engine, list(req.tokens), req.position, knobs=req.knobs, source_mode="mean")
+    want = ex.knockout(tokens=[1], blocks=[(moe[0], "mixer")], experts=[3], mode="mean")
+    assert got["word"] == want.word
+    assert [pc for pc, _ in got["top5"]] == [pc for pc, _ in want.top(5)]
+    dock.set_knockouts(None)
+    wait_for(lambda: dock.result.knockout is None and not dock.busy, dock=dock)
+    assert dock.knockouts() is None

@@ -370,6 +370,40 @@ class ExplainDock(QDockWidget):
         self._knockout = (item,)
         self.refresh()
 
+    # --- knock-outs as view files store them (app/viewfile.py: mode, tokens, blocks, experts; 1-based layers)
+    def knockouts(self) -> dict | None:
+        """The active knock-out set as a view file's `knockouts` value, or None."""
+        if not self._knockout:
+            return None
+        out = {"mode": ABLATION_MODES[max(0, self.mode.currentIndex())], "tokens": [], "blocks": [], "experts": []}
+        for item in self._knockout:
+            if item[0] == "token":
+                out["tokens"].append(int(item[1]))
+            elif item[0] == "block":
+                out["blocks"].append([int(item[1]), str(item[2])])
+            elif item[0] == "expert":
+                out["experts"].append([int(item[1]), int(item[2])])
+        return out
+
+    def set_knockouts(self, ko: dict | None) -> None:
+        """Apply a view file's (already validated) knock-out set and re-run; None clears it. An expert without a
+        layer is knocked out at every MoE layer, as compute.explain reads a bare id."""
+        if not ko:
+            self._knockout = ()
+            self.refresh()
+            return
+        cfg = self.state.config
+        moe_layers = [i + 1 for i, f in enumerate(cfg.ffn_types) if f == "moe"] if cfg is not None else []
+        items: list[tuple] = [("token", int(p)) for p in ko.get("tokens", ())]
+        items += [("block", int(ly), str(part)) for ly, part in ko.get("blocks", ())]
+        for ly, e in ko.get("experts", ()):
+            items += [("expert", int(x), int(e)) for x in ([ly] if ly is not None else moe_layers)]
+        mode = ko.get("mode", ABLATION_MODES[0])
+        if mode in ABLATION_MODES:
+            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
+        self._knockout = tuple(dict.fromkeys(items))
+        self.refresh()
+
     def restore_knockout(self) -> None:
         """Undo the knock-out: the explanation without it."""
         self._knockout = ()

@@ -1,0 +1,41 @@
+"""Knock-outs travel in view files (issue 21, I4): File -> Open view of a file with a `knockouts` set applies it
+to the Explain dock (re-run off the UI thread), and File -> Save view writes the dock's set back."""
+import json
+import time
+
+from gui_helpers import pump
+
+
+def _wait(cond, timeout_s=120.0):
+    end = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        pump(30)
+
+
+def test_a_view_with_knockouts_opens_them_and_saves_them_back(main_window, tmp_path):
+    from app import viewfile
+
+    win = main_window
+    assert win.views.save_to(str(tmp_path / "plain.k3view"))
+    raw = json.loads((tmp_path / "plain.k3view").read_text(encoding="utf-8"))
+    assert "knockouts" not in raw  # written only when set
+    moe = [i + 1 for i, f in enumerate(win.config.ffn_types) if f == "moe"]
+    raw["knockouts"] = {"mode": "zero", "tokens": [0], "blocks": [[moe[0], "ffn"]], "experts": []}
+    (tmp_path / "ko.k3view").write_text(json.dumps(raw), encoding="utf-8")
+    dock = win.docks["ExplainDock"]
+    try:
+        assert win.views.open_path(str(tmp_path / "ko.k3view"))
+        _wait(lambda: dock.knockouts() is not None)
+        assert dock.knockouts() == {"mode": "zero", "tokens": [0], "blocks": [[moe[0], "ffn"]], "experts": []}
+        dock.show(); dock.raise_()
+        _wait(lambda: dock.result is not None and dock.result.knockout is not None and not dock.busy)
+        assert set(dock.result.knockout["items"]) == {("token", 0), ("block", moe[0], "ffn")}
+        assert win.views.save_to(str(tmp_path / "again.k3view"))
+        again = viewfile.load(str(tmp_path / "again.k3view"))
+        assert again.knockouts == {"mode": "zero", "tokens": [0], "blocks": [[moe[0], "ffn"]], "experts": []}
+        # a view without knock-outs clears the dock's set
+        assert win.views.open_path(str(tmp_path / "plain.k3view"))
+        _wait(lambda: dock.knockouts() is None)
+    finally:
+        dock.set_knockouts(None)
