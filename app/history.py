@@ -49,7 +49,7 @@ def _fmt(value) -> str:
 
 class Change(QUndoCommand):
     """One recorded change: `key` ("knob:temperature", "layer", "step", "block", "expert", "prompt", "tokens",
-    "model", "weights"), the value before and after."""
+    "model", "weights", "knockouts": the Explain dock's (items, mode)), the value before and after."""
 
     def __init__(self, history: "History", key: str, old, new):
         super().__init__()
@@ -82,6 +82,8 @@ class Change(QUndoCommand):
             return tr("edit.cmd.tokens", old=self._tokens(self.old), new=self._tokens(self.new))
         if self.key == "model":
             return tr("edit.cmd.model", new=self.new.display_name)
+        if self.key == "knockouts":
+            return tr("edit.cmd.knockouts", n=len(self.new[0])) if self.new[0] else tr("edit.cmd.knockouts_none")
         return tr("edit.cmd.weights", new=tr(f"edit.weights.{self.new}"))
 
     @staticmethod
@@ -131,7 +133,8 @@ class History(QObject):
         st = window.state
         self.snap = {"knobs": st.knobs, "layer": st.layer, "step": st.step, "block": (st.block, st.cell),
                      "expert": st.expert, "prompt": st.prompt, "model": window.config,
-                     "weights": getattr(st, "weights", "trained"), "tokens": window.engine.max_new_tokens}
+                     "weights": getattr(st, "weights", "trained"), "tokens": window.engine.max_new_tokens,
+                     "knockouts": ((), "zero")}
         st.knobs_requested.connect(self._on_knobs)
         st.layer_changed.connect(lambda v: self._record("layer", v))
         st.step_changed.connect(self._on_step)
@@ -140,6 +143,7 @@ class History(QObject):
         st.expert_selected.connect(lambda e: self._record("expert", e))
         st.prompt_requested.connect(lambda text: self._record("prompt", text))
         st.tokens_changed.connect(lambda n: self._record("tokens", n))
+        st.knockouts_changed.connect(self._on_knockouts)
         st.trace_arriving.connect(self._trace_arriving)
         st.trace_changed.connect(self._trace_done)
         st.config_changed.connect(self._on_config)  # the switch: before the window fits the layer to it
@@ -183,6 +187,15 @@ class History(QObject):
         key = f"knob:{changed[0]}" if len(changed) == 1 else "knob:all"
         self.snap["knobs"] = knobs
         self.stack.push(Change(self, key, old, knobs))
+
+    def _on_knockouts(self, value) -> None:
+        """A knock-out set changed in the Explain dock; the mode alone (with nothing knocked out) is no change."""
+        items, _mode = value
+        old_items, _ = self.snap.get("knockouts") or ((), "zero")
+        if not items and not old_items:
+            self.snap["knockouts"] = value
+            return
+        self._record("knockouts", value)
 
     def _on_config(self, cfg) -> None:
         self._record("model", cfg)
@@ -247,6 +260,8 @@ class History(QObject):
             elif key == "weights":
                 self._expect["weights"] = value
                 w.weights.choose(value)
+            elif key == "knockouts":
+                w.docks["ExplainDock"].set_knockout_items(value)
         finally:
             self._applying = False
 

@@ -40,6 +40,7 @@ class AppState(QObject):
     knobs_requested = Signal(object)  # Knobs: the worker should recompute (latest wins)
     prompt_requested = Signal(str)  # a new prompt to run
     tokens_changed = Signal(int)  # tokens to generate (0: until the end of the sentence), set by the window
+    knockouts_changed = Signal(object)  # (items tuple, mode): the Explain dock's knock-out experiment changed
 
     def __init__(self, parent=None):
         super().__init__(parent)

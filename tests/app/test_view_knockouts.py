@@ -39,3 +39,31 @@ def test_a_view_with_knockouts_opens_them_and_saves_them_back(main_window, tmp_p
         _wait(lambda: dock.knockouts() is None)
     finally:
         dock.set_knockouts(None)
+
+
+def test_a_knockout_undoes_and_redoes_with_the_keys(main_window, qtbot):
+    """Issue 27.5 / 21 I4: a knock-out is one undo step; Ctrl+Z restores the set before it (and the dock's
+    explanation without it), Ctrl+Shift+Z brings it back."""
+    from PySide6.QtCore import Qt
+
+    win = main_window
+    dock = win.docks["ExplainDock"]
+    dock.show(); dock.raise_()
+    dock.set_knockouts(None)
+    stack = win.history.stack
+    n = stack.count()
+    moe = [i + 1 for i, f in enumerate(win.config.ffn_types) if f == "moe"]
+    try:
+        dock.set_knockouts({"mode": "mean", "tokens": [1], "blocks": [[moe[0], "mixer"]], "experts": []})
+        assert stack.count() == n + 1 and "2" in stack.text(stack.count() - 1)
+        _wait(lambda: dock.result is not None and dock.result.knockout is not None and not dock.busy)
+        win.activateWindow(); win.setFocus()
+        qtbot.keyClick(win, Qt.Key_Z, Qt.ControlModifier)
+        _wait(lambda: dock.knockouts() is None)
+        _wait(lambda: dock.result is not None and dock.result.knockout is None and not dock.busy)
+        qtbot.keyClick(win, Qt.Key_Z, Qt.ControlModifier | Qt.ShiftModifier)
+        _wait(lambda: dock.knockouts() is not None)
+        assert dock.knockouts() == {"mode": "mean", "tokens": [1], "blocks": [[moe[0], "mixer"]], "experts": []}
+        assert stack.count() == n + 1  # stepping through the history adds nothing to it
+    finally:
+        dock.set_knockouts(None)

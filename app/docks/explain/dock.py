@@ -345,7 +345,7 @@ class ExplainDock(QDockWidget):
         if p is None:
             return
         self._knockout = (("token", p),)
-        self.refresh()
+        self._knockouts_changed()
 
     def knockable_block(self, row: int) -> tuple | None:
         """The knock-out item of a contributions row: a mixer or dense MLP (a block), a routed expert at its
@@ -368,7 +368,7 @@ class ExplainDock(QDockWidget):
         if item is None:
             return
         self._knockout = (item,)
-        self.refresh()
+        self._knockouts_changed()
 
     # --- knock-outs as view files store them (app/viewfile.py: mode, tokens, blocks, experts; 1-based layers)
     def knockouts(self) -> dict | None:
@@ -390,7 +390,7 @@ class ExplainDock(QDockWidget):
         layer is knocked out at every MoE layer, as compute.explain reads a bare id."""
         if not ko:
             self._knockout = ()
-            self.refresh()
+            self._knockouts_changed()
             return
         cfg = self.state.config
         moe_layers = [i + 1 for i, f in enumerate(cfg.ffn_types) if f == "moe"] if cfg is not None else []
@@ -402,12 +402,24 @@ class ExplainDock(QDockWidget):
         if mode in ABLATION_MODES:
             self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
         self._knockout = tuple(dict.fromkeys(items))
+        self._knockouts_changed()
+
+    def set_knockout_items(self, value: tuple) -> None:
+        """Undo / redo (app/history.py): the (items, mode) pair knockouts_changed carried."""
+        items, mode = value
+        if mode in ABLATION_MODES:
+            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
+        self._knockout = tuple(items)
+        self._knockouts_changed()
+
+    def _knockouts_changed(self) -> None:
+        self.state.knockouts_changed.emit((self._knockout, ABLATION_MODES[max(0, self.mode.currentIndex())]))
         self.refresh()
 
     def restore_knockout(self) -> None:
         """Undo the knock-out: the explanation without it."""
         self._knockout = ()
-        self.refresh()
+        self._knockouts_changed()
 
     def _sources_menu(self, pos) -> None:
         item = self.sources.itemAt(pos)
