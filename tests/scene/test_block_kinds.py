@@ -1,7 +1,5 @@
 """The block-kind table (scene/block_kinds.py, issue 23.2): every block a real trace or the scene's layout can
 have has an entry, and each entry's rows/columns say what the axes of that tensor really are."""
-import json
-
 import numpy as np
 import pytest
 
@@ -10,20 +8,7 @@ from compute.engine import ToyK3
 from scene import block_kinds
 from scene.block_kinds import AXES, COLOUR_RULES, TABLE
 from scene.layout import build_layout
-
-
-def _raw(stem: str) -> dict:
-    with open(available_configs()[stem], encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def _odd_user() -> dict:
-    """A user's config with unusual values: no q_lora_rank, no shared experts, no AttnRes, 1 MLA layer."""
-    raw = _raw("kimi-linear-48b")
-    raw.update(name="odd-user", display_name="Odd User Model", num_hidden_layers=4, num_shared_experts=0)
-    raw["linear_attn_config"] = dict(raw["linear_attn_config"], kda_layers=[1, 2, 3], full_attn_layers=[4])
-    return raw
-
+from tests.app.test_player import odd_user_config as _odd_user, raw_config as _raw  # the same user config
 
 CASES = [pytest.param(_raw(s), id=s) for s in sorted(available_configs())] + [pytest.param(_odd_user(), id="odd")]
 
