@@ -230,7 +230,11 @@ def _rank(block) -> float:
     latent cache c_kv and rope key, the KDA state: role "state") before the blocks around them. Without this,
     equal labels went in layout order and a narrow cache block lost every spot above it to its left
     neighbour's wider label (MLA layers, step 6: no c_kv label)."""
-    return 1.5 if block.role == "state" else 2
+    if block.role == "state":
+        return 1.5
+    if block.part == "global" and block.family == "stack" and block.kind != "embedding":
+        return 2.5  # the stack's cap is named beside itself, after the panel's names (it took o_proj's spot)
+    return 2
 
 
 def _candidates(inp: OverlayInput) -> list[tuple]:
