@@ -6,8 +6,6 @@ Also the export context (`_ExportContext`): an off-screen GL context of the app'
 SceneView.render_image draws, and the framebuffer it keeps for the frames of an animation."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QEventLoop, QRectF, Qt, QTimer, Signal
@@ -18,9 +16,6 @@ from scene import palette
 from scene.frames import FrameRenderer, FrameState, FrameView, new_context, render_offscreen
 from scene.gl_items import SCENE_LOCK, make_twin, sync_twin
 from scene.label_cache import LabelCache
-
-if TYPE_CHECKING:
-    from scene.view import SceneView
 
 
 class GLWidget(GLViewMixin, QWidget):
@@ -37,7 +32,9 @@ class GLWidget(GLViewMixin, QWidget):
 
     frameSwapped = Signal()
 
-    def __init__(self, owner: "SceneView", parent: QWidget):
+    def __init__(self, owner: QWidget, parent: QWidget):
+        # owner: the scene.view.SceneView holding this picture (its _render, tr and input are used); not imported
+        # here, so scene/view.py -> scene/gl_widget.py is the one direction between the two modules
         super().__init__(parent)
         self.owner = owner
         self.setMouseTracking(True)
