@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from app import i18n, log
 
     log.setup(verbose=args.verbose)
-    from app.cli import display_error
+    from app.display_check import display_error
     from scene.display import prepare_gl_platform, release_probe
 
     i18n.set_language(args.lang or i18n.system_language())

@@ -118,11 +118,11 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     "WIDTHxHEIGHT" (default: the view's saved size, else 1920x1080); camera a preset name ("front", "side",
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
     knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels)."""
-    from app.cli import CAMERAS
     from app.export import THEMES
+    from scene.camera import PRESETS
 
-    if camera is not None and (not isinstance(camera, str) or camera not in CAMERAS):
-        raise ValueError(f"camera must be one of {', '.join(CAMERAS)}, got {_short(camera)}")
+    if camera is not None and (not isinstance(camera, str) or camera not in PRESETS):
+        raise ValueError(f"camera must be one of {', '.join(PRESETS)}, got {_short(camera)}")
     if not isinstance(theme, str) or theme not in THEMES:
         raise ValueError(f"theme must be one of {', '.join(THEMES)}, got {_short(theme)}")
     for name, flag in (("transparent", transparent), ("labels", labels)):
@@ -162,7 +162,7 @@ def ensure_app():
     app = QApplication.instance()
     if app is not None:
         return app
-    from app.cli import display_error
+    from app.display_check import display_error
 
     problem = display_error()
     if problem:

@@ -20,9 +20,10 @@ import signal
 import sys
 
 from app import i18n
+from app.display_check import display_error, missing_libraries_error
 from app.i18n import tr
 
-CAMERAS = ("front", "side", "top", "stack", "reset")
+CAMERAS = ("front", "side", "top", "stack", "reset")  # scene.camera.PRESETS (numpy is not needed to parse)
 DEVICES = ("cpu", "cuda", "auto")
 WEIGHTS = ("trained", "random")  # app.weights_choice.WEIGHTS (that module is not needed to parse)
 
@@ -161,33 +162,6 @@ def _check_arguments(args) -> tuple[int, int, str]:
         key = "anim.cli.needs_animate" if out.lower().endswith((".mp4", ".webm", ".gif")) else "app.cli.not_png"
         raise ExportError(tr(key, path=args.out))
     return width, height, out
-
-
-def missing_libraries_error() -> str | None:
-    """One translated line naming the libraries Qt's xcb platform needs that are missing and the apt-get line that
-    installs them (Qt would abort with "could not load the Qt platform plugin"), or None."""
-    from scene.display import install_command, missing_libraries
-
-    missing = missing_libraries()
-    if not missing:
-        return None
-    return tr("ship.missing_libraries", libraries=", ".join(soname for soname, _ in missing),
-              command=install_command(missing))
-
-
-def display_error() -> str | None:
-    """One translated line when Qt could not use the display (a library Qt's xcb platform needs is missing,
-    no display is set, or no X server answers there)."""
-    from scene.display import display_problem
-
-    missing = missing_libraries_error()
-    if missing:
-        return missing
-    problem = display_problem()
-    if problem is None:
-        return None
-    key = "app.cli.no_display" if problem == "missing" else "app.cli.display_unreachable"
-    return tr(key, display=os.environ.get("DISPLAY", ""))
 
 
 def explicit_options(argv: list[str] | None) -> set[str]:
