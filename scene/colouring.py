@@ -21,18 +21,6 @@ def _rule(kind: str, field: str) -> str:
     return getattr(e, field) if e is not None else ""
 
 
-def pass_of_position(trace, pos: int) -> int | None:
-    """Index of the pass that processed absolute position pos (None if no pass did)."""
-    for i, ps in enumerate(trace.passes):
-        if pos in set(int(p) for p in ps.positions):
-            return i
-    return None
-
-
-def _row_in_pass(trace, pass_i: int, pos: int) -> int:
-    return int(np.nonzero(np.asarray(trace.passes[pass_i].positions) == pos)[0][0])
-
-
 def block_values(b: Block, layout: Layout, trace, pass_index: int, token: int) -> np.ndarray | None:
     """[rows, cols] float64 values of a grid block (NaN = no number), or None when there is none."""
     if trace is None or b.grid is None or b.part == "shared_experts":
