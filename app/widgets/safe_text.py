@@ -4,7 +4,7 @@ A model config's `name` / `display_name`, a view file's fields, the prompt, a to
 error message quoting any of them are untrusted. Put into a rich-text widget unescaped, `<img src="/dev/zero">`
 makes Qt read that file (abort), a FIFO hangs the UI, `<a href>` / `<style>` change what is shown. So:
 
-- a widget that shows such text as a whole is plain (`plain_label`, `set_plain`, `plain_message_box`);
+- a widget that shows such text as a whole is plain (`plain(label, ...)`, `plain_message_box`);
 - a rich text built from a catalogue template escapes every argument (`rich_tr`, `esc`); markup we build
   ourselves is marked `Html` and passes as it is;
 - a tooltip (rich whenever it looks like markup) goes through `plain_tip`;
@@ -20,7 +20,7 @@ import re
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage, QTextDocument
 from PySide6.QtGui import Qt as _GuiQt  # Qt.mightBeRichText lives in QtGui's namespace
-from PySide6.QtWidgets import QLabel, QMessageBox, QTextBrowser
+from PySide6.QtWidgets import QMessageBox, QTextBrowser
 
 from app.i18n import tr
 
@@ -56,21 +56,6 @@ def plain_tip(text: str) -> str:
     if not might_be_rich(text) and "&" not in text:
         return text
     return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
-
-
-def set_plain(label: QLabel, text: str) -> None:
-    """Show `text` in `label` as plain text, whatever it contains."""
-    if label.textFormat() != Qt.TextFormat.PlainText:
-        label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setText(str(text))
-
-
-def plain_label(text: str = "", word_wrap: bool = True) -> QLabel:
-    lab = QLabel()
-    lab.setTextFormat(Qt.TextFormat.PlainText)
-    lab.setWordWrap(word_wrap)
-    lab.setText(str(text))
-    return lab
 
 
 def plain_message_box(icon, title: str, text: str, buttons=QMessageBox.StandardButton.Ok, parent=None) -> QMessageBox:
