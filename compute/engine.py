@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -79,8 +78,7 @@ from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
 from compute.norms import rms_norm
 from compute.parts import _np, to_numpy
-from compute.xp import ops
-from compute.sampling import sample_index, top_p_probs
+from compute.sampling import pass_uniforms, sample_logits
 from compute.tokenizer import ToyTokenizer
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
 from compute.weights import WeightsError, WeightsMismatch, WeightsMissing
@@ -252,114 +250,12 @@ class ToyK3:
         def uni(n, lo, hi):
             return gen.uniform(lo, hi, n)
 
-        self.embedding64, self.lm_head64, self.final_norm64, self.w_out64, self._layers64 = self._weight_layout(
-            rnd, uni)
-
-    def _weight_layout(self, rnd, uni) -> tuple:
-        """(embedding, lm_head, final_norm, w_out, layers) drawn with rnd(*shape, scale) and uni(n, lo, hi), in
-        a fixed order (the seeded random model); with shape-only functions it gives the expected layout. rnd/uni
-        may return numpy arrays (the engine) or torch tensors (compute.train's init)."""
-        c, d = self.config, self.dims
-
-        def lin(n_in, n_out, gain=1.0):
-            return rnd(n_in, n_out, scale=gain / math.sqrt(n_in))
-
-        def normw(n):
-            return 1.0 + rnd(n, scale=0.1)
-
-        D = d.hidden
-        E = c.n_routed_experts
-        latent = c.moe_latent_size is not None
-        L = d.latent if latent else D
-        embedding = rnd(len(self.vocab), D)
-        lm_head = lin(D, len(self.vocab), gain=2.0)
-        final_norm = normw(D)
-        w_out = rnd(D, scale=0.7)
-        layers = []
-        for li in range(c.num_hidden_layers):
-            w: dict = {"norm_mixer": normw(D), "norm_ffn": normw(D),
-                       "w_attn": rnd(D, scale=0.7), "w_mlp": rnd(D, scale=0.7)}
-            if c.mixer_types[li] == "kda":
-                H, K = d.kda_heads, d.kda_head_dim
-                HK = H * K
-                w["kda"] = {
-                    "in": _cat([lin(D, 3 * HK), lin(D, K), lin(D, H, gain=1.5), lin(D, HK)]),
-                    "f_b": lin(K, HK),
-                    "conv": rnd(3 * HK, d.conv, scale=0.6),
-                    "A_log": _log(uni(H, 0.7, 1.5)),
-                    "dt_bias": rnd(H, K, scale=0.5) - 2.5,  # mostly retentive channels (α ≈ 0.2 … 0.95)
-                    "o_norm": normw(K),
-                    "o": lin(HK, D, gain=0.8),
-                }
-            else:
-                H = d.mla_heads
-                gated = c.mla_output_gate is not None
-                w["mla"] = {
-                    "in": _cat([lin(D, d.q_lora), lin(D, d.kv_lora + d.rope)]
-                               + ([lin(D, H * d.v)] if gated else [])),
-                    "q_a_norm": normw(d.q_lora),
-                    "q_b": lin(d.q_lora, H * (d.nope + d.rope), gain=1.5),
-                    "kv_a_norm": normw(d.kv_lora),
-                    "kv_b": lin(d.kv_lora, H * (d.nope + d.v), gain=1.5),
-                    "o": lin(H * d.v, D, gain=0.8),
-                }
-            if c.ffn_types[li] == "dense":
-                w["mlp"] = {"gate": lin(D, d.dense_width), "up": lin(D, d.dense_width),
-                            "down": lin(d.dense_width, D, gain=0.5)}
-            else:
-                Fw = d.expert_width
-                Fs = Fw * c.n_shared_experts
-                w["moe"] = {
-                    "router": lin(D, E, gain=1.0),
-                    "bias": rnd(E, scale=0.02),
-                    "down": lin(D, L) if latent else None,
-                    "w13": rnd(E, L, 2 * Fw, scale=1.0 / math.sqrt(L)),
-                    "w2": rnd(E, Fw, L, scale=1.0 / math.sqrt(Fw)),
-                    "norm": normw(L) if latent else None,
-                    "up": lin(L, D, gain=0.8) if latent else None,
-                    "shared13": lin(D, 2 * Fs) if Fs else None,
-                    "shared2": lin(Fs, D, gain=0.5) if Fs else None,
-                }
-            layers.append(w)
-        return embedding, lm_head, final_norm, w_out, layers
+        self.embedding64, self.lm_head64, self.final_norm64, self.w_out64, self._layers64 = weights_io.draw_layout(
+            self.config, self.dims, len(self.vocab), rnd, uni)
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        """{name: shape} of every weight of this config, dims and vocabulary (names as compute.weights.flatten
-        gives them: "L3.mla.q_b", "embedding", ...); the shapes `_weight_layout` draws, without drawing."""
-        c, d = self.config, self.dims
-        D, E, V = d.hidden, c.n_routed_experts, len(self.vocab)
-        latent = c.moe_latent_size is not None
-        L = d.latent if latent else D
-        out: dict[str, tuple[int, ...]] = {"embedding": (V, D), "lm_head": (D, V), "final_norm": (D,), "w_out": (D,)}
-        for li in range(c.num_hidden_layers):
-            p = f"L{li}."
-            for k in ("norm_mixer", "norm_ffn", "w_attn", "w_mlp"):
-                out[p + k] = (D,)
-            if c.mixer_types[li] == "kda":
-                H, K = d.kda_heads, d.kda_head_dim
-                HK = H * K
-                out.update({p + "kda.in": (D, 3 * HK + K + H + HK), p + "kda.f_b": (K, HK),
-                            p + "kda.conv": (3 * HK, d.conv), p + "kda.A_log": (H,), p + "kda.dt_bias": (H, K),
-                            p + "kda.o_norm": (K,), p + "kda.o": (HK, D)})
-            else:
-                H = d.mla_heads
-                gate = H * d.v if c.mla_output_gate is not None else 0
-                out.update({p + "mla.in": (D, d.q_lora + d.kv_lora + d.rope + gate), p + "mla.q_a_norm": (d.q_lora,),
-                            p + "mla.q_b": (d.q_lora, H * (d.nope + d.rope)), p + "mla.kv_a_norm": (d.kv_lora,),
-                            p + "mla.kv_b": (d.kv_lora, H * (d.nope + d.v)), p + "mla.o": (H * d.v, D)})
-            if c.ffn_types[li] == "dense":
-                out.update({p + "mlp.gate": (D, d.dense_width), p + "mlp.up": (D, d.dense_width),
-                            p + "mlp.down": (d.dense_width, D)})
-            else:
-                Fw = d.expert_width
-                Fs = Fw * c.n_shared_experts
-                out.update({p + "moe.router": (D, E), p + "moe.bias": (E,), p + "moe.w13": (E, L, 2 * Fw),
-                            p + "moe.w2": (E, Fw, L)})
-                if latent:
-                    out.update({p + "moe.down": (D, L), p + "moe.norm": (L,), p + "moe.up": (L, D)})
-                if Fs:
-                    out.update({p + "moe.shared13": (D, 2 * Fs), p + "moe.shared2": (Fs, D)})
-        return out
+        """{name: shape} of every weight of this config, dims and vocabulary (compute.weights.layout_shapes)."""
+        return weights_io.layout_shapes(self.config, self.dims, len(self.vocab))
 
     def _load_trained(self, path) -> None:
         """Read and check the trained asset (or `path`) and take its weights (float64 on the CPU)."""
@@ -369,22 +265,7 @@ class ToyK3:
             p, self.weight_shapes(), lambda meta: weights_io.check_meta(
                 meta, self.config.name, dims_dict(self.dims), [pc for pc, _ in self.vocab], name))
         flat = weights_io.unpack({k: a.astype(np.float64) for k, a in arrays.items()}, self.weight_shapes(), name)
-        layers: list[dict] = [{} for _ in range(self.config.num_hidden_layers)]
-        glob = {}
-        for n, t in flat.items():
-            head, _, key = n.partition(".")
-            if not key or not head[1:].isdigit():
-                glob[n] = t
-                continue
-            w = layers[int(head[1:])]
-            *outer, leaf = key.split(".")
-            for k in outer:
-                w = w.setdefault(k, {})
-            w[leaf] = t
-        for w in layers:
-            if "moe" in w:
-                for k in ("down", "norm", "up", "shared13", "shared2"):
-                    w["moe"].setdefault(k, None)
+        layers, glob = weights_io.nest(flat, self.config.num_hidden_layers)
         self.embedding64, self.lm_head64 = glob["embedding"], glob["lm_head"]
         self.final_norm64, self.w_out64 = glob["final_norm"], glob["w_out"]
         self._layers64 = layers
@@ -642,13 +523,13 @@ class ToyK3:
         if (knobs.alpha, knobs.beta, dict(knobs.expert_bias)) != (old.alpha, old.beta, dict(old.expert_bias)):
             return self.run(trace.text, len(trace.passes), knobs)
         n = len(trace.passes)
-        us = _uniforms(knobs.sample_seed, n)
+        us = pass_uniforms(knobs.sample_seed, n)
         new = Trace(tokens=list(trace.tokens[:trace.prompt_len]), prompt_len=trace.prompt_len, text=trace.text,
                     passes=[], knobs=knobs, weights=trace.weights, weights_global=trace.weights_global,
                     vocab=trace.vocab, config_name=trace.config_name, device=trace.device,
                     weights_name=trace.weights_name, weights_fallback=trace.weights_fallback)
         for i, ps in enumerate(trace.passes):
-            probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
+            probs, tok = sample_logits(ps.final["lm_head"][-1], knobs, us[i])
             final = dict(ps.final)
             final["probs"], final["sampled"] = probs, tok
             new.passes.append(PassTrace(kind=ps.kind, positions=ps.positions, embedding=ps.embedding,
@@ -662,7 +543,7 @@ class ToyK3:
 
     # ------------------------------------------------------------------ internals
     def _continue(self, trace: Trace, n_passes: int, caches: list | None, knobs: Knobs) -> None:
-        us = _uniforms(knobs.sample_seed, n_passes)
+        us = pass_uniforms(knobs.sample_seed, n_passes)
         with self._torch.inference_mode() if self._torch is not None else contextlib.nullcontext():
             while len(trace.passes) < n_passes:
                 i = len(trace.passes)
@@ -679,7 +560,7 @@ class ToyK3:
                     data, caches, _ = self.forward(ids, start, knobs, caches)
                     ps = _pass_to_numpy(data, self.config, kind)
                 check_pass(ps, i)  # NaN / inf logits or hidden state: NonFiniteError, never a sampled garbage token
-                probs, tok = _sample(ps.final["lm_head"][-1], knobs, us[i])
+                probs, tok = sample_logits(ps.final["lm_head"][-1], knobs, us[i])
                 ps.final["probs"], ps.final["sampled"] = probs, tok
                 trace.passes.append(ps)
                 trace.tokens.append(tuple(self.vocab[tok]))
@@ -724,14 +605,6 @@ class ToyK3:
 _SEED_MASK = (1 << 64) - 1  # numpy seeds are non-negative: a negative seed wraps
 
 
-def _cat(xs: list):
-    """Concatenate weight blocks along the columns (numpy arrays or torch tensors)."""
-    return ops(xs[0]).cat(xs, 1)
-
-
-def _log(x):
-    return ops(x).log(x)
-
 
 
 def _check_prompt_text(prompt: str) -> None:
@@ -758,17 +631,6 @@ def _check_knobs(k: Knobs) -> None:
     for e, b in k.expert_bias.items():
         if not -1e6 <= b <= 1e6:
             raise ValueError(f"expert_bias: bias {b} of expert {e} outside [-1e6, 1e6]")
-
-
-def _uniforms(sample_seed: int, n: int) -> np.ndarray:
-    """The uniform draw of each pass: fixed by sample_seed, independent of the probabilities."""
-    return np.random.default_rng(int(sample_seed)).random(n)
-
-
-def _sample(last_logits: np.ndarray, knobs: Knobs, u: float) -> tuple[np.ndarray, int]:
-    """Probabilities (float64, CPU) after temperature/top-p and the sampled vocab row."""
-    probs = top_p_probs(np.asarray(last_logits, dtype=np.float64), knobs.temperature, knobs.top_p)
-    return probs, sample_index(probs, float(u))
 
 
 def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:

@@ -60,3 +60,15 @@ def sample_index(probs: np.ndarray, u: float) -> int:
     while probs[i] <= 0 and i > 0:  # never land on a filtered token through rounding
         i -= 1
     return i
+
+
+def pass_uniforms(sample_seed: int, n: int) -> np.ndarray:
+    """The uniform draw of each of n passes: fixed by sample_seed, independent of the probabilities (what the
+    engine and compute.train's generate draw with)."""
+    return np.random.default_rng(int(sample_seed)).random(n)
+
+
+def sample_logits(last_logits, knobs, u: float) -> tuple[np.ndarray, int]:
+    """(probabilities after knobs.temperature / knobs.top_p (float64, numpy), the vocab row drawn with u)."""
+    probs = top_p_probs(np.asarray(last_logits, dtype=np.float64), knobs.temperature, knobs.top_p)
+    return probs, sample_index(probs, float(u))

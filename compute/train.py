@@ -59,13 +59,14 @@ except ImportError:  # --score needs no torch; training does (main() says how to
 
 from compute import prefix_score, task
 from compute import weights as weights_io
-from compute.attnres import BlockAttnRes
-from compute.config import ModelConfig, load_default
-from compute.engine import ToyDims, ToyK3, _sample, _uniforms, dims_dict
+from compute.attnres import BlockAttnRes, PlainResidual
+from compute.config import ConfigError, ModelConfig, available_configs, load_default
+from compute.engine import ToyDims, ToyK3, dims_dict
 from compute.kda import kda_chunked, kda_gate, kda_output, short_conv
-from compute.mla import mla_attention
+from compute.mla import apply_rope, mla_attention
 from compute.moe import dense_mlp, latent_moe, quantile_balance
 from compute.norms import l2_norm, rms_norm
+from compute.sampling import pass_uniforms, sample_logits
 from compute.tokenizer import TOY_PIECES
 from compute.trace import Knobs
 
@@ -86,9 +87,7 @@ def init_params(config: ModelConfig, dims: ToyDims, seed: int) -> dict:
     def uni(n, lo, hi):
         return torch.empty(n, dtype=torch.float64).uniform_(lo, hi, generator=g)
 
-    m = ToyK3.__new__(ToyK3)  # only its layout method: no weights drawn, nothing loaded
-    m.config, m.dims, m.vocab = config, dims, list(TOY_PIECES)
-    emb, head, fn, wo, layers = m._weight_layout(rnd, uni)
+    emb, head, fn, wo, layers = weights_io.draw_layout(config, dims, len(TOY_PIECES), rnd, uni)
     small = 0.1
     for w in layers:
         w["norm_mixer"].fill_(1.0)
@@ -167,8 +166,10 @@ def _kda_batch(x: torch.Tensor, w: dict, d: ToyDims, lower_bound: float | None, 
     return o_norm @ w["o"]
 
 
-def _mla_batch(x: torch.Tensor, w: dict, d: ToyDims, gated: bool, eps: float) -> torch.Tensor:
-    """compute.mla.mla_layer (NoPE, as K3) for a batch x [B, T, D] → y [B·T, D]; the batch as extra heads."""
+def _mla_batch(x: torch.Tensor, w: dict, d: ToyDims, gated: bool, eps: float,
+               rope_theta: float | None = None) -> torch.Tensor:
+    """compute.mla.mla_layer for a batch x [B, T, D] → y [B·T, D]; the batch as extra heads. rope_theta None:
+    NoPE (K3); else the rotary part of q and the shared k_rope rotated at positions 0..T-1 (apply_rope)."""
     B, T, _ = x.shape
     H, nope, rope, vd, kvl = d.mla_heads, d.nope, d.rope, d.v, d.kv_lora
     z = x @ w["in"]
@@ -176,7 +177,12 @@ def _mla_batch(x: torch.Tensor, w: dict, d: ToyDims, gated: bool, eps: float) ->
     q = (rms_norm(z[..., :ql], w["q_a_norm"], eps) @ w["q_b"]).reshape(B, T, H, nope + rope)
     kv_a = z[..., ql: ql + kvl + rope]
     kv = (rms_norm(kv_a[..., :kvl], w["kv_a_norm"], eps) @ w["kv_b"]).reshape(B, T, H, nope + vd)
-    k = torch.cat([kv[..., :nope], kv_a[..., kvl:][:, :, None].expand(B, T, H, rope)], -1)
+    k_rope = kv_a[..., kvl:]
+    if rope_theta is not None:  # apply_rope takes the positions on the first axis: [T, B, ...]
+        pos = torch.arange(T)
+        q = torch.cat([q[..., :nope], apply_rope(q[..., nope:].transpose(0, 1), pos, rope_theta).transpose(0, 1)], -1)
+        k_rope = apply_rope(k_rope.transpose(0, 1), pos, rope_theta).transpose(0, 1)
+    k = torch.cat([kv[..., :nope], k_rope[:, :, None].expand(B, T, H, rope)], -1)
 
     def heads(t):  # [B, T, H, e] → [T, B·H, e]
         return t.permute(1, 0, 2, 3).reshape(T, B * H, t.shape[-1])
@@ -193,11 +199,10 @@ def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
     """Logits [B, T, V] for token rows ids [B, T] (each row starts at position 0), and each MoE layer's router
     scores s [B·T, E] (for Quantile Balancing)."""
     c = config
-    if c.mla_use_rope:
-        raise ValueError("training supports NoPE MLA (K3) only")
+    rope_theta = float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None  # as the engine
     B, T = ids.shape
     eps = c.rms_norm_eps
-    ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6)
+    ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else PlainResidual()
     ar.start(P["embedding"][ids.reshape(-1)])
     scores = []
     for li, w in enumerate(P["layers"]):
@@ -206,7 +211,7 @@ def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
         if "kda" in w:
             a = _kda_batch(xn, w["kda"], dims, c.kda_gate_lower_bound, eps)
         else:
-            a = _mla_batch(xn, w["mla"], dims, c.mla_output_gate is not None, eps)
+            a = _mla_batch(xn, w["mla"], dims, c.mla_output_gate is not None, eps, rope_theta)
         x2, _ = ar.after_mixer(a, w["w_mlp"])
         xn2 = rms_norm(x2, w["norm_ffn"], eps)
         if "mlp" in w:
@@ -259,10 +264,12 @@ def loss_of(P, ids, config, dims):
 def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, warmup: int = 20,
           threads: int = 1, seq_len: int = SEQ_LEN, dims: ToyDims | None = None, config: ModelConfig | None = None,
           time_limit_s: float | None = None, log=None, init: str | Path | None = None,
-          repeat_weight: int = 1) -> tuple[dict, dict]:
+          repeat_weight: int = 1, stop_after: int | None = None) -> tuple[dict, dict]:
     """Train from the seed (from the weights file `init` instead of the fresh init when given: a later
     stage). `repeat_weight` draws the two-sentence documents (K3, E3: the object repeated) that many times as
-    often as the others. Returns (params, report)."""
+    often as the others. stop_after: stop after that many of the `steps` steps (the schedule stays that of
+    `steps`: the first steps of a recipe's stage, as the fast test runs them). Returns (params, report); the
+    report's "losses" are every step's training loss."""
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     config = config or load_default()
@@ -276,10 +283,10 @@ def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, war
     mix = weighted_docs(train_docs, repeat_weight)
     rng = random.Random(seed)
     held = batch_ids(held_docs, 32, seq_len, random.Random(seed + 1))
-    curve = []
+    curve, losses = [], []
     t0 = time.perf_counter()
     step = 0
-    for step in range(1, steps + 1):
+    for step in range(1, (steps if stop_after is None else min(steps, stop_after)) + 1):
         f = min(1.0, step / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, step / steps)))
         for gr in opt.param_groups:
             gr["lr"] = lr * max(f, 0.02)
@@ -290,6 +297,7 @@ def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, war
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         quantile_balance_step(P, scores, config.num_experts_per_tok)
+        losses.append(round(float(loss.detach()), 6))
         if step % 25 == 0 or step == 1:
             with torch.no_grad():
                 hl, hlog, _ = loss_of(P, held, config, dims)
@@ -304,7 +312,7 @@ def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, war
     report = {"steps": step, "batch": batch, "seq_len": seq_len, "lr": lr, "repeat_weight": repeat_weight,
               "threads": threads,
               "train_s": round(time.perf_counter() - t0, 1), "curve": curve,
-              "first_loss": curve[0]["loss"], "final_loss": curve[-1]["loss"],
+              "first_loss": curve[0]["loss"], "final_loss": curve[-1]["loss"], "losses": losses,
               "n_train_docs": len(train_docs), "n_held_out_docs": len(held_docs)}
     return P, report
 
@@ -313,38 +321,67 @@ def load_into(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims) -> 
     """Overwrite the parameters (and router biases) with a weights file's; returns its metadata."""
     packed, meta = weights_io.read(path)
     weights_io.check_meta(meta, config.name, dims_dict(dims), list(TOY_PIECES), f"weights file {Path(path).name}")
-    m = ToyK3.__new__(ToyK3)
-    m.config, m.dims, m.vocab = config, dims, list(TOY_PIECES)
-    arrays = weights_io.unpack(packed, m.weight_shapes())
+    arrays = weights_io.unpack(packed, weights_io.layout_shapes(config, dims, len(TOY_PIECES)))
     with torch.no_grad():
-        for k, v in weights_io.flatten_layout(P["layers"], {k: P[k] for k in ("embedding", "lm_head", "final_norm",
-                                                                             "w_out")}).items():
+        for k, v in weights_io.flatten_layout(P["layers"], {k: P[k] for k in weights_io.GLOBAL_KEYS}).items():
             v.copy_(torch.from_numpy(arrays[k]))
     return meta
 
 
 def params_to_arrays(P: dict) -> dict[str, np.ndarray]:
-    return weights_io.flatten(P["layers"], {k: P[k] for k in ("embedding", "lm_head", "final_norm", "w_out")})
+    return weights_io.flatten(P["layers"], {k: P[k] for k in weights_io.GLOBAL_KEYS})
 
 
-def write_asset(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims, seed: int, report: dict) -> Path:
+def write_asset(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims, seed: int, report: dict,
+                recipe: str | None = None) -> Path:
+    """Write the weights with their metadata: config, dims, seed, vocabulary, the training report and
+    `provenance` (how to make the file again)."""
     meta = {"config": config.name, "dims": dims_dict(dims), "seed": seed, "vocab": list(TOY_PIECES),
-            "asset_version": weights_io.ASSET_VERSION, "task": "compute.task", "report": report}
+            "asset_version": weights_io.ASSET_VERSION, "task": "compute.task", "report": report,
+            "provenance": provenance(recipe, seed, report.get("threads"))}
     return weights_io.save(path, params_to_arrays(P), meta)
+
+
+def provenance(recipe: str | None, seed: int, threads: int | None = None) -> dict:
+    """What a written file was made with: the recipe (its name and stages; None for a hand-run stage), the seed,
+    the torch thread count, the numpy / torch / numba / Python versions, the machine, and the git commit of the
+    checkout (with `commit_dirty`: tracked files differed from it; None outside a git checkout)."""
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    root = Path(__file__).resolve().parents[1]
+    commit = dirty = None
+    try:
+        run = dict(cwd=root, capture_output=True, text=True, timeout=10, check=True)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"recipe": recipe, "stages": [dict(s) for s in RECIPES[recipe]] if recipe in RECIPES else None,
+            "seed": seed, "threads": threads, "numpy": ver("numpy"), "torch": ver("torch"), "numba": ver("numba"),
+            "python": platform.python_version(), "machine": platform.machine(), "commit": commit,
+            "commit_dirty": dirty}
 
 
 # ---------------------------------------------------------------------------------------------------- scoring
 def generate(engine: ToyK3, prompt: str, knobs: Knobs, max_new: int = 16) -> list[str]:
     """The engine's pieces after `prompt` (its forward with caches, its sampling), stopping after "\\n"."""
     ids = [i for _, i in engine.tokenizer.encode(prompt)]
-    us = _uniforms(knobs.sample_seed, max_new)
+    us = pass_uniforms(knobs.sample_seed, max_new)
     out: list[str] = []
     caches = None
     start = 0
     with torch.inference_mode():
         for i in range(max_new):
             _, caches, logits = engine.forward(ids, start, knobs, caches)
-            _, tok = _sample(np.asarray(logits[-1]), knobs, us[i])
+            _, tok = sample_logits(np.asarray(logits[-1]), knobs, us[i])
             piece, tid = engine.vocab[tok]
             out.append(piece)
             if piece == task.END:
@@ -417,7 +454,7 @@ STAGE_KEYS = ("steps", "batch", "lr", "repeat_weight", "train_s")
 
 def train_stage(stage: dict, out: str | Path, seed: int, config: ModelConfig, dims: ToyDims,
                 init: str | Path | None = None, threads: int = 1, time_limit_s: float | None = None, log=None,
-                seq_len: int = SEQ_LEN, warmup: int = 20) -> tuple[dict, dict, Path]:
+                seq_len: int = SEQ_LEN, warmup: int = 20, recipe: str | None = None) -> tuple[dict, dict, Path]:
     """One training stage ({"steps", "batch", "lr", "repeat_weight"}) from the seed or from the file `init`,
     written to `out` with the chain of stages so far in its report. Returns (params, report, path)."""
     P, report = train(seed, stage["steps"], stage.get("batch", 8), stage["lr"], warmup=warmup, threads=threads,
@@ -429,19 +466,21 @@ def train_stage(stage: dict, out: str | Path, seed: int, config: ModelConfig, di
         report["stages"].append({k: report[k] for k in STAGE_KEYS})
     else:
         report["stages"] = [{k: report[k] for k in STAGE_KEYS}]
-    return P, report, write_asset(P, out, config, dims, seed, report)
+    return P, report, write_asset(P, out, config, dims, seed, report, recipe)
 
 
 def run_recipe(stages: tuple[dict, ...], out: str | Path, seed: int, config: ModelConfig, dims: ToyDims,
-               threads: int = 1, log=None, seq_len: int = SEQ_LEN, warmup: int = 20) -> tuple[dict, dict, Path]:
+               threads: int = 1, log=None, seq_len: int = SEQ_LEN, warmup: int = 20, recipe: str | None = None
+               ) -> tuple[dict, dict, Path]:
     """The stages in order, each written to `out` and continued from there (what running them one by one with
-    --init does). Returns the last stage's (params, report, path)."""
+    --init does). Returns the last stage's (params, report, path). recipe: its name in RECIPES, recorded in the
+    file's provenance."""
     path = None
     for i, stage in enumerate(stages):
         if log:
             log(json.dumps({"stage": i + 1, **stage}))
         P, report, path = train_stage(stage, out, seed, config, dims, init=path, threads=threads, log=log,
-                                      seq_len=seq_len, warmup=warmup)
+                                      seq_len=seq_len, warmup=warmup, recipe=recipe)
     return P, report, path
 
 
@@ -455,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (1: the toy's ops are tiny; 2 threads on a busy 2-core machine is slower)")
     ap.add_argument("--hidden", type=int, default=None, help="toy hidden width (default: ToyDims)")
+    ap.add_argument("--config", default=None, metavar="NAME|FILE",
+                    help="the model to train: a bundled config's name (" + ", ".join(available_configs()) +
+                         ") or a config.json path (default: kimi-k3)")
     ap.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--init", default=None, help="start from this weights file (a later training stage)")
@@ -469,7 +511,11 @@ def main(argv: list[str] | None = None) -> int:
                          " the shipped weights) and the random model; prints the language x pattern x cut table")
     a = ap.parse_args(argv)
     dims = ToyDims() if a.hidden is None else ToyDims(hidden=a.hidden)
-    config = load_default()
+    try:
+        config = _config(a.config)
+    except (ConfigError, OSError) as e:
+        print(f"python -m compute.train: {e}", file=sys.stderr)
+        return 2
     if a.score is not None:
         return _score_file(a.score or None, config, a.seed)
     if torch is None:
@@ -483,7 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.recipe is not None:
         if a.init is not None:
             ap.error("--recipe starts from the seed: it cannot take --init")
-        P, report, path = run_recipe(RECIPES[a.recipe], a.out, a.seed, config, dims, threads=a.threads, log=log)
+        P, report, path = run_recipe(RECIPES[a.recipe], a.out, a.seed, config, dims, threads=a.threads, log=log,
+                                     recipe=a.recipe)
         report["recipe"] = a.recipe
     else:
         stage = {"steps": a.steps, "batch": a.batch, "lr": a.lr, "repeat_weight": a.repeat_weight}
@@ -494,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         random_ = ToyK3(config, seed=a.seed, device="cpu", weights="random")
         report["eval"] = {"trained": evaluate(trained, a.seed),
                           "random": evaluate(random_, a.seed, prompt_stride=4, sampling=False)}
-        write_asset(P, path, config, dims, a.seed, report)  # the report travels with the weights
+        write_asset(P, path, config, dims, a.seed, report, a.recipe)  # the report travels with the weights
     report["wall_s"] = round(time.perf_counter() - wall0, 1)
     report["file"] = str(path)
     report["file_bytes"] = Path(path).stat().st_size
@@ -502,6 +549,14 @@ def main(argv: list[str] | None = None) -> int:
     summary["curve"] = report["curve"][:: max(1, len(report["curve"]) // 8)] + report["curve"][-1:]
     print(json.dumps(summary, ensure_ascii=False))
     return 0
+
+
+def _config(name: str | None) -> ModelConfig:
+    """The bundled config of that name, a config.json path, or K3's (None)."""
+    if name is None:
+        return load_default()
+    bundled = available_configs()
+    return ModelConfig.from_json(bundled[name] if name in bundled else Path(name))
 
 
 def _score_file(path: str | None, config: ModelConfig, seed: int) -> int:

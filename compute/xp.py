@@ -2,8 +2,9 @@
 
 The operators are written once against `ops(x)`, so the same code runs on torch tensors (any device, any
 dtype: tests, CUDA; the torch spellings live in compute.xp_torch, loaded only for a torch tensor, so numpy
-callers never import torch) and on numpy arrays (ToyK3's CPU fast path: a numpy ufunc on an 8-wide
-array costs a fraction of a torch dispatch, and the trace needs no conversion afterwards). Everything else
+callers never import torch) and on numpy arrays (ToyK3's numpy backend, where the operators run the blocks
+that have no compute.fused kernel — K3's dense first layer, the other configs' blocks — and every block with
+kernels="operators"; K3's blocks run compute.fused's kernels or compute.fused_nb's compiled pass). Everything else
 the operators use (`@`, `*`, `+`, basic and integer-array indexing, `[..., None]`, `.reshape`, `.sum(axis)`,
 `.swapaxes`, `.T`, `.shape`) is spelled the same in both libraries.
 

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from compute import task
+from compute import fused_nb, task
 from compute import train as tr
 from compute import weights as wio
 from compute.config import load_default
 from compute.engine import ToyDims, ToyK3
+from compute.tokenizer import TOY_PIECES
 from compute.trace import Knobs
 
 CFG = load_default()
@@ -39,17 +40,21 @@ def test_batched_training_forward_equals_the_engine(tmp_path):
     P = _perturbed_params()
     path = tr.write_asset(P, tmp_path / "w.npz", CFG, DIMS, 0, {})
     packed, _ = wio.read(path)
-    arrays = wio.unpack(packed, ToyK3(CFG, device="cpu", weights="random").weight_shapes())
+    arrays = wio.unpack(packed, wio.layout_shapes(CFG, DIMS, len(TOY_PIECES)))
     with torch.no_grad():  # the training model with the file's (BF16-rounded) numbers, in float64
-        for k, v in wio.flatten_layout(P["layers"], {k: P[k] for k in ("embedding", "lm_head", "final_norm",
-                                                                         "w_out")}).items():
+        for k, v in wio.flatten_layout(P["layers"], {k: P[k] for k in wio.GLOBAL_KEYS}).items():
             v.data = torch.from_numpy(arrays[k]).double()
         ids = tr.batch_ids(task.split(0)[0], 3, 14, random.Random(1))
         logits, scores = tr.batch_forward(P, ids, CFG, DIMS)
     assert len(scores) == 92 and scores[0].shape == (3 * 14, 896)
-    for backend in ("torch", "numpy"):
-        m = ToyK3(CFG, device="cpu", dtype=torch.float64, weights="trained", weights_path=path, backend=backend)
-        assert m.weights_name == "trained"
+    # every engine path: the operators on torch and on numpy, compute.fused's kernels, the numba pass
+    variants = [dict(backend="torch"), dict(backend="numpy", kernels="operators"),
+                dict(backend="numpy", compiled=False)]
+    if fused_nb.available():
+        variants.append(dict(backend="numpy", compiled=True))
+    for kw in variants:
+        m = ToyK3(CFG, device="cpu", dtype=torch.float64, weights="trained", weights_path=path, **kw)
+        assert m.weights_name == "trained" and m.compiled == bool(kw.get("compiled")), kw
         for b in range(3):
             _, _, ref = m.forward([m.vocab[i][1] for i in ids[b].tolist()], 0, Knobs())
             ref = np.asarray(ref)
@@ -238,6 +243,13 @@ def test_a_bad_weights_file_is_a_clear_error(tmp_path, damage):
     with pytest.raises(wio.WeightsError) as e:
         ToyK3(device="cpu", weights_path=p)
     assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+def test_training_init_has_the_engine_layout():
+    """compute.weights' one layout: the training init has the names and shapes the engine draws and loads."""
+    P = tr.init_params(CFG, DIMS, 0)
+    flat = wio.flatten_layout(P["layers"], {k: P[k] for k in wio.GLOBAL_KEYS})
+    assert {k: tuple(v.shape) for k, v in flat.items()} == ToyK3(CFG, device="cpu", weights="random").weight_shapes()
 
 
 def test_weight_shapes_are_the_layout_the_engine_draws():
