@@ -58,7 +58,7 @@ endef
 
 run: run-sysdeps $(APP_STAMP)
 	$(call torch_step,$(TORCH))
-	@$(PY) -m compute.fused_nb --if-needed || true  # CPU engine's numba kernels into the disk cache (~30 s once)
+	@$(PY) -m app.kernel_warmup --if-needed || true  # CPU engine's numba kernels into the disk cache (~30 s once)
 	$(VENV)/bin/k3-explorer
 
 venv: $(STAMP)
@@ -83,7 +83,7 @@ run-sysdeps:
 
 test: sysdeps $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
-	@$(PY) -m compute.fused_nb --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
+	@$(PY) -m app.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # The launcher entry, icons and AppStream metainfo in the user's XDG data folder (no root): the app menu then

@@ -1,6 +1,8 @@
 """Entry point: `k3-explorer` / `python -m app` opens the main window;
-`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py). Ctrl+C / SIGTERM close the
-window as its close button does (settings saved) and exit 130 / 143 (app/terminal_signals.py).
+`k3-explorer export ...` renders a PNG without user interaction (see app/cli.py); `k3-explorer --warm-kernels`
+(hidden, handled before anything else, no Qt) is the compiled kernels' warm-up child (app/kernel_warmup.py: a
+frozen bundle has no `python -m`). Ctrl+C / SIGTERM close the window as its close button does (settings saved)
+and exit 130 / 143 (app/terminal_signals.py).
 
 Before Qt starts, the display is checked (Qt aborts the process when its X display cannot be opened) and
 PyOpenGL is pointed at the GL window system Qt will use (scene/display.py): both happen here, before anything
@@ -11,6 +13,7 @@ import argparse
 import sys
 
 from app import __version__
+from app.kernel_warmup import WARM_FLAG  # imports only os, sys, time
 
 DEVICES = ("auto", "cpu", "cuda")
 EXIT_NO_DISPLAY = 3
@@ -52,6 +55,10 @@ def _import_before_qt() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == WARM_FLAG:  # first: the kernel warm-up child (frozen bundles have no `python -m`)
+        from app import kernel_warmup
+
+        return kernel_warmup.main(argv[1:])
     if argv and argv[0] == "export":
         from app.cli import main as export_main
 

@@ -350,6 +350,10 @@ def _main(argv: list[str] | None = None) -> int:
         trace = engine.run(args.prompt, max_new_tokens=args.tokens, knobs=saved.knobs if saved else None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is reported, not a traceback
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
+    import logging  # --verbose: which kernels ran (compiled = numba's cache was ready; k3-explorer --warm-kernels)
+
+    logging.getLogger(__name__).info("export: engine on %s, %s kernels", engine.backend,
+                                     "compiled" if engine.compiled else "numpy")
     from app import player
 
     check_stop()  # a signal swallowed on the way (a library's callback) stops here

@@ -13,8 +13,8 @@
 - A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
 - Kernels: the first engine runs compute.fused's numpy kernels, so the first trace never waits for numba (a
   compile takes ~25 s of CPU on an install's first start, a load from its disk cache ~0.6 s). Once the first
-  trace is out, a child process (app/kernel_warmup.py, at low priority) compiles compute.fused_nb's kernels
-  into numba's disk cache or finds them there; when it succeeds, the worker thread rebuilds the engine with the
+  trace is out, a child process (app/kernel_warmup.py's one entry point, at low priority; frozen: the bundle's
+  own executable) compiles compute.fused_nb's kernels into numba's disk cache or finds them there; when it succeeds, the worker thread rebuilds the engine with the
   compiled kernels (a cache load) and runs them from then on. Nothing is ever compiled in this process's
   threads, never on the UI thread. `kernels` says which run ("numpy", "warming", "compiled").
 - `--device auto` asks torch whether CUDA is there only where a CUDA device can exist at all (an NVIDIA
@@ -25,7 +25,6 @@
 """
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import sys
@@ -35,7 +34,7 @@ from dataclasses import dataclass, replace
 from PySide6.QtCore import QObject, QProcess, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 
-from app import heap
+from app import heap, kernel_warmup
 from compute.trace import Knobs
 from scene import gc_main_thread
 from scene.gc_main_thread import collect_on_main_thread
@@ -83,8 +82,7 @@ def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
 
 
 CUDA_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version", "/dev/dxg")  # dxg: WSL2
-WARMUP_ARGS = ("-m", "app.kernel_warmup")  # the child (this Python) that fills numba's cache
-WARMUP_COMPILED = 10  # its exit status when it compiled (not loaded) some kernels: it runs once more to check
+WARMUP_COMPILED = kernel_warmup.EXIT_COMPILED  # the child compiled (not loaded) some kernels: run once more to check
 _warmed = False  # a kernel warm-up child succeeded in this process: numba's disk cache holds the kernels
 
 
@@ -101,14 +99,6 @@ def cuda_possible() -> bool:
 def engine_device(device: str) -> str:
     """The device the engine is built for: "auto" is "cpu" where CUDA cannot exist (torch stays unimported)."""
     return "cpu" if device == "auto" and not cuda_possible() else device
-
-
-def numba_wanted() -> bool:
-    """compute.fused_nb would run compiled kernels: numba is installed and K3_NO_NUMBA is not set (its own
-    test, made without importing numba)."""
-    if os.environ.get("K3_NO_NUMBA", "").strip().lower() not in ("", "0", "false", "no"):
-        return False
-    return importlib.util.find_spec("numba") is not None
 
 
 def one_line(exc: BaseException) -> str:
@@ -358,7 +348,7 @@ class EngineController(QObject):
     # --- compiled kernels --------------------------------------------------------------------
     def _upgrade_possible(self) -> bool:
         model = self.engine.model
-        return (self._want_compiled and not self._stopped and not self.load_error and numba_wanted()
+        return (self._want_compiled and not self._stopped and not self.load_error and kernel_warmup.wanted()
                 and (model is None or getattr(model, "backend", "") == "numpy"))
 
     def _start_upgrade(self) -> None:
@@ -373,10 +363,10 @@ class EngineController(QObject):
 
     def _start_warmup_child(self) -> None:
         proc = self._warmup = QProcess(self)
-        proc.setProgram(sys.executable)
-        proc.setArguments(list(WARMUP_ARGS))
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        proc.setWorkingDirectory(root)  # `-m app.kernel_warmup` finds this checkout too when not installed
+        program, *args = kernel_warmup.child_command()  # frozen-aware: `python -m ...` or the bundle's executable
+        proc.setProgram(program)
+        proc.setArguments(args)
+        proc.setWorkingDirectory(kernel_warmup.CODE_ROOT)  # `-m app.kernel_warmup` finds this checkout too
         proc.finished.connect(self._on_warmup_finished)
         proc.errorOccurred.connect(self._on_warmup_error)
         proc.start()

@@ -12,8 +12,8 @@ Start-up API (the app must never compile on its UI thread, and the first result 
     fused_nb.cache_ready()  # compiled code for this numba / Python / CPU / kernel source (and float32, the
                             # engine's default dtype) is in the disk cache (a stamp written by warm_cache)
     fused_nb.warm_cache()   # compile everything into the disk cache (~30-60 s CPU on a cold cache) and write
-                            # the stamp; `python -m compute.fused_nb` runs it (exit 0 = ready, 1 = not;
-                            # --if-needed: only when not cache_ready(); `make run` / `make test` do that)
+                            # the stamp; the one warm-up entry point, app/kernel_warmup.py (`k3-explorer
+                            # --warm-kernels [--if-needed]`, frozen bundles too), runs it
 
     ToyK3(compiled=None)    # compiled only when cache_ready(its dtype), else the numpy kernels: never compiles
     m.use_compiled()        # switch to the compiled kernels later (loads from the cache, ~0.5 s incl. the
@@ -561,28 +561,3 @@ class _Caches(Sequence):
         kl, r = cp.kl, cp.r
         return {"c_kv": pb.MSB[ms, :, :kl], "k_rope": pb.MSB[ms, :, kl:kl + r]}
 
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m compute.fused_nb [--if-needed]`: fill the disk cache (exit 0), or say why it cannot (exit 1).
-    --if-needed: only when cache_ready() says it is not filled yet (quiet otherwise; imports no numba then)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv not in ([], ["--if-needed"]):
-        print("usage: python -m compute.fused_nb [--if-needed]", file=sys.stderr)
-        return 2
-    if argv and cache_ready():
-        return 0
-    if not enabled():
-        print("compute.fused_nb: numba is not installed (or K3_NO_NUMBA is set); the engine uses numpy",
-              file=sys.stderr)
-        return 1
-    try:
-        s = warm_cache()
-    except Exception as e:  # noqa: BLE001 - one line for the parent process
-        print(f"compute.fused_nb: compiling the kernels failed: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(f"compute.fused_nb: compiled kernels ready in {cache_dir()} ({s:.1f} s)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

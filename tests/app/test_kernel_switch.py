@@ -6,12 +6,14 @@ import threading
 
 import pytest
 
-from app import worker
+import sys
+
+from app import kernel_warmup, worker
 from app.state import AppState
 from app.worker import EngineController
 from compute.trace import Knobs
 
-needs_numba = pytest.mark.skipif(not worker.numba_wanted(), reason="numba not installed (or K3_NO_NUMBA set)")
+needs_numba = pytest.mark.skipif(not kernel_warmup.wanted(), reason="numba not installed (or K3_NO_NUMBA set)")
 
 
 def _controller(qtbot, **kwargs):
@@ -97,7 +99,7 @@ def test_compiled_false_keeps_the_numpy_kernels(qtbot, monkeypatch):
 @needs_numba
 def test_a_failed_warm_up_is_logged_and_the_numpy_kernels_stay(qtbot, monkeypatch, caplog):
     monkeypatch.setattr(worker, "_warmed", False)
-    monkeypatch.setattr(worker, "WARMUP_ARGS", ("-m", "app.no_such_warmup_module"))
+    monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-m", "app.no_such_warmup_module"])
     with caplog.at_level(logging.WARNING, logger="app.worker"):
         state, ctl = _controller(qtbot)
         try:
@@ -117,7 +119,8 @@ def test_kernels_compiled_by_the_child_are_checked_by_a_second_one(qtbot, monkey
     keep them), the engine never loads them (it would compile in the app's engine thread) and numpy stays."""
     monkeypatch.setattr(worker, "_warmed", False)
     runs = tmp_path / "runs"
-    monkeypatch.setattr(worker, "WARMUP_ARGS", ("-c", f"import sys; open({str(runs)!r}, 'a').write('x'); sys.exit(10)"))
+    code = f"import sys; open({str(runs)!r}, 'a').write('x'); sys.exit(10)"
+    monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-c", code])
     with caplog.at_level(logging.WARNING, logger="app.worker"):
         state, ctl = _controller(qtbot)
         try:
@@ -136,7 +139,7 @@ def test_a_child_that_compiled_and_a_second_that_found_the_cache_lead_to_the_com
     runs = tmp_path / "runs"
     code = (f"import os, sys; p = {str(runs)!r}; first = not os.path.exists(p); open(p, 'a').write('x'); "
             "sys.exit(10 if first else 0)")
-    monkeypatch.setattr(worker, "WARMUP_ARGS", ("-c", code))
+    monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-c", code])
     state, ctl = _controller(qtbot)
     try:
         qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)

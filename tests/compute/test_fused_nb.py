@@ -160,36 +160,6 @@ def test_cache_ready_follows_the_stamp(monkeypatch, tmp_path):
     assert not fused_nb.cache_ready()
 
 
-def test_no_numba_env_makes_the_warm_up_command_say_so():
-    r = subprocess.run([sys.executable, "-m", "compute.fused_nb"], cwd=ROOT, env=dict(os.environ, K3_NO_NUMBA="1"),
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1
-    assert r.stderr.strip().count("\n") == 0 and "K3_NO_NUMBA" in r.stderr
-
-
-@needs_numba
-def test_warm_up_command_fills_the_cache_and_the_default_engine_then_runs_compiled():
-    """`python -m compute.fused_nb` (what the app starts in a child process) exits 0; afterwards a default
-    ToyK3() in a fresh process runs the compiled pass, loading it from the disk cache."""
-    r = subprocess.run([sys.executable, "-m", "compute.fused_nb"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert "ready" in r.stdout
-    r = _python("from compute import fused_nb; from compute.engine import ToyK3; ok = fused_nb.cache_ready(); "
-                "m = ToyK3(device='cpu'); print(ok, m.compiled, m.run('Kimi K3', 2).generated_text != '')")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "True", "True"]
-    r = _python("import sys; from compute import fused_nb; rc = fused_nb.main(['--if-needed']); "
-                "print(rc, 'numba' in sys.modules)")  # what `make run` / `make test` call: nothing left to do
-    assert r.stdout.split() == ["0", "False"], r.stderr
-
-
-def test_warm_up_command_rejects_unknown_arguments():
-    r = subprocess.run([sys.executable, "-m", "compute.fused_nb", "--now"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 2 and r.stderr.startswith("usage:")
-
-
 @needs_numba
 def test_use_compiled_switches_an_engine_both_ways(ops64):
     m = ToyK3(device="cpu", dtype="float64", compiled=False)
