@@ -127,9 +127,222 @@ print('ok')
     assert done.stdout.startswith("ok")
 
 
-def test_scene_has_one_source_of_model_facts():
-    """No second config parser, no copy of the toy dims and no K3 expert count written into scene/."""
-    for path in sorted((ROOT / "scene").glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        assert "896" not in text, f"{path.name} hard-codes K3's expert count"
-        assert "def _g(" not in text and "TOY = " not in text, f"{path.name} parses the config itself"
+def _code_constants(tree: ast.AST) -> list[ast.Constant]:
+    """The constants of a module's code: docstrings (module, class, function) left out."""
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in docs]
+
+
+# Model facts still written into code, tolerated until their owner removes them (the file had uncommitted edits)
+KNOWN_MODEL_FACTS = {
+    ("scene/view.py", 93),  # owned by the lead: SceneView.set_config's layer count before a layout exists
+}
+
+
+def test_app_and_scene_have_one_source_of_model_facts():
+    """No module of app/ or scene/ reads a config.json's own field names (a second config parser) or writes
+    K3's layer, routed-expert, vocabulary or hidden width into its code (comments and docstrings may name
+    them): compute.config is the one source, whatever model is shown."""
+    import json
+
+    raw = json.loads((ROOT / "assets" / "configs" / "kimi-k3.json").read_text(encoding="utf-8"))
+    keys = {k for k in raw if "_" in k and not k.startswith("_")}  # "num_hidden_layers", "n_routed_experts", …
+    facts = {raw[k] for k in ("num_hidden_layers", "n_routed_experts", "vocab_size", "hidden_size")}
+    bad = []
+    for package in ("app", "scene"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            for node in _code_constants(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node.value, str) and node.value in keys:
+                    bad.append(f"{rel}:{node.lineno} reads the config field {node.value!r} itself")
+                elif type(node.value) is int and node.value in facts:
+                    if (rel, node.value) not in KNOWN_MODEL_FACTS:
+                        bad.append(f"{rel}:{node.lineno} hard-codes K3's {node.value}")
+    assert bad == []
+
+
+def test_cli_copies_equal_their_sources():
+    """The CLI parses without importing numpy or Qt, so it keeps copies of two name lists: they equal the
+    lists the scene and the window use."""
+    from app import cli, weights_choice
+    from scene import camera
+
+    assert cli.CAMERAS == camera.PRESETS
+    assert cli.WEIGHTS == weights_choice.WEIGHTS
+
+
+PACKAGES = ("app", "scene", "compute")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _import_edges(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
+    """The modules of app/, scene/, compute/ that `name` imports -> the line of the first such import. Every
+    import statement counts (module level, inside a function, under TYPE_CHECKING); `from a import b` counts
+    a.b when that is a module, else a. An import of the module's own package (or a package above it) adds
+    nothing: Python always initialises those first."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target and target != name and not name.startswith(target + "."):
+            out.setdefault(target, line)
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            add(base, node.lineno)
+            for alias in node.names:
+                add(f"{base}.{alias.name}", node.lineno)
+    return out
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _cycle_path(graph: dict[str, dict[str, int]], component: list[str], modules: dict[str, Path]) -> str:
+    """One import cycle through the component's first module, each step with the file and line of its import."""
+    members = set(component)
+    start = component[0]
+    paths = {start: [start]}
+    todo = [start]
+    while todo:  # breadth first: the shortest way back to start
+        v = todo.pop(0)
+        for w in sorted(graph[v]):
+            if w == start:
+                cycle = paths[v] + [start]
+                return " -> ".join(
+                    f"{a} ({modules[a].relative_to(ROOT).as_posix()}:{graph[a][b]})" for a, b in zip(cycle, cycle[1:])
+                ) + f" -> {start}"
+            if w in members and w not in paths:
+                paths[w] = paths[v] + [w]
+                todo.append(w)
+    return " <-> ".join(component)
+
+
+# Tolerated while their owners fix them (a fixed one may stay listed until then: the check does not need it).
+# owned by the compute/ helper, remove when fixed (issue 26.3: compute/fused_nb.py imports compute.engine lazily)
+KNOWN_CYCLES = {frozenset({"compute.engine", "compute.fused_nb"})}
+
+
+def test_no_import_cycles():
+    """The modules of app/, scene/ and compute/ import each other without a cycle. Every import statement
+    counts, also one inside a function or under TYPE_CHECKING: a lazy import only hides a cycle from the load
+    order, the two modules still need each other (shared pieces belong in a module of their own)."""
+    modules = _modules()
+    graph = {name: _import_edges(name, path, modules) for name, path in modules.items()}
+    assert len(graph) > 100 and graph["app.api"], "the import graph was not built"
+    cycles = _cycles(graph)
+    new = [_cycle_path(graph, c, modules) for c in cycles if frozenset(c) not in KNOWN_CYCLES]
+    assert new == [], "import cycles:\n" + "\n".join(new)
+
+
+def test_import_cycle_check_finds_a_lazy_cycle(tmp_path):
+    """The check above can fail: two modules importing each other inside functions are one cycle."""
+    modules = {"app.a": tmp_path / "a.py", "app.b": tmp_path / "b.py", "app.c": tmp_path / "c.py"}
+    modules["app.a"].write_text("def f():\n    from app.b import g\n", encoding="utf-8")
+    modules["app.b"].write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app import a\n",
+                                encoding="utf-8")
+    modules["app.c"].write_text("import app.a\n", encoding="utf-8")
+    graph = {name: _import_edges(name, path, modules) for name, path in modules.items()}
+    assert _cycles(graph) == [["app.a", "app.b"]]
+
+
+# Top-level functions and classes nothing references, tolerated until their owners delete them
+KNOWN_DEAD = {
+    "compute/parts.py:materialize",  # owned by the compute/ helper, remove when fixed
+    "scene/labels.py:draw_overlay",  # owned by the lead (the file had uncommitted edits): paint_overlay is used
+}
+# Kept although nothing in the tree calls them, with the reason
+ALLOWED_UNREFERENCED: dict[str, str] = {}
+
+
+def _referenced_names() -> set[str]:
+    """Every name the code and the tests use: names, attributes, imported names and identifier-like strings
+    (getattr, monkeypatch.setattr, Qt's string-named slots), in app/ scene/ compute/ tests/ bench/ .ci/, and
+    the functions pyproject.toml's entry points name. A definition itself is not a use."""
+    import tomllib
+
+    names: set[str] = set()
+    for folder in (*PACKAGES, "tests", "bench", ".ci"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                if isinstance(node, ast.Name):
+                    names.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    names.add(node.attr)
+                elif isinstance(node, ast.alias):
+                    names.add(node.name.rpartition(".")[2])
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                    names.add(node.value)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for group in ("scripts", "gui-scripts"):
+        names.update(target.rpartition(":")[2] for target in project.get(group, {}).values())
+    return names
+
+
+def test_no_dead_functions():
+    """Every top-level function and class of app/, scene/ and compute/ is referenced by name somewhere (see
+    _referenced_names), else it is deleted or listed in ALLOWED_UNREFERENCED with why. A name check: a
+    function that shares its name with something used elsewhere passes."""
+    used = _referenced_names()
+    dead = set()
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if not node.name.startswith("__") and node.name not in used:  # __getattr__ & co: Python's
+                        dead.add(f"{path.relative_to(ROOT).as_posix()}:{node.name}")
+    assert sorted(dead - KNOWN_DEAD - set(ALLOWED_UNREFERENCED)) == []
+    assert sorted(set(ALLOWED_UNREFERENCED) - dead) == [], "used now: remove from ALLOWED_UNREFERENCED"
