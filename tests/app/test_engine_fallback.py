@@ -38,8 +38,11 @@ def test_cuda_without_cuda_falls_back_to_the_cpu_with_a_visible_note(make_window
     i18n.set_language("ko")
     qtbot.waitUntil(lambda: "CPU에서" in note.text(), timeout=5000)
     i18n.set_language("en")
-    qtbot.wait(2000)  # a temporary status message (the error, 15 s) must not be what carries the news
+    bar = win.statusBar()
+    bar.clearMessage()  # what a temporary message's timeout (the error shows for 15 s) does: the note outlives it
+    qtbot.waitUntil(lambda: bar.currentMessage() == "", timeout=5000)
     assert note.isVisible() and "CUDA" in note.text()
+    assert note.parent() is bar and note.isVisibleTo(bar)  # a permanent widget of the bar, not its message
 
 
 def test_an_engine_that_cannot_start_at_all_says_so(make_window, qtbot, monkeypatch):
