@@ -168,9 +168,39 @@ def test_focus_layer_picks_a_layer_of_the_right_type():
     assert player.focus_layer(step["prefill"], mixers, ffns, 50) == 50
 
 
+def _digest(value, h=None):
+    """A hash of everything a trace holds (arrays by their bytes, dtype and shape)."""
+    import dataclasses
+    import hashlib
+
+    import numpy as np
+
+    h = h or hashlib.sha256()
+    if isinstance(value, np.ndarray) or type(value).__module__.startswith("numpy"):
+        a = np.asarray(value)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    elif dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            h.update(f.name.encode())
+            _digest(getattr(value, f.name), h)
+    elif isinstance(value, dict):
+        for k in sorted(value, key=repr):
+            h.update(repr(k).encode())
+            _digest(value[k], h)
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}{len(value)}".encode())
+        for v in value:
+            _digest(v, h)
+    else:
+        h.update(repr(value).encode())
+    return h
+
+
 def test_seek_is_pure_and_streamed_text_accumulates(trace):
     import random
 
+    before = _digest(trace).hexdigest()
     a = player.build_steps(trace)
 
     def facts(i):
@@ -181,7 +211,7 @@ def test_seek_is_pure_and_streamed_text_accumulates(trace):
     random.Random(7).shuffle(order)
     jumped = {i: facts(i) for i in order}  # seeking in any order, with no history, says the same
     assert [jumped[i] for i in range(len(a))] == forward
-    assert player.build_steps(trace) == a
+    assert _digest(trace).hexdigest() == before  # building steps and seeking leave the trace as it was
     first_stream = next(s.index for s in a if s.kind == "stream")
     generated = [p for p, _ in trace.tokens[trace.prompt_len:]]
     assert player.streamed_text(trace, a, first_stream - 1) == ""
