@@ -426,6 +426,7 @@ class MainWindow(QMainWindow):
         st.block_selected.connect(self._reveal_inspector)
         st.set_dock_opener(self.show_dock)
         st.expert_selected.connect(sc.select_expert)
+        st.explanation_shown.connect(sc.set_explanation)  # the Explain dock's lens column / route (issue 21)
         st.engine_error.connect(self._on_error)
         st.language_changed.connect(lambda _l: self.retranslate())
         st.layer_changed.connect(lambda _l: self._update_status())
@@ -821,6 +822,10 @@ class MainWindow(QMainWindow):
             dock.raise_()
         tooltips.apply(self)
         focus.untrap_tab(self)
+        explain = self.docks.get("ExplainDock")
+        if explain is not None:  # its 3D view controls, as last left
+            explain.show3d.set_values(*self.settings.explain_3d(explain.show3d.values()))
+            explain.show3d.changed.connect(lambda: self.settings.set_explain_3d(*explain.show3d.values()))
         self._lay_out()  # now also places the late docks
         self.late_docks_ready.emit()
         self.first_frame.emit()

@@ -41,6 +41,7 @@ class AppState(QObject):
     prompt_requested = Signal(str)  # a new prompt to run
     tokens_changed = Signal(int)  # tokens to generate (0: until the end of the sentence), set by the window
     knockouts_changed = Signal(object)  # (items tuple, mode): the Explain dock's knock-out experiment changed
+    explanation_shown = Signal(object)  # scene.explain_overlay.ExplainOverlay | None: the lens column / route to draw
 
     def __init__(self, parent=None):
         super().__init__(parent)

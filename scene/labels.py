@@ -82,6 +82,9 @@ class OverlayInput:
     theme: str = "dark"  # "dark" | "light" (THEMES)
     label_scale: float = 1.0  # multiplies every font (presentation mode)
     weights: str = ""  # "trained" | "random": the weights that produced the trace drawn ("" = no trace)
+    lens_labels: list | None = None  # the logit-lens column's word labels (scene/lens_column.label_candidates)
+    explain_note: str = ""  # the header's line about the lens column / route (scene/explain_overlay.header_note)
+    route_on: bool = False  # the contribution route is drawn: the legend says what its colours mean
 
 
 @dataclass
@@ -149,6 +152,8 @@ def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
              ("dim", tr("scene.rows_cols"))]
     if inp.step_note:
         lines.append(("note", inp.step_note))
+    if inp.explain_note:
+        lines.append(("note", inp.explain_note))
     return lines
 
 
@@ -265,6 +270,7 @@ def _candidates(inp: OverlayInput) -> list[tuple]:
             cands.append((pri, anchor, txt, "", b.role if b.layer == L else "text", b.id, "right"))
     for item in inp.extra_labels or []:
         cands.append((1, np.asarray(item[0]), item[1], "", item[2], "", "above"))
+    cands += inp.lens_labels or []
     cands.sort(key=lambda c: c[0])
     return cands
 
@@ -486,6 +492,8 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
     notes = [tr("scene.legend.values"), tr("scene.legend.toy", **model_args(inp.layout.dims))]
     if inp.flow_on:
         notes.append(tr("scene.legend.flow"))
+    if inp.route_on:
+        notes.append(tr("scene.legend.route"))
     if not inp.has_trace:
         notes.append(tr("scene.legend.no_trace"))
     pad = 10 * s

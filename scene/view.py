@@ -37,8 +37,9 @@ from assets import asset_path
 from compute.trace import LINEAR_INPUTS
 from scene import camera as camlib
 from scene import colouring, palette
-from scene import highlights
+from scene import highlights, lens_column, route_glow
 from scene import navigation as nav
+from scene.explain_overlay import ExplainItems, header_note
 from scene.frames import render_offscreen
 from scene.geometry import GeometryCache, build_families
 from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines
@@ -55,7 +56,7 @@ ANIM_MS = 300
 BAND_GAP = 6.0  # px (x label scale) kept between a framing and the header / the legend
 
 
-SCENE_CATALOGUES = ("scene", "weights")  # the catalogues whose keys the scene's own texts use
+SCENE_CATALOGUES = ("scene", "weights", "explain3d")  # the catalogues whose keys the scene's own texts use
 
 
 def _default_translator():
@@ -200,6 +201,8 @@ class SceneView(QWidget):
                      self.line_sel, self.line_hover):
             item.setVisible(False)
             self.gl.addItem(item)
+        self.explanation = None  # scene.explain_overlay.ExplainOverlay: the lens column / route drawn, or None
+        self.explain_items = ExplainItems(self.gl)
         self.layout: Layout | None = None
         self.picker: Picker | None = None
         self._box_rgba: dict[str, np.ndarray] = {}
@@ -530,6 +533,7 @@ class SceneView(QWidget):
         self.hover_cell = None
         self._update_flow()
         self._update_link()
+        self.explain_items.update(self.layout, self.explanation)
         self._update_outlines()
 
     def _update_link(self) -> None:
@@ -594,8 +598,23 @@ class SceneView(QWidget):
         with SCENE_LOCK:
             self._precoloured = ((id(trace), id(layout), pass_index, token), trace, colours)
 
+    def set_explanation(self, overlay) -> None:
+        """Draw an explanation's logit-lens column and contribution route (a scene.explain_overlay.ExplainOverlay,
+        plain data), or nothing (None)."""
+        band = self.free_band() if self._refit is not None and self.isVisible() else None
+        self.explanation = overlay
+        self.explain_items.update(self.layout, overlay)
+        self._overlay_version += 1  # the lens words and the header line
+        if band is not None and self.free_band() != band:  # the header's line came or went: frame for it
+            self._stop_anim()
+            self._apply_camera(self._refit())
+        self.recolour(("stack",))  # the route dims the layers it does not pass through
+
     def _stack_emphasis(self) -> set[int] | None:
         dims = self.layout.dims
+        ov = self.explanation
+        if ov is not None and ov.route:
+            return route_glow.lit_layers(ov.lit)
         if self.step_kind == "kda_state":
             return {i + 1 for i, m in enumerate(dims.mixers) if m == "kda"}
         if self.step_kind == "mla_cache":
@@ -824,7 +843,20 @@ class SceneView(QWidget):
                             hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
                             step_note=note, flow_on=bool(self.flow_edges), focus=self.focus_ids(),
                             label_scale=self.label_scale,
-                            weights=getattr(trace, "weights_name", "") if trace is not None else "")
+                            weights=getattr(trace, "weights_name", "") if trace is not None else "",
+                            **self._explain_labels())
+
+    def _explain_labels(self) -> dict:
+        """The OverlayInput fields of the lens column and the route (scene/explain_overlay.py)."""
+        ov = self.explanation
+        if ov is None:
+            return {}
+        lens = lens_column.label_candidates(self.layout, ov.lens, _lens_piece) if ov.lens else None
+        return dict(lens_labels=lens, explain_note=header_note(ov, self.tr), route_on=bool(ov.route))
+
+
+def _lens_piece(piece: str) -> str:
+    return "'" + piece.replace("\n", "\\n") + "'"
 
 
 def _plain_tooltip(text: str) -> str:

@@ -23,6 +23,7 @@ def make_window(qtbot, tmp_path):
             win.activateWindow()
         if wait_trace:  # and the docks built after the first trace (MainWindow._after_first_show)
             qtbot.waitUntil(lambda: win.state.trace is not None and win.late_docks_built, timeout=90000)
+            qtbot.waitUntil(lambda: explanation_settled(win), timeout=90000)
         windows.append(win)
         return win
 
@@ -34,6 +35,15 @@ def make_window(qtbot, tmp_path):
             win.close()
     i18n.set_language("en")
 
+
+
+def explanation_settled(win) -> bool:
+    """The Explain dock's lens column / route is drawn in the 3D view (or both are off): it arrives from a pool
+    thread shortly after the first trace and adds a header line, so tests that measure the overlay wait for it."""
+    dock = win.docks.get("ExplainDock") if win.late_docks_built else None
+    if dock is None or not dock.show3d.any_on():
+        return True
+    return not dock.busy and win.scene.explanation is not None
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +60,8 @@ def shared_window(qapp, tmp_path_factory):
     win.show()
     win.activateWindow()
     deadline = time.monotonic() + 90
-    while (win.state.trace is None or not win.late_docks_built or not win.isActiveWindow()) \
-            and time.monotonic() < deadline:
+    while (win.state.trace is None or not win.late_docks_built or not win.isActiveWindow()
+           or not explanation_settled(win)) and time.monotonic() < deadline:
         qapp.processEvents()
         time.sleep(0.01)
     assert win.state.trace is not None, "the engine produced no trace"

@@ -14,8 +14,9 @@ def test_explain_dock_in_the_window(make_window):
     win = make_window()
     dock = win.docks["ExplainDock"]
     assert dock.windowTitle() == "Why this word"
-    if not dock.isVisible() or dock.visibleRegion().isEmpty():
-        assert dock._serial == 0 and dock.result is None  # hidden behind a tab: nothing computed
+    # the 3D view's lens column is on by default: the explanation is computed though the tab is covered
+    assert dock.show3d.values()[0] and win.scene.explanation is not None
+    assert win.scene.explanation.word == dock.result.word
     toggle = dock.toggleViewAction()
     assert toggle.text() == "Why this word"
     win.state.show_dock("ExplainDock", "")
@@ -30,3 +31,16 @@ def test_explain_dock_in_the_window(make_window):
     assert res.position == trace.prompt_len - 1 and len(res.lens_prob) == 94
     assert res.extra["thread"] != threading.main_thread().ident
     assert abs(res.lens_prob[-1] - float(np.exp(logits - logits.max()).max() / np.exp(logits - logits.max()).sum())) < 1e-4
+
+
+def test_with_the_3d_view_off_a_covered_dock_computes_nothing(make_window, qtbot):
+    win = make_window()
+    dock = win.docks["ExplainDock"]
+    dock.show3d.set_values(False, False, 30)
+    qtbot.waitUntil(lambda: win.scene.explanation is None, timeout=5000)
+    if dock.visibleRegion().isEmpty():  # covered by another tab (the default layouts)
+        serial = dock._serial
+        win.state.request_prompt("아이가 공을 집었다. 그리고")
+        qtbot.waitUntil(lambda: win.state.trace is not None and "공" in win.state.trace.text, timeout=60000)
+        pump(400)
+        assert dock._serial == serial and win.scene.explanation is None

@@ -15,8 +15,10 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from app.docks.deferred import on_screen
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult, explain_result
+from app.docks.explain.show3d import Show3DControls, largest_block, layer_words_html, overlay_of
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
 from app.widgets.paint import qcolor
@@ -134,6 +136,9 @@ class ExplainDock(QDockWidget):
         self.status.setObjectName("explain_status")
         self.status.setTextFormat(Qt.PlainText)  # it may quote an error message (a config's name): never rich text
         lay.addWidget(self.status)
+        self.show3d = Show3DControls()
+        self.show3d.changed.connect(self._show3d_changed)
+        lay.addWidget(self.show3d)
 
         self.lens_title = section_label()
         lay.addWidget(self.lens_title)
@@ -264,8 +269,11 @@ class ExplainDock(QDockWidget):
             self.position.setCurrentIndex(want)
             if keep is None:
                 self._knockout = ()
+                if self.result is not None:  # another prompt: the drawn explanation no longer applies
+                    self.result = None
+                    self._emit_overlay()
         self._tokens = toks
-        if self.isVisible():
+        if on_screen(self.widget()) or self.show3d.any_on():  # the 3D view shows it even when this dock is closed
             self.refresh()
 
     def _on_visible(self, visible: bool) -> None:
@@ -495,14 +503,31 @@ class ExplainDock(QDockWidget):
                 self.blocks.setItem(r, c, it)
         fit_table_height(self.blocks)
         self._show_attention(res)
+        self.show3d.set_largest(largest_block(res))
+        self._emit_overlay()
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
                                     logit=fmt(res.logit, 3)))
         self._update_buttons()
 
     # ------------------------------------------------------------------ attention
-    def _on_layer(self, _layer: int) -> None:
+    def _on_layer(self, layer: int) -> None:
+        """A layer picked anywhere (a slab clicked in the 3D stack, PgUp/PgDn): its attention row and what its
+        mixer and FFN promote and suppress."""
         if self.result is not None:
             self._show_attention(self.result)
+            text = layer_words_html(self.result, layer + 1)
+            if text:
+                self.block_words.setText(text)
+
+    # ------------------------------------------------------------------ the 3D view
+    def _show3d_changed(self) -> None:
+        if self.show3d.any_on() and self.result is None:
+            self.refresh()
+        self._emit_overlay()
+
+    def _emit_overlay(self) -> None:
+        """Hand the 3D view what it draws of the shown result (None: nothing)."""
+        self.state.explanation_shown.emit(overlay_of(self.result, *self.show3d.values()))
 
     def _attention_clicked(self, event) -> None:
         """A click on the overview selects that layer (the whole app follows)."""
@@ -597,6 +622,7 @@ class ExplainDock(QDockWidget):
         self.setWindowTitle(tr("explain.dock.title"))
         self.title.setText(tr("explain.title"))
         self.position_label.setText(tr("explain.position"))
+        self.show3d.retranslate()
         self.lens_title.setText(tr("explain.lens.title"))
         self.legend.clear()
         self.legend.addItem(self.curve_prob, tr("explain.lens.prob"))

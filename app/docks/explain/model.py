@@ -6,11 +6,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from compute.trace import Knobs
 
 TOP_BLOCKS = 12  # rows of the contributions table (the largest |direct contribution|)
 TOP_EXPERTS = 3  # then the largest routed experts below those rows (an expert can always be picked)
 ABLATION_MODES = ("zero", "mean")
+LAYER_WORDS = 3  # words a layer's mixer / FFN promotes and suppresses, shown when its slab is clicked
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class ExplainResult:
     mixers: list[str]  # "kda" | "mla" per layer
     attention: list = field(default_factory=list)  # per layer [heads, T]: what the position reads (KDA: A)
     knockout: dict | None = None  # tokens, mode, word, top5, effect (the experiment's "after")
+    totals: list = field(default_factory=list)  # (layer, "embedding" | "mixer" | "ffn", value) of EVERY block
+    layer_words: dict = field(default_factory=dict)  # (layer, part) of totals -> (promotes, suppresses), 3 each
     seconds: float = 0.0
     weights: str = ""
     error: str = ""
@@ -110,6 +115,35 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             rest=ex.rest,
             mixers=[lt.mixer for lt in ex.run.layers], attention=[a.copy() for a in ex.attention_rows],
             knockout=ko, weights=m.weights_name)
+        res.totals, res.layer_words = folded_words(ex, LAYER_WORDS)
     res.seconds = time.perf_counter() - t0
     res.extra["thread"] = threading.get_ident()  # tests: never the UI thread
     return res
+
+
+def folded_words(ex, k: int) -> tuple[list, dict]:
+    """Every (layer, part) total of ex's direct contributions (routed experts and the shared expert summed into
+    "ffn") and, for each, the k pieces its summed output promotes and suppresses most (its direct effect on every
+    logit, the final norm's scale frozen as in the route)."""
+    route = ex.route
+    keys: list[tuple[int, str]] = []
+    index: dict[tuple[int, str], int] = {}
+    for c in route.blocks:
+        key = (c.layer, c.part if c.part in ("embedding", "mixer") else "ffn")
+        if key not in index:
+            index[key] = len(keys)
+            keys.append(key)
+    groups = np.array([index[(c.layer, c.part if c.part in ("embedding", "mixer") else "ffn")]
+                       for c in route.blocks])
+    vec = np.zeros((len(keys), route.vectors.shape[1]))
+    np.add.at(vec, groups, route.vectors)
+    eff = (vec * route.final_norm * route.scale) @ route.lm_head  # [G, V]
+    vals = np.zeros(len(keys))
+    np.add.at(vals, groups, np.array([c.value for c in route.blocks]))
+    vocab = ex.model.vocab
+    words = {}
+    for g, key in enumerate(keys):
+        order = np.argsort(-eff[g], kind="stable")
+        words[key] = ([(vocab[j][0], float(eff[g, j])) for j in order[:k]],
+                      [(vocab[j][0], float(eff[g, j])) for j in order[::-1][:k]])
+    return [(l, p, float(v)) for (l, p), v in zip(keys, vals)], words

@@ -1,0 +1,143 @@
+"""The Explain dock's "In the 3D view" controls (issue 21, I1 + I3): the logit-lens column and the contribution
+route drawn in the 3D stack, with the route's threshold; and the plain data the 3D view draws of a result
+(`overlay_of`), and what a clicked layer's blocks promote and suppress (`layer_words_html`)."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QSlider, QWidget
+
+from app.i18n import tr
+from app.widgets.controls import fmt, section_label
+from scene.explain_overlay import ExplainOverlay
+from scene.route_glow import threshold_of
+
+DEFAULT_LENS = True
+DEFAULT_ROUTE = False
+DEFAULT_PERCENT = 30  # a block glows from 30 % of the largest |direct contribution|
+
+
+class Show3DControls(QWidget):
+    """Two check boxes and the route's threshold slider; `changed` after any of them changed (by the user or
+    by set_values)."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        self.title = section_label()
+        grid.addWidget(self.title, 0, 0, 1, 2)
+        self.lens = QCheckBox()
+        self.lens.setObjectName("explain_lens3d")
+        self.lens.setChecked(DEFAULT_LENS)
+        self.route = QCheckBox()
+        self.route.setObjectName("explain_route3d")
+        self.route.setChecked(DEFAULT_ROUTE)
+        grid.addWidget(self.lens, 1, 0)
+        grid.addWidget(self.route, 1, 1)
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setObjectName("explain_route_threshold")
+        self.slider.setRange(0, 100)
+        self.slider.setSingleStep(1)
+        self.slider.setPageStep(10)
+        self.slider.setValue(DEFAULT_PERCENT)
+        grid.addWidget(self.slider, 2, 0, 1, 2)
+        self.threshold_label = QLabel()
+        self.threshold_label.setObjectName("explain_route_threshold_label")
+        self.threshold_label.setTextFormat(Qt.PlainText)
+        self.threshold_label.setWordWrap(True)
+        grid.addWidget(self.threshold_label, 3, 0, 1, 2)
+        self._largest = 0.0
+        for box in (self.lens, self.route):
+            box.toggled.connect(self._changed)
+        self.slider.valueChanged.connect(self._changed)
+        self.retranslate()
+        self._sync()
+
+    def values(self) -> tuple[bool, bool, int]:
+        """(lens on, route on, threshold percent)."""
+        return self.lens.isChecked(), self.route.isChecked(), self.slider.value()
+
+    def set_values(self, lens: bool, route: bool, percent: int) -> None:
+        """Set all three (e.g. from the remembered settings); one `changed`."""
+        for w in (self.lens, self.route, self.slider):
+            w.blockSignals(True)
+        self.lens.setChecked(bool(lens))
+        self.route.setChecked(bool(route))
+        self.slider.setValue(min(100, max(0, int(percent))))
+        for w in (self.lens, self.route, self.slider):
+            w.blockSignals(False)
+        self._changed()
+
+    def any_on(self) -> bool:
+        return self.lens.isChecked() or self.route.isChecked()
+
+    def set_largest(self, largest: float) -> None:
+        """The largest |block value| of the shown result (for the threshold's absolute value)."""
+        self._largest = float(largest)
+        self._sync()
+
+    def _changed(self, *_args) -> None:
+        self._sync()
+        self.changed.emit()
+
+    def _sync(self) -> None:
+        self.slider.setEnabled(self.route.isChecked())
+        self.threshold_label.setEnabled(self.route.isChecked())
+        pct = self.slider.value()
+        self.threshold_label.setText(tr("explain.route.threshold", pct=pct, value=fmt(self._largest * pct / 100, 3)))
+
+    def retranslate(self) -> None:
+        self.title.setText(tr("explain.show3d.title"))
+        self.lens.setText(tr("explain.show3d.lens"))
+        self.lens.setToolTip(tr("explain.show3d.lens.tip"))
+        self.route.setText(tr("explain.show3d.route"))
+        self.route.setToolTip(tr("explain.show3d.route.tip"))
+        self.slider.setToolTip(tr("explain.route.threshold.tip"))
+        self._sync()
+
+
+def largest_block(res) -> float:
+    return max((abs(v) for _l, _p, v in res.totals), default=0.0)
+
+
+def overlay_of(res, lens: bool, route: bool, percent: int) -> ExplainOverlay | None:
+    """What the 3D view draws of an ExplainResult (None: nothing)."""
+    if res is None or not (lens or route):
+        return None
+    entries = ()
+    if lens:
+        entries = tuple((i, top[0], float(top[1]), int(rank), float(prob))
+                        for i, (top, rank, prob) in enumerate(zip(res.lens_top, res.lens_rank, res.lens_prob)))
+    blocks = tuple(res.totals) if route else ()
+    piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
+    return ExplainOverlay(res.position, piece, res.word, entries, blocks,
+                          threshold_of(blocks, percent / 100) if blocks else 0.0, float(res.logit))
+
+
+def _words(items) -> str:
+    return ", ".join(f"{html.escape(_q(p), quote=False)} {fmt(v, 2)}" for p, v in items)
+
+
+def _q(piece: str) -> str:
+    return "'" + piece.replace("\n", "\\n") + "'"
+
+
+def layer_words_html(res, layer: int) -> str:
+    """What a 1-based layer's mixer and FFN (0: the embedding) promote and suppress, as the dock shows it."""
+    values = {(l, p): v for l, p, v in res.totals}
+    if layer == 0:
+        if (0, "embedding") not in res.layer_words:
+            return ""
+        up, down = res.layer_words[(0, "embedding")]
+        return tr("explain.layer_words.embedding", value=fmt(values[(0, "embedding")], 3), up=_words(up),
+                  down=_words(down))
+    if (layer, "mixer") not in res.layer_words or (layer, "ffn") not in res.layer_words:
+        return ""
+    (mu, md), (fu, fd) = res.layer_words[(layer, "mixer")], res.layer_words[(layer, "ffn")]
+    return tr("explain.layer_words", layer=layer, mixer=res.mixers[layer - 1].upper(),
+              mixer_value=fmt(values[(layer, "mixer")], 3), mixer_up=_words(mu), mixer_down=_words(md),
+              ffn_value=fmt(values[(layer, "ffn")], 3), ffn_up=_words(fu), ffn_down=_words(fd))

@@ -1,0 +1,205 @@
+"""The explanation drawn in the 3D view (issue 21, I1 + I3), in the real window with real events:
+- the logit-lens column: the Explain dock's result (computed on its pool thread even while its tab is covered)
+  reaches the 3D view as a strip beside the stack, one box per reading, lit by the explained word's
+  probability (pixels: the last layer's box is bright, the embedding's dark), and as word labels left of it;
+- the contribution route: ticking "Contribution route" outlines exactly the blocks whose |direct contribution|
+  (compute.explain's float64 route, summed per layer's mixer / FFN) reaches the slider's share of the
+  largest; End / Home on the slider light one block / every block; the outlines are on screen (pixels);
+- a click on a slab in the 3D stack shows what that layer's mixer and FFN promote and suppress, the same words
+  as compute.explain's per-block effects summed over the FFN's experts;
+- the choices are remembered; Korean header and dock texts."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+
+from app import i18n
+from scene import camera as camlib
+from scene.explain_overlay import _q
+from scene.labels import place_labels
+from scene.lens_column import STRIP_W, STRIP_X
+from tests.app.gui_helpers import image_array, pump, wait_idle
+
+
+def _result(win, timeout_s: float = 120.0):
+    dock = win.docks["ExplainDock"]
+    end = time.monotonic() + timeout_s
+    while dock.result is None or dock.busy or win.scene.explanation is None:
+        assert time.monotonic() < end, dock.status.text()
+        pump(30)
+    return dock, dock.result
+
+
+def _settle(qtbot, scene):
+    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    pump(60)
+
+
+def _frame(scene) -> np.ndarray:
+    return image_array(scene.render_image(scene.gl.width(), scene.gl.height(), transparent=False))[..., :3]
+
+
+def _px(scene, point) -> tuple[int, int]:
+    (x, y), = camlib.project(np.asarray(point, float)[None], scene.cam, scene.gl.width(), scene.gl.height())[0]
+    return int(round(x)), int(round(y))
+
+
+def _explanation(win):
+    from app import api
+
+    trace = win.state.trace
+    return api.explain("".join(p for p, _ in trace.tokens[:trace.prompt_len]), weights=trace.weights_name)
+
+
+def test_lens_column_follows_the_dock_and_is_drawn(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock, res = _result(win)
+    scene = win.scene
+    ov = scene.explanation
+    assert ov.word == res.word and ov.position == win.state.trace.prompt_len - 1
+    n = scene.layout.dims.n_layers
+    assert [e[0] for e in ov.lens] == list(range(n + 1))
+    assert [e[3] for e in ov.lens] == res.lens_rank and ov.lens[-1][3] == 1
+    items = scene.explain_items
+    assert items.strip.visible() and items.strip_layers == list(range(n + 1))
+    # the strip's colours follow the word's probability: brighter where it is likelier
+    lum = items.strip_rgba[:, :3].sum(1)
+    probs = np.array(res.lens_prob)
+    assert np.all(np.diff(lum[np.argsort(probs, kind="stable")]) >= -1e-6)
+    _settle(qtbot, scene)
+    img = _frame(scene).astype(int)
+    lay = scene.layout
+
+    def strip_pixel(layer):
+        b = lay.by_id["embedding" if layer == 0 else f"L{layer}/stack.layer"]
+        return _px(scene, (STRIP_X, b.lo[1] + 0.2 - 0.17, b.center[2]))
+
+    x, y = strip_pixel(n)
+    top = img[y - 1:y + 2, x - 1:x + 2].reshape(-1, 3).mean(0)
+    x0, y0 = strip_pixel(1)
+    low = img[y0 - 1:y0 + 2, x0 - 1:x0 + 2].reshape(-1, 3).mean(0)
+    assert res.lens_prob[-1] > 0.3 and res.lens_prob[1] < 0.05
+    assert top.sum() > low.sum() + 150, (top, low)  # amber at the answer, dark where the lens has not got it
+    assert top[0] > top[2] + 80  # amber, not grey
+    # the word labels: the last layer's top word (the answer) and the embedding's reading, left of the strip
+    pl = place_labels(scene._overlay_input(), scene.gl.width(), scene.gl.height())
+    lens = {lb.block_id: lb for lb in pl.labels if lb.block_id.startswith("lens/")}
+    assert f"lens/{n}" in lens and lens[f"lens/{n}"].name.endswith(_q(res.word))
+    assert all(lb.rect.right() <= strip_pixel(0)[0] + 4 for lb in lens.values())
+    assert len(lens) >= 5
+    assert "position" in scene._overlay_input().explain_note
+
+
+def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock, res = _result(win)
+    scene = win.scene
+    ex = _explanation(win)
+    assert ex.word == res.word
+    totals = ex.route.totals()  # float64, compute's own folding
+    largest = max(abs(v) for v in totals.values())
+    _settle(qtbot, scene)
+    before = _frame(scene).astype(int)
+    controls = dock.show3d
+    win.state.show_dock("ExplainDock", "")
+    qtbot.waitUntil(lambda: controls.route.isVisible(), timeout=5000)
+    QTest.mouseClick(controls.route, Qt.LeftButton, Qt.NoModifier,
+                     QPoint(8, controls.route.height() // 2))
+    qtbot.waitUntil(lambda: bool(scene.explanation.route), timeout=5000)
+    pct = controls.slider.value()
+    want = {k for k, v in totals.items() if abs(v) >= pct / 100 * largest * (1 - 1e-6)}
+    got = set(scene.explanation.lit)
+    assert want - got == set() and len(got - want) <= 1, (want ^ got)  # float32 engine vs float64 at the edge
+    assert scene.explain_items.route.visible()
+    # End: 100 % -> only the largest block; Home: 0 % -> every block
+    controls.slider.setFocus()
+    QTest.keyClick(controls.slider, Qt.Key_End)
+    assert len(scene.explanation.lit) == 1
+    (only,) = scene.explanation.lit
+    assert only == max(totals, key=lambda k: abs(totals[k]))
+    QTest.keyClick(controls.slider, Qt.Key_Home)
+    assert len(scene.explanation.lit) == len(totals)
+    QTest.keyClick(controls.slider, Qt.Key_End)
+    assert "1" in controls.threshold_label.text()
+    # on screen: the lit block's outline in the route's colour, and the other layers dimmed
+    _settle(qtbot, scene)
+    after = _frame(scene).astype(int)
+    layer, part = only
+    b = scene.layout.by_id["embedding" if layer == 0 else f"L{layer}/stack.layer"]
+    corners = camlib.box_corners(b.lo, b.hi)
+    px, ok = camlib.project(corners, scene.cam, scene.gl.width(), scene.gl.height())
+    (x0, y0), (x1, y1) = px.min(0).astype(int) - 4, px.max(0).astype(int) + 4
+    sign = 1 if totals[only] >= 0 else -1
+    ref = np.array([250, 140, 41]) if sign > 0 else np.array([77, 140, 255])
+    near = np.abs(after[y0:y1, x0:x1] - ref).sum(-1) < 90
+    near_before = np.abs(before[y0:y1, x0:x1] - ref).sum(-1) < 90
+    assert near.sum() > near_before.sum() + 10, (near.sum(), near_before.sum())
+    assert "route" in scene._overlay_input().explain_note
+    # a second view of the same choice: the legend says what the colours mean
+    assert scene._overlay_input().route_on
+
+
+def test_clicking_a_slab_shows_what_the_layer_promotes(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock, res = _result(win)
+    scene = win.scene
+    _settle(qtbot, scene)
+    target = 12 if scene.layout.layer + 1 != 12 else 13
+    b = scene.layout.by_id[f"L{target}/stack.layer"]
+    w, h = scene.gl.width(), scene.gl.height()
+    at = None
+    for fx in (0.5, 0.35, 0.65, 0.2, 0.8):
+        pt = (b.lo[0] + fx * (b.hi[0] - b.lo[0]), b.lo[1], b.center[2])
+        x, y = _px(scene, pt)
+        hit = scene.pick_at(x, y)
+        if hit is not None and hit.block_id == b.id:
+            at = QPoint(x, y)
+            break
+    assert at is not None
+    QTest.mouseClick(scene.gl, Qt.LeftButton, Qt.NoModifier, at)
+    qtbot.waitUntil(lambda: win.state.layer == target - 1, timeout=5000)
+    text = dock.block_words.text()
+    ex = _explanation(win)
+    i_mixer = next(i for i, c in enumerate(ex.blocks) if c.layer == target and c.part == "mixer")
+    up, down = ex.promotes(i_mixer, 3)
+    eff = sum(ex.route.word_effects(i) for i, c in enumerate(ex.blocks)
+              if c.layer == target and c.part not in ("mixer", "embedding"))
+    vocab = ex.model.vocab
+    f_up = [vocab[j][0] for j in np.argsort(-eff, kind="stable")[:3]]
+    assert f"Layer {target}" in text
+    for piece in [p for p, _ in up] + [p for p, _ in down] + f_up:
+        assert _q(piece).replace("'", "&#x27;") in text or _q(piece) in text, (piece, text)
+
+
+def test_choices_are_remembered_and_korean(make_window, qtbot):
+    win = make_window("s3d.ini")
+    wait_idle(qtbot, win)
+    dock, _res = _result(win)
+    dock.show3d.set_values(False, True, 55)
+    assert not dock.show3d.lens.isChecked()
+    qtbot.waitUntil(lambda: win.scene.explanation is not None and not win.scene.explanation.lens
+                    and bool(win.scene.explanation.route), timeout=5000)
+    assert not win.scene.explain_items.strip.visible()
+    i18n.set_language("ko")
+    win.state.language_changed.emit("ko")
+    pump(50)
+    assert dock.show3d.route.text() == "기여 경로" and "임계값" in dock.show3d.threshold_label.text()
+    assert "경로" in win.scene._overlay_input().explain_note
+    win.close()
+    win2 = make_window("s3d.ini")
+    wait_idle(qtbot, win2)
+    d2 = win2.docks["ExplainDock"]
+    assert d2.show3d.values() == (False, True, 55)
+    _result(win2)
+    assert win2.scene.explanation.route and not win2.scene.explanation.lens
+    # both off: nothing is drawn
+    d2.show3d.set_values(False, False, 55)
+    qtbot.waitUntil(lambda: win2.scene.explanation is None, timeout=5000)
+    assert not win2.scene.explain_items.strip.visible() and not win2.scene.explain_items.route.visible()
