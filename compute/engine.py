@@ -219,7 +219,16 @@ class ToyK3:
         vocabulary; otherwise the seeded random ones, with the reason in `weights_note`) or seeded random."""
         self.weights_note = ""
         self.weights_fallback = ""  # why trained weights did not run: "" | "other_model" | "missing" | "damaged"
-        if weights == "trained":
+        if weights == "trained" and weights_path is None and not weights_io.has_trained_toy(
+                self.config.name, dims_dict(self.dims)):
+            # no trained toy ships for this model: said so whether or not the K3 file is installed (or sound)
+            toy = weights_io.SHIPPED_TOY["config"]
+            self.weights_note = (f"trained weights not used: no trained toy for this model (the shipped one is for "
+                                 f"{toy!r} at the default toy dims; this is {self.config.name!r}"
+                                 f"{' at other toy dims' if self.config.name == toy else ''})")
+            self.weights_fallback = "other_model"
+            logging.getLogger(__name__).info("%s; running random weights", self.weights_note)
+        elif weights == "trained":
             try:
                 self._load_trained(weights_path)
                 self.weights_name = "trained"

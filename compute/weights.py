@@ -45,6 +45,49 @@ _META_TYPES = {"config": str, "dims": dict, "vocab": list, "seed": int, "asset_v
                "report": dict, "format": str, "provenance": dict}
 
 
+# The shipped trained toy: the model it is for (the engine says "no trained toy for this model" for any other
+# config or toy dims without opening the file) and its checksums. "sha256": the file as shipped (the same line is
+# in assets/weights/SHA256SUMS, for `sha256sum -c`); "weights_sha256": weights_digest of its arrays, what a rebuild
+# (`make weights`, `python -m compute.train --verify FILE`) is compared with — the file's bytes also hold the
+# training report's timings, which differ on every run. The shipped v1 file was trained stage by stage and has
+# never been rebuilt from scratch: nobody has yet seen a rebuild match these digests.
+SHIPPED_TOY = {"file": ASSET_NAME, "config": "kimi-k3", "recipe": "v1", "seed": 0,
+               "sha256": "98b3bd323000a4c7a7868026236301f220493c4cda9ec9fe1c184d549d1c40f5",
+               "weights_sha256": "3690be939c777d8e25c4d9229f2e11de498b8566fd0de64952b5f7536ca9cb28"}
+
+
+def has_trained_toy(config_name: str, dims: dict) -> bool:
+    """A trained toy ships for this config name at these toy dims ({field: int}, engine.dims_dict)."""
+    from dataclasses import asdict
+
+    from compute.dims import ToyDims
+
+    return config_name == SHIPPED_TOY["config"] and dims == {k: int(v) for k, v in asdict(ToyDims()).items()}
+
+
+def weights_digest(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 (hex) of a weights file's arrays ({stored name: array}, as read returns them): every name, dtype,
+    shape and the bytes, in name order — the weights alone, not the metadata."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype.str}|{tuple(a.shape)}\n".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 class WeightsError(ValueError):
     """A weights file that cannot be used (missing, corrupt, or not for this model)."""
 
@@ -497,6 +540,7 @@ def check_meta(meta: dict, config_name: str, dims: dict, vocab: list[str], name:
 
 
 __all__ = ["save", "read", "check_meta", "pack", "unpack", "flatten", "flatten_layout", "default_path", "WeightsError",
-           "draw_layout", "layout_shapes", "nest", "GLOBAL_KEYS",
+           "draw_layout", "layout_shapes", "nest", "GLOBAL_KEYS", "SHIPPED_TOY", "has_trained_toy", "weights_digest",
+           "file_sha256",
            "WeightsMismatch", "WeightsMissing",
            "to_bf16_bits", "from_bf16_bits", "ASSET_NAME", "FORMAT_VERSION", "packed_shapes", "MAX_ABS_WEIGHT"]

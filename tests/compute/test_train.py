@@ -268,3 +268,130 @@ def test_bf16_round_trip():
     y = wio.from_bf16_bits(wio.to_bf16_bits(x))
     assert y[0] == 0.75 and y[1] == 1.0 and y[2] == 1.0 + 2 ** -6  # ties to even
     assert np.allclose(y, x, rtol=2 ** -8)
+
+
+# ---------------------------------------------------------------------------------------------------- rebuilding
+# The v1 recipe's first two steps from scratch (stage 1: seed 0, batch 8, lr 5e-3, the 300-step schedule), one torch
+# thread. Recorded from a real run on 2026-12-03 at commit 530bbc2 (numpy 2.4.6, torch 2.13.0+cpu, x86_64) with
+#   .venv/bin/python -c "from compute import train as tr; st = tr.RECIPES['v1'][0]; print(tr.train(seed=0,
+#       steps=st['steps'], batch=st['batch'], lr=st['lr'], repeat_weight=st['repeat_weight'], stop_after=2)[1]['losses'])"
+# (two runs in separate processes gave the same numbers). The shipped file itself was never rebuilt from scratch.
+RECIPE_V1_FIRST_LOSSES = [5.33746, 5.353785]
+
+
+def test_the_recipe_first_steps_give_the_recorded_losses():
+    st = tr.RECIPES["v1"][0]
+    _, report = tr.train(seed=0, steps=st["steps"], batch=st["batch"], lr=st["lr"], repeat_weight=st["repeat_weight"],
+                         stop_after=len(RECIPE_V1_FIRST_LOSSES))
+    assert report["steps"] == len(RECIPE_V1_FIRST_LOSSES)
+    assert report["losses"] == pytest.approx(RECIPE_V1_FIRST_LOSSES, abs=2e-5)
+
+
+def test_the_shipped_file_matches_the_recorded_checksums():
+    """assets/weights/SHA256SUMS and compute.weights.SHIPPED_TOY record the shipped file: its bytes, and its
+    weights alone (what `make weights` compares a rebuild with, via --verify)."""
+    sums = dict(reversed(line.split()) for line in (SHIPPED.parent / "SHA256SUMS").read_text().splitlines() if line)
+    assert sums == {SHIPPED.name: wio.SHIPPED_TOY["sha256"]} and wio.SHIPPED_TOY["file"] == SHIPPED.name
+    assert wio.file_sha256(SHIPPED) == wio.SHIPPED_TOY["sha256"]
+    arrays, meta = wio.read(SHIPPED)
+    assert wio.weights_digest(arrays) == wio.SHIPPED_TOY["weights_sha256"]
+    assert (meta["config"], meta["seed"]) == (wio.SHIPPED_TOY["config"], wio.SHIPPED_TOY["seed"])
+    assert tr.main(["--verify", str(SHIPPED)]) == 0
+
+
+def test_verify_tells_other_weights_from_the_shipped_ones(tmp_path, capsys):
+    path = tr.write_asset(tr.init_params(CFG, DIMS, 1), tmp_path / "other.npz", CFG, DIMS, 1, {})
+    assert tr.main(["--verify", str(path)]) == 1
+    assert "weights differ from the shipped" in capsys.readouterr().err
+    # the shipped weights in a file with other metadata: equal (the check is of the weights, not the bytes)
+    arrays, meta = wio.read(SHIPPED)
+    shapes = wio.layout_shapes(CFG, DIMS, len(TOY_PIECES))
+    again = wio.save(tmp_path / "again.npz", wio.unpack(arrays, shapes), dict(meta, report={"note": "rewritten"}))
+    assert tr.main(["--verify", str(again)]) == 0 and "differs only in its metadata" in capsys.readouterr().out
+
+
+def test_a_written_file_records_its_provenance(tmp_path):
+    import subprocess
+    from importlib.metadata import version
+
+    _, _, path = tr.run_recipe(({"steps": 1, "batch": 2, "lr": 1e-3},), tmp_path / "p.npz", 3, CFG, DIMS,
+                               seq_len=8, warmup=1, recipe="v1")
+    prov = wio.read(path)[1]["provenance"]
+    assert prov["recipe"] == "v1" and prov["stages"] == [dict(s) for s in tr.RECIPES["v1"]] and prov["seed"] == 3
+    assert (prov["numpy"], prov["torch"], prov["numba"]) == (np.__version__, torch.__version__, version("numba"))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=SHIPPED.parents[2], capture_output=True, text=True)
+    assert prov["commit"] == head.stdout.strip() and isinstance(prov["commit_dirty"], bool)
+    assert len(wio.read(path)[1]["report"]["losses"]) == 1
+
+
+# ---------------------------------------------------------------------------------------------------- any config
+def _tiny(stem: str, **changes) -> "ModelConfig":
+    from compute.config import ModelConfig, available_configs
+
+    raw = json.loads(available_configs()[stem].read_text(encoding="utf-8"))
+    raw.update(changes)
+    return raw
+
+
+TINY = {  # bundled configs cut down to a few layers and experts: every block kind and residual path
+    "k3": _tiny("kimi-k3", name="tiny-k3", num_hidden_layers=5, n_routed_experts=12, num_experts_per_tok=3,
+                attn_res_block_size=2, linear_attn_config=dict(_tiny("kimi-k3")["linear_attn_config"],
+                                                               kda_layers=[1, 2, 3, 5], full_attn_layers=[4])),
+    "dsv3": _tiny("deepseek-v3", name="tiny-dsv3", num_hidden_layers=3, n_routed_experts=16, num_experts_per_tok=4,
+                  n_group=4, topk_group=2),
+    "k2": _tiny("kimi-k2", name="tiny-k2", num_hidden_layers=3, n_routed_experts=12, num_experts_per_tok=3),
+    "linear": _tiny("kimi-linear-48b", name="tiny-linear", num_hidden_layers=4, num_experts=12,
+                    num_experts_per_token=3, linear_attn_config=dict(
+                        _tiny("kimi-linear-48b")["linear_attn_config"], kda_layers=[1, 2, 3], full_attn_layers=[4])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_training_forward_equals_the_engine_for_every_config_kind(name):
+    """RoPE MLA (DeepSeek-V3, K2), the plain residual, group-limited routing, a non-latent MoE, KDA without the
+    lower-bound gate: batch_forward is the engine's forward (float64) for each."""
+    from compute.config import ModelConfig
+
+    cfg = ModelConfig.from_dict(TINY[name])
+    P = tr.init_params(cfg, DIMS, 0)
+    g = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for p in tr.trainable(P):
+            p.add_(torch.randn(p.shape, generator=g) * 0.05)
+        for p in tr.trainable(P):
+            p.data = p.data.double()
+        for w in P["layers"]:
+            if "moe" in w:
+                w["moe"]["bias"].data = w["moe"]["bias"].data.double()
+        ids = tr.batch_ids(task.split(0)[0], 2, 9, random.Random(2))
+        logits, _ = tr.batch_forward(P, ids, cfg, DIMS)
+    m = ToyK3(cfg, device="cpu", dtype="float64", weights="random", backend="torch")
+    flat = wio.flatten(P["layers"], {k: P[k] for k in wio.GLOBAL_KEYS})
+    layers, glob = wio.nest({k: np.asarray(v, np.float64) for k, v in flat.items()}, cfg.num_hidden_layers)
+    m._layers64, m.embedding64, m.lm_head64 = layers, glob["embedding"], glob["lm_head"]
+    m.final_norm64, m.w_out64 = glob["final_norm"], glob["w_out"]
+    m._to_device()
+    for b in range(2):
+        _, _, ref = m.forward([m.vocab[i][1] for i in ids[b].tolist()], 0, Knobs())
+        ref = np.asarray(ref)
+        assert np.abs(ref - logits[b].numpy()).max() < 1e-9 * np.abs(ref).max(), (name, b)
+
+
+def test_the_training_command_works_for_any_config(tmp_path, capsys):
+    """`python -m compute.train --config FILE` on a user's tiny config: a few steps, a file the engine runs as
+    that model's trained weights; a bad --config is one line."""
+    from compute.config import ModelConfig
+
+    cfg_path = tmp_path / "tiny.json"
+    cfg_path.write_text(json.dumps(TINY["dsv3"]), encoding="utf-8")
+    out = tmp_path / "tiny.npz"
+    assert tr.main(["--config", str(cfg_path), "--steps", "2", "--batch", "2", "--no-eval", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["steps"] == 2 and len(report["losses"]) == 2
+    cfg = ModelConfig.from_json(cfg_path)
+    m = ToyK3(cfg, device="cpu", weights="trained", weights_path=out)
+    assert m.weights_name == "trained" and m.weights_meta["config"] == "tiny-dsv3"
+    assert len(m.run("로봇이 컵을", max_new_tokens=2).passes) == 2
+    assert tr.main(["--config", str(tmp_path / "nope.json"), "--steps", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nope.json" in err
