@@ -181,6 +181,13 @@ def pieces_grammatical(pieces: list[str], complete: bool = True) -> bool:
     return last in _prefix_table()
 
 
+@lru_cache(maxsize=1)
+def language_pieces() -> frozenset[str]:
+    """Every piece some document of the language uses (the toy vocabulary has others it never sees in training:
+    byte fallbacks, the seed's demo pieces)."""
+    return frozenset(p for d in all_documents() for p in d.pieces)
+
+
 def in_language(pieces: list[str] | tuple[str, ...]) -> bool:
     """Whether a prompt's pieces lie inside the toy language: they form whole documents followed by a prefix of
     a document (an empty prompt counts as inside). Outside it, the toy's answer is not meaningful."""
