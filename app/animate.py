@@ -31,10 +31,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QTextLayout, QTextOption
+from PySide6.QtGui import QFont, QFontMetricsF, QImage, QPainter, QTextLayout, QTextOption
 
 from app import i18n
 from app.export import ExportError, render_view
+from app.widgets.paint import qcolor
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ GIF_PALETTE = ("split[a][b];[a]palettegen=stats_mode=single:reserve_transparent=
                "[b][p]paletteuse=new=1:dither=bayer:bayer_scale=5")
 MAX_FPS = 60
 MAX_FRAMES = 20000  # ~11 minutes at 30 fps: a bound, not a goal
-_BAND = QColor(12, 14, 20)  # the caption band below the picture
+_BAND = qcolor("caption_band")  # the caption band below the picture
 
 
 class AnimationCancelled(Exception):
@@ -253,11 +254,11 @@ def burn_caption(image: QImage, head: str, body: str, band_h: float | None = Non
         p.setRenderHint(QPainter.Antialiasing)
         p.setRenderHint(QPainter.TextAntialiasing)
         p.fillRect(QRectF(0, top, w, band_h), _BAND)
-        p.setPen(QColor(255, 255, 255))
+        p.setPen(qcolor("caption_title"))
         p.setFont(head_font)
         p.drawText(QRectF(margin, top + margin * 0.7, text_w, head_h), Qt.AlignLeft | Qt.AlignVCenter, head)
         if body:
-            p.setPen(QColor(220, 226, 235))
+            p.setPen(qcolor("caption_text"))
             p.setFont(body_font)
             p.drawText(QRectF(margin, top + margin * 0.7 + head_h + unit * 0.3, text_w, body_h + unit),
                        Qt.AlignLeft | Qt.AlignTop | Qt.TextWordWrap, body)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QApplication, QButtonGroup, QCheckBox, QComboBox,
 
 from app import atomic_io
 from app.i18n import tr
+from app.widgets.paint import css
 
 log = logging.getLogger(__name__)
 MAX_SIDE = 8192
@@ -276,7 +277,7 @@ class ExportDialog(QDialog):
 
         self.error = QLabel()
         self.error.setObjectName("export_error")
-        self.error.setStyleSheet("color: #e5484d;")
+        self.error.setStyleSheet(f"color: {css('form_error')};")
         self.error.setWordWrap(True)
         self.error.setTextFormat(Qt.PlainText)  # quotes a path and an OS error
         self.error.hide()

@@ -22,6 +22,7 @@ from app.state import AppState
 from app.slot_guard import guarded
 from app.view_menu import ViewActions
 from app.widgets import safe_text
+from app.widgets.paint import css
 from app.widgets.safe_text import plain_tip
 from app.worker import EngineController
 from compute.config import default_config
@@ -189,7 +190,8 @@ class MainWindow(QMainWindow):
         self.device_label.setObjectName("status_device")
         self.engine_note = QLabel()  # shown while the engine runs on the CPU in place of CUDA, or not at all
         self.engine_note.setObjectName("status_engine_note")
-        self.engine_note.setStyleSheet("color: #1a1a1a; background: #f5c542; border-radius: 3px; padding: 1px 6px;")
+        self.engine_note.setStyleSheet(f"color: {css('status_note_text')}; background: {css('status_note_fill')};"
+                                       " border-radius: 3px; padding: 1px 6px;")
         self.engine_note.hide()
         for label in (self.layer_label, self.step_label, self.device_label, self.engine_note):
             label.setContentsMargins(8, 0, 8, 0)

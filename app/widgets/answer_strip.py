@@ -8,19 +8,20 @@ repaint per new trace or pass."""
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.i18n import tr
 from app.player import sampled_token, sampling_candidates
+from app.widgets.paint import qcolor
 
 N_BARS = 5
 ROW = 1.4  # the strip's line height in font lines (the 3D view keeps ≥ 55 % of a 1280×720 window)
-BAR_FILL = QColor("#f0a030")  # the scene's routed-expert amber: "what was chosen"
-BAR_EDGE = QColor("#8a93a6")
-TEXT = QColor("#e6e9ef")
-MUTED = QColor("#9aa3b5")
-WARN = QColor("#ffb454")
+BAR_FILL = qcolor("answer_bar")  # the scene's routed-expert amber: "what was chosen"
+BAR_EDGE = qcolor("answer_edge")
+TEXT = qcolor("answer_text")
+MUTED = qcolor("answer_muted")
+WARN = qcolor("answer_warn")
 
 
 def shown_piece(piece: str) -> str:
@@ -43,7 +44,7 @@ class AnswerStrip(QWidget):
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.setAutoFillBackground(True)
         pal = self.palette()
-        pal.setColor(self.backgroundRole(), QColor("#11141a"))
+        pal.setColor(self.backgroundRole(), qcolor("answer_fill"))
         self.setPalette(pal)
         state.trace_changed.connect(self._update)
         state.pass_changed.connect(lambda _i: self._update(state.trace))

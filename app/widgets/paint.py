@@ -64,6 +64,25 @@ UI_ROLES: dict[str, tuple[int, int, int, int]] = {
     "table_row_alt": (244, 246, 248, 255),
     "table_text": (27, 31, 36, 255),
     "table_rule": (201, 206, 214, 255),
+    "osi_l1": (150, 80, 50, 255),  # the encapsulation stack's layers, physical (1) up to application (7)
+    "osi_l2": (150, 120, 40, 255),
+    "osi_l3": (48, 140, 96, 255),
+    "osi_l4": (40, 130, 140, 255),
+    "osi_l5": (52, 110, 160, 255),
+    "osi_l6": (70, 88, 160, 255),
+    "osi_l7": (92, 72, 150, 255),
+    "caption_band": (12, 14, 20, 255),  # an animation's caption band below the picture, its title and text
+    "caption_title": (255, 255, 255, 255),
+    "caption_text": (220, 226, 235, 255),
+    "status_note_fill": (245, 197, 66, 255),  # the status bar's engine note (CUDA fell back to the CPU …)
+    "status_note_text": (26, 26, 26, 255),
+    "form_error": (229, 72, 77, 255),  # a dialog's error line (the export dialog)
+    "answer_fill": (17, 20, 26, 255),  # the answer strip under the 3D view: background,
+    "answer_bar": (240, 160, 48, 255),  # the probability bars (the scene's routed-expert amber: "chosen"),
+    "answer_edge": (138, 147, 166, 255),  # the bars' "before temperature and top-p" outline,
+    "answer_text": (230, 233, 239, 255),  # the drawn word, the other words and the out-of-language warning
+    "answer_muted": (154, 163, 181, 255),
+    "answer_warn": (255, 180, 84, 255),
 }
 
 

@@ -32,12 +32,8 @@ ENVELOPES: dict[str, list[tuple[str, str]]] = {
               ("TLS rec 5 B", "llm.tls"), ("HTTP + JSON", "llm.http"), ("AEAD tag 16 B", "llm.tls"),
               ("FCS 4 B", "llm.eth")],
 }
-_LAYER_COLORS = {7: (92, 72, 150), 6: (70, 88, 160), 5: (52, 110, 160), 4: (40, 130, 140), 3: (48, 140, 96),
-                 2: (150, 120, 40), 1: (150, 80, 50)}
-
-
 def block_color(top: int) -> QColor:
-    return QColor(*_LAYER_COLORS[top])
+    return qcolor(f"osi_l{top}")
 
 
 def owner_layer(key: str) -> int:
