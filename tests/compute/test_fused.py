@@ -84,7 +84,8 @@ def test_kda_block(model, T, cached, knobs):
 
 @pytest.mark.parametrize("T,S0", [(1, 0), (1, 7), (6, 0), (3, 4)])
 def test_mla_block(model, T, S0):
-    li = model.config.mla_layers[0] if hasattr(model.config, "mla_layers") else 3
+    li = model.config.mla_layers[0]  # 0-based (3 in K3)
+    assert model.config.mixer_types[li] == "mla"
     w, c, d = model.layers[li]["mla"], model.config, model.dims
     x = _rand(T + 10, T, d.hidden)
     cache = None if not S0 else {"c_kv": _rand(S0, S0, d.kv_lora), "k_rope": _rand(S0 + 1, S0, d.rope)}
