@@ -127,5 +127,23 @@ bench: $(STAMP)
 	$(PY) bench/app.py
 	$(PY) bench/experts.py
 
+# Standalone one-folder build (PyInstaller, .ci/k3-explorer.spec): dist/k3-explorer/k3-explorer runs the app, its
+# export and its numba warm-up (--warm-kernels) without Python or this checkout; copy or archive dist/k3-explorer/.
+# PyInstaller gets its own venv (BUNDLE_VENV, pins in .ci/bundle-requirements.txt) next to the app's dependencies
+# from pyproject.toml; the app's .venv is never touched. Needs no torch (the bundle runs the CPU engine).
+BUNDLE_VENV := build/bundle-venv
+BUNDLE_STAMP := $(BUNDLE_VENV)/.k3-bundle-installed
+.PHONY: bundle
+
+$(BUNDLE_STAMP): .ci/bundle-requirements.txt pyproject.toml
+	test -x $(BUNDLE_VENV)/bin/python || $(PYTHON) -m venv $(BUNDLE_VENV)
+	$(BUNDLE_VENV)/bin/python -m pip install -q -r .ci/bundle-requirements.txt -e .
+	touch $@
+
+bundle: $(BUNDLE_STAMP)
+	$(BUNDLE_VENV)/bin/python -m PyInstaller --noconfirm --clean --log-level WARN --distpath dist \
+	  --workpath build/pyinstaller .ci/k3-explorer.spec
+	@echo "bundle: dist/k3-explorer/k3-explorer ($$(du -sh dist/k3-explorer | cut -f1)); first start: dist/k3-explorer/k3-explorer --warm-kernels"
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
