@@ -1,4 +1,4 @@
-"""Trace player facts (Qt-free, a pure function of the trace): what a person reads for one step.
+"""Trace player facts (Qt-free, computed from the trace and the model's config): what a person reads for one step.
 
 The step table (kinds, phases, highlighted blocks, camera focus, flow, data kind, where data lives) and
 `build_steps(trace)` live in scene/steps.py, which the 3D scene reads too (re-exported here). This module

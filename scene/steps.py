@@ -1,6 +1,6 @@
 """The one step table of the trace player (Qt-free, compute-free): what each step kind is, and what the app
-and the 3D scene do for it. The player (app/player.py, app/docks/trace_player.py) and the scene
-(scene/view.py, scene/highlights.py) both read `STEP_TABLE`; nothing else lists step kinds.
+and the 3D scene do for it. The player (app/player.py, which re-exports it for app/docks/trace_player.py) and
+the scene (scene/highlights.py, which scene/view.py asks) both read `STEP_TABLE`; nothing else lists step kinds.
 
 The seed's HTML explorer plays a 17-step pipeline; here the steps of one inference are built from the real
 Trace:

@@ -1,4 +1,5 @@
-"""The numpy backend (ToyK3's CPU fast path, compute.xp) runs the same operators as the torch one."""
+"""ToyK3's numpy backend (the CPU path: no torch tensor in the forward) gives the trace its torch backend gives
+(float64), and the operators (compute.kda, moe, norms, attnres) accept numpy arrays as they accept tensors."""
 import numpy as np
 import pytest
 import torch
