@@ -44,8 +44,9 @@ def literals_in(text: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Call) and _is_qcolor(node.func):
             # a table spread into it, a name or hex string, or a number among the three colour channels (a
             # constant alpha alone is no colour)
+            channels = node.args[:3]
             if any(isinstance(arg, ast.Starred) for arg in node.args) or any(
-                    isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float, str)) for arg in node.args[:3]):
+                    isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float, str)) for arg in channels):
                 found.append((node.lineno, lines[node.lineno - 1].strip()))
     return sorted(set(found))
 
