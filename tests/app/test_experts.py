@@ -75,11 +75,10 @@ def test_lit_cells_equal_trace_selection(setup, qtbot, token, layer):
     state, dock, _ = setup
     state.select_layer(layer)
     state.select_token(token)
-    qtbot.wait(10)
     t, row = trace_selection(state.trace, token, layer)
     expected = set(int(e) for e in t["moe.topk_idx"][row])
     assert len(expected) == 16
-    assert set(int(e) for e in dock.grid.selected()) == expected
+    qtbot.waitUntil(lambda: set(int(e) for e in dock.grid.selected()) == expected, timeout=5000)
     assert lit_cells_from_pixels(dock.grid) == expected
     # the dock's list of weights is the trace's (renormalised unbiased scores)
     s = np.asarray(t["moe.router"][row], dtype=np.float64)
@@ -94,11 +93,10 @@ def test_lit_cells_equal_trace_selection(setup, qtbot, token, layer):
 def test_dense_layer_says_so_and_shared_always_drawn(setup, qtbot):
     state, dock, _ = setup
     state.select_layer(0)
-    qtbot.wait(10)
+    qtbot.waitUntil(lambda: "dense" in dock.grid_tab.header.text().lower(), timeout=5000)
     assert not dock.grid.has_data()
-    assert "dense" in dock.grid_tab.header.text().lower()
     state.select_layer(5)
-    qtbot.wait(10)
+    qtbot.waitUntil(dock.grid.has_data, timeout=5000)
     img = dock.grid.grab().toImage()
     for i in range(2):
         c = img.pixelColor(dock.grid.shared_rect(i).topLeft() + QPoint(4, 4))
@@ -109,7 +107,7 @@ def test_click_selects_expert_and_hover_shows_numbers(setup, qtbot):
     state, dock, _ = setup
     state.select_layer(36)
     state.select_token(3)
-    qtbot.wait(10)
+    qtbot.waitUntil(lambda: dock.grid_tab.current is not None and dock.grid_tab.layer_spin.value() == 37, timeout=5000)
     got = []
     state.expert_selected.connect(got.append)
     qtbot.mouseClick(dock.grid, Qt.LeftButton, pos=dock.grid.cell_rect(300).center())
@@ -156,7 +154,7 @@ def test_bias_drag_pulls_expert_17_in_exactly_past_the_cutoff(setup, qtbot):
     bias0 = np.asarray(t0["moe.bias"], dtype=np.float64).copy()
     state.select_layer(layer)
     state.select_token(token)
-    qtbot.wait(10)
+    qtbot.waitUntil(lambda: tab.current is not None and tab.layer_spin.value() == layer + 1, timeout=5000)
     slider = tab.slider
     s0 = np.asarray(t0["moe.router"][row0], dtype=np.float64)
     need = float(np.sort(np.delete(s0 + bias0, 17))[-16] - (s0[17] + bias0[17]))  # offset that reaches the cutoff
@@ -169,10 +167,9 @@ def test_bias_drag_pulls_expert_17_in_exactly_past_the_cutoff(setup, qtbot):
         value = int(round(target * 100))
         pos = QPoint(_x_for_value(slider, value), start.y())
         _mouse(slider, QMouseEvent.MouseMove, pos, Qt.LeftButton)
-        qtbot.wait(1)
-        assert abs(slider.value() - value) <= 1, "the handle follows the mouse"
+        qtbot.waitUntil(lambda value=value: abs(slider.value() - value) <= 1, timeout=5000)  # the handle follows
         offset = slider.value() / 100.0
-        assert state.trace.knobs.expert_bias.get(17, 0.0) == pytest.approx(offset), "the engine ran with the slider's bias"
+        assert state.trace.knobs.expert_bias.get(17, 0.0) == pytest.approx(offset), "the engine ran with that bias"
         t, row = trace_selection(state.trace, token, layer)
         s = np.asarray(t["moe.router"][row], dtype=np.float64)
         b = np.asarray(t["moe.bias"], dtype=np.float64)
@@ -209,7 +206,7 @@ def test_per_layer_heatmap_matches_trace_and_click_navigates(setup, qtbot):
     tab = dock.layers_tab
     tab.expert.setValue(17)
     tab.mode.setCurrentIndex(0)
-    qtbot.wait(20)
+    qtbot.waitUntil(lambda: tab.matrix() is not None, timeout=5000)
     m = tab.matrix()
     tr_ = state.trace
     positions = [int(p) for ps in tr_.passes for p in ps.positions]
@@ -224,12 +221,18 @@ def test_per_layer_heatmap_matches_trace_and_click_navigates(setup, qtbot):
     # overlap mode: the current token's row is all ones
     state.select_token(4)
     tab.mode.setCurrentIndex(1)
-    qtbot.wait(20)
+    qtbot.waitUntil(lambda: (m := tab.matrix()) is not None and np.allclose(m[positions.index(4)], 1.0), timeout=5000)
     ov = tab.matrix()
-    np.testing.assert_allclose(ov[positions.index(4)], 1.0)
     assert ov.min() < 1.0
     # click on the cell of (row 1, MoE column 10) → token positions[1], layer moe[10]
     view = tab.heat
+
+    def laid_out():  # the heatmap is on screen at its size: every cell at least 2 px wide and tall
+        shown = view.mapFromScene(tab.image.sceneBoundingRect()).boundingRect()
+        return shown.width() >= 2 * ov.shape[1] and shown.height() >= 2 * ov.shape[0] and \
+            view.viewport().rect().contains(shown.center())
+
+    qtbot.waitUntil(laid_out, timeout=5000)
     scene_pt = tab.image.mapToScene(QPointF(10.5, 1.5))
     pt = view.mapFromScene(scene_pt)
     qtbot.mouseClick(view.viewport(), Qt.LeftButton, pos=pt)
@@ -268,8 +271,7 @@ def test_latent_numbers_hand_computed(setup):
 def test_korean_everywhere_no_missing_keys(setup, qtbot):
     state, dock, _ = setup
     i18n.set_language("ko")
-    qtbot.wait(10)
-    assert dock.tabs.tabText(0) == i18n.tr("experts.tab.grid", lang="ko")
+    qtbot.waitUntil(lambda: dock.tabs.tabText(0) == i18n.tr("experts.tab.grid", lang="ko"), timeout=5000)
     assert "층" in dock.grid_tab.header.text()
     for w in dock.findChildren(type(dock.grid_tab.header)):
         assert "[experts." not in w.text()
@@ -383,7 +385,7 @@ def test_a_covered_dock_tab_defers_its_refresh_until_raised(qtbot, engine, base_
     shown = dock.grid_tab.current
     state.select_layer(60)
     state.select_token(3)
-    qtbot.wait(20)
+    qtbot.waitUntil(lambda: dock.grid_tab._dirty, timeout=3000)  # the refresh came and was postponed
     assert dock.grid_tab.current is shown  # covered: nothing recomputed
     dock.raise_()
     t, row = trace_selection(state.trace, 3, 60)
