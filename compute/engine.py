@@ -21,6 +21,11 @@ DeepSeek-V3) run with their own layer order, expert counts, routing groups, gate
 residual path (plain residual without AttnRes; for a non-latent MoE the keys 'moe.down', 'moe.norm' and
 'moe.up' are absent).
 
+Around the engine: compute.device (device and dtype resolution), compute.weights (the weight layout and the
+weights file), compute.engine_weights (which weights run: trained or seeded random, and why), compute.engine_io
+(the prompt and knob checks, the pass data → PassTrace conversion, caches rebuilt from a trace); this module keeps
+the kernel choice, the layer loop (`forward`), run / resample and the caches.
+
 The result is a `compute.trace.Trace` (numpy on the CPU); see that module for every field. Weight arrays in
 the trace (and 'moe.bias') are read-only views of the engine's weights.
 
@@ -61,91 +66,32 @@ numpy kernels; routed experts are gathered and run as one batched matmul).
 from __future__ import annotations
 
 import contextlib
-import logging
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from compute import fused_nb
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ModelConfig, load_default
+from compute.device import TORCH_HINT, Device, float_dtype, import_torch, resolve_device  # noqa: F401 - re-exported
 from compute.dims import ToyDims  # re-exported: the toy widths live in compute.dims (torch-free)
-from compute import fused_nb
+from compute.engine_io import (caches_from_trace, check_knobs, check_prompt_text, linear_weights_numpy,
+                               pass_to_numpy)
+from compute.engine_weights import SEED_MASK, ToyWeights, choose_weights, dims_dict, trained_weights  # noqa: F401
+from compute.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
 from compute.fused import FusedK3
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
 from compute.norms import rms_norm
-from compute.parts import _np, to_numpy
 from compute.sampling import pass_uniforms, sample_logits
 from compute.tokenizer import ToyTokenizer
-from compute.trace import Knobs, LayerTrace, PassTrace, Trace
-from compute.weights import WeightsError, WeightsMismatch, WeightsMissing
-from compute.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
+from compute.trace import Knobs, PassTrace, Trace
+from compute.weights import WeightsError, WeightsMismatch, WeightsMissing  # noqa: F401 - what a load may raise
 
 MAX_PROMPT_TOKENS = 256
 MAX_NEW_TOKENS = 64
-
-
-def dims_dict(d: ToyDims) -> dict[str, int]:
-    return {k: int(v) for k, v in asdict(d).items()}
-
-
-TORCH_HINT = "install it: pip install torch (from a checkout: pip install '.[cuda]')"
-
-
-@dataclass(frozen=True)
-class Device:
-    """Where the engine runs, without importing torch: type "cpu" or "cuda" (index None = the current GPU).
-    str() spells it as torch does ("cpu", "cuda", "cuda:1")."""
-
-    type: str
-    index: int | None = None
-
-    def __str__(self) -> str:
-        return self.type if self.index is None else f"{self.type}:{self.index}"
-
-
-def _import_torch(why: str):
-    """torch, or ImportError with a one-line hint when it is not installed (the CPU path never needs it)."""
-    try:
-        import torch
-    except ImportError:
-        raise ImportError(f"{why} needs PyTorch, which is not installed; {TORCH_HINT}") from None
-    return torch
-
-
-def resolve_device(device=None) -> Device:
-    """"auto" (or None) → cuda when torch is installed and sees a GPU, else cpu; "cpu", "cuda", "cuda:N", a Device
-    or a torch.device otherwise. "cpu" never imports torch; "cuda" needs it (ImportError with the hint)."""
-    if device is None or (isinstance(device, str) and device == "auto"):
-        try:
-            import torch
-        except ImportError:
-            return Device("cpu")
-        return Device("cuda") if torch.cuda.is_available() else Device("cpu")
-    if not isinstance(device, str):  # a Device or a torch.device
-        device = str(device)
-    kind, _, index = device.partition(":")
-    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if kind == "cuda":
-        _import_torch(f"device {device!r}")
-    return Device(kind, int(index) if index else None)
-
-
-def _np_dtype(dtype) -> np.dtype:
-    """numpy float dtype of a torch dtype (torch.float64), a numpy dtype or its name ("float32")."""
-    if type(dtype).__module__.split(".")[0] == "torch":
-        dtype = str(dtype).removeprefix("torch.")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt is None or dt.kind != "f":
-        raise ValueError(f"dtype must be a float type (float32, float64), got {dtype!r}")
-    return dt
 
 
 class ToyK3:
@@ -194,10 +140,10 @@ class ToyK3:
         self._want_compiled = compiled
         self.compiled = False
         self.backend = "numpy" if backend == "numpy" or (backend == "auto" and self.device.type == "cpu") else "torch"
-        self.dtype = _np_dtype(dtype)
+        self.dtype = float_dtype(dtype)
         self._torch = None
         if self.backend == "torch":
-            self._torch = torch = _import_torch(f"the torch backend on {self.device}")
+            self._torch = torch = import_torch(f"the torch backend on {self.device}")
             self._torch_device = torch.device(str(self.device))
             self._torch_dtype = getattr(torch, self.dtype.name)
             if cpu_threads is not None and self.device.type == "cpu":
@@ -215,70 +161,25 @@ class ToyK3:
 
     # ------------------------------------------------------------------ weights
     def _build_weights(self, weights: str, weights_path) -> None:
-        """Fill the float64 weights: the trained asset (weights="trained", when it fits this config, dims and
-        vocabulary; otherwise the seeded random ones, with the reason in `weights_note`) or seeded random."""
-        self.weights_note = ""
-        self.weights_fallback = ""  # why trained weights did not run: "" | "other_model" | "missing" | "damaged"
-        if weights == "trained" and weights_path is None and not weights_io.has_trained_toy(
-                self.config.name, dims_dict(self.dims)):
-            # no trained toy ships for this model: said so whether or not the K3 file is installed (or sound)
-            toy = weights_io.SHIPPED_TOY["config"]
-            self.weights_note = (f"trained weights not used: no trained toy for this model (the shipped one is for "
-                                 f"{toy!r} at the default toy dims; this is {self.config.name!r}"
-                                 f"{' at other toy dims' if self.config.name == toy else ''})")
-            self.weights_fallback = "other_model"
-            logging.getLogger(__name__).info("%s; running random weights", self.weights_note)
-        elif weights == "trained":
-            try:
-                self._load_trained(weights_path)
-                self.weights_name = "trained"
-                self._to_device()
-                return
-            except WeightsError as e:
-                if weights_path is not None:
-                    raise
-                self.weights_note = f"trained weights not used: {e}"
-                self.weights_meta = {}
-                self.weights_fallback = ("other_model" if isinstance(e, WeightsMismatch) else
-                                         "missing" if isinstance(e, WeightsMissing) else "damaged")
-                # a damaged file is worth a warning on stderr (CLI, API, window); a missing one is an install
-                # choice, and a file for another model is how every other model runs
-                logging.getLogger(__name__).log(logging.WARNING if self.weights_fallback == "damaged" else
-                                                logging.INFO, "%s; running random weights", self.weights_note)
-        self._random_weights()
-        self.weights_name = "random"
+        """The float64 weights (compute.engine_weights.choose_weights: the trained toy when it is this model's and
+        sound, else the seeded random one with the reason in `weights_note`), then the backend's arrays."""
+        self._take(choose_weights(self.config, self.dims, [pc for pc, _ in self.vocab], self.seed, weights,
+                                  weights_path))
         self._to_device()
 
-    def _random_weights(self) -> None:
-        """Seeded random weights, drawn in float64 numpy (every backend converts these same numbers)."""
-        gen = np.random.default_rng(self.seed & _SEED_MASK)
-
-        def rnd(*shape, scale=1.0):
-            return gen.standard_normal(shape) * scale
-
-        def uni(n, lo, hi):
-            return gen.uniform(lo, hi, n)
-
-        self.embedding64, self.lm_head64, self.final_norm64, self.w_out64, self._layers64 = weights_io.draw_layout(
-            self.config, self.dims, len(self.vocab), rnd, uni)
+    def _take(self, w: ToyWeights) -> None:
+        self.embedding64, self.lm_head64, self.final_norm64 = w.embedding, w.lm_head, w.final_norm
+        self.w_out64, self._layers64 = w.w_out, w.layers
+        self.weights_name, self.weights_note, self.weights_fallback = w.name, w.note, w.fallback
+        self.weights_meta = w.meta
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
         """{name: shape} of every weight of this config, dims and vocabulary (compute.weights.layout_shapes)."""
         return weights_io.layout_shapes(self.config, self.dims, len(self.vocab))
 
     def _load_trained(self, path) -> None:
-        """Read and check the trained asset (or `path`) and take its weights (float64 on the CPU)."""
-        p = weights_io.default_path() if path is None else Path(path)
-        name = f"weights file {p.name}"
-        arrays, meta = weights_io.read(  # the metadata checked first, then names and shapes before allocating
-            p, self.weight_shapes(), lambda meta: weights_io.check_meta(
-                meta, self.config.name, dims_dict(self.dims), [pc for pc, _ in self.vocab], name))
-        flat = weights_io.unpack({k: a.astype(np.float64) for k, a in arrays.items()}, self.weight_shapes(), name)
-        layers, glob = weights_io.nest(flat, self.config.num_hidden_layers)
-        self.embedding64, self.lm_head64 = glob["embedding"], glob["lm_head"]
-        self.final_norm64, self.w_out64 = glob["final_norm"], glob["w_out"]
-        self._layers64 = layers
-        self.weights_meta = meta
+        """Read and check the trained asset (or `path`) and take its float64 weights (no backend conversion)."""
+        self._take(trained_weights(self.config, self.dims, [pc for pc, _ in self.vocab], path))
 
     def _to_device(self) -> None:
         """The float64 numpy weights as the backend's arrays: numpy of the engine's dtype, or torch tensors on
@@ -296,7 +197,7 @@ class ToyK3:
         self.lm_head = conv(self.lm_head64)
         self.final_norm = conv(self.final_norm64)
         self.w_out = conv(self.w_out64)
-        self._weights_np = self._linear_weights_numpy()
+        self._weights_np = linear_weights_numpy(self.layers, self.embedding, self.lm_head, self.dims)
         self._pick_kernels()
         for d in self._weights_np[0] + [self._weights_np[1]]:
             for k, a in d.items():
@@ -354,32 +255,6 @@ class ToyK3:
         self.forward([tid], 2, Knobs(), caches)
         self.layer_calls = calls
 
-    def _linear_weights_numpy(self) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
-        """Per layer: block key → W [in, out] (numpy, engine dtype) of every LINEAR_INPUTS block."""
-        d = self.dims
-        out = []
-        for w in self.layers:
-            n = {}
-            if "kda" in w:
-                HK = d.kda_heads * d.kda_head_dim
-                win = _np(w["kda"]["in"])
-                n.update({"kda.q_proj": win[:, :HK], "kda.k_proj": win[:, HK:2 * HK],
-                          "kda.v_proj": win[:, 2 * HK:3 * HK], "kda.o_proj": _np(w["kda"]["o"])})
-            else:
-                win = _np(w["mla"]["in"])
-                n.update({"mla.q_a": win[:, :d.q_lora], "mla.kv_a": win[:, d.q_lora:d.q_lora + d.kv_lora + d.rope],
-                          "mla.q_b": _np(w["mla"]["q_b"]), "mla.o_proj": _np(w["mla"]["o"])})
-            if "mlp" in w:
-                n.update({"mlp.gate": _np(w["mlp"]["gate"]), "mlp.up": _np(w["mlp"]["up"]),
-                          "mlp.down": _np(w["mlp"]["down"])})
-            else:
-                n["moe.router.logits"] = _np(w["moe"]["router"])
-                if w["moe"]["down"] is not None:
-                    n["moe.down"] = _np(w["moe"]["down"])
-                    n["moe.up"] = _np(w["moe"]["up"])
-            out.append(n)
-        return out, {"embedding": _np(self.embedding), "lm_head": _np(self.lm_head)}
-
     # ------------------------------------------------------------------ embedding
     def embed_ids(self, ids: list[int]):
         """Embedding rows [T, D]: the toy-vocab rows, or a seeded row derived from the id for other pieces."""
@@ -389,7 +264,7 @@ class ToyK3:
             if r is not None:
                 rows.append(self.embedding64[r])
             else:
-                g = np.random.default_rng([self.seed & _SEED_MASK, int(i) & _SEED_MASK, 7])
+                g = np.random.default_rng([self.seed & SEED_MASK, int(i) & SEED_MASK, 7])
                 rows.append(g.standard_normal(self.dims.hidden))
         return self._arr(np.stack(rows))
 
@@ -497,7 +372,7 @@ class ToyK3:
     def run(self, prompt: str, max_new_tokens: int = 4, knobs: Knobs | None = None) -> Trace:
         """Tokenize → prefill → decode `max_new_tokens` tokens with caches → Trace (numpy on the CPU)."""
         knobs = knobs if knobs is not None else Knobs()
-        _check_knobs(knobs)
+        check_knobs(knobs)
         if not isinstance(prompt, str):
             raise TypeError("prompt must be a string")
         toks = self.encode_prompt(prompt)
@@ -513,7 +388,7 @@ class ToyK3:
     def encode_prompt(self, prompt: str) -> list[tuple[str, int]]:
         """The prompt's toy tokens [(piece, id)], checked: no control characters, 1..MAX_PROMPT_TOKENS tokens
         (ValueError with one line otherwise). run() and compute.explain both start here."""
-        _check_prompt_text(prompt)
+        check_prompt_text(prompt)
         toks = self.tokenizer.encode(prompt)
         if not toks:
             raise ValueError("the prompt is empty: type at least one character")
@@ -527,7 +402,7 @@ class ToyK3:
         Passes before the first changed token are shared (same LayerTrace objects); layers re-run only from
         the pass after it, resuming from the caches stored in the trace. Any other knob change runs afresh.
         """
-        _check_knobs(knobs)
+        check_knobs(knobs)
         old = trace.knobs
         if (knobs.alpha, knobs.beta, dict(knobs.expert_bias)) != (old.alpha, old.beta, dict(old.expert_bias)):
             return self.run(trace.text, len(trace.passes), knobs)
@@ -567,7 +442,7 @@ class ToyK3:
                                                        knobs, caches, self._bias_offset(knobs), kind, self.config)
                 else:
                     data, caches, _ = self.forward(ids, start, knobs, caches)
-                    ps = _pass_to_numpy(data, self.config, kind)
+                    ps = pass_to_numpy(data, self.config, kind)
                 check_pass(ps, i)  # NaN / inf logits or hidden state: NonFiniteError, never a sampled garbage token
                 probs, tok = sample_logits(ps.final["lm_head"][-1], knobs, us[i])
                 ps.final["probs"], ps.final["sampled"] = probs, tok
@@ -580,21 +455,7 @@ class ToyK3:
         nb = getattr(trace.passes[-1], "_nb_caches", None)
         if nb is not None and self._pass is not None and self._pass.owns(nb):
             return nb
-        d = self.dims
-        caches = []
-        last = trace.passes[-1]
-        kc = d.conv - 1
-        for li, lt in enumerate(last.layers):
-            if lt.mixer == "kda":
-                rows = np.concatenate([np.concatenate([p.layers[li].tensors[k] for k in
-                                                       ("kda.q_proj", "kda.k_proj", "kda.v_proj")], 1)
-                                       for p in trace.passes], 0)
-                if rows.shape[0] < kc:
-                    rows = np.concatenate([np.zeros((kc - rows.shape[0], rows.shape[1]), rows.dtype), rows], 0)
-                caches.append({"conv": self._t(rows[-kc:]), "state": self._t(lt.tensors["kda.state"])})
-            else:
-                caches.append({"c_kv": self._t(lt.tensors["mla.c_kv"]), "k_rope": self._t(lt.tensors["mla.k_rope"])})
-        return caches
+        return caches_from_trace(trace, self.dims, self._t)
 
     def _t(self, a: np.ndarray):
         """A trace array as a layer input of this engine's backend, device and dtype (a copy)."""
@@ -607,60 +468,6 @@ class ToyK3:
         if self._torch is None:
             return a
         return self._torch.from_numpy(a).to(device=self._torch_device, dtype=self._torch_dtype)
-
-
-# ---------------------------------------------------------------------- helpers
-
-_SEED_MASK = (1 << 64) - 1  # numpy seeds are non-negative: a negative seed wraps
-
-
-
-
-def _check_prompt_text(prompt: str) -> None:
-    """ValueError naming the 1-based character when the prompt holds a lone surrogate (no UTF-8 bytes exist
-    for it: a byte that was not UTF-8 on a command line, or half of a broken pair)."""
-    for i, ch in enumerate(prompt):
-        if "\ud800" <= ch <= "\udfff":
-            raise ValueError(f"the prompt is not valid text: character {i + 1} is a lone surrogate "
-                             f"U+{ord(ch):04X}, which has no UTF-8 encoding")
-
-
-def _check_knobs(k: Knobs) -> None:
-    """ValueError unless every knob is finite (Knobs.check_values: fields may have been set after
-    construction) and in range. A positive temperature under 1e-6 would overflow logits / T."""
-    k.check_values()
-    if k.alpha is not None and not 0.0 <= k.alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {k.alpha}")
-    if k.beta is not None and not 0.0 <= k.beta <= 1.0:
-        raise ValueError(f"beta must be in [0, 1], got {k.beta}")
-    if k.temperature != 0 and not 1e-6 <= k.temperature <= 1000.0:
-        raise ValueError(f"temperature must be 0 (greedy) or in [1e-06, 1000], got {k.temperature}")
-    if not 0.0 < k.top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {k.top_p}")
-    for e, b in k.expert_bias.items():
-        if not -1e6 <= b <= 1e6:
-            raise ValueError(f"expert_bias: bias {b} of expert {e} outside [-1e6, 1e6]")
-
-
-def _pass_to_numpy(data: dict, config: ModelConfig, kind: str) -> PassTrace:
-    """The PassTrace of forward's data (torch tensors / Parts converted; numpy-backend dicts taken as they are)."""
-    layers = []
-    is_np = isinstance(data["embedding"], np.ndarray)
-    for li, t in enumerate(data["layers"]):
-        if is_np:
-            tensors = t
-        else:
-            cache: dict = {}
-            tensors = {k: to_numpy(v, cache) for k, v in t.items()}
-        b = tensors.get("moe.bias")
-        if b is not None and b.flags.writeable:
-            tensors["moe.bias"] = b = b.view()  # may be the engine's bias: a read-only view
-            b.setflags(write=False)
-        layers.append(LayerTrace(index=li, mixer=config.mixer_types[li], ffn=config.ffn_types[li], tensors=tensors))
-    cache = {}
-    final = {k: to_numpy(v, cache) for k, v in data["final"].items()}
-    return PassTrace(kind=kind, positions=_np(data["positions"]), embedding=_np(data["embedding"]),
-                     layers=layers, final=final)
 
 
 __all__ = ["ToyK3", "ToyDims", "Device", "resolve_device", "Knobs"]

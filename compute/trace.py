@@ -108,7 +108,7 @@ class Knobs:
 
     def check_values(self) -> None:
         """ValueError (one line, naming the knob) unless every knob is a finite number of the right kind.
-        Ranges (alpha in [0, 1], ...) are the engine's to check (compute.engine._check_knobs)."""
+        Ranges (alpha in [0, 1], ...) are the engine's to check (compute.engine_io.check_knobs)."""
         for name in ("alpha", "beta"):
             if getattr(self, name) is not None:
                 _finite(name, getattr(self, name))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compute.engine import _pass_to_numpy
+from compute.engine_io import pass_to_numpy
 from compute.moe import silu_glu, situ_glu
 from compute.norms import rms_norm
 from compute.parts import _np
@@ -215,7 +215,7 @@ def prefill(model, ids: list[int], knobs: Knobs | None = None, ablation: Ablatio
         model.layer_calls += len(ps.layers)
         return ps
     data, _, _ = model.forward(list(ids), 0, knobs, None, hooks)
-    return _pass_to_numpy(data, model.config, "prefill")
+    return pass_to_numpy(data, model.config, "prefill")
 
 
 def _same(li, a, t):

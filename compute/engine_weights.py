@@ -1,0 +1,97 @@
+"""Which weights the toy engine runs, as float64 numpy arrays before compute.engine converts them for its backend:
+the shipped trained toy (compute.weights.default_path(), or a given file) when it is this model's, else the seeded
+random model, with the reason. The layout (names, shapes, draw order) is compute.weights'."""
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from compute import weights as weights_io
+from compute.weights import WeightsError, WeightsMismatch, WeightsMissing
+
+SEED_MASK = (1 << 64) - 1  # numpy seeds are non-negative: a negative seed wraps
+_log = logging.getLogger("compute.engine")  # the engine's messages, under its name (the app's log, the tests)
+
+
+def dims_dict(d) -> dict[str, int]:
+    """A ToyDims as {field: int} (what a weights file's metadata records)."""
+    return {k: int(v) for k, v in asdict(d).items()}
+
+
+@dataclass
+class ToyWeights:
+    """One weight set in float64 numpy: `layers` in the engine's per-layer form (compute.weights.draw_layout)."""
+
+    embedding: np.ndarray
+    lm_head: np.ndarray
+    final_norm: np.ndarray
+    w_out: np.ndarray
+    layers: list[dict]
+    name: str  # "trained" | "random": which ones run
+    note: str = ""  # why trained weights did not run ("" when they do, or were not asked for)
+    fallback: str = ""  # the same as a code: "" | "other_model" | "missing" | "damaged"
+    meta: dict = field(default_factory=dict)  # the trained file's metadata
+
+
+def random_weights(config, dims, n_vocab: int, seed: int) -> ToyWeights:
+    """The seeded random model, drawn in float64 numpy (every backend converts these same numbers)."""
+    gen = np.random.default_rng(int(seed) & SEED_MASK)
+
+    def rnd(*shape, scale=1.0):
+        return gen.standard_normal(shape) * scale
+
+    def uni(n, lo, hi):
+        return gen.uniform(lo, hi, n)
+
+    return ToyWeights(*weights_io.draw_layout(config, dims, n_vocab, rnd, uni), name="random")
+
+
+def trained_weights(config, dims, vocab: list[str], path=None) -> ToyWeights:
+    """The trained asset (or `path`), read and checked: the metadata first (this config, dims and vocabulary,
+    else WeightsMismatch), then names and shapes before anything is allocated (WeightsError)."""
+    p = weights_io.default_path() if path is None else Path(path)
+    name = f"weights file {p.name}"
+    shapes = weights_io.layout_shapes(config, dims, len(vocab))
+    arrays, meta = weights_io.read(p, shapes, lambda meta: weights_io.check_meta(
+        meta, config.name, dims_dict(dims), list(vocab), name))
+    flat = weights_io.unpack({k: a.astype(np.float64) for k, a in arrays.items()}, shapes, name)
+    layers, glob = weights_io.nest(flat, config.num_hidden_layers)
+    return ToyWeights(glob["embedding"], glob["lm_head"], glob["final_norm"], glob["w_out"], layers,
+                      name="trained", meta=meta)
+
+
+def choose_weights(config, dims, vocab: list[str], seed: int, weights: str = "trained", path=None) -> ToyWeights:
+    """weights="trained": the trained toy when one ships for this model and its file is sound (a given `path` is
+    read whatever the model, and a bad one raises WeightsError); otherwise the seeded random model with the reason
+    in `note` / `fallback`. weights="random": the seeded random model."""
+    if weights not in ("trained", "random"):
+        raise ValueError(f"weights must be 'trained' or 'random', got {weights!r}")
+    note = fallback = ""
+    if weights == "trained" and path is None and not weights_io.has_trained_toy(config.name, dims_dict(dims)):
+        # no trained toy ships for this model: said so whether or not the K3 file is installed (or sound)
+        toy = weights_io.SHIPPED_TOY["config"]
+        note = (f"trained weights not used: no trained toy for this model (the shipped one is for {toy!r} at the "
+                f"default toy dims; this is {config.name!r}{' at other toy dims' if config.name == toy else ''})")
+        fallback = "other_model"
+        _log.info("%s; running random weights", note)
+    elif weights == "trained":
+        try:
+            return trained_weights(config, dims, vocab, path)
+        except WeightsError as e:
+            if path is not None:
+                raise
+            note = f"trained weights not used: {e}"
+            fallback = ("other_model" if isinstance(e, WeightsMismatch) else
+                        "missing" if isinstance(e, WeightsMissing) else "damaged")
+            # a damaged file is worth a warning on stderr (CLI, API, window); a missing one is an install
+            # choice, and a file for another model is how every other model runs
+            _log.log(logging.WARNING if fallback == "damaged" else logging.INFO, "%s; running random weights", note)
+    w = random_weights(config, dims, len(vocab), seed)
+    w.note, w.fallback = note, fallback
+    return w
+
+
+__all__ = ["ToyWeights", "choose_weights", "random_weights", "trained_weights", "dims_dict", "SEED_MASK"]
