@@ -41,14 +41,16 @@ def image_stats(widget):
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_every_tab_renders_non_blank_in_both_languages(dock, qtbot, lang):
     i18n.set_language(lang)
-    qtbot.wait(20)
     for i, page in enumerate(dock.pages.values()):
         dock.tabs.setCurrentIndex(i)
-        qtbot.wait(40)
         assert dock.tabs.tabText(i) == i18n.tr(("routing.tab.meanings", "routing.tab.encap", "routing.tab.server",
                                                  "routing.tab.toy")[i], lang=lang)
-        ink, colours = image_stats(page)
-        assert ink > 0.25 and colours > 60, f"tab {i} ({lang}) looks blank: ink {ink:.2f}, {colours} colours"
+
+        def drawn(i=i, page=page):
+            ink, colours = image_stats(page)
+            assert ink > 0.25 and colours > 60, f"tab {i} ({lang}) looks blank: ink {ink:.2f}, {colours} colours"
+
+        qtbot.waitUntil(drawn, timeout=5000)
         for label in page.findChildren(QLabel):
             assert "[routing." not in label.text(), f"missing key shown in tab {i}: {label.text()}"
     if lang == "ko":
@@ -67,15 +69,12 @@ def test_each_meaning_card_has_a_drawn_diagram_and_the_three_questions(dock, qtb
 def test_animation_timers_run_only_while_visible(dock, qtbot):
     meanings = [c.diagram for c in dock.meanings_tab.cards.values()]
     dock.tabs.setCurrentIndex(0)
-    qtbot.wait(20)
-    assert all(d.timer.isActive() for d in meanings)
+    qtbot.waitUntil(lambda: all(d.timer.isActive() for d in meanings), timeout=5000)
     dock.tabs.setCurrentIndex(2)
-    qtbot.wait(20)
-    assert not any(d.timer.isActive() for d in meanings)
-    assert dock.server_tab.server.timer.isActive()
+    qtbot.waitUntil(lambda: not any(d.timer.isActive() for d in meanings), timeout=5000)
+    qtbot.waitUntil(dock.server_tab.server.timer.isActive, timeout=5000)
     dock.hide()
-    qtbot.wait(20)
-    assert not dock.server_tab.server.timer.isActive()
+    qtbot.waitUntil(lambda: not dock.server_tab.server.timer.isActive(), timeout=5000)
 
 
 def test_moe_card_shows_the_engine_selection(dock, qtbot):
@@ -97,10 +96,9 @@ def test_moe_card_shows_the_engine_selection(dock, qtbot):
 
 def test_clicking_a_layer_shows_what_it_adds(dock, qtbot):
     dock.show_tab("encap")
-    qtbot.wait(20)
     stacks = dock.encap_tab.stacks
+    qtbot.waitUntil(lambda: stacks.block_rect("ethercat", "ecat.frame").width() > 20, timeout=5000)  # painted
     rect = stacks.block_rect("ethercat", "ecat.frame")
-    assert rect.width() > 20
     corner = QPoint(int(rect.left()) + 9, int(rect.top()) + 9)  # inside the block, away from its label
     before = stacks.grab().toImage().pixelColor(corner)
     qtbot.mouseClick(stacks, Qt.LeftButton, pos=rect.center().toPoint())
@@ -119,7 +117,7 @@ def test_clicking_a_layer_shows_what_it_adds(dock, qtbot):
 def test_server_devices_and_placements_with_hand_numbers(dock, qtbot):
     tab = dock.server_tab
     dock.show_tab("server")
-    qtbot.wait(30)
+    qtbot.waitUntil(lambda: tab.server.device_rect("hbm").width() > 0, timeout=5000)  # the devices are drawn
     qtbot.mouseClick(tab.server, Qt.LeftButton, pos=tab.server.device_rect("hbm").center().toPoint())
     assert tab.server.selected == "hbm" and "HBM" in tab.server_detail.text()
     text = tab.place_detail.text()  # tensor parallel by default
@@ -151,8 +149,7 @@ def test_logical_router_hand_computation_and_k3_bias(dock, qtbot):
 
     tab = dock.toy_tab
     dock.show_tab("toy")
-    qtbot.wait(20)
-    assert "E0 (p=0.399), E1 (p=0.240)" in tab.result.text()
+    qtbot.waitUntil(lambda: "E0 (p=0.399), E1 (p=0.240)" in tab.result.text(), timeout=5000)
     spin = tab.bias_spins[1]
     spin.selectAll()
     qtbot.keyClicks(spin.lineEdit(), "-0.30")
