@@ -1,6 +1,7 @@
 """A long prompt without spaces (issue 11, item 9) used to widen the main window to 15,893 px (the stream, token
 and facts labels of the trace player cannot wrap it), and the widened geometry and the prompt were saved, so the
 next start came back at 32,767 px. The prompt must elide or wrap; the window never grows past the screen."""
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtTest import QTest
 
 LONG = "x" * 3000  # one "word": no place for a line to break
@@ -14,7 +15,17 @@ def _run_prompt(win, qtbot, text: str) -> None:
     dock.prompt.insert(text[40:])
     QTest.keyClick(dock.prompt, "\r")
     qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.text == text, timeout=120000)
-    qtbot.wait(300)  # the labels refreshed and the layout settled
+    _settled(win, qtbot)
+
+
+def _settled(win, qtbot) -> None:
+    """The trace player shows the trace's prompt, and every layout Qt has pending has run: whatever could widen
+    the window has happened (a layout request is a posted event; run them all, rather than waiting a while)."""
+    dock = win.docks["TracePlayerDock"]
+    qtbot.waitUntil(lambda: "xxxx" in dock.stream_label.text(), timeout=10000)
+    for _ in range(3):  # a layout that resizes a widget may post the next one
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        QCoreApplication.processEvents()
 
 
 def _assert_within_screen(win) -> None:
@@ -41,7 +52,7 @@ def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(make_wi
     # stepping through the steps (the facts show the prompt at step 1) does not widen it either
     for i in range(len(dock.steps)):
         dock.seek(i)
-    qtbot.wait(200)
+    _settled(win, qtbot)
     _assert_within_screen(win)
 
 
@@ -51,5 +62,5 @@ def test_a_long_prompt_restored_from_settings_keeps_the_window_within_the_screen
     win.close()  # saves the prompt and the window's geometry
     again = make_window("restored.ini")
     assert again.state.trace.text.startswith("xxxx")  # the saved prompt ran at start
-    qtbot.wait(300)
+    _settled(again, qtbot)
     _assert_within_screen(again)
