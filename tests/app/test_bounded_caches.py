@@ -29,20 +29,21 @@ def _snapshot(win) -> dict:
     }
 
 
-def _settled_snapshot(win, qtbot) -> dict:
-    """The snapshot once the worker has freed the traces no longer shown: they wait for a quiet second in the
-    worker's graveyard, then are freed in the engine thread — on a loaded machine that takes longer than a fixed
-    wait (a CI run counted one trace more before the loop than after it)."""
-    from compute.trace import Trace
+def _watch_disposal(win) -> list:
+    """The lists of traces the window sends its engine thread to free (the thread empties each as it frees)."""
+    sent: list = []
+    win.engine._dispose.connect(lambda dead, _trim: sent.append(dead))
+    return sent
 
+
+def _settled_snapshot(win, qtbot, sent: list) -> dict:
+    """The snapshot once the worker has freed the traces no longer shown: they wait for a quiet second in the
+    worker's graveyard, then are freed in the engine thread, which empties the list it was sent (`sent`, from
+    _watch_disposal) — on a loaded machine that takes longer than any fixed wait (a CI run counted one trace
+    more before the loop than after it)."""
     engine = win.engine
-    qtbot.waitUntil(lambda: not engine._graveyard and not engine._dispose_timer.isActive(), timeout=20000)
-    counts = [_alive(Trace)]
-    for _ in range(50):  # then until the count has held for three polls (the engine thread frees them)
-        qtbot.wait(200)
-        counts.append(_alive(Trace))
-        if len(counts) >= 4 and len(set(counts[-4:])) == 1:
-            break
+    qtbot.waitUntil(lambda: not engine._graveyard and not engine._dispose_timer.isActive()
+                    and not any(sent), timeout=20000)
     return _snapshot(win)
 
 
@@ -55,23 +56,25 @@ def _new_trace(win, qtbot, percent: int) -> None:
 
 def _layer_keys(win, qtbot, n: int, key=Qt.Key.Key_PageDown) -> None:
     for _ in range(n):
+        layer = win.state.layer
         QTest.keyClick(win.scene.gl, key)
-        qtbot.wait(30)
+        qtbot.waitUntil(lambda layer=layer: win.state.layer != layer, timeout=5000)
 
 
 def test_layer_changes_and_new_traces_leave_nothing_behind(make_window, qtbot):
     win = make_window()
+    sent = _watch_disposal(win)
     win.scene.gl.setFocus()
     _layer_keys(win, qtbot, 6)  # warm up: the first layouts, colour buffers, label images, camera animation
     _new_trace(win, qtbot, 30)
-    before = _settled_snapshot(win, qtbot)
+    before = _settled_snapshot(win, qtbot, sent)
     layers = []
     win.state.layer_changed.connect(layers.append)
     for k, percent in enumerate((70, 35, 85, 50)):
         _layer_keys(win, qtbot, 10, Qt.Key.Key_PageUp if k % 2 == 0 else Qt.Key.Key_PageDown)
         _new_trace(win, qtbot, percent)
     win.state.layer_changed.disconnect(layers.append)
-    after = _settled_snapshot(win, qtbot)
+    after = _settled_snapshot(win, qtbot, sent)
     assert len(layers) == 40, f"{len(layers)} of 40 PgDn/PgUp presses changed the layer"
     # counts are the whole process's (other tests' fixtures hold traces and layouts too): what matters is no growth
     grew = {k: (before[k], after[k]) for k in before if after[k] > before[k]}
@@ -88,7 +91,7 @@ def test_stepping_makes_no_new_play_icon(make_window, qtbot):
     keys = set()
     for i in range(1, 12):
         QTest.mouseClick(dock.forward_button, Qt.MouseButton.LeftButton)  # the next step, as a person steps
-        qtbot.wait(10)
+        qtbot.waitUntil(lambda i=i: win.state.player.index == i, timeout=5000)
         keys.add(button.icon().cacheKey())
     assert win.state.player.index == 11, "the forward button stepped through the trace"
     assert len(keys) == 1, f"{len(keys)} play icons made over 11 steps"
