@@ -1,20 +1,21 @@
 """Presentation mode (issue 14.7): F11 shows the 3D view alone, full screen, with larger labels; Esc brings the
 window back as it was (panels, bars, label size). Real key presses on a real window."""
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QAbstractAnimation, QSize, Qt
 from PySide6.QtTest import QTest
 
 
 def _placement(win, qtbot):
-    win.scene.gl.repaint()
-    qtbot.wait(50)
-    win.scene.gl.repaint()
+    """Where the labels on screen are once the view has settled: no camera move running, and a frame of the
+    current state (with its labels) on screen."""
+    qtbot.waitUntil(lambda: win.scene._anim.state() != QAbstractAnimation.State.Running, timeout=5000)
+    win.scene.gl.repaint()  # draws the current state and returns once that frame is shown
     return win.scene.gl.labels.placement
 
 
 def test_f11_presents_the_view_alone_with_larger_labels_and_esc_restores(make_window, qtbot):
     win = make_window("present.ini")
     win.resize(1280, 720)
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: win.size() == QSize(1280, 720) and win.scene.gl.shown_version >= 0, timeout=5000)
     visible = {name for name, d in win.docks.items() if d.isVisible()}
     assert visible
     before = _placement(win, qtbot)
