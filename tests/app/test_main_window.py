@@ -123,8 +123,8 @@ def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(main_window, qtbo
     slider = controls.slider("alpha")
     before_trace = win.state.trace
     win.scene.set_camera_preset("front", animate=False)  # the exploded KDA layer 37 in view
-    qtbot.wait(50)
-    shot = win.scene.gl.grabFramebuffer()
+    qtbot.waitUntil(lambda: win.scene.trace is before_trace, timeout=5000)
+    shot = win.scene.gl.grabFramebuffer()  # rendered again from the scene's current state (exact)
     shot.save(str(tmp_path / "before.png"))
     before = image_array(shot)
     assert controls.rows["alpha"].value.text() == "computed"
@@ -136,7 +136,7 @@ def test_dragging_alpha_changes_the_trace_and_the_scene_pixels(main_window, qtbo
     a1 = win.state.trace.passes[0].layers[36].tensors["kda.alpha"]
     assert np.allclose(a1, win.state.knobs.alpha) and not np.allclose(a0, a1)
     assert controls.rows["alpha"].value.text() == f"{win.state.knobs.alpha:.2f}"
-    qtbot.wait(100)
+    qtbot.waitUntil(lambda: win.scene.trace is win.state.trace, timeout=5000)  # the scene has the new trace
     shot = win.scene.gl.grabFramebuffer()
     shot.save(str(tmp_path / "after.png"))
     after = image_array(shot)
