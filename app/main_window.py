@@ -13,7 +13,7 @@ from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QScrollArea, QStyle, QTabBar, QToolBar, QVBoxLayout,
                                QWidget)
 
-from app import focus, i18n, player, qt_translator, tooltips
+from app import focus, i18n, knockout_menu, player, qt_translator, tooltips
 from app.actions import ActionRegistry, ShortcutsDialog
 from app.docks.registry import DOCKS
 from app.i18n import tr
@@ -828,6 +828,7 @@ class MainWindow(QMainWindow):
         if explain is not None:  # its 3D view controls, as last left
             explain.show3d.set_values(*self.settings.explain_3d(explain.show3d.values()))
             explain.show3d.changed.connect(lambda: self.settings.set_explain_3d(*explain.show3d.values()))
+        knockout_menu.install(self)  # right-click a 3D block / cell or a token chip: knock it out
         self._lay_out()  # now also places the late docks
         self.late_docks_ready.emit()
         self.first_frame.emit()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
-from PySide6.QtCore import QEventLoop, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEventLoop, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QWidget
 
@@ -220,6 +220,11 @@ class GLWidget(GLViewMixin, QWidget):
 
     def wheelEvent(self, ev):
         self.owner.input.wheel(ev)
+
+    def contextMenuEvent(self, ev):
+        keyboard = ev.reason() == ev.Reason.Keyboard
+        self.owner._context(QPointF(ev.pos()), ev.globalPos(), keyboard)
+        ev.accept()
 
     def keyPressEvent(self, ev):
         self.owner.input.key(ev)

@@ -85,6 +85,7 @@ class OverlayInput:
     lens_labels: list | None = None  # the logit-lens column's word labels (scene/lens_column.label_candidates)
     explain_note: str = ""  # the header's line about the lens column / route (scene/explain_overlay.header_note)
     route_on: bool = False  # the contribution route is drawn: the legend says what its colours mean
+    outside_note: str = ""  # the prompt is outside the toy language: the answer is not meaningful (issue 21 I5)
 
 
 @dataclass
@@ -152,6 +153,8 @@ def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
              ("dim", tr("scene.rows_cols"))]
     if inp.step_note:
         lines.append(("note", inp.step_note))
+    if inp.outside_note:
+        lines.append(("note", inp.outside_note))
     if inp.explain_note:
         lines.append(("note", inp.explain_note))
     return lines

@@ -135,6 +135,7 @@ class SceneView(QWidget):
     cell_clicked = Signal(str, int, int)
     layer_clicked = Signal(int)
     expert_clicked = Signal(int)
+    context_requested = Signal(str, int, int, QPoint)  # block id, cell row, column (-1: none), global position
 
     def __init__(self, parent=None, cfg=None):
         """cfg: the model config to lay out (None: Kimi K3's); the same as set_config(cfg) afterwards, without
@@ -202,6 +203,7 @@ class SceneView(QWidget):
             item.setVisible(False)
             self.gl.addItem(item)
         self.explanation = None  # scene.explain_overlay.ExplainOverlay: the lens column / route drawn, or None
+        self._outside = False  # the drawn trace's prompt is outside the toy language
         self.explain_items = ExplainItems(self.gl)
         self.layout: Layout | None = None
         self.picker: Picker | None = None
@@ -252,6 +254,10 @@ class SceneView(QWidget):
     def set_trace(self, trace) -> None:
         old = self.trace
         self.trace = trace
+        outside = _outside_language(trace)
+        if outside != self._outside:
+            self._outside = outside
+            self._overlay_version += 1  # the header's line
         self.trace_version = self.gl.version + 1  # frames of at least this version show this trace
         if trace is not None:
             self.pass_index = min(self.pass_index, len(trace.passes) - 1)
@@ -813,6 +819,18 @@ class SceneView(QWidget):
         if hit.cell is not None:
             self.cell_clicked.emit(b.id, hit.cell[0], hit.cell[1])
 
+    def _context(self, pos: QPointF, global_pos: QPoint, keyboard: bool = False) -> None:
+        """A right-click (or the Menu key: the selected block) asks for the block's context menu."""
+        if keyboard:
+            if self.selected:
+                self.context_requested.emit(self.selected, -1, -1, global_pos)
+            return
+        hit = self.pick_at(pos.x(), pos.y())
+        if hit is None:
+            return
+        r, c = hit.cell if hit.cell is not None else (-1, -1)
+        self.context_requested.emit(hit.block_id, int(r), int(c), global_pos)
+
     def _double_click(self, pos: QPointF) -> None:
         """A double-click on a block selects it (as a click: the pair's first click may not have come) and
         centres and frames it; on a slab of the stack it selects the layer, whose framing follows."""
@@ -849,10 +867,27 @@ class SceneView(QWidget):
     def _explain_labels(self) -> dict:
         """The OverlayInput fields of the lens column and the route (scene/explain_overlay.py)."""
         ov = self.explanation
+        outside = self.tr("scene.outside") if self._outside and self.drawn_trace() is not None else ""
         if ov is None:
-            return {}
+            return dict(outside_note=outside)
         lens = lens_column.label_candidates(self.layout, ov.lens, _lens_piece) if ov.lens else None
-        return dict(lens_labels=lens, explain_note=header_note(ov, self.tr), route_on=bool(ov.route))
+        return dict(lens_labels=lens, explain_note=header_note(ov, self.tr), route_on=bool(ov.route),
+                    outside_note=outside)
+
+
+@functools.lru_cache(maxsize=8)
+def _outside_by_pieces(pieces: tuple) -> bool:
+    from compute.task import in_language
+
+    return not in_language(list(pieces))
+
+
+def _outside_language(trace) -> bool:
+    """Whether a trace's prompt lies outside the toy language (cached by its pieces: a slider drag's traces share
+    one prompt)."""
+    if trace is None:
+        return False
+    return _outside_by_pieces(tuple(p for p, _ in trace.tokens[:trace.prompt_len]))
 
 
 def _lens_piece(piece: str) -> str:

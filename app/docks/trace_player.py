@@ -15,7 +15,7 @@ import html
 import logging
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
                                QToolButton, QVBoxLayout, QWidget)
@@ -65,6 +65,7 @@ class TracePlayerDock(QDockWidget):
     # its body grows with the trace (token chips, facts, candidates): the window puts it in a scroll area from
     # the start, so a short screen scrolls the panel instead of growing the window (main_window._scroll_if_wide)
     scroll_body = True
+    chip_menu_requested = Signal(int, QPoint)  # a token chip's position, where its context menu opens
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
@@ -114,7 +115,12 @@ class TracePlayerDock(QDockWidget):
         self.stream_label = RichTextView("stream_label")
         self.weights_caption = _wrap_label("stream_weights")  # which weights wrote the answer (not K3's text)
         self.weights_caption.setStyleSheet(f"color: {css('caveat')}; font-style: italic;")
-        for w in (self.bytes_label, self.tokens_label, self.stream_label, self.weights_caption):
+        self.outside_note = _wrap_label("outside_language_note")  # a prompt outside the toy language (issue 21 I5)
+        self.outside_note.setStyleSheet(f"color: {css('caveat')}; font-weight: bold;")
+        self.outside_note.hide()
+        self.tokens_label.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.tokens_label.customContextMenuRequested.connect(self._chip_menu)
+        for w in (self.bytes_label, self.tokens_label, self.outside_note, self.stream_label, self.weights_caption):
             layout.addWidget(w)
 
         transport = QHBoxLayout()
@@ -332,20 +338,34 @@ class TracePlayerDock(QDockWidget):
         hexes = " ".join(f"{b:02X}" for b in data[:40]) + (" …" if len(data) > 40 else "")
         self.bytes_label.setText(tr("app.player.utf8", n=len(data)) + "  " + hexes)
         chips = []
+        used = _language_pieces(trace)
         for pos, (piece, token_id) in enumerate(trace.tokens[:MAX_CHIPS]):
             generated = pos >= trace.prompt_len
             weight = "bold" if self.steps and pos == self.steps[self.index].token else "normal"
-            chips.append(token_chip(piece, token_id, generated, weight == "bold"))
+            chip = token_chip(piece, token_id, generated, weight == "bold", used is not None and piece not in used)
+            chips.append(f"<a href='tok:{pos}' style='text-decoration:none'>{chip}</a>")  # its context menu
         if len(trace.tokens) > MAX_CHIPS:
             chips.append(f"… +{len(trace.tokens) - MAX_CHIPS}")
+        unused = used is not None and any(p not in used for p, _ in trace.tokens[:MAX_CHIPS])
+        notes = [tr("app.player.toy_tokenizer")] + ([tr("knockout.unused")] if unused else [])
         self.tokens_label.setText(tr("app.player.tokens") + " " + " ".join(chips)
-                                  + f"<br><i style='color:gray'>{html.escape(tr('app.player.toy_tokenizer'))}</i>")
+                                  + f"<br><i style='color:gray'>{html.escape(' '.join(notes))}</i>")
+        outside = used is not None and not trace.prompt_in_language()
+        self.outside_note.setText(tr("knockout.outside") if outside else "")
+        self.outside_note.setVisible(outside)
         streamed = player.streamed_text(trace, self.steps, self.index) if self.steps else ""
         self.stream_label.setText(f"{html.escape(tr('app.player.stream'))} "
                                   f"<b>{html.escape(shown_text(trace.text))}</b>"
                                   f"<span style='color:{PHASE_COLOURS['B']}; font-weight:bold'>"
                                   f"{html.escape(shown_text(streamed))}</span>▌")
         self.weights_caption.setText(self._answer_caption(trace))
+
+    def _chip_menu(self, pos) -> None:
+        """Right-click on a token chip: `chip_menu_requested(position, global position)` (the window's knock-out
+        menu, app/knockout_menu.py)."""
+        href = self.tokens_label.anchorAt(pos)
+        if href.startswith("tok:") and href[4:].isdigit():
+            self.chip_menu_requested.emit(int(href[4:]), self.tokens_label.viewport().mapToGlobal(pos))
 
     @_guarded
     def _answer_caption(self, trace) -> str:
@@ -485,15 +505,27 @@ def chip_piece(piece: str) -> str:
     return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "·") or "∅"
 
 
-def token_chip(piece: str, token_id: int, generated: bool, current: bool) -> str:
+def token_chip(piece: str, token_id: int, generated: bool, current: bool, unused: bool = False) -> str:
     """One token chip: the piece on a tinted box in its phase's colour, then its id. Qt's rich text draws no
-    border on a span (the old chips were coloured text only, so '.' was a lone dot): the box is a background."""
+    border on a span (the old chips were coloured text only, so '.' was a lone dot): the box is a background.
+    unused: a piece the toy language never uses, marked with a '?' (the trained toy has not learned it)."""
     role = "phase_b" if generated else "phase_a"
     colour = PHASE_COLOURS["B" if generated else "A"]
+    mark = f"<sup style='color:{css('caveat')}; font-weight:bold'>?</sup>" if unused else ""
     return (f"<span style='background-color:{css_rgba(role, 150 if current else 60)}; color:{colour};"
             f" font-weight:{'bold' if current else 'normal'}'>"
-            f"&nbsp;{html.escape(shown_text(chip_piece(piece), MAX_PIECE_CHARS))}&nbsp;</span>"
+            f"&nbsp;{html.escape(shown_text(chip_piece(piece), MAX_PIECE_CHARS))}&nbsp;</span>{mark}"
             f"<sub style='color:gray'>{token_id}</sub>")
+
+
+def _language_pieces(trace) -> frozenset | None:
+    """The pieces the toy language uses, for a trace of the toy's own vocabulary (None for another model's
+    trace: its vocabulary is not the language's)."""
+    if not hasattr(trace, "prompt_in_language"):
+        return None
+    from compute.task import language_pieces
+
+    return language_pieces()
 
 
 def shown_text(text: str, limit: int = MAX_SHOWN_CHARS) -> str:

@@ -12,7 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QObject, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel, QMenu,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel,
+                               QListWidget, QMenu,
                                QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.docks.deferred import on_screen
@@ -60,6 +61,21 @@ def lens_series(res: ExplainResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     prob[1::2], rank[1::2] = res.lens_mixer_prob, res.lens_mixer_rank
     prob[2::2], rank[2::2] = res.lens_prob[1:], res.lens_rank[1:]
     return x, prob, rank
+
+
+class _KnockoutList(QListWidget):
+    """The active knock-out's entries; Delete / Backspace removes the selected one."""
+
+    def __init__(self, dock):
+        super().__init__()
+        self._dock = dock
+
+    def keyPressEvent(self, ev):
+        if ev.key() in (Qt.Key_Delete, Qt.Key_Backspace) and self.currentRow() >= 0:
+            self._dock.remove_knockout(self.currentRow())
+            ev.accept()
+            return
+        super().keyPressEvent(ev)
 
 
 class _Relay(QObject):
@@ -187,6 +203,17 @@ class ExplainDock(QDockWidget):
         lay.addLayout(krow)
         self.sources_note = note_label()
         lay.addWidget(self.sources_note)
+        self.ko_list_title = QLabel()
+        self.ko_list_title.setTextFormat(Qt.PlainText)
+        self.ko_list_title.setWordWrap(True)
+        lay.addWidget(self.ko_list_title)
+        self.ko_list = _KnockoutList(self)
+        self.ko_list.setObjectName("explain_knockout_list")
+        self.ko_list.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.ko_list.customContextMenuRequested.connect(self._ko_list_menu)
+        lay.addWidget(self.ko_list)
+        self.ko_list.hide()
+        self.ko_list_title.hide()
         self.ko_label = QLabel()
         self.ko_label.setObjectName("explain_knockout_result")
         self.ko_label.setWordWrap(True)
@@ -390,7 +417,7 @@ class ExplainDock(QDockWidget):
             elif item[0] == "block":
                 out["blocks"].append([int(item[1]), str(item[2])])
             elif item[0] == "expert":
-                out["experts"].append([int(item[1]), int(item[2])])
+                out["experts"].append([None if item[1] is None else int(item[1]), int(item[2])])
         return out
 
     def set_knockouts(self, ko: dict | None) -> None:
@@ -400,17 +427,64 @@ class ExplainDock(QDockWidget):
             self._knockout = ()
             self._knockouts_changed()
             return
-        cfg = self.state.config
-        moe_layers = [i + 1 for i, f in enumerate(cfg.ffn_types) if f == "moe"] if cfg is not None else []
         items: list[tuple] = [("token", int(p)) for p in ko.get("tokens", ())]
         items += [("block", int(ly), str(part)) for ly, part in ko.get("blocks", ())]
         for ly, e in ko.get("experts", ()):
-            items += [("expert", int(x), int(e)) for x in ([ly] if ly is not None else moe_layers)]
+            items.append(("expert", None if ly is None else int(ly), int(e)))  # None: every MoE layer
         mode = ko.get("mode", ABLATION_MODES[0])
         if mode in ABLATION_MODES:
             self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
         self._knockout = tuple(dict.fromkeys(items))
         self._knockouts_changed()
+
+    def explained_position(self) -> int | None:
+        """The 0-based position whose prediction is explained (the position box), None before a trace."""
+        return int(self.position.currentData()) if self.position.count() else None
+
+    def add_knockout(self, item: tuple, mode: str) -> None:
+        """Knock `item` out too (a context menu outside this dock: the 3D view, a token chip) in `mode`, re-run,
+        and bring this dock to the front to show the before / after."""
+        if mode in ABLATION_MODES:
+            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
+        self._knockout = tuple(dict.fromkeys(self._knockout + (tuple(item),)))
+        self._knockouts_changed()
+        self.state.show_dock(self.objectName(), "")
+
+    def remove_knockout(self, index: int) -> None:
+        """Take one entry out of the active knock-out (the list's Delete key or its menu)."""
+        if 0 <= index < len(self._knockout):
+            self._knockout = self._knockout[:index] + self._knockout[index + 1:]
+            self._knockouts_changed()
+
+    def _ko_list_menu(self, pos) -> None:
+        it = self.ko_list.itemAt(pos)
+        if it is None:
+            return
+        menu = QMenu(self)
+        menu.setObjectName("explain_knockout_list_menu")
+        row = self.ko_list.row(it)
+        menu.addAction(tr("knockout.list.remove"), lambda: self.remove_knockout(row))
+        menu.exec(self.ko_list.viewport().mapToGlobal(pos))
+
+    def _fill_ko_list(self) -> None:
+        """The active knock-out's entries, one per row."""
+        self.ko_list.clear()
+        pieces = self.result.pieces if self.result is not None else []
+        for it in self._knockout:
+            if it[0] == "token":
+                piece = pieces[it[1]] if it[1] < len(pieces) else ""
+                text = tr("knockout.what.token", position=it[1], piece=piece_text(piece))
+            elif it[0] == "block":
+                text = tr("explain.ko.what_block", layer=it[1], block=self._part(it[2]))
+            elif it[1] is None:
+                text = tr("knockout.what.expert_all", n=it[2])
+            else:
+                text = tr("explain.ko.what_expert", layer=it[1], n=it[2])
+            self.ko_list.addItem(text)
+        shown = bool(self._knockout)
+        self.ko_list.setVisible(shown)
+        self.ko_list_title.setVisible(shown)
+        self.ko_list.setFixedHeight(min(6, max(1, len(self._knockout))) * (self.ko_list.fontMetrics().height() + 6) + 6)
 
     def set_knockout_items(self, value: tuple) -> None:
         """Undo / redo (app/history.py): the (items, mode) pair knockouts_changed carried."""
@@ -422,6 +496,7 @@ class ExplainDock(QDockWidget):
 
     def _knockouts_changed(self) -> None:
         self.state.knockouts_changed.emit((self._knockout, ABLATION_MODES[max(0, self.mode.currentIndex())]))
+        self._fill_ko_list()
         self.refresh()
 
     def restore_knockout(self) -> None:
@@ -603,6 +678,8 @@ class ExplainDock(QDockWidget):
                 what.append(tr("explain.ko.what_token", position=it[1], piece=_esc(piece_text(res.pieces[it[1]]))))
             elif it[0] == "block":
                 what.append(tr("explain.ko.what_block", layer=it[1], block=self._part(it[2])))
+            elif it[1] is None:
+                what.append(tr("knockout.what.expert_all", n=it[2]))
             else:
                 what.append(tr("explain.ko.what_expert", layer=it[1], n=it[2]))
         self.ko_label.setText(tr("explain.ko.result", tokens=", ".join(what), mode=tr(f"explain.mode.{ko['mode']}"),
@@ -623,6 +700,8 @@ class ExplainDock(QDockWidget):
         self.title.setText(tr("explain.title"))
         self.position_label.setText(tr("explain.position"))
         self.show3d.retranslate()
+        self.ko_list_title.setText(tr("knockout.list.title"))
+        self._fill_ko_list()
         self.lens_title.setText(tr("explain.lens.title"))
         self.legend.clear()
         self.legend.addItem(self.curve_prob, tr("explain.lens.prob"))

@@ -25,7 +25,7 @@ class ExplainRequest:
     position: int  # 0-based: the token whose next-token prediction is explained
     knobs: Knobs
     knockout: tuple = ()  # what to knock out (the experiment): ("token", p) | ("block", layer, part) |
-    # ("expert", layer, id) items (layers 1-based)
+    # ("expert", layer, id) items (layers 1-based; layer None: that expert at every MoE layer)
     mode: str = "zero"
 
 
@@ -100,7 +100,8 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
         if req.knockout:
             toks = [it[1] for it in req.knockout if it[0] == "token"]
             ko_blocks = [(it[1], it[2]) for it in req.knockout if it[0] == "block"]
-            ko_experts = [(it[1], it[2]) for it in req.knockout if it[0] == "expert"]
+            ko_experts = [it[2] if it[1] is None else (it[1], it[2])  # a bare id: every MoE layer
+                          for it in req.knockout if it[0] == "expert"]
             k = ex.knockout(tokens=toks, blocks=ko_blocks, experts=ko_experts, mode=req.mode)
             ko = {"items": list(req.knockout), "mode": req.mode, "word": k.word, "top5": k.top(5),
                   "effect": k.effect, "logit_after": float(k.logits[ex.word_index])}

@@ -1,0 +1,113 @@
+"""Knock-out menus outside the Explain dock (issue 21 I4): right-click a block or a cell of the 3D view, or a
+token chip of the trace player, and knock that part out of the explained prediction. The experiment runs in the
+Explain dock (its position, its before / after columns; Edit -> Undo restores), which is brought to the front.
+
+`scene_items` says what a picked block / cell can knock out: a layer's mixer or FFN (a stack slab, or any block of
+the exploded layer's mixer or FFN column), a routed expert (an expert cell: at its layer, or at every MoE layer),
+a token (a cell of a block whose rows are tokens, at or before the explained position)."""
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QMenu, QWidget
+
+from app.i18n import tr
+from app.slot_guard import guarded
+from scene.block_kinds import entry
+
+MODES = ("zero", "mean")
+
+
+def _q(piece: str) -> str:
+    return "'" + piece.replace("\n", "\\n") + "'"
+
+
+def scene_items(layout, block_id: str, row: int, col: int, pieces, position: int | None) -> list[tuple[str, tuple]]:
+    """(what, item) for a picked block (and cell; -1 = none) of `layout`; item as the Explain dock keeps it:
+    ("token", p) | ("block", layer, "mixer" | "ffn") | ("expert", layer, id). `pieces`: the trace's pieces;
+    `position`: the explained position (tokens after it are left out: they cannot change it)."""
+    b = layout.by_id.get(block_id)
+    if b is None:
+        return []
+    dims = layout.dims
+    out: list[tuple[str, tuple]] = []
+    if b.kind == "moe.experts" and row >= 0 and b.grid is not None:
+        e = row * b.grid[1] + col
+        if 0 <= e < dims.experts:
+            out.append((tr("knockout.what.expert", n=e, layer=b.layer), ("expert", b.layer, e)))
+            out.append((tr("knockout.what.expert_all", n=e), ("expert", None, e)))
+    k = entry(b.kind)
+    if row >= 0 and k is not None and k.rows_are_tokens and b.layer is not None and b.family != "stack":
+        positions = layout.row_positions
+        if row < len(positions):
+            p = int(positions[row])
+            if position is None or p <= position:
+                piece = pieces[p] if p < len(pieces) else ""
+                out.append((tr("knockout.what.token", position=p, piece=_q(piece)), ("token", p)))
+    layer = b.layer if b.part == "slab" or (k is not None and k.station in ("mixer", "ffn")) else 0
+    if layer:
+        mixer = dims.mixers[layer - 1] if layer - 1 < len(dims.mixers) else "kda"
+        ffn = dims.ffns[layer - 1] if layer - 1 < len(dims.ffns) else "moe"
+        mixer_item = (tr("knockout.what.mixer", layer=layer, mixer=mixer.upper()), ("block", layer, "mixer"))
+        ffn_item = (tr("knockout.what.ffn", layer=layer, ffn="MoE" if ffn == "moe" else tr("explain.part.ffn")),
+                    ("block", layer, "ffn"))
+        station = "slab" if b.part == "slab" else k.station
+        out += [mixer_item, ffn_item] if station != "ffn" else [ffn_item, mixer_item]
+    return out
+
+
+def build_menu(parent: QWidget, items: list[tuple[str, tuple]], knock, title: str = "") -> QMenu:
+    """A menu with one action per (item, mode): knock(item, mode) when chosen; a disabled line when empty."""
+    menu = QMenu(parent)
+    menu.setObjectName("knockout_menu")
+    if title:
+        menu.addSection(title)
+    if not items:
+        menu.addAction(tr("knockout.none")).setEnabled(False)
+    for what, item in items:
+        for mode in MODES:
+            act = menu.addAction(tr("knockout.action", what=what, mode=tr(f"explain.mode.{mode}")))
+            act.setData((item, mode))
+            act.triggered.connect(lambda _c=False, item=item, mode=mode: knock(item, mode))
+    return menu
+
+
+@guarded
+def open_for_scene(window, block_id: str, row: int, col: int, global_pos: QPoint) -> QMenu | None:
+    """The 3D view's right-click menu (the window's Explain dock runs the experiment)."""
+    dock = window.docks.get("ExplainDock")
+    trace = window.state.trace
+    if dock is None or trace is None:
+        return None
+    position = dock.explained_position()
+    items = scene_items(window.scene.layout, block_id, row, col, [p for p, _ in trace.tokens], position)
+    menu = build_menu(window, items, dock.add_knockout,
+                      tr("knockout.scene.title", position=position if position is not None else "—"))
+    menu.popup(global_pos)
+    return menu
+
+
+@guarded
+def open_for_chip(window, position: int, global_pos: QPoint) -> QMenu | None:
+    """A token chip's right-click menu: knock that token out (at or before the explained position)."""
+    dock = window.docks.get("ExplainDock")
+    trace = window.state.trace
+    if dock is None or trace is None or not 0 <= position < len(trace.tokens):
+        return None
+    at = dock.explained_position()
+    piece = trace.tokens[position][0]
+    items = [(tr("knockout.what.token", position=position, piece=_q(piece)), ("token", position))]
+    menu = build_menu(window, items if at is None or position <= at else [], dock.add_knockout,
+                      tr("knockout.scene.title", position=at if at is not None else "—"))
+    if at is not None and position > at:
+        menu.addAction(tr("knockout.later_token", position=position, at=at)).setEnabled(False)
+    menu.popup(global_pos)
+    return menu
+
+
+def install(window) -> None:
+    """Connect the 3D view's and the trace player's context menus to the knock-out menus."""
+    window.scene.context_requested.connect(
+        lambda bid, r, c, gp: open_for_scene(window, bid, r, c, gp))
+    player = window.docks.get("TracePlayerDock")
+    if player is not None:
+        player.chip_menu_requested.connect(lambda p, gp: open_for_chip(window, p, gp))
