@@ -15,8 +15,9 @@ the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS h
 Every file written now records its provenance in the metadata: the recipe, seed, threads, numpy / torch / numba /
 Python versions, machine and git commit. The shipped v1 file predates that (no provenance) and has NOT been
 rebuilt from scratch: whether `make weights` reproduces it is unknown (the recipe's first steps are checked
-against recorded losses by tests/compute/test_train.py). Measured training time on a shared, loaded 2-core machine (each stage's
-train_s in the file's metadata): 1772 s, 787 s and 810 s (2.7–5.9 s a step, by the machine's load), then
+against recorded losses by tests/compute/test_train.py).
+
+Measured training time on a shared, loaded 2-core machine (each stage's train_s in the file's metadata): 1772 s, 787 s and 810 s (2.7–5.9 s a step, by the machine's load), then
 ~160 s to score the file; about 60 minutes in all, not the issue's 15. Stage 3 draws the two-sentence
 documents (K3, E3: the object repeated, the v1 file's main weakness after stage 2) three times as often.
 Scores of the shipped file (held-out prompts, through the engine, float32): T=0 grammatical completions 92.1%
@@ -66,7 +67,7 @@ try:
 except ImportError:  # --score needs no torch; training does (main() says how to install it)
     torch = None
 
-from compute import prefix_score, task
+from compute import task
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ConfigError, ModelConfig, available_configs, load_default
@@ -75,9 +76,9 @@ from compute.kda import kda_chunked, kda_gate, kda_output, short_conv
 from compute.mla import apply_rope, mla_attention
 from compute.moe import dense_mlp, latent_moe, quantile_balance
 from compute.norms import l2_norm, rms_norm
-from compute.sampling import pass_uniforms, sample_logits
 from compute.tokenizer import TOY_PIECES
-from compute.trace import Knobs
+from compute.train_eval import (evaluate, evaluate_file, generate, piece_rows,  # noqa: F401 - API
+                                 provenance, score_file, verify_file)
 
 SEQ_LEN = 20  # pieces per training row: a whole document (at most 17) and the start of the next
 
@@ -247,10 +248,6 @@ def quantile_balance_step(P: dict, scores: list[torch.Tensor], top_k: int) -> No
 
 
 # ---------------------------------------------------------------------------------------------------- data
-def piece_rows() -> dict[str, int]:
-    return {p: i for i, p in enumerate(TOY_PIECES)}
-
-
 def batch_ids(docs: list[task.Document], B: int, T: int, rng: random.Random) -> torch.Tensor:
     rows = piece_rows()
     return torch.tensor([[rows[p] for p in task.sample_stream(docs, T, rng)] for _ in range(B)])
@@ -349,108 +346,8 @@ def write_asset(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims, s
     `provenance` (how to make the file again)."""
     meta = {"config": config.name, "dims": dims_dict(dims), "seed": seed, "vocab": list(TOY_PIECES),
             "asset_version": weights_io.ASSET_VERSION, "task": "compute.task", "report": report,
-            "provenance": provenance(recipe, seed, report.get("threads"))}
+            "provenance": provenance(recipe, RECIPES.get(recipe), seed, report.get("threads"))}
     return weights_io.save(path, params_to_arrays(P), meta)
-
-
-def provenance(recipe: str | None, seed: int, threads: int | None = None) -> dict:
-    """What a written file was made with: the recipe (its name and stages; None for a hand-run stage), the seed,
-    the torch thread count, the numpy / torch / numba / Python versions, the machine, and the git commit of the
-    checkout (with `commit_dirty`: tracked files differed from it; None outside a git checkout)."""
-    import platform
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
-
-    def ver(name):
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return None
-
-    root = Path(__file__).resolve().parents[1]
-    commit = dirty = None
-    try:
-        run = dict(cwd=root, capture_output=True, text=True, timeout=10, check=True)
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return {"recipe": recipe, "stages": [dict(s) for s in RECIPES[recipe]] if recipe in RECIPES else None,
-            "seed": seed, "threads": threads, "numpy": ver("numpy"), "torch": ver("torch"), "numba": ver("numba"),
-            "python": platform.python_version(), "machine": platform.machine(), "commit": commit,
-            "commit_dirty": dirty}
-
-
-# ---------------------------------------------------------------------------------------------------- scoring
-def generate(engine: ToyK3, prompt: str, knobs: Knobs, max_new: int = 16) -> list[str]:
-    """The engine's pieces after `prompt` (its forward with caches, its sampling), stopping after "\\n"."""
-    ids = [i for _, i in engine.tokenizer.encode(prompt)]
-    us = pass_uniforms(knobs.sample_seed, max_new)
-    out: list[str] = []
-    caches = None
-    start = 0
-    with torch.inference_mode():
-        for i in range(max_new):
-            _, caches, logits = engine.forward(ids, start, knobs, caches)
-            _, tok = sample_logits(np.asarray(logits[-1]), knobs, us[i])
-            piece, tid = engine.vocab[tok]
-            out.append(piece)
-            if piece == task.END:
-                break
-            start += len(ids)
-            ids = [tid]
-    return out
-
-
-def next_token_accuracy(engine: ToyK3, docs: list[task.Document]) -> dict:
-    """Teacher-forced next-token accuracy (argmax) over the documents' pieces, through the engine; also on
-    the positions where the grammar allows exactly one next piece ("determined": particles, endings, the
-    repeated object's particle, punctuation ...)."""
-    rows = piece_rows()
-    hit = n = hit_det = n_det = 0
-    with torch.inference_mode():
-        for d in docs:
-            ids = [engine.vocab[rows[p]][1] for p in d.pieces]
-            _, _, logits = engine.forward(ids, 0, Knobs())
-            pred = np.asarray(logits).argmax(-1)
-            for t in range(len(ids) - 1):
-                ok = int(pred[t] == rows[d.pieces[t + 1]])
-                hit += ok
-                n += 1
-                if len(task.allowed_next(d.pieces[: t + 1])) == 1:
-                    hit_det += ok
-                    n_det += 1
-    return {"next_token_acc": round(hit / n, 4), "determined_acc": round(hit_det / max(n_det, 1), 4),
-            "positions": n, "determined_positions": n_det}
-
-
-def completion_rate(engine: ToyK3, prompts: list[str], knobs: Knobs) -> dict:
-    """Share of prompts whose completion (up to "\\n") makes a whole document; distinct completions."""
-    ok = 0
-    outs = []
-    for i, p in enumerate(prompts):
-        k = Knobs(temperature=knobs.temperature, top_p=knobs.top_p, sample_seed=knobs.sample_seed + i)
-        comp = generate(engine, p, k)
-        outs.append("".join(comp))
-        ok += task.completion_grammatical(p, comp)
-    return {"grammatical_rate": round(ok / len(prompts), 4), "n_prompts": len(prompts),
-            "distinct_completions": len(set(outs))}
-
-
-def evaluate(engine: ToyK3, seed: int = 0, prompt_stride: int = 2, sampling: bool = True) -> dict:
-    """The report's scores for one engine (every `prompt_stride`-th held-out prompt)."""
-    held = task.split(seed)[1]
-    prompts = task.held_out_prompts(seed)[::prompt_stride]
-    out = {"weights": engine.weights_name}
-    out.update(next_token_accuracy(engine, held))
-    out["t0"] = completion_rate(engine, prompts, Knobs(temperature=0.0))
-    if sampling:
-        # temperature / top-p on the prompts that open a sentence's free choices (after the object)
-        free = [p for p in prompts if task._tokenizer().split(p)[-1] in ("을", "를") or
-                task.piece_type(task._tokenizer().split(p)[-1]) == "object"]
-        out["sampling"] = {f"T={t},top_p={tp}": completion_rate(engine, free, Knobs(temperature=t, top_p=tp))
-                           for t, tp in ((0.0, 1.0), (0.7, 1.0), (1.0, 1.0), (1.5, 1.0), (1.5, 0.5), (3.0, 1.0))}
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------- stages
@@ -530,15 +427,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m compute.train: {e}", file=sys.stderr)
         return 2
     if a.verify is not None:
-        return _verify_file(a.verify)
+        return verify_file(a.verify)
     if a.score is not None:
-        return _score_file(a.score or None, config, a.seed)
+        return score_file(a.score or None, config, a.seed)
     if torch is None:
         print("python -m compute.train: training needs PyTorch; its CPU build is enough (pip install torch from "
               "PyTorch's CPU wheel index, then pip install '.[train]')", file=sys.stderr)
         return 2
     if a.evaluate is not None:
-        return _evaluate_file(a.evaluate, config, a.seed)
+        return evaluate_file(a.evaluate, config, a.seed)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     wall0 = time.perf_counter()
     if a.recipe is not None:
@@ -572,64 +469,6 @@ def _config(name: str | None) -> ModelConfig:
         return load_default()
     bundled = available_configs()
     return ModelConfig.from_json(bundled[name] if name in bundled else Path(name))
-
-
-def _verify_file(path: str) -> int:
-    """`--verify FILE` (`make weights`' check): FILE's weights digest against the shipped toy's recorded one
-    (compute.weights.SHIPPED_TOY), one line; also FILE's sha256 against the shipped file's."""
-    try:
-        arrays, meta = weights_io.read(path)
-    except weights_io.WeightsError as e:
-        print(f"python -m compute.train --verify: {e}", file=sys.stderr)
-        return 2
-    want = weights_io.SHIPPED_TOY
-    got = weights_io.weights_digest(arrays)
-    same_file = weights_io.file_sha256(path) == want["sha256"]
-    if got == want["weights_sha256"]:
-        print(f"{path}: weights equal the shipped {want['file']}'s (weights sha256 {got[:16]}...; the file itself "
-              f"{'is the shipped one' if same_file else 'differs only in its metadata: timings, provenance'})")
-        return 0
-    print(f"{path}: weights differ from the shipped {want['file']}'s (weights sha256 {got[:16]}..., recorded "
-          f"{want['weights_sha256'][:16]}...)", file=sys.stderr)
-    return 1
-
-
-def _score_file(path: str | None, config: ModelConfig, seed: int) -> int:
-    """Every-prefix greedy scores (compute.prefix_score) of a weights file and of the random model: the table on
-    stderr, one JSON line on stdout."""
-    out = {}
-    for name, weights in (("trained", "trained"), ("random", "random")):
-        engine = ToyK3(config, seed=seed, device="cpu", weights=weights,
-                       weights_path=path if weights == "trained" else None)
-        t0 = time.perf_counter()
-        # random weights rarely reach a newline, so every prefix costs up to 24 fresh forwards: every 10th
-        # document is enough to show the floor (~10 min on 2 cores for all of them, ~1 min for the sample)
-        docs = None if name == "trained" else task.all_documents()[::10]
-        r = prefix_score.score_prefixes(prefix_score.engine_argmax(engine), docs=docs)
-        note = "" if docs is None else f", every 10th document ({len(docs)})"
-        print(f"# {name} weights ({engine.weights_name}{note})\n{prefix_score.format_table(r)}", file=sys.stderr)
-        out[name] = {k: r[k] for k in ("by_lang", "held_out", "total", "forwards")}
-        out[name]["score_s"] = round(time.perf_counter() - t0, 1)
-        out[name]["failures"] = r["failures"][:10]
-    print(json.dumps(out, ensure_ascii=False))
-    return 0
-
-
-def _evaluate_file(path: str, config: ModelConfig, seed: int) -> int:
-    """Score a weights file through the engine next to the random model; write the scores into its report."""
-    t0 = time.perf_counter()
-    packed, meta = weights_io.read(path)
-    trained = ToyK3(config, seed=seed, device="cpu", weights="trained", weights_path=path)
-    random_ = ToyK3(config, seed=seed, device="cpu", weights="random")
-    report = dict(meta.get("report", {}))
-    report["eval"] = {"trained": evaluate(trained, seed),
-                      "random": evaluate(random_, seed, prompt_stride=4, sampling=False)}
-    report["eval_s"] = round(time.perf_counter() - t0, 1)
-    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version")}
-    meta["report"] = report
-    weights_io.save(path, weights_io.unpack(packed, trained.weight_shapes()), meta)
-    print(json.dumps(report["eval"], ensure_ascii=False))
-    return 0
 
 
 if __name__ == "__main__":
