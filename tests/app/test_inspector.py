@@ -190,13 +190,12 @@ def test_the_explanation_box_is_as_tall_as_its_text(dock, traces, qtbot, block_i
     dock.state.set_trace(traces)
     dock.resize(440, 1000)
     dock.state.select_block(block_id)
-    qtbot.wait(50)
     what = dock.what
+    # these explanations are longer than the old fixed box (110 px)
+    qtbot.waitUntil(lambda: what.document().size().height() > 110, timeout=5000)
     doc_h = what.document().size().height()
-    assert doc_h > 110  # these explanations are longer than the old fixed box
     qtbot.waitUntil(lambda: not what.verticalScrollBar().isVisible() or what.verticalScrollBar().maximum() == 0,
                     timeout=2000)
     assert what.height() >= doc_h
     dock.resize(440, 300)
-    qtbot.wait(50)
-    assert what.height() <= 0.6 * 300 + 1
+    qtbot.waitUntil(lambda: what.height() <= 0.6 * 300 + 1, timeout=5000)

@@ -110,7 +110,9 @@ def test_dram_timer_animates_model_time(dock, qtbot):
     assert 0 < v < 1
     click(qtbot, t.btn_pause)
     frozen = t.cell.now
-    qtbot.wait(200)
+    ticks = []
+    t.timer.timeout.connect(lambda: ticks.append(1))
+    qtbot.waitUntil(lambda: len(ticks) >= 3, timeout=5000)  # the animation timer ticked on, paused
     assert t.cell.now == frozen  # paused: only advance() moves time
     dock.show_tab("sram")
     assert not t.timer.isActive()  # hidden tabs do not animate
@@ -271,10 +273,8 @@ def test_every_tab_renders_non_blank_with_all_strings_translated(dock, qtbot, la
 
     for key in TAB_KEYS:
         dock.show_tab(key)
-        qtbot.wait(30)
         page = dock.pages[key]
-        img = page.grab().toImage()
-        assert colours(img) > 40, key
+        qtbot.waitUntil(lambda page=page: colours(page.grab().toImage()) > 40, timeout=5000)
         drawn = {"dram": "canvas", "sram": "canvas", "bf16": "strip", "hier": "diagram"}.get(key)
         if drawn:  # the QPainter drawings themselves
             assert colours(getattr(page, drawn).grab().toImage()) > 40, key
