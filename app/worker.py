@@ -16,7 +16,8 @@
   trace is out, a child process (app/kernel_warmup.py's one entry point, at low priority; frozen: the bundle's
   own executable) compiles compute.fused_nb's kernels into numba's disk cache or finds them there; when it
   succeeds, the worker thread rebuilds the engine with the compiled kernels (a cache load) and runs them from
-  then on. Nothing is ever compiled in this process's threads, never on the UI thread. `kernels` says which run ("numpy", "warming", "compiled").
+  then on. Nothing is ever compiled in this process's threads, never on the UI thread.
+  `kernels` says which run ("numpy", "warming", "compiled").
 - `--device auto` asks torch whether CUDA is there only where a CUDA device can exist at all (an NVIDIA
   driver node): importing torch takes seconds that the first trace would wait for.
 - When the engine cannot be made on the device asked for (`cuda` without CUDA, a broken driver), it is made
