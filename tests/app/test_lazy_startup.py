@@ -162,10 +162,11 @@ def test_a_late_dock_asked_for_by_name_is_built_then(make_window, qtbot, monkeyp
     own, but `docks[name]` builds them, with their Window menu entries."""
     from app.worker import EngineController
 
-    monkeypatch.setattr(EngineController, "start", lambda self: None)
+    started = []
+    monkeypatch.setattr(EngineController, "start", lambda self: started.append(1))
     win = make_window("lazy.ini", wait_trace=False)
-    qtbot.waitUntil(lambda: win._first_frame_done, timeout=30000)
-    qtbot.wait(200)
+    # the first frame is on screen and the window has done what follows it (asking the engine to start is last)
+    qtbot.waitUntil(lambda: win._first_frame_done and bool(started), timeout=30000)
     assert not any(name in win.docks for name in LATE)
     dock = win.docks["ExpertGridDock"]
     assert dock.objectName() == "ExpertGridDock" and dock.widget() is not None
