@@ -68,7 +68,7 @@ def _tab_until(qtbot, predicate, presses=200):
     for _ in range(presses):
         focus = QApplication.focusWidget()
         QTest.keyClick(focus, Qt.Key_Tab)
-        qtbot.wait(5)
+        qtbot.waitUntil(lambda focus=focus: QApplication.focusWidget() is not focus, timeout=3000)  # Tab moved on
         focus = QApplication.focusWidget()
         seen.append(focus)
         if predicate(focus):
