@@ -106,8 +106,8 @@ def _cpu_name() -> str:
 
 
 def _stamp() -> dict:
-    """What the disk cache's validity depends on (numba keys its cache on the source file's mtime and size, the
-    Python and numba versions and the CPU)."""
+    """What the disk cache's validity depends on (numba keys its cache on the source file's path, mtime and size,
+    the Python and numba versions and the CPU; a moved bundle or checkout keeps the mtimes, not the path)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -116,7 +116,7 @@ def _stamp() -> dict:
         nb = None
     st = _KERNELS.stat()
     return {"numba": nb, "python": sys.version.split()[0], "machine": platform.machine(), "cpu": _cpu_name(),
-            "kernels": [st.st_size, st.st_mtime_ns]}
+            "kernels": [str(_KERNELS), st.st_size, st.st_mtime_ns]}
 
 
 def cache_ready(dtype="float32") -> bool:

@@ -109,3 +109,18 @@ def test_the_warm_up_fills_the_cache_and_the_default_engine_then_runs_compiled()
     r = _python("import sys; from app import kernel_warmup; rc = kernel_warmup.main(['--if-needed']); "
                 "print(rc, 'numba' in sys.modules)")
     assert r.stdout.split() == ["0", "False"], r.stderr
+
+
+def test_a_moved_copy_of_the_kernels_is_not_ready(monkeypatch, tmp_path):
+    """A bundle (or checkout) copied elsewhere keeps its files' mtimes, but numba's cache is keyed on the path:
+    its readiness stamp must not match, or the export would compile in its own process (~30 s)."""
+    import shutil
+
+    from compute import fused_nb
+
+    here = fused_nb._stamp()
+    moved = tmp_path / "compute" / fused_nb._KERNELS.name
+    moved.parent.mkdir()
+    shutil.copy2(fused_nb._KERNELS, moved)  # same size and mtime
+    monkeypatch.setattr(fused_nb, "_KERNELS", moved)
+    assert fused_nb._stamp() != here
