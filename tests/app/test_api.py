@@ -60,7 +60,7 @@ def test_the_window_watch_sees_a_window_that_is_shown(qapp, qtbot):
         qtbot.addWidget(label)
         label.show()
         qtbot.waitExposed(label)
-        qtbot.wait(50)
+        qtbot.waitUntil(lambda: bool(watch.shown), timeout=5000)
     finally:
         watch.remove()
     assert watch.shown

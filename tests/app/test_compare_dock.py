@@ -82,7 +82,7 @@ def test_pickers_and_context(dock, qtbot):
 def test_export_png(dock, qtbot, tmp_path):
     from app.widgets.paint import qcolor
 
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: dock.page.width() > 300 and dock.page.height() > 400, timeout=5000)  # laid out
     path = tmp_path / "compare.png"
     assert dock.export_png(str(path))
     img = QImage(str(path))

@@ -89,7 +89,8 @@ def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, mo
     guard.seen.clear()
     win.statusBar().repaint()
     win.docks["TracePlayerDock"].repaint()
-    qtbot.wait(50)
+    with qtbot.waitSignal(win.scene.gl.frameSwapped, timeout=10000):  # and a frame from the render thread
+        win.scene.gl.update()  # (its queued signals) has been delivered meanwhile
     assert set(guard.seen) <= {"alpha_slider_under_test"}, set(guard.seen)
     QTest.keyClick(slider, Qt.Key_Home)  # and it still gives the slider its keys
     assert slider.value() == slider.minimum() and guard.seen

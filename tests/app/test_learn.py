@@ -211,8 +211,7 @@ def test_all_learn_panels_render_in_both_languages(win, qtbot, lang):
     win.learn.retranslate()
     for i, key in enumerate(TABS):
         win.learn.tabs.setCurrentIndex(i)
-        qtbot.wait(10)
-        assert_rendered(win.learn.pages[key].widget())
+        qtbot.waitUntil(lambda key=key: assert_rendered(win.learn.pages[key].widget()), timeout=5000)
     assert win.learn.windowTitle() == i18n.tr("learn.dock_title")
     if lang == "ko":
         assert HANGUL.search(win.learn.pages["serving"].cost_result.text())
