@@ -162,21 +162,27 @@ class Settings:
         self.q.setValue("tokens", int(n) if 0 <= int(n) <= 64 else 4)
         self.valid = True
 
-    def explain_3d(self, default: tuple[bool, bool, int]) -> tuple[bool, bool, int]:
-        """(lens column on, route on, route threshold percent 0-100) of the Explain dock's 3D view controls."""
+    def explain_3d(self, default: tuple[bool, bool, int, bool]) -> tuple[bool, bool, int, bool]:
+        """(lens column on, route on, route threshold percent 0-100, arcs on) of the Explain dock's 3D view
+        controls; a value the file does not hold, or holds wrong, is the default's."""
         if not self.valid:
             return default
-        lens, route = (self._int(f"explain/{k}", int(d)) for k, d in (("lens3d", default[0]), ("route3d", default[1])))
-        pct = self._int("explain/route_percent", default[2])
-        return (lens == 1 if lens in (0, 1) else default[0], route == 1 if route in (0, 1) else default[1],
-                pct if 0 <= pct <= 100 else default[2])
 
-    def set_explain_3d(self, lens: bool, route: bool, percent: int) -> None:
+        def flag(key, d):
+            v = self._int(f"explain/{key}", int(d))
+            return v == 1 if v in (0, 1) else d
+
+        pct = self._int("explain/route_percent", default[2])
+        return (flag("lens3d", default[0]), flag("route3d", default[1]), pct if 0 <= pct <= 100 else default[2],
+                flag("arcs3d", default[3]))
+
+    def set_explain_3d(self, lens: bool, route: bool, percent: int, arcs: bool) -> None:
         """Remember the Explain dock's 3D view controls (written with the other settings by sync())."""
         self.q.setValue("version", SETTINGS_VERSION)
         self.q.setValue("explain/lens3d", int(bool(lens)))
         self.q.setValue("explain/route3d", int(bool(route)))
         self.q.setValue("explain/route_percent", min(100, max(0, int(percent))))
+        self.q.setValue("explain/arcs3d", int(bool(arcs)))
         self.valid = True
 
     def prompt(self, default: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scene import lens_column, route_glow
+from scene import attention_arcs, lens_column, route_glow
 from scene.geometry import boxes_mesh
 from scene.gl_items import FamilyMesh, Lines, SCENE_LOCK
 from scene.layout import Layout
@@ -33,6 +33,8 @@ class ExplainOverlay:
     route: tuple = ()
     threshold: float = 0.0
     logit: float = 0.0
+    attention: tuple = ()  # per layer (1-based: index ℓ-1), what the position reads at each position 0..position
+    # (the head mean of KDA's implicit A or MLA's softmax), or () when the arcs are off
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -46,13 +48,15 @@ def _q(piece: str) -> str:
 
 def header_note(ov: ExplainOverlay | None, tr) -> str:
     """The header's line about what the lens column and the route show ("" when neither is on)."""
-    if ov is None or not (ov.lens or ov.route):
+    if ov is None or not (ov.lens or ov.route or ov.attention):
         return ""
     parts = [tr("scene.explain.what", position=ov.position, piece=_q(ov.piece), word=_q(ov.word))]
     if ov.lens:
         settled = lens_column.settled_rank_one([e[3] for e in ov.lens])
         parts.append(tr("scene.explain.lens_from", layer=ov.lens[settled][0]) if settled is not None
                      else tr("scene.explain.lens_never"))
+    if ov.attention:
+        parts.append(tr("scene.explain.arcs"))
     if ov.route:
         parts.append(tr("scene.explain.route", n=len(ov.lit), threshold=f"{ov.threshold:.2f}",
                         logit=f"{ov.logit:.2f}"))
@@ -65,7 +69,9 @@ class ExplainItems:
     def __init__(self, gl):
         self.strip = FamilyMesh()
         self.route = Lines(mode="lines", width=2.5, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
-        for item in (self.strip, self.route):
+        self.arcs = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        self.arcs.setGLOptions("translucent")  # each arc's opacity is its weight
+        for item in (self.strip, self.route, self.arcs):
             item.setVisible(False)
             gl.addItem(item)
         self.strip_layers: list[int] = []  # tests: which readings the strip shows, in box order
@@ -86,10 +92,18 @@ class ExplainItems:
             self.strip.setVisible(bool(lens) and bool(self.strip_layers))
         pts, cols = (route_glow.route_lines(layout, ov.lit) if ov is not None and ov.route and layout is not None
                      else (None, None))
+        self._set(self.route, pts, cols)
+        arcs = (None, None)
+        if ov is not None and ov.attention and layout is not None and layout.layer < len(ov.attention):
+            arcs = attention_arcs.arc_lines(layout, ov.position, ov.attention[layout.layer])
+        self._set(self.arcs, *arcs)
+
+    @staticmethod
+    def _set(item, pts, cols) -> None:
         if pts is None:
             with SCENE_LOCK:
-                self.route.setVisible(False)
+                item.setVisible(False)
         else:
-            self.route.setData(pos=pts, color=cols)
+            item.setData(pos=pts, color=cols)
             with SCENE_LOCK:
-                self.route.setVisible(True)
+                item.setVisible(True)

@@ -25,6 +25,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainte
 from scene import palette
 from scene.camera import Camera, project
 from scene.block_kinds import mixer_key
+from scene.attention_arcs import first_token_wall
 from scene.layout import Layout
 from scene.tooltips import model_args
 
@@ -446,11 +447,7 @@ def draw_token_names(p: QPainter, inp: OverlayInput, width: float, height: float
     p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
     f_small = make_font(10 * s)
     dim_c = theme_colour(inp.theme, "dim")
-    first = None
-    for b in lay.layer_blocks():
-        if b.grid is not None and b.rows_are_tokens and b.orient == "wall":
-            if first is None or (b.lo[2], b.lo[0]) < (first.lo[2], first.lo[0]):
-                first = b
+    first = first_token_wall(lay)
     if first is None:
         return
     rows = first.grid[0]

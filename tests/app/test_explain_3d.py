@@ -182,7 +182,7 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
     win = make_window("s3d.ini")
     wait_idle(qtbot, win)
     dock, _res = _result(win)
-    dock.show3d.set_values(False, True, 55)
+    dock.show3d.set_values(False, True, 55, False)
     assert not dock.show3d.lens.isChecked()
     qtbot.waitUntil(lambda: win.scene.explanation is not None and not win.scene.explanation.lens
                     and bool(win.scene.explanation.route), timeout=5000)
@@ -196,10 +196,58 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
     win2 = make_window("s3d.ini")
     wait_idle(qtbot, win2)
     d2 = win2.docks["ExplainDock"]
-    assert d2.show3d.values() == (False, True, 55)
+    assert d2.show3d.values()[:3] == (False, True, 55)
     _result(win2)
     assert win2.scene.explanation.route and not win2.scene.explanation.lens
     # both off: nothing is drawn
-    d2.show3d.set_values(False, False, 55)
+    d2.show3d.set_values(False, False, 55, False)
     qtbot.waitUntil(lambda: win2.scene.explanation is None, timeout=5000)
     assert not win2.scene.explain_items.strip.visible() and not win2.scene.explain_items.route.visible()
+
+
+def test_attention_arcs_follow_the_layer(make_window, qtbot):
+    from scene.attention_arcs import MIN_ALPHA, SEGMENTS, first_token_wall, row_z
+
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock, res = _result(win)
+    scene = win.scene
+    ex = _explanation(win)
+    t = res.position
+    items = scene.explain_items
+    assert dock.show3d.arcs.isChecked() and scene.explanation.attention
+
+    def check(layer0):
+        w = ex.attention(layer0 + 1)[:, t, :].mean(0)  # compute's own heads x T x T, float64
+        top = np.abs(w).max()
+        want = [i for i in range(t) if abs(w[i]) / top >= MIN_ALPHA]
+        pos = items.arcs.pos
+        n = len(pos) // (2 * SEGMENTS)
+        assert items.arcs.visible() and n == len(want)
+        alphas = items.arcs.color[::2 * SEGMENTS, 3]
+        wall = first_token_wall(scene.layout)
+        rows = list(scene.layout.row_positions)
+        ends = pos[2 * SEGMENTS - 1::2 * SEGMENTS, 2]  # each arc's last point: at its source row
+        strongest = want[int(np.argmax([abs(w[i]) for i in want]))]
+        assert abs(ends[int(np.argmax(alphas))] - row_z(wall, rows.index(strongest))) < 1e-4
+        return pos
+
+    a = check(scene.layout.layer)
+    _settle(qtbot, scene)
+    with_arcs = _frame(scene).astype(int)
+    scene.gl.setFocus()
+    QTest.keyClick(scene.gl, Qt.Key_PageUp)
+    qtbot.waitUntil(lambda: win.state.layer == scene.layout.layer and scene.layout.layer >= 0, timeout=5000)
+    check(scene.layout.layer)
+    QTest.keyClick(scene.gl, Qt.Key_PageDown)
+    qtbot.waitUntil(lambda: scene.layout.layer == win.state.layer, timeout=5000)
+    dock.show3d.arcs.setChecked(False)
+    qtbot.waitUntil(lambda: not scene.explanation.attention, timeout=5000)
+    assert not items.arcs.visible()
+    _settle(qtbot, scene)
+    without = _frame(scene).astype(int)
+    wall = first_token_wall(scene.layout)
+    (x0, y0) = _px(scene, (wall.lo[0] - 2.5, wall.lo[1], wall.hi[2]))
+    (x1, y1) = _px(scene, (wall.lo[0], wall.lo[1], wall.lo[2]))
+    region = np.abs(with_arcs[y0:y1, x0:x1] - without[y0:y1, x0:x1]).sum(-1) > 40
+    assert region.sum() > 30, region.sum()  # the arcs are on screen, left of the wall

@@ -36,7 +36,7 @@ def test_explain_dock_in_the_window(make_window):
 def test_with_the_3d_view_off_a_covered_dock_computes_nothing(make_window, qtbot):
     win = make_window()
     dock = win.docks["ExplainDock"]
-    dock.show3d.set_values(False, False, 30)
+    dock.show3d.set_values(False, False, 30, False)
     qtbot.waitUntil(lambda: win.scene.explanation is None, timeout=5000)
     if dock.visibleRegion().isEmpty():  # covered by another tab (the default layouts)
         serial = dock._serial

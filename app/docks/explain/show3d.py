@@ -16,6 +16,7 @@ from scene.route_glow import threshold_of
 DEFAULT_LENS = True
 DEFAULT_ROUTE = False
 DEFAULT_PERCENT = 30  # a block glows from 30 % of the largest |direct contribution|
+DEFAULT_ARCS = True
 
 
 class Show3DControls(QWidget):
@@ -29,51 +30,58 @@ class Show3DControls(QWidget):
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)
         self.title = section_label()
-        grid.addWidget(self.title, 0, 0, 1, 2)
+        grid.addWidget(self.title, 0, 0, 1, 3)
         self.lens = QCheckBox()
         self.lens.setObjectName("explain_lens3d")
         self.lens.setChecked(DEFAULT_LENS)
         self.route = QCheckBox()
         self.route.setObjectName("explain_route3d")
         self.route.setChecked(DEFAULT_ROUTE)
+        self.arcs = QCheckBox()
+        self.arcs.setObjectName("explain_arcs3d")
+        self.arcs.setChecked(DEFAULT_ARCS)
         grid.addWidget(self.lens, 1, 0)
-        grid.addWidget(self.route, 1, 1)
+        grid.addWidget(self.arcs, 1, 1)
+        grid.addWidget(self.route, 1, 2)
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setObjectName("explain_route_threshold")
         self.slider.setRange(0, 100)
         self.slider.setSingleStep(1)
         self.slider.setPageStep(10)
         self.slider.setValue(DEFAULT_PERCENT)
-        grid.addWidget(self.slider, 2, 0, 1, 2)
+        grid.addWidget(self.slider, 2, 0, 1, 3)
         self.threshold_label = QLabel()
         self.threshold_label.setObjectName("explain_route_threshold_label")
         self.threshold_label.setTextFormat(Qt.PlainText)
         self.threshold_label.setWordWrap(True)
-        grid.addWidget(self.threshold_label, 3, 0, 1, 2)
+        grid.addWidget(self.threshold_label, 3, 0, 1, 3)
         self._largest = 0.0
-        for box in (self.lens, self.route):
+        for box in (self.lens, self.route, self.arcs):
             box.toggled.connect(self._changed)
         self.slider.valueChanged.connect(self._changed)
         self.retranslate()
         self._sync()
 
-    def values(self) -> tuple[bool, bool, int]:
-        """(lens on, route on, threshold percent)."""
-        return self.lens.isChecked(), self.route.isChecked(), self.slider.value()
+    def values(self) -> tuple[bool, bool, int, bool]:
+        """(lens on, route on, threshold percent, arcs on)."""
+        return self.lens.isChecked(), self.route.isChecked(), self.slider.value(), self.arcs.isChecked()
 
-    def set_values(self, lens: bool, route: bool, percent: int) -> None:
-        """Set all three (e.g. from the remembered settings); one `changed`."""
-        for w in (self.lens, self.route, self.slider):
+    def set_values(self, lens: bool, route: bool, percent: int, arcs: bool | None = None) -> None:
+        """Set them (e.g. from the remembered settings; arcs None: as it is); one `changed`."""
+        boxes = (self.lens, self.route, self.slider, self.arcs)
+        for w in boxes:
             w.blockSignals(True)
         self.lens.setChecked(bool(lens))
         self.route.setChecked(bool(route))
         self.slider.setValue(min(100, max(0, int(percent))))
-        for w in (self.lens, self.route, self.slider):
+        if arcs is not None:
+            self.arcs.setChecked(bool(arcs))
+        for w in boxes:
             w.blockSignals(False)
         self._changed()
 
     def any_on(self) -> bool:
-        return self.lens.isChecked() or self.route.isChecked()
+        return self.lens.isChecked() or self.route.isChecked() or self.arcs.isChecked()
 
     def set_largest(self, largest: float) -> None:
         """The largest |block value| of the shown result (for the threshold's absolute value)."""
@@ -96,6 +104,8 @@ class Show3DControls(QWidget):
         self.lens.setToolTip(tr("explain.show3d.lens.tip"))
         self.route.setText(tr("explain.show3d.route"))
         self.route.setToolTip(tr("explain.show3d.route.tip"))
+        self.arcs.setText(tr("explain.show3d.arcs"))
+        self.arcs.setToolTip(tr("explain.show3d.arcs.tip"))
         self.slider.setToolTip(tr("explain.route.threshold.tip"))
         self._sync()
 
@@ -104,9 +114,9 @@ def largest_block(res) -> float:
     return max((abs(v) for _l, _p, v in res.totals), default=0.0)
 
 
-def overlay_of(res, lens: bool, route: bool, percent: int) -> ExplainOverlay | None:
+def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False) -> ExplainOverlay | None:
     """What the 3D view draws of an ExplainResult (None: nothing)."""
-    if res is None or not (lens or route):
+    if res is None or not (lens or route or arcs):
         return None
     entries = ()
     if lens:
@@ -114,8 +124,9 @@ def overlay_of(res, lens: bool, route: bool, percent: int) -> ExplainOverlay | N
                         for i, (top, rank, prob) in enumerate(zip(res.lens_top, res.lens_rank, res.lens_prob)))
     blocks = tuple(res.totals) if route else ()
     piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
+    reads = tuple(tuple(float(x) for x in row.mean(0)) for row in res.attention) if arcs else ()
     return ExplainOverlay(res.position, piece, res.word, entries, blocks,
-                          threshold_of(blocks, percent / 100) if blocks else 0.0, float(res.logit))
+                          threshold_of(blocks, percent / 100) if blocks else 0.0, float(res.logit), reads)
 
 
 def _words(items) -> str:
