@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxL
 from app.docks.deferred import on_screen
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult, explain_result
+from app.docks.explain.side_by_side import SideBySide, attention_share
 from app.docks.explain.show3d import Show3DControls, largest_block, layer_words_html, overlay_of
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
@@ -172,6 +173,9 @@ class ExplainDock(QDockWidget):
         lay.addWidget(self.lens_column)
         self.lens_note = note_label()
         lay.addWidget(self.lens_note)
+        self.side = SideBySide(self.plot)
+        self.side.toggled.connect(lambda _on: self.refresh())
+        lay.addWidget(self.side)
 
         self.sources_title = section_label()
         lay.addWidget(self.sources_title)
@@ -315,7 +319,7 @@ class ExplainDock(QDockWidget):
         knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
         return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
                               int(self.position.currentData()), knobs, self._knockout,
-                              ABLATION_MODES[max(0, self.mode.currentIndex())])
+                              ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled())
 
     def refresh(self) -> None:
         """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown), after
@@ -327,7 +331,7 @@ class ExplainDock(QDockWidget):
         if req is None:
             return
         key = (req.tokens, req.position, req.knobs, req.weights, req.knockout, req.mode,
-               getattr(req.config, "name", None))
+               getattr(req.config, "name", None), req.compare)
         if key == self._shown_key and self._pending is None:
             return
         self._shown_key = key
@@ -578,6 +582,7 @@ class ExplainDock(QDockWidget):
                 self.blocks.setItem(r, c, it)
         fit_table_height(self.blocks)
         self._show_attention(res)
+        self.side.show_result(res, lens_series)
         self.show3d.set_largest(largest_block(res))
         self._emit_overlay()
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
@@ -618,7 +623,7 @@ class ExplainDock(QDockWidget):
         if not rows:
             return
         T = rows[0].shape[1]
-        share = np.stack([r.sum(0) / max(float(np.abs(r).sum()), 1e-12) for r in rows])  # [L, T], |row| sums to ≤ 1
+        share = attention_share(rows)  # [L, T], |row| sums to ≤ 1
         img = (diverging(share) * 255).astype(np.uint8)  # the largest share fully saturated
         self.att_image.setImage(img, levels=(0, 255))
         self.att_image.setRect(QRectF(-0.5, 0.5, T, len(rows)))  # column i centred on position i, row ℓ on layer ℓ
@@ -706,6 +711,8 @@ class ExplainDock(QDockWidget):
         self.legend.clear()
         self.legend.addItem(self.curve_prob, tr("explain.lens.prob"))
         self.legend.addItem(self.curve_rank, tr("explain.lens.inv_rank"))
+        self.side.add_legend(self.legend)
+        self.side.retranslate()
         self.plot.setLabel("bottom", tr("explain.lens.axis_layer"))
         self.lens_note.setText(tr("explain.lens.note"))
         self.sources_title.setText(tr("explain.sources.title"))

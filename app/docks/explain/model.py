@@ -27,6 +27,11 @@ class ExplainRequest:
     knockout: tuple = ()  # what to knock out (the experiment): ("token", p) | ("block", layer, part) |
     # ("expert", layer, id) items (layers 1-based; layer None: that expert at every MoE layer)
     mode: str = "zero"
+    compare: bool = False  # also explain the same tokens with the other weights (trained <-> random), side by side
+
+
+def other_weights(name: str) -> str:
+    return "random" if name == "trained" else "trained"
 
 
 @dataclass
@@ -53,6 +58,7 @@ class ExplainResult:
     knockout: dict | None = None  # tokens, mode, word, top5, effect (the experiment's "after")
     totals: list = field(default_factory=list)  # (layer, "embedding" | "mixer" | "ffn", value) of EVERY block
     layer_words: dict = field(default_factory=dict)  # (layer, part) of totals -> (promotes, suppresses), 3 each
+    other: "ExplainResult | None" = None  # the same tokens with the other weights (ExplainRequest.compare)
     seconds: float = 0.0
     weights: str = ""
     error: str = ""
@@ -117,6 +123,11 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             mixers=[lt.mixer for lt in ex.run.layers], attention=[a.copy() for a in ex.attention_rows],
             knockout=ko, weights=m.weights_name)
         res.totals, res.layer_words = folded_words(ex, LAYER_WORDS)
+    if req.compare:  # outside the lock: explain_result takes it again
+        from dataclasses import replace
+
+        res.other = explain_result(engines, replace(req, weights=other_weights(req.weights), compare=False,
+                                                    knockout=()))
     res.seconds = time.perf_counter() - t0
     res.extra["thread"] = threading.get_ident()  # tests: never the UI thread
     return res
