@@ -2,16 +2,25 @@
 selection made anywhere (a click, the inspector, the step list, the state) that is not whole in the view is
 brought into it. Real mouse events on the GL widget of the real window; geometry from the projected boxes."""
 import numpy as np
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, Qt
 from PySide6.QtTest import QTest
 
 from scene import camera as camlib
-from tests.app.gui_helpers import pump, wait_idle
+from tests.app.gui_helpers import wait_idle
+
+
+def _flush_layouts():
+    """Run every layout request Qt has posted and what they post in turn (a window's new size lays its docks
+    out in rounds): the widgets then have their final sizes, and the scene its framing, which follows at once."""
+    for _ in range(3):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        QCoreApplication.processEvents()
 
 
 def _settle(qtbot, scene):
+    """The layout has settled and no camera move is under way (they are animated: scene.view ANIM_MS)."""
+    _flush_layouts()
     qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
-    pump(50)
 
 
 def _screen_box(scene, block_id):
@@ -103,8 +112,7 @@ def test_click_on_a_half_hidden_block_brings_it_whole_into_view(make_window, qtb
     st["center"] = [float(b.hi[0]) + 2.0, float((b.lo[1] + b.hi[1]) / 2), float((b.lo[2] + b.hi[2]) / 2)]
     st["distance"] = 25.0
     scene.set_camera_state(st)
-    pump(50)
-    assert not scene.block_in_view(bid)
+    assert scene.camera_state()["distance"] == 25.0 and not scene.block_in_view(bid)
     QTest.mouseClick(scene.gl, Qt.LeftButton, Qt.NoModifier, _pixel_of(scene, bid))
     _settle(qtbot, scene)
     assert win.state.block == bid and scene.block_in_view(bid)
@@ -157,7 +165,6 @@ def test_small_windows_keep_the_top_of_the_model_clear(make_window, qtbot, tmp_p
     for size in ((1366, 768), (1280, 720)):
         win.resize(*size)
         qtbot.waitUntil(lambda: win.width() <= size[0] and win.height() <= size[1], timeout=5000)
-        pump(200)
         _settle(qtbot, scene)
         w, h = scene.gl.width(), scene.gl.height()
         assert _covered(scene, w, h) == [], (size, w, h)
@@ -167,7 +174,7 @@ def test_small_windows_keep_the_top_of_the_model_clear(make_window, qtbot, tmp_p
     from app import i18n
     try:
         win.state.set_language("ko")
-        pump(200)
+        qtbot.waitUntil(lambda: i18n.language() == "ko", timeout=5000)  # the scene's texts (and framing) follow
         _settle(qtbot, scene)
         w, h = scene.gl.width(), scene.gl.height()
         assert _covered(scene, w, h) == [], ("ko", w, h)
@@ -175,11 +182,13 @@ def test_small_windows_keep_the_top_of_the_model_clear(make_window, qtbot, tmp_p
     finally:
         win.state.set_language("en")
         i18n.set_language("en")
-        pump(100)
+        _flush_layouts()
     # presentation mode (F11): larger header and legend, the same guarantee
+    scene_w = scene.width()
     win.enter_presentation()
     try:
-        pump(400)
+        # full screen, the docks hidden: the 3D view takes the whole window
+        qtbot.waitUntil(lambda: win.isFullScreen() and scene.width() > scene_w, timeout=5000)
         _settle(qtbot, scene)
         w, h = scene.gl.width(), scene.gl.height()
         assert _covered(scene, w, h) == [], ("F11", w, h)
