@@ -163,34 +163,51 @@ def kda_output(o: torch.Tensor, norm_w: torch.Tensor, gate: torch.Tensor, eps: f
 def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: float | None,
               cache: dict | None = None, alpha: float | None = None, beta_override: float | None = None,
               chunk_size: int = 16, eps: float = 1e-6) -> tuple[torch.Tensor, dict, dict]:
-    """One KDA mixer on x = RMSNorm'd layer input [T, D].
+    """One KDA mixer on x = RMSNorm'd layer input [T, D], or a batch of sequences [B, T, D] (compute.train: each
+    row from position 0, no cache; the depthwise conv takes the batch as extra channels, which is exact).
 
     w: 'in' [D, 3·H·K + K + H + H·V] fused (q|k|v|f_a|b|g), 'f_b' [K, H·K], 'conv' [3·H·K, ck],
     'A_log' [H], 'dt_bias' [H, K], 'o_norm' [V], 'o' [H·V, D].
     cache: {'conv': [ck-1, 3·H·K], 'state': [H, K, V]} from earlier tokens (None at the start).
     alpha/beta_override: constants replacing exp(g) and β (the UI knobs). Returns (y [T, D], tensors, cache);
-    tensors values are torch tensors or `Part`s of fused ones (see compute.parts).
+    tensors values are torch tensors or `Part`s of fused ones (see compute.parts). A batch returns
+    (y [B, T, D], {}, {'state': [B, H, K, V]}).
     """
-    T = x.shape[0]
+    batched = len(x.shape) == 3
+    if batched and cache is not None:
+        raise ValueError("a batch of sequences starts at position 0: no cache")
+    lead = tuple(x.shape[:-1])  # (T,) or (B, T)
+    T = lead[-1]
     H, Kd = heads, head_dim
     HK = H * Kd
     xp = ops(x)
     z = x @ w["in"]
-    conv, conv_cache = short_conv(z[:, : 3 * HK], w["conv"], None if cache is None else cache["conv"])
+    if batched:  # [B, T, 3HK] → [T, B·3HK]: the conv is per channel, so the batch rides as channels
+        B = lead[0]
+        zc = xp.permute(z[..., : 3 * HK], (1, 0, 2)).reshape(T, B * 3 * HK)
+        conv, conv_cache = short_conv(zc, xp.cat([w["conv"]] * B, 0))
+        conv = xp.permute(conv.reshape(T, B, 3 * HK), (1, 0, 2))
+    else:
+        conv, conv_cache = short_conv(z[:, : 3 * HK], w["conv"], None if cache is None else cache["conv"])
     conv = xp.silu(conv)
-    qkn = l2_norm(conv[:, : 2 * HK].reshape(T, 2 * H, Kd))  # q and k heads normalised together
-    vc = conv[:, 2 * HK:].reshape(T, H, -1)
-    f = z[:, 3 * HK: 3 * HK + Kd] @ w["f_b"]
+    qkn = l2_norm(conv[..., : 2 * HK].reshape(*lead, 2 * H, Kd))  # q and k heads normalised together
+    vc = conv[..., 2 * HK:].reshape(*lead, H, -1)
+    f = z[..., 3 * HK: 3 * HK + Kd] @ w["f_b"]
     if alpha is None:
-        g = kda_gate(f.reshape(T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
+        g = kda_gate(f.reshape(*lead, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
         a = xp.exp(g)
     else:
-        a = xp.full((T, H, Kd), float(alpha), x)
+        a = xp.full((*lead, H, Kd), float(alpha), x)
         g = xp.log(xp.maximum(a, 1e-12))
-    bg = xp.sigmoid(z[:, 3 * HK + Kd:])  # β = sigmoid(W_b x) | output gate sigmoid(W_g x): adjacent columns
-    beta = bg[:, :H] if beta_override is None else xp.full((T, H), float(beta_override), x)
-    gate = bg[:, H:]
+    bg = xp.sigmoid(z[..., 3 * HK + Kd:])  # β = sigmoid(W_b x) | output gate sigmoid(W_g x): adjacent columns
+    beta = bg[..., :H] if beta_override is None else xp.full((*lead, H), float(beta_override), x)
+    gate = bg[..., H:]
     state0 = None if cache is None else cache["state"]
+    if batched:
+        o, S = kda_chunked(qkn[..., :H, :], qkn[..., H:, :], vc, g, beta, chunk_size=chunk_size)
+        V = o.shape[-1]
+        y = kda_output(o.reshape(-1, H, V), w["o_norm"], gate.reshape(-1, H * V), eps) @ w["o"]
+        return y.reshape(*lead, -1), {}, {"state": S}
     if T == 1:
         qk1 = qkn.reshape(2 * H, Kd)
         o, S = kda_step(qk1[:H], qk1[H:], vc.reshape(H, -1), a.reshape(H, Kd), beta.reshape(H), state0)

@@ -56,25 +56,33 @@ def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torc
 def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim: int, kv_lora: int,
               positions: torch.Tensor, cache: dict | None = None, gated: bool = True,
               rope_theta: float | None = None, eps: float = 1e-6) -> tuple[torch.Tensor, dict, dict]:
-    """One Gated MLA mixer on x = RMSNorm'd layer input [T, D].
+    """One Gated MLA mixer on x = RMSNorm'd layer input [T, D], or a batch of sequences [B, T, D]
+    (compute.train: positions [T] for every row, no cache; attention takes the batch as extra heads, which is
+    exact — attention is per head).
 
     w: 'in' [D, q_lora + kv_lora + rope (+ H·v if gated)] fused (W_qa | W_kva | W_g), 'q_a_norm' [q_lora],
     'q_b' [q_lora, H·(nope+rope)], 'kv_a_norm' [kv_lora], 'kv_b' [kv_lora, H·(nope+v)], 'o' [H·v, D].
     cache: {'c_kv': [S0, kv_lora], 'k_rope': [S0, rope]} of earlier tokens. positions [T] absolute.
     K3 is NoPE (rope_theta None: nothing rotated); gated adds o ⊙ sigmoid(W_g x).
-    Returns (y [T, D], tensors, new cache).
+    Returns (y [T, D], tensors, new cache); a batch returns (y [B, T, D], {}, {}).
     """
+    batched = len(x.shape) == 3
+    if batched:
+        if cache is not None:
+            raise ValueError("a batch of sequences starts at position 0: no cache")
+        x = x.swapaxes(0, 1)  # time first [T, B, D]: the rotary embedding and the causal mask index axis 0
     T = x.shape[0]
+    mid = tuple(x.shape[1:-1])  # () or (B,)
     H = heads
     xp = ops(x)
     z = x @ w["in"]
     q_lora = w["q_a_norm"].shape[0]
-    q_a = z[:, :q_lora]
-    kv_a = z[:, q_lora: q_lora + kv_lora + rope]
+    q_a = z[..., :q_lora]
+    kv_a = z[..., q_lora: q_lora + kv_lora + rope]
     q_a_n = rms_norm(q_a, w["q_a_norm"], eps)
     q_b = q_a_n @ w["q_b"]
-    q = q_b.reshape(T, H, nope + rope)
-    c_new, kr_new = kv_a[:, :kv_lora], kv_a[:, kv_lora:]
+    q = q_b.reshape(T, *mid, H, nope + rope)
+    c_new, kr_new = kv_a[..., :kv_lora], kv_a[..., kv_lora:]
     if rope_theta is not None:
         q = xp.cat([q[..., :nope], apply_rope(q[..., nope:], positions, rope_theta)], -1)
         kr_new = apply_rope(kr_new, positions, rope_theta)
@@ -84,10 +92,17 @@ def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim:
         c_kv, k_rope = xp.cat([cache["c_kv"], c_new], 0), xp.cat([cache["k_rope"], kr_new], 0)
     S = c_kv.shape[0]
     kv_b = rms_norm(c_kv, w["kv_a_norm"], eps) @ w["kv_b"]
-    kv = kv_b.reshape(S, H, nope + v_dim)
-    k = xp.cat([kv[..., :nope], xp.expand(k_rope[:, None], (S, H, rope))], -1)
-    scores, p, o = mla_attention(q, k, kv[..., nope:], None, 1.0 / math.sqrt(nope + rope))
-    o = o.reshape(T, H * v_dim)
+    kv = kv_b.reshape(S, *mid, H, nope + v_dim)
+    k = xp.cat([kv[..., :nope], xp.expand(k_rope[..., None, :], (S, *mid, H, rope))], -1)
+    v = kv[..., nope:]
+    if batched:  # the batch as extra heads: [T, B, H, e] → [T, B·H, e]
+        BH = mid[0] * H
+        q, k, v = q.reshape(T, BH, nope + rope), k.reshape(S, BH, nope + rope), v.reshape(S, BH, v_dim)
+    scores, p, o = mla_attention(q, k, v, None, 1.0 / math.sqrt(nope + rope))
+    o = o.reshape(T, *mid, H * v_dim)
+    if batched:
+        og = o * xp.sigmoid(z[..., q_lora + kv_lora + rope:]) if gated else o
+        return (og @ w["o"]).swapaxes(0, 1), {}, {}
     tensors = {"mla.q_a": part(z, (slice(None), slice(0, q_lora))), "mla.q_a_norm": q_a_n, "mla.q_b": q_b,
                "mla.kv_a": part(z, (slice(None), slice(q_lora, q_lora + kv_lora + rope))),
                "mla.c_kv": c_kv, "mla.k_rope": k_rope, "mla.kv_b": kv_b,

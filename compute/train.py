@@ -34,11 +34,13 @@ layer, the latent MoE with the config's 896 experts and top-16 in the other 92, 
 (compute.kda, .mla, .moe, .attnres, .norms) on torch tensors with autograd, batched:
 
 - per-token operators (RMSNorm, AttnRes, router, experts, dense MLP) take the B·T tokens as one [B·T, D] batch;
-- KDA runs kda_chunked with the batch dimension it has; its depthwise short conv takes the batch as extra
-  channels (the conv is per channel, so this is exact);
-- MLA's causal attention takes the batch as extra heads (attention is per head, so this is exact).
+- the mixers are the engine's own compute.kda.kda_layer and compute.mla.mla_layer given a batch [B, T, D]
+  (their batch axis: KDA's depthwise short conv takes the batch as extra channels, kda_chunked its batch
+  dimension, one chunk of T tokens; MLA's causal attention takes the batch as extra heads — exact, as the conv
+  is per channel and attention per head). Training has no layer code of its own.
 
-`batch_forward` equals the engine's forward on each sequence (tests/compute/test_train.py checks it).
+`batch_forward` equals the engine's forward on each sequence — the operators on torch and numpy, compute.fused
+and the numba pass, for K3 and tiny configs of every block kind (tests/compute/test_train.py).
 
 The router bias is not trained by gradient: after every step each MoE layer's bias is set by Quantile
 Balancing (compute.moe.quantile_balance) from that batch's router scores, the bias for the next batch, as
@@ -72,10 +74,10 @@ from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ConfigError, ModelConfig, available_configs, load_default
 from compute.engine import ToyDims, ToyK3, dims_dict
-from compute.kda import kda_chunked, kda_gate, kda_output, short_conv
-from compute.mla import apply_rope, mla_attention
+from compute.kda import kda_layer
+from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe, quantile_balance
-from compute.norms import l2_norm, rms_norm
+from compute.norms import rms_norm
 from compute.tokenizer import TOY_PIECES
 from compute.train_eval import (evaluate, evaluate_file, generate, piece_rows,  # noqa: F401 - API
                                  provenance, score_file, verify_file)
@@ -157,55 +159,6 @@ def trainable(P: dict) -> list[torch.Tensor]:
     return out
 
 
-def _kda_batch(x: torch.Tensor, w: dict, d: ToyDims, lower_bound: float | None, eps: float) -> torch.Tensor:
-    """compute.kda.kda_layer for a batch x [B, T, D] (RMSNorm'd) → y [B·T, D]."""
-    B, T, _ = x.shape
-    H, Kd = d.kda_heads, d.kda_head_dim
-    HK = H * Kd
-    z = x @ w["in"]
-    zc = z[..., : 3 * HK].permute(1, 0, 2).reshape(T, B * 3 * HK)  # batch as extra conv channels
-    conv, _ = short_conv(zc, w["conv"].repeat(B, 1))
-    conv = torch.nn.functional.silu(conv.reshape(T, B, 3 * HK).permute(1, 0, 2))
-    qkn = l2_norm(conv[..., : 2 * HK].reshape(B, T, 2 * H, Kd))
-    vc = conv[..., 2 * HK:].reshape(B, T, H, -1)
-    f = z[..., 3 * HK: 3 * HK + Kd] @ w["f_b"]
-    g = kda_gate(f.reshape(B, T, H, Kd), w["A_log"], w["dt_bias"], lower_bound)
-    bg = torch.sigmoid(z[..., 3 * HK + Kd:])
-    beta, gate = bg[..., :H], bg[..., H:]
-    o, _ = kda_chunked(qkn[:, :, :H], qkn[:, :, H:], vc, g, beta, chunk_size=max(T, 1))  # one chunk
-    V = o.shape[-1]
-    o_norm = kda_output(o.reshape(B * T, H, V), w["o_norm"], gate.reshape(B * T, H * V), eps)
-    return o_norm @ w["o"]
-
-
-def _mla_batch(x: torch.Tensor, w: dict, d: ToyDims, gated: bool, eps: float,
-               rope_theta: float | None = None) -> torch.Tensor:
-    """compute.mla.mla_layer for a batch x [B, T, D] → y [B·T, D]; the batch as extra heads. rope_theta None:
-    NoPE (K3); else the rotary part of q and the shared k_rope rotated at positions 0..T-1 (apply_rope)."""
-    B, T, _ = x.shape
-    H, nope, rope, vd, kvl = d.mla_heads, d.nope, d.rope, d.v, d.kv_lora
-    z = x @ w["in"]
-    ql = w["q_a_norm"].shape[0]
-    q = (rms_norm(z[..., :ql], w["q_a_norm"], eps) @ w["q_b"]).reshape(B, T, H, nope + rope)
-    kv_a = z[..., ql: ql + kvl + rope]
-    kv = (rms_norm(kv_a[..., :kvl], w["kv_a_norm"], eps) @ w["kv_b"]).reshape(B, T, H, nope + vd)
-    k_rope = kv_a[..., kvl:]
-    if rope_theta is not None:  # apply_rope takes the positions on the first axis: [T, B, ...]
-        pos = torch.arange(T)
-        q = torch.cat([q[..., :nope], apply_rope(q[..., nope:].transpose(0, 1), pos, rope_theta).transpose(0, 1)], -1)
-        k_rope = apply_rope(k_rope.transpose(0, 1), pos, rope_theta).transpose(0, 1)
-    k = torch.cat([kv[..., :nope], k_rope[:, :, None].expand(B, T, H, rope)], -1)
-
-    def heads(t):  # [B, T, H, e] → [T, B·H, e]
-        return t.permute(1, 0, 2, 3).reshape(T, B * H, t.shape[-1])
-
-    _, _, o = mla_attention(heads(q), heads(k), heads(kv[..., nope:]), None, 1.0 / math.sqrt(nope + rope))
-    o = o.reshape(T, B, H * vd).permute(1, 0, 2)
-    if gated:
-        o = o * torch.sigmoid(z[..., ql + kvl + rope:])
-    return o.reshape(B * T, H * vd) @ w["o"]
-
-
 def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
                   ) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Logits [B, T, V] for token rows ids [B, T] (each row starts at position 0), and each MoE layer's router
@@ -215,15 +168,19 @@ def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
     B, T = ids.shape
     eps = c.rms_norm_eps
     ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else PlainResidual()
+    positions = torch.arange(T)
     ar.start(P["embedding"][ids.reshape(-1)])
     scores = []
     for li, w in enumerate(P["layers"]):
         x, _ = ar.before_mixer(li, w["w_attn"])
         xn = rms_norm(x, w["norm_mixer"], eps).reshape(B, T, -1)
-        if "kda" in w:
-            a = _kda_batch(xn, w["kda"], dims, c.kda_gate_lower_bound, eps)
+        if "kda" in w:  # the engine's operators with a batch axis: one chunk of T tokens
+            a = kda_layer(xn, w["kda"], dims.kda_heads, dims.kda_head_dim, c.kda_gate_lower_bound,
+                          chunk_size=max(T, 1), eps=eps)[0]
         else:
-            a = _mla_batch(xn, w["mla"], dims, c.mla_output_gate is not None, eps, rope_theta)
+            a = mla_layer(xn, w["mla"], dims.mla_heads, dims.nope, dims.rope, dims.v, dims.kv_lora, positions,
+                          gated=c.mla_output_gate is not None, rope_theta=rope_theta, eps=eps)[0]
+        a = a.reshape(B * T, -1)
         x2, _ = ar.after_mixer(a, w["w_mlp"])
         xn2 = rms_norm(x2, w["norm_ffn"], eps)
         if "mlp" in w:
