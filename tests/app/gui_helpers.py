@@ -12,6 +12,16 @@ def wait_idle(qtbot, win, timeout=90000):
                     timeout=timeout)
 
 
+def flush_layouts() -> None:
+    """Run every layout request Qt has posted, and those they post in turn (a resize or a dock brought forward
+    lays the window out in rounds): the widgets then have their final geometry. Deterministic, unlike a wait."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    for _ in range(3):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        QCoreApplication.processEvents()
+
+
 def slider_handle_center(slider) -> QPoint:
     opt = QStyleOptionSlider()
     slider.initStyleOption(opt)

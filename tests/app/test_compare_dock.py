@@ -108,13 +108,10 @@ def test_korean(dock):
     assert dock.windowTitle() == "Compare"
 
 
-def test_compare_dock_in_the_window(make_window, tmp_path):
+def test_compare_dock_in_the_window(make_window, qtbot, tmp_path):
     win = make_window()
     dock = win.docks["CompareDock"]
     assert dock.windowTitle() == "Compare" and dock.toggleViewAction().text() == "Compare"
     win.state.show_dock("CompareDock", "")
-    from gui_helpers import pump
-
-    pump(100)
-    assert dock.isVisible()
+    qtbot.waitUntil(lambda: dock.isVisible() and not dock.visibleRegion().isEmpty(), timeout=5000)
     assert dock.export_png(str(tmp_path / "win.png")) and (tmp_path / "win.png").stat().st_size > 1000

@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QWidget
 
 from app import i18n
 from app.widgets.paint import record_overflows
-from test_small_screens import open_window, pump
+from gui_helpers import flush_layouts
+from test_small_screens import open_window
 
 
 def painted_widgets(root):
@@ -29,7 +30,7 @@ def test_no_diagram_text_runs_past_its_box_at_1280x720(qtbot, tmp_path, lang):
             for tab in getattr(dock, "pages", {}) or [None]:
                 if tab is not None:
                     dock.show_tab(tab)
-                pump(150)
+                flush_layouts()
                 for widget in painted_widgets(dock):
                     with record_overflows() as found:
                         widget.grab()

@@ -6,7 +6,6 @@ Screenshots of every checked state are written to $TMPDIR/k3_small_screens/ for 
 """
 import os
 import tempfile
-import time
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QRectF, Qt
@@ -14,7 +13,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QScrollArea
 
 from app import i18n
 from app.main_window import MainWindow
-from gui_helpers import pump
+from gui_helpers import flush_layouts
 
 SHOTS = os.path.join(tempfile.gettempdir(), "k3_small_screens")
 SMALL = [(1280, 720), (1366, 768)]
@@ -28,11 +27,10 @@ def open_window(qtbot, tmp_path, w: int, h: int, lang: str) -> MainWindow:
     win.resize(w, h)
     win.show()
     qtbot.waitExposed(win)
-    deadline = time.monotonic() + 120
-    while (win.state.trace is None or "LearnDock" not in win.docks) and time.monotonic() < deadline:
-        pump(50)
-    assert win.state.trace is not None and "LearnDock" in win.docks, "the window never finished opening"
-    pump(300)
+    # the first trace and the docks built after it (MainWindow._after_first_show), laid out
+    qtbot.waitUntil(lambda: win.state.trace is not None and win.late_docks_built, timeout=120000)
+    assert "LearnDock" in win.docks
+    flush_layouts()
     return win
 
 
@@ -61,7 +59,7 @@ def front(win, dock_name: str, tab: str | None = None):
     dock.raise_()
     if tab is not None:
         dock.show_tab(tab)
-    pump(250)
+    flush_layouts()
     assert not dock.visibleRegion().isEmpty(), f"{dock_name} is not on screen"
     return dock
 
@@ -129,7 +127,7 @@ def test_small_window_gives_the_scene_room_and_clips_no_text(sized, size, lang):
     learn = front(win, "LearnDock", "serving")
     diagram = learn.pages["serving"].diagram
     learn.pages["serving"].ensureWidgetVisible(diagram)
-    pump(150)
+    flush_layouts()
     shot(win, f"{lang}_{w}x{h}_serving")
     diagram.grab()  # paints it: the diagram notes where each label went
     assert len(diagram.text_boxes) >= 2 + 8 + 8 + 3  # host, NVLink, 8 GPU heads and SMs, the HBM parts
@@ -142,7 +140,7 @@ def test_small_window_gives_the_scene_room_and_clips_no_text(sized, size, lang):
     calc = silicon.pages["calc"]
     for mode in range(calc.modes.count()):
         calc.modes.setCurrentIndex(mode)
-        pump(200)
+        flush_layouts()
         shot(win, f"{lang}_{w}x{h}_calc{mode}")
         assert clipped_labels(calc.modes.currentWidget()) == []
         assert sideways_scrolling(silicon) == []
@@ -161,7 +159,7 @@ def test_the_inspector_opens_with_a_hint_and_comes_forward_when_a_block_is_picke
     front(win, "TracePlayerDock")
     assert insp.visibleRegion().isEmpty()
     win.state.select_block("L37/kda.q_proj")
-    pump(250)
+    flush_layouts()
     assert not insp.visibleRegion().isEmpty(), "picking a block left the inspector behind its tab"
     for shown in (insp.what, insp.table, insp.follow_box, insp.meta_label):
         assert shown.isVisible()
@@ -175,7 +173,7 @@ def test_full_hd_shows_follow_one_number_and_expert_17s_bias_slider_without_scro
     win.state.select_block("L37/kda.q_proj")
     insp = win.docks["inspectorDock"]
     insp.show_cell("L37/kda.q_proj", 0, 3)
-    pump(300)
+    flush_layouts()
     shot(win, "en_1920x1080_follow")
     assert "x[0]" in insp.follow_label.text()  # the sum is written out
     assert shown_whole(insp.follow_box, win), "follow-one-number needs scrolling"
@@ -183,7 +181,7 @@ def test_full_hd_shows_follow_one_number_and_expert_17s_bias_slider_without_scro
     experts = front(win, "ExpertGridDock", "grid")
     spin = experts.findChild(type(experts.grid_tab.expert_spin), "experts.bias_expert")
     spin.setValue(17)
-    pump(250)
+    flush_layouts()
     shot(win, "en_1920x1080_bias17")
     slider = experts.findChild(type(experts.grid_tab.slider), "experts.bias_slider")
     assert spin.value() == 17 and shown_whole(slider, win), "expert 17's bias slider needs scrolling"
