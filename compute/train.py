@@ -388,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.score is not None:
         return score_file(a.score or None, config, a.seed)
     if torch is None:
-        print("python -m compute.train: training needs PyTorch; its CPU build is enough (pip install torch from "
-              "PyTorch's CPU wheel index, then pip install '.[train]')", file=sys.stderr)
+        print("python -m compute.train: training needs PyTorch; its CPU build is enough: pip install torch "
+              "--index-url https://download.pytorch.org/whl/cpu, then pip install '.[train]'", file=sys.stderr)
         return 2
     if a.evaluate is not None:
         return evaluate_file(a.evaluate, config, a.seed)
