@@ -146,4 +146,4 @@ bundle: $(BUNDLE_STAMP)
 	@echo "bundle: dist/k3-explorer/k3-explorer ($$(du -sh dist/k3-explorer | cut -f1)); first start: dist/k3-explorer/k3-explorer --warm-kernels"
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache
