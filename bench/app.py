@@ -30,6 +30,9 @@ Interaction (one process, the window at its default size):
 - engine_kernels: the kernels the engine ran for these ("compiled": numba, after the switch app/worker.py makes
   once the first trace is out; "numpy" without numba or with K3_NO_NUMBA=1).
 - export_4k_ms: 3840x2160 render of the 3D view with labels + PNG encoding to a file.
+- explain_3d: what the 3D view drew of the Explain dock's result meanwhile (issue 21): "lens+arcs" (the
+  default: the lens column and the attention arcs, recomputed after each change on the dock's pool thread),
+  "lens+arcs+route" with --route (the contribution route too), "off" with --no-explain.
 """
 from __future__ import annotations
 
@@ -188,6 +191,12 @@ def _child_interact() -> None:
     while (win.state.trace is None or win.engine.busy or not win.late_docks_built
            or not win.engine.kernels_settled) and time.monotonic() < deadline:
         _pump(5)
+    explain = win.docks["ExplainDock"]
+    mode = os.environ.get("K3_BENCH_EXPLAIN", "default")
+    if mode == "route":
+        explain.show3d.set_values(True, True, 30, True)
+    elif mode == "off":
+        explain.show3d.set_values(False, False, 30, False)
     win.activateWindow()
     _pump(300)
 
@@ -280,6 +289,8 @@ def _child_interact() -> None:
         "slider_to_screen_non_engine_ms_p90": _p90(non_engine),
         "export_4k_ms": round(statistics.median(exports), 1),
         "engine_kernels": win.engine.kernels,
+        "explain_3d": {"default": "lens+arcs", "route": "lens+arcs+route", "off": "off"}[mode],
+        "explain_3d_drawn": win.scene.explanation is not None,
     }), flush=True)
     win.close()
 
@@ -304,7 +315,12 @@ def main() -> None:
     parser.add_argument("--child", choices=("floor", "app", "interact"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=("start", "interact"), help="measure only start-up or interaction")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--route", action="store_true", help="interaction with the contribution route drawn too")
+    shown.add_argument("--no-explain", action="store_true", help="interaction without the 3D explanation")
     args = parser.parse_args()
+    if args.route or args.no_explain:
+        os.environ["K3_BENCH_EXPLAIN"] = "route" if args.route else "off"  # the interaction child reads it
     if args.child:
         sys.path.insert(0, str(ROOT))
         {"floor": _child_floor, "app": _child_app, "interact": _child_interact}[args.child]()

@@ -28,7 +28,7 @@ from compute.trace import Knobs
 from scene.palette import diverging
 
 _POOL: QThreadPool | None = None
-DEBOUNCE_MS = 120
+DEBOUNCE_MS = 300  # a pause in the knob changes, then one explanation: it does not compete with the drag (bench/app.py)
 
 
 def _pool() -> QThreadPool:
