@@ -25,7 +25,7 @@ __all__ = ["ColumnWord", "column_words", "first_rank_one", "settled_rank_one", "
 
 STRIP_X = STACK_X - SLAB_W / 2 - 0.95  # left of the AttnRes brackets (at -SLAB_W/2 - 0.45)
 STRIP_W, STRIP_D = 0.34, 0.34
-LENS_PRIORITY = 1.8  # after the selected / hovered labels (1), before the panel's block names (2)
+LENS_PRIORITY = 2.6  # after the panel's block names (2) and the stack cap's (2.5), before the AttnRes brackets' (3)
 FILL_PRIORITY = 3.5  # the other readings: after the AttnRes brackets' names (3), before the stack's numbers (4)
 _DARK = np.array([0.16, 0.18, 0.22])
 _LIT = np.array([0.98, 0.82, 0.30])  # the explained word's probability -> amber
