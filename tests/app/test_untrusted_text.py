@@ -15,7 +15,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox
 
-from gui_helpers import pump, wait_idle
+from gui_helpers import flush_layouts, wait_idle
 from untrusted_helpers import MARK, FifoTrap, hostile, markup_in, rich_text_leaks, shown_plain
 
 from compute.config import available_configs
@@ -40,7 +40,7 @@ def _visit_everything(win, qtbot, steps=(0, 1, 3, 7, -1)):
     for dock in list(win.docks.values()):
         dock.show()
         dock.raise_()
-        pump(40)
+        _painted(dock)
         seen = set()
         for _round in range(3):  # tabs appear inside tabs once these are built
             for tabs in dock.findChildren(QTabWidget):
@@ -49,16 +49,23 @@ def _visit_everything(win, qtbot, steps=(0, 1, 3, 7, -1)):
                 seen.add(id(tabs))
                 for i in range(tabs.count()):
                     tabs.setCurrentIndex(i)
-                    pump(40)
+                    _painted(dock)
     blocks = [b.id for b in win.scene.layout.blocks]
     for block in blocks[:3] + [b for b in blocks if "mla" in b][:1]:
         win.state.select_block(block)
-        pump(30)
+        _painted(win)
     n = len(win.state.player.steps) if hasattr(win.state.player, "steps") else 0
     for s in steps:
         if n:
             win.state.player.seek(s % n)
-            pump(40)
+            _painted(win)
+
+
+def _painted(widget) -> None:
+    """What was posted has run (refreshes deferred to the event loop, layouts) and the widget with everything
+    in it is painted now: a rich text would have loaded its resources by then."""
+    flush_layouts()
+    widget.repaint()
 
 
 def _shown_literally(win, names):
@@ -77,10 +84,16 @@ def _all_actions(win):
 
 
 def _check(win, trap, where, found):
-    pump(50)
+    from PySide6.QtWidgets import QApplication
+
+    flush_layouts()
+    for top in QApplication.topLevelWidgets():  # the window and any message box
+        if top.isVisible():
+            top.repaint()
     leaks = rich_text_leaks(actions=_all_actions(win))
     found.extend(f"{where}: {leak}" for leak in leaks)
-    assert trap.opened == 0, f"{where}: a file named in untrusted text was opened ({trap.opened}x); leaks: {leaks}"
+    opened = trap.logged()
+    assert opened == 0, f"{where}: a file named in untrusted text was opened ({opened}x); leaks: {leaks}"
 
 
 def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp_path, trap):
@@ -130,7 +143,6 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
         path = tmp_path / f"v{i}.k3view"
         path.write_text(json.dumps(doc), encoding="utf-8")
         win.views.open_path(str(path))
-        pump(50)
         box = win.views.message_box
         _check(win, trap, f"view {key[:20]!r}", found)
         if box is not None and box.isVisible():
@@ -178,14 +190,6 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
 
 
 # --- the building blocks ---------------------------------------------------------------------------------
-def _settle(qapp, ms=80):
-    import time
-
-    end = time.monotonic() + ms / 1000
-    while time.monotonic() < end:
-        qapp.processEvents()
-
-
 def test_the_trap_sees_a_rich_label_open_the_file_and_safe_views_open_nothing(qapp, trap):
     """The FIFO trap works (a plain QLabel given the markup opens the file), and RichTextView, SafeTextBrowser
     and SafeTextDocument — images, CSS backgrounds, linked style sheets, Markdown images — open nothing."""
@@ -205,12 +209,13 @@ def test_the_trap_sees_a_rich_label_open_the_file_and_safe_views_open_nothing(qa
     doc = SafeTextDocument()
     doc.setHtml(markup)
     doc.size()
-    _settle(qapp)
-    assert trap.opened == 0
+    _painted(view)
+    _painted(browser)
+    assert trap.logged() == 0
     label = QLabel(f'<img src="{trap.path}"> a raw label')  # what the app must never do
     label.show()
-    _settle(qapp)
-    assert trap.opened >= 1
+    _painted(label)
+    assert trap.logged() >= 1
     for w in (view, browser, label):
         w.close()
         w.deleteLater()

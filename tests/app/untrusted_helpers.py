@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 from PySide6.QtCore import Qt
 
@@ -14,17 +15,24 @@ from app.widgets.safe_text import might_be_rich
 
 _WATCHER = r"""
 import os, sys, time
-fifo, log = sys.argv[1], sys.argv[2]
-while os.path.exists(fifo):
+fifo, log, barrier, barrier_log = sys.argv[1:5]
+
+
+def serve(path, log_path):
     try:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
     except OSError:  # ENXIO: nobody is reading
-        time.sleep(0.002)
-        continue
-    with open(log, "a") as fh:
+        return False
+    with open(log_path, "a") as fh:
         fh.write("open\n")
     os.close(fd)
-    time.sleep(0.005)
+    return True
+
+
+while os.path.exists(fifo):
+    served = serve(fifo, log)  # the trap first: a barrier asked for later is served after it
+    served = serve(barrier, barrier_log) or served
+    time.sleep(0.005 if served else 0.002)
 """
 
 
@@ -37,9 +45,31 @@ class FifoTrap:
     def __init__(self, path):
         self.path = str(path)
         self.log = self.path + ".log"
+        self.barrier = self.path + ".barrier"  # a second FIFO the same watcher serves, after the trap
         os.mkfifo(self.path)
+        os.mkfifo(self.barrier)
         open(self.log, "w").close()
-        self._proc = subprocess.Popen([sys.executable, "-c", _WATCHER, self.path, self.log])
+        self._proc = subprocess.Popen([sys.executable, "-c", _WATCHER, self.path, self.log, self.barrier,
+                                       self.barrier + ".log"])
+
+    def logged(self) -> int:
+        """How many times the FIFO was opened so far, each open made before this call in the count: opens the
+        barrier FIFO (without blocking) and waits until the watcher has served it (its writer came and went:
+        POLLHUP on the read end). The watcher serves the trap first in each round and logs an open before it
+        lets the reader go, so by then every earlier open of the trap is in the log — no wait for a while that
+        may be too short on a loaded machine."""
+        import select
+
+        fd = os.open(self.barrier, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLHUP)
+            deadline = time.monotonic() + 20
+            while not any(ev & select.POLLHUP for _fd, ev in poller.poll(1000)):
+                assert time.monotonic() < deadline and self._proc.poll() is None, "the FIFO watcher stopped"
+        finally:
+            os.close(fd)
+        return self.opened
 
     @property
     def opened(self) -> int:
@@ -47,10 +77,11 @@ class FifoTrap:
             return sum(1 for _ in fh)
 
     def close(self) -> None:
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        for path in (self.path, self.barrier):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         try:
             self._proc.wait(5)
         except subprocess.TimeoutExpired:
