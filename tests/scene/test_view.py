@@ -2,7 +2,7 @@
 the inspector filled by a click, rendered pixels (KDA vs MLA, trace change, Korean labels)."""
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QAbstractAnimation, QCoreApplication, QPoint, QPointF, Qt
 from PySide6.QtGui import QFontMetricsF, QImage, QMatrix4x4, QVector4D
 from PySide6.QtTest import QTest
 from scene_helpers import shown_view
@@ -34,8 +34,11 @@ def renderer_project(v, point) -> QPointF:
 
 
 def settle(qtbot, v):
+    """The camera where it is going: a move under way ends now, and what that posted has run."""
     v._stop_anim()
-    qtbot.wait(30)
+    QCoreApplication.processEvents()
+    qtbot.waitUntil(lambda: v._anim_path is None and v._anim.state() != QAbstractAnimation.State.Running,
+                    timeout=5000)
 
 
 @pytest.mark.parametrize("azim, elev", [(-90.0, 6.0), (-100.0, 14.0), (-65.0, 22.0), (-120.0, 10.0)])
@@ -378,8 +381,8 @@ def _screen_pixels(view, qtbot, before_count):
     """What the X server shows in the GL window (not an FBO re-render): the real on-screen frame."""
     from PySide6.QtWidgets import QApplication
 
+    # painted and flushed to the X server; the grab is a later request on the same connection, so it sees it
     qtbot.waitUntil(lambda: view.gl.paint_count > before_count, timeout=5000)
-    qtbot.wait(50)
     top_left = view.gl.mapToGlobal(QPoint(0, 0))
     shot = QApplication.primaryScreen().grabWindow(0, top_left.x(), top_left.y(), view.gl.width(), view.gl.height())
     return image_array(shot.toImage()).astype(int)
