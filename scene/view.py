@@ -4,8 +4,12 @@
     set_translator(fn), set_config(cfg), set_trace(trace), set_layer(layer0), set_pass(i), set_token(pos),
     set_step_focus(step_kind), select_block(block_id), select_expert(e), set_camera_preset(name),
     camera_state() -> dict, set_camera_state(dict), render_image(w, h, transparent=False) -> QImage
+    set_explanation(overlay) (the lens column, arcs and route: scene/explain_overlay.py)
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
-             expert_clicked(int)
+             expert_clicked(int), context_requested(str, int, int, QPoint)
+
+The colour jobs and the image exports are mixins of their own modules (scene/view_colours.py,
+scene/view_export.py); this module keeps the state, the layout, the lines, the camera and the input.
 
 The 3D picture (`SceneView.gl`, also `SceneView.container`: scene/gl_widget.py) is a plain raster widget holding
 pyqtgraph's GLViewMixin state; its frames are drawn by a render thread into an FBO (scene/frames.py) and blitted,
@@ -23,29 +27,29 @@ SCENE_LOCK; an export on the UI thread computes them there), or the engine threa
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import html
 import json
 
 import numpy as np
-from PySide6.QtCore import QPoint, QPointF, QTimer, QVariantAnimation, Signal
-from PySide6.QtGui import QImage, QPainter, QVector3D
+from PySide6.QtCore import QPoint, QPointF, QVariantAnimation, Signal
+from PySide6.QtGui import QVector3D
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from assets import asset_path
 from compute.trace import LINEAR_INPUTS
 from scene import camera as camlib
-from scene import colouring, palette
+from scene import palette
 from scene import highlights, lens_column, route_glow
 from scene import navigation as nav
 from scene.explain_overlay import ExplainItems, header_note
-from scene.frames import render_offscreen
 from scene.geometry import GeometryCache, build_families
-from scene.gl_items import PAINT_LOCK, SCENE_LOCK, Dots, FamilyMesh, Lines
-from scene.gl_widget import GLWidget, _ExportContext
+from scene.gl_items import SCENE_LOCK, Dots, FamilyMesh, Lines
+from scene.gl_widget import GLWidget
 from scene.input import InputAdapter
-from scene.labels import BACKGROUNDS, OverlayInput, paint_overlay
+from scene.labels import OverlayInput
+from scene.view_colours import ColourMixin, atomic
+from scene.view_export import ExportMixin
 from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
@@ -77,59 +81,10 @@ def _default_translator():
 # which blocks a trace step highlights and what the camera looks at (S7 / T3): the step table, scene/steps.py
 
 
-def _atomic(method):
-    """Run a SceneView method under SCENE_LOCK: a frame sees the scene before or after it, never halfway."""
-    @functools.wraps(method)
-    def locked(self, *args, **kwargs):
-        with SCENE_LOCK:
-            return method(self, *args, **kwargs)
-    return locked
 
 
-def _grid_colors(fam, layout: Layout, trace, pass_index: int, token: int) -> np.ndarray:
-    """[n_boxes, 4] colours of a family of grid blocks (cells / experts) for one trace, pass and token."""
-    out = np.empty((fam.n_boxes, 4), np.float32)
-    for b in fam.blocks:
-        k, n = fam.ranges[b.id]
-        out[k:k + n] = colouring.block_colors(b, layout, trace, pass_index, token)
-    return out
 
-
-class _ExportJob:
-    """One export rendered in the render thread (SceneView.render_image_async). The labels' input is taken on
-    the UI thread when the job is made, so the export shows the state of that moment."""
-
-    def __init__(self, view: "SceneView", w: int, h: int, transparent: bool, theme: str, after, done):
-        self.view, self.w, self.h, self.transparent, self.theme = view, w, h, transparent, theme
-        self.overlay = view._overlay_input() if view.labels_enabled else None
-        self.after, self.done = after, done
-        self.phase = 0  # 0 queued, 1 3D drawn, 2 labels drawn, 3 after() done
-        self.image: QImage | None = None
-        self.result = None
-        self.error: BaseException | None = None
-
-    def render_gl(self) -> QImage:  # render thread, context current, PAINT_LOCK held
-        image = self.view._gl_image(self.w, self.h, self.transparent, self.theme)
-        self.phase = 1
-        return image
-
-    def finish(self, image: QImage):  # render thread, no lock
-        if self.overlay is not None:
-            SceneView._paint_labels(image, self.overlay, self.theme)
-        self.image = image
-        self.phase = 2
-        result = self.after(image) if self.after is not None else image
-        self.phase = 3
-        return result
-
-    def finish_ui(self, job, result, error) -> None:  # UI thread
-        self.view._exports.discard(self)
-        self.result, self.error = result, error
-        if self.done is not None:
-            self.done(self)
-
-
-class SceneView(QWidget):
+class SceneView(ColourMixin, ExportMixin, QWidget):
     block_hovered = Signal(str)
     block_clicked = Signal(str)
     cell_clicked = Signal(str, int, int)
@@ -250,7 +205,7 @@ class SceneView(QWidget):
         if self.layout.dims.n_layers != n:
             self.set_camera_preset("reset", animate=False)
 
-    @_atomic
+    @atomic
     def set_trace(self, trace) -> None:
         old = self.trace
         self.trace = trace
@@ -416,107 +371,8 @@ class SceneView(QWidget):
         self._stop_anim()
         self._apply_camera(camlib.Camera.from_dict(state))
 
-    def render_image(self, w: int, h: int, transparent: bool = False, theme: str = "dark") -> QImage:
-        """The current view rendered at w x h (4x MSAA) with the labels; the widget's view is unchanged.
-        theme "light" draws a light background (unless transparent) and dark text on light panels (slides)."""
-        w, h = int(w), int(h)
-        if w <= 0 or h <= 0:
-            raise ValueError(f"image size must be positive, got {w}x{h}")
-        return self._render(w, h, transparent, theme=theme)
-
-    def render_image_async(self, w: int, h: int, transparent: bool = False, theme: str = "dark",
-                           after=None, done=None) -> "_ExportJob":
-        """render_image in the render thread, so the UI thread keeps handling events. after(image) -> result
-        (e.g. encode and write the file) also runs there; done(job) follows on the UI thread, with job.image,
-        job.result and job.error (an exception, or None) set; job.phase counts the phases done (0-3) for a
-        progress display. Without a render thread (no OpenGL) done follows at once with the error."""
-        w, h = int(w), int(h)
-        if w <= 0 or h <= 0:
-            raise ValueError(f"image size must be positive, got {w}x{h}")
-        job = _ExportJob(self, w, h, transparent, theme, after, done)
-        renderer = self.gl.renderer
-        if self.gl.gl_error or renderer is None:
-            job.error = RuntimeError(self.gl.gl_error or "no OpenGL")
-            QTimer.singleShot(0, lambda: job.finish_ui(job, None, job.error))
-            return job
-        if not self._exports_hooked:  # a slot of this UI-thread object: delivered on the UI thread
-            renderer.job_done.connect(self._on_job_done)
-            self._exports_hooked = True
-        self._exports.add(job)
-        renderer.run_job(job)
-        return job
-
-    def _on_job_done(self, job, result, error) -> None:
-        if job in self._exports:
-            job.finish_ui(job, result, error)
-
-    def _render(self, w: int, h: int, transparent: bool = False, label_size=None, dpr: float = 1.0,
-                theme: str = "dark") -> QImage:
-        """Render into an FBO of w x h device pixels with the off-screen export context. Labels are laid out
-        for label_size logical pixels at dpr (the on-screen look), or scaled to the image size (exports).
-        Raises RuntimeError when there is no OpenGL."""
-        if self.gl.gl_error:
-            raise RuntimeError(self.gl.gl_error)
-        ctx = _ExportContext.get()
-        with PAINT_LOCK:  # the render thread's twins and buffers are ours until the image is read back
-            ctx.make_current()
-            try:
-                img = self._gl_image(w, h, transparent, theme, label_size, ctx)
-            finally:
-                ctx.done_current()
-        if self.labels_enabled:
-            self._paint_labels(img, self._overlay_input(), theme, label_size, dpr)
-        return img
-
-    def _gl_image(self, w: int, h: int, transparent: bool, theme: str, label_size=None, ctx=None) -> QImage:
-        """The 3D picture at w x h (4x MSAA); a GL context is current and PAINT_LOCK held (any thread). With
-        the export context `ctx`, into its kept buffers while an animation keeps them."""
-        lw, lh = label_size if label_size is not None else (w, h)
-        state = self.gl.frame_snapshot()
-        if transparent:
-            state.opts["bgcolor"] = (0.0, 0.0, 0.0, 0.0)
-        elif theme != "dark":
-            state.opts["bgcolor"] = tuple(BACKGROUNDS.get(theme, BACKGROUNDS["dark"]))
-        if ctx is not None:
-            return ctx.render(self.gl.frame_view, state, w, h, lw, lh)
-        return render_offscreen(self.gl.frame_view, state, w, h, lw, lh)
-
-    @contextlib.contextmanager
-    def keeping_export_buffers(self):
-        """Within this block, render_image of one size reuses one framebuffer (an animation's frames)
-        instead of making and freeing one per image; the buffers are freed when the block ends."""
-        ctx = _ExportContext.get()
-        ctx.keep += 1
-        try:
-            yield
-        finally:
-            ctx.keep -= 1
-            if not ctx.keep and ctx.target is not None:
-                with PAINT_LOCK:
-                    ctx.make_current()
-                    try:
-                        ctx.release_target()
-                    finally:
-                        ctx.done_current()
-
-    @staticmethod
-    def _paint_labels(img: QImage, inp: OverlayInput, theme: str, label_size=None, dpr: float = 1.0) -> None:
-        """The labels onto img (any thread): the on-screen look (label_size at dpr) or scaled to an export."""
-        inp.theme = theme
-        p = QPainter(img)
-        try:
-            if label_size is not None:
-                p.scale(dpr, dpr)
-                paint_overlay(p, inp, label_size[0], label_size[1], 1.0)
-            else:
-                inp.label_scale = 1.0  # exports: sized to the image, not to presentation mode
-                w, h = img.width(), img.height()
-                paint_overlay(p, inp, w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
-        finally:
-            p.end()
-
     # ================================================================ building / colouring
-    @_atomic
+    @atomic
     def _rebuild(self) -> None:
         self.layout = build_layout(self.cfg, self.layer0, self.trace, self.pass_index)
         self.layer0 = self.layout.layer
@@ -563,47 +419,6 @@ class SceneView(QWidget):
         """The trace the cells show (None when it does not match the shown model's structure)."""
         return self.trace if self.layout is not None and self.layout.trace_ok else None
 
-    def _colour_job(self) -> tuple:
-        """What _family_colors needs, read under SCENE_LOCK so that it can compute without the lock."""
-        pre = self._precoloured
-        pre = pre[2] if pre is not None and pre[0] == self._colour_inputs(self.trace) else {}
-        return (self.layout, self.families, self.drawn_trace(), self.pass_index, self.token,
-                self._stack_emphasis(), pre)
-
-    @staticmethod
-    def _family_colors(name: str, job: tuple) -> np.ndarray:
-        layout, families, trace, pass_index, token, emphasis, pre = job
-        if name == "stack":
-            fam = families[name]
-            out = np.empty((fam.n_boxes, 4), np.float32)
-            for b in fam.blocks:
-                k, n = fam.ranges[b.id]
-                out[k:k + n] = colouring.stack_colors(b, layout, emphasis)
-            return out
-        if name in pre:
-            return pre[name]
-        return _grid_colors(families[name], layout, trace, pass_index, token)
-
-    def _colour_inputs(self, trace) -> tuple:
-        """What the cell colours of a family depend on besides the trace's numbers."""
-        return id(trace), id(self.layout), self.pass_index, self.token
-
-    def precolour(self, trace) -> None:
-        """The cell colours the next frame will need for trace, computed ahead (the engine thread calls this
-        right after a run, while the UI thread and the render thread are idle); apply_colours uses them if
-        the view still shows what they were computed for (same layout, pass and token), else computes anew.
-        Reads the view's state under SCENE_LOCK; computes without it."""
-        with SCENE_LOCK:
-            layout, families, old = self.layout, self.families, self.trace
-            pass_index, token = self.pass_index, self.token
-        if layout is None or old is None or not layout.trace_ok or not self._same_shapes(old, trace):
-            return  # set_trace will rebuild the layout: colours are computed with it
-        pass_index = min(pass_index, len(trace.passes) - 1)
-        colours = {name: _grid_colors(families[name], layout, trace, pass_index, token)
-                   for name in ("cells", "experts") if name in families}
-        with SCENE_LOCK:
-            self._precoloured = ((id(trace), id(layout), pass_index, token), trace, colours)
-
     def set_explanation(self, overlay) -> None:
         """Draw an explanation's logit-lens column and contribution route (a scene.explain_overlay.ExplainOverlay,
         plain data), or nothing (None)."""
@@ -628,59 +443,6 @@ class SceneView(QWidget):
         if self.step_kind == "decode_cache":
             return None
         return None
-
-    @_atomic
-    def recolour(self, families: tuple[str, ...] = ("stack", "cells", "experts")) -> None:
-        """Cell colours of these families follow the trace / pass / token / step again. They are computed for
-        the next frame by whoever draws it (apply_colours, in the render thread), so a new trace during a
-        slider drag costs the UI thread nothing here; only colour buffers change."""
-        if self.layout is None:
-            return
-        self._mark_stale(name for name in families if name in self.families)
-        self._update_outlines()  # asks for the frame
-
-    def _mark_stale(self, families) -> None:
-        with SCENE_LOCK:
-            self._stale_colours |= set(families)
-            self._colour_serial += 1
-
-    def apply_colours(self) -> None:
-        """Compute the stale families' colours now (any thread; no frame request). What they depend on is read
-        under SCENE_LOCK and they are computed without it, so the UI thread does not wait for them; they are
-        used only if nothing made them stale meanwhile, else computed again (the last try under the lock)."""
-        for attempt in range(3):
-            with SCENE_LOCK:
-                if not self._stale_colours:
-                    return
-                serial, names, job = self._colour_serial, sorted(self._stale_colours), self._colour_job()
-                if attempt == 2:  # the scene keeps changing: finish under the lock
-                    self._install_colours({name: self._family_colors(name, job) for name in names})
-                    return
-            colours = {name: self._family_colors(name, job) for name in names}
-            with SCENE_LOCK:
-                if serial == self._colour_serial:
-                    self._install_colours(colours)
-                    return
-
-    def _install_colours(self, colours: dict[str, np.ndarray]) -> None:  # SCENE_LOCK held
-        self._stale_colours.clear()
-        for name, rgba in colours.items():
-            self._box_rgba[name] = rgba
-            self._upload_colors(name, notify=False)
-
-    def _upload_colors(self, name: str, notify: bool = True) -> None:
-        if name in self._stale_colours or name not in self._box_rgba:
-            return  # apply_colours uploads them (hover highlight included) before the next frame
-        rgba = self._box_rgba[name]
-        if self.hover_cell is not None:
-            bid, r, c = self.hover_cell
-            b = self.layout.by_id.get(bid)
-            if b is not None and b.family == name and b.grid is not None:
-                k, _ = self.families[name].ranges[bid]
-                rgba = rgba.copy()
-                i = k + r * b.grid[1] + c
-                rgba[i, :3] = np.minimum(rgba[i, :3] * 0.5 + 0.55, 1.0)
-        self.meshes[name].set_colors(self.families[name].box_colors_to_vertex(rgba), notify=notify)
 
     # ================================================================ lines: outlines, follow, flow
     def _update_outlines(self) -> None:
