@@ -9,7 +9,7 @@ from PySide6.QtTest import QTest
 
 from app import worker
 from scene import gc_main_thread
-from tests.app.gui_helpers import pump, slider_handle_center, wait_idle
+from tests.app.gui_helpers import slider_handle_center, wait_idle
 from tests.app.weights_helpers import trained_asset  # noqa: F401 - fixture
 
 
@@ -29,12 +29,15 @@ def test_no_settle_while_a_mouse_button_is_held(make_window, qtbot):
     wait_idle(qtbot, win)
     qtbot.waitUntil(lambda: not win.engine._settle_timer.isActive(), timeout=10 * worker.SETTLE_QUIET_MS)
     settles = gc_main_thread.settles
+    fired = []
+    win.engine._settle_timer.timeout.connect(lambda: fired.append(1))
     win.engine._settle_timer.start()  # as after a (re)load
     slider = win.docks["ControlsDock"].slider("alpha")
     handle = slider_handle_center(slider)
     QTest.mousePress(slider, Qt.LeftButton, Qt.NoModifier, handle)
     try:
-        pump(2 * worker.SETTLE_QUIET_MS)
+        # the quiet timer came due twice while the button was held (each time settle was asked for)
+        qtbot.waitUntil(lambda: len(fired) >= 2, timeout=10 * worker.SETTLE_QUIET_MS)
         assert gc_main_thread.settles == settles, "the full collection of settle() ran while a button was held"
     finally:
         QTest.mouseRelease(slider, Qt.LeftButton, Qt.NoModifier, handle)

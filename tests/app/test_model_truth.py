@@ -19,7 +19,7 @@ from compute.config import ModelConfig, available_configs
 from scene.labels import _header_lines, _legend_layout, header_title, place_labels
 from scene.tooltips import tooltip_text
 
-from tests.app.gui_helpers import pump
+from tests.app.gui_helpers import flush_layouts
 from tests.app.test_model_follow import wait_model
 from tests.app.test_player import odd_user_config
 
@@ -160,7 +160,7 @@ def _walk_docks(win, qtbot, read: Reader) -> None:
         for i in pages:
             if tabs is not None:
                 tabs.setCurrentIndex(i)
-            pump(30)  # deferred panels refresh once seen
+            flush_layouts()  # deferred panels refresh once seen: what that posted has run
             key = name.lower().replace("dock", "")
             read.add(f"{key}.{i}", [dock.windowTitle()] + _texts_of(dock))
 

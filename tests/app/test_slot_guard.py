@@ -7,8 +7,6 @@ import threading
 
 from PySide6.QtCore import QObject, Signal
 
-from gui_helpers import pump
-
 from app import slot_guard
 
 
@@ -72,15 +70,13 @@ def test_a_failing_step_in_the_trace_player_says_so_and_stepping_goes_on(main_wi
     monkeypatch.setattr(player, "describe", broken)
     start = win.state.step
     dock.step_by(1)
-    pump(50)
-    assert "KeyError" in win.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: "KeyError" in win.statusBar().currentMessage(), timeout=5000)
     assert "KeyError" in dock.facts.toPlainText()
     assert slot_errors and all("trace player" in w for w, _e in slot_errors)
     slot_errors.clear()
     monkeypatch.setattr(player, "describe", real)
     dock.step_by(-1)
-    pump(50)
-    assert win.state.step == start and "KeyError" not in dock.facts.toPlainText()
+    qtbot.waitUntil(lambda: win.state.step == start and "KeyError" not in dock.facts.toPlainText(), timeout=5000)
 
 
 def test_the_apps_excepthook_reports_and_never_aborts(main_window, qtbot, caplog, slot_errors):
