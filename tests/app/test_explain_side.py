@@ -43,3 +43,27 @@ def test_side_by_side_with_random_weights(dock):
     QTest.mouseClick(side.box, Qt.LeftButton, Qt.NoModifier, QPoint(8, side.box.height() // 2))
     wait_for(lambda: dock.result.other is None and not dock.busy, dock=dock)
     assert not side.table.isVisible() and len(side.curve_prob.getData()[0] or []) == 0
+
+
+def test_per_head_overview(dock):
+    """The overview per head (BertViz's layer x head grid): each head's row of compute.explain's attention,
+    divided by its own size, side by side with a blank column between heads."""
+    from app.docks.explain.side_by_side import attention_share
+
+    res = dock.result
+    T = res.position + 1
+    QTest.mouseClick(dock.att_heads, Qt.LeftButton, Qt.NoModifier, QPoint(8, dock.att_heads.height() // 2))
+    assert dock.att_heads.isChecked()
+    img = dock.att_image.image
+    H = res.attention[0].shape[0]
+    assert img.shape[:2] == (len(res.attention), H * (T + 1) - 1)
+    ex = api.explain(PROMPT, position=res.position)
+    share = attention_share(res.attention, per_head=True)
+    for layer in (1, 37, 93):
+        A = ex.attention(layer)[:, res.position, :]  # heads x T, float64
+        for h in range(H):
+            want = A[h] / np.abs(A[h]).sum()
+            np.testing.assert_allclose(share[layer - 1, h * (T + 1):h * (T + 1) + T], want, atol=1e-5)
+    assert np.all(img[:, T, 3] == 0)  # the blank column between head 1 and head 2
+    QTest.mouseClick(dock.att_heads, Qt.LeftButton, Qt.NoModifier, QPoint(8, dock.att_heads.height() // 2))
+    assert dock.att_image.image.shape[:2] == (len(res.attention), T)

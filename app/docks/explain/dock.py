@@ -12,14 +12,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QObject, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel,
                                QListWidget, QMenu,
                                QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.docks.deferred import on_screen
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult, explain_result
-from app.docks.explain.side_by_side import SideBySide, attention_share
+from app.docks.explain.side_by_side import SideBySide, attention_share, share_image
 from app.docks.explain.show3d import Show3DControls, largest_block, layer_words_html, overlay_of
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
@@ -232,6 +232,10 @@ class ExplainDock(QDockWidget):
 
         self.att_title = section_label()
         lay.addWidget(self.att_title)
+        self.att_heads = QCheckBox()
+        self.att_heads.setObjectName("explain_attention_per_head")
+        self.att_heads.toggled.connect(self._per_head_toggled)
+        lay.addWidget(self.att_heads)
         self.att_plot, self.att_image = heatmap_plot("explain_attention_overview")
         self.att_plot.setMinimumHeight(260)
         self.att_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(qcolor("focus"), width=1))
@@ -618,16 +622,22 @@ class ExplainDock(QDockWidget):
         if 0 <= row < len(self.result.attention):
             self.state.select_layer(row)
 
+    def _per_head_toggled(self, on: bool) -> None:
+        self.side.per_head = bool(on)
+        if self.result is not None:
+            self._show_attention(self.result)
+            self.side.show_result(self.result, lens_series)
+
     def _show_attention(self, res: ExplainResult) -> None:
         rows = res.attention
         if not rows:
             return
         T = rows[0].shape[1]
-        share = attention_share(rows)  # [L, T], |row| sums to ≤ 1
-        img = (diverging(share) * 255).astype(np.uint8)  # the largest share fully saturated
-        self.att_image.setImage(img, levels=(0, 255))
-        self.att_image.setRect(QRectF(-0.5, 0.5, T, len(rows)))  # column i centred on position i, row ℓ on layer ℓ
-        self.att_plot.setXRange(-0.5, T - 0.5, padding=0.0)
+        share = attention_share(rows, self.att_heads.isChecked())  # [L, T] (or per head), |row| sums to ≤ 1
+        self.att_image.setImage(share_image(share), levels=(0, 255))  # the largest share fully saturated
+        W = share.shape[1]
+        self.att_image.setRect(QRectF(-0.5, 0.5, W, len(rows)))  # column i centred on position i, row ℓ on layer ℓ
+        self.att_plot.setXRange(-0.5, W - 0.5, padding=0.0)
         self.att_plot.setYRange(0.5, len(rows) + 0.5, padding=0.0)
         li = min(max(self.state.layer, 0), len(rows) - 1)
         self.att_line.setValue(li + 1)
@@ -727,6 +737,8 @@ class ExplainDock(QDockWidget):
         self.sources_note.setText(tr("explain.sources.note"))
         self.ko_table.setHorizontalHeaderLabels([tr("explain.ko.before"), tr("explain.ko.after")])
         self.att_title.setText(tr("explain.att.title"))
+        self.att_heads.setText(tr("explain.att.per_head"))
+        self.att_heads.setToolTip(tr("explain.att.per_head.tip"))
         self.att_note.setText(tr("explain.att.note"))
         self.att_plot.setLabel("left", tr("explain.att.axis_layer"))
         self.att_plot.setLabel("bottom", tr("explain.att.axis_position"))

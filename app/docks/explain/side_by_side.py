@@ -21,9 +21,26 @@ from scene.palette import diverging
 ROWS = ("word", "settles", "source", "block")
 
 
-def attention_share(rows) -> np.ndarray:
-    """[L, T]: per layer, the heads' weights summed and divided by their total size (what the overview colours)."""
-    return np.stack([r.sum(0) / max(float(np.abs(r).sum()), 1e-12) for r in rows])
+def attention_share(rows, per_head: bool = False) -> np.ndarray:
+    """What the overview colours. [L, T]: per layer, the heads' weights summed and divided by their total size;
+    per_head: [L, H·(T+1) − 1], every head's row divided by its own size, side by side (BertViz's layer × head
+    grid), one blank (NaN) column between heads; layers with fewer heads are padded with NaN."""
+    if not per_head:
+        return np.stack([r.sum(0) / max(float(np.abs(r).sum()), 1e-12) for r in rows])
+    H = max(r.shape[0] for r in rows)
+    T = rows[0].shape[1]
+    out = np.full((len(rows), H * (T + 1) - 1), np.nan)
+    for li, r in enumerate(rows):
+        for h in range(r.shape[0]):
+            out[li, h * (T + 1):h * (T + 1) + T] = r[h] / max(float(np.abs(r[h]).sum()), 1e-12)
+    return out
+
+
+def share_image(share: np.ndarray) -> np.ndarray:
+    """RGBA uint8 of an overview (NaN = the blank between heads: the plot's background shows)."""
+    img = (diverging(np.nan_to_num(share)) * 255).astype(np.uint8)
+    img[np.isnan(share)] = 0
+    return img
 
 
 def _q(piece: str) -> str:
@@ -74,6 +91,7 @@ class SideBySide(QWidget):
         pen2 = pg.mkPen(qcolor("kda"), width=1.5, style=Qt.DotLine)
         self.curve_rank = lens_plot.plot(pen=pen2)
         self.other = None
+        self.per_head = False  # the dock's "per head" choice, for the other overview too
         self._weights = "trained"
         self.retranslate()
         self.show_result(None)
@@ -106,8 +124,8 @@ class SideBySide(QWidget):
         self._headers()
         fit_table_height(self.table)
         if other.attention:
-            share = attention_share(other.attention)
-            self.att_image.setImage((diverging(share) * 255).astype(np.uint8), levels=(0, 255))
+            share = attention_share(other.attention, self.per_head)
+            self.att_image.setImage(share_image(share), levels=(0, 255))
             T = share.shape[1]
             self.att_image.setRect(QRectF(-0.5, 0.5, T, share.shape[0]))
             self.att_plot.setXRange(-0.5, T - 0.5, padding=0.0)
