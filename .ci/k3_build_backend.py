@@ -1,5 +1,5 @@
 """In-tree PEP 517 backend (pyproject.toml: backend-path = [".ci"]). It wraps setuptools.build_meta and gives the
-WHEEL its own namespace (issue 24.2, docs/spec/design.md "Installed vs checkout"): the four top-level folders of the
+WHEEL its own namespace (issue 24.2): the four top-level folders of the
 checkout (app/, scene/, compute/, assets/) are placed under k3_explorer/ and their absolute imports rewritten to
 k3_explorer.app..., as pip's vendoring tool does. Rewritten: `import X...` / `from X... import` statements and
 string literals that name an existing submodule exactly ("app.docks.inspector" for the registry's import_module,
