@@ -18,6 +18,7 @@ from app.widgets.controls import scrolled
 from app.widgets.paint import css
 from scene.layout import ModelDims
 from scene.tooltips import model_args
+from app.slot_guard import guarded
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class _KnobRow:
                            else f"{value:.{self.spec.decimals}f}")
         self.reset.setEnabled(value != self.spec.default and self.slider.isEnabled())
 
+    @guarded
     def _moved(self, position: int) -> None:
         if self._updating:
             return
@@ -97,6 +99,7 @@ class _KnobRow:
         self.reset.setEnabled(value != self.spec.default)
         self.dock.state.request_knobs(**{self.spec.field: value})
 
+    @guarded
     def _reset(self) -> None:
         self.show(self.spec.default)
         self.dock.state.request_knobs(**{self.spec.field: self.spec.default})
@@ -150,6 +153,7 @@ class _TokensRow:
             self.spin.setValue(int(w.engine.max_new_tokens))
             self._updating = False
 
+    @guarded
     def _changed(self, value: int) -> None:
         w = self._window()
         if not self._updating and w is not None:
@@ -186,13 +190,14 @@ class ControlsDock(QDockWidget):
         self.setWidget(scrolled(body))  # a short dock scrolls; the help lines always get their wrapped height
         state.trace_changed.connect(self._sync_from_state)
         state.knobs_requested.connect(self._sync_from_state)  # also knobs set elsewhere (Edit -> Undo)
-        state.tokens_changed.connect(lambda _n: self.tokens.show())
-        state.config_changed.connect(lambda _cfg: self.retranslate())  # the hints name the model's KDA layers
+        state.tokens_changed.connect(guarded(lambda _n: self.tokens.show()))
+        state.config_changed.connect(guarded(lambda _cfg: self.retranslate()))  # the hints name the model's KDA layers
         self.retranslate()
 
     def slider(self, field: str) -> QSlider:
         return self.rows[field].slider
 
+    @guarded
     def _sync_from_state(self, _trace=None) -> None:
         self.tokens.show()
         for field, row in self.rows.items():

@@ -33,7 +33,7 @@ def watch_dock(widget: QWidget, callback) -> bool:
     dock = enclosing_dock(widget)
     if dock is None:
         return False
-    dock.visibilityChanged.connect(lambda shown: QTimer.singleShot(0, dock, lambda: callback(bool(shown))))
+    dock.visibilityChanged.connect(guarded(lambda shown: QTimer.singleShot(0, dock, lambda: callback(bool(shown)))))
     return True
 
 
@@ -47,6 +47,7 @@ class DeferredRefreshMixin:
     _dirty = True
     _watching = False
 
+    @guarded
     def showEvent(self, event):  # noqa: N802
         super().showEvent(event)
         if not self._watching:
@@ -75,6 +76,7 @@ class VisibleTimerMixin:
     restart_clock_on_show = True
     _watching = False
 
+    @guarded
     def showEvent(self, event):  # noqa: N802
         super().showEvent(event)
         if not self._watching:
@@ -88,6 +90,7 @@ class VisibleTimerMixin:
         else:
             self.timer.stop()
 
+    @guarded
     def hideEvent(self, event):  # noqa: N802
         self.timer.stop()
         super().hideEvent(event)

@@ -28,6 +28,7 @@ from scene.block_kinds import formula_key, label_key
 from scene.layout import ModelDims, _k3_shapes, token_rows
 from scene.steps import fill
 from scene.tooltips import model_args
+from app.slot_guard import guarded
 
 MAX_ROWS_SHOWN, MAX_COLS_SHOWN = 8, 12
 MAX_ATTENTION_WORDS = 24  # the attention list shows the last positions (a long prompt would fill the panel)
@@ -165,29 +166,35 @@ class InspectorDock(QDockWidget):
         state.language_changed.connect(self._on_language)
         self.retranslate()
 
+    @guarded
     def _on_change(self, *_args) -> None:
         self.refresh()
 
+    @guarded
     def _on_language(self, *_args) -> None:
         self.retranslate()
 
     # ---------------------------------------------------------------- public
+    @guarded
     def set_config(self, cfg) -> None:
         self.config = cfg
         self.refresh()
 
+    @guarded
     def show_block(self, block_id: str) -> None:
         if block_id != self.block_id:
             self.cell = None
         self.block_id = block_id or None
         self.refresh()
 
+    @guarded
     def show_cell(self, block_id: str, row: int, col: int) -> None:
         """A cell of a block was clicked in the scene (row = drawn grid row)."""
         self.block_id = block_id
         self.cell = (block_id, int(row), int(col))
         self.refresh()
 
+    @guarded
     def _fit_what(self, *_):
         """Height of the explanation box: its document's height, between WHAT_MIN_HEIGHT and WHAT_MAX_SHARE of
         the dock (longer texts scroll inside it)."""
@@ -199,6 +206,7 @@ class InspectorDock(QDockWidget):
             self.what.setFixedHeight(want)
             self.what.setMinimumHeight(want)
 
+    @guarded
     def resizeEvent(self, event):
         super().resizeEvent(event)
         self._fit_what()
@@ -218,6 +226,7 @@ class InspectorDock(QDockWidget):
         if not shown:
             self.attention_label.hide()
 
+    @guarded
     def refresh(self) -> None:
         self._show_details(bool(self.block_id))
         if not self.block_id:

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QDockWidget, QTabWidget, QWid
 
 from app.i18n import tr
 from app.widgets.controls import scrolled
+from app.slot_guard import guarded
 
 
 class TabbedDock(QDockWidget):
@@ -40,6 +41,7 @@ class TabbedDock(QDockWidget):
     def wrap(self, tab: str, page: QWidget) -> QAbstractScrollArea:
         return scrolled(page)
 
+    @guarded
     def _language_changed(self, _lang: str) -> None:
         self.retranslate()
 

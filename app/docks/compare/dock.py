@@ -14,6 +14,7 @@ from app.widgets.controls import fit_table_height, note_label
 from app.widgets.paint import qcolor
 from compute.compare import MAX_CONTEXT, MIN_CONTEXT, ModelSummary, contexts, crossover, summarize
 from compute.config import ModelConfig, available_configs
+from app.slot_guard import guarded
 
 SLIDER_STEPS = 80  # slider position i ↔ context 1024 × 1024^(i / SLIDER_STEPS)
 COLOURS = ("phase_a", "phase_b")
@@ -68,7 +69,7 @@ class CompareDock(QDockWidget):
                 combo.addItem(label, stem)
             i = combo.findData(default)
             combo.setCurrentIndex(i if i >= 0 else 0)
-            combo.currentIndexChanged.connect(lambda _i: self.refresh())
+            combo.currentIndexChanged.connect(guarded(lambda _i: self.refresh()))
             row.addWidget(combo, 1)
         lay.addLayout(row)
         self.table = QTableWidget(len(ROWS), 2)
@@ -143,10 +144,12 @@ class CompareDock(QDockWidget):
             w.setValue(v)
             w.blockSignals(False)
 
+    @guarded
     def _slider_moved(self, pos: int) -> None:
         self._set_context(slider_to_context(pos))
         self._context_changed()
 
+    @guarded
     def _spin_changed(self, value: int) -> None:
         self._set_context(value)
         self._context_changed()
@@ -168,6 +171,7 @@ class CompareDock(QDockWidget):
                 human_bytes(s.mla_bytes_per_token), human_bytes(s.kda_state_bytes) if s.kda_state_bytes else no,
                 human_bytes(s.cache_at(self.context))]
 
+    @guarded
     def refresh(self) -> None:
         a, b = self.models()
         self.table.setHorizontalHeaderLabels([a.display_name, b.display_name])
@@ -199,6 +203,7 @@ class CompareDock(QDockWidget):
             self.crossover_label.setText(tr(key, tokens=f"{round(self.cross):,}", low=low.display_name,
                                             high=high.display_name, bytes=human_bytes(a.cache_at(self.cross))))
 
+    @guarded
     def _language_changed(self, _lang: str) -> None:
         self.retranslate()
 
@@ -235,6 +240,7 @@ class CompareDock(QDockWidget):
         self.status.setText(tr("compare.exported", path=written))
         return True
 
+    @guarded
     def _export_clicked(self) -> None:
         path, _f = QFileDialog.getSaveFileName(self, tr("compare.export"), "compare.png", tr("compare.png_filter"))
         if path:

@@ -13,6 +13,7 @@ from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, section_label
 from app.widgets.paint import qcolor
 from compute import teaching as T
+from app.slot_guard import guarded
 
 MAX_LINE = 16.0  # px for weight 1.0
 
@@ -43,6 +44,7 @@ class AttentionView(QWidget):
     def line_widths(self) -> np.ndarray:
         return 1.0 + self.weights[self.query] * MAX_LINE
 
+    @guarded
     def mousePressEvent(self, event):  # noqa: N802
         pos = event.position()
         for row in (0, 1):
@@ -52,6 +54,7 @@ class AttentionView(QWidget):
                     return
         super().mousePressEvent(event)
 
+    @guarded
     def paintEvent(self, _e):  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
@@ -122,6 +125,7 @@ class ContextMap(QWidget):
         self.anim.setEndValue(0.0 if ctx == "a" else 1.0)
         self.anim.start()
 
+    @guarded
     def _moved(self, value) -> None:
         self.t = float(value)
         self.update()
@@ -136,6 +140,7 @@ class ContextMap(QWidget):
     def to_px(self, x: float, y: float) -> QPointF:
         return QPointF(self.width() / 2 + x * (self.width() / 2 - 50), self.height() / 2 - y * (self.height() / 2 - 24))
 
+    @guarded
     def paintEvent(self, _e):  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
@@ -216,21 +221,24 @@ class AttentionPanel(ExperimentPanel):
         self.body.addWidget(self.map_note)
 
         self.view.token_clicked.connect(self.set_query)
-        self.head_group.idToggled.connect(lambda _i, on: on and self.recompute())
+        self.head_group.idToggled.connect(guarded(lambda _i, on: on and self.recompute()))
         self.ctx_group.idToggled.connect(self._context)
         self.retranslate()
 
     def head(self) -> int:
         return self.head_group.checkedId()
 
+    @guarded
     def set_query(self, i: int):
         self.view.query = i
         self.recompute()
 
+    @guarded
     def _context(self, i: int, on: bool):
         if on:
             self.map.set_context("ab"[i])
 
+    @guarded
     def recompute(self, *_):
         _q, _k, a = T.attention_toy(self.head())
         self.view.weights = a

@@ -9,6 +9,7 @@ from app.i18n import tr
 from app.widgets.controls import FloatSlider, fmt, section_label
 from app.widgets.paint import qcolor
 from compute import teaching as T
+from app.slot_guard import guarded
 
 
 def _paren(v: float) -> str:
@@ -64,12 +65,13 @@ class AttnResPanel(ExperimentPanel):
         self.body.addWidget(self.formula)
 
         self.strength.valueChanged.connect(self.recompute)
-        self.group.idToggled.connect(lambda _i, on: on and self.recompute())
+        self.group.idToggled.connect(guarded(lambda _i, on: on and self.recompute()))
         self.retranslate()
 
     def result(self) -> T.AttnResToy:
         return T.attnres_toy(self.strength.value(), self.group.checkedId())
 
+    @guarded
     def recompute(self, *_):
         r = self.result()
         imp = self.group.checkedId()

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePol
 from app.i18n import tr
 from app.widgets.controls import fmt, muted_label
 from app.widgets.paint import qcolor
+from app.slot_guard import guarded
 
 
 class BarChart(QWidget):
@@ -72,6 +73,7 @@ class BarChart(QWidget):
             rects.append(QRectF(x, base - bh if v >= 0 else base, slot * 0.64, bh))
         return rects
 
+    @guarded
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)

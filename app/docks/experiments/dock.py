@@ -10,6 +10,7 @@ from app.docks.experiments.moe import MoePanel
 from app.docks.experiments.sampling import SamplingPanel
 from app.docks.experiments.tokenizer import TokenizerPanel
 from app.docks.tabbed import TabbedDock
+from app.slot_guard import guarded
 
 
 class ExperimentsDock(TabbedDock):
@@ -24,6 +25,7 @@ class ExperimentsDock(TabbedDock):
         """The current layer when it is a KDA layer, otherwise the first KDA layer (0-based)."""
         return kda_layer(self.state.trace, self.state.layer)
 
+    @guarded
     def show_kda_state_in_3d(self) -> None:
         layer = self.kda_layer()
         self.state.select_layer(layer)

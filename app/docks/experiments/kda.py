@@ -11,6 +11,7 @@ from app.i18n import tr
 from app.widgets.controls import FloatSlider, fmt, section_label
 from app.widgets.paint import qcolor
 from compute import teaching as T
+from app.slot_guard import guarded
 
 STEPS = 16
 
@@ -74,6 +75,7 @@ class KdaPanel(ExperimentPanel):
         self.retranslate()
 
     # ------------------------------------------------------------------------------------------------------
+    @guarded
     def step(self) -> T.KdaStep1D:
         return T.kda_step_1d(self.alpha.value(), self.beta.value(), self.v.value())
 
@@ -81,6 +83,7 @@ class KdaPanel(ExperimentPanel):
         vs = T.kda_demo_inputs(self.v.value(), STEPS)
         return vs, T.kda_sequence_1d(self.alpha.value(), self.beta.value(), vs)
 
+    @guarded
     def recompute(self, *_):
         a, b, v = self.alpha.value(), self.beta.value(), self.v.value()
         r = self.step()

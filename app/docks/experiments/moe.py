@@ -10,6 +10,7 @@ from app.i18n import tr
 from app.widgets.controls import FloatSlider, fit_table_height, fmt, section_label
 from app.widgets.expert_grid import ExpertGridWidget
 from compute import teaching as T
+from app.slot_guard import guarded
 
 FOCUS = 17
 
@@ -77,6 +78,7 @@ class MoePanel(ExperimentPanel):
         bias[FOCUS] = self.bias.value()
         return T.route_topk(logits, bias)
 
+    @guarded
     def recompute(self, *_):
         r = self.result()
         bias = np.zeros(T.K3_EXPERTS); bias[FOCUS] = self.bias.value()

@@ -10,6 +10,7 @@ from app.i18n import language, tr
 from app.widgets.controls import FloatSlider, fmt, section_label
 from app.widgets.paint import qcolor
 from compute import teaching as T
+from app.slot_guard import guarded
 
 # Constructed: the 5 candidates (same meaning in both languages) and a streamed answer cut into toy pieces.
 CANDIDATES = {"ko": ("컵", "물건", "공", "탁자", "손"), "en": (" cup", " object", " ball", " table", " hand")}
@@ -81,7 +82,7 @@ class SamplingPanel(ExperimentPanel):
         self.temperature.valueChanged.connect(self.recompute)
         self.top_p.valueChanged.connect(self.recompute)
         self.seed.valueChanged.connect(self.recompute)
-        self.resample.clicked.connect(lambda: self.seed.setValue(self.seed.value() + 1))
+        self.resample.clicked.connect(guarded(lambda: self.seed.setValue(self.seed.value() + 1)))
         self.play.clicked.connect(self.start_stream)
         self.retranslate()
 
@@ -94,6 +95,7 @@ class SamplingPanel(ExperimentPanel):
     def sampled_index(self) -> int:
         return T.sample_index(self.probs()[1], self.seed.value())
 
+    @guarded
     def recompute(self, *_):
         before, after = self.probs()
         names = CANDIDATES[language()]
@@ -108,12 +110,14 @@ class SamplingPanel(ExperimentPanel):
     def chunks(self) -> list[list[int]]:
         return T.chunk_stream(list(ANSWER[language()]), seed=11)
 
+    @guarded
     def start_stream(self):
         self.screen.clear()
         self.log.clear()
         self._sent = 0
         self.timer.start()
 
+    @guarded
     def _next_chunk(self):
         chunks = self.chunks()
         if self._sent >= len(chunks):

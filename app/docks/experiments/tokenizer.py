@@ -16,6 +16,7 @@ from app.widgets.safe_text import rich_tr
 from compute import teaching as T
 from compute.tokenizer import ToyTokenizer
 from scene.palette import diverging
+from app.slot_guard import guarded
 
 MAX_CHARS = 200
 ROW_WIDTH = 8  # toy embedding width shown
@@ -108,7 +109,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         self.body.addWidget(self.detail)
         self.sources = QLabel(); self.sources.setWordWrap(True)
         self.body.addWidget(self.sources)
-        self.table.currentCellChanged.connect(lambda r, *_: self.show_row(r))
+        self.table.currentCellChanged.connect(guarded(lambda r, *_: self.show_row(r)))
         self.facts_title = section_label()
         self.facts = QLabel(); self.facts.setObjectName("tok_facts"); self.facts.setWordWrap(True)
         self.facts.setTextFormat(Qt.RichText)
@@ -128,6 +129,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
             return None
         return trace.text, np.asarray(trace.passes[0].embedding)
 
+    @guarded
     def on_trace(self, trace) -> None:
         """A new trace changes this panel only through the prompt's embedding rows; a knob change (α, β,
         temperature, ...) leaves them as they are, so the table is not rebuilt on every slider step."""
@@ -162,12 +164,14 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
                               hidden=f"{cfg.hidden_size:,}", row=f"{row:,}", kib=fmt(row / 1024, 1),
                               table=fmt(T.embedding_table_bytes(cfg.vocab_size, cfg.hidden_size) / 1e9, 2)))
 
+    @guarded
     def refresh(self) -> None:
         """recompute() now, or when the panel is next seen (DeferredRefreshMixin)."""
         if self.postpone_while_hidden():
             return
         self.recompute()
 
+    @guarded
     def _use_prompt(self) -> None:
         trace = self.state.trace if self.state is not None else None
         self.input.setText(trace.text if trace is not None else (self.state.prompt if self.state else ""))
@@ -179,6 +183,7 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
     def tokens(self) -> list[tuple[str, int]]:
         return self.tokenizer.encode(self.input.text())
 
+    @guarded
     def recompute(self, *_):
         text = self.input.text()
         problem = ""

@@ -9,6 +9,7 @@ from app.docks.experts.qb import QBTab
 from app.docks.experts.usage import UsageTab
 from app.docks.tabbed import TabbedDock
 from app.i18n import tr
+from app.slot_guard import guarded
 
 
 class ExpertGridDock(TabbedDock):
@@ -21,7 +22,7 @@ class ExpertGridDock(TabbedDock):
         pages = {"grid": self.grid_tab, "layers": self.layers_tab, "qb": self.qb_tab, "latent": self.latent_tab,
                  "usage": self.usage_tab}
         super().__init__(state, "experts", pages, parent)
-        state.config_changed.connect(lambda _c: self.retranslate_title())
+        state.config_changed.connect(guarded(lambda _c: self.retranslate_title()))
 
     def retranslate(self) -> None:
         super().retranslate()

@@ -20,6 +20,7 @@ from app.widgets.controls import ResponsiveBox
 from app.widgets.expert_grid import ExpertGridWidget
 from app.widgets.paint import css, mono_font
 from app.widgets.safe_text import plain
+from app.slot_guard import guarded
 
 BIAS_RANGE = 2.0  # slider offset range ±2.0: sigmoid scores lie in (0, 1), so ±1 already moves any expert
 BIAS_STEPS_PER_UNIT = 100  # slider resolution 0.01
@@ -160,20 +161,21 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.grid.expert_clicked.connect(self._on_cell_clicked)
         self.grid.expert_hovered.connect(self._on_hover)
         self.expert_spin.valueChanged.connect(self._on_expert_spin)
-        self.layer_spin.valueChanged.connect(lambda v: self.state.select_layer(v - 1))
+        self.layer_spin.valueChanged.connect(guarded(lambda v: self.state.select_layer(v - 1)))
         self.token_combo.currentIndexChanged.connect(
-            lambda i: self.state.select_token(i) if i >= 0 and not self.token_combo.signalsBlocked() else None)
+            guarded(lambda i: self.state.select_token(i) if i >= 0 and not self.token_combo.signalsBlocked() else None))
         self.slider.valueChanged.connect(self._on_slider)
-        self.reset_button.clicked.connect(lambda: self.slider.setValue(0))
+        self.reset_button.clicked.connect(guarded(lambda: self.slider.setValue(0)))
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
             sig.connect(self.refresh)
         state.expert_selected.connect(self._on_expert_selected)
         state.config_changed.connect(self._on_config)
-        state.knobs_requested.connect(lambda _k: self._sync_slider())  # e.g. another dock reset the knobs
+        state.knobs_requested.connect(guarded(lambda _k: self._sync_slider()))  # e.g. another dock reset the knobs
         self._sync_slider()
         self.retranslate()
 
     # --- state -> view ------------------------------------------------------------------------------
+    @guarded
     def refresh(self, *_):
         """Re-read the trace for the current token / layer; deferred while the tab is hidden."""
         if self.postpone_while_hidden():
@@ -285,6 +287,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         """The shown model's numbers for the texts and ranges (experts, top-k, shared, layers)."""
         return model_args(self.state.config)
 
+    @guarded
     def _on_config(self, _cfg) -> None:
         """Another model: the grid's shape, the pickers' ranges and every text follow it."""
         a = self._args()
@@ -296,6 +299,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.retranslate()
 
     # --- view -> state ------------------------------------------------------------------------------
+    @guarded
     def _on_slider(self, value: int):
         e = self.expert_spin.value()
         offsets = dict(self.state.knobs.expert_bias)
@@ -307,6 +311,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.value_label.setText(f"{b:+.2f}")
         self.state.request_knobs(expert_bias=offsets)
 
+    @guarded
     def _on_expert_spin(self, e: int):
         self.grid.set_focus_expert(e)
         self._sync_slider()
@@ -314,13 +319,16 @@ class GridTab(DeferredRefreshMixin, QWidget):
         if self.state.expert != e:
             self.state.select_expert(e)
 
+    @guarded
     def _on_expert_selected(self, e: int):
         if 0 <= e <= self.expert_spin.maximum() and e != self.expert_spin.value():
             self.expert_spin.setValue(e)
 
+    @guarded
     def _on_cell_clicked(self, e: int):
         self.state.select_expert(e)
 
+    @guarded
     def _on_hover(self, e: int):
         self.hover.setText(self.grid.hover_text(e) if e >= 0 else tr("experts.hover.hint"))
 

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 from app.i18n import tr
 from app.widgets.paint import css, qcolor
 from app.widgets.safe_text import rich_tr
+from app.slot_guard import guarded
 
 BF16_BYTES = 2
 
@@ -74,6 +75,7 @@ class LatentDiagram(QWidget):
         self.setMinimumSize(400, 260)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
+    @guarded
     def paintEvent(self, event):  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)

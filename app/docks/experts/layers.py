@@ -20,6 +20,7 @@ from app.docks.experts.heatmap import heatmap_plot
 from app.docks.experts.model import (expert_weight_map, model_args, overlap_map, processed_positions, usage,
                                      usage_counts)
 from app.i18n import tr
+from app.slot_guard import guarded
 
 _GOLD_MAP = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=[(18, 20, 26), (150, 100, 30), (255, 214, 120)])
 _BLUE_MAP = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=[(18, 20, 26), (40, 110, 170), (190, 235, 255)])
@@ -78,7 +79,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self._trace_seen = None
         self.mode.currentIndexChanged.connect(self.refresh)
         self.expert.valueChanged.connect(self.refresh)
-        state.expert_selected.connect(lambda e: self.expert.setValue(e) if 0 <= e <= self.expert.maximum() else None)
+        state.expert_selected.connect(guarded(lambda e: self.expert.setValue(e) if 0 <= e <= self.expert.maximum() else None))
         state.config_changed.connect(self._on_config)
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
             sig.connect(self.refresh)
@@ -102,6 +103,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         rows = np.nonzero(self._positions == self.state.token)[0]
         return overlap_map(self._idx, int(rows[0])) if rows.size else None
 
+    @guarded
     def refresh(self, *_):
         """Re-read the trace for the current token / layer; deferred while the tab is hidden."""
         if self.postpone_while_hidden():
@@ -156,6 +158,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
                                     cmax=int(counts.max()), ratio=float(counts.max()) / ideal,
                                     unused=int(np.sum(counts == 0))))
 
+    @guarded
     def _on_config(self, cfg) -> None:
         """Another model: the expert picker and the usage bars span its experts."""
         n = model_args(cfg)["n"]

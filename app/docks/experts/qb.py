@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
 from app.widgets.paint import css
+from app.slot_guard import guarded
 
 _BEFORE = (150, 160, 175)
 _AFTER = (245, 178, 46)
@@ -111,7 +112,7 @@ class QBTab(QWidget):
         self.tokens.editingFinished.connect(self.reset)
         self.skew.editingFinished.connect(self.reset)
         self.fresh.toggled.connect(self.reset)
-        state.config_changed.connect(lambda _c: self.reset() if self.sim is not None else None)  # its experts
+        state.config_changed.connect(guarded(lambda _c: self.reset() if self.sim is not None else None))  # its experts
         self.retranslate()
 
     # --- simulation ---------------------------------------------------------------------------------
@@ -120,6 +121,7 @@ class QBTab(QWidget):
             self.reset()
         return self.sim
 
+    @guarded
     def reset(self):
         from compute.qb_sim import QBSimulator
 
@@ -134,6 +136,7 @@ class QBTab(QWidget):
             self.error.setText(tr("experts.qb.error", msg=str(exc)))
         self.redraw()
 
+    @guarded
     def step(self):
         if self.ensure_sim() is None:
             return
@@ -168,6 +171,7 @@ class QBTab(QWidget):
                                 bmax=float(sim.current.bias.max())))
 
     # --- visibility-bound timer -----------------------------------------------------------------------
+    @guarded
     def _on_play(self, on: bool):
         self.play_button.setText(tr("experts.qb.pause") if on else tr("experts.qb.play"))
         if on and self.isVisible():
@@ -176,12 +180,14 @@ class QBTab(QWidget):
         else:
             self.timer.stop()
 
+    @guarded
     def showEvent(self, event):  # noqa: N802
         super().showEvent(event)
         self.ensure_sim()
         if self.play_button.isChecked():
             self.timer.start()
 
+    @guarded
     def hideEvent(self, event):  # noqa: N802
         self.timer.stop()
         super().hideEvent(event)

@@ -27,6 +27,7 @@ from app.docks.experts.usage_model import (UsageMap, compute_usage, moe_layers_o
 from app.i18n import tr
 from app.weights_choice import WEIGHTS, short_name
 from compute.task import PIECE_TYPES
+from app.slot_guard import guarded
 
 log = logging.getLogger(__name__)
 _MAP = pg.ColorMap(pos=[0.0, 0.35, 1.0], color=[(18, 20, 26), (40, 110, 170), (255, 214, 120)])
@@ -151,9 +152,9 @@ class UsageTab(QWidget):
         self._seen_choice = getattr(state, "weights", "trained")
 
         self._set_layer_range()
-        self.weights.currentIndexChanged.connect(lambda _i: self.refresh())
-        self.layer.valueChanged.connect(lambda _v: self.refresh())
-        state.config_changed.connect(lambda _c: (self._set_layer_range(), self.refresh()))
+        self.weights.currentIndexChanged.connect(guarded(lambda _i: self.refresh()))
+        self.layer.valueChanged.connect(guarded(lambda _v: self.refresh()))
+        state.config_changed.connect(guarded(lambda _c: (self._set_layer_range(), self.refresh())))
         state.layer_changed.connect(self._follow_layer)
         state.trace_changed.connect(self._follow_choice)
         self.retranslate()
@@ -167,6 +168,7 @@ class UsageTab(QWidget):
         """Show the map of `name` ("trained" | "random")."""
         self.weights.setCurrentIndex(WEIGHTS.index(name))
 
+    @guarded
     def _follow_choice(self, _trace) -> None:
         """The Model menu's weights changed (a new trace ran with them): show their map."""
         chosen = getattr(self.state, "weights", "trained")
@@ -186,6 +188,7 @@ class UsageTab(QWidget):
             self.layer.setValue(self.state.layer + 1 if self.state.layer in layers else layers[len(layers) // 2] + 1)
         self.layer.blockSignals(False)
 
+    @guarded
     def _follow_layer(self, layer: int) -> None:
         if layer in self._moe_layers():
             self.layer.setValue(layer + 1)
@@ -206,6 +209,7 @@ class UsageTab(QWidget):
         return self.maps.get(self.key())
 
     # --- computing ---------------------------------------------------------------------------
+    @guarded
     def showEvent(self, event):  # noqa: N802
         super().showEvent(event)
         if not self._watching:
@@ -223,23 +227,26 @@ class UsageTab(QWidget):
         self.error = ""
         self._progress = (0, len(prompts))
         job = self._job = _Job()
-        self.destroyed.connect(lambda *_: setattr(job, "stop", True))
+        self.destroyed.connect(guarded(lambda *_: setattr(job, "stop", True)))
         threading.Thread(target=_compute, args=(self.relay, job, self.running, self.state.config,
                                                 self.chosen_weights, prompts), daemon=True,
                          name="k3-usage-map").start()
 
+    @guarded
     @Slot(str, int, int)
     def _on_progress(self, key: str, done: int, total: int) -> None:
         self._progress = (done, total)
         if key == self.key():
             self._show_status()
 
+    @guarded
     @Slot(str, object)
     def _on_done(self, key: str, result) -> None:
         self.maps[key] = result
         self.running = None
         self.refresh()
 
+    @guarded
     @Slot(str, str)
     def _on_failed(self, key: str, message: str) -> None:
         self.running = None
@@ -252,6 +259,7 @@ class UsageTab(QWidget):
             self._job.stop = True
 
     # --- showing -----------------------------------------------------------------------------
+    @guarded
     def refresh(self, *_):
         if not self._moe_layers():
             self.image.clear()

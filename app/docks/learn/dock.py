@@ -12,6 +12,7 @@ from app.docks.learn.quiz import QuizPanel
 from app.docks.learn.serving import ServingPanel
 from app.docks.tabbed import TabbedDock
 from app.i18n import tr
+from app.slot_guard import guarded
 
 
 class LearnDock(TabbedDock):
@@ -38,6 +39,7 @@ class LearnDock(TabbedDock):
             raise ValueError(f"unknown link {link!r}")
         return True
 
+    @guarded
     def _quiz_link(self, link: str) -> None:
         if not self.follow_link(link):
             self.pages["quiz"].feedback.setText(tr("learn.quiz.no_panel"))

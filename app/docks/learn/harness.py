@@ -13,6 +13,7 @@ from app.widgets.controls import scroll_page, section_label
 from app.widgets.markdown import demote_headings, markdown_label
 from app.widgets.paint import MONO_CSS, qcolor
 from app.widgets.safe_text import SafeTextBrowser
+from app.slot_guard import guarded
 
 EFFORTS = ("low", "medium", "high")
 OPEN, SEP, CLOSE = "<|open|>", "<|sep|>", "<|close|>"
@@ -72,6 +73,7 @@ class HarnessPanel(QScrollArea):
     def segments(self) -> list[tuple[str, str]]:
         return xtml_segments(self.effort.currentData(), self.tools.isChecked(), self.verify.isChecked())
 
+    @guarded
     def recompute(self, *_):
         segs = self.segments()
         chips = [tr("learn.harness.step.request")] + [tr(f"learn.harness.step.{ch}") for ch, _ in segs]

@@ -12,6 +12,7 @@ from app.widgets.markdown import demote_headings, markdown_label
 from app.widgets.paint import qcolor
 
 from app.docks.learn import QUALITY_ROWS
+from app.slot_guard import guarded
 THROUGHPUT_ROWS = (5, 6, 7)  # the seed's third column: speed / consistency, not knowledge or correctness
 
 
@@ -43,6 +44,7 @@ class QualityPanel(QScrollArea):
             self.table.setRowHeight(r, self.table.rowHeight(r) + 10)  # breathing room for wrapped text
         fit_table_height(self.table)
 
+    @guarded
     def resizeEvent(self, event):  # noqa: N802
         super().resizeEvent(event)
         QTimer.singleShot(0, self, self._refit)  # wrapped rows change height with the width

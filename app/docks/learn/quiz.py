@@ -10,6 +10,7 @@ from app.docks.learn.model import N_OPTIONS, QUESTIONS, QuizSession
 from app.i18n import tr
 from app.widgets.controls import scroll_page
 from app.widgets.paint import css
+from app.slot_guard import guarded
 
 
 class _ClickLabel(QLabel):
@@ -20,6 +21,7 @@ class _ClickLabel(QLabel):
         self.button = button
         self.setWordWrap(True)
 
+    @guarded
     def mousePressEvent(self, event):  # noqa: N802
         self.button.click()
 
@@ -42,7 +44,7 @@ class QuizPanel(QScrollArea):
         self.dots = []
         for i in range(len(QUESTIONS)):
             b = QToolButton(); b.setObjectName(f"quiz_dot_{i}"); b.setText(str(i + 1)); b.setFixedSize(28, 24)
-            b.clicked.connect(lambda _c=False, i=i: self.go(i))
+            b.clicked.connect(guarded(lambda _c=False, i=i: self.go(i)))
             self.dots.append(b); dots.addWidget(b, i // 8, i % 8)
         dots_box.addLayout(dots); dots_box.addStretch(1)
         lay.addLayout(dots_box)
@@ -73,13 +75,14 @@ class QuizPanel(QScrollArea):
         lrow = QHBoxLayout(); lrow.addWidget(self.link); lrow.addStretch(1)
         lay.addLayout(lrow)
         lay.addStretch(1)
-        self.prev.clicked.connect(lambda: self.go(self.index - 1))
-        self.next.clicked.connect(lambda: self.go(self.index + 1))
+        self.prev.clicked.connect(guarded(lambda: self.go(self.index - 1)))
+        self.next.clicked.connect(guarded(lambda: self.go(self.index + 1)))
         self.check.clicked.connect(self.check_answer)
         self.restart.clicked.connect(self.start_over)
-        self.link.clicked.connect(lambda: self.link_requested.emit(QUESTIONS[self.index].link))
-        self.group.idToggled.connect(lambda _i, on: on and self.check.setEnabled(True))
+        self.link.clicked.connect(guarded(lambda: self.link_requested.emit(QUESTIONS[self.index].link)))
+        self.group.idToggled.connect(guarded(lambda _i, on: on and self.check.setEnabled(True)))
 
+    @guarded
     def start_over(self):
         self.session = QuizSession()
         self.go(0)
@@ -107,6 +110,7 @@ class QuizPanel(QScrollArea):
             self._show_feedback(self.session.first[self.index])
         self._update_score()
 
+    @guarded
     def check_answer(self):
         opt = self.group.checkedId()
         if opt < 0:

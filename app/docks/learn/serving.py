@@ -14,6 +14,7 @@ from app.widgets.controls import FloatSlider, fmt, scroll_page
 from app.widgets.markdown import demote_headings, markdown_label
 from app.widgets.paint import fit_text, qcolor
 from compute import teaching as T
+from app.slot_guard import guarded
 
 KV_TOKENS_REPORTED = 3.25e6  # seed 003: a B300 node holds ~3.25M tokens of KV after the weights
 TOPIC_CARDS = ("prefix_cache", "speculative", "fleet_affinity", "pd_disaggregation")
@@ -72,6 +73,7 @@ class TrafficDiagram(QWidget):
             return {"hbm": {"state", "kda"}, "sm": set(), "nvlink": set(), "pd": False}
         return {"hbm": {"state", "kda"}, "sm": all8, "nvlink": all8, "pd": True}
 
+    @guarded
     def paintEvent(self, _e):  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
@@ -219,6 +221,7 @@ class ServingPanel(QScrollArea):
         self.draft.valueChanged.connect(self.recompute)
         self.scenario.currentIndexChanged.connect(self._scenario)
 
+    @guarded
     def _scenario(self, *_):
         sc = self.scenario.currentData()
         self.diagram.set_scenario(sc)
@@ -238,6 +241,7 @@ class ServingPanel(QScrollArea):
     def cost_per_turn(self) -> float:
         return T.cost_per_turn(self.tok_in.value(), self.tok_out.value(), self.price_in.value(), self.price_out.value())
 
+    @guarded
     def recompute(self, *_):
         c_in = self.tok_in.value() * self.price_in.value() / 1e6
         c_out = self.tok_out.value() * self.price_out.value() / 1e6

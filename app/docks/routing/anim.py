@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.docks.deferred import VisibleTimerMixin
 from app.widgets.paint import qcolor
+from app.slot_guard import guarded
 
 BG, TEXT, MUTED = qcolor("background"), qcolor("text"), qcolor("muted")
 PANEL, EDGE = qcolor("panel"), qcolor("edge")
@@ -40,6 +41,7 @@ class AnimatedDiagram(VisibleTimerMixin, QWidget):
         self.timer.setInterval(33)
         self.timer.timeout.connect(self._tick)
 
+    @guarded
     def _tick(self) -> None:
         if not self.visibleRegion().isEmpty():  # scrolled out of sight: no repaint
             self.update()
@@ -55,6 +57,7 @@ class AnimatedDiagram(VisibleTimerMixin, QWidget):
     def phase(self, period_s: float) -> float:
         return (self.seconds() / period_s) % 1.0
 
+    @guarded
     def paintEvent(self, event):  # noqa: N802
         p, _f = begin_paint(self, 8.5)
         self.draw(p, float(self.width()), float(self.height()))

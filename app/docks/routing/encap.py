@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 from app.docks.routing.anim import EDGE, MUTED, TEXT, begin_paint
 from app.i18n import tr
 from app.widgets.paint import box, css, draw_text, fit_text, qcolor
+from app.slot_guard import guarded
 
 OSI = (7, 6, 5, 4, 3, 2, 1)
 # stack -> blocks (top layer, bottom layer, key); keys name i18n entries routing.encap.<key>.name / .adds
@@ -68,6 +69,7 @@ class StacksDiagram(QWidget):
     def block_rect(self, stack: str, key: str) -> QRectF:
         return self._rects.get((stack, key), QRectF())
 
+    @guarded
     def paintEvent(self, event):  # noqa: N802
         p, f = begin_paint(self, 8.5)
         w, h = float(self.width()), float(self.height())
@@ -121,6 +123,7 @@ class StacksDiagram(QWidget):
             fit_text(p, note_r.adjusted(2, 1, -2, -1), tr(f"routing.encap.{stack}.after"))  # shrinks at 420 px
         p.end()
 
+    @guarded
     def mousePressEvent(self, event):  # noqa: N802
         pos = event.position()
         for (stack, key), r in self._rects.items():
@@ -140,6 +143,7 @@ class EnvelopeBar(QWidget):
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.stack, self.key = "https", "llm.tls"
 
+    @guarded
     def paintEvent(self, event):  # noqa: N802
         p, f = begin_paint(self, 8)
         rects = self.segment_rects(p.fontMetrics())
@@ -195,6 +199,7 @@ class EncapTab(QWidget):
         self.stacks.block_clicked.connect(self.show_block)
         self.retranslate()
 
+    @guarded
     def show_block(self, stack: str, key: str):
         self.envelope.stack, self.envelope.key = stack, key
         self.envelope.update()

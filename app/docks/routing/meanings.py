@@ -18,6 +18,7 @@ from app.widgets.paint import along, arrow, box, caption, dot, fit_text, label, 
 from app.widgets.safe_text import esc, rich_tr
 from scene.layout import ModelDims
 from scene.tooltips import model_args
+from app.slot_guard import guarded
 
 PACKET = qcolor("packet")
 REQUEST = qcolor("request")
@@ -254,8 +255,8 @@ class MeaningsTab(QWidget):
         lay.addWidget(self.intro)
         lay.addWidget(scroll, 1)
         for sig in (state.trace_changed, state.layer_changed, state.token_changed, state.pass_changed):
-            sig.connect(lambda *_: self.cards["moe"].diagram.update())
-        state.config_changed.connect(lambda _cfg: self.cards["moe"].retranslate())  # its texts name the model
+            sig.connect(guarded(lambda *_: self.cards["moe"].diagram.update()))
+        state.config_changed.connect(guarded(lambda _cfg: self.cards["moe"].retranslate()))  # its texts name the model
     def retranslate(self):
         self.intro.setText(tr("routing.meanings.intro"))
         for c in self.cards.values():

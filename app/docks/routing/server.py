@@ -11,6 +11,7 @@ from app.docks.routing.anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.i18n import tr
 from app.widgets.paint import along, arrow, box, caption, css, dot, label, line, qcolor
 from app.widgets.safe_text import rich_tr
+from app.slot_guard import guarded
 
 BF16 = 2
 N_GPUS = 4
@@ -119,6 +120,7 @@ class ServerDiagram(AnimatedDiagram):
         label(p, r["hbm"].left(), gpu.bottom() + 11, "HBM ≈ 4.8 TB/s", MUTED, Qt.AlignLeft, w=gpu.width())
         caption(p, w, h, tr("routing.server.caption"))
 
+    @guarded
     def mousePressEvent(self, event):  # noqa: N802
         pos = event.position()
         for k in DEVICES:
@@ -261,10 +263,11 @@ class ServerTab(QWidget):
         lay.addWidget(self.gpu_note)
         self.server.setMaximumHeight(280)
         self.place.setMaximumHeight(330)
-        self.server.device_clicked.connect(lambda k: self._update_server())
+        self.server.device_clicked.connect(guarded(lambda k: self._update_server()))
         self.buttons.idClicked.connect(self._on_mode)
         self.retranslate()
 
+    @guarded
     def _on_mode(self, i: int):
         self.place.mode = ("tp", "pp", "ep")[i]
         self.place.update()

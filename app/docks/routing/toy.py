@@ -15,6 +15,7 @@ from app.docks.routing.anim import EDGE, MUTED, PANEL, TEXT, AnimatedDiagram
 from app.docks.routing.model import CONDITIONS, H, W_ROUTER, k3_router, logical_router
 from app.i18n import tr
 from app.widgets.paint import along, arrow, box, css, dot, label, qcolor
+from app.slot_guard import guarded
 
 class RouterToyDiagram(AnimatedDiagram):
     def __init__(self, parent=None):
@@ -164,11 +165,13 @@ class RouterToyTab(QWidget):
         self.condition.currentIndexChanged.connect(self._on_condition)
         self.retranslate()
 
+    @guarded
     def _on_condition(self, i: int):
         self.diagram.condition = CONDITIONS[max(0, i)]
         self.diagram.update()
         self._update_result()
 
+    @guarded
     def _on_bias(self, *_):
         self.diagram.bias = np.array([sp.value() for sp in self.bias_spins])
         self.diagram.update()

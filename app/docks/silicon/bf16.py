@@ -15,6 +15,7 @@ from app.widgets.paint import box, css, mix, qcolor, text
 from app.widgets.safe_text import plain
 from compute import bits as B
 from compute.config import default_config
+from app.slot_guard import guarded
 
 GROUP_ROLE = {"sign": "attnres", "exponent": "activation", "mantissa": "state"}
 
@@ -109,7 +110,7 @@ class Bf16Tab(QWidget):
             b = QPushButton()
             b.setObjectName(f"bf16_special_{name}")
             b.setProperty("label_key", name)
-            b.clicked.connect(lambda _c=False, v=val: self.set_number(v))
+            b.clicked.connect(guarded(lambda _c=False, v=val: self.set_number(v)))
             sgrid.addWidget(b, n // 4, n % 4)
             self.specials.append((b, val))
         sgrid.setColumnStretch(4, 1)
@@ -144,7 +145,7 @@ class Bf16Tab(QWidget):
                 f"QPushButton {{ background: {css('bit_off')}; color: {css('bit_text')}; border: 2px solid rgb({rgb});"
                 f" border-radius: 4px; font: bold 13px; padding: 0px; }}"
                 f"QPushButton:checked {{ background: rgb({rgb}); color: {css('ink')}; }}")
-            b.toggled.connect(lambda _c, i=i: self._bit_toggled())
+            b.toggled.connect(guarded(lambda _c, i=i: self._bit_toggled()))
             grid.addWidget(b, 1, i)
             idx = QLabel(str(15 - i))
             idx.setAlignment(Qt.AlignCenter)
@@ -186,6 +187,7 @@ class Bf16Tab(QWidget):
         self.retranslate()
 
     # --- input paths ---
+    @guarded
     def _typed(self, s: str) -> None:
         try:
             x = parse_number(s)
@@ -249,6 +251,7 @@ class Bf16Tab(QWidget):
         self.formula.setText(tr("silicon.bf16.fields", fields=fields, s=s, e=e, m=m) + "\n" + f)
         self.strip.update()
 
+    @guarded
     def set_config(self, cfg) -> None:
         """The facts name the shown model's row and embedding-table sizes (a ModelConfig)."""
         self.config = cfg

@@ -15,6 +15,7 @@ from app.widgets.controls import ERROR_STYLE, NOTE_STYLE, note_label, set_stacke
 from app.widgets.paint import css, qcolor
 from app.widgets.safe_text import plain, rich_tr
 from compute import memory as M
+from app.slot_guard import guarded
 
 SEED_FIELDS = (("params_billion", "7"), ("tokens", "4096"), ("layers", "32"), ("d_model", "4096"),
                ("kv_heads", "8"), ("batch", "1"), ("gpus", "1"))
@@ -51,7 +52,7 @@ class Field:
         grid.addWidget(self.edit, row, 1)
         grid.addWidget(self.hint, row, 2)
         grid.addWidget(self.error, row + 1, 1, 1, 2)
-        self.edit.textEdited.connect(lambda _t: on_change())
+        self.edit.textEdited.connect(guarded(lambda _t: on_change()))
 
     def text(self) -> str:
         return self.edit.text().strip().replace(",", "").replace("_", "")
@@ -135,6 +136,7 @@ class _CalcPanel(QWidget):
     """A calculator mode: `values()` reads its inputs (None when one is bad), `estimate(values)` computes,
     `_show()` writes the result; a bad input keeps the last result on screen, marked stale."""
 
+    @guarded
     def recompute(self) -> None:
         vals = self.values()
         if vals is None:
@@ -186,7 +188,7 @@ class SeedCalc(_CalcPanel):
         lay.addWidget(self.multi)
         lay.addStretch(1)
         self.result: dict | None = None
-        self.precision.currentIndexChanged.connect(lambda _i: self.recompute())
+        self.precision.currentIndexChanged.connect(guarded(lambda _i: self.recompute()))
 
     def values(self) -> dict | None:
         """Validated inputs, or None after showing each bad field's message."""
@@ -304,10 +306,11 @@ class K3Calc(_CalcPanel):
         self.result: dict | None = None
         self.config = None  # the shown model (None: K3's numbers); set_config follows another
         self.shape = M.K3_SHAPE
-        self.fmt.currentIndexChanged.connect(lambda _i: self.recompute())
-        self.cache.currentIndexChanged.connect(lambda _i: self.recompute())
+        self.fmt.currentIndexChanged.connect(guarded(lambda _i: self.recompute()))
+        self.cache.currentIndexChanged.connect(guarded(lambda _i: self.recompute()))
         self.preset.currentIndexChanged.connect(self._preset_changed)
 
+    @guarded
     def set_config(self, cfg) -> None:
         """Another model: its cache shape, and its parameters and maximum context as the inputs' values."""
         self.config = cfg
@@ -328,6 +331,7 @@ class K3Calc(_CalcPanel):
                     params=f"{params:,g}" if params else "?",
                     max_ctx=f"{cfg.max_position_embeddings if cfg is not None else M.K3_MAX_CONTEXT:,}")
 
+    @guarded
     def _preset_changed(self, _i: int) -> None:
         hbm = self.preset.currentData()
         if hbm:
@@ -426,6 +430,7 @@ class CalcTab(QWidget):
         lay.addWidget(self.modes, 1)
         self.retranslate()
 
+    @guarded
     def set_config(self, cfg) -> None:
         """The model mode follows the shown model (its defaults, cache shape and texts)."""
         self.k3.set_config(cfg)

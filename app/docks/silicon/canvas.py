@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.widgets.paint import pen, qcolor
+from app.slot_guard import guarded
 
 BG, TEXT, DIM, WIRE = qcolor("background"), qcolor("text"), qcolor("dim"), qcolor("wire")
 PANEL, PANEL_EDGE, DARK, HOT = qcolor("panel_deep"), qcolor("panel_edge"), qcolor("dark"), qcolor("hot")
@@ -48,6 +49,7 @@ class Canvas(QWidget):
         w, h = self.logical_box(width)
         return int(width * h / w)
 
+    @guarded
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)

@@ -12,6 +12,7 @@ from app.docks.silicon.sram import SramTab
 from app.docks.tabbed import TabbedDock
 
 from app.docks.silicon import TAB_KEYS
+from app.slot_guard import guarded
 
 
 class SiliconDock(TabbedDock):
@@ -40,6 +41,7 @@ class SiliconDock(TabbedDock):
         scroll.setWidget(page)
         return scroll
 
+    @guarded
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         narrow = self.width() < self.NARROW_PX

@@ -15,6 +15,7 @@ from app.i18n import tr
 from app.widgets.controls import note_label, shrinkable
 from app.widgets.paint import arrow, box, dot, font, mix, pen, qcolor, text
 from compute.cells import DRAMCell, dram_voltage
+from app.slot_guard import guarded
 
 COMPRESSIONS_MS_PER_S = (5, 10, 20, 50)  # model milliseconds per wall-clock second
 FLASH_S = 0.45  # how long an access lights the word line (wall seconds; cosmetic only)
@@ -197,13 +198,13 @@ class DramTab(VisibleTimerMixin, QWidget):
         lay.addWidget(self.info)
         lay.addWidget(self.note)
         lay.addStretch(1)
-        self.btn_write1.clicked.connect(lambda: self._op("write", 1))
-        self.btn_write0.clicked.connect(lambda: self._op("write", 0))
-        self.btn_read.clicked.connect(lambda: self._op("read"))
-        self.btn_refresh.clicked.connect(lambda: self._op("refresh"))
+        self.btn_write1.clicked.connect(guarded(lambda: self._op("write", 1)))
+        self.btn_write0.clicked.connect(guarded(lambda: self._op("write", 0)))
+        self.btn_read.clicked.connect(guarded(lambda: self._op("read")))
+        self.btn_refresh.clicked.connect(guarded(lambda: self._op("refresh")))
         self.auto.toggled.connect(self._set_auto)
-        self.speed.currentIndexChanged.connect(lambda _i: self._update_texts())
-        self.btn_pause.toggled.connect(lambda _c: self._update_texts())
+        self.speed.currentIndexChanged.connect(guarded(lambda _i: self._update_texts()))
+        self.btn_pause.toggled.connect(guarded(lambda _c: self._update_texts()))
         self.timer = QTimer(self)
         self.timer.setInterval(33)
         self.timer.timeout.connect(self._tick)
@@ -222,6 +223,7 @@ class DramTab(VisibleTimerMixin, QWidget):
         self._update_texts()
         self.canvas.update()
 
+    @guarded
     def _tick(self) -> None:
         wall = self._clock.restart() / 1000.0
         if not self.btn_pause.isChecked():
@@ -273,6 +275,7 @@ class DramTab(VisibleTimerMixin, QWidget):
     def flash_active(self) -> bool:
         return self.flash is not None and time.monotonic() < self._flash_until
 
+    @guarded
     def _set_auto(self, on: bool) -> None:
         self.cell.set_auto_refresh(on)
         self._update_texts()

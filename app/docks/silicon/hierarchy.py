@@ -16,6 +16,7 @@ from app.widgets.paint import arrow, box, fit_text, font, mix, pen, qcolor, text
 from app.widgets.safe_text import esc, rich_tr
 from compute import memory as M
 from compute.config import load_default
+from app.slot_guard import guarded
 
 
 @dataclass(frozen=True)
@@ -183,8 +184,8 @@ class HierarchyTab(QWidget):
         lay.addWidget(self.source)
         lay.addWidget(self.caveat)
         self.config = None  # the shown model (None: K3); set_config follows another
-        self.gpu_combo.currentIndexChanged.connect(lambda _i: self._update())
-        self.items.currentRowChanged.connect(lambda _r: self._update())
+        self.gpu_combo.currentIndexChanged.connect(guarded(lambda _i: self._update()))
+        self.items.currentRowChanged.connect(guarded(lambda _r: self._update()))
         self.retranslate()
 
     def set_narrow(self, narrow: bool) -> None:
@@ -203,6 +204,7 @@ class HierarchyTab(QWidget):
             if self.items.item(i).data(Qt.UserRole) == key:
                 self.items.setCurrentRow(i)
 
+    @guarded
     def set_config(self, cfg) -> None:
         """Explain the places with the numbers of `cfg` (a ModelConfig; None = K3's)."""
         self.config = cfg

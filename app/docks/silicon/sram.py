@@ -14,6 +14,7 @@ from app.i18n import tr
 from app.widgets.controls import note_label
 from app.widgets.paint import dot, font, pen, qcolor, text
 from compute.cells import SRAMCell
+from app.slot_guard import guarded
 
 FLASH_S = 0.6
 
@@ -137,8 +138,8 @@ class SramTab(VisibleTimerMixin, QWidget):
         lay.addWidget(self.result)
         lay.addWidget(self.note)
         lay.addStretch(1)
-        self.btn_write1.clicked.connect(lambda: self._write(1))
-        self.btn_write0.clicked.connect(lambda: self._write(0))
+        self.btn_write1.clicked.connect(guarded(lambda: self._write(1)))
+        self.btn_write0.clicked.connect(guarded(lambda: self._write(0)))
         self.btn_read.clicked.connect(self._read)
         self.btn_power.toggled.connect(self._power)
         self.timer = QTimer(self)
@@ -156,6 +157,7 @@ class SramTab(VisibleTimerMixin, QWidget):
             self.cell.release()
         self.canvas.update()
 
+    @guarded
     def _tick(self) -> None:
         self.advance(min(self._clock.restart() / 1000.0, 1.0))
 
@@ -170,11 +172,13 @@ class SramTab(VisibleTimerMixin, QWidget):
             self._msg = [("silicon.sram.msg_write_flip" if flipped else "silicon.sram.msg_write_same", {"bit": bit})]
         self._refresh_texts()
 
+    @guarded
     def _read(self) -> None:
         got = self.cell.read()
         self._msg = [("silicon.sram.msg_read", {"bit": got})] if got is not None else [("silicon.sram.msg_no_power", {})]
         self._refresh_texts()
 
+    @guarded
     def _power(self, on: bool) -> None:
         if on:
             q = self.cell.power_on()
