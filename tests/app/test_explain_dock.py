@@ -12,7 +12,7 @@ from app import i18n
 from app.widgets.paint import qcolor
 from compute.engine import ToyK3
 from compute.trace import Knobs
-from gui_helpers import image_array, pump
+from gui_helpers import flush_layouts, image_array, pump
 
 PROMPT = "아이가 상자를 집었다. 그리고"
 
@@ -64,8 +64,7 @@ def test_lens_plot_sources_and_contributions(dock):
     assert y[2] == res.lens_prob[1] and y[1] == res.lens_mixer_prob[0]  # after layer 1's mixer, then layer 1
     _, inv = dock.curve_rank.getData()
     assert inv[-1] == 1.0
-    pump(100)
-    assert _colour_pixels(dock.plot, "output") > 150  # the probability curve is drawn in its colour
+    wait_for(lambda: _colour_pixels(dock.plot, "output") > 150, 10)  # the probability curve drawn in its colour
     assert dock.sources.rowCount() == 8 and dock.sources.item(2, 1).text() == "' 상자'"
     assert dock.sources.item(2, 0).font().bold()  # the earlier mention is the top source
     assert dock.blocks.rowCount() == 15 and "1659 blocks" in dock.blocks_note.text()  # 1 + 93 + 1 + 92 x (16 + 1)
@@ -102,13 +101,11 @@ def test_choose_another_position_with_the_keyboard(dock):
 
 def test_korean_texts(dock):
     i18n.set_language("ko")
-    pump(50)
-    assert dock.windowTitle() == "이 단어인 이유"
+    wait_for(lambda: dock.windowTitle() == "이 단어인 이유", 10)
     assert dock.knock.text() == "녹아웃" and "예측" in dock.header.text()
     assert dock.sources.horizontalHeaderItem(1).text() == "토큰"
     i18n.set_language("en")
-    pump(50)
-    assert dock.windowTitle() == "Why this word" and dock.knock.text() == "Knock out"
+    wait_for(lambda: dock.windowTitle() == "Why this word" and dock.knock.text() == "Knock out", 10)
 
 
 def test_attention_table_follows_the_layer_and_a_click_on_the_overview(dock):
@@ -117,7 +114,7 @@ def test_attention_table_follows_the_layer_and_a_click_on_the_overview(dock):
     A = res.attention[36]
     assert dock.att_table.rowCount() == 2 and dock.att_table.columnCount() == 8
     assert dock.att_table.item(1, 6).text() == f"{A[1, 6]:.2f}".replace("-", "−")
-    pump(100)
+    flush_layouts()  # the overview plot laid out (its layouts are posted requests): the click lands where meant
     # a real click on the overview's row of layer 4 (MLA) selects that layer
     vb = dock.att_plot.getViewBox()
     pt = dock.att_plot.mapFromScene(vb.mapViewToScene(QPointF(3.0, 4.0)))
@@ -168,8 +165,8 @@ def test_temperature_changes_do_not_recompute(dock):
     st = dock.state
     trace = dock.engine.resample(st.trace, Knobs(temperature=0.9, top_p=0.8))
     st.set_trace(trace)
-    pump(400)
-    assert dock._serial == serial and not dock.busy  # the layers did not change: nothing to explain again
+    wait_for(lambda: not dock.busy, 10)  # its pause (DEBOUNCE_MS) is over and the request was looked at
+    assert dock._serial == serial  # the layers did not change: nothing to explain again
     st.set_trace(dock.engine.run(PROMPT, 2, Knobs(temperature=0.0, alpha=0.5)))
     wait_for(lambda: dock._serial > serial and not dock.busy, dock=dock)
     assert dock.result.serial == dock._serial

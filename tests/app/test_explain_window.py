@@ -42,5 +42,5 @@ def test_with_the_3d_view_off_a_covered_dock_computes_nothing(make_window, qtbot
         serial = dock._serial
         win.state.request_prompt("아이가 공을 집었다. 그리고")
         qtbot.waitUntil(lambda: win.state.trace is not None and "공" in win.state.trace.text, timeout=60000)
-        pump(400)
+        qtbot.waitUntil(lambda: not dock.busy, timeout=10000)  # any pause (DEBOUNCE_MS) over, nothing asked
         assert dock._serial == serial and win.scene.explanation is None

@@ -25,6 +25,18 @@ from scene import camera as camlib
 from tests.app.gui_helpers import pump, wait_idle
 
 
+def _until(cond, timeout_s=5.0) -> None:
+    """Run the event loop (releasing the GIL) until cond() holds."""
+    end = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        pump(10)
+
+
+def _menus(root) -> list:
+    return [m for m in root.findChildren(QMenu, "knockout_menu") if m.isVisible()]
+
+
 def _settled(win, timeout_s=120.0):
     dock = win.docks["ExplainDock"]
     end = time.monotonic() + timeout_s
@@ -57,10 +69,8 @@ def _right_click(widget, at: QPoint) -> QMenu:
     QTest.mouseRelease(widget, Qt.RightButton, Qt.NoModifier, at)
     ev = QContextMenuEvent(QContextMenuEvent.Reason.Mouse, at, widget.mapToGlobal(at))
     QApplication.sendEvent(widget, ev)
-    pump(30)
-    menus = [m for m in widget.window().findChildren(QMenu, "knockout_menu") if m.isVisible()]
-    assert menus, "no knock-out menu opened"
-    return menus[-1]
+    _until(lambda: bool(_menus(widget.window())))  # a knock-out menu opened
+    return _menus(widget.window())[-1]
 
 
 def _choose(menu: QMenu, item, mode="zero"):
@@ -143,8 +153,8 @@ def test_a_token_chip_knocked_out_and_removed_from_the_list(make_window, qtbot):
     assert at is not None
     QApplication.sendEvent(label.viewport(), QContextMenuEvent(QContextMenuEvent.Reason.Mouse, at,
                                                                label.viewport().mapToGlobal(at)))
-    pump(30)
-    menu = [m for m in win.findChildren(QMenu, "knockout_menu") if m.isVisible()][-1]
+    _until(lambda: bool(_menus(win)))
+    menu = _menus(win)[-1]
     _choose(menu, ("token", 1))
     dock.add_knockout(("block", 3, "ffn"), "zero")  # a second entry (what another menu adds)
     assert dock._knockout == (("token", 1), ("block", 3, "ffn"))
@@ -164,7 +174,7 @@ def test_outside_the_language_is_said_and_unused_pieces_marked(make_window, qtbo
     assert not player.outside_note.isVisible() and win.scene._overlay_input().outside_note == ""
     win.state.request_prompt("hello world")
     qtbot.waitUntil(lambda: "hello" in win.state.trace.text, timeout=60000)
-    pump(50)
+    qtbot.waitUntil(lambda: "outside the toy language" in player.outside_note.text().lower(), timeout=5000)
     assert not win.state.trace.prompt_in_language()
     assert "outside the toy language" in player.outside_note.text().lower()
     assert player.outside_note.isVisibleTo(player)
@@ -176,7 +186,7 @@ def test_outside_the_language_is_said_and_unused_pieces_marked(make_window, qtbo
     assert html_text.count(">?</sup>") >= len(unused)
     win.state.request_prompt("아이가 상자를 집었다. 그리고")
     qtbot.waitUntil(lambda: "상자" in win.state.trace.text, timeout=60000)
-    pump(50)
+    qtbot.waitUntil(lambda: not player.outside_note.isVisibleTo(player), timeout=5000)
     assert not player.outside_note.isVisibleTo(player) and win.scene._overlay_input().outside_note == ""
     assert ">?</sup>" not in player.tokens_label.text()
 
