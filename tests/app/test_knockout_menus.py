@@ -40,7 +40,7 @@ def _menus(root) -> list:
 def _settled(win, timeout_s=120.0):
     dock = win.docks["ExplainDock"]
     end = time.monotonic() + timeout_s
-    pump(30)
+    QApplication.processEvents()  # what was posted (a new trace's refresh) has run: busy says the truth
     while dock.busy or dock.result is None:
         assert time.monotonic() < end, dock.status.text()
         pump(30)
