@@ -111,13 +111,15 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
            size: tuple[int, int] | str | None = None, view: View | str | os.PathLike | None = None, *,
            camera: str | None = None, lang: str | None = None, tokens: int | None = None, knobs=None,
            weights: str | None = None, transparent: bool = False, labels: bool = True, theme: str = "dark",
-           device: str = "cpu") -> np.ndarray:
+           device: str = "cpu", explain=None, route_threshold: int = 30) -> np.ndarray:
     """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown).
 
     layer and step are 1-based (as the trace player counts: step 6 = prefill); size is (width, height) or
     "WIDTHxHEIGHT" (default: the view's saved size, else 1920x1080); camera a preset name ("front", "side",
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
-    knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels)."""
+    knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels);
+    explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route" or a list / comma list of them
+    (default none), for the last prompt position; route_threshold: the route's share of the largest block, 0-100 %."""
     from app.export import THEMES
     from scene.camera import PRESETS
 
@@ -129,6 +131,10 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False, got {_short(flag)}")
     _check_device(device)
+    from app.explain_render import check_percent, parse_parts, overlay_for
+
+    parts = parse_parts(explain)
+    percent = check_percent(route_threshold)
     v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
                      knobs=knobs, weights=weights)
     width, height = v.size or (1920, 1080)
@@ -144,7 +150,9 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     try:
         from app.export import render_view
 
-        scene = build_scene(app, _config(v.model), trace, v, steps[v.step - 1], width, height, camera)
+        config = _config(v.model)
+        scene = build_scene(app, config, trace, v, steps[v.step - 1], width, height, camera,
+                            overlay_for(config, trace, parts, percent))
         try:
             image = render_view(scene, width, height, transparent=transparent, labels=labels, theme=theme)
         finally:
@@ -176,9 +184,11 @@ def ensure_app():
     return QApplication(["k3-explorer"])
 
 
-def build_scene(app, config, trace, view: View, step, width: int, height: int, camera_preset: str | None = None):
+def build_scene(app, config, trace, view: View, step, width: int, height: int, camera_preset: str | None = None,
+                explanation=None):
     """A SceneView showing `trace` at the view's layer, `step` (a player.Step), selection and camera, never
-    on screen, framed for a width x height image. The caller renders it and then calls close_scene."""
+    on screen, framed for a width x height image; `explanation` (app/explain_render.overlay_for) drawn too. The
+    caller renders it and then calls close_scene."""
     from PySide6.QtCore import Qt
 
     from app.i18n import tr
@@ -189,6 +199,8 @@ def build_scene(app, config, trace, view: View, step, width: int, height: int, c
     scene.set_translator(tr)
     scene.set_config(config)
     scene.set_trace(trace)
+    if explanation is not None:
+        scene.set_explanation(explanation)
     scene.set_layer(view.layer - 1)
     scene.set_pass(step.pass_index)
     scene.set_token(step.token)

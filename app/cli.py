@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=4, help="tokens to generate, 1..64 (default 4)")
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
+    p.add_argument("--explain", type=_explain_parts, default=(), metavar="PARTS",
+                   help="draw what the Why-this-word panel draws in the 3D view: a comma list of lens, arcs, route "
+                        "(for the last prompt position; default none)")
+    p.add_argument("--route-threshold", type=_route_percent, default=30, metavar="PCT",
+                   help="with --explain route: a block glows from this %% of the largest one (0-100, default 30)")
     p.add_argument("--theme", choices=("dark", "light"), default="dark",
                    help="slide theme of the title, legend and labels: dark (default) or light slides")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="engine device: cpu (default), cuda or auto")
@@ -345,12 +350,24 @@ def _main(argv: list[str] | None = None) -> int:
     if no_display:
         return _fail(no_display, 3)
 
+    import logging  # --verbose: which kernels ran (compiled = numba's cache was ready; k3-explorer --warm-kernels)
+
+    from app.weights_choice import NOTE_PREFIX, fallback_reason
+
+    def engine_fallback_log(record) -> bool:  # the reason is said once, in the line below
+        return not record.getMessage().startswith(NOTE_PREFIX)
+
+    logging.getLogger("compute.engine").addFilter(engine_fallback_log)
     try:
         engine = ToyK3(config=config, device=args.device, weights=args.weights)  # --weights, else the view's
         trace = engine.run(args.prompt, max_new_tokens=args.tokens, knobs=saved.knobs if saved else None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is reported, not a traceback
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
-    import logging  # --verbose: which kernels ran (compiled = numba's cache was ready; k3-explorer --warm-kernels)
+    finally:
+        logging.getLogger("compute.engine").removeFilter(engine_fallback_log)
+    if getattr(engine, "weights_fallback", "") in ("missing", "damaged"):  # K3's trained file: why it did not run
+        print(f"k3-explorer export: {_printable(tr('weights.cli.fallback', reason=fallback_reason(engine.weights_note)))}",
+              file=sys.stderr)
 
     logging.getLogger(__name__).info("export: engine on %s, %s kernels", engine.backend,
                                      "compiled" if engine.compiled else "numpy")
@@ -377,7 +394,13 @@ def _main(argv: list[str] | None = None) -> int:
     from app.viewfile import View
 
     shown = (saved or View()).with_changes(layer=args.layer)  # the scene as the view file (or none) says
-    view = build_scene(app, config, trace, shown, step, width, height, args.camera)
+    from app.explain_render import overlay_for
+
+    try:
+        explanation = overlay_for(config, trace, args.explain, args.route_threshold)
+    except Exception as exc:  # noqa: BLE001 - reported in one line, as an engine failure
+        return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
+    view = build_scene(app, config, trace, shown, step, width, height, args.camera, explanation)
     try:
         image = render_view(view, width, height, transparent=args.transparent, labels=not args.no_labels,
                             theme=args.theme)
@@ -392,6 +415,24 @@ def _main(argv: list[str] | None = None) -> int:
         stop_all()  # the view's render thread ends before Qt does
     print(_printable(tr("app.cli.wrote", path=out, w=width, h=height)))
     return 0
+
+
+def _explain_parts(value: str) -> tuple[str, ...]:
+    from app.explain_render import parse_parts
+
+    try:
+        return parse_parts(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _route_percent(value: str) -> int:
+    from app.explain_render import check_percent
+
+    try:
+        return check_percent(int(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer percent 0..100, got {value[:40]!r}") from None
 
 
 def animation_spec(args, width: int, height: int):

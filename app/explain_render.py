@@ -1,0 +1,50 @@
+"""The Explain dock's 3D drawings (lens column, attention arcs, contribution route; issue 21) for pictures made
+without the window: `k3-explorer export --explain lens,arcs,route` and `app.api.render(explain=...)`. The
+explanation is the dock's own (app/docks/explain/model.explain_result) at the last prompt position, computed
+here once for the picture; what is drawn is the dock's overlay_of."""
+from __future__ import annotations
+
+PARTS = ("lens", "arcs", "route")
+
+
+def parse_parts(value) -> tuple[str, ...]:
+    """'lens,route' / ('lens', 'route') / None / '' / 'none' -> the parts, in PARTS order; ValueError (one line)
+    for anything else."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = list(value)
+    else:
+        raise ValueError(f"explain must be a comma list of {', '.join(PARTS)} (or none), got {type(value).__name__}")
+    if items == ["none"]:
+        return ()
+    bad = [v for v in items if v not in PARTS]
+    if bad:
+        raise ValueError(f"explain parts are {', '.join(PARTS)} (or none), got {bad[0][:40]!r}")
+    return tuple(p for p in PARTS if p in items)
+
+
+def check_percent(value) -> int:
+    """The route threshold: an integer percent 0..100 of the largest block; ValueError (one line) otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        raise ValueError(f"route threshold must be an integer percent 0..100, got {str(value)[:40]!r}")
+    return value
+
+
+def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30):
+    """The scene.explain_overlay.ExplainOverlay of `trace` (its weights, its knobs; temperature 0) at its last
+    prompt position, or None without parts."""
+    if not parts:
+        return None
+    from app.docks.explain.model import Engines, ExplainRequest, explain_result
+    from app.docks.explain.show3d import overlay_of
+    from compute.trace import Knobs
+
+    k = trace.knobs
+    knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
+    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), trace.prompt_len - 1,
+                         knobs)
+    res = explain_result(Engines(), req)
+    return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
