@@ -37,8 +37,8 @@ def test_back_to_back_frames_rest_between_and_a_late_request_starts_at_once(qtbo
         view.cam.azimuth += 2.0
         view.gl.update()
         qtbot.wait(10)
-    qtbot.waitUntil(lambda: not renderer._scheduled, timeout=5000)
-    qtbot.wait(100)
+    # the last state asked for is on screen: its frame was drawn (and recorded) and no other is to come
+    qtbot.waitUntil(lambda: not renderer._scheduled and view.gl.shown_version >= view.gl.version, timeout=5000)
     assert len(draws) >= 4, draws
     for (s0, e0), (s1, _e1) in zip(draws, draws[1:]):
         rest = min(0.02, 0.4 * (e0 - s0))  # at least 40 % of a frame's time, or 20 ms after a long one
