@@ -67,3 +67,14 @@ def test_per_head_overview(dock):
     assert np.all(img[:, T, 3] == 0)  # the blank column between head 1 and head 2
     QTest.mouseClick(dock.att_heads, Qt.LeftButton, Qt.NoModifier, QPoint(8, dock.att_heads.height() // 2))
     assert dock.att_image.image.shape[:2] == (len(res.attention), T)
+
+
+def test_summary_names_the_three_largest_blocks_of_each(dock):
+    from app.docks.explain.side_by_side import summary_cells
+
+    res = dock.result
+    ex = api.explain(PROMPT, position=res.position)
+    totals = ex.route.totals()
+    top = sorted(totals, key=lambda k: -abs(totals[k]))[:3]
+    cell = summary_cells(res)[3]
+    assert [f"layer {ly} " in cell for ly, _ in top] == [True] * 3, (cell, top)

@@ -51,13 +51,14 @@ def summary_cells(res) -> list[str]:
     """The summary column of one result, in ROWS order (plain text)."""
     settled = settled_rank_one(res.lens_rank)
     src = max(res.sources, key=lambda s: s[2]) if res.sources else None
-    blk = max(res.totals, key=lambda t: abs(t[2])) if res.totals else None
+    top = sorted(res.totals, key=lambda t: -abs(t[2]))[:3]
     part = {"embedding": tr("explain.part.embedding"), "mixer": tr("explain.part.mixer"),
             "ffn": "FFN"}
     return [f"{_q(res.word)} · p {fmt(res.prob)}",
             tr("explain.side.settles", layer=settled) if settled is not None else "—",
             tr("explain.side.source", position=src[0], piece=_q(src[1]), effect=fmt(src[2], 2)) if src else "—",
-            tr("explain.side.block", layer=blk[0], part=part.get(blk[1], blk[1]), value=fmt(blk[2], 2)) if blk else "—"]
+            " · ".join(tr("explain.side.block", layer=b[0], part=part.get(b[1], b[1]), value=fmt(b[2], 2))
+                       for b in top) or "—"]
 
 
 class SideBySide(QWidget):
