@@ -63,6 +63,19 @@ def trained_weights(config, dims, vocab: list[str], path=None) -> ToyWeights:
                       name="trained", meta=meta)
 
 
+def _has_trained_toy(config, dims, n_vocab: int) -> bool:
+    """A trained toy ships for this model: its config name and toy dims (compute.weights.has_trained_toy), and the
+    weight layout of the bundled config of that name (a user's config.json that borrows the name but not the
+    layers is another model, not a damaged file)."""
+    if not weights_io.has_trained_toy(config.name, dims_dict(dims)):
+        return False
+    from compute.config import default_config
+
+    shipped = default_config()
+    return config is shipped or (shipped.name == config.name and weights_io.layout_shapes(config, dims, n_vocab)
+                                 == weights_io.layout_shapes(shipped, dims, n_vocab))
+
+
 def choose_weights(config, dims, vocab: list[str], seed: int, weights: str = "trained", path=None) -> ToyWeights:
     """weights="trained": the trained toy when one ships for this model and its file is sound (a given `path` is
     read whatever the model, and a bad one raises WeightsError); otherwise the seeded random model with the reason
@@ -70,11 +83,13 @@ def choose_weights(config, dims, vocab: list[str], seed: int, weights: str = "tr
     if weights not in ("trained", "random"):
         raise ValueError(f"weights must be 'trained' or 'random', got {weights!r}")
     note = fallback = ""
-    if weights == "trained" and path is None and not weights_io.has_trained_toy(config.name, dims_dict(dims)):
+    if weights == "trained" and path is None and not _has_trained_toy(config, dims, len(vocab)):
         # no trained toy ships for this model: said so whether or not the K3 file is installed (or sound)
         toy = weights_io.SHIPPED_TOY["config"]
+        other = ("" if config.name != toy else " at other toy dims" if dims_dict(dims) != dims_dict(type(dims)())
+                 else " with another layer layout")
         note = (f"trained weights not used: no trained toy for this model (the shipped one is for {toy!r} at the "
-                f"default toy dims; this is {config.name!r}{' at other toy dims' if config.name == toy else ''})")
+                f"default toy dims; this is {config.name!r}{other})")
         fallback = "other_model"
         _log.info("%s; running random weights", note)
     elif weights == "trained":

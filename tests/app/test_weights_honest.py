@@ -44,6 +44,13 @@ def test_other_models_say_no_trained_toy_whatever_the_k3_file(tmp_path, monkeypa
         assert (name, why) == ("random", "other_model"), cfg.name
         assert text == tr("weights.status.fallback.other_model") == "Weights: random (no trained toy for this model)"
         assert ko == tr("weights.status.fallback.other_model", lang="ko") and "학습된 토이가 없음" in ko
+    # a user's config.json that borrows K3's name but not its layers is another model, not a damaged file
+    raw = json.loads(available_configs()["kimi-k3"].read_text(encoding="utf-8"))
+    raw.update(num_hidden_layers=4, n_routed_experts=16)
+    raw["linear_attn_config"] = dict(raw["linear_attn_config"], kda_layers=[1, 2, 3], full_attn_layers=[4])
+    (tmp_path / "k3-like.json").write_text(json.dumps(raw), encoding="utf-8")
+    like = ModelConfig.from_json(tmp_path / "k3-like.json")
+    assert like.name == "kimi-k3" and _status(like)[:2] == ("random", "other_model")
     k3 = _status(ModelConfig.from_json(available_configs()["kimi-k3"]))
     expected = {"installed": ("trained", ""), "missing": ("random", "missing"), "damaged": ("random", "damaged")}
     assert k3[:2] == expected[k3_file]
