@@ -45,16 +45,42 @@ def answer_caption(trace, tr) -> str:
     return tr(f"weights.answer.{name}") if name else ""
 
 
-def status_text(trace, tr, chosen: str | None = None) -> str:
+NOTE_PREFIX = "trained weights not used: "  # how compute.engine_weights.choose_weights starts its note
+REASON_CHARS = 100  # the status bar's share of a damaged file's reason (the tooltip has all of it)
+
+
+def fallback_reason(note: str | None, limit: int | None = None) -> str:
+    """The WeightsError's reason in a fallback note ('weights file x.npz is not a zip archive (...)'), one
+    line, cut to `limit` characters; '' without a note."""
+    text = " ".join(str(note or "").split())
+    if text.startswith(NOTE_PREFIX):
+        text = text[len(NOTE_PREFIX):]
+    if limit is not None and len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    return text
+
+
+def status_text(trace, tr, chosen: str | None = None, note: str | None = None) -> str:
     """The status bar's weights label: 'Weights: trained (toy)'; when the choice was trained but the trace
-    ran on random weights (no trained file), it says so."""
+    ran on random weights (no trained file), it says so — for a damaged file with the reason from the engine's
+    `weights_note` when it is given."""
     name = weights_of(trace)
     if name is None:
         return ""
     if chosen == "trained" and name == "random":
         why = getattr(trace, "weights_fallback", "")
+        reason = fallback_reason(note, REASON_CHARS)
+        if why == "damaged" and reason:
+            return tr("weights.status.fallback.damaged.why", reason=reason)
         return tr(f"weights.status.fallback.{why}" if why in FALLBACKS else "weights.status.fallback")
     return tr("weights.status", weights=short_name(name, tr))
+
+
+def engine_note(window) -> str:
+    """The running engine's fallback note (compute's `ToyK3.weights_note`: why the trained weights were not
+    used), '' when there is none or no engine yet."""
+    model = getattr(getattr(getattr(window, "engine", None), "engine", None), "model", None)
+    return str(getattr(model, "weights_note", "") or "")
 
 
 def _tr():
@@ -120,8 +146,13 @@ class WeightsActions:
         for name, action in self.actions.items():
             action.setChecked(name == self.chosen)
         trace = self.window.state.trace
-        self.label.setText(status_text(trace, tr, self.chosen))
+        fell_back = self.chosen == "trained" and weights_of(trace) == "random"
+        note = engine_note(self.window) if fell_back else ""
+        self.label.setText(status_text(trace, tr, self.chosen, note))
         from app.widgets.safe_text import plain_tip
 
-        self.label.setToolTip(plain_tip(answer_caption(trace, tr)))  # names the model (a config's display_name)
+        tip = answer_caption(trace, tr)  # names the model (a config's display_name)
+        if fell_back and getattr(trace, "weights_fallback", "") in ("missing", "damaged") and note:
+            tip = tr("weights.status.why_tip", reason=fallback_reason(note)) + "\n" + tip
+        self.label.setToolTip(plain_tip(tip))  # the reason quotes a file name: plain text
         self.label.setVisible(trace is not None)
