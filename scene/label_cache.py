@@ -25,7 +25,7 @@ class LabelCache:
     def image(self, inp: OverlayInput, version: int, w: int, h: int, dpr: float) -> QImage:
         """The labels of inp for a w x h view at dpr; version changes whenever any text may have changed."""
         c = inp.camera
-        # everything draw_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
+        # everything paint_overlay reads: the layout object (rebuilt whenever its blocks change), the camera,
         # the view size and the OverlayInput fields
         base_key = (version, id(inp.layout), tuple(c.center), c.distance, c.azimuth, c.elevation, c.fov,
                     w, h, dpr, inp.selected, inp.hovered, inp.has_trace, inp.step_note, inp.flow_on, inp.focus,

@@ -1,7 +1,7 @@
 """Scene labels: ONE QPainter overlay drawn with Qt fonts (CJK capable) on the widget and on exported images.
 
 Labels are anchored to blocks of the layout, projected with the same camera, and placed by priority
-(`place_labels`, pure geometry; `draw_overlay` paints its result). The header (title, layer, step) and the
+(`place_labels`, pure geometry; `paint_overlay` paints its result). The header (title, layer, step) and the
 legend sit on opaque panels, so no block is ever drawn through them, on screen or in a transparent export.
 
 Placement rules:
@@ -384,18 +384,11 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
     return out
 
 
-def draw_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0,
-                 with_tokens: bool = True) -> list[QRectF]:
-    """Draw every label and the legend for a width x height view (logical px; scale multiplies fonts).
-
-    Returns the rectangles taken. with_tokens=False leaves out the token names by the rows (the only labels
-    that change when a knob changes the sampled tokens): draw_token_names adds them over such a picture."""
-    return paint_overlay(p, inp, width, height, scale, with_tokens).taken
-
-
 def paint_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, scale: float = 1.0,
                   with_tokens: bool = True) -> Placement:
-    """draw_overlay, returning the whole Placement (what was drawn where)."""
+    """Draw every label and the legend for a width x height view (logical px; scale multiplies fonts) and return
+    the Placement (what was drawn where). with_tokens=False leaves out the token names by the rows (the only
+    labels that change when a knob changes the sampled tokens): draw_token_names adds them over such a picture."""
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
     placement = place_labels(inp, width, height, scale)

@@ -35,8 +35,8 @@ def _result(win, timeout_s: float = 120.0):
 
 
 def _settle(qtbot, scene):
+    """No camera move under way: render_image then draws the state the test set (synchronously)."""
     qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
-    pump(60)
 
 
 def _frame(scene) -> np.ndarray:
@@ -188,8 +188,7 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
                     and bool(win.scene.explanation.route), timeout=5000)
     assert not win.scene.explain_items.strip.visible()
     i18n.set_language("ko")
-    win.state.language_changed.emit("ko")
-    pump(50)
+    win.state.language_changed.emit("ko")  # the dock and the scene retranslate in the emit
     assert dock.show3d.route.text() == "기여 경로" and "임계값" in dock.show3d.threshold_label.text()
     assert "경로" in win.scene._overlay_input().explain_note
     win.close()
