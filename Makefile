@@ -140,7 +140,10 @@ $(BUNDLE_STAMP): .ci/bundle-requirements.txt pyproject.toml
 	$(BUNDLE_VENV)/bin/python -m pip install -q -r .ci/bundle-requirements.txt -e .
 	touch $@
 
+BUNDLE_DEB_PACKAGES := binutils  # objdump: PyInstaller reads the binaries' dependencies with it
+
 bundle: $(BUNDLE_STAMP)
+	$(call sysdeps_step,$(BUNDLE_DEB_PACKAGES))
 	$(BUNDLE_VENV)/bin/python -m PyInstaller --noconfirm --clean --log-level WARN --distpath dist \
 	  --workpath build/pyinstaller .ci/k3-explorer.spec
 	@echo "bundle: dist/k3-explorer/k3-explorer ($$(du -sh dist/k3-explorer | cut -f1)); first start: dist/k3-explorer/k3-explorer --warm-kernels"
