@@ -32,12 +32,12 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from compute.trace import LayerTrace, PassTrace
+from compute.fused_nb_views import LazyLayerTrace, PassBuffers, PassLayout
+from compute.trace import PassTrace
 
 _NB = None  # the kernels module, or False when numba is unavailable
 _STAMP = "k3_fused_nb_ready.json"
@@ -299,7 +299,7 @@ class CompiledPass:
         self._order = list(zip(self.mkind.tolist(), self.mslot.tolist(), self.fkind.tolist(), self.fslot.tolist(),
                                self.n_before, self.n_after))
         self._plan_views()
-        self.layout = _Layout(self)
+        self.layout = PassLayout(self)
 
     # ------------------------------------------------------------------ one pass
     def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, caches, bias_off):
@@ -315,7 +315,7 @@ class CompiledPass:
         layers: creating ~3,300 views per pass up front costs more than the compiled pass itself)."""
         pb = self._run(emb, knobs, caches, bias_off)
         layers = []
-        new, cls = object.__new__, _LazyLayerTrace
+        new, cls = object.__new__, LazyLayerTrace
         for li, mixer, ffn in zip(range(self.NL), config.mixer_types, config.ffn_types):
             o = new(cls)
             o.__dict__.update(index=li, mixer=mixer, ffn=ffn, _pb=pb, _t=None)
@@ -324,7 +324,7 @@ class CompiledPass:
         ps._nb_caches = new = pb.caches()  # the caches after this pass (ToyK3._caches_from_trace takes them)
         return ps, new
 
-    def _run(self, emb: np.ndarray, knobs, caches, bias_off) -> "_PassBuffers":
+    def _run(self, emb: np.ndarray, knobs, caches, bias_off) -> "PassBuffers":
         T, D, C, dt = emb.shape[0], self.D, self.C, self.dtype
         nK, nM, nE, nD = len(self.kda), len(self.mla), len(self.moe), len(self.dense)
         if caches is None:
@@ -362,7 +362,7 @@ class CompiledPass:
             CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB)
         bias_ro = ebias.view()
         bias_ro.setflags(write=False)  # the trace's 'moe.bias' is read-only (the kernel's array stays writable)
-        return _PassBuffers(self.layout, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias_ro, DB, FB)
+        return PassBuffers(self.layout, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias_ro, DB, FB)
 
     def owns(self, caches) -> bool:
         """`caches` came from a compiled pass with this one's stacked layout and dtype (so it can take them)."""
@@ -438,7 +438,7 @@ class CompiledPass:
                     lo = li
             self._runs[which] = runs
 
-    def _views(self, pb: "_PassBuffers") -> list[dict]:
+    def _views(self, pb: "PassBuffers") -> list[dict]:
         """The trace dict of every layer: views into the pass buffers (all at once)."""
         T, CB, KB, KS, MB, MSB, MSC, EB, Eidx, DB = pb.T, pb.CB, pb.KB, pb.KS, pb.MB, pb.MSB, pb.MSC, pb.EB, pb.Eidx, pb.DB
         D, C, kl, r = self.D, self.C, self.kl, self.r
@@ -465,99 +465,3 @@ class CompiledPass:
                      list(CB[:, :, 3 * D:4 * D]), list(CB[:, :, 4 * D:5 * D]))
         return [dict(zip(keys, ct + mix[mk][ms] + ffn[fk][fs]))
                 for keys, ct, (mk, ms, fk, fs, _, _) in zip(self._keys, common, self._order)]
-
-class _Layout:
-    """What cutting a pass's trace views needs (column ranges, layer order, sizes): the pass buffers keep this,
-    not the CompiledPass, so that traces kept after an engine is replaced do not keep its stacked weights."""
-
-    def __init__(self, cp: CompiledPass):
-        for name in ("NL", "D", "C", "kl", "r", "top_k", "L", "n_final", "_order", "_cols", "_experts_cols"):
-            setattr(self, name, getattr(cp, name))
-
-    def _layer(self, pb: "_PassBuffers", li: int) -> dict:
-        """The trace dict of layer li alone (views into the pass buffers)."""
-        mk, ms, fk, fs, nb, na = self._order[li]
-        D, C, kl, r = self.D, self.C, self.kl, self.r
-        cb = pb.CB[li]
-        t = {"attnres.mixer": cb[:, 5 * D:5 * D + nb + 1] if nb else None, "attnres.mixer.out": cb[:, :D],
-             "norm.mixer": cb[:, D:2 * D], "attnres.ffn": cb[:, 5 * D + C:5 * D + C + na + 1],
-             "attnres.ffn.out": cb[:, 2 * D:3 * D], "norm.ffn": cb[:, 3 * D:4 * D], "residual": cb[:, 4 * D:5 * D]}
-        if mk == 0:
-            kb = pb.KB[ms]
-            for key, a, b in self._cols[0]:
-                t[key] = kb[:, a:b]
-            t["kda.state"] = pb.KS[ms]
-            t["mixer.out"] = t["kda.o_proj"]
-        else:
-            mb, sb, sc = pb.MB[ms], pb.MSB[ms], pb.MSC[ms]
-            for key, a, b in self._cols[1]:
-                t[key] = mb[:, a:b]
-            t.update({"mla.c_kv": sb[:, :kl], "mla.k_rope": sb[:, kl:kl + r], "mla.kv_b": sb[:, kl + r:],
-                      "mla.scores": sc[0], "mla.softmax": sc[1], "mixer.out": t["mla.o_proj"]})
-        if fk == 1:
-            eb = pb.EB[fs]
-            for key, a, b in self._cols["moe"]:
-                t[key] = eb[:, a:b]
-            a, b = self._experts_cols
-            t.update({"moe.experts": eb[:, a:b].reshape(pb.T, self.top_k, self.L), "moe.topk_idx": pb.Eidx[fs],
-                      "moe.bias": pb.bias[fs]})
-        else:
-            db = pb.DB[fs]
-            for key, a, b in self._cols["dense"]:
-                t[key] = db[:, a:b]
-        return t
-
-
-class _PassBuffers:
-    """The buffers one compiled pass wrote (every trace tensor of the pass lives in them)."""
-
-    def __init__(self, cp: _Layout, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias, DB, FB):
-        self.cp, self.T, self.CB, self.KB, self.KS, self.Ktail = cp, T, CB, KB, KS, Ktail
-        self.MB, self.MSB, self.MSC, self.EB, self.Eidx, self.bias, self.DB, self.FB = MB, MSB, MSC, EB, Eidx, bias, DB, FB
-
-    def final(self) -> dict:
-        cp, FB = self.cp, self.FB
-        D, C = cp.D, cp.C
-        return {"final.attnres": FB[:, D:D + cp.n_final + 1], "final.norm": FB[:, D + C:2 * D + C],
-                "lm_head": FB[:, 2 * D + C:]}
-
-    def caches(self) -> "_Caches":
-        return _Caches(self)
-
-
-class _LazyLayerTrace(LayerTrace):
-    """A LayerTrace whose `tensors` dict is cut from its pass's buffers on first access (then kept)."""
-
-    @property
-    def tensors(self) -> dict:
-        t = self.__dict__["_t"]
-        if t is None:
-            t = self.__dict__["_t"] = self._pb.cp._layer(self._pb, self.index)
-        return t
-
-    @tensors.setter
-    def tensors(self, value: dict) -> None:
-        self.__dict__["_t"] = value
-
-
-class _Caches(Sequence):
-    """The caches after a compiled pass: per layer (index) the cache dict of its mixer — views into the pass's
-    buffers, made on access —, and `stacked`, the buffers the next compiled pass takes as they are."""
-
-    def __init__(self, pb: _PassBuffers):
-        self._pb = pb
-        self.stacked = (pb.Ktail, pb.KS, pb.MSB)
-
-    def __len__(self) -> int:
-        return self._pb.cp.NL
-
-    def __getitem__(self, li):
-        if isinstance(li, slice):
-            return [self[i] for i in range(*li.indices(len(self)))]
-        pb, cp = self._pb, self._pb.cp
-        mk, ms = cp._order[li][:2]
-        if mk == 0:
-            return {"conv": pb.Ktail[ms], "state": pb.KS[ms]}
-        kl, r = cp.kl, cp.r
-        return {"c_kv": pb.MSB[ms, :, :kl], "k_rope": pb.MSB[ms, :, kl:kl + r]}
-
