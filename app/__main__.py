@@ -10,6 +10,7 @@ imports pyqtgraph or OpenGL."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from app import __version__
@@ -121,8 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     if config is not None:
         window.models.request(config)  # the engine switches to it in its thread; the window follows
     if view is not None:
-        window.views.apply(view)
-        window.views.remember(args.view)
+        window.views.source = os.path.abspath(args.view)  # a refused field names the file
+        try:  # checked against the --config model when one is given: a refusal is one message, the window runs on
+            if window.views.apply(view, config=config):
+                window.views.remember(args.view)
+        finally:
+            window.views.source = None
     code = app.exec()
     stopper.uninstall()
     return stopper.exit_code(code)  # 130 / 143 when a signal closed it

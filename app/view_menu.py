@@ -157,12 +157,14 @@ class ViewActions:
         self.message_box = box
         box.open()
 
-    def apply(self, view: View) -> bool:
+    def apply(self, view: View, config=None) -> bool:
         """Show the view: another bundled model is switched to through the Model menu's path (the window
-        switches once the engine ran it); the prompt, knobs and tokens run; the rest follows the trace."""
+        switches once the engine ran it); the prompt, knobs and tokens run; the rest follows the trace.
+        `config`: the model the caller has already asked for (`k3-explorer --config`): the view's values are
+        checked against it and the view's own model name is not switched to (as `export --config` does)."""
         w = self.window
-        cfg = w.config
-        if view.model != w.config.name:
+        cfg = w.config if config is None else config
+        if config is None and view.model != w.config.name:
             from compute.config import ConfigError, ModelConfig, available_configs
 
             try:
@@ -175,7 +177,9 @@ class ViewActions:
         except ViewError as exc:
             self.refuse(exc)
             return False
-        if cfg is not w.config:
+        if config is not None and view.model != config.name:
+            view = view.with_changes(model=config.name)  # shown on that model: its trace finishes the view
+        if config is None and cfg is not w.config:
             w.models.request(cfg)
         st = w.state
         self.before = (st.knobs, st.prompt, w.engine.max_new_tokens)  # put back if the engine refuses the view
