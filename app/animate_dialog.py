@@ -5,17 +5,37 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QLineEdit, QMessageBox, QProgressDialog, QPushButton,
                                QSpinBox, QWidget)
 
-from app import animate, atomic_io, i18n
+from app import animate, i18n, slot_guard
 from app.export import ExportError
 from app.i18n import tr
 
 SIZES = ((1280, 720), (1920, 1080), (2560, 1440), (3840, 2160))
 LANGUAGE_NAMES = {"en": "English", "ko": "한국어"}
+
+
+class AnimationSignals(QObject):
+    """What an animated export from the window says as it goes (one per window: `signals_of(window)`): the
+    progress dialog, the status bar and tests follow these."""
+
+    started = Signal(str)  # the path to be written
+    progress = Signal(int, int)  # frames done, frames in all
+    finished = Signal(str, int)  # the path written, frames
+    failed = Signal(str)  # one line: why nothing was written (the old file, if any, is kept)
+    cancelled = Signal()
+
+
+def signals_of(window) -> AnimationSignals:
+    """The window's AnimationSignals (made on first use, a child of the window)."""
+    found = window.findChild(AnimationSignals, "anim_signals")
+    if found is None:
+        found = AnimationSignals(window)
+        found.setObjectName("anim_signals")
+    return found
 
 
 class AnimationDialog(QDialog):
@@ -77,17 +97,25 @@ class AnimationDialog(QDialog):
     def accept(self) -> None:
         """OK: a typed path naming an existing file is replaced only after a Yes (as the image export asks);
         No keeps the dialog open to change the name. A path that is, or leads to, a FIFO, a device or a folder
-        is refused in a message (atomic_io.check_target) and the dialog stays."""
-        path = self.choice()[0]
+        is refused in a message (atomic_io.check_target) and the dialog stays; so is a name the encoder cannot
+        write (its extension) and a folder that is missing or cannot be written (app.export.check_writable):
+        one line in the box and through the window's `failed` signal."""
+        path, spec = self.choice()
+        from app.export import check_writable
+
         try:  # a FIFO, a device or a link to one is never replaced: say so, keep the dialog to change the name
-            atomic_io.check_target(path)
-        except atomic_io.WriteError as exc:
-            box = QMessageBox(QMessageBox.Warning, tr("anim.title"), atomic_io.message(exc), QMessageBox.Ok, self)
+            animate.check_spec(spec, path)
+            check_writable(path)
+        except ExportError as exc:
+            message = " ".join(str(exc).split())  # one line
+            box = QMessageBox(QMessageBox.Warning, tr("anim.title"), message, QMessageBox.Ok, self)
             box.setObjectName("anim_refused")
             box.setTextFormat(Qt.PlainText)  # the path is the user's text
             self.confirm = box
             box.finished.connect(lambda _r: setattr(self, "confirm", None))
             box.open()
+            if self.parent() is not None:
+                signals_of(self.parent()).failed.emit(message)
             return
         if not os.path.exists(path) or path == self._browsed:
             super().accept()
@@ -115,7 +143,10 @@ class AnimationDialog(QDialog):
 
 def run_export(window, path: str, spec: animate.AnimationSpec) -> str | None:
     """Export with a progress dialog; returns the path written, None when cancelled or refused (the reason
-    in a message box or the status bar)."""
+    in a message box or the status bar). Says what happens through `signals_of(window)`: started, progress,
+    then finished, failed (one line) or cancelled."""
+    signals = signals_of(window)
+    signals.started.emit(path)
     state = window.state
     steps = window_steps(window)
     progress = QProgressDialog(tr("anim.progress", n=0, total=0), tr("anim.cancel"), 0, 1, window)
@@ -129,6 +160,7 @@ def run_export(window, path: str, spec: animate.AnimationSpec) -> str | None:
         progress.setMaximum(max(total, 1))
         progress.setValue(min(done, total))
         progress.setLabelText(tr("anim.progress", n=done, total=total))
+        signals.progress.emit(done, total)
         QApplication.processEvents()
         return not progress.wasCanceled()
 
@@ -145,11 +177,17 @@ def run_export(window, path: str, spec: animate.AnimationSpec) -> str | None:
         written, frames = animate.export(view, steps, spec, path, state.layer, progress=report, step=state.step)
     except animate.AnimationCancelled:
         window.statusBar().showMessage(tr("anim.cancelled"), 8000)
+        signals.cancelled.emit()
         return None
     except ExportError as exc:
         from app.widgets.safe_text import warn
 
+        signals.failed.emit(" ".join(str(exc).split()))
         warn(window, tr("anim.title"), str(exc))  # plain text: it quotes a path and the encoder's error
+        return None
+    except Exception as exc:  # noqa: BLE001 - a bug: logged and one status line (slot_guard), never a traceback
+        slot_guard.report(exc, "animation export")
+        signals.failed.emit(slot_guard.one_line(exc))
         return None
     finally:
         progress.close()
@@ -157,6 +195,7 @@ def run_export(window, path: str, spec: animate.AnimationSpec) -> str | None:
             _close_view(view)
     window.statusBar().showMessage(tr("anim.saved", path=written, frames=frames, w=spec.width, h=spec.height,
                                       duration=animate.duration_text(frames, spec.fps)), 10000)
+    signals.finished.emit(written, frames)
     return written
 
 
