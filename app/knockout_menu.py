@@ -55,6 +55,15 @@ def scene_items(layout, block_id: str, row: int, col: int, pieces, position: int
     return out
 
 
+def token_row_position(layout, block_id: str, row: int) -> int | None:
+    """The token position of a picked row of a block whose rows are tokens (exploded layer), else None."""
+    b = layout.by_id.get(block_id)
+    k = entry(b.kind) if b is not None else None
+    if row < 0 or k is None or not k.rows_are_tokens or b.family == "stack" or row >= len(layout.row_positions):
+        return None
+    return int(layout.row_positions[row])
+
+
 def build_menu(parent: QWidget, items: list[tuple[str, tuple]], knock, title: str = "") -> QMenu:
     """A menu with one action per (item, mode): knock(item, mode) when chosen; a disabled line when empty."""
     menu = QMenu(parent)
@@ -79,9 +88,13 @@ def open_for_scene(window, block_id: str, row: int, col: int, global_pos: QPoint
     if dock is None or trace is None:
         return None
     position = dock.explained_position()
-    items = scene_items(window.scene.layout, block_id, row, col, [p for p, _ in trace.tokens], position)
+    pieces = [p for p, _ in trace.tokens]
+    items = scene_items(window.scene.layout, block_id, row, col, pieces, position)
     menu = build_menu(window, items, dock.add_knockout,
                       tr("knockout.scene.title", position=position if position is not None else "—"))
+    row_pos = token_row_position(window.scene.layout, block_id, row)
+    if row_pos is not None and row_pos < len(pieces):
+        add_explain_here(menu, dock, row_pos, pieces[row_pos])
     menu.popup(global_pos)
     return menu
 
@@ -100,8 +113,20 @@ def open_for_chip(window, position: int, global_pos: QPoint) -> QMenu | None:
                       tr("knockout.scene.title", position=at if at is not None else "—"))
     if at is not None and position > at:
         menu.addAction(tr("knockout.later_token", position=position, at=at)).setEnabled(False)
+    add_explain_here(menu, dock, position, piece)
     menu.popup(global_pos)
     return menu
+
+
+def add_explain_here(menu: QMenu, dock, position: int, piece: str) -> None:
+    """'Why the next word after <piece>: explain position p' (the Explain dock's position box), unless it is the
+    explained one already."""
+    if position == dock.explained_position():
+        return
+    menu.addSeparator()
+    act = menu.addAction(tr("knockout.explain_here", position=position, piece=_q(piece)))
+    act.setData(("explain", position))
+    act.triggered.connect(lambda _c=False: dock.explain_position(position))
 
 
 def install(window) -> None:

@@ -210,3 +210,27 @@ def test_scene_items_name_the_parts_a_block_can_lose(make_window, qtbot):
     assert not any(it[0] == "token" for it in got)  # after the explained position: nothing to change
     got = [it for _w, it in scene_items(lay, wall.id, rows.index(1), 0, pieces, 1)]
     assert ("token", 1) in got and got[-2:] == [("block", L, "mixer"), ("block", L, "ffn")]
+
+
+def test_a_chip_menu_explains_another_position(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock = _settled(win)
+    at = dock.explained_position()
+    from app.knockout_menu import open_for_chip
+
+    menu = open_for_chip(win, 1, win.mapToGlobal(QPoint(50, 50)))
+    act = next(a for a in menu.actions() if a.data() == ("explain", 1))
+    assert "token 1" in act.text()
+    menu.hide()
+    act.trigger()
+    assert dock.explained_position() == 1 and at != 1
+    qtbot.waitUntil(lambda: not dock.busy and dock.result is not None and dock.result.position == 1, timeout=60000)
+    trace = win.state.trace
+    ref = api.explain(_prompt_text(trace), weights=trace.weights_name, position=1)
+    assert dock.result.word == ref.word
+    qtbot.waitUntil(lambda: win.scene.explanation is not None and win.scene.explanation.position == 1, timeout=5000)
+    # the explained position's own chip offers no "explain" line
+    menu = open_for_chip(win, 1, win.mapToGlobal(QPoint(50, 50)))
+    assert not any(a.data() == ("explain", 1) for a in menu.actions())
+    menu.hide()

@@ -449,6 +449,15 @@ class ExplainDock(QDockWidget):
         """The 0-based position whose prediction is explained (the position box), None before a trace."""
         return int(self.position.currentData()) if self.position.count() else None
 
+    def explain_position(self, position: int) -> None:
+        """Explain the prediction after `position` (a token chip's or a token row's menu) and show this dock."""
+        i = self.position.findData(int(position))
+        if i < 0:
+            return
+        self.position.setCurrentIndex(i)
+        self.refresh()
+        self.state.show_dock(self.objectName(), "")
+
     def add_knockout(self, item: tuple, mode: str) -> None:
         """Knock `item` out too (a context menu outside this dock: the 3D view, a token chip) in `mode`, re-run,
         and bring this dock to the front to show the before / after."""
