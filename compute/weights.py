@@ -1,7 +1,9 @@
 """Save and load the toy K3's weights as a versioned asset (.npz, no pickles).
 
 The zip members are stored, not deflated: BF16 weights of a trained net look random to zlib (it saves ~20%
-of 9 MB) and inflating them took longer than the 200 ms load budget; stored, a load is a few reads.
+of 9 MB) and inflating them took longer than the 200 ms load budget; stored, a load is a few reads. Members carry
+a fixed timestamp, so the same arrays and metadata give the same file bytes (files written before 2026-12-03,
+the shipped v1 one included, carry their write time).
 
 A weight is named by its place in the engine's per-layer dicts ("L12.kda.in", "L1.moe.w13") or globally
 ("embedding", "lm_head", "final_norm", "w_out"); the layout itself (names, shapes, the random draw order) is
@@ -231,7 +233,7 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **data)  # stored, not deflated: BF16 weights deflate by only ~20% and inflating costs more than the load budget
+            _write_npz(f, data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -239,6 +241,24 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's zip timestamp: the same arrays and metadata give the same bytes
+
+
+def _write_npz(f, data: dict[str, np.ndarray]) -> None:
+    """The arrays as an .npz (what np.load and compute.weights_archive read: "<name>.npy" members) in their order,
+    stored, not deflated (BF16 weights deflate by only ~20% and inflating costs more than the load budget), with
+    fixed member timestamps and no zip64 records, so a file's bytes depend on its arrays and metadata alone."""
+    import zipfile
+
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as z:
+        for name, a in data.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            with z.open(info, "w") as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(a), allow_pickle=False)
 
 
 def packed_shapes(expected: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
