@@ -7,17 +7,13 @@
 - When only temperature / top-p (or the sample seed) changed for the same prompt, the worker calls
   `ToyK3.resample` on the last good trace instead of a full run.
 - Frame gate (`hold_until_shown`): the window may hold the next run until the frame of the trace just published
-  is on screen (at most HOLD_MAX_MS). On a machine with few cores the engine, the render thread and its
-  rasteriser threads otherwise compete for them during a drag, and the UI thread waited for a CPU longer than
-  it ran; taking turns, each trace reaches the screen sooner and the UI thread keeps answering.
+  is on screen (app/housekeeping.py FrameGate, at most HOLD_MAX_MS).
 - A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
-- Kernels: the first engine runs compute.fused's numpy kernels, so the first trace never waits for numba (a
-  compile takes ~25 s of CPU on an install's first start, a load from its disk cache ~0.6 s). Once the first
-  trace is out, a child process (app/kernel_warmup.py's one entry point, at low priority; frozen: the bundle's
-  own executable) compiles compute.fused_nb's kernels into numba's disk cache or finds them there; when it
-  succeeds, the worker thread rebuilds the engine with the compiled kernels (a cache load) and runs them from
-  then on. Nothing is ever compiled in this process's threads, never on the UI thread.
-  `kernels` says which run ("numpy", "warming", "compiled").
+- Kernels: the first engine runs compute.fused's numpy kernels, so the first trace never waits for numba; once
+  it is out, a warm-up child fills numba's cache and the worker thread rebuilds the engine with the compiled
+  kernels (app/kernel_upgrade.py). `kernels` says which run ("numpy", "warming", "compiled").
+- Housekeeping (freeing the traces no longer shown in the worker thread, malloc_trim, the garbage collector's
+  freeze / settle / thaw, the switch interval) is scheduled by app/housekeeping.py around the runs.
 - `--device auto` asks torch whether CUDA is there only where a CUDA device can exist at all (an NVIDIA
   driver node): importing torch takes seconds that the first trace would wait for.
 - When the engine cannot be made on the device asked for (`cuda` without CUDA, a broken driver), it is made
@@ -32,13 +28,12 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QObject, QProcess, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from app import heap, kernel_warmup
+from app import housekeeping
+from app.housekeeping import FrameGate, Housekeeping
+from app.kernel_upgrade import KernelUpgrade
 from compute.trace import Knobs
-from scene import gc_main_thread
-from scene.gc_main_thread import collect_on_main_thread
 
 log = logging.getLogger(__name__)
 RESAMPLE_FIELDS = ("temperature", "top_p", "sample_seed")
@@ -53,11 +48,6 @@ class Request:
     base: object = None  # last good Trace when a resample is enough, else None
     config: object = None  # a ModelConfig to switch to: the engine is rebuilt for it before the run
     weights: str | None = None  # "trained" | "random" to switch to: the engine is rebuilt with them (view files)
-
-
-HOLD_MAX_MS = 100  # the longest the next run waits for the frame of the last trace (see hold_until_shown)
-SETTLE_QUIET_MS = 1500  # the engine idle this long after a (re)load: freeze start-up's objects for the collector
-SWITCH_INTERVAL_S = 0.0002  # bench/app.py: max UI stall 23-31 ms at 1 ms, 13-17 ms at 0.2 ms
 
 
 UNTIL_SENTENCE_END = 0  # max_new_tokens value: generate until '.' or a newline (at most SENTENCE_MAX_TOKENS)
@@ -83,8 +73,6 @@ def only_sampling_changed(old: Knobs, new: Knobs) -> bool:
 
 
 CUDA_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version", "/dev/dxg")  # dxg: WSL2
-WARMUP_COMPILED = kernel_warmup.EXIT_COMPILED  # the child compiled (not loaded) some kernels: run once more to check
-_warmed = False  # a kernel warm-up child succeeded in this process: numba's disk cache holds the kernels
 
 
 def cuda_possible() -> bool:
@@ -186,16 +174,8 @@ class _EngineObject(QObject):
 
     @Slot(object, bool)
     def dispose(self, traces: list, trim: bool = True) -> None:
-        """Receives traces the UI no longer shows: their last references go away here, in this thread, so
-        freeing their ~10^4 arrays each never stalls the UI thread. One at a time, giving the GIL back in
-        between: freeing a trace is ~3 ms of C code no other thread can interrupt. trim: give the freed memory
-        back to the system (only when the app is quiet: malloc_trim takes ~20 ms and holds malloc's locks, so
-        every other thread's allocations, the UI thread's too, wait for it)."""
-        while traces:
-            traces.pop()
-            time.sleep(0)
-        if trim:
-            heap.trim()  # malloc keeps the freed chunks otherwise: RSS crept up over an hour (app/heap.py)
+        """Receives traces the UI no longer shows and frees them here, in this thread (app/housekeeping.py)."""
+        housekeeping.dispose(traces, trim)
 
     @Slot(object)
     def compute(self, request: Request) -> None:
@@ -241,7 +221,6 @@ class EngineController(QObject):
 
     _load = Signal()
     _compute = Signal(object)
-    _dispose = Signal(object, bool)
     busy_changed = Signal(bool)
     device_ready = Signal(str)
     device_fallback = Signal(str, str)  # device asked for, reason; the engine runs on the CPU
@@ -251,7 +230,6 @@ class EngineController(QObject):
     config_failed = Signal(object, str)  # ModelConfig, reason: the engine could not run it; the old one stays
     weights_applied = Signal(str)  # "trained" | "random": the engine runs the weights chosen (before its trace)
     kernels_changed = Signal(str)  # "warming" | "compiled" | "numpy" (see `kernels`)
-    _upgrade = Signal()
 
     def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None, compiled: bool = True):
         """compiled: switch to compute.fused_nb's kernels after the first trace when numba is there (False:
@@ -268,41 +246,25 @@ class EngineController(QObject):
         self._pending_config = None  # a ModelConfig waiting to be switched to (latest wins)
         self._pending_weights: str | None = None  # "trained" | "random" waiting to be switched to
         self._good = None  # last good trace
-        self._want_compiled = compiled
-        self.kernels = "numpy"  # "numpy" | "warming" (a child fills numba's cache) | "compiled"
-        self._warmup: QProcess | None = None
-        self._warmup_rechecked = False
-        self._held = False  # the next run waits for the frame of the last trace (hold_until_shown)
-        self._hold_timer = QTimer(self)
-        self._hold_timer.setSingleShot(True)
-        self._hold_timer.setInterval(HOLD_MAX_MS)
-        self._hold_timer.timeout.connect(self.release)
+        self._gate = FrameGate(lambda: self._dispatch(), self)  # the next run waits for the last trace's frame
         self._loaded = False
         self._stopped = False
-        self._graveyard: list = []  # traces no longer shown, to be freed in the worker thread
-        self._trim_owed = False  # traces were freed without a trim (in a drag): the quiet timer trims
-        self._dispose_timer = QTimer(self)
-        self._dispose_timer.setSingleShot(True)
-        self._dispose_timer.setInterval(1000)
-        self._dispose_timer.timeout.connect(self._bury)
-        # once the engine is loaded and quiet, the garbage collector freezes what start-up made (short collections
-        # from then on, scene/gc_main_thread.py); again after the engine is replaced
-        self._settle_timer = QTimer(self)
-        self._settle_timer.setSingleShot(True)
-        self._settle_timer.setInterval(SETTLE_QUIET_MS)
-        self._settle_timer.timeout.connect(self._settle_heap)
         self.thread = QThread()
         self.thread.setObjectName("k3-engine")
         self.engine = _EngineObject(device)
         self.engine.moveToThread(self.thread)
+        self.kernel_upgrade = KernelUpgrade(compiled, lambda: self.engine.model, lambda: not self.load_error, self)
+        self.kernel_upgrade.changed.connect(self.kernels_changed)
+        self.housekeeping = Housekeeping(
+            lambda: not self.busy and self._pending is None and self.kernels_settled, self.thread.isRunning, self)
         self._load.connect(self.engine.load)
         self._compute.connect(self.engine.compute)
-        self._dispose.connect(self.engine.dispose)
+        self.housekeeping.dispose_requested.connect(self.engine.dispose)
         self.engine.ready.connect(self._on_ready)
         self.engine.fell_back.connect(self._on_fell_back)
         self.engine.finished.connect(self._on_finished)
         self.engine.failed.connect(self._on_failed)
-        self._upgrade.connect(self.engine.upgrade)
+        self.kernel_upgrade.load.connect(self.engine.upgrade)
         self.engine.upgraded.connect(self._on_upgraded)
         state.knobs_requested.connect(lambda knobs: self.request(self._current_prompt(), knobs))
         state.prompt_requested.connect(lambda text: self.request(text, self.state.knobs))
@@ -317,10 +279,7 @@ class EngineController(QObject):
     def start(self) -> None:
         """Start the thread and load the engine there; the first trace follows automatically."""
         if not self.thread.isRunning() and not self._stopped:
-            # the engine, the render thread and the UI share the GIL; a short switch interval keeps each of
-            # the UI thread's waits for it (one per signal handler) well under a millisecond
-            sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
-            collect_on_main_thread()  # no garbage collection (of Qt objects) in the engine thread
+            self.housekeeping.engine_starting()  # the switch interval; collections on the main thread only
             self.thread.start()
             self._load.emit()
             if self._pending is None:
@@ -330,9 +289,8 @@ class EngineController(QObject):
         """Finish the run in flight (if any) and end the thread; start() is a no-op afterwards."""
         self._stopped = True
         self._pending = None
-        self._settle_timer.stop()
-        gc_main_thread.thaw()  # what was frozen at start-up (this window's objects too) can be collected again
-        self._stop_warmup()
+        self.housekeeping.stop()  # what was frozen at start-up (this window's objects too) can be collected again
+        self.kernel_upgrade.stop()
         if self.thread.isRunning():
             self.thread.quit()
             self.thread.wait(30000)
@@ -342,90 +300,19 @@ class EngineController(QObject):
         return self._in_flight is not None
 
     @property
+    def kernels(self) -> str:
+        """Which kernels run: "numpy" | "warming" (a child fills numba's cache) | "compiled" (app/kernel_upgrade.py)."""
+        return self.kernel_upgrade.kernels
+
+    @property
     def kernels_settled(self) -> bool:
         """No switch of kernels is to come: the compiled ones run, or the numpy ones will stay."""
-        return self.kernels != "warming" and (self.kernels == "compiled" or not self._upgrade_possible())
-
-    # --- compiled kernels --------------------------------------------------------------------
-    def _upgrade_possible(self) -> bool:
-        model = self.engine.model
-        return (self._want_compiled and not self._stopped and not self.load_error and kernel_warmup.wanted()
-                and (model is None or getattr(model, "backend", "") == "numpy"))
-
-    def _start_upgrade(self) -> None:
-        """After the first trace: a child fills numba's cache (once per process), then the worker loads it."""
-        if self.kernels != "numpy" or not self._upgrade_possible():
-            return
-        self._set_kernels("warming")
-        if _warmed:
-            self._upgrade.emit()
-            return
-        self._start_warmup_child()
-
-    def _start_warmup_child(self) -> None:
-        proc = self._warmup = QProcess(self)
-        program, *args = kernel_warmup.child_command()  # frozen-aware: `python -m ...` or the bundle's executable
-        proc.setProgram(program)
-        proc.setArguments(args)
-        proc.setWorkingDirectory(kernel_warmup.CODE_ROOT)  # `-m app.kernel_warmup` finds this checkout too
-        proc.finished.connect(self._on_warmup_finished)
-        proc.errorOccurred.connect(self._on_warmup_error)
-        proc.start()
-
-    def _on_warmup_finished(self, code: int, _status=None) -> None:
-        global _warmed
-        proc, self._warmup = self._warmup, None
-        if proc is None or self._stopped:
-            return
-        err = bytes(proc.readAllStandardError()).decode("utf-8", "replace").strip().splitlines()
-        proc.deleteLater()
-        if code == 0:
-            _warmed = True
-            self._upgrade.emit()
-        elif code == WARMUP_COMPILED and not self._warmup_rechecked:
-            self._warmup_rechecked = True  # compiled and cached now: a second child must find them all cached
-            self._start_warmup_child()
-        else:
-            log.warning("engine: the compiled kernels could not be prepared (exit %d: %s); numpy kernels run", code,
-                        err[-1] if err else "no message")
-            self._set_kernels("numpy", final=True)
-
-    def _on_warmup_error(self, error) -> None:
-        if error == QProcess.ProcessError.FailedToStart and self._warmup is not None:
-            proc, self._warmup = self._warmup, None
-            proc.deleteLater()
-            log.warning("engine: the kernel warm-up could not start; numpy kernels run")
-            self._set_kernels("numpy", final=True)
+        return self.kernel_upgrade.settled
 
     @Slot(bool, str)
     def _on_upgraded(self, ok: bool, _reason: str) -> None:
-        self._set_kernels("compiled" if ok else "numpy", final=not ok)
-        gc_main_thread.freeze()  # numba's objects: out of the young generations at once, settled when quiet
-        self._settle_timer.start()
-
-    def _settle_heap(self) -> None:
-        """The quiet moment after a (re)load: freeze the long-lived objects (scene/gc_main_thread.settle)."""
-        if self._stopped:
-            return
-        if self.busy or self._pending is not None or not self.kernels_settled or \
-                QGuiApplication.mouseButtons() != Qt.MouseButton.NoButton:
-            self._settle_timer.start()  # not quiet yet (a run, a drag, a switch of kernels to come)
-            return
-        ms = gc_main_thread.settle()
-        log.info("heap: long-lived objects frozen for the garbage collector (%.0f ms)", ms)
-
-    def _set_kernels(self, kernels: str, final: bool = False) -> None:
-        if final:
-            self._want_compiled = False  # no second try in this session
-        self.kernels = kernels
-        self.kernels_changed.emit(kernels)
-
-    def _stop_warmup(self) -> None:
-        proc, self._warmup = self._warmup, None
-        if proc is not None and proc.state() != QProcess.ProcessState.NotRunning:
-            proc.finished.disconnect(self._on_warmup_finished)
-            proc.kill()
-            proc.waitForFinished(2000)
+        self.kernel_upgrade.loaded(ok)
+        self.housekeeping.freeze_then_settle()  # numba's objects
 
     # --- requests ----------------------------------------------------------------------------
     def _current_prompt(self) -> str:
@@ -435,8 +322,7 @@ class EngineController(QObject):
     def request(self, prompt: str, knobs: Knobs) -> None:
         """Latest wins: replaces any request that has not started yet."""
         self._pending = (prompt, knobs)
-        if self._settle_timer.isActive():
-            self._settle_timer.start()  # not while the user drags a slider: after the last change
+        self.housekeeping.postpone_settle()  # not while the user drags a slider: after the last change
         self._dispatch()
 
     def request_config(self, config) -> None:
@@ -462,19 +348,16 @@ class EngineController(QObject):
         self._dispatch()
 
     def hold_until_shown(self) -> None:
-        """Start no new run until release() (the frame of the trace just published is on screen) or HOLD_MAX_MS."""
-        self._held = True
-        self._hold_timer.start()
+        """Start no new run until release() (the frame of the trace just published is on screen) or
+        app/housekeeping.py's HOLD_MAX_MS."""
+        self._gate.hold()
 
     def release(self) -> None:
         """The frame of the last trace is on screen: the next run may start."""
-        if self._held:
-            self._held = False
-            self._hold_timer.stop()
-            self._dispatch()
+        self._gate.release()
 
     def _dispatch(self) -> None:
-        if self._in_flight is not None or self._pending is None or not self._loaded or self._held:
+        if self._in_flight is not None or self._pending is None or not self._loaded or self._gate.held:
             return
         prompt, knobs = self._pending
         self._pending = None
@@ -516,8 +399,7 @@ class EngineController(QObject):
     def _on_finished(self, serial: int, trace, seconds: float) -> None:
         done, self._in_flight = self._in_flight, None
         if done is not None and (done.config is not None or done.weights is not None):
-            gc_main_thread.thaw()  # the engine was replaced: the old one (frozen at start-up) may be collected
-            self._settle_timer.start()
+            self.housekeeping.thaw_then_settle()  # the engine was replaced: the old one may be collected
         if done is not None and done.config is not None:
             self.config_applied.emit(done.config)
         if done is not None and done.weights is not None:
@@ -529,28 +411,13 @@ class EngineController(QObject):
         self.trace_published.emit(trace, seconds)
         self._dispatch()
         if first:
-            self._start_upgrade()
-            gc_main_thread.freeze()  # start-up's objects: out of the young generations at once, settled when quiet
-            self._settle_timer.start()
+            self.kernel_upgrade.start()
+            self.housekeeping.freeze_then_settle()  # start-up's objects
         if old is not None and old is not trace:
-            # freed in the worker thread once the UI has dropped it, when the app is quiet (or a few have
-            # piled up in a long drag), so that freeing competes neither with a frame nor with the next run
-            self._graveyard.append(old)
-            if len(self._graveyard) >= 8:
-                self._bury(trim=False)  # a drag: freed now, memory given back once the app is quiet
-            self._dispose_timer.start()
+            self.housekeeping.retire(old)  # freed in the worker thread, when the app is quiet
         del old
         if self._in_flight is None:
             self.busy_changed.emit(False)
-
-    def _bury(self, trim: bool = True) -> None:
-        """Send the traces no longer shown to the worker to be freed; trim once the app is quiet (the timer)."""
-        if self._graveyard and self.thread.isRunning():
-            dead, self._graveyard = self._graveyard, []
-            self._dispose.emit(dead, trim)
-        elif trim and self._trim_owed and self.thread.isRunning():
-            self._dispose.emit([], True)
-        self._trim_owed = not trim
 
     @Slot(int, str)
     def _on_failed(self, serial: int, message: str) -> None:

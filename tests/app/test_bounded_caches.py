@@ -32,7 +32,7 @@ def _snapshot(win) -> dict:
 def _watch_disposal(win) -> list:
     """The lists of traces the window sends its engine thread to free (the thread empties each as it frees)."""
     sent: list = []
-    win.engine._dispose.connect(lambda dead, _trim: sent.append(dead))
+    win.engine.housekeeping.dispose_requested.connect(lambda dead, _trim: sent.append(dead))
     return sent
 
 
@@ -42,7 +42,7 @@ def _settled_snapshot(win, qtbot, sent: list) -> dict:
     _watch_disposal) — on a loaded machine that takes longer than any fixed wait (a CI run counted one trace
     more before the loop than after it)."""
     engine = win.engine
-    qtbot.waitUntil(lambda: not engine._graveyard and not engine._dispose_timer.isActive()
+    qtbot.waitUntil(lambda: not engine.housekeeping.graveyard and not engine.housekeeping.dispose_timer.isActive()
                     and not any(sent), timeout=20000)
     return _snapshot(win)
 

@@ -46,7 +46,7 @@ def test_the_engine_worker_trims_after_freeing_traces(monkeypatch):
     from app import worker
 
     calls = []
-    monkeypatch.setattr(worker.heap, "trim", lambda: calls.append(1) or True)
+    monkeypatch.setattr(heap, "trim", lambda: calls.append(1) or True)
     traces = [object(), object()]
     worker._EngineObject.dispose(None, traces)  # uses nothing of the object
     assert traces == [] and calls == [1]
@@ -61,26 +61,26 @@ def test_a_drag_frees_old_traces_at_once_but_trims_only_when_quiet(qtbot, monkey
     from app.state import AppState
 
     trims, published, sent = [], [], []
-    monkeypatch.setattr(worker.heap, "trim", lambda: trims.append(time.monotonic()) or True)
+    monkeypatch.setattr(heap, "trim", lambda: trims.append(time.monotonic()) or True)
     state = AppState()
     ctl = worker.EngineController(state, max_new_tokens=1, device="cpu", compiled=False)
     ctl.trace_published.connect(lambda *_: published.append(time.monotonic()))
-    ctl._dispose.connect(lambda _dead, trim: sent.append(trim))  # what the worker is asked: free, and trim?
+    ctl.housekeeping.dispose_requested.connect(lambda _dead, trim: sent.append(trim))  # what the worker is asked: free, and trim?
     ctl.start()
     try:
         qtbot.waitUntil(lambda: state.trace is not None, timeout=90000)
         # the drag never pauses for the quiet interval (1 s), however slow a run is on a loaded machine
-        ctl._dispose_timer.setInterval(600000)
+        ctl.housekeeping.dispose_timer.setInterval(600000)
         for i in range(12):  # one at a time, as a slow drag: 12 traces replaced
             state.request_knobs(alpha=0.2 + 0.05 * i)
             qtbot.waitUntil(lambda i=i: state.trace.knobs.alpha == 0.2 + 0.05 * i, timeout=60000)
         assert sent == [False]  # the first 8 old traces were freed during the drag, without a trim
-        assert ctl._trim_owed and len(ctl._graveyard) == 4
-        ctl._dispose_timer.setInterval(1000)
-        ctl._dispose_timer.start()  # the drag ends: the quiet interval after its last trace
+        assert ctl.housekeeping.trim_owed and len(ctl.housekeeping.graveyard) == 4
+        ctl.housekeeping.dispose_timer.setInterval(1000)
+        ctl.housekeeping.dispose_timer.start()  # the drag ends: the quiet interval after its last trace
         last = published[-1]
         qtbot.waitUntil(lambda: len(trims) == 1, timeout=10000)
         assert trims[0] > last and sent == [False, True]
-        assert ctl._graveyard == [] and not ctl._trim_owed
+        assert ctl.housekeeping.graveyard == [] and not ctl.housekeeping.trim_owed
     finally:
         ctl.stop()

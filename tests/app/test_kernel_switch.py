@@ -8,7 +8,7 @@ import pytest
 
 import sys
 
-from app import kernel_warmup, worker
+from app import kernel_upgrade, kernel_warmup, worker
 from app.state import AppState
 from app.worker import EngineController
 from compute.trace import Knobs
@@ -26,7 +26,7 @@ def _controller(qtbot, **kwargs):
 
 @needs_numba
 def test_first_trace_on_numpy_then_compiled_kernels_built_in_the_engine_thread(qtbot, monkeypatch):
-    monkeypatch.setattr(worker, "_warmed", False)  # the child runs, as on a fresh start
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)  # the child runs, as on a fresh start
     builders = []
     from compute import engine as engine_mod
 
@@ -78,29 +78,29 @@ def test_model_switches_after_the_upgrade_keep_the_compiled_kernels(qtbot):
 
 def test_without_numba_the_numpy_kernels_stay_and_no_child_starts(qtbot, monkeypatch):
     monkeypatch.setenv("K3_NO_NUMBA", "1")
-    monkeypatch.setattr(worker, "_warmed", False)
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     state, ctl = _controller(qtbot)
     try:
-        assert ctl.kernels_settled and ctl.kernels == "numpy" and ctl._warmup is None
+        assert ctl.kernels_settled and ctl.kernels == "numpy" and ctl.kernel_upgrade.child is None
         assert not ctl.engine.model.compiled
     finally:
         ctl.stop()
 
 
 def test_compiled_false_keeps_the_numpy_kernels(qtbot, monkeypatch):
-    monkeypatch.setattr(worker, "_warmed", False)
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     state, ctl = _controller(qtbot, compiled=False)
     try:
-        assert ctl.kernels_settled and ctl._warmup is None and not ctl.engine.model.compiled
+        assert ctl.kernels_settled and ctl.kernel_upgrade.child is None and not ctl.engine.model.compiled
     finally:
         ctl.stop()
 
 
 @needs_numba
 def test_a_failed_warm_up_is_logged_and_the_numpy_kernels_stay(qtbot, monkeypatch, caplog):
-    monkeypatch.setattr(worker, "_warmed", False)
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-m", "app.no_such_warmup_module"])
-    with caplog.at_level(logging.WARNING, logger="app.worker"):
+    with caplog.at_level(logging.WARNING, logger="app.kernel_upgrade"):
         state, ctl = _controller(qtbot)
         try:
             qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)
@@ -117,11 +117,11 @@ def test_a_failed_warm_up_is_logged_and_the_numpy_kernels_stay(qtbot, monkeypatc
 def test_kernels_compiled_by_the_child_are_checked_by_a_second_one(qtbot, monkeypatch, caplog, tmp_path):
     """A child that had to compile (exit 10) is run once more; when that one compiles too (numba's cache does not
     keep them), the engine never loads them (it would compile in the app's engine thread) and numpy stays."""
-    monkeypatch.setattr(worker, "_warmed", False)
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     runs = tmp_path / "runs"
     code = f"import sys; open({str(runs)!r}, 'a').write('x'); sys.exit(10)"
     monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-c", code])
-    with caplog.at_level(logging.WARNING, logger="app.worker"):
+    with caplog.at_level(logging.WARNING, logger="app.kernel_upgrade"):
         state, ctl = _controller(qtbot)
         try:
             qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)
@@ -135,7 +135,7 @@ def test_kernels_compiled_by_the_child_are_checked_by_a_second_one(qtbot, monkey
 @needs_numba
 def test_a_child_that_compiled_and_a_second_that_found_the_cache_lead_to_the_compiled_kernels(qtbot, monkeypatch,
                                                                                              tmp_path):
-    monkeypatch.setattr(worker, "_warmed", False)
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     runs = tmp_path / "runs"
     code = (f"import os, sys; p = {str(runs)!r}; first = not os.path.exists(p); open(p, 'a').write('x'); "
             "sys.exit(10 if first else 0)")

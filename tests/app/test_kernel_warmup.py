@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app import kernel_warmup, worker
+from app import kernel_upgrade, kernel_warmup, worker
 from app.state import AppState
 from app.worker import EngineController
 
@@ -52,12 +52,12 @@ def test_a_frozen_worker_spawns_its_own_executable_with_the_flag(qtbot, monkeypa
     fake = tmp_path / "k3-explorer"
     fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > '{record}'\necho 'no numba here' >&2\nexit 3\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(worker, "_warmed", False)
+    monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     monkeypatch.setattr(sys, "executable", str(fake))
     state = AppState()
     ctl = EngineController(state, max_new_tokens=2, device="cpu")
-    with caplog.at_level(logging.WARNING, logger="app.worker"):
+    with caplog.at_level(logging.WARNING, logger="app.kernel_upgrade"):
         ctl.start()
         try:
             qtbot.waitUntil(lambda: state.trace is not None and ctl.kernels_settled, timeout=90000)

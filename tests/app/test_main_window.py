@@ -354,10 +354,10 @@ def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qt
 def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_window, qtbot):
     """Issue 16: on few cores the engine, the render thread and its rasteriser competed during a drag (the UI
     thread waited for a CPU longer than it ran); the next run now starts once the last trace's frame is on
-    screen, or after worker.HOLD_MAX_MS."""
+    screen, or after housekeeping.HOLD_MAX_MS."""
     import time
 
-    from app import worker
+    from app import housekeeping
 
     win = make_window()
     wait_idle(qtbot, win)
@@ -379,4 +379,4 @@ def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_windo
     finally:
         del ctl._dispatch
     assert len(starts) >= 2
-    assert all(shown or waited >= worker.HOLD_MAX_MS / 1000 - 0.01 for shown, waited in starts), starts
+    assert all(shown or waited >= housekeeping.HOLD_MAX_MS / 1000 - 0.01 for shown, waited in starts), starts
