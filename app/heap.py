@@ -4,7 +4,7 @@ A trace is ~10^4 small numpy arrays; freeing one leaves glibc's malloc with free
 long session that replaces traces every few seconds then shows a slowly rising RSS although no Python object is
 kept (bench/soak.py: flat gc object counts, RSS +12-18 MiB/hour; one malloc_trim(0) after 180 layer changes gave
 back 13 MB). `trim()` asks malloc to return its free memory; ctypes releases the GIL for the call. The engine worker
-thread calls it once the app is quiet after traces were freed (app/worker.py: the traces a drag frees, 8 at a
+thread calls it once the app is quiet after traces were freed (app/housekeeping.py: the traces a drag frees, 8 at a
 time, are not trimmed then, since malloc_trim holds malloc's locks ~20 ms and the UI thread's allocations would
 wait), so the UI thread never waits for it. Elsewhere than glibc it does nothing.
 """
