@@ -34,6 +34,20 @@ def weights_of(trace) -> str | None:
 FALLBACKS = ("other_model", "missing", "damaged")  # Trace.weights_fallback values with their own status text
 
 
+def expected_weights(config_name: str | None, chosen: str) -> str:
+    """The weights an engine built now with `chosen` for this model runs, as far as is known before it loads:
+    "random" when so chosen or when no trained toy ships for this model (another model); else "trained" (a
+    missing or damaged file shows once it is read: the trace says so then)."""
+    if chosen != "trained":
+        return "random"
+    from dataclasses import asdict
+
+    from compute.dims import ToyDims
+    from compute.weights import has_trained_toy
+
+    return "trained" if has_trained_toy(config_name, {k: int(v) for k, v in asdict(ToyDims()).items()}) else "random"
+
+
 def short_name(name: str | None, tr) -> str:
     """'trained weights' / 'random weights' (translated); '' for None."""
     return tr(f"weights.short.{name}") if name in WEIGHTS else ""

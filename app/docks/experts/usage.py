@@ -25,7 +25,7 @@ from app.docks.experts.heatmap import heatmap_plot
 from app.docks.experts.usage_model import (UsageMap, compute_usage, moe_layers_of, specialisation_bits,
                                            top_experts, usage_prompts)
 from app.i18n import tr
-from app.weights_choice import WEIGHTS, short_name
+from app.weights_choice import WEIGHTS, expected_weights, short_name
 from compute.task import PIECE_TYPES
 from app.slot_guard import guarded
 
@@ -288,7 +288,9 @@ class UsageTab(QWidget):
             self.status.setText(tr("experts.usage.failed", message=self.error))
         elif self.current_map() is None:
             done, total = self._progress
-            self.status.setText(tr("experts.usage.computing", weights=short_name(self.chosen_weights, tr),
+            cfg = self.state.config  # another model has no trained toy: random weights run for "trained"
+            running = expected_weights(cfg.name if cfg is not None else None, self.chosen_weights)
+            self.status.setText(tr("experts.usage.computing", weights=short_name(running, tr),
                                    done=done, total=total))
             self.progress.setRange(0, max(total, 1))
             self.progress.setValue(min(done, max(total, 1)))
