@@ -111,7 +111,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
            size: tuple[int, int] | str | None = None, view: View | str | os.PathLike | None = None, *,
            camera: str | None = None, lang: str | None = None, tokens: int | None = None, knobs=None,
            weights: str | None = None, transparent: bool = False, labels: bool = True, theme: str = "dark",
-           device: str = "cpu", explain=None, route_threshold: int = 30) -> np.ndarray:
+           device: str = "cpu", explain=None, route_threshold: int | None = None) -> np.ndarray:
     """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown).
 
     layer and step are 1-based (as the trace player counts: step 6 = prefill); size is (width, height) or
@@ -119,7 +119,8 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
     knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels);
     explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route" or a list / comma list of them
-    (default none), for the last prompt position; route_threshold: the route's share of the largest block, 0-100 %."""
+    ("none": nothing; default: the view's explain3d, else nothing), for the last prompt position (or the view's);
+    route_threshold: the route's share of the largest block, 0-100 % (default: the view's, else 30)."""
     from app.export import THEMES
     from scene.camera import PRESETS
 
@@ -131,12 +132,16 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False, got {_short(flag)}")
     _check_device(device)
-    from app.explain_render import check_percent, parse_parts, overlay_for
+    from app.explain_render import check_percent, overlay_for, parse_parts, view_parts
 
-    parts = parse_parts(explain)
-    percent = check_percent(route_threshold)
+    asked = parse_parts(explain) if explain is not None else None
+    if route_threshold is not None:
+        check_percent(route_threshold)
     v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
                      knobs=knobs, weights=weights)
+    parts, percent, position = view_parts(v)
+    parts = asked if asked is not None else parts
+    percent = route_threshold if route_threshold is not None else percent
     width, height = v.size or (1920, 1080)
     app = ensure_app()  # no display: say so before the engine runs
     trace = _trace(v, device)
@@ -152,7 +157,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
 
         config = _config(v.model)
         scene = build_scene(app, config, trace, v, steps[v.step - 1], width, height, camera,
-                            overlay_for(config, trace, parts, percent))
+                            overlay_for(config, trace, parts, percent, position))
         try:
             image = render_view(scene, width, height, transparent=transparent, labels=labels, theme=theme)
         finally:

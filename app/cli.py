@@ -77,10 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=4, help="tokens to generate, 1..64 (default 4)")
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
-    p.add_argument("--explain", type=_explain_parts, default=(), metavar="PARTS",
+    p.add_argument("--explain", type=_explain_parts, default=None, metavar="PARTS",
                    help="draw what the Why-this-word panel draws in the 3D view: a comma list of lens, arcs, route "
-                        "(for the last prompt position; default none)")
-    p.add_argument("--route-threshold", type=_route_percent, default=30, metavar="PCT",
+                        "or none (for the last prompt position; default: the --view file's choice, else none)")
+    p.add_argument("--route-threshold", type=_route_percent, default=None, metavar="PCT",
                    help="with --explain route: a block glows from this %% of the largest one (0-100, default 30)")
     p.add_argument("--theme", choices=("dark", "light"), default="dark",
                    help="slide theme of the title, legend and labels: dark (default) or light slides")
@@ -394,10 +394,15 @@ def _main(argv: list[str] | None = None) -> int:
     from app.viewfile import View
 
     shown = (saved or View()).with_changes(layer=args.layer)  # the scene as the view file (or none) says
-    from app.explain_render import overlay_for
+    from app.explain_render import overlay_for, view_parts
 
+    parts, percent, position = view_parts(saved)  # the view's, unless --explain / --route-threshold say otherwise
+    if args.explain is not None:
+        parts = args.explain
+    if args.route_threshold is not None:
+        percent = args.route_threshold
     try:
-        explanation = overlay_for(config, trace, args.explain, args.route_threshold)
+        explanation = overlay_for(config, trace, parts, percent, position)
     except Exception as exc:  # noqa: BLE001 - reported in one line, as an engine failure
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
     view = build_scene(app, config, trace, shown, step, width, height, args.camera, explanation)

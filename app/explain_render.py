@@ -33,9 +33,17 @@ def check_percent(value) -> int:
     return value
 
 
-def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30):
-    """The scene.explain_overlay.ExplainOverlay of `trace` (its weights, its knobs; temperature 0) at its last
-    prompt position, or None without parts."""
+def view_parts(view) -> tuple[tuple[str, ...], int, int | None]:
+    """(parts, route threshold, position) a view file records in explain3d ((), 30, None without it)."""
+    e = getattr(view, "explain3d", None)
+    if not e:
+        return (), 30, None
+    return tuple(p for p in PARTS if e.get(p)), int(e.get("route_threshold", 30)), e.get("position")
+
+
+def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, position: int | None = None):
+    """The scene.explain_overlay.ExplainOverlay of `trace` (its weights, its knobs; temperature 0) at `position`
+    (None, or one the trace lacks: its last prompt position), or None without parts."""
     if not parts:
         return None
     from app.docks.explain.model import Engines, ExplainRequest, explain_result
@@ -44,7 +52,7 @@ def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30):
 
     k = trace.knobs
     knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
-    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), trace.prompt_len - 1,
-                         knobs)
+    at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
+    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at, knobs)
     res = explain_result(Engines(), req)
     return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)

@@ -71,7 +71,16 @@ class ViewActions:
                     layer=st.layer + 1, step=st.step + 1, camera=camera, block=block,
                     cell=(cell[1], cell[2]) if cell and block and cell[0] == block else None,
                     expert=w.scene.expert, language=i18n.language(), size=w.scene_pixel_size(),
-                    knockouts=self._knockouts())
+                    knockouts=self._knockouts(), explain3d=self._explain3d())
+
+    def _explain3d(self) -> dict | None:
+        """What the 3D view draws of the Explain dock (its 'In the 3D view' choices and position), if built."""
+        dock = dict.get(self.window.docks, "ExplainDock")
+        if dock is None:
+            return None
+        lens, route, pct, arcs = dock.show3d.values()
+        return {"lens": lens, "arcs": arcs, "route": route, "route_threshold": int(pct),
+                "position": dock.explained_position()}
 
     def _knockouts(self) -> dict | None:
         """The Explain dock's knock-out set, if the dock was ever opened (building it only to ask is not needed)."""
@@ -234,6 +243,8 @@ class ViewActions:
             w.scene.set_camera_state(view.camera)
         if view.knockouts or self._knockouts():
             w.docks["ExplainDock"].set_knockouts(view.knockouts)  # the experiment the view was saved with
+        if view.explain3d is not None:
+            w.docks["ExplainDock"].set_explain3d(view.explain3d)  # what the 3D view drew of it
         trace = w.state.trace
         notes = list(view.notes)
         if getattr(trace, "weights_name", view.weights) != view.weights:

@@ -36,7 +36,7 @@ from compute.config import ConfigError, available_configs
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
-VERSION = (1, 1)  # 1.1 adds the optional "knockouts" key; major.minor: a newer minor only adds keys (ignored here); a newer major is refused
+VERSION = (1, 2)  # 1.1 adds the optional "knockouts" key, 1.2 "explain3d"; major.minor: a newer minor only adds keys (ignored here); a newer major is refused
 SUFFIX = ".k3view"
 MAX_BYTES = 256 * 1024  # a view is well under 2 kB (the prompt dominates)
 MAX_DEPTH = 8
@@ -90,6 +90,9 @@ class View:
     notes: list[str] = field(default_factory=list)  # unknown keys that were ignored
     # {"mode": "zero"|"mean", "tokens": [pos], "blocks": [[layer, part]], "experts": [[layer|None, id]]} or None
     knockouts: dict | None = None
+    # what the 3D view draws of the Explain panel: {"lens": bool, "arcs": bool, "route": bool,
+    # "route_threshold": 0..100, "position": int | None (None: the last prompt position)}, or None (not recorded)
+    explain3d: dict | None = None
 
     def to_dict(self) -> dict:
         k = self.knobs
@@ -104,7 +107,8 @@ class View:
                 "selection": {"block": self.block, "cell": list(self.cell) if self.cell else None,
                               "expert": self.expert},
                 "language": self.language, "size": list(self.size) if self.size else None,
-                **({"knockouts": _knockouts_json(self.knockouts)} if self.knockouts else {})}
+                **({"knockouts": _knockouts_json(self.knockouts)} if self.knockouts else {}),
+                **({"explain3d": dict(self.explain3d)} if self.explain3d is not None else {})}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
@@ -215,7 +219,7 @@ class _Reader:
             raise ViewError(self.path, "format", f"nested more than {MAX_DEPTH} levels deep")
         self.version(raw.get("version"))
         known = {"format", "version", "model", "weights", "prompt", "tokens", "knobs", "layer", "step", "camera",
-                 "selection", "language", "size", "knockouts"}
+                 "selection", "language", "size", "knockouts", "explain3d"}
         notes = [f"ignored unknown key '{_key(k)}'" for k in raw if k not in known]
         model = self.choice("model", raw.get("model", "kimi-k3"), tuple(available_configs()))
         config = self.model_config or self.config(model)
@@ -238,6 +242,7 @@ class _Reader:
                     language=self.choice("language", raw.get("language", "en"), LANGUAGES),
                     size=self.pair("size", raw.get("size"), 1, MAX_SIDE),
                     knockouts=self.knockouts(raw.get("knockouts"), config),
+                    explain3d=self.explain3d(raw.get("explain3d")),
                     notes=notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else []))
 
     def knockouts(self, value: Any, config) -> dict | None:
@@ -281,6 +286,26 @@ class _Reader:
         if not (tokens or blocks or experts):
             return None
         return {"mode": mode, "tokens": tokens, "blocks": blocks, "experts": experts}
+
+    def explain3d(self, value: Any) -> dict | None:
+        """The optional 3D drawings of the Explain panel (lens column, attention arcs, contribution route)."""
+        if value is None:
+            return None
+        keys = ("lens", "arcs", "route", "route_threshold", "position")
+        if not isinstance(value, dict):
+            raise self.fail("explain3d", "must be an object {lens, arcs, route, route_threshold, position} or null")
+        for k in value:
+            if k not in keys:
+                raise self.fail("explain3d", f"unknown key '{_key(k)}' ({', '.join(keys)})")
+        out = {}
+        for k in ("lens", "arcs", "route"):
+            v = value.get(k, False)
+            if not isinstance(v, bool):
+                raise self.fail(f"explain3d.{k}", f"must be true or false, got {_short(v)}")
+            out[k] = v
+        out["route_threshold"] = self.integer("explain3d.route_threshold", value.get("route_threshold", 30), 0, 100)
+        out["position"] = self.optional_int("explain3d.position", value.get("position"), 0, MAX_PROMPT_TOKENS - 1)
+        return out
 
     def version(self, value: Any) -> None:
         text = value if isinstance(value, str) else ""

@@ -31,7 +31,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     path = viewfile.save(view, tmp_path / "a.k3view")
     again = viewfile.load(path)
     assert again == view
-    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.1"
+    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.2"
     assert again.to_json() == view.to_json()
 
 
@@ -391,3 +391,38 @@ def test_a_hostile_knockouts_field_is_refused_naming_the_field(ko, field):
     with pytest.raises(vf.ViewError) as err:
         vf.View.from_dict(_view_doc(knockouts=ko))
     assert field in str(err.value)
+
+
+# --- the 3D explanation (issue 21): an optional, validated "explain3d" key (version 1.2) ---------------------------
+
+def test_explain3d_round_trips_and_is_checked(tmp_path):
+    from app import viewfile as vf
+    e = {"lens": True, "arcs": False, "route": True, "route_threshold": 55, "position": 3}
+    v = vf.View.from_dict(_view_doc(explain3d=e))
+    assert v.explain3d == e
+    assert vf.load(vf.save(v, str(tmp_path / "e.k3view"))).explain3d == e
+    assert vf.View.from_dict(_view_doc(version="1.1")).explain3d is None and "explain3d" not in vf.View().to_dict()
+    assert vf.View.from_dict(_view_doc(explain3d={"lens": True})).explain3d == {
+        "lens": True, "arcs": False, "route": False, "route_threshold": 30, "position": None}
+    for bad, name in (("on", "explain3d"), ({"lens": 1}, "explain3d.lens"), ({"glow": True}, "explain3d"),
+                      ({"route_threshold": 101}, "explain3d.route_threshold"), ({"position": -1}, "explain3d.position")):
+        with pytest.raises(vf.ViewError) as exc:
+            vf.View.from_dict(_view_doc(explain3d=bad))
+        assert exc.value.field == name and "\n" not in str(exc.value)
+
+
+def test_the_window_saves_and_opens_its_3d_explanation(make_window, qtbot, tmp_path):
+    from app import viewfile as vf
+
+    win = make_window()
+    dock = win.docks["ExplainDock"]
+    dock.show3d.set_values(False, True, 45, True)
+    path = str(tmp_path / "x.k3view")
+    assert win.views.save_to(path)
+    saved = vf.load(path).explain3d
+    assert saved == {"lens": False, "arcs": True, "route": True, "route_threshold": 45,
+                     "position": win.state.trace.prompt_len - 1}
+    dock.show3d.set_values(True, False, 30, False)
+    assert win.views.open_path(path)
+    qtbot.waitUntil(lambda: win.views.pending is None, timeout=60000)
+    assert dock.show3d.values() == (False, True, 45, True)

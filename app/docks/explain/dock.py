@@ -449,6 +449,16 @@ class ExplainDock(QDockWidget):
         """The 0-based position whose prediction is explained (the position box), None before a trace."""
         return int(self.position.currentData()) if self.position.count() else None
 
+    def set_explain3d(self, e: dict) -> None:
+        """A view file's explain3d (validated): the 3D view choices and the explained position (None or one the
+        trace lacks: the last prompt position)."""
+        self.show3d.set_values(e["lens"], e["route"], e["route_threshold"], e["arcs"])
+        pos = e.get("position")
+        i = self.position.findData(int(pos)) if pos is not None else -1
+        if i >= 0 and i != self.position.currentIndex():
+            self.position.setCurrentIndex(i)
+            self.refresh()
+
     def explain_position(self, position: int) -> None:
         """Explain the prediction after `position` (a token chip's or a token row's menu) and show this dock."""
         i = self.position.findData(int(position))
