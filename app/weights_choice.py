@@ -60,7 +60,8 @@ def answer_caption(trace, tr) -> str:
 
 
 NOTE_PREFIX = "trained weights not used: "  # how compute.engine_weights.choose_weights starts its note
-REASON_CHARS = 100  # the status bar's share of a damaged file's reason (the tooltip has all of it)
+REASON_CHARS = 56  # the status bar's share of a damaged file's reason (the tooltip has all of it): at 1280 px
+# the label then leaves room for the status messages (100 characters took 672 of 1280 px)
 
 
 def fallback_reason(note: str | None, limit: int | None = None) -> str:

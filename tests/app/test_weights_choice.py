@@ -93,7 +93,7 @@ def test_a_damaged_trained_file_falls_back_to_random_weights_too(make_window, qt
     win = make_window()
     assert win.weights.chosen == "trained"
     assert win.state.trace.weights_name == "random"
-    assert win.weights.label.text().startswith("Weights: random (the trained file is damaged: weights file damaged.npz")
+    assert win.weights.label.text().startswith("Weights: random (weights file damaged.npz")
 
 
 def test_the_api_falls_back_on_a_damaged_file(monkeypatch, tmp_path):
