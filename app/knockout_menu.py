@@ -4,7 +4,8 @@ Explain dock (its position, its before / after columns; Edit -> Undo restores), 
 
 `scene_items` says what a picked block / cell can knock out: a layer's mixer or FFN (a stack slab, or any block of
 the exploded layer's mixer or FFN column), a routed expert (an expert cell: at its layer, or at every MoE layer),
-a token (a cell of a block whose rows are tokens, at or before the explained position)."""
+a token (a cell of a block whose rows are tokens, at or before the explained position), an AttnRes source (an
+AttnRes bracket of the stack: block j's stored sum; the embedding; a column of an AttnRes weights block)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint
@@ -35,6 +36,17 @@ def scene_items(layout, block_id: str, row: int, col: int, pieces, position: int
         if 0 <= e < dims.experts:
             out.append((tr("knockout.what.expert", n=e, layer=b.layer), ("expert", b.layer, e)))
             out.append((tr("knockout.what.expert_all", n=e), ("expert", None, e)))
+    n_src = len(range(0, dims.n_layers, dims.block_size)) if dims.block_size else 0  # stored AttnRes candidates
+    if b.part == "bracket" and 1 <= b.meta.get("index", 0) < n_src:  # block j's stored sum (the last is the partial)
+        j = b.meta["index"]
+        out.append((tr("knockout.what.source_block", n=j, first=b.meta["first"], last=b.meta["last"]), ("source", j)))
+    if b.kind == "embedding" and n_src:
+        out.append((tr("knockout.what.source0"), ("source", 0)))
+    kind = entry(b.kind)
+    if kind is not None and kind.cols == "candidates" and col >= 0 and n_src:  # a column = an AttnRes candidate
+        if col < n_src:
+            out.append((tr("knockout.what.source0") if col == 0 else tr("knockout.what.source", n=col),
+                        ("source", col)))
     k = entry(b.kind)
     if row >= 0 and k is not None and k.rows_are_tokens and b.layer is not None and b.family != "stack":
         positions = layout.row_positions

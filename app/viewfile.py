@@ -88,7 +88,8 @@ class View:
     language: str = "en"
     size: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)  # unknown keys that were ignored
-    # {"mode": "zero"|"mean", "tokens": [pos], "blocks": [[layer, part]], "experts": [[layer|None, id]]} or None
+    # {"mode": "zero"|"mean", "tokens": [pos], "blocks": [[layer, part]], "experts": [[layer|None, id]],
+    #  "sources": [AttnRes candidate] (optional)} or None
     knockouts: dict | None = None
     # what the 3D view draws of the Explain panel: {"lens": bool, "arcs": bool, "route": bool,
     # "route_threshold": 0..100, "position": int | None (None: the last prompt position)}, or None (not recorded)
@@ -253,12 +254,12 @@ class _Reader:
         if not isinstance(value, dict):
             raise self.fail("knockouts", "must be an object {mode, tokens, blocks, experts} or null")
         for k in value:
-            if k not in ("mode", "tokens", "blocks", "experts"):
-                raise self.fail("knockouts", f"unknown key '{_key(k)}' (mode, tokens, blocks, experts)")
+            if k not in ("mode", "tokens", "blocks", "experts", "sources"):
+                raise self.fail("knockouts", f"unknown key '{_key(k)}' (mode, tokens, blocks, experts, sources)")
         mode = self.choice("knockouts.mode", value.get("mode", "zero"), KNOCKOUT_MODES)
         n_layers, n_experts = config.num_hidden_layers, config.n_routed_experts
         lists = {}
-        for name in ("tokens", "blocks", "experts"):
+        for name in ("tokens", "blocks", "experts", "sources"):
             items = value.get(name, [])
             if not isinstance(items, list):
                 raise self.fail(f"knockouts.{name}", "must be a list")
@@ -283,9 +284,17 @@ class _Reader:
             if layer is not None and config.ffn_types[layer - 1] != "moe":
                 raise self.fail(name + "[0]", f"layer {layer} has a dense MLP, no experts")
             experts.append([layer, self.integer(name + "[1]", e[1], 0, n_experts - 1)])
-        if not (tokens or blocks or experts):
+        bs = config.attn_res_block_size  # AttnRes candidates stored: the embedding and every block but the last
+        n_sources = len(range(0, n_layers, bs)) if bs else 0
+        sources = []
+        for i, c in enumerate(lists["sources"]):
+            if not n_sources:
+                raise self.fail("knockouts.sources", "this model has no Block Attention Residuals")
+            sources.append(self.integer(f"knockouts.sources[{i}]", c, 0, n_sources - 1))
+        if not (tokens or blocks or experts or sources):
             return None
-        return {"mode": mode, "tokens": tokens, "blocks": blocks, "experts": experts}
+        return {"mode": mode, "tokens": tokens, "blocks": blocks, "experts": experts,
+                **({"sources": sources} if sources else {})}
 
     def explain3d(self, value: Any) -> dict | None:
         """The optional 3D drawings of the Explain panel (lens column, attention arcs, contribution route)."""
@@ -468,7 +477,8 @@ def _camera_json(camera: dict | None) -> dict | None:
 def _knockouts_json(ko: dict) -> dict:
     return {"mode": ko.get("mode", "zero"), "tokens": [int(p) for p in ko.get("tokens", ())],
             "blocks": [[int(ly), str(pt)] for ly, pt in ko.get("blocks", ())],
-            "experts": [[None if ly is None else int(ly), int(e)] for ly, e in ko.get("experts", ())]}
+            "experts": [[None if ly is None else int(ly), int(e)] for ly, e in ko.get("experts", ())],
+            **({"sources": [int(c) for c in ko["sources"]]} if ko.get("sources") else {})}
 
 
 def _num_or_none(value) -> float | None:

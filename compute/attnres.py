@@ -93,6 +93,13 @@ class BlockAttnRes:
         """h = AttnRes(p, R; w_out) over len(R)+1 candidates. Returns (h, weights)."""
         return self._attn(self.p, w)
 
+    def replace_stored(self, c: int, value: torch.Tensor) -> None:
+        """Stored block c [T, D] becomes `value` in every later mix (an AttnRes source knock-out,
+        compute.explain.knockout); the residual stream itself is not changed (R is built anew: its slices may be
+        views of the stream, e.g. R_0 of the embedding)."""
+        R = self._R
+        self._R = ops(R).cat([R[:c], value[None], R[c + 1:]], 0)
+
 
 class PlainResidual:
     """The plain residual path (configs without AttnRes) with BlockAttnRes's interface, so one layer loop

@@ -279,16 +279,18 @@ class ToyK3:
         hooks (compute.explain's knock-outs; None = none, nothing else changes): a dict of optional callables
         that replace a value on its way — "embedding": f(emb) -> emb; "mixer": f(layer, a, tensors) -> a and
         "ffn": f(layer, y, tensors) -> y (0-based layer; tensors = the layer's trace dict so far, the block's
-        own tensors included). An embedding hook alone keeps the compiled pass; a layer hook runs the layer loop.
+        own tensors included); "attnres": f(layer, residual) after the layer's AttnRes has stored a block (its
+        `stored` and `replace_stored(c, value)`). An embedding hook alone keeps the compiled pass; a layer hook
+        runs the layer loop.
         """
         T = len(ids)
         emb = self.embed_ids(ids)
         if hooks is not None and "embedding" in hooks:
             emb = hooks["embedding"](emb)
-        mixer_hook = ffn_hook = None
+        mixer_hook = ffn_hook = attnres_hook = None
         if hooks is not None:
-            mixer_hook, ffn_hook = hooks.get("mixer"), hooks.get("ffn")
-        if self._pass is not None and mixer_hook is None and ffn_hook is None:
+            mixer_hook, ffn_hook, attnres_hook = hooks.get("mixer"), hooks.get("ffn"), hooks.get("attnres")
+        if self._pass is not None and mixer_hook is None and ffn_hook is None and attnres_hook is None:
             self.layer_calls += len(self._blocks)
             return self._pass.forward(emb, np.arange(start, start + T), knobs, caches, self._bias_offset(knobs))
         positions = (np.arange(start, start + T) if self.backend == "numpy"
@@ -301,6 +303,8 @@ class ToyK3:
         for li, (nw_mixer, nw_ffn, w_attn, w_mlp, mixer, ffn) in enumerate(self._blocks):
             self.layer_calls += 1
             x, aw = res.before_mixer(li, w_attn)
+            if attnres_hook is not None:
+                attnres_hook(li, res)
             xn = norm(x, nw_mixer)
             t = {"attnres.mixer": aw, "attnres.mixer.out": x, "norm.mixer": xn}
             a, nc = mixer(li, xn, None if caches is None else caches[li], knobs, positions, t)

@@ -160,6 +160,14 @@ class BufferedAttnRes:
     def final(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self._attn(self.p, w)
 
+    def replace_stored(self, c: int, value: np.ndarray) -> None:
+        """Stored block c becomes `value` [T, D] in every later mix, its RMS denominator with it (an AttnRes
+        source knock-out, compute.explain.knockout); the residual stream itself is not changed."""
+        self.V_slot[c][...] = value
+        ss = np.add.reduce(self.V_slot[c] * self.V_slot[c], -1)
+        ss += self.cD
+        np.sqrt(ss, out=self.D_slot[c])
+
 
 class FusedK3:
     """Per-layer fused weights (built once from the engine's weight dicts; arrays of the engine's numpy dtype)

@@ -248,13 +248,13 @@ class Explanation:
         return max(srcs, key=lambda s: s.effect)
 
     # ------------------------------------------------------------------ knock-outs
-    def knockout(self, tokens=None, blocks=None, experts=None, mode: str = "zero") -> "Explanation":
-        """A new Explanation with tokens (positions), blocks ((layer, "mixer" | "ffn")) and experts (ids, or
-        (layer, id)) knocked out on top of this one's (compute.explain.knockout); `.before` is this one, and
-        `effect` the drop of this one's word's logit."""
-        ab = make_ablation(self.model, len(self.ids), tokens, blocks, experts, mode)
+    def knockout(self, tokens=None, blocks=None, experts=None, mode: str = "zero", sources=None) -> "Explanation":
+        """A new Explanation with tokens (positions), blocks ((layer, "mixer" | "ffn")), experts (ids, or
+        (layer, id)) and AttnRes sources (0 = the embedding, j = block j's stored sum) knocked out on top of this
+        one's (compute.explain.knockout); `.before` is this one, and `effect` the drop of this one's word's logit."""
+        ab = make_ablation(self.model, len(self.ids), tokens, blocks, experts, mode, sources)
         if ab.empty:
-            raise ValueError("nothing to knock out: give tokens, blocks or experts")
+            raise ValueError("nothing to knock out: give tokens, blocks, experts or sources")
         full = ab if self.ablation is None else self.ablation.merged(ab)
         return Explanation(self.model, list(zip(self.pieces, self.ids)), self.position, knobs=self.knobs, ablation=full,
                            source_mode=self.source_mode, lens_mode=self.lens_mode, before=self)

@@ -8,6 +8,11 @@
 - an expert (expert id, at one 1-based layer or at every MoE layer): its output E_j(z) inside the mix is
   replaced wherever the router selected it — "zero": by zeros (the other experts keep their weights; the latent
   norm is re-evaluated, as a re-run would); "mean": by the mean of E_j(z_t) over all the run's positions.
+- an AttnRes source (c = 0: the embedding, c = j: the stored sum of block j's layers; K3's Block Attention
+  Residuals, docs/spec/k3-math.md §4): the candidate R_c is replaced in every later AttnRes mix — "zero": by
+  zeros (its score becomes 0, it adds nothing to the mix); "mean": by its mean over the run's positions. The
+  residual stream itself runs on; only what the pseudo-queries read changes. The last block's running sum is
+  the current partial of every mix, not a stored source.
 
 The prefill re-runs over the same tokens (0..position); the compiled pass is kept when only tokens are
 knocked out (an embedding hook), the layer loop runs otherwise.
@@ -24,7 +29,8 @@ from compute.norms import rms_norm
 from compute.parts import _np
 from compute.trace import Knobs
 
-__all__ = ["Ablation", "make_ablation", "prefill", "needs_loop", "hooks_for", "ABLATION_MODES", "BLOCK_PARTS"]
+__all__ = ["Ablation", "make_ablation", "prefill", "needs_loop", "hooks_for", "stored_sources", "ABLATION_MODES",
+           "BLOCK_PARTS"]
 
 ABLATION_MODES = ("zero", "mean")
 BLOCK_PARTS = ("mixer", "ffn")
@@ -39,16 +45,18 @@ class Ablation:
     blocks: tuple[tuple[int, str], ...] = ()
     experts: tuple[tuple[int | None, int], ...] = ()
     mode: str = "zero"
+    sources: tuple[int, ...] = ()  # AttnRes candidates: 0 = the embedding, j = block j's stored sum
 
     @property
     def empty(self) -> bool:
-        return not (self.tokens or self.blocks or self.experts)
+        return not (self.tokens or self.blocks or self.experts or self.sources)
 
     def merged(self, other: "Ablation") -> "Ablation":
         """This ablation and `other` together (other's mode)."""
         return Ablation(tuple(dict.fromkeys(self.tokens + other.tokens)),
                         tuple(dict.fromkeys(self.blocks + other.blocks)),
-                        tuple(dict.fromkeys(self.experts + other.experts)), other.mode)
+                        tuple(dict.fromkeys(self.experts + other.experts)), other.mode,
+                        tuple(dict.fromkeys(self.sources + other.sources)))
 
     def describe(self) -> str:
         """One line: "zero ablation: tokens 2; blocks 37 mixer; experts 517 (every MoE layer)"."""
@@ -60,6 +68,9 @@ class Ablation:
         if self.experts:
             parts.append("experts " + ", ".join(f"{e} (every MoE layer)" if ly is None else f"{e} at layer {ly}"
                                                  for ly, e in self.experts))
+        if self.sources:
+            parts.append("AttnRes sources " + ", ".join("0 (embedding)" if c == 0 else f"{c} (block {c})"
+                                                        for c in self.sources))
         return f"{self.mode} ablation: " + ("; ".join(parts) if parts else "nothing")
 
 
@@ -77,9 +88,18 @@ def _items(v, what: str) -> list:
     return list(v)
 
 
-def make_ablation(model, n_tokens: int, tokens=None, blocks=None, experts=None, mode: str = "zero") -> Ablation:
+def stored_sources(config) -> int:
+    """How many AttnRes candidates a forward pass stores (the embedding and every finished block but the last:
+    the last block's sum is the partial); 0 without Block Attention Residuals."""
+    bs = config.attn_res_block_size
+    return len(range(0, config.num_hidden_layers, bs)) if bs else 0
+
+
+def make_ablation(model, n_tokens: int, tokens=None, blocks=None, experts=None, mode: str = "zero",
+                  sources=None) -> Ablation:
     """A checked Ablation (ValueError with one line on a bad item). n_tokens: the run's length (positions
-    0..n_tokens-1). blocks: (layer, part) pairs; experts: ids (every MoE layer) or (layer, id) pairs."""
+    0..n_tokens-1). blocks: (layer, part) pairs; experts: ids (every MoE layer) or (layer, id) pairs; sources:
+    AttnRes candidates 0..stored_sources(config)-1 (0 = the embedding, j = block j's stored sum)."""
     if mode not in ABLATION_MODES:
         raise ValueError(f"mode must be one of {', '.join(ABLATION_MODES)}, got {mode!r}")
     cfg = model.config
@@ -115,7 +135,18 @@ def make_ablation(model, n_tokens: int, tokens=None, blocks=None, experts=None, 
         if not 0 <= eid < E:
             raise ValueError(f"expert id {eid} is outside 0..{E - 1}")
         ex.append((ly, eid))
-    return Ablation(tuple(dict.fromkeys(toks)), tuple(dict.fromkeys(bl)), tuple(dict.fromkeys(ex)), mode)
+    src = []
+    n_src = stored_sources(cfg)
+    for c in _items(sources, "sources"):
+        c = _int(c, "an AttnRes source")
+        if not n_src:
+            raise ValueError(f"{cfg.name} has no Block Attention Residuals: no AttnRes source to knock out")
+        if not 0 <= c < n_src:
+            raise ValueError(f"AttnRes source {c} is outside 0..{n_src - 1} (0 = the embedding, j = block j's sum; "
+                             f"the last block is the running partial)")
+        src.append(c)
+    return Ablation(tuple(dict.fromkeys(toks)), tuple(dict.fromkeys(bl)), tuple(dict.fromkeys(ex)), mode,
+                    tuple(dict.fromkeys(src)))
 
 
 def hooks_for(model, ab: Ablation | None) -> dict | None:
@@ -148,6 +179,18 @@ def hooks_for(model, ab: Ablation | None) -> dict | None:
 
     if mixers:
         hooks["mixer"] = lambda li, a, t: replaced(a) if li in mixers else a
+    if ab.sources:
+        gone = set(ab.sources)
+        bs = model.config.attn_res_block_size
+
+        def attnres(li, res):
+            if li % bs:
+                return  # nothing was stored at this layer
+            c = li // bs  # the candidate stored now: the embedding at layer 0, block j's sum at its end
+            if c in gone:
+                res.replace_stored(c, replaced(res.stored[c]))
+
+        hooks["attnres"] = attnres
     if ffns or experts:
         def ffn(li, y, t):
             if li in ffns:
@@ -189,8 +232,8 @@ def _without_experts(model, li: int, t: dict, gone: set[int], mean: bool, y):
 
 
 def needs_loop(ab: Ablation | None) -> bool:
-    """Whether the ablation needs the engine's layer loop (blocks or experts: layer hooks)."""
-    return ab is not None and bool(ab.blocks or ab.experts)
+    """Whether the ablation needs the engine's layer loop (blocks, experts or AttnRes sources: layer hooks)."""
+    return ab is not None and bool(ab.blocks or ab.experts or ab.sources)
 
 
 def prefill(model, ids: list[int], knobs: Knobs | None = None, ablation: Ablation | None = None,
@@ -201,7 +244,7 @@ def prefill(model, ids: list[int], knobs: Knobs | None = None, ablation: Ablatio
     amplifies such differences)."""
     knobs = knobs if knobs is not None else Knobs(temperature=0.0)
     hooks = hooks_for(model, ablation)
-    if loop and (hooks is None or ("mixer" not in hooks and "ffn" not in hooks)):
+    if loop and (hooks is None or not ({"mixer", "ffn", "attnres"} & hooks.keys())):
         hooks = dict(hooks or {}, mixer=_same)
     cp = getattr(model, "_pass", None)
     if cp is not None and (hooks is None or hooks.keys() == {"embedding"}):

@@ -234,3 +234,44 @@ def test_a_chip_menu_explains_another_position(make_window, qtbot):
     menu = open_for_chip(win, 1, win.mapToGlobal(QPoint(50, 50)))
     assert not any(a.data() == ("explain", 1) for a in menu.actions())
     menu.hide()
+
+
+def test_an_attnres_source_knocked_out_from_its_bracket(make_window, qtbot):
+    """Right-click the AttnRes bracket of block 3 in the stack: knock out its stored sum (AttnRes source 3) from
+    every later mix; the after equals compute.explain's own knock-out; a view file keeps it."""
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock = _settled(win)
+    scene = win.scene
+    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    lay = scene.layout
+    b = lay.by_id["stack.attnres_bracket/3"]
+    items = [it for _w, it in scene_items(lay, b.id, -1, -1, [], None)]
+    assert items == [("source", 3)]
+    assert scene_items(lay, "stack.attnres_bracket/8", -1, -1, [], None) == []  # the running partial
+    assert ("source", 0) in [it for _w, it in scene_items(lay, "embedding", -1, -1, [], None)]
+    wall = next(x for x in lay.layer_blocks() if x.kind == "attnres.mixer")
+    assert ("source", 2) in [it for _w, it in scene_items(lay, wall.id, 0, 2, ["a"] * 99, None)]
+    menu = _right_click(scene.gl, _pixel_box(scene, b))
+    _choose(menu, ("source", 3))
+    qtbot.waitUntil(lambda: not dock.busy and dock.result.knockout is not None, timeout=60000)
+    assert "failed" not in dock.status.text()
+    ref = api.explain(_prompt_text(win.state.trace), weights=win.state.trace.weights_name,
+                      position=dock.explained_position()).knockout(sources=[3])
+    assert dock.result.knockout["word"] == ref.word
+    assert abs(dock.result.knockout["logit_after"] - float(ref.logits[ref.index_of(dock.result.word)])) < 1e-3
+    assert "block 3" in dock.ko_list.item(0).text()
+    assert dock.knockouts()["sources"] == [3]
+    dock.restore_knockout()
+
+
+def _pixel_box(scene, b):
+    """A pixel on block b's front face where the picker finds it."""
+    w, h = scene.gl.width(), scene.gl.height()
+    for fz in (0.5, 0.3, 0.7, 0.15, 0.85):
+        pt = np.array([b.center[0], b.lo[1], b.lo[2] + fz * (b.hi[2] - b.lo[2])])
+        (x, y), = camlib.project(pt[None], scene.cam, w, h)[0]
+        hit = scene.pick_at(x, y)
+        if hit is not None and hit.block_id == b.id:
+            return QPoint(int(round(x)), int(round(y)))
+    raise AssertionError(f"{b.id} is not under a sampled pixel")

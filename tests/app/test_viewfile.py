@@ -426,3 +426,13 @@ def test_the_window_saves_and_opens_its_3d_explanation(make_window, qtbot, tmp_p
     assert win.views.open_path(path)
     qtbot.waitUntil(lambda: win.views.pending is None, timeout=60000)
     assert dock.show3d.values() == (False, True, 45, True)
+
+
+def test_knockouts_with_attnres_sources():
+    from app import viewfile as vf
+    ko = {"mode": "zero", "tokens": [], "blocks": [], "experts": [], "sources": [0, 7]}
+    assert vf.View.from_dict(_view_doc(knockouts=ko)).knockouts == ko
+    assert "sources" not in vf.View.from_dict(_view_doc(knockouts={"tokens": [1]})).knockouts
+    with pytest.raises(vf.ViewError) as exc:
+        vf.View.from_dict(_view_doc(knockouts={"sources": [8]}))  # K3 stores 8 candidates: 0..7
+    assert exc.value.field == "knockouts.sources[0]"

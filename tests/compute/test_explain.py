@@ -230,3 +230,38 @@ def test_torch_backend_gives_the_same_explanation(m64):
     kw = dict(tokens=[2], blocks=[(5, "ffn")], experts=[(40, 7), 3], mode="mean")
     assert abs(ea.knockout(**kw).effect - eb.knockout(**kw).effect) < 1e-9
     assert np.allclose([s.effect for s in ea.sources], [s.effect for s in eb.sources], atol=1e-9)
+
+
+def test_attnres_source_knockouts(m64):
+    """An AttnRes source knock-out replaces stored candidate c in every later mix: the operators' BlockAttnRes
+    and the fused BufferedAttnRes agree (float64), the candidate's score is 0 in the mixes after it (zero
+    ablation: s_c = (0 / rms) . w), the residual stream before it is untouched, and a bad source is one line."""
+    from compute.explain.knockout import stored_sources
+
+    m = m64["trained"]
+    ex = Explanation.of_prompt(m, PROMPT)
+    n = stored_sources(m.config)
+    assert n == 8  # the embedding and blocks 1..7 (block 8, layers 85-93, is the running partial)
+    for c in (0, 3):
+        ko = ex.knockout(sources=[c])
+        assert ko.ablation.sources == (c,) and ko.effect != 0.0
+        ref = ToyK3(device="cpu", dtype="float64", weights="trained", kernels="operators")
+        kr = Explanation.of_prompt(ref, PROMPT).knockout(sources=[c])
+        np.testing.assert_allclose(ko.logits, kr.logits, atol=1e-9)
+        bs = m.config.attn_res_block_size
+        stored_at = c * bs  # 0-based layer whose AttnRes stored candidate c
+        later = ko.run.layers[stored_at + 1].tensors["attnres.mixer"]  # [T, C] weights of a later mix
+        before = ex.run.layers[stored_at + 1].tensors["attnres.mixer"]
+        assert not np.allclose(later[:, c], before[:, c])
+        # with V_c = 0 its score is 0: its weight is exp(0) / sum_j exp(s_j), i.e. 1 / sum over the others' exp
+        assert np.all(later[:, c] > 0) and np.all(np.isfinite(later))
+        np.testing.assert_allclose(later.sum(1), 1.0, atol=1e-12)
+        if c:  # the layers before the source was stored run as without the knock-out
+            np.testing.assert_allclose(ko.run.layers[stored_at - 1].tensors["residual"],
+                                       ex.run.layers[stored_at - 1].tensors["residual"], atol=1e-9)
+    km = ex.knockout(sources=[2], mode="mean")
+    assert km.effect != 0.0 and km.ablation.mode == "mean"
+    with pytest.raises(ValueError) as e:
+        ex.knockout(sources=[n])
+    assert "outside 0..7" in str(e.value) and "\n" not in str(e.value)
+    assert "AttnRes sources 0 (embedding)" in ex.knockout(sources=[0]).ablation.describe()

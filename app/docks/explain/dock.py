@@ -44,6 +44,11 @@ def _esc(s: str) -> str:
     return html.escape(s, quote=False)
 
 
+def source_text(c: int) -> str:
+    """An AttnRes source as the knock-out lists name it: 0 = the embedding, j = block j's stored sum."""
+    return tr("knockout.what.source0") if c == 0 else tr("knockout.what.source", n=c)
+
+
 def piece_text(piece: str) -> str:
     """A piece as the dock shows it: quoted, a newline as \\n."""
     return "'" + piece.replace("\n", "\\n") + "'"
@@ -419,6 +424,9 @@ class ExplainDock(QDockWidget):
         if not self._knockout:
             return None
         out = {"mode": ABLATION_MODES[max(0, self.mode.currentIndex())], "tokens": [], "blocks": [], "experts": []}
+        sources = [int(item[1]) for item in self._knockout if item[0] == "source"]
+        if sources:
+            out["sources"] = sources
         for item in self._knockout:
             if item[0] == "token":
                 out["tokens"].append(int(item[1]))
@@ -439,6 +447,7 @@ class ExplainDock(QDockWidget):
         items += [("block", int(ly), str(part)) for ly, part in ko.get("blocks", ())]
         for ly, e in ko.get("experts", ()):
             items.append(("expert", None if ly is None else int(ly), int(e)))  # None: every MoE layer
+        items += [("source", int(c)) for c in ko.get("sources", ())]
         mode = ko.get("mode", ABLATION_MODES[0])
         if mode in ABLATION_MODES:
             self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
@@ -501,6 +510,8 @@ class ExplainDock(QDockWidget):
             if it[0] == "token":
                 piece = pieces[it[1]] if it[1] < len(pieces) else ""
                 text = tr("knockout.what.token", position=it[1], piece=piece_text(piece))
+            elif it[0] == "source":
+                text = source_text(it[1])
             elif it[0] == "block":
                 text = tr("explain.ko.what_block", layer=it[1], block=self._part(it[2]))
             elif it[1] is None:
@@ -710,6 +721,8 @@ class ExplainDock(QDockWidget):
         for it in ko["items"]:
             if it[0] == "token":
                 what.append(tr("explain.ko.what_token", position=it[1], piece=_esc(piece_text(res.pieces[it[1]]))))
+            elif it[0] == "source":
+                what.append(_esc(source_text(it[1])))
             elif it[0] == "block":
                 what.append(tr("explain.ko.what_block", layer=it[1], block=self._part(it[2])))
             elif it[1] is None:

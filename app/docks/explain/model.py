@@ -25,7 +25,8 @@ class ExplainRequest:
     position: int  # 0-based: the token whose next-token prediction is explained
     knobs: Knobs
     knockout: tuple = ()  # what to knock out (the experiment): ("token", p) | ("block", layer, part) |
-    # ("expert", layer, id) items (layers 1-based; layer None: that expert at every MoE layer)
+    # ("expert", layer, id) | ("source", c) items (layers 1-based; layer None: that expert at every MoE layer;
+    # c: an AttnRes candidate, 0 = the embedding, j = block j's stored sum)
     mode: str = "zero"
     compare: bool = False  # also explain the same tokens with the other weights (trained <-> random), side by side
 
@@ -108,7 +109,8 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
             ko_blocks = [(it[1], it[2]) for it in req.knockout if it[0] == "block"]
             ko_experts = [it[2] if it[1] is None else (it[1], it[2])  # a bare id: every MoE layer
                           for it in req.knockout if it[0] == "expert"]
-            k = ex.knockout(tokens=toks, blocks=ko_blocks, experts=ko_experts, mode=req.mode)
+            ko_sources = [it[1] for it in req.knockout if it[0] == "source"]  # AttnRes candidates
+            k = ex.knockout(tokens=toks, blocks=ko_blocks, experts=ko_experts, mode=req.mode, sources=ko_sources)
             ko = {"items": list(req.knockout), "mode": req.mode, "word": k.word, "top5": k.top(5),
                   "effect": k.effect, "logit_after": float(k.logits[ex.word_index])}
         res = ExplainResult(
