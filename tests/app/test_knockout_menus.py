@@ -199,7 +199,7 @@ def test_scene_items_name_the_parts_a_block_can_lose(make_window, qtbot):
     pieces = [p for p, _ in win.state.trace.tokens]
     items = [it for _w, it in scene_items(lay, f"L{L}/stack.layer", -1, -1, pieces, 3)]
     assert items == [("block", L, "mixer"), ("block", L, "ffn")]
-    assert scene_items(lay, "embedding", -1, -1, pieces, 3) == []
+    assert [it for _w, it in scene_items(lay, "embedding", -1, -1, pieces, 3)] == [("source", 0)]  # AttnRes R_0
     assert scene_items(lay, "lm_head", 0, 0, pieces, 3) == []
     ffn = next(b for b in lay.layer_blocks() if b.kind == "moe.router")
     assert scene_items(lay, ffn.id, -1, -1, pieces, 3)[0][1] == ("block", L, "ffn")

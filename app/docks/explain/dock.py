@@ -317,7 +317,7 @@ class ExplainDock(QDockWidget):
             self.refresh()
 
     def _on_visible(self, visible: bool) -> None:
-        if visible:
+        if visible:  # shown: the sources too (a result made for the 3D view alone has none)
             self.refresh()
 
     def current_request(self) -> ExplainRequest | None:
@@ -328,7 +328,8 @@ class ExplainDock(QDockWidget):
         knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
         return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
                               int(self.position.currentData()), knobs, self._knockout,
-                              ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled())
+                              ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
+                              on_screen(self.widget()))  # the sources' re-runs only for a dock that is seen
 
     def refresh(self) -> None:
         """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown), after
@@ -340,7 +341,7 @@ class ExplainDock(QDockWidget):
         if req is None:
             return
         key = (req.tokens, req.position, req.knobs, req.weights, req.knockout, req.mode,
-               getattr(req.config, "name", None), req.compare)
+               getattr(req.config, "name", None), req.compare, req.sources)
         if key == self._shown_key and self._pending is None:
             return
         self._shown_key = key

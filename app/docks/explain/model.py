@@ -29,6 +29,8 @@ class ExplainRequest:
     # c: an AttnRes candidate, 0 = the embedding, j = block j's stored sum)
     mode: str = "zero"
     compare: bool = False  # also explain the same tokens with the other weights (trained <-> random), side by side
+    sources: bool = True  # knock each earlier token out (one re-run per token: the costly part); False when only
+    # the 3D view needs the result (lens, attention, route) and the dock is not on screen
 
 
 def other_weights(name: str) -> str:
@@ -95,8 +97,8 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
         m = engines.get(req.config, req.weights)
         ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode)
         lens = ex.lens
-        srcs = ex.sources
-        answers = ex.source_answers
+        srcs = ex.sources if req.sources else []
+        answers = ex.source_answers if req.sources else []
         order = sorted(range(len(ex.blocks)), key=lambda i: -abs(ex.blocks[i].value))
         chosen = order[:TOP_BLOCKS]
         # then the largest routed experts below them: they are rarely among the top rows
