@@ -73,12 +73,12 @@ class TracePlayerDock(QDockWidget):
         self.state = state
         self.player = state.player
         self._build()
-        self.player.playing_changed.connect(lambda _p: self._update_play_button())
+        self.player.playing_changed.connect(slot_guard.guarded(lambda _p: self._update_play_button()))
         state.trace_changed.connect(self._on_trace)
         state.step_changed.connect(self._on_step_changed)
         state.engine_error.connect(self._on_error)
-        state.layer_changed.connect(lambda _l: self._show_details())
-        state.config_changed.connect(lambda _c: self.retranslate())  # step texts name the model's numbers
+        state.layer_changed.connect(slot_guard.guarded(lambda _l: self._show_details()))
+        state.config_changed.connect(slot_guard.guarded(lambda _c: self.retranslate()))  # step texts name the model's numbers
         self.retranslate()
         if state.trace is not None:
             self._on_trace(state.trace)
@@ -360,6 +360,7 @@ class TracePlayerDock(QDockWidget):
                                   f"{html.escape(shown_text(streamed))}</span>▌")
         self.weights_caption.setText(self._answer_caption(trace))
 
+    @_guarded
     def _chip_menu(self, pos) -> None:
         """Right-click on a token chip: `chip_menu_requested(position, global position)` (the window's knock-out
         menu, app/knockout_menu.py)."""
@@ -554,7 +555,7 @@ def _tool(icon, name: str, slot) -> QToolButton:
     button.setAutoRaise(True)
     button.setFocusPolicy(Qt.NoFocus)
     button.setMinimumWidth(30)
-    button.clicked.connect(slot)
+    button.clicked.connect(slot_guard.guarded(slot))
     return button
 
 

@@ -22,6 +22,7 @@ from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, Exp
 from app.docks.explain.side_by_side import SideBySide, attention_share, share_image
 from app.docks.explain.show3d import Show3DControls, largest_block, layer_words_html, overlay_of
 from app.i18n import tr
+from app.slot_guard import guarded
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
 from app.widgets.paint import qcolor
 from compute.trace import Knobs
@@ -76,6 +77,7 @@ class _KnockoutList(QListWidget):
         super().__init__()
         self._dock = dock
 
+    @guarded
     def keyPressEvent(self, ev):
         if ev.key() in (Qt.Key_Delete, Qt.Key_Backspace) and self.currentRow() >= 0:
             self._dock.remove_knockout(self.currentRow())
@@ -150,7 +152,7 @@ class ExplainDock(QDockWidget):
         self.position_label = QLabel()
         self.position = shrinkable(QComboBox(), 18)
         self.position.setObjectName("explain_position")
-        self.position.activated.connect(lambda _i: self.refresh())
+        self.position.activated.connect(guarded(lambda _i: self.refresh()))
         row.addWidget(self.position_label)
         row.addWidget(self.position, 1)
         lay.addLayout(row)
@@ -179,7 +181,7 @@ class ExplainDock(QDockWidget):
         self.lens_note = note_label()
         lay.addWidget(self.lens_note)
         self.side = SideBySide(self.plot)
-        self.side.toggled.connect(lambda _on: self.refresh())
+        self.side.toggled.connect(guarded(lambda _on: self.refresh()))
         lay.addWidget(self.side)
 
         self.sources_title = section_label()
@@ -201,7 +203,7 @@ class ExplainDock(QDockWidget):
         self.knock.clicked.connect(self.knock_out_selected)
         self.mode = QComboBox()
         self.mode.setObjectName("explain_mode")
-        self.mode.activated.connect(lambda _i: self.refresh())
+        self.mode.activated.connect(guarded(lambda _i: self.refresh()))
         self.restore = QPushButton()
         self.restore.setObjectName("explain_restore")
         self.restore.clicked.connect(self.restore_knockout)
@@ -298,6 +300,7 @@ class ExplainDock(QDockWidget):
             self._on_trace(state.trace)
 
     # ------------------------------------------------------------------ requests
+    @guarded
     def _on_trace(self, trace) -> None:
         toks = tuple(tuple(t) for t in trace.tokens)
         if toks[:trace.prompt_len] != self._tokens[:trace.prompt_len] or self.position.count() != len(toks):
@@ -316,6 +319,7 @@ class ExplainDock(QDockWidget):
         if on_screen(self.widget()) or self.show3d.any_on():  # the 3D view shows it even when this dock is closed
             self.refresh()
 
+    @guarded
     def _on_visible(self, visible: bool) -> None:
         if visible:  # shown: the sources too (a result made for the 3D view alone has none)
             self.refresh()
@@ -331,11 +335,13 @@ class ExplainDock(QDockWidget):
                               ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
                               on_screen(self.widget()))  # the sources' re-runs only for a dock that is seen
 
+    @guarded
     def refresh(self) -> None:
         """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown), after
         DEBOUNCE_MS without another ask: a slider drag's stream of traces costs one explanation at its end."""
         self._debounce.start()
 
+    @guarded
     def _submit(self) -> None:
         req = self.current_request()
         if req is None:
@@ -365,6 +371,7 @@ class ExplainDock(QDockWidget):
             req, self._pending = self._pending, None
             self._start(req)
 
+    @guarded
     def _on_done(self, res: ExplainResult) -> None:
         if res.serial == self._serial:
             self.result = res
@@ -372,6 +379,7 @@ class ExplainDock(QDockWidget):
             self._show(res)
         self._next()
 
+    @guarded
     def _on_failed(self, serial: int, message: str) -> None:
         if serial == self._serial:
             self.status.setText(tr("explain.error", message=message))
@@ -389,6 +397,7 @@ class ExplainDock(QDockWidget):
             return None
         return self.result.sources[rows[0].row()][0]
 
+    @guarded
     def knock_out_selected(self) -> None:
         p = self._selected_position()
         if p is None:
@@ -412,6 +421,7 @@ class ExplainDock(QDockWidget):
         rows = self.blocks.selectionModel().selectedRows() if self.blocks.selectionModel() else []
         return self.knockable_block(rows[0].row()) if rows else None
 
+    @guarded
     def knock_out_block(self) -> None:
         item = self._selected_block()
         if item is None:
@@ -493,6 +503,7 @@ class ExplainDock(QDockWidget):
             self._knockout = self._knockout[:index] + self._knockout[index + 1:]
             self._knockouts_changed()
 
+    @guarded
     def _ko_list_menu(self, pos) -> None:
         it = self.ko_list.itemAt(pos)
         if it is None:
@@ -538,11 +549,13 @@ class ExplainDock(QDockWidget):
         self._fill_ko_list()
         self.refresh()
 
+    @guarded
     def restore_knockout(self) -> None:
         """Undo the knock-out: the explanation without it."""
         self._knockout = ()
         self._knockouts_changed()
 
+    @guarded
     def _sources_menu(self, pos) -> None:
         item = self.sources.itemAt(pos)
         if item is None:
@@ -550,6 +563,7 @@ class ExplainDock(QDockWidget):
         self.sources.selectRow(item.row())
         self._knock_menu(self.sources, pos, self.knock_out_selected)
 
+    @guarded
     def _blocks_menu(self, pos) -> None:
         item = self.blocks.itemAt(pos)
         if item is None or self.knockable_block(item.row()) is None:
@@ -568,6 +582,7 @@ class ExplainDock(QDockWidget):
             menu.addAction(tr("knockout.menu", mode=tr(f"explain.mode.{m}")), act)
         menu.exec(table.viewport().mapToGlobal(pos))
 
+    @guarded
     def _update_buttons(self) -> None:
         self.knock.setEnabled(self._selected_position() is not None)
         self.knock_block.setEnabled(self._selected_block() is not None)
@@ -625,6 +640,7 @@ class ExplainDock(QDockWidget):
         self._update_buttons()
 
     # ------------------------------------------------------------------ attention
+    @guarded
     def _on_layer(self, layer: int) -> None:
         """A layer picked anywhere (a slab clicked in the 3D stack, PgUp/PgDn): its attention row and what its
         mixer and FFN promote and suppress."""
@@ -635,6 +651,7 @@ class ExplainDock(QDockWidget):
                 self.block_words.setText(text)
 
     # ------------------------------------------------------------------ the 3D view
+    @guarded
     def _show3d_changed(self) -> None:
         if self.show3d.any_on() and self.result is None:
             self.refresh()
@@ -644,6 +661,7 @@ class ExplainDock(QDockWidget):
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
         self.state.explanation_shown.emit(overlay_of(self.result, *self.show3d.values()))
 
+    @guarded
     def _attention_clicked(self, event) -> None:
         """A click on the overview selects that layer (the whole app follows)."""
         if self.result is None or event.button() != Qt.LeftButton:
@@ -653,6 +671,7 @@ class ExplainDock(QDockWidget):
         if 0 <= row < len(self.result.attention):
             self.state.select_layer(row)
 
+    @guarded
     def _per_head_toggled(self, on: bool) -> None:
         self.side.per_head = bool(on)
         if self.result is not None:
@@ -740,6 +759,7 @@ class ExplainDock(QDockWidget):
         fit_table_height(self.ko_table)
 
     # ------------------------------------------------------------------ language
+    @guarded
     def _language_changed(self, _lang: str) -> None:
         self.retranslate()
 

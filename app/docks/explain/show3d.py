@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QSlider, QWidget
 
 from app.i18n import tr
+from app.slot_guard import guarded
 from app.widgets.controls import fmt, section_label
 from scene.explain_overlay import ExplainOverlay
 from scene.route_glow import threshold_of
@@ -88,6 +89,7 @@ class Show3DControls(QWidget):
         self._largest = float(largest)
         self._sync()
 
+    @guarded
     def _changed(self, *_args) -> None:
         self._sync()
         self.changed.emit()
