@@ -77,7 +77,8 @@ def explain(prompt: str, *, weights: str = "trained", position: int | None = Non
     layer, index 0 = the embedding) with .lens_rank(piece), .blocks ((layer, part, value); sum(values) + .rest
     == .logit), .rest, .logit, .sources ((position, piece, effect) of knocking each token out), .attention(layer)
     (heads x positions x positions: KDA's implicit attention or MLA's softmax; layers 1-based) and
-    .knockout(tokens=, blocks=, experts=, mode="zero") -> Explanation. Bad arguments raise ValueError (one line)."""
+    .knockout(tokens=, blocks=, experts=, sources=, mode="zero") -> Explanation (sources: AttnRes candidates,
+    0 = the embedding, j = block j's stored sum). Bad arguments raise ValueError (one line)."""
     from compute.explain import Explanation
 
     if weights not in viewfile.WEIGHTS:

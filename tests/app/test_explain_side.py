@@ -78,3 +78,31 @@ def test_summary_names_the_three_largest_blocks_of_each(dock):
     top = sorted(totals, key=lambda k: -abs(totals[k]))[:3]
     cell = summary_cells(res)[3]
     assert [f"layer {ly} " in cell for ly, _ in top] == [True] * 3, (cell, top)
+
+
+def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
+    """DeepSeek-V3 has no trained toy: 'trained' runs random weights too, so the comparison says so instead of
+    showing two identical columns."""
+    from app.docks.explain import ExplainDock
+    from app.state import AppState
+    from compute.config import ModelConfig, available_configs
+    from compute.engine import ToyK3
+    from compute.trace import Knobs
+
+    cfg = ModelConfig.from_json(available_configs()["deepseek-v3"])
+    state = AppState()
+    engine = ToyK3(config=cfg, device="cpu", weights="random")
+    state.set_config(cfg)
+    d = ExplainDock(state)
+    qtbot.addWidget(d)
+    d.resize(560, 1500)
+    d.show()
+    qtbot.waitExposed(d)
+    state.set_trace(engine.run("the robot picks up the cup. it", 1, Knobs(temperature=0.0)))
+    wait_for(lambda: d.result is not None and not d.busy, dock=d)
+    assert "trained weights" in d.side.box.text()
+    QTest.mouseClick(d.side.box, Qt.LeftButton, Qt.NoModifier, QPoint(8, d.side.box.height() // 2))
+    wait_for(lambda: d.result.other is not None and not d.busy, dock=d)
+    assert d.result.other.weights == "random"  # what 'trained' gives a model without a trained file
+    assert d.side.note.isVisible() and "no trained toy" in d.side.note.text()
+    assert not d.side.table.isVisible() and not d.side.att_plot.isVisible()

@@ -74,6 +74,12 @@ class SideBySide(QWidget):
         self.box.setObjectName("explain_side_by_side")
         self.box.toggled.connect(self.toggled)
         lay.addWidget(self.box)
+        self.note = QLabel()
+        self.note.setObjectName("explain_side_note")
+        self.note.setWordWrap(True)
+        self.note.setTextFormat(Qt.PlainText)
+        self.note.hide()
+        lay.addWidget(self.note)
         self.table = QTableWidget(len(ROWS), 2)
         self.table.setObjectName("explain_side_table")
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -103,9 +109,13 @@ class SideBySide(QWidget):
     def show_result(self, res, lens_series=None) -> None:
         """Fill from a result (its .other: the other weights' explanation), or hide the comparison."""
         other = getattr(res, "other", None) if res is not None and self.box.isChecked() else None
-        self.other = other
         if res is not None:
             self._weights = res.weights or self._weights
+        same = other is not None and other.weights == res.weights  # no trained toy for this model: both random
+        self.note.setText(tr("explain.side.same", weights=tr(f"explain.weights.{res.weights}")) if same else "")
+        self.note.setVisible(same)
+        other = None if same else other
+        self.other = other
         for w in (self.table, self.att_title, self.att_plot):
             w.setVisible(other is not None)
         if other is None:
