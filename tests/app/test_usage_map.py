@@ -72,3 +72,35 @@ def test_the_tab_maps_trained_and_random_weights(make_window, qtbot, trained_ass
     assert (random.counts != trained.counts).any()
     win.state.select_layer(10)  # a MoE layer: the map follows
     assert tab.layer.value() == 11 and trained.moe_layers[tab.moe_index()] == 10
+
+
+def test_trained_and_random_side_by_side(make_window, qtbot, trained_asset, monkeypatch):
+    """'Trained and random side by side' (issue 21 I6): the other weights' map under this one, from real engine
+    traces, with the same token-type rows; trained weights specialise more (more bits) than random ones."""
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    from app.docks.experts.usage import UsageTab
+
+    monkeypatch.setattr(UsageTab, "max_prompts", 4)
+    win = make_window()
+    qtbot.waitUntil(lambda: "ExpertGridDock" in win.docks, timeout=30000)
+    dock = win.docks["ExpertGridDock"]
+    tab = dock.usage_tab
+    dock.show_tab("usage")
+    qtbot.waitUntil(lambda: tab.current_map() is not None, timeout=120000)
+    QTest.mouseClick(tab.both, Qt.LeftButton, Qt.NoModifier, QPoint(8, tab.both.height() // 2))
+    qtbot.waitUntil(lambda: tab.other_map() is not None and tab.heat2.isVisible(), timeout=120000)
+    trained, random = tab.current_map(), tab.other_map()
+    assert trained.weights_name == "trained" and random.weights_name == "random"
+    assert list(trained.seen_types()) == list(random.seen_types())  # the same rows
+    ref = um.compute_usage(ToyK3(device="cpu", weights="random"), um.usage_prompts()[:4])
+    i = tab.moe_index()
+    np.testing.assert_allclose(tab.other_matrix(), ref.shares(i)[ref.seen_types()])
+    types = trained.seen_types()
+    bits_t = um.specialisation_bits(trained.layer_counts(i)[types])
+    bits_r = um.specialisation_bits(random.layer_counts(i)[types])
+    assert f"{bits_r:.2f}" in tab.other_caption.text() and bits_t > bits_r
+    assert tab.image2.image.shape[0] == len(types)
+    QTest.mouseClick(tab.both, Qt.LeftButton, Qt.NoModifier, QPoint(8, tab.both.height() // 2))
+    assert not tab.heat2.isVisible() and not tab.other_caption.isVisible()

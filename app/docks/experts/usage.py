@@ -17,7 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QSpinBox, QStackedWidget,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QProgressBar, QSpinBox, QStackedWidget,
                                QVBoxLayout, QWidget)
 
 from app.docks.deferred import on_screen, watch_dock
@@ -130,18 +130,32 @@ class UsageTab(QWidget):
         self.top = QLabel()
         self.top.setObjectName("experts.usage.top")
         self.top.setWordWrap(True)
+        # the other weights' map under this one (issue 21 I6: trained and random side by side)
+        self.both = QCheckBox()
+        self.both.setObjectName("experts.usage.both")
+        self.other_caption = QLabel()
+        self.other_caption.setObjectName("experts.usage.other_caption")
+        self.other_caption.setWordWrap(True)
+        self.other_caption.setTextFormat(Qt.PlainText)
+        self.heat2, self.image2 = heatmap_plot("experts.usage.heatmap_other")
+        self.heat2.setMinimumHeight(180)
+        for w in (self.other_caption, self.heat2):
+            w.hide()
 
         row = QHBoxLayout()
         row.addWidget(self.weights_label)
         row.addWidget(self.weights)
         row.addWidget(self.layer_label)
         row.addWidget(self.layer)
+        row.addWidget(self.both)
         row.addStretch(1)
         lay = QVBoxLayout(self)
         lay.addLayout(row)
         lay.addWidget(self.intro)
         lay.addWidget(self.status)
         lay.addWidget(self.pages, 1)
+        lay.addWidget(self.other_caption)
+        lay.addWidget(self.heat2, 1)
         lay.addWidget(self.top)
 
         self.relay = _Relay(self)
@@ -154,6 +168,7 @@ class UsageTab(QWidget):
         self._set_layer_range()
         self.weights.currentIndexChanged.connect(guarded(lambda _i: self.refresh()))
         self.layer.valueChanged.connect(guarded(lambda _v: self.refresh()))
+        self.both.toggled.connect(guarded(lambda _on: self.refresh()))
         state.config_changed.connect(guarded(lambda _c: (self._set_layer_range(), self.refresh())))
         state.layer_changed.connect(self._follow_layer)
         state.trace_changed.connect(self._follow_choice)
@@ -201,9 +216,17 @@ class UsageTab(QWidget):
         want = self.layer.value() - 1
         return next((i for i, li in enumerate(layers) if li >= want), len(layers) - 1)
 
-    def key(self) -> str:
+    def key(self, weights: str | None = None) -> str:
         cfg = self.state.config
-        return f"{cfg.name if cfg is not None else '?'}|{self.chosen_weights}"
+        return f"{cfg.name if cfg is not None else '?'}|{weights or self.chosen_weights}"
+
+    @property
+    def other_weights(self) -> str:
+        return WEIGHTS[1 - WEIGHTS.index(self.chosen_weights)]
+
+    def other_map(self) -> UsageMap | None:
+        """The other weights' map (shown under this one with 'side by side'), None while not computed."""
+        return self.maps.get(self.key(self.other_weights))
 
     def current_map(self) -> UsageMap | None:
         return self.maps.get(self.key())
@@ -216,20 +239,22 @@ class UsageTab(QWidget):
             self._watching = watch_dock(self, lambda shown: self.refresh() if shown else None)
         self.refresh()
 
-    def _start(self) -> None:
-        """Run the engine over the held-out prompts for the current model and weights, in the tab's thread."""
+    def _start(self, weights: str | None = None) -> None:
+        """Run the engine over the held-out prompts for the current model and `weights` (default: the chosen
+        ones), in the tab's thread."""
         if self.running is not None or self.state.config is None:
             return
+        weights = weights or self.chosen_weights
         prompts = usage_prompts()
         if self.max_prompts is not None:
             prompts = prompts[: self.max_prompts]
-        self.running = self.key()
+        self.running = self.key(weights)
         self.error = ""
         self._progress = (0, len(prompts))
         job = self._job = _Job()
         self.destroyed.connect(guarded(lambda *_: setattr(job, "stop", True)))
         threading.Thread(target=_compute, args=(self.relay, job, self.running, self.state.config,
-                                                self.chosen_weights, prompts), daemon=True,
+                                                weights, prompts), daemon=True,
                          name="k3-usage-map").start()
 
     @guarded
@@ -238,6 +263,8 @@ class UsageTab(QWidget):
         self._progress = (done, total)
         if key == self.key():
             self._show_status()
+        elif key == self.key(self.other_weights) and self.both.isChecked():
+            self._show_other()
 
     @guarded
     @Slot(str, object)
@@ -276,6 +303,43 @@ class UsageTab(QWidget):
             self._show_status()
             return
         self._show_map(usage)
+        self._show_other()
+
+    def _show_other(self) -> None:
+        """With 'side by side': the other weights' map under this one (computed after it), same rows."""
+        on = self.both.isChecked()
+        self.other_caption.setVisible(on)
+        other = self.other_map() if on else None
+        self.heat2.setVisible(other is not None)
+        if not on:
+            return
+        if other is None:
+            done, total = self._progress if self.running == self.key(self.other_weights) else (0, 0)
+            self.other_caption.setText(tr("experts.usage.other_computing", weights=short_name(self.other_weights, tr),
+                                          done=done, total=total))
+            if on_screen(self) and not self.error:
+                self._start(self.other_weights)
+            return
+        i = self.moe_index()
+        m = other.shares(i)[other.seen_types()]
+        m = m[:, dominant_order(m)]
+        n_used = max(1, int((m.max(axis=0) > 0).sum()))
+        m = m[:, :n_used]
+        self.image2.setImage(m, levels=(0.0, max(float(m.max()), 1e-9)), lut=_MAP.getLookupTable(0.0, 1.0, 256))
+        self.image2.setRect(0, 0, m.shape[1], m.shape[0])
+        self.heat2.setXRange(0, m.shape[1], padding=0)
+        self.heat2.setYRange(0, m.shape[0], padding=0)
+        names = [tr(f"experts.usage.type.{PIECE_TYPES[t]}") for t in other.seen_types()]
+        self.heat2.getAxis("bottom").setTicks([[]])
+        self.heat2.getAxis("left").setTicks([[(r + 0.5, names[r]) for r in range(m.shape[0])]])
+        counts = other.layer_counts(i)
+        self.other_caption.setText(tr("experts.usage.other", weights=short_name(other.weights_name, tr),
+                                      mi=f"{specialisation_bits(counts[other.seen_types()]):.2f}", used=n_used))
+
+    def other_matrix(self) -> np.ndarray | None:
+        """The other weights' [seen token types, experts] shares, None while not computed."""
+        other, i = self.other_map(), self.moe_index()
+        return None if other is None or i is None else other.shares(i)[other.seen_types()]
 
     def _show_waiting(self, computing: bool) -> None:
         """No map to show: the page without axes; its progress bar only while a map is computed for it."""
@@ -345,5 +409,8 @@ class UsageTab(QWidget):
         self.layer_label.setText(tr("experts.usage.layer"))
         self.weights.setToolTip(tr("tip.experts.usage.weights"))
         self.layer.setToolTip(tr("tip.experts.usage.layer"))
+        self.both.setText(tr("experts.usage.both"))
+        self.both.setToolTip(tr("experts.usage.both.tip"))
+        self.heat2.setLabel("bottom", tr("experts.usage.axis_sorted"))
         self.heat.setLabel("bottom", tr("experts.usage.axis_sorted"))
         self.refresh()
