@@ -34,6 +34,14 @@ def _result(win, timeout_s: float = 120.0):
     return dock, dock.result
 
 
+def _window(make_window, qtbot, name: str = "settings.ini"):
+    """A real window, idle, with the Explain dock's result drawn in its 3D view: (win, dock, result, scene)."""
+    win = make_window(name)
+    wait_idle(qtbot, win)
+    dock, res = _result(win)
+    return win, dock, res, win.scene
+
+
 def _settle(qtbot, scene):
     """No camera move under way: render_image then draws the state the test set (synchronously)."""
     qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
@@ -56,10 +64,7 @@ def _explanation(win):
 
 
 def test_lens_column_follows_the_dock_and_is_drawn(make_window, qtbot):
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock, res = _result(win)
-    scene = win.scene
+    win, dock, res, scene = _window(make_window, qtbot)
     ov = scene.explanation
     assert ov.word == res.word and ov.position == win.state.trace.prompt_len - 1
     n = scene.layout.dims.n_layers
@@ -96,10 +101,7 @@ def test_lens_column_follows_the_dock_and_is_drawn(make_window, qtbot):
 
 
 def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock, res = _result(win)
-    scene = win.scene
+    win, dock, res, scene = _window(make_window, qtbot)
     ex = _explanation(win)
     assert ex.word == res.word
     totals = ex.route.totals()  # float64, compute's own folding
@@ -146,10 +148,7 @@ def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
 
 
 def test_clicking_a_slab_shows_what_the_layer_promotes(make_window, qtbot):
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock, res = _result(win)
-    scene = win.scene
+    win, dock, res, scene = _window(make_window, qtbot)
     _settle(qtbot, scene)
     target = 12 if scene.layout.layer + 1 != 12 else 13
     b = scene.layout.by_id[f"L{target}/stack.layer"]
@@ -207,10 +206,7 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
 def test_attention_arcs_follow_the_layer(make_window, qtbot):
     from scene.attention_arcs import MIN_ALPHA, SEGMENTS, first_token_wall, row_z
 
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock, res = _result(win)
-    scene = win.scene
+    win, dock, res, scene = _window(make_window, qtbot)
     ex = _explanation(win)
     t = res.position
     items = scene.explain_items

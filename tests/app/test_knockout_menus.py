@@ -47,6 +47,15 @@ def _settled(win, timeout_s=120.0):
     return dock
 
 
+def _ready(make_window, qtbot):
+    """A real window, idle, its explanation in, no camera move under way: (win, dock, scene)."""
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock = _settled(win)
+    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)
+    return win, dock, win.scene
+
+
 def _pixel(scene, block_id, cell=None):
     b = scene.layout.by_id[block_id]
     w, h = scene.gl.width(), scene.gl.height()
@@ -84,11 +93,7 @@ def _prompt_text(trace) -> str:
 
 
 def test_a_slab_knocked_out_from_the_3d_view(make_window, qtbot):
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock = _settled(win)
-    scene = win.scene
-    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    win, dock, scene = _ready(make_window, qtbot)
     layer = 5
     menu = _right_click(scene.gl, _pixel(scene, f"L{layer}/stack.layer"))
     texts = [a.text() for a in menu.actions()]
@@ -111,11 +116,7 @@ def test_a_slab_knocked_out_from_the_3d_view(make_window, qtbot):
 
 
 def test_an_expert_cell_knocked_out_at_every_layer(make_window, qtbot):
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock = _settled(win)
-    scene = win.scene
-    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    win, dock, scene = _ready(make_window, qtbot)
     bid = f"L{scene.layout.layer + 1}/moe.experts"
     b = scene.layout.by_id[bid]
     cell = (2, 3)
@@ -239,11 +240,7 @@ def test_a_chip_menu_explains_another_position(make_window, qtbot):
 def test_an_attnres_source_knocked_out_from_its_bracket(make_window, qtbot):
     """Right-click the AttnRes bracket of block 3 in the stack: knock out its stored sum (AttnRes source 3) from
     every later mix; the after equals compute.explain's own knock-out; a view file keeps it."""
-    win = make_window()
-    wait_idle(qtbot, win)
-    dock = _settled(win)
-    scene = win.scene
-    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    win, dock, scene = _ready(make_window, qtbot)
     lay = scene.layout
     b = lay.by_id["stack.attnres_bracket/3"]
     items = [it for _w, it in scene_items(lay, b.id, -1, -1, [], None)]
