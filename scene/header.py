@@ -1,0 +1,101 @@
+"""The overlay's header panel: the title, the layer line, the rows/cols note and the step notes, wrapped to the
+view's width (scene/labels.py places it top left; no block is drawn through its opaque panel)."""
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
+
+from scene.block_kinds import mixer_key
+from scene.overlay_style import OverlayInput, _Fonts, qcolor, theme_colour
+
+
+def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
+    """(kind, text) of the header's lines: title, subtitle, rows/cols note, step note."""
+    lay, tr = inp.layout, inp.tr
+    dims = lay.dims
+    mixer = dims.mixers[lay.layer] if lay.layer < len(dims.mixers) else "kda"
+    ffn = dims.ffns[lay.layer] if lay.layer < len(dims.ffns) else "moe"
+    lines = [("title", header_title(inp)),
+             ("sub", tr("scene.subtitle", layer=lay.layer + 1, n=dims.n_layers, mixer=tr(f"scene.mixer.{mixer_key(mixer, dims.mla_gate)}"),
+                        ffn=tr(f"scene.ffn.{ffn}"))),
+             ("dim", tr("scene.rows_cols"))]
+    if inp.step_note:
+        lines.append(("note", inp.step_note))
+    if inp.outside_note:
+        lines.append(("note", inp.outside_note))
+    if inp.explain_note:
+        lines.append(("note", inp.explain_note))
+    return lines
+
+
+def header_title(inp: OverlayInput) -> str:
+    """The header's title line; with a trace it says which toy weights produced the numbers."""
+    title = inp.tr("scene.title")
+    if inp.weights in ("trained", "random"):
+        title += " · " + inp.tr("weights.header", weights=inp.tr(f"weights.short.{inp.weights}"))
+    return title
+
+
+def _fitted_header_lines(inp: OverlayInput, width: float, s: float, f: _Fonts) -> list[tuple[str, str]]:
+    """The header's lines wrapped at spaces to the view's width (a long Korean title or step note in a narrow
+    export ran past the panel and off the picture); a single word still too wide is elided."""
+    max_w = max(width - 32 * s, 40 * s)  # the panel keeps 8*s from both edges and 8*s padding inside
+    out = []
+    for kind, text in _header_lines(inp):
+        fm = QFontMetricsF(f.title if kind == "title" else f.sub)
+        out += [(kind, line) for line in _wrap(text, fm, max_w)]
+    return out
+
+
+def _wrap(text: str, fm: QFontMetricsF, max_w: float) -> list[str]:
+    """text in lines of at most max_w px: broken between its ' · ' parts first, inside a part at spaces only
+    when the part alone is too wide; a word still too wide is elided."""
+    if fm.horizontalAdvance(text) <= max_w:
+        return [text]
+    return [fm.elidedText(line, Qt.TextElideMode.ElideRight, max_w)
+            for part_line in _pack(text.split(" · "), " · ", fm, max_w)
+            for line in _pack(part_line.split(" "), " ", fm, max_w)]
+
+
+def _pack(pieces: list[str], sep: str, fm: QFontMetricsF, max_w: float) -> list[str]:
+    """pieces joined by sep, greedily, into lines of at most max_w px (a piece wider than that stands alone)."""
+    lines, cur = [], ""
+    for piece in pieces:
+        cand = f"{cur}{sep}{piece}" if cur else piece
+        if cur and fm.horizontalAdvance(cand) > max_w:
+            lines.append(cur)
+            cur = piece
+        else:
+            cur = cand
+    return lines + [cur]
+
+
+def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:
+    lines = _fitted_header_lines(inp, width, s, f)
+    fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
+    w = max((fm if k == "title" else fm2).horizontalAdvance(t) for k, t in lines)
+    h = sum(fm.height() + 2 * s if k == "title" else fm2.height() for k, _ in lines)
+    pad = 8 * s
+    return QRectF(16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 16 * s), h + 1.75 * pad)
+
+
+def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fonts, width: float) -> None:
+    theme = inp.theme
+    p.setPen(QPen(theme_colour(theme, "panel_edge"), 1))
+    p.setBrush(theme_colour(theme, "panel"))
+    p.drawRoundedRect(rect, 6 * s, 6 * s)
+    x0, y = 16 * s, 12 * s
+    lay = inp.layout
+    mixer = lay.dims.mixers[lay.layer] if lay.layer < len(lay.dims.mixers) else "kda"
+    mixer_c = qcolor(mixer)
+    if theme == "light":  # the mixer's colour, darkened to read on white
+        mixer_c = QColor.fromRgbF(mixer_c.redF() * 0.55, mixer_c.greenF() * 0.55, mixer_c.blueF() * 0.55)
+    colours = {"title": theme_colour(theme, "title"), "sub": mixer_c, "dim": theme_colour(theme, "dim"),
+               "note": theme_colour(theme, "note")}
+    for kind, text in _fitted_header_lines(inp, width, s, f):
+        font = f.title if kind == "title" else f.sub
+        fm = QFontMetricsF(font)
+        p.setFont(font)
+        p.setPen(colours[kind])
+        p.drawText(QPointF(x0, y + fm.ascent()), text)
+        y += fm.height() + (2 * s if kind == "title" else 0)
