@@ -13,31 +13,25 @@ from __future__ import annotations
 import functools
 import html
 import logging
-import re
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
-                               QListWidgetItem, QPushButton, QSizePolicy, QSlider, QSplitter, QStyle, QTextBrowser,
-                               QToolButton, QVBoxLayout, QWidget)
+                               QListWidgetItem, QPushButton, QSlider, QSplitter, QStyle, QTextBrowser,
+                               QVBoxLayout, QWidget)
 
 from app import i18n, player, slot_guard, texts, weights_choice
+from app.docks.player_widgets import _qcolor, _set_if_changed, _tool, _wrap_label
+from app.docks.token_chips import (MAX_CHIPS, PHASE_COLOURS, _language_pieces, candidate_rows,  # noqa: F401
+                                    chip_piece, shown_text, token_chip)
 from app.i18n import tr
 from app.player_controller import BASE_INTERVAL_MS, SPEEDS  # noqa: F401
-from app.widgets.paint import css, css_rgba, mono_html
+from app.widgets.paint import css, mono_html
 from app.widgets.rich_text_view import RichTextView
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from scene import steps as steps_text
 from scene.block_kinds import mixer_key
 
 log = logging.getLogger(__name__)
-PHASE_COLOURS = {"A": css("phase_a"), "B": css("phase_b")}
-# What the labels show of a text the user typed: a long one loses its middle, a long run without spaces
-# gets break points, a long token list its tail; so no prompt can widen (or lengthen) the panel or the window.
-MAX_SHOWN_CHARS = 240
-MAX_PIECE_CHARS = 32
-MAX_CHIPS = 64
-BREAK_EVERY = 24
-_LONG_RUN = re.compile(r"\S{%d,}" % (BREAK_EVERY + 1))
 
 
 def _guarded(method):
@@ -484,88 +478,3 @@ class TracePlayerDock(QDockWidget):
         for step, i in zip(self.steps, range(self.list.count())):
             self.list.item(i).setText(self._step_label(step))
         self._refresh()
-
-
-def candidate_rows(candidates) -> list[tuple[str, str]]:
-    """(label, html) rows of the sampling step's top candidates: words with their probabilities before and
-    after temperature / top-p, and what share of the probability they hold."""
-    if not candidates:
-        return []
-    rows = [("", html.escape(tr("weights.sampling.title")))]
-    for rank, (word, before, after) in enumerate(candidates, 1):
-        text = tr("weights.sampling.row", rank=rank, word=repr(word), before=f"{before:.3f}", after=f"{after:.3f}")
-        rows.append(("", mono_html(html.escape(text))))
-    total = tr("weights.sampling.sum", n=len(candidates), before=f"{sum(c[1] for c in candidates):.3f}",
-               after=f"{sum(c[2] for c in candidates):.3f}")
-    rows.append(("", f"<i>{html.escape(total)}</i>"))
-    return rows
-
-
-def chip_piece(piece: str) -> str:
-    """A piece as its chip prints it: a newline, tab and space made visible ('↵', '⇥', '·'), empty as '∅'."""
-    return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "·") or "∅"
-
-
-def token_chip(piece: str, token_id: int, generated: bool, current: bool, unused: bool = False) -> str:
-    """One token chip: the piece on a tinted box in its phase's colour, then its id. Qt's rich text draws no
-    border on a span (the old chips were coloured text only, so '.' was a lone dot): the box is a background.
-    unused: a piece the toy language never uses, marked with a '?' (the trained toy has not learned it)."""
-    role = "phase_b" if generated else "phase_a"
-    colour = PHASE_COLOURS["B" if generated else "A"]
-    mark = f"<sup style='color:{css('caveat')}; font-weight:bold'>?</sup>" if unused else ""
-    return (f"<span style='background-color:{css_rgba(role, 150 if current else 60)}; color:{colour};"
-            f" font-weight:{'bold' if current else 'normal'}'>"
-            f"&nbsp;{html.escape(shown_text(chip_piece(piece), MAX_PIECE_CHARS))}&nbsp;</span>{mark}"
-            f"<sub style='color:gray'>{token_id}</sub>")
-
-
-def _language_pieces(trace) -> frozenset | None:
-    """The pieces the toy language uses, for a trace of the toy's own vocabulary (None for another model's
-    trace: its vocabulary is not the language's)."""
-    if not hasattr(trace, "prompt_in_language"):
-        return None
-    from compute.task import language_pieces
-
-    return language_pieces()
-
-
-def shown_text(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
-    """`text` as a wrapping label may show it: the middle of a text longer than `limit` replaced by "…", and a
-    zero-width space every BREAK_EVERY characters of a run without spaces (a line can break there)."""
-    if len(text) > limit:
-        tail = limit // 4
-        text = text[: limit - tail - 1] + "…" + text[-tail:]
-    return _LONG_RUN.sub(lambda m: "\u200b".join(m.group(0)[i:i + BREAK_EVERY]
-                                                 for i in range(0, len(m.group(0)), BREAK_EVERY)), text)
-
-
-def _wrap_label(name: str) -> QLabel:
-    label = QLabel()
-    label.setObjectName(name)
-    label.setWordWrap(True)
-    label.setTextFormat(Qt.PlainText)  # the texts quote the prompt and the model's name
-    label.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
-    return label
-
-
-def _tool(icon, name: str, slot) -> QToolButton:
-    button = QToolButton()
-    button.setObjectName(name)
-    button.setIcon(button.style().standardIcon(icon))
-    button.setAutoRaise(True)
-    button.setFocusPolicy(Qt.NoFocus)
-    button.setMinimumWidth(30)
-    button.clicked.connect(slot_guard.guarded(slot))
-    return button
-
-
-def _qcolor(hex_colour: str):
-    from PySide6.QtGui import QColor
-
-    return QColor(hex_colour)
-
-
-def _set_if_changed(widget, getter: str, setter: str, value: str) -> None:
-    """Set a widget's text / style sheet only when it differs (re-setting re-lays out or re-polishes it)."""
-    if getattr(widget, getter)() != value:
-        getattr(widget, setter)(value)
