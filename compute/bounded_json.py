@@ -88,13 +88,22 @@ def _first_refused(raw: Any) -> tuple[str, _Refused] | None:
         if isinstance(node, _Refused):
             return path, node
         if isinstance(node, dict):
-            items = [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+            items = [(f"{path}.{_key_text(k)}" if path else _key_text(k), v) for k, v in node.items()]
         elif isinstance(node, list):
             items = [(f"{path}[{i}]", v) for i, v in enumerate(node)]
         else:
             continue
         stack.extend(reversed(items))
     return None
+
+
+def _key_text(key: Any, limit: int = 40) -> str:
+    """A JSON key as an error message may quote it: control characters escaped (a key "\n" made the one-line
+    message two lines), cut to `limit` characters."""
+    text = str(key)
+    if not text.isprintable():
+        text = json.dumps(text, ensure_ascii=False)[1:-1]
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def nesting_depth(text: str) -> int:

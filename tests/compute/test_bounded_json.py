@@ -71,3 +71,16 @@ def test_a_refused_number_names_its_field():
         load_object('{"a": 1234567890123456789, "b": [1e999]}', 10_000, 8)
     assert load_object('{"a": 123456789012345678, "b": [-1.5e300]}', 10_000, 8) == {
         "a": 123456789012345678, "b": [-1.5e300]}
+
+
+def test_a_refused_number_under_a_control_character_key_is_still_one_line(tmp_path):
+    """Found by test_config_fuzz in a clean-clone CI run: {"\\n": 10**18} gave a two-line message (the key's
+    newline went into the field path)."""
+    from compute.config import ConfigError, ModelConfig
+
+    p = tmp_path / "c.json"
+    p.write_text('{"\\n\\t": 1000000000000000000, "x": 1}', encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        ModelConfig.from_json(p)
+    msg = str(exc.value)
+    assert "\n" not in msg and "\t" not in msg and "\\n\\t" in msg and "19 digits" in msg
