@@ -8,8 +8,9 @@
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
              expert_clicked(int), context_requested(str, int, int, QPoint)
 
-The colour jobs and the image exports are mixins of their own modules (scene/view_colours.py,
-scene/view_export.py); this module keeps the state, the layout, the lines, the camera and the input.
+The colour jobs, the image exports, the camera and the input are mixins of their own modules
+(scene/view_colours.py, scene/view_export.py, scene/view_camera.py, scene/view_input.py); this module keeps the
+state, the layout and the lines.
 
 The 3D picture (`SceneView.gl`, also `SceneView.container`: scene/gl_widget.py) is a plain raster widget holding
 pyqtgraph's GLViewMixin state; its frames are drawn by a render thread into an FBO (scene/frames.py) and blitted,
@@ -28,36 +29,30 @@ SCENE_LOCK; an export on the UI thread computes them there), or the engine threa
 from __future__ import annotations
 
 import functools
-import html
 import json
 
 import numpy as np
-from PySide6.QtCore import QPoint, QPointF, QVariantAnimation, Signal
-from PySide6.QtGui import QVector3D
-from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+from PySide6.QtCore import QPoint, QVariantAnimation, Signal
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from assets import asset_path
-from compute.trace import LINEAR_INPUTS
 from scene import camera as camlib
 from scene import palette
-from scene import highlights, lens_column, route_glow
+from scene import highlights, route_glow
 from scene import navigation as nav
-from scene.explain_overlay import ExplainItems, header_note
+from scene.explain_overlay import ExplainItems
 from scene.geometry import GeometryCache, build_families
-from scene.gl_items import SCENE_LOCK, Dots, FamilyMesh, Lines
+from scene.gl_items import Dots, FamilyMesh, Lines
 from scene.gl_widget import GLWidget
 from scene.input import InputAdapter
-from scene.labels import OverlayInput
+from scene.view_camera import CameraMixin
 from scene.view_colours import ColourMixin, atomic
 from scene.view_export import ExportMixin
-from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
+from scene.view_input import InputMixin
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
-from scene.steps import scene_note_key
-from scene.tooltips import model_args, tooltip_text
 
 ANIM_MS = 300
-BAND_GAP = 6.0  # px (x label scale) kept between a framing and the header / the legend
 
 
 SCENE_CATALOGUES = ("scene", "weights", "explain3d")  # the catalogues whose keys the scene's own texts use
@@ -84,7 +79,7 @@ def _default_translator():
 
 
 
-class SceneView(ColourMixin, ExportMixin, QWidget):
+class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
     block_hovered = Signal(str)
     block_clicked = Signal(str)
     cell_clicked = Signal(str, int, int)
@@ -286,90 +281,9 @@ class SceneView(ColourMixin, ExportMixin, QWidget):
         if reveal and self.selected is not None:
             self.reveal_block(self.selected)
 
-    def frame_block(self, block_id: str, animate: bool = True) -> bool:
-        """Move the camera (eased) to centre the block and frame it, from the current angles where they show
-        it (a double-click). False for an unknown block."""
-        if self.layout is None or block_id not in self.layout.by_id:
-            return False
-
-        def fit(bid=block_id):
-            b = self.layout.by_id.get(bid)
-            if b is None:
-                return self._anim_target()
-            return nav.frame_block(b.lo, b.hi, self._anim_target(), self._aspect(), self.free_band())
-        self._animate_to(fit(), animate, refit=fit)
-        return True
-
-    def block_in_view(self, block_id: str, cam: camlib.Camera | None = None) -> bool:
-        """Whether the block's box lies whole in the view, between the header and the legend, seen by cam
-        (default: where the camera is going)."""
-        b = self.layout.by_id.get(block_id) if self.layout is not None else None
-        if b is None:
-            return False
-        w, h = self.container.width(), self.container.height()
-        return nav.box_in_view(b.lo, b.hi, cam if cam is not None else self._anim_target(), w, h,
-                               self.free_band())
-
-    def reveal_block(self, block_id: str, animate: bool = True) -> bool:
-        """Bring a block that is not whole in the view into it: the exploded layer's framing when that shows
-        it whole, else the block framed (frame_block). Slabs and markers of the stack select a layer, whose
-        framing follows (set_layer). True when the camera moves."""
-        b = self.layout.by_id.get(block_id) if self.layout is not None else None
-        if b is None or b.part in ("slab", "marker", "backdrop") or min(self.container.width(),
-                                                                         self.container.height()) < 50:
-            return False
-        if self.block_in_view(block_id):
-            return False
-        if b.layer == self.layout.layer + 1 and b.family != "stack":
-            layer_cam = self._layer_camera()
-            if self.block_in_view(block_id, layer_cam):
-                self._animate_to(layer_cam, animate, refit=self._layer_camera)
-                return True
-        return self.frame_block(block_id, animate)
-
-    def free_band(self, width: float | None = None, height: float | None = None,
-                  scale: float = 1.0) -> tuple[float, float] | None:
-        """(top, bottom): the part of the view's height, as fractions, below the header and above the legend
-        as they are really drawn for a width x height view (default: the widget's size) with labels at
-        scale x label_scale; None without labels or when they leave no useful room (the fixed band is used).
-        With export_size set (an export of that size: the CLI, render()), the labels as that image draws them."""
-        export = width is None and height is None and self.export_size is not None
-        if export:
-            width, height = self.export_size
-            scale = max(0.75, min(width / 1280, height / 800))  # as _paint_labels scales an export's labels
-        w = float(width if width is not None else self.container.width())
-        h = float(height if height is not None else self.container.height())
-        if not self.labels_enabled or self.layout is None or w < 50 or h < 50:
-            return None
-        inp = self._overlay_input()
-        if export:
-            inp.label_scale = 1.0  # exports are sized to the image, not to presentation mode
-        s = scale * inp.label_scale
-        header = _header_rect(inp, w, s, _fonts(s))
-        legend = _legend_layout(inp, w, h, s)["box"]
-        top, bottom = (header.bottom() + BAND_GAP * s) / h, (legend.top() - BAND_GAP * s) / h
-        return (top, bottom) if bottom - top >= 0.3 else None
-
     def select_expert(self, e: int) -> None:
         self.expert = int(e)
         self._update_outlines()
-
-    def set_camera_preset(self, name: str, animate: bool = True) -> None:
-        """Animate to a preset (camera.PRESETS); "top" looks down on the current layer (scene/navigation.py)."""
-        if name not in camlib.PRESETS:
-            raise ValueError(f"unknown camera preset {name!r}")
-
-        def fit():
-            return nav.preset_camera(name, self.layout, self._aspect(), self.free_band())
-        self._animate_to(fit(), animate, refit=fit)
-
-    def camera_state(self) -> dict:
-        return self.cam.to_dict()
-
-    def set_camera_state(self, state: dict) -> None:
-        self._refit = None
-        self._stop_anim()
-        self._apply_camera(camlib.Camera.from_dict(state))
 
     # ================================================================ building / colouring
     @atomic
@@ -477,165 +391,6 @@ class SceneView(ColourMixin, ExportMixin, QWidget):
             item.setData(pos=np.asarray(pts, np.float32))
             item.setVisible(True)
 
-    # ================================================================ camera
-    def _aspect(self) -> float:
-        w, h = self.container.width(), self.container.height()
-        return w / h if w > 10 and h > 10 else 1.6
-
-    def _layer_camera(self) -> camlib.Camera:
-        """Frame the exploded layer (and its slab in the stack), from the current angles where they show it."""
-        return nav.frame_layer(self.layout, self._anim_target(), self._aspect(), self.free_band())
-
-    def _anim_target(self) -> camlib.Camera:
-        """Where the camera is going: the running animation's target, else the camera itself."""
-        return self._anim_path[1] if self._anim_path is not None else self.cam
-
-    def _apply_camera(self, cam: camlib.Camera) -> None:
-        cam = cam.sanitized()  # whatever asked for it, the view only ever holds a finite camera
-        o = self.gl.opts
-        with SCENE_LOCK:  # the render thread reads the camera and the options together
-            self.cam = cam
-            o["center"] = QVector3D(*[float(v) for v in cam.center])
-            o["distance"] = float(cam.distance)
-            o["azimuth"] = float(cam.azimuth)
-            o["elevation"] = float(cam.elevation)
-            o["fov"] = float(cam.fov)
-        self._redraw()
-
-    def _stop_anim(self) -> None:
-        self._anim_path = None
-        self._anim.stop()  # stop() does not emit finished: the camera stays where the animation was
-
-    def _animate_to(self, target: camlib.Camera, animate: bool = True, refit=None) -> None:
-        self._stop_anim()
-        self._refit = refit
-        if not animate or not self.isVisible():
-            self._apply_camera(target)
-            return
-        self._anim_path = (camlib.Camera.from_dict(self.cam.to_dict()), target)
-        self._anim.start()
-
-    def _anim_step(self, t) -> None:
-        if self._anim_path is not None:
-            start, target = self._anim_path
-            self._apply_camera(camlib.lerp(start, target, float(t)))
-
-    def _anim_done(self) -> None:
-        if self._anim_path is not None:
-            target = self._anim_path[1]
-            self._anim_path = None
-            self._apply_camera(target)
-
-    # ================================================================ input (events: scene/input.py)
-    def pick_at(self, x: float, y: float):
-        """The Hit (block id, cell) under logical widget pixel (x, y) of the GL surface, or None."""
-        return self.picker.pick(self.cam, x, y, max(self.gl.width(), 1), max(self.gl.height(), 1))
-
-    def _leave(self) -> None:
-        if self.hovered is not None:
-            self.hovered = None
-            self.hover_cell = None
-            for name in self._box_rgba:
-                self._upload_colors(name)
-            self._update_outlines()
-            self.block_hovered.emit("")
-
-    def _hover(self, pos: QPointF, global_pos: QPoint) -> None:
-        hit = self.pick_at(pos.x(), pos.y())
-        bid = hit.block_id if hit else None
-        cell = (bid, hit.cell[0], hit.cell[1]) if hit and hit.cell is not None else None
-        changed_block = bid != self.hovered
-        if changed_block or cell != self.hover_cell:
-            old_fam = self.layout.by_id[self.hover_cell[0]].family if self.hover_cell else None
-            self.hovered = bid
-            self.hover_cell = cell
-            fams = {f for f in (old_fam, self.layout.by_id[bid].family if cell else None) if f}
-            for name in fams:
-                self._upload_colors(name)
-            self._update_outlines()
-            if changed_block:
-                self.block_hovered.emit(bid or "")
-            text = self.tooltip_text(hit) if hit else ""
-            self.last_tooltip = text
-            if text:
-                QToolTip.showText(global_pos, _plain_tooltip(text), self.container)
-            else:
-                QToolTip.hideText()
-
-    def _click(self, pos: QPointF) -> None:
-        hit = self.pick_at(pos.x(), pos.y())
-        if hit is None:
-            return
-        b = self.layout.by_id[hit.block_id]
-        self.select_block(b.id)  # and into view, should part of it lie off screen
-        if b.part in ("slab", "marker"):
-            self.layer_clicked.emit(b.layer - 1)
-        if hit.cell is not None:
-            r, c = hit.cell
-            if b.kind == "moe.experts":
-                self.expert_clicked.emit(r * b.grid[1] + c)
-            if b.part == "tensor" and b.kind in LINEAR_INPUTS:
-                self.follow = (b.id, r, c)
-                self._update_outlines()
-        self.block_clicked.emit(b.id)
-        if hit.cell is not None:
-            self.cell_clicked.emit(b.id, hit.cell[0], hit.cell[1])
-
-    def _context(self, pos: QPointF, global_pos: QPoint, keyboard: bool = False) -> None:
-        """A right-click (or the Menu key: the selected block) asks for the block's context menu."""
-        if keyboard:
-            if self.selected:
-                self.context_requested.emit(self.selected, -1, -1, global_pos)
-            return
-        hit = self.pick_at(pos.x(), pos.y())
-        if hit is None:
-            return
-        r, c = hit.cell if hit.cell is not None else (-1, -1)
-        self.context_requested.emit(hit.block_id, int(r), int(c), global_pos)
-
-    def _double_click(self, pos: QPointF) -> None:
-        """A double-click on a block selects it (as a click: the pair's first click may not have come) and
-        centres and frames it; on a slab of the stack it selects the layer, whose framing follows."""
-        hit = self.pick_at(pos.x(), pos.y())
-        if hit is None:
-            return
-        self._click(pos)
-        if self.layout.by_id.get(hit.block_id) is not None and self.layout.by_id[hit.block_id].part not in (
-                "slab", "marker"):
-            self.frame_block(hit.block_id)
-
-    # ================================================================ text
-    def tooltip_text(self, hit) -> str:
-        return tooltip_text(self.layout, hit.block_id, hit.cell, self.drawn_trace(), self.pass_index, self.token,
-                            self.tr)
-
-    def _overlay_input(self, camera=None) -> OverlayInput:
-        tokens = None
-        trace = self.drawn_trace()
-        if trace is not None:
-            tokens = [trace.tokens[p][0] if p < len(trace.tokens) else "" for p in self.layout.row_positions]
-        note = ""
-        if self.step_kind:
-            note = self.tr(scene_note_key(self.step_kind, self.layout.dims), **model_args(self.layout.dims))  # the shown model's
-            if note.startswith("[scene.step."):  # a step kind this catalogue does not know
-                note = self.tr("scene.step.generic", step=self.step_kind)
-        return OverlayInput(layout=self.layout, camera=camera if camera is not None else self.cam, tr=self.tr, selected=self.selected,
-                            hovered=self.hovered, has_trace=trace is not None, tokens=tokens,
-                            step_note=note, flow_on=bool(self.flow_edges), focus=self.focus_ids(),
-                            label_scale=self.label_scale,
-                            weights=getattr(trace, "weights_name", "") if trace is not None else "",
-                            **self._explain_labels())
-
-    def _explain_labels(self) -> dict:
-        """The OverlayInput fields of the lens column and the route (scene/explain_overlay.py)."""
-        ov = self.explanation
-        outside = self.tr("scene.outside") if self._outside and self.drawn_trace() is not None else ""
-        if ov is None:
-            return dict(outside_note=outside)
-        lens = lens_column.label_candidates(self.layout, ov.lens, _lens_piece) if ov.lens else None
-        return dict(lens_labels=lens, explain_note=header_note(ov, self.tr), route_on=bool(ov.route),
-                    outside_note=outside)
-
 
 @functools.lru_cache(maxsize=8)
 def _outside_by_pieces(pieces: tuple) -> bool:
@@ -650,17 +405,3 @@ def _outside_language(trace) -> bool:
     if trace is None:
         return False
     return _outside_by_pieces(tuple(p for p, _ in trace.tokens[:trace.prompt_len]))
-
-
-def _lens_piece(piece: str) -> str:
-    return "'" + piece.replace("\n", "\\n") + "'"
-
-
-def _plain_tooltip(text: str) -> str:
-    """A hover text shown as the literal text: it names the model (a config's display_name, untrusted), and Qt
-    shows a tooltip that looks like markup as rich text (an `<img src>` in it would read a local file)."""
-    from PySide6.QtGui import Qt as GuiQt
-
-    if not GuiQt.mightBeRichText(text) and "&" not in text:
-        return text
-    return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
