@@ -6,118 +6,31 @@ wins) and only made while the dock is visible. The result carries plain numbers 
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QObject, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel,
-                               QListWidget, QMenu,
-                               QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QPushButton, QScrollArea, QTableWidget, QTableWidgetItem)
 
 from app.docks.deferred import on_screen
 from app.docks.experts.heatmap import heatmap_plot
-from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult, explain_result
-from app.docks.explain.side_by_side import SideBySide, attention_share, share_image
+from app.docks.explain.attention import AttentionMixin
+from app.docks.explain.knockouts import KnockoutMixin, _KnockoutList
+from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult
 from app.docks.explain.show3d import Show3DControls, largest_block, layer_words_html, overlay_of
+from app.docks.explain.side_by_side import SideBySide
+from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
+from app.docks.explain.worker import _Job, _pool, _Relay
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
 from app.widgets.paint import qcolor
 from compute.trace import Knobs
-from scene.palette import diverging
 
-_POOL: QThreadPool | None = None
 DEBOUNCE_MS = 300  # a pause in the knob changes, then one explanation: it does not compete with the drag (bench/app.py)
 
 
-def _pool() -> QThreadPool:
-    """One worker thread for the explanations, owned by the application (it waits for a running job on exit)."""
-    global _POOL
-    if _POOL is None:
-        _POOL = QThreadPool(QCoreApplication.instance())
-        _POOL.setMaxThreadCount(1)
-    return _POOL
-
-
-def _esc(s: str) -> str:
-    return html.escape(s, quote=False)
-
-
-def source_text(c: int) -> str:
-    """An AttnRes source as the knock-out lists name it: 0 = the embedding, j = block j's stored sum."""
-    return tr("knockout.what.source0") if c == 0 else tr("knockout.what.source", n=c)
-
-
-def piece_text(piece: str) -> str:
-    """A piece as the dock shows it: quoted, a newline as \\n."""
-    return "'" + piece.replace("\n", "\\n") + "'"
-
-
-def lens_series(res: ExplainResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x, probability, rank) of the lens curve: the embedding at 0, after layer ℓ's mixer at ℓ − ½, after the
-    whole layer at ℓ (so a jump shows whether the mixer or the FFN made it)."""
-    L = len(res.lens_mixer_prob)
-    x = np.empty(2 * L + 1)
-    prob = np.empty(2 * L + 1)
-    rank = np.empty(2 * L + 1)
-    x[0], prob[0], rank[0] = 0.0, res.lens_prob[0], res.lens_rank[0]
-    x[1::2] = np.arange(1, L + 1) - 0.5
-    x[2::2] = np.arange(1, L + 1)
-    prob[1::2], rank[1::2] = res.lens_mixer_prob, res.lens_mixer_rank
-    prob[2::2], rank[2::2] = res.lens_prob[1:], res.lens_rank[1:]
-    return x, prob, rank
-
-
-class _KnockoutList(QListWidget):
-    """The active knock-out's entries; Delete / Backspace removes the selected one."""
-
-    def __init__(self, dock):
-        super().__init__()
-        self._dock = dock
-
-    @guarded
-    def keyPressEvent(self, ev):
-        if ev.key() in (Qt.Key_Delete, Qt.Key_Backspace) and self.currentRow() >= 0:
-            self._dock.remove_knockout(self.currentRow())
-            ev.accept()
-            return
-        super().keyPressEvent(ev)
-
-
-class _Relay(QObject):
-    """Carries a job's result from the pool thread to the UI thread (a queued signal)."""
-
-    done = Signal(object)  # ExplainResult
-    failed = Signal(int, str)  # serial, one-line reason
-
-
-class _Job(QRunnable):
-    def __init__(self, engines: Engines, req: ExplainRequest, relay: _Relay):
-        super().__init__()
-        self.engines, self.req, self.relay = engines, req, relay
-
-    def run(self) -> None:
-        try:
-            res = explain_result(self.engines, self.req)
-        except Exception as exc:  # noqa: BLE001 - shown in the dock, the app keeps running
-            lines = [s for s in str(exc).splitlines() if s.strip()]
-            self._emit(self.relay.failed, self.req.serial, f"{type(exc).__name__}: {lines[0] if lines else ''}")
-            return
-        self._emit(self.relay.done, res)
-
-    @staticmethod
-    def _emit(signal, *args) -> None:
-        """Hand the result over; when the app is shutting down Qt may have deleted the relay already (the
-        result has nowhere to go then: nothing to do)."""
-        try:
-            signal.emit(*args)
-        except RuntimeError:
-            pass
-
-
-class ExplainDock(QDockWidget):
+class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
     retranslates_itself = True  # follows state.language_changed (the main window leaves it alone)
 
     def __init__(self, state, parent=None):
@@ -390,81 +303,7 @@ class ExplainDock(QDockWidget):
     def busy(self) -> bool:
         return self._busy or self._pending is not None or self._debounce.isActive()
 
-    # ------------------------------------------------------------------ knock-outs
-    def _selected_position(self) -> int | None:
-        rows = self.sources.selectionModel().selectedRows() if self.sources.selectionModel() else []
-        if not rows or self.result is None:
-            return None
-        return self.result.sources[rows[0].row()][0]
-
-    @guarded
-    def knock_out_selected(self) -> None:
-        p = self._selected_position()
-        if p is None:
-            return
-        self._knockout = (("token", p),)
-        self._knockouts_changed()
-
-    def knockable_block(self, row: int) -> tuple | None:
-        """The knock-out item of a contributions row: a mixer or dense MLP (a block), a routed expert at its
-        layer; None for the embedding and the shared experts (no knock-out of their own)."""
-        if self.result is None or not 0 <= row < len(self.result.blocks):
-            return None
-        ly, part, _ = self.result.blocks[row]
-        if part in ("mixer", "ffn"):
-            return ("block", ly, part)
-        if part.startswith("expert "):
-            return ("expert", ly, int(part.split()[1]))
-        return None
-
-    def _selected_block(self) -> tuple | None:
-        rows = self.blocks.selectionModel().selectedRows() if self.blocks.selectionModel() else []
-        return self.knockable_block(rows[0].row()) if rows else None
-
-    @guarded
-    def knock_out_block(self) -> None:
-        item = self._selected_block()
-        if item is None:
-            return
-        self._knockout = (item,)
-        self._knockouts_changed()
-
-    # --- knock-outs as view files store them (app/viewfile.py: mode, tokens, blocks, experts; 1-based layers)
-    def knockouts(self) -> dict | None:
-        """The active knock-out set as a view file's `knockouts` value, or None."""
-        if not self._knockout:
-            return None
-        out = {"mode": ABLATION_MODES[max(0, self.mode.currentIndex())], "tokens": [], "blocks": [], "experts": []}
-        sources = [int(item[1]) for item in self._knockout if item[0] == "source"]
-        if sources:
-            out["sources"] = sources
-        for item in self._knockout:
-            if item[0] == "token":
-                out["tokens"].append(int(item[1]))
-            elif item[0] == "block":
-                out["blocks"].append([int(item[1]), str(item[2])])
-            elif item[0] == "expert":
-                out["experts"].append([None if item[1] is None else int(item[1]), int(item[2])])
-        return out
-
-    def set_knockouts(self, ko: dict | None) -> None:
-        """Apply a view file's (already validated) knock-out set and re-run; None clears it. An expert without a
-        layer is knocked out at every MoE layer, as compute.explain reads a bare id."""
-        if not ko:
-            self._knockout = ()
-            self._knockouts_changed()
-            return
-        items: list[tuple] = [("token", int(p)) for p in ko.get("tokens", ())]
-        items += [("block", int(ly), str(part)) for ly, part in ko.get("blocks", ())]
-        for ly, e in ko.get("experts", ()):
-            items.append(("expert", None if ly is None else int(ly), int(e)))  # None: every MoE layer
-        items += [("source", int(c)) for c in ko.get("sources", ())]
-        mode = ko.get("mode", ABLATION_MODES[0])
-        if mode in ABLATION_MODES:
-            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
-        self._knockout = tuple(dict.fromkeys(items))
-        self._knockouts_changed()
-
+    # ------------------------------------------------------------------ the explained position
     def explained_position(self) -> int | None:
         """The 0-based position whose prediction is explained (the position box), None before a trace."""
         return int(self.position.currentData()) if self.position.count() else None
@@ -487,107 +326,6 @@ class ExplainDock(QDockWidget):
         self.position.setCurrentIndex(i)
         self.refresh()
         self.state.show_dock(self.objectName(), "")
-
-    def add_knockout(self, item: tuple, mode: str) -> None:
-        """Knock `item` out too (a context menu outside this dock: the 3D view, a token chip) in `mode`, re-run,
-        and bring this dock to the front to show the before / after."""
-        if mode in ABLATION_MODES:
-            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
-        self._knockout = tuple(dict.fromkeys(self._knockout + (tuple(item),)))
-        self._knockouts_changed()
-        self.state.show_dock(self.objectName(), "")
-
-    def remove_knockout(self, index: int) -> None:
-        """Take one entry out of the active knock-out (the list's Delete key or its menu)."""
-        if 0 <= index < len(self._knockout):
-            self._knockout = self._knockout[:index] + self._knockout[index + 1:]
-            self._knockouts_changed()
-
-    @guarded
-    def _ko_list_menu(self, pos) -> None:
-        it = self.ko_list.itemAt(pos)
-        if it is None:
-            return
-        menu = QMenu(self)
-        menu.setObjectName("explain_knockout_list_menu")
-        row = self.ko_list.row(it)
-        menu.addAction(tr("knockout.list.remove"), lambda: self.remove_knockout(row))
-        menu.exec(self.ko_list.viewport().mapToGlobal(pos))
-
-    def _fill_ko_list(self) -> None:
-        """The active knock-out's entries, one per row."""
-        self.ko_list.clear()
-        pieces = self.result.pieces if self.result is not None else []
-        for it in self._knockout:
-            if it[0] == "token":
-                piece = pieces[it[1]] if it[1] < len(pieces) else ""
-                text = tr("knockout.what.token", position=it[1], piece=piece_text(piece))
-            elif it[0] == "source":
-                text = source_text(it[1])
-            elif it[0] == "block":
-                text = tr("explain.ko.what_block", layer=it[1], block=self._part(it[2]))
-            elif it[1] is None:
-                text = tr("knockout.what.expert_all", n=it[2])
-            else:
-                text = tr("explain.ko.what_expert", layer=it[1], n=it[2])
-            self.ko_list.addItem(text)
-        shown = bool(self._knockout)
-        self.ko_list.setVisible(shown)
-        self.ko_list_title.setVisible(shown)
-        self.ko_list.setFixedHeight(min(6, max(1, len(self._knockout))) * (self.ko_list.fontMetrics().height() + 6) + 6)
-
-    def set_knockout_items(self, value: tuple) -> None:
-        """Undo / redo (app/history.py): the (items, mode) pair knockouts_changed carried."""
-        items, mode = value
-        if mode in ABLATION_MODES:
-            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
-        self._knockout = tuple(items)
-        self._knockouts_changed()
-
-    def _knockouts_changed(self) -> None:
-        self.state.knockouts_changed.emit((self._knockout, ABLATION_MODES[max(0, self.mode.currentIndex())]))
-        self._fill_ko_list()
-        self.refresh()
-
-    @guarded
-    def restore_knockout(self) -> None:
-        """Undo the knock-out: the explanation without it."""
-        self._knockout = ()
-        self._knockouts_changed()
-
-    @guarded
-    def _sources_menu(self, pos) -> None:
-        item = self.sources.itemAt(pos)
-        if item is None:
-            return
-        self.sources.selectRow(item.row())
-        self._knock_menu(self.sources, pos, self.knock_out_selected)
-
-    @guarded
-    def _blocks_menu(self, pos) -> None:
-        item = self.blocks.itemAt(pos)
-        if item is None or self.knockable_block(item.row()) is None:
-            return
-        self.blocks.selectRow(item.row())
-        self._knock_menu(self.blocks, pos, self.knock_out_block)
-
-    def _knock_menu(self, table, pos, knock) -> None:
-        """'Knock out (zero ablation)' / 'Knock out (mean ablation)': the mode the action names, then the re-run."""
-        menu = QMenu(self)
-        menu.setObjectName("explain_knockout_menu")
-        for i, m in enumerate(ABLATION_MODES):
-            def act(_checked=False, i=i):
-                self.mode.setCurrentIndex(i)
-                knock()
-            menu.addAction(tr("knockout.menu", mode=tr(f"explain.mode.{m}")), act)
-        menu.exec(table.viewport().mapToGlobal(pos))
-
-    @guarded
-    def _update_buttons(self) -> None:
-        self.knock.setEnabled(self._selected_position() is not None)
-        self.knock_block.setEnabled(self._selected_block() is not None)
-        self._show_block_words()
-        self.restore.setEnabled(bool(self._knockout))
 
     # ------------------------------------------------------------------ drawing
     def _show(self, res: ExplainResult) -> None:
@@ -661,54 +399,6 @@ class ExplainDock(QDockWidget):
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
         self.state.explanation_shown.emit(overlay_of(self.result, *self.show3d.values()))
 
-    @guarded
-    def _attention_clicked(self, event) -> None:
-        """A click on the overview selects that layer (the whole app follows)."""
-        if self.result is None or event.button() != Qt.LeftButton:
-            return
-        p = self.att_plot.getViewBox().mapSceneToView(event.scenePos())
-        row = int(np.floor(p.y() - 0.5))  # 0-based layer
-        if 0 <= row < len(self.result.attention):
-            self.state.select_layer(row)
-
-    @guarded
-    def _per_head_toggled(self, on: bool) -> None:
-        self.side.per_head = bool(on)
-        if self.result is not None:
-            self._show_attention(self.result)
-            self.side.show_result(self.result, lens_series)
-
-    def _show_attention(self, res: ExplainResult) -> None:
-        rows = res.attention
-        if not rows:
-            return
-        T = rows[0].shape[1]
-        share = attention_share(rows, self.att_heads.isChecked())  # [L, T] (or per head), |row| sums to ≤ 1
-        self.att_image.setImage(share_image(share), levels=(0, 255))  # the largest share fully saturated
-        W = share.shape[1]
-        self.att_image.setRect(QRectF(-0.5, 0.5, W, len(rows)))  # column i centred on position i, row ℓ on layer ℓ
-        self.att_plot.setXRange(-0.5, W - 0.5, padding=0.0)
-        self.att_plot.setYRange(0.5, len(rows) + 0.5, padding=0.0)
-        li = min(max(self.state.layer, 0), len(rows) - 1)
-        self.att_line.setValue(li + 1)
-        A = rows[li]
-        kind = res.mixers[li]
-        self.att_layer.setText(tr(f"explain.att.layer_{kind}", layer=li + 1, position=res.position))
-        self.att_table.setRowCount(A.shape[0])
-        self.att_table.setColumnCount(T)
-        self.att_table.setHorizontalHeaderLabels([f"{i} {piece_text(res.pieces[i])}" for i in range(T)])
-        self.att_table.setVerticalHeaderLabels([tr("explain.att.head", n=h + 1) for h in range(A.shape[0])])
-        scale = max(float(np.abs(A).max()), 1e-12)
-        cols = diverging(A, scale)
-        for h in range(A.shape[0]):
-            for i in range(T):
-                it = QTableWidgetItem(fmt(float(A[h, i]), 2))
-                it.setTextAlignment(Qt.AlignCenter)
-                c = cols[h, i]
-                it.setBackground(QColor.fromRgbF(float(c[0]), float(c[1]), float(c[2]), 0.55))
-                self.att_table.setItem(h, i, it)
-        fit_table_height(self.att_table)
-
     def _show_block_words(self) -> None:
         """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""
         rows = self.blocks.selectionModel().selectedRows() if self.blocks.selectionModel() else []
@@ -725,38 +415,6 @@ class ExplainDock(QDockWidget):
 
         self.block_words.setText(tr("explain.blocks.words", layer=ly, block=self._part(part), up=words(up),
                                     down=words(down)))
-
-    def _part(self, part: str) -> str:
-        if part.startswith("expert "):
-            return tr("explain.part.expert", n=part.split()[1])
-        return tr(f"explain.part.{part}")
-
-    def _show_knockout(self, res: ExplainResult) -> None:
-        ko = res.knockout
-        self.ko_table.setVisible(ko is not None)
-        if ko is None:
-            self.ko_label.setText("")
-            return
-        what = []
-        for it in ko["items"]:
-            if it[0] == "token":
-                what.append(tr("explain.ko.what_token", position=it[1], piece=_esc(piece_text(res.pieces[it[1]]))))
-            elif it[0] == "source":
-                what.append(_esc(source_text(it[1])))
-            elif it[0] == "block":
-                what.append(tr("explain.ko.what_block", layer=it[1], block=self._part(it[2])))
-            elif it[1] is None:
-                what.append(tr("knockout.what.expert_all", n=it[2]))
-            else:
-                what.append(tr("explain.ko.what_expert", layer=it[1], n=it[2]))
-        self.ko_label.setText(tr("explain.ko.result", tokens=", ".join(what), mode=tr(f"explain.mode.{ko['mode']}"),
-                                 before=_esc(piece_text(res.word)), after=_esc(piece_text(ko["word"])),
-                                 logit=fmt(res.logit, 2), logit_after=fmt(ko["logit_after"], 2)))
-        for r in range(5):
-            for c, top in enumerate((res.top5, ko["top5"])):
-                pc, p = top[r]
-                self.ko_table.setItem(r, c, QTableWidgetItem(f"{piece_text(pc)}  {fmt(p)}"))
-        fit_table_height(self.ko_table)
 
     # ------------------------------------------------------------------ language
     @guarded

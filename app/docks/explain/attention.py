@@ -1,0 +1,69 @@
+"""The Explain dock's attention part: the overview of every layer's attention from the explained position (a
+click selects that layer) and the chosen layer's per-head table. A mixin of ExplainDock
+(app/docks/explain/dock.py), which builds the widgets it uses."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QTableWidgetItem
+
+from app.docks.explain.model import ExplainResult
+from app.docks.explain.side_by_side import attention_share, share_image
+from app.docks.explain.text import lens_series, piece_text
+from app.i18n import tr
+from app.slot_guard import guarded
+from app.widgets.controls import fit_table_height, fmt
+from scene.palette import diverging
+
+
+class AttentionMixin:
+    """The attention part of ExplainDock."""
+
+    @guarded
+    def _attention_clicked(self, event) -> None:
+        """A click on the overview selects that layer (the whole app follows)."""
+        if self.result is None or event.button() != Qt.LeftButton:
+            return
+        p = self.att_plot.getViewBox().mapSceneToView(event.scenePos())
+        row = int(np.floor(p.y() - 0.5))  # 0-based layer
+        if 0 <= row < len(self.result.attention):
+            self.state.select_layer(row)
+
+    @guarded
+    def _per_head_toggled(self, on: bool) -> None:
+        self.side.per_head = bool(on)
+        if self.result is not None:
+            self._show_attention(self.result)
+            self.side.show_result(self.result, lens_series)
+
+    def _show_attention(self, res: ExplainResult) -> None:
+        rows = res.attention
+        if not rows:
+            return
+        T = rows[0].shape[1]
+        share = attention_share(rows, self.att_heads.isChecked())  # [L, T] (or per head), |row| sums to ≤ 1
+        self.att_image.setImage(share_image(share), levels=(0, 255))  # the largest share fully saturated
+        W = share.shape[1]
+        self.att_image.setRect(QRectF(-0.5, 0.5, W, len(rows)))  # column i centred on position i, row ℓ on layer ℓ
+        self.att_plot.setXRange(-0.5, W - 0.5, padding=0.0)
+        self.att_plot.setYRange(0.5, len(rows) + 0.5, padding=0.0)
+        li = min(max(self.state.layer, 0), len(rows) - 1)
+        self.att_line.setValue(li + 1)
+        A = rows[li]
+        kind = res.mixers[li]
+        self.att_layer.setText(tr(f"explain.att.layer_{kind}", layer=li + 1, position=res.position))
+        self.att_table.setRowCount(A.shape[0])
+        self.att_table.setColumnCount(T)
+        self.att_table.setHorizontalHeaderLabels([f"{i} {piece_text(res.pieces[i])}" for i in range(T)])
+        self.att_table.setVerticalHeaderLabels([tr("explain.att.head", n=h + 1) for h in range(A.shape[0])])
+        scale = max(float(np.abs(A).max()), 1e-12)
+        cols = diverging(A, scale)
+        for h in range(A.shape[0]):
+            for i in range(T):
+                it = QTableWidgetItem(fmt(float(A[h, i]), 2))
+                it.setTextAlignment(Qt.AlignCenter)
+                c = cols[h, i]
+                it.setBackground(QColor.fromRgbF(float(c[0]), float(c[1]), float(c[2]), 0.55))
+                self.att_table.setItem(h, i, it)
+        fit_table_height(self.att_table)
