@@ -129,12 +129,9 @@ print('ok')
 
 def _code_constants(tree: ast.AST) -> list[ast.Constant]:
     """The constants of a module's code: docstrings (module, class, function) left out."""
-    docs = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                docs.add(id(first.value))
+    from tests.code_scan import docstring_ids
+
+    docs = docstring_ids(tree)
     return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in docs]
 
 

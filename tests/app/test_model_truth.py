@@ -149,20 +149,25 @@ def _walk_steps(win, qtbot, read: Reader) -> None:
     win.state.player.seek(0)
 
 
-def _walk_docks(win, qtbot, read: Reader) -> None:
+def dock_pages(win):
+    """Show every tab of every dock in turn: yields (key "<dock>.<tab>", dock) once the page is laid out (the
+    deferred panels refresh once seen: what that posted has run)."""
     for name, dock in list(win.docks.items()):
         if not isinstance(dock, QDockWidget):
             continue
         dock.show()
         dock.raise_()
         tabs = dock.widget() if isinstance(dock.widget(), QTabWidget) else None
-        pages = range(tabs.count()) if tabs is not None else [None]
-        for i in pages:
+        for i in (range(tabs.count()) if tabs is not None else [None]):
             if tabs is not None:
                 tabs.setCurrentIndex(i)
-            flush_layouts()  # deferred panels refresh once seen: what that posted has run
-            key = name.lower().replace("dock", "")
-            read.add(f"{key}.{i}", [dock.windowTitle()] + _texts_of(dock))
+            flush_layouts()
+            yield f"{name.lower().replace('dock', '')}.{i}", dock
+
+
+def _walk_docks(win, qtbot, read: Reader) -> None:
+    for key, dock in dock_pages(win):
+        read.add(key, [dock.windowTitle()] + _texts_of(dock))
 
 
 def _walk_inspector(win, qtbot, read: Reader, cfg: ModelConfig) -> None:

@@ -6,6 +6,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.code_scan import docstring_ids
+
 from app.widgets.paint import UI_ROLES, css, css_rgba, qcolor
 
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -14,13 +16,7 @@ TEXT_COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b(?![-\w])|rgba?\(\
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                out.add(id(first.value))
-    return out
+    return docstring_ids(tree)
 
 
 def _is_qcolor(func: ast.expr) -> bool:

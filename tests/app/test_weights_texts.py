@@ -12,13 +12,12 @@ import os
 import re
 
 import pytest
-from PySide6.QtWidgets import QComboBox, QDockWidget, QTabWidget, QWidget
+from PySide6.QtWidgets import QComboBox, QTabWidget, QWidget
 
 from app import i18n
 from compute.config import ModelConfig, available_configs
-from tests.app.gui_helpers import flush_layouts
 from tests.app.test_model_follow import wait_model
-from tests.app.test_model_truth import Reader, _texts_of, _walk_inspector, _walk_steps
+from tests.app.test_model_truth import Reader, _texts_of, _walk_inspector, _walk_steps, dock_pages
 
 TRAINED = re.compile(r"\btrained (weights|toy)\b|\btrained bias [+-]\d|학습된 bias [+-]\d|\bWeights: trained\b|학습된 가중치|학습한 가중치|학습된 토이",
                      re.IGNORECASE)
@@ -45,20 +44,10 @@ def _combo_items(widget: QWidget) -> set[str]:
 
 def _walk_docks(win, read: Reader, choices: set[str]) -> None:
     """Every tab of every dock: its texts and tooltips (combo items are remembered as choices)."""
-    for name, dock in list(win.docks.items()):
-        if not isinstance(dock, QDockWidget):
-            continue
-        dock.show()
-        dock.raise_()
-        tabs = dock.widget() if isinstance(dock.widget(), QTabWidget) else None
-        for i in (range(tabs.count()) if tabs is not None else [None]):
-            if tabs is not None:
-                tabs.setCurrentIndex(i)
-            flush_layouts()  # deferred panels refresh once seen
-            key = f"{name.lower().replace('dock', '')}.{i}"
-            read.add(key, [dock.windowTitle()] + _texts_of(dock))
-            read.add(key + ".tip", _tips_of(dock))
-            choices |= _combo_items(dock)
+    for key, dock in dock_pages(win):
+        read.add(key, [dock.windowTitle()] + _texts_of(dock))
+        read.add(key + ".tip", _tips_of(dock))
+        choices |= _combo_items(dock)
 
 
 def _offers() -> set[str]:
