@@ -7,6 +7,7 @@ route) and fills them for a layout. The label candidates (the lens words) and th
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +38,7 @@ class ExplainOverlay:
     # (the head mean of KDA's implicit A or MLA's softmax), or () when the arcs are off
     extra: dict = field(default_factory=dict, compare=False)
 
-    @property
+    @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)
     def lit(self) -> dict:
         return route_glow.lit_blocks(self.route, self.threshold) if self.route else {}
 

@@ -125,9 +125,12 @@ class InputMixin:
         outside = self.tr("scene.outside") if self._outside and self.drawn_trace() is not None else ""
         if ov is None:
             return dict(outside_note=outside)
-        lens = lens_column.label_candidates(self.layout, ov.lens, _lens_piece) if ov.lens else None
-        return dict(lens_labels=lens, explain_note=header_note(ov, self.tr), route_on=bool(ov.route),
-                    outside_note=outside)
+        key = (id(ov), id(self.layout), id(self._tr))  # the overlay input is built every frame: once per change
+        cached = getattr(self, "_explain_cache", None)
+        if cached is None or cached[0] != key:
+            lens = lens_column.label_candidates(self.layout, ov.lens, _lens_piece) if ov.lens else None
+            cached = self._explain_cache = (key, lens, header_note(ov, self.tr), (ov, self.layout))  # keeps the ids
+        return dict(lens_labels=cached[1], explain_note=cached[2], route_on=bool(ov.route), outside_note=outside)
 
 
 def _lens_piece(piece: str) -> str:
