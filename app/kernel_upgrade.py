@@ -1,14 +1,14 @@
-"""The switch of the engine worker (app/worker.py) from compute.fused's numpy kernels to compute.fused_nb's
-compiled ones, on the UI thread's side.
+"""The switch of the engine worker (app/worker.py) from the operators' numpy layer loop to compute.fused_nb's
+compiled pass, on the UI thread's side.
 
-The first engine runs the numpy kernels, so the first trace never waits for numba (a compile takes ~25 s of CPU
-on an install's first start, a load from its disk cache ~0.6 s). Once the first trace is out, `KernelUpgrade.start`
-runs a child process (app/kernel_warmup.py's one entry point, at low priority; frozen: the bundle's own executable)
+The first engine runs the operators on numpy ("numpy"), so the first trace never waits for numba (a compile takes
+~25 s of CPU on an install's first start, a load from its disk cache ~0.6 s). Once the first trace is out,
+`KernelUpgrade.start` runs a child process (app/kernel_warmup.py's one entry point, at low priority; frozen: the bundle's own executable)
 that compiles the kernels into numba's disk cache or finds them there. A child that had to compile (exit 10) is
 run once more: only when a second one finds them all cached are they loaded. When a child succeeds, `load` asks
 the engine thread to rebuild the engine with the compiled kernels (a cache load) and run them from then on.
 Nothing is ever compiled in the app's own threads, never on the UI thread. `kernels` says which run ("numpy",
-"warming", "compiled"); a failure anywhere keeps the numpy kernels for the rest of the session.
+"warming", "compiled"); a failure anywhere keeps the operators for the rest of the session.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class KernelUpgrade(QObject):
     load = Signal()  # to the engine thread: rebuild the engine with the compiled kernels (now in numba's cache)
 
     def __init__(self, wanted: bool, model: Callable[[], object], usable: Callable[[], bool], parent=None):
-        """wanted: switch at all (False: the numpy kernels throughout); model(): the engine's model (None before
+        """wanted: switch at all (False: the operators throughout); model(): the engine's model (None before
         it loaded); usable(): the engine can run (it loaded, or is loading, without an error)."""
         super().__init__(parent)
         self.kernels = "numpy"  # "numpy" | "warming" (a child fills numba's cache) | "compiled"

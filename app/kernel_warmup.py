@@ -10,8 +10,8 @@ installed, or K3_NO_NUMBA set); 1: it failed; 2: a bad argument. One line on std
 
 The app's engine worker (app/worker.py, through app/kernel_upgrade.py) runs it as a child process after the first
 trace, at low priority (nice 10) and with one OpenMP thread, no Qt: an install's first start compiles for ~25 s
-of CPU while the window stays responsive on the numpy kernels; later starts only load the cache (about a
-second). The engines built here are the app's (the K3 config, float32, on the CPU, trained and random weights), so
+of CPU while the window stays responsive on the operators' numpy loop; later starts only load the cache (about
+a second). The engines built here are the app's (the K3 config, float32, on the CPU, trained and random weights), so
 every kernel signature the app runs is compiled. The app loads the kernels in its engine thread only after a child
 exited 0, so a cache that cannot be written (or kernels whose source changed since) never makes it compile in its
 own threads.

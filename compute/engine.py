@@ -37,31 +37,26 @@ Backends: on a CPU device the layers run on numpy arrays (`backend="auto"`) and 
 imported (weights, embeddings, layers and sampling are numpy); on CUDA they run on torch tensors (torch is
 imported then; without it `ToyK3(device="cuda")` raises ImportError with the install hint). Per-layer work is a
 few dozen ops on 8-wide arrays, so per-op overhead dominates, and a numpy ufunc costs a fraction of a torch
-dispatch; the trace then needs no conversion. ONE layer loop (`forward`) serves every backend and config: the
-kernels of each block are picked once (`_pick_kernels`). On numpy, a block with a compute.fused kernel (every
-block of K3: KDA with the lower-bound gate, gated NoPE MLA, latent MoE with shared experts) runs it — the same
-formulas with fused projections and fewer array ops —, with fused's `_rms` for the norms and its
-BufferedAttnRes for the residual path; other blocks (the dense first layer's MLP, and those of other configs)
-run the operator code (compute.kda, .mla, .moe, .attnres; compute.xp spells the few operations the two
-libraries name differently). The torch backend runs the operators everywhere, with compute.attnres's
-BlockAttnRes; `kernels="operators"` makes the numpy backend do the same (the fused kernels are tested against
-it). KDA prefill: the operators run `kda_chunked`; the fused kernel runs the token recurrence for prompts of
-up to 32 tokens and `kda_chunked` beyond (equal to rounding). float64 runs of the two backends agree to ~1e-8
-of each tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In
+dispatch; the trace then needs no conversion. ONE layer loop (`forward`) serves every backend and config, and
+it runs the operators (compute.kda, .mla, .moe, .norms, and compute.attnres's BlockAttnRes or the plain residual;
+compute.xp spells the few operations the two libraries name differently): they are the reference, also run by
+training. The optimised CPU tier is the compiled pass below; the layer loop runs where it does not (numba
+missing or not warmed up yet, K3_NO_NUMBA=1, other configs, the torch backend, knock-out hooks). float64 runs
+of the two backends agree to ~1e-8 of each tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In
 float32 the toy is chaotic: a rounding difference (the two libraries round exp and sums differently) flips a
 near-tied top-k choice somewhere in the 92 routed layers and the difference grows — float32 logits of either
 backend differ from the float64 run by up to a few units for many prompts, and the two float32 backends differ
 from each other as much, so sampled tokens can differ. `backend="torch"` reproduces the torch results bit for
 bit.
 Compiled pass (compute.fused_nb, numba): on numpy with kernels="auto" and a K3-shaped config, each pass can run
-as ONE compiled call over all layers, with the same formulas as compute.fused and every trace tensor written
+as ONE compiled call over all layers, on compute.fused's pre-scaled plans, with every trace tensor written
 into per-pass buffers whose views the trace's LayerTraces cut on first access (`compiled`: None = only when
 numba's disk cache is ready, so a constructor never compiles; True; False). `use_compiled()` switches an engine.
 In float32 it uses vectorised exp / tanh approximations within a few float32 ulps, so its float32 numbers differ
-from the numpy kernels' by float rounding (and, as between any two float32 paths, can grow over 93 layers);
+from the operators' by float rounding (and, as between any two float32 paths, can grow over 93 layers);
 in float64 it equals the operators to ~1e-12 (tests/compute/test_fused_nb.py).
-Speed: see bench/engine.py (compiled: a full run ~8-14 ms on a busy 2-core machine, ~7-10x less than the
-numpy kernels; routed experts are gathered and run as one batched matmul).
+Speed: see bench/engine.py (compiled: a full run ~8-14 ms on a busy 2-core machine, ~15x less than the
+operator loop).
 """
 from __future__ import annotations
 
@@ -80,7 +75,7 @@ from compute.engine_io import (caches_from_trace, check_knobs, check_prompt_text
                                pass_to_numpy)
 from compute.engine_weights import SEED_MASK, ToyWeights, choose_weights, dims_dict, trained_weights  # noqa: F401
 from compute.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
-from compute.fused import FusedK3
+from compute.fused import FusedPlans
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
@@ -114,18 +109,18 @@ class ToyK3:
         on a busy machine); None leaves torch's setting alone.
 
         backend: the array library the layers run on. "auto" = numpy on a CPU device (no torch needed or
-        imported: weights, embeddings, layers and sampling are numpy; K3's blocks run compute.fused's kernels,
-        other blocks the operators on numpy through compute.xp), torch on CUDA (imported then; ImportError
-        with the install hint without it); "torch" forces torch tensors on the CPU too.
+        imported: weights, embeddings, layers and sampling are numpy; the layer loop runs the operators on
+        numpy through compute.xp), torch on CUDA (imported then; ImportError with the install hint without it);
+        "torch" forces torch tensors on the CPU too.
 
-        kernels: "auto" = on numpy, compute.fused's kernel for every block that has one; "operators" = the
-        operator code for every block (what the fused kernels are tested against).
+        kernels: "auto" = on numpy, the compiled pass where `compiled` allows it; "operators" = the operators'
+        layer loop only (never compiled: what the compiled pass is tested against).
 
         compiled: with kernels="auto" on numpy and a K3-shaped config (compute.fused_nb.supported), run each pass
         as ONE compiled call (compute.fused_nb: numba, every trace tensor written into per-pass buffers). None =
         only when fused_nb.cache_ready() (the compiled code is in the disk cache: never compiles here, and
         imports numba only then); True = compile or load now (needs numba; without it, or with K3_NO_NUMBA=1,
-        the numpy kernels run); False = compute.fused's numpy kernels. `use_compiled()` switches later;
+        the operators run); False = the operators' layer loop. `use_compiled()` switches later;
         `self.compiled` says what runs."""
         self.config = config if config is not None else load_default()
         self.seed = int(seed)
@@ -205,29 +200,11 @@ class ToyK3:
                 a.setflags(write=False)
 
     def _pick_kernels(self) -> None:
-        """Choose each block's kernels once. numpy backend: compute.fused's plans (pre-scaled norm and AttnRes
-        weights, its `_rms` and BufferedAttnRes) and its fused mixer / FFN where the block has one (every block
-        of K3), the operators on numpy otherwise; torch backend: the operators, rms_norm and BlockAttnRes."""
+        """The residual path of the layer loop (BlockAttnRes with AttnRes, else the plain residual), and the
+        compiled pass when `compiled` asks for it (None: only when its disk cache is ready)."""
         c = self.config
-        eps = c.rms_norm_eps
-        if self.backend == "numpy" and self.kernels == "auto":
-            fz = self._fused = FusedK3(c, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
-            self._blocks = [(P["norm_mixer"], P["norm_ffn"], P["w_attn"], P["w_mlp"],
-                             fz.mixer_kernel(li) or self._op_mixer, fz.ffn_kernel(li) or self._op_ffn)
-                            for li, P in enumerate(fz.plans)]
-            self._norm = fz.norm
-            self._w_out, self._final_norm = fz.w_out, fz.final_norm
-            self._new_residual = fz.attn_res if c.attn_res_block_size else PlainResidual
-        else:
-            self._fused = None
-            self._blocks = [(w["norm_mixer"], w["norm_ffn"], w["w_attn"], w["w_mlp"], self._op_mixer, self._op_ffn)
-                            for w in self.layers]
-            self._norm = lambda x, w: rms_norm(x, w, eps)
-            self._w_out, self._final_norm = self.w_out, self.final_norm
-            self._new_residual = ((lambda: BlockAttnRes(c.attn_res_block_size, eps=1e-6)) if c.attn_res_block_size
-                                  else PlainResidual)
-        self.fused_blocks = sum((m != self._op_mixer) + (f != self._op_ffn) for *_, m, f in self._blocks)
-        # how many mixer / FFN blocks run fused kernels
+        self._new_residual = ((lambda: BlockAttnRes(c.attn_res_block_size, eps=1e-6)) if c.attn_res_block_size
+                              else PlainResidual)
         self._pass = None
         self.compiled = False
         want = self._want_compiled
@@ -236,13 +213,15 @@ class ToyK3:
 
     def use_compiled(self, on: bool = True) -> bool:
         """Run the passes as one compiled call each (on=True; loads numba's disk cache, ~0.5 s with the numba
-        import, or compiles when it is cold — call it off the UI thread) or on compute.fused's numpy kernels
-        (on=False). Possible with numba (K3_NO_NUMBA unset), the numpy backend, kernels="auto" and a K3-shaped
-        config; otherwise the numpy kernels stay. Returns `self.compiled`. Not while a run is in progress."""
+        import, or compiles when it is cold — call it off the UI thread) or the operators' layer loop (on=False).
+        Possible with numba (K3_NO_NUMBA unset), the numpy backend, kernels="auto" and a K3-shaped config;
+        otherwise the layer loop stays. Returns `self.compiled`. Not while a run is in progress."""
         self._pass = None
         self.compiled = False
-        if on and self._fused is not None and fused_nb.supported(self.config) and fused_nb.available():
-            self._pass = fused_nb.CompiledPass(self._fused, self.layers, self.lm_head, self.config, self.dims)
+        if (on and self.backend == "numpy" and self.kernels == "auto" and fused_nb.supported(self.config)
+                and fused_nb.available()):
+            plans = FusedPlans(self.config, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
+            self._pass = fused_nb.CompiledPass(plans, self.layers, self.lm_head, self.config, self.dims)
             self._warm_up()
             self.compiled = True
         return self.compiled
@@ -291,36 +270,36 @@ class ToyK3:
         if hooks is not None:
             mixer_hook, ffn_hook, attnres_hook = hooks.get("mixer"), hooks.get("ffn"), hooks.get("attnres")
         if self._pass is not None and mixer_hook is None and ffn_hook is None and attnres_hook is None:
-            self.layer_calls += len(self._blocks)
+            self.layer_calls += len(self.layers)
             return self._pass.forward(emb, np.arange(start, start + T), knobs, caches, self._bias_offset(knobs))
         positions = (np.arange(start, start + T) if self.backend == "numpy"
                      else self._torch.arange(start, start + T, device=self._torch_device))
         bias_off = self._bias_offset(knobs)
-        res = self._new_residual()  # AttnRes (BufferedAttnRes / BlockAttnRes) or the plain residual
+        res = self._new_residual()  # BlockAttnRes or the plain residual
         res.start(emb)
-        norm = self._norm
+        eps = self.config.rms_norm_eps
         new_caches, layer_data = [], []
-        for li, (nw_mixer, nw_ffn, w_attn, w_mlp, mixer, ffn) in enumerate(self._blocks):
+        for li, w in enumerate(self.layers):
             self.layer_calls += 1
-            x, aw = res.before_mixer(li, w_attn)
+            x, aw = res.before_mixer(li, w["w_attn"])
             if attnres_hook is not None:
                 attnres_hook(li, res)
-            xn = norm(x, nw_mixer)
+            xn = rms_norm(x, w["norm_mixer"], eps)
             t = {"attnres.mixer": aw, "attnres.mixer.out": x, "norm.mixer": xn}
-            a, nc = mixer(li, xn, None if caches is None else caches[li], knobs, positions, t)
+            a, nc = self._op_mixer(li, xn, None if caches is None else caches[li], knobs, positions, t)
             if mixer_hook is not None:
                 a = mixer_hook(li, a, t)
             new_caches.append(nc)
-            x2, fw = res.after_mixer(a, w_mlp)
-            xn2 = norm(x2, nw_ffn)
-            f = ffn(li, xn2, bias_off, t)
+            x2, fw = res.after_mixer(a, w["w_mlp"])
+            xn2 = rms_norm(x2, w["norm_ffn"], eps)
+            f = self._op_ffn(li, xn2, bias_off, t)
             if ffn_hook is not None:
                 f = ffn_hook(li, f, t)
             p = res.after_ffn(f)
             t.update({"mixer.out": a, "attnres.ffn": fw, "attnres.ffn.out": x2, "norm.ffn": xn2, "ffn.out": f,
                       "residual": p})
             layer_data.append(t)
-        h, fw = res.final(self._w_out)
+        h, fw = res.final(self.w_out)
         return self._final(positions, emb, layer_data, h, fw, new_caches)
 
     def _op_mixer(self, li: int, xn, cache, knobs: Knobs, positions, t: dict):
@@ -354,7 +333,7 @@ class ToyK3:
 
     def _final(self, positions, emb, layer_data: list, h, fw, new_caches: list) -> tuple[dict, list, object]:
         """Final RMSNorm and LM head after the last layer; forward's return value."""
-        hn = self._norm(h, self._final_norm)
+        hn = rms_norm(h, self.final_norm, self.config.rms_norm_eps)
         logits = hn @ self.lm_head
         data = {"positions": positions, "embedding": emb, "layers": layer_data,
                 "final": {"final.attnres": fw, "final.norm": hn, "lm_head": logits}}
@@ -441,7 +420,7 @@ class ToyK3:
                     ids, start = [trace.tokens[-1][1]], len(trace.tokens) - 1
                 kind = "prefill" if i == 0 else "decode"
                 if self._pass is not None:  # compiled: one call, the layers' tensors cut out on first access
-                    self.layer_calls += len(self._blocks)
+                    self.layer_calls += len(self.layers)
                     ps, caches = self._pass.pass_trace(self.embed_ids(ids), np.arange(start, start + len(ids)),
                                                        knobs, caches, self._bias_offset(knobs), kind, self.config)
                 else:

@@ -1,9 +1,9 @@
 """The compiled (numba) CPU engine: one compiled call per pass over all layers of K3, writing every trace tensor
 into per-pass buffers; the Python side only cuts the trace's views out of them (`CompiledPass`). The formulas
-are compute.fused's (the same pre-scaled weights of FusedK3's plans) as explicit loops, in
-compute._fused_nb_kernels (imported only here, after the cache folder is set). The pure-numpy kernels of
-compute.fused stay the fallback: without numba, with K3_NO_NUMBA=1, for configs that are not K3-shaped, and
-until the compiled code is in the disk cache.
+are the operators' (compute.kda, .mla, .moe, .attnres, .norms) rearranged on compute.fused's pre-scaled plans,
+as explicit loops, in compute._fused_nb_kernels (imported only here, after the cache folder is set). The
+operators' layer loop (compute.engine.ToyK3.forward) stays the fallback: without numba, with K3_NO_NUMBA=1,
+for configs that are not K3-shaped, and until the compiled code is in the disk cache.
 
 Start-up API (the app must never compile on its UI thread, and the first result must not wait for a compile):
 
@@ -15,10 +15,10 @@ Start-up API (the app must never compile on its UI thread, and the first result 
                             # the stamp; the one warm-up entry point, app/kernel_warmup.py (`k3-explorer
                             # --warm-kernels [--if-needed]`, frozen bundles too), runs it
 
-    ToyK3(compiled=None)    # compiled only when cache_ready(its dtype), else the numpy kernels: never compiles
+    ToyK3(compiled=None)    # compiled only when cache_ready(its dtype), else the operators: never compiles
     m.use_compiled()        # switch to the compiled kernels later (loads from the cache, ~0.5 s incl. the
                             # numba import; compiles when the cache is cold); returns m.compiled
-    m.use_compiled(False)   # back to the numpy kernels
+    m.use_compiled(False)   # back to the operators' layer loop
 
 Disk cache (numba `cache=True`): the user cache (~/.cache/k3-explorer/numba, or under $XDG_CACHE_HOME) through
 NUMBA_CACHE_DIR, set before numba is imported; never next to the code (site-packages or the checkout). The kernel is compiled per engine dtype (float32: the app; float64: the differential tests).
@@ -46,7 +46,7 @@ _KERNELS = Path(__file__).resolve().parent / "_fused_nb_kernels.py"
 
 def _cache_dir_setup() -> None:
     """Point NUMBA_CACHE_DIR at the user cache dir: never next to the code (a writable site-packages kept 2.6 MB
-    after an uninstall; a checkout's compute/__pycache__ is not the place either; issue 24.2)."""
+    after an uninstall; a checkout's compute/__pycache__ is not the place either)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -156,7 +156,7 @@ def _warm_pass(dtype) -> str:
     from compute import weights
     from compute.config import load_default
     from compute.dims import ToyDims
-    from compute.fused import FusedK3
+    from compute.fused import FusedPlans
     from compute.trace import Knobs
 
     c, d, dt = load_default(), ToyDims(), np.dtype(dtype)
@@ -169,7 +169,7 @@ def _warm_pass(dtype) -> str:
         return np.ascontiguousarray(gen.uniform(lo, hi, n), dt)
 
     emb, lm_head, final_norm, w_out, layers = weights.draw_layout(c, d, 4, rnd, uni)
-    fz = FusedK3(c, d, layers, w_out, dt, final_norm)
+    fz = FusedPlans(c, d, layers, w_out, dt, final_norm)
     cp = CompiledPass(fz, layers, lm_head, c, d)
     _, caches, _ = cp.forward(emb[[0, 0]], np.arange(2), Knobs(), None, None)
     cp.forward(emb[[0]], np.arange(2, 3), Knobs(), caches, None)
@@ -192,7 +192,8 @@ def _stack(arrays: list, tail: tuple, dt) -> np.ndarray:
 
 
 class CompiledPass:
-    """The stacked weights of one engine and its compiled pass: `forward(emb, positions, knobs, caches,
+    """The stacked weights of one engine (from its compute.fused.FusedPlans `fz`) and its compiled pass:
+    `forward(emb, positions, knobs, caches,
     bias_off)` returns what ToyK3.forward returns (pass data with the trace's dicts, new caches, logits)."""
 
     def __init__(self, fz, layers: list[dict], lm_head: np.ndarray, config, dims):

@@ -3,7 +3,7 @@
 Layer functions compute fused projections (one matmul for q|k|v|…) and record their pieces with
 `part(base, index, shape)`: for a torch base a lazy `Part`, which `to_numpy` converts once and slices in numpy
 (cheap) instead of dispatching one torch view per piece; for a numpy base (the engine's CPU backend) the view
-itself. Nothing here imports torch. `materialize` gives the torch tensor of a Part when a caller needs it.
+itself. Nothing here imports torch.
 """
 from __future__ import annotations
 
@@ -27,14 +27,6 @@ def part(base: Any, index: Any, shape: tuple[int, ...] | None = None) -> Any:
         a = base[index]
         return a if shape is None else a.reshape(shape)
     return Part(base, index, shape)
-
-
-def materialize(v: Any) -> Any:
-    """A torch tensor for a Part (other values pass through)."""
-    if isinstance(v, Part):
-        t = v.base[v.index]
-        return t if v.shape is None else t.reshape(v.shape)
-    return v
 
 
 def to_numpy(v: Any, cache: dict[int, np.ndarray]) -> Any:

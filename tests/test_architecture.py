@@ -297,9 +297,7 @@ def test_import_cycle_check_finds_a_lazy_cycle(tmp_path):
 
 
 # Top-level functions and classes nothing references, tolerated until their owners delete them
-KNOWN_DEAD = {
-    "compute/parts.py:materialize",  # owned by the compute/ helper, remove when fixed
-}
+KNOWN_DEAD: set[str] = set()
 # Kept although nothing in the tree calls them, with the reason
 ALLOWED_UNREFERENCED: dict[str, str] = {}
 

@@ -2,7 +2,7 @@
 case, flushed before the next starts (so that a crash names its case). Not a test module.
 
     python tests/compute/_extremes_child.py PATH CASES_JSON
-PATH: "numba" (compute.fused_nb), "numpy" (compute.fused) or "operators" (compute.kda / mla / moe on numpy).
+PATH: "numba" (compute.fused_nb's compiled pass) or "operators" (the layer loop: compute.kda / mla / moe on numpy).
 A case: {"name", "base": another shipped config's name | absent (kimi-k3), "config": {raw overrides} | null, "weights": [[target, op, value], ...],
 "knobs": {...}, "tokens": n}. target: "all" | "router" | "router1" (one layer) | "bias" | "w13" | "embedding" |
 "lm_head" | "kda" | "mla" | "norm"; op: "scale" | "set_some" (every 7th entry) | "set_all".

@@ -169,24 +169,23 @@ def test_extremes_through_the_compiled_kernels(results_of):
     assert counts.get("ok", 0) >= 20
 
 
-def test_extremes_through_the_numpy_kernels(results_of):
-    results = results_of("numpy")
-    counts = _judge(results)
-    by = {r["name"]: r for r in results}
-    assert by["weights: router NaN (every 7th)"]["outcome"] == "ok"
-    assert counts.get("ok", 0) >= 20
-
-
 @pytest.mark.skipif(not fused_nb.available(), reason="numba is not installed (or K3_NO_NUMBA is set)")
-def test_the_compiled_and_numpy_kernels_agree_on_every_extreme(results_of):
-    """Same outcome (ok / nonfinite / refused) case by case: NaN and inf are treated alike by both paths."""
+def test_the_compiled_pass_and_the_operators_agree_on_every_extreme(results_of):
+    """Same outcome (ok / nonfinite / refused) case by case: NaN and inf are treated alike by both paths. Where
+    the values leave float32's range (weights scaled by 1e10 and more, a huge embedding, the random extremes) the
+    two may differ between ok and nonfinite only: the compiled pass sums squares in float64 where the operators'
+    float32 x² overflows, and either way no garbage token is sampled."""
     nb = {r["name"]: r["outcome"] for r in results_of("numba") if r["outcome"] != "skipped"}
-    npy = {r["name"]: r["outcome"] for r in results_of("numpy") if r["name"] in nb}
-    assert len(nb) >= 70 and nb == npy
+    ops = {r["name"]: r["outcome"] for r in results_of("operators") if r["name"] in nb and r["outcome"] != "skipped"}
+    assert len(nb) >= 70 and len(ops) >= 15  # the operators run their share of the cases (see _cases)
+    overflow = ("weights: scaled 1e", "huge", "random #")
+    differ = {n: (nb[n], ops[n]) for n in ops if nb[n] != ops[n]}
+    assert all(n.startswith(overflow) or any(o in n for o in overflow) for n in differ), differ
+    assert all(set(v) <= {"ok", "nonfinite"} for v in differ.values()), differ
 
 
-def test_extremes_through_the_operators(tmp_path):
-    results = _run("operators", tmp_path, timeout=600)
+def test_extremes_through_the_operators(results_of):
+    results = results_of("operators")
     bad = [f"{r['name']}: {r.get('why')}" for r in results if r["outcome"] == "bad"]
     assert not bad, "\n".join(bad)
     by = {r["name"]: r for r in results}

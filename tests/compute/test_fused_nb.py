@@ -1,6 +1,6 @@
 """compute.fused_nb: the compiled (numba) pass equals the operators block by block in float64, keeps the trace's
 keys, shapes and dtypes, honours the α/β/expert-bias knobs, and is only used when its disk cache is ready
-(the app must never compile on its UI thread); the pure-numpy kernels stay the fallback."""
+(the app must never compile on its UI thread); the operators' layer loop stays the fallback."""
 import json
 import os
 import subprocess
@@ -34,6 +34,14 @@ def ops64():
     return ToyK3(device="cpu", dtype="float64", kernels="operators")
 
 
+@pytest.fixture(scope="module")
+def random64():
+    """(compiled, operators) float64 engines with the seeded random weights."""
+    nb = ToyK3(device="cpu", dtype="float64", weights="random", compiled=True)
+    assert nb.compiled and nb.weights_name == "random"
+    return nb, ToyK3(device="cpu", dtype="float64", weights="random", kernels="operators")
+
+
 def _close(got, ref, what, rtol=1e-9):
     got, ref = np.asarray(got), np.asarray(ref)
     assert got.shape == ref.shape, (what, got.shape, ref.shape)
@@ -47,12 +55,16 @@ def _close(got, ref, what, rtol=1e-9):
 
 
 @needs_numba
+@pytest.mark.parametrize("weights", ["trained", "random"])
 @pytest.mark.parametrize("prompt,knobs", [(PROMPT, Knobs(temperature=0.0)),
                                           ("로봇이 컵을", Knobs(alpha=0.4, beta=0.6, expert_bias={7: 2.0, 300: -1.5})),
                                           (LONG, Knobs())])
-def test_every_compiled_block_equals_its_operator_on_the_same_inputs(nb64, ops64, prompt, knobs):
-    """Prefill and one decode pass of the compiled kernel; each layer's mixer and FFN re-run by the operators
-    (compute.kda / .mla / .moe) on the block's own input and cache from the trace: every tensor agrees."""
+def test_every_compiled_block_equals_its_operator_on_the_same_inputs(request, weights, prompt, knobs):
+    """Prefill and one decode pass of the compiled kernel; each layer's mixer and FFN (KDA, gated NoPE MLA, dense
+    MLP, latent MoE) re-run by the operators (compute.kda / .mla / .moe) on the block's own input and cache from
+    the trace: every tensor agrees, for the trained and the random weights."""
+    nb64, ops64 = ((request.getfixturevalue("nb64"), request.getfixturevalue("ops64")) if weights == "trained"
+                   else request.getfixturevalue("random64"))
     ids = [tid for _, tid in nb64.tokenizer.encode(prompt)]
     d0, c0, _ = nb64.forward(ids, 0, knobs, None)
     d1, c1, _ = nb64.forward([ids[-1]], len(ids), knobs, c0)
@@ -87,7 +99,7 @@ def test_alpha_beta_overrides_and_expert_bias_reach_the_compiled_pass(nb64):
 @pytest.mark.parametrize("knobs", [Knobs(temperature=0.0), Knobs(alpha=0.5, expert_bias={3: 1.0})])
 def test_compiled_and_numpy_runs_agree_in_float64_also_after_a_resample(nb64, knobs):
     """Whole runs (prefill + decodes with the caches the compiled pass hands on), and a resample that changes the
-    first sampled token (its caches rebuilt from the trace's tensors), on both paths."""
+    first sampled token (its caches rebuilt from the trace's tensors), on the compiled pass and the operators."""
     np64 = ToyK3(device="cpu", dtype="float64", backend="numpy", compiled=False)
     a, b = np64.run(PROMPT, 4, knobs), nb64.run(PROMPT, 4, knobs)
     assert a.tokens == b.tokens
@@ -105,9 +117,9 @@ def test_compiled_and_numpy_runs_agree_in_float64_also_after_a_resample(nb64, kn
 
 
 @needs_numba
-def test_float32_trace_has_the_numpy_paths_keys_shapes_and_dtypes_and_float_rounding_differences():
+def test_float32_trace_has_the_operator_paths_keys_shapes_and_dtypes_and_float_rounding_differences():
     """The app reads the trace: on the compiled path (float32, the app's dtype; vectorised exp/tanh) every pass
-    and layer has the same keys, shapes, dtypes and read-only flags as on the numpy kernels, and the first layers'
+    and layer has the same keys, shapes, dtypes and read-only flags as on the operators, and the first layers'
     numbers differ by float32 rounding only (later ones may differ more: float32 is chaotic over 93 layers)."""
     nb = ToyK3(device="cpu", compiled=True)
     np32 = ToyK3(device="cpu", compiled=False)
@@ -137,7 +149,7 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
 
 
 def test_default_engine_never_compiles_or_imports_numba_while_the_cache_is_cold(tmp_path):
-    """ToyK3() (compiled=None) with an empty numba cache: the numpy kernels run and numba is not even imported,
+    """ToyK3() (compiled=None) with an empty numba cache: the operators run and numba is not even imported,
     so a first start is never held up by a compile."""
     r = _python("import sys; from compute.engine import ToyK3; m = ToyK3(device='cpu'); "
                 "m.run('Kimi K3', 1); print(m.compiled, 'numba' in sys.modules)", NUMBA_CACHE_DIR=str(tmp_path))
@@ -174,7 +186,7 @@ def test_use_compiled_switches_an_engine_both_ways(ops64):
 
 
 @pytest.mark.parametrize("name", [n for n in available_configs() if n != "kimi-k3"])
-def test_other_configs_fall_back_to_the_numpy_kernels(name):
+def test_other_configs_fall_back_to_the_operators(name):
     m = ToyK3(config=ModelConfig.from_json(available_configs()[name]), device="cpu", weights="random",
               compiled=True)
     assert not m.compiled
