@@ -44,8 +44,8 @@ def _gui_args(argv: list[str]) -> argparse.Namespace:
 def _import_before_qt() -> None:
     """Import the window's big Qt-free dependencies before PySide6. Once PySide6 is imported, shiboken checks
     every newly imported module for `from __feature__` by reading its source (inspect.getsource, ~0.18 ms a
-    module on 2 cores): ~50 ms of start-up for the ~280 modules of numpy and PyOpenGL, which never use Qt
-    (issue 16). PyOpenGL only after prepare_gl_platform(): it picks its GL platform when imported."""
+    module on 2 cores): ~50 ms of start-up for the ~280 modules of numpy and PyOpenGL, which never use Qt.
+    PyOpenGL only after prepare_gl_platform(): it picks its GL platform when imported."""
     import numpy  # noqa: F401
 
     try:

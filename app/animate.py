@@ -7,7 +7,7 @@ then holds for `hold_s` seconds with its caption ("3 / 33 · Tokenize" and what 
 QPainter, in the language asked for. Encoding is imageio-ffmpeg's (it ships its own ffmpeg binary): H.264
 for .mp4, VP9 for .webm, ffmpeg's GIF encoder for .gif.
 
-Speed (issue 15.2: a 1080p MP4 of all steps in <= 30 s on 2 cores; bench/animate.py): a 1080p render costs
+Speed (a 1080p MP4 of all steps in <= 30 s on 2 cores; bench/animate.py): a 1080p render costs
 ~0.2 CPU-s on a software OpenGL (llvmpipe). A step's held frames are one render, a camera move at most
 `move_renders` renders; all renders of one animation draw into one kept framebuffer; each image goes to ffmpeg
 once, as YUV 4:2:0, and ffmpeg stamps it with its frame time (hold_schedule), so the encoder codes ~140

@@ -1,4 +1,4 @@
-"""The Explain dock's 3D drawings (lens column, attention arcs, contribution route; issue 21) for pictures made
+"""The Explain dock's 3D drawings (lens column, attention arcs, contribution route) for pictures made
 without the window: `k3-explorer export --explain lens,arcs,route` and `app.api.render(explain=...)`. The
 explanation is the dock's own (app/docks/explain/model.explain_result) at the last prompt position, computed
 here once for the picture; what is drawn is the dock's overlay_of."""

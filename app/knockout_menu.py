@@ -1,4 +1,4 @@
-"""Knock-out menus outside the Explain dock (issue 21 I4): right-click a block or a cell of the 3D view, or a
+"""Knock-out menus outside the Explain dock: right-click a block or a cell of the 3D view, or a
 token chip of the trace player, and knock that part out of the explained prediction. The experiment runs in the
 Explain dock (its position, its before / after columns; Edit -> Undo restores), which is brought to the front.
 

@@ -185,7 +185,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         st.block_selected.connect(self._reveal_inspector)
         st.set_dock_opener(self.show_dock)
         st.expert_selected.connect(sc.select_expert)
-        st.explanation_shown.connect(sc.set_explanation)  # the Explain dock's lens column / route (issue 21)
+        st.explanation_shown.connect(sc.set_explanation)  # the Explain dock's lens column / route
         st.engine_error.connect(self._on_error)
         st.language_changed.connect(lambda _l: self.retranslate())
         st.layer_changed.connect(lambda _l: self._update_status())
@@ -383,7 +383,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         self.engine.start()  # torch loads in the worker thread once the first frame is on screen
 
     def _scene_with_strip(self) -> QWidget:
-        """The 3D view with the answer strip under it (issue 21 I5): the drawn word and the top-5 bars stay in
+        """The 3D view with the answer strip under it: the drawn word and the top-5 bars stay in
         view whatever the dock layout."""
         from app.widgets.answer_strip import AnswerStrip
 

@@ -121,7 +121,7 @@ class ModelActions(QObject):
             w.state.select_layer(n - 1)
         self._check_current()
         self._reframe = True
-        if not w.presenting:  # a fresh start (issue 23.3): every dock back at its place, as at start
+        if not w.presenting:  # a fresh start: every dock back at its place, as at start
             w.reset_layout()
         w._unelide_tabs()
         w._update_status()

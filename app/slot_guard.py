@@ -1,4 +1,4 @@
-"""No exception leaves a Qt slot (issue 25).
+"""No exception leaves a Qt slot.
 
 An exception that leaves a slot, a timer callback or a virtual override is printed by PySide and leaves the
 panel half drawn; one escaping a worker thread dies there unseen. Here is the one place that handles them:

@@ -13,7 +13,7 @@ The file is JSON:
 `layer` and `step` are 1-based; `step` is the place in the whole trace (1..N), as the trace player's list and
 counter, `k3-explorer export --step` and the API count it. Every version (1.0 on) stored this number (the
 window wrote its seek position + 1), so older files open unchanged, though the player's list showed the
-17-step pipeline place until issue 27.3. `camera` null means
+17-step pipeline place in older versions. `camera` null means
 the framing the step gives; `size` is the 3D view's size in pixels when the view was saved (the CLI's default
 image size). A view file is untrusted input: it is parsed as JSON only (nothing in it is ever executed or
 imported), within a size and nesting limit, and every field is type-checked and bounded; a problem is a

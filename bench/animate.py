@@ -1,4 +1,4 @@
-"""Animated export speed (issue 15.2 goal: a 1080p MP4 of all steps in <= 30 s on 2 CPU cores), one JSON object:
+"""Animated export speed (goal: a 1080p MP4 of all steps in <= 30 s on 2 CPU cores), one JSON object:
 
     python bench/animate.py [--size 1920x1080] [--fps 30] [--out /tmp/k3-bench.mp4] [--tokens 4]
 

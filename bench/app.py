@@ -1,4 +1,4 @@
-"""Application speed (issues 4, 16), measured under Xvfb; prints one JSON object.
+"""Application speed, measured under Xvfb; prints one JSON object.
 
     python bench/app.py [--runs 3]     # under Xvfb; starts its own Xvfb when DISPLAY is unset
 
@@ -30,7 +30,7 @@ Interaction (one process, the window at its default size):
 - engine_kernels: the kernels the engine ran for these ("compiled": numba, after the switch app/worker.py makes
   once the first trace is out; "numpy" without numba or with K3_NO_NUMBA=1).
 - export_4k_ms: 3840x2160 render of the 3D view with labels + PNG encoding to a file.
-- explain_3d: what the 3D view drew of the Explain dock's result meanwhile (issue 21): "lens+arcs" (the
+- explain_3d: what the 3D view drew of the Explain dock's result meanwhile: "lens+arcs" (the
   default: the lens column and the attention arcs, recomputed after each change on the dock's pool thread),
   "lens+arcs+route" with --route (the contribution route too), "off" with --no-explain.
 """

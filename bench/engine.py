@@ -136,7 +136,7 @@ def main() -> None:
     ids = [tr.tokens[6][1]]
     dec_med, _ = _median_ms(lambda: m.forward(ids, 6, knobs, caches), args.repeats)
     pre_med, _ = _median_ms(lambda: m.forward([tid for _, tid in tr.tokens[:6]], 0, knobs, None), args.repeats)
-    # issue 21 "Why this word" at the default prompt, on this engine: the prefill + logit lens + every layer's
+    # "Why this word" at the default prompt, on this engine: the prefill + logit lens + every layer's
     # attention row for the last position; and the full route: that + direct contributions + every token's
     # knock-out re-run (compute.explain)
     from compute.explain import Explanation

@@ -1,4 +1,4 @@
-"""Expert dock speed (issue 5), measured under Xvfb; prints one JSON object.
+"""Expert dock speed, measured under Xvfb; prints one JSON object.
 
     python bench/experts.py          # starts its own Xvfb on :98 when DISPLAY is unset
 

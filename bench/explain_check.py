@@ -1,4 +1,4 @@
-"""The language check of issue 21 ("Why this word"): does the explanation find the copy mechanism?
+"""The language check of "Why this word": does the explanation find the copy mechanism?
 
     python bench/explain_check.py [--weights trained random] [--limit N]
 

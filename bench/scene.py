@@ -1,4 +1,4 @@
-"""Scene performance (issue 3): prints one JSON object.
+"""Scene performance: prints one JSON object.
 
     python bench/scene.py            # under Xvfb; starts its own Xvfb when DISPLAY is unset
 

@@ -1,4 +1,4 @@
-"""Soak test of the real app (issue 11): memory and responsiveness over a long auto-play; prints one JSON object.
+"""Soak test of the real app: memory and responsiveness over a long auto-play; prints one JSON object.
 
     python bench/soak.py --minutes 15          # under Xvfb; starts its own Xvfb when DISPLAY is unset
     python bench/soak.py --minutes 60 --samples s.json   # also: the raw series, to analyse again
@@ -10,7 +10,7 @@ What it does, like a person who leaves the app running: the trace player auto-pl
 from the first step whenever it reaches the end), the layer changes every 10 s (the "next layer" action,
 PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine runs again, a new trace is drawn).
 
-Memory (issue 25: "a 10-minute soak cannot tell allocator warm-up from a leak"): each series (RSS every 5 s,
+Memory ("a 10-minute soak cannot tell allocator warm-up from a leak"): each series (RSS every 5 s,
 malloc in use every 5 s, the malloc floor of each 30 s) goes through analyse_memory:
 - warm-up, detected from the series itself (detect_warmup): a two-segment least-squares fit; a candidate end
   every 30 s up to half the run; a candidate is a warm-up when the part before it grew on average (its jump
@@ -24,7 +24,7 @@ The top-level warmup_s, slope_mib_per_h, slope_ci95_mib_per_h and growth_total_m
 system pays); "malloc_in_use" and "malloc_in_use_floor" hold the same for the heap: RSS can grow while malloc
 stays flat (freed memory malloc keeps, pages touched for the first time), and the floor (the least in-use of each
 30 s, sampled every second) leaves out frame buffers in flight: what stays.
-- verdict: each goal of issue 25 — memory: "pass" when the whole 95 % interval of the RSS slope is under 10 MiB/h,
+- verdict: each goal — memory: "pass" when the whole 95 % interval of the RSS slope is under 10 MiB/h,
   "fail" when all of it is at or over, else (or with under 5 minutes after the warm-up) "inconclusive"; exceptions: 0; heartbeat: max gap < 100 ms, and a gap
   over it on a machine that was not quiet (mean 1-minute load from /proc/loadavg over the run >= 0.7 per core,
   or its max >= 1 per core) is "machine not quiet (...)", not a fail; overall: fail if any fails, pass if all
@@ -256,7 +256,7 @@ def is_quiet(loads: list[float], cores: int) -> bool:
 
 
 def verdict(memory: dict, exceptions: int, gap_max_ms: float, loads: list[float], cores: int) -> dict:
-    """Each goal of issue 25 (growth < 10 MiB/h, 0 exceptions, max UI gap < 100 ms on a quiet machine) and the
+    """Each goal (growth < 10 MiB/h, 0 exceptions, max UI gap < 100 ms on a quiet machine) and the
     whole: a gap over the goal on a loaded machine is 'machine not quiet', not a pass and not a fail."""
     mem = memory_verdict(memory)
     exc = "pass" if exceptions == 0 else f"fail ({exceptions})"

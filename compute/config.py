@@ -445,7 +445,7 @@ def load_default() -> ModelConfig:
 @functools.lru_cache(maxsize=1)
 def default_config() -> ModelConfig:
     """Kimi K3's config read once per process and shared (ModelConfig is frozen): the window, the scene and the
-    labels' dims all start from it, and reading it each time cost start-up ~10 ms (issue 16)."""
+    labels' dims all start from it, and reading it each time cost start-up ~10 ms."""
     return load_default()
 
 

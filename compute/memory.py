@@ -131,7 +131,7 @@ SEED_LIMITS: dict[str, tuple[float, float, bool]] = {
 
 def _config_params_range() -> tuple[float, float]:
     """The total_params_billion a model config may hold (compute.config.LIMITS): the K3-mode calculator takes
-    every value the config loader accepts, so opening any loadable model never fails here (issue 25.8)."""
+    every value the config loader accepts, so opening any loadable model never fails here."""
     from compute.config import LIMITS
 
     return LIMITS["total_params_billion"]

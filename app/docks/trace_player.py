@@ -109,7 +109,7 @@ class TracePlayerDock(QDockWidget):
         self.stream_label = RichTextView("stream_label")
         self.weights_caption = _wrap_label("stream_weights")  # which weights wrote the answer (not K3's text)
         self.weights_caption.setStyleSheet(f"color: {css('caveat')}; font-style: italic;")
-        self.outside_note = _wrap_label("outside_language_note")  # a prompt outside the toy language (issue 21 I5)
+        self.outside_note = _wrap_label("outside_language_note")  # a prompt outside the toy language
         self.outside_note.setStyleSheet(f"color: {css('caveat')}; font-weight: bold;")
         self.outside_note.hide()
         self.tokens_label.setContextMenuPolicy(Qt.CustomContextMenu)
@@ -293,7 +293,7 @@ class TracePlayerDock(QDockWidget):
     def _update_play_button(self) -> None:
         """Runs on every step: the icon is set only when play/pause flips, from a QIcon made once per style (each
         new QIcon's pixmaps went into Qt's pixmap cache under a new key: ~2 KiB of C++ heap per step, the
-        soak's steady malloc growth, issue 11)."""
+        soak's steady malloc growth)."""
         kind = QStyle.SP_MediaPause if self.timer.isActive() else QStyle.SP_MediaPlay
         key = (id(self.style()), kind)
         if self._play_icon_key != key:

@@ -1,4 +1,4 @@
-"""The answer strip under the 3D view (issue 21 I5, "where the user looks"): the word the selected pass drew,
+"""The answer strip under the 3D view ("where the user looks"): the word the selected pass drew,
 and the five most probable next words as bars (probability after temperature and top-p filled, before as an
 outline), so a slider change shows its effect next to the model whatever the dock layout. A prompt outside the
 toy language gets a one-line warning here too.

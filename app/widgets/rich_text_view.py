@@ -2,7 +2,7 @@
 
 A word-wrapped rich-text QLabel answers every height-for-width question of its layout by laying its text out
 again, and a new text asks them all again: the trace player's facts table (changed on every step of a 4x
-auto-play) cost 20-35 ms of layout per step on the UI thread, the soak's longest heartbeat gaps (issue 11/16).
+auto-play) cost 20-35 ms of layout per step on the UI thread, the soak's longest heartbeat gaps.
 RichTextView keeps one QTextDocument laid out once per text and width; its layout sees a fixed height, which
 changes only when the text's height does. It reads and writes like a QLabel (text() / setText(html)), selectable
 by mouse, never wider than the panel (it wraps, long words too) and painted with the window's colours.

@@ -1,4 +1,4 @@
-"""Untrusted text is plain text (issue 25.1).
+"""Untrusted text is plain text.
 
 A model config's `name` / `display_name`, a view file's fields, the prompt, a token piece, a file path and an
 error message quoting any of them are untrusted. Put into a rich-text widget unescaped, `<img src="/dev/zero">`

@@ -1,4 +1,4 @@
-"""Help -> About and `k3-explorer --version` (issue 14, item 10)."""
+"""Help -> About and `k3-explorer --version`."""
 import os
 import re
 import subprocess

@@ -1,4 +1,4 @@
-"""Animated export (issue 15.2): the file decodes with the expected frame count and size, captions are burnt in,
+"""Animated export: the file decodes with the expected frame count and size, captions are burnt in,
 a cancel leaves no file, the CLI writes an animation with a progress line and keeps its exit codes."""
 import os
 import subprocess
@@ -156,7 +156,7 @@ def test_an_orbit_gif_has_one_frame_per_frame_time(main_window, anim_view, tmp_p
 
 
 def test_a_gif_keeps_the_colours_of_the_picture(main_window, anim_view, tmp_path):
-    """Each GIF image has its own palette (issue 27.9): its pixels stay within a few levels of the same frame
+    """Each GIF image has its own palette: its pixels stay within a few levels of the same frame
     in an MP4 (ffmpeg's fixed rgb8 palette was ~22 levels off on average, the dark background included)."""
     spec = animate.AnimationSpec(width=320, height=180, fps=4, mode="orbit", orbit_s=1.0)
     steps = player.build_steps(main_window.state.trace)

@@ -1,4 +1,4 @@
-"""The answer strip under the 3D view (issue 21 I5): the drawn word and the top-5 bars are on screen next to
+"""The answer strip under the 3D view: the drawn word and the top-5 bars are on screen next to
 the model whatever the dock layout, follow temperature at once, and a prompt outside the toy language says so.
 Real window, real keys; pixel checks on the strip's own grab."""
 from __future__ import annotations

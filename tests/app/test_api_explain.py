@@ -1,4 +1,4 @@
-"""app.api.explain: the notebook API of "Why this word" (issue 21 item 7)."""
+"""app.api.explain: the notebook API of "Why this word"."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""API misuse (issue 25.8): wrong types and values in app/api.py's public functions are one-line ValueErrors
+"""API misuse: wrong types and values in app/api.py's public functions are one-line ValueErrors
 naming the argument (were AttributeError / AssertionError / TypeError), raised before any engine or window."""
 import os
 import signal

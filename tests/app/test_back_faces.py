@@ -1,4 +1,4 @@
-"""Seen from behind (issue 27 item 7): the exploded layer's cells stay drawn when the camera orbits behind it.
+"""Seen from behind: the exploded layer's cells stay drawn when the camera orbits behind it.
 
 The backdrop behind the panel used to be a closed box: seen from behind it sat between the camera and every
 cell, so only labels and wires floated. It is now two one-sided sheets (scene/geometry.backdrop_verts); the

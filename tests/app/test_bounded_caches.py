@@ -1,4 +1,4 @@
-"""What a long auto-play makes per layer change and per new trace must not pile up (issue 11, item 2: the soak's
+"""What a long auto-play makes per layer change and per new trace must not pile up (the soak's
 'RSS growth < 10 MiB/hour, gc objects flat'): after many PgDn/PgUp presses and slider moves in the real window,
 the layouts, traces, scene items, child QObjects and signal connections are as many as after the warm-up."""
 import gc

@@ -1,4 +1,4 @@
-"""The camera goes where you click (issue 27 item 1): a double-click on a block centres and frames it, and a
+"""The camera goes where you click: a double-click on a block centres and frames it, and a
 selection made anywhere (a click, the inspector, the step list, the state) that is not whole in the view is
 brought into it. Real mouse events on the GL widget of the real window; geometry from the projected boxes."""
 import numpy as np
@@ -118,7 +118,7 @@ def test_click_on_a_half_hidden_block_brings_it_whole_into_view(make_window, qtb
     assert win.state.block == bid and scene.block_in_view(bid)
 
 
-# ---- the header and the legend never cover the model (issue 27 item 2) ----------------------------------
+# ---- the header and the legend never cover the model ----------------------------------
 def _overlay_rects(scene, w, h, scale=1.0, export=False):
     from scene.labels import _fonts, _header_rect, _legend_layout
 

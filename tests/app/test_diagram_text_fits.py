@@ -1,4 +1,4 @@
-"""Every text the docks' painted diagrams draw fits the rectangle it is drawn in (issue 27.9: "≈ 4.8 TB/s" ran
+"""Every text the docks' painted diagrams draw fits the rectangle it is drawn in ("≈ 4.8 TB/s" ran
 past the HBM box at 460 px, the TLB line past both edges of the memory diagram, 'L2 cache' past its box), checked
 the way a user meets it: the window opened at 1280 × 720 (its narrowest default layout), every tab of every dock
 brought to the front, each painted widget rendered while app.widgets.paint.record_overflows() watches its texts."""

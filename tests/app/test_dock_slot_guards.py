@@ -1,4 +1,4 @@
-"""Every dock slot is guarded (issue 25, "no exception leaves a Qt slot", per dock).
+"""Every dock slot is guarded ("no exception leaves a Qt slot", per dock).
 
 An AST scan of app/docks: each method connected with `.connect(self.x)` / `.connect(self.child.x)`, each lambda
 passed to `.connect`, and each Qt `*Event` / `eventFilter` override must carry app/slot_guard.py's `guarded`

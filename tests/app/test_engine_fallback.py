@@ -1,4 +1,4 @@
-"""`--device cuda` where CUDA cannot be used (issue 11.6): the window used to show the error for 15 s and then
+"""`--device cuda` where CUDA cannot be used: the window used to show the error for 15 s and then
 "Engine loading…" forever with empty panels. Now the engine runs on the CPU, the trace is on screen, and a note
 in the status bar says so for as long as it is true (in the current language); when no engine can be made at
 all, the note says that instead of "loading"."""

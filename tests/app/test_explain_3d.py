@@ -1,4 +1,4 @@
-"""The explanation drawn in the 3D view (issue 21, I1 + I3), in the real window with real events:
+"""The explanation drawn in the 3D view, in the real window with real events:
 - the logit-lens column: the Explain dock's result (computed on its pool thread even while its tab is covered)
   reaches the 3D view as a strip beside the stack, one box per reading, lit by the explained word's
   probability (pixels: the last layer's box is bright, the embedding's dark), and as word labels left of it;

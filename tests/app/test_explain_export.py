@@ -1,4 +1,4 @@
-"""The 3D explanation in pictures made without the window (issue 21): `k3-explorer export --explain
+"""The 3D explanation in pictures made without the window: `k3-explorer export --explain
 lens,arcs,route` and `app.api.render(explain=...)` draw the Explain panel's lens column, arcs and route for
 the last prompt position — the explanation compute.explain gives — and refuse bad parts in one line."""
 from __future__ import annotations

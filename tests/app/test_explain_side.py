@@ -1,4 +1,4 @@
-"""Trained and random weights side by side in the Explain dock (issue 21 I6), with real clicks: the other weights'
+"""Trained and random weights side by side in the Explain dock, with real clicks: the other weights'
 explanation of the same tokens (compute.explain's own word and lens), both lens curves in one plot, the summary
 columns, the other attention overview on screen (pixels), Korean headers."""
 from __future__ import annotations

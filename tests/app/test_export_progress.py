@@ -1,4 +1,4 @@
-"""Big exports do not freeze the window (issue 14.12): an 8K export of the 3D view renders, encodes and writes
+"""Big exports do not freeze the window: an 8K export of the 3D view renders, encodes and writes
 in the render thread while the UI thread keeps handling events (a heartbeat timer keeps firing), with a busy
 cursor at once and a progress dialog once it takes longer than half a second; the PNG is written whole."""
 import time

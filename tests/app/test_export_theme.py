@@ -1,4 +1,4 @@
-"""Exports for slides (issue 14.11): the title and legend stay legible on a white and on a black slide when the
+"""Exports for slides: the title and legend stay legible on a white and on a black slide when the
 background is transparent (they sit on an opaque backdrop), and a light slide theme draws dark text on light
 panels over a light background. Measured: luminance of the title's text pixels against their backdrop, after
 compositing the transparent PNG onto white and onto black."""

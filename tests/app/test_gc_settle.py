@@ -1,4 +1,4 @@
-"""The garbage collector's settle (scene/gc_main_thread.settle, issue 16): once the window has started and is
+"""The garbage collector's settle (scene/gc_main_thread.settle): once the window has started and is
 quiet, what start-up made is frozen, so the GUI thread's full collections stay short; never while the user holds
 a mouse button (a drag); an engine replaced later is still collected; closing the window thaws everything."""
 import gc

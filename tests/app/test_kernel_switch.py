@@ -1,5 +1,5 @@
 """The engine worker starts on the numpy kernels and switches to the compiled (numba) ones once a child process
-has put them in numba's disk cache (issue 16): the first trace never waits for a compile, and nothing is
+has put them in numba's disk cache: the first trace never waits for a compile, and nothing is
 compiled in the app's own threads."""
 import logging
 import threading

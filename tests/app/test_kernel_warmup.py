@@ -1,4 +1,4 @@
-"""app/kernel_warmup.py, the one warm-up entry point of the compiled kernels (issues 24.5 and 26.2): the command
+"""app/kernel_warmup.py, the one warm-up entry point of the compiled kernels: the command
 line the engine worker spawns is frozen-aware (a PyInstaller bundle has no `python -m`: the child is the bundle's
 executable with --warm-kernels, which app/__main__.py hands over before Qt), and the entry's exit statuses."""
 import logging

@@ -1,4 +1,4 @@
-"""Keys go to the focused control (issue 14.3): with a slider focused, arrows / Home / End / PgUp move the
+"""Keys go to the focused control: with a slider focused, arrows / Home / End / PgUp move the
 slider, not the trace player or the layer; with the 3D view focused the same keys drive the player."""
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest

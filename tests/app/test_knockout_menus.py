@@ -1,4 +1,4 @@
-"""Knock-outs from where the parts are (issue 21 I4/I5), in the real window with real events:
+"""Knock-outs from where the parts are, in the real window with real events:
 - right-click a slab of the 3D stack: "Knock out layer ℓ's mixer / FFN (zero | mean ablation)"; the chosen one
   runs in the Explain dock, whose "after" equals compute.explain's own knock-out of the same block; Ctrl+Z
   restores;

@@ -1,4 +1,4 @@
-"""Start-up order (issue 16): the first frame comes without the modules only later features need, the engine
+"""Start-up order: the first frame comes without the modules only later features need, the engine
 starts right after it, and the docks that start behind a tab wait for the first engine result on screen (they
 are built on demand when asked for earlier).
 
@@ -139,7 +139,7 @@ def test_no_heavy_module_at_the_first_frame(started):
 
 def test_start_reads_the_model_config_once_and_lays_the_scene_out_once(started):
     """The window, the scene's layout and the labels' dims share one read of Kimi K3's config, and the scene is
-    laid out once, with that config (issue 16)."""
+    laid out once, with that config."""
     assert started["first_frame"]["config_reads"] == 1
     assert started["first_frame"]["layouts"] == 1
 

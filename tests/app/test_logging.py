@@ -1,4 +1,4 @@
-"""Logging through Python's logging: --verbose, engine errors, GL info, export paths (issue 14, item 14)."""
+"""Logging through Python's logging: --verbose, engine errors, GL info, export paths."""
 import io
 import logging
 import os

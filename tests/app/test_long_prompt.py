@@ -1,4 +1,4 @@
-"""A long prompt without spaces (issue 11, item 9) used to widen the main window to 15,893 px (the stream, token
+"""A long prompt without spaces used to widen the main window to 15,893 px (the stream, token
 and facts labels of the trace player cannot wrap it), and the widened geometry and the prompt were saved, so the
 next start came back at 32,767 px. The prompt must elide or wrap; the window never grows past the screen."""
 from PySide6.QtCore import QCoreApplication, QEvent

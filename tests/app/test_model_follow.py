@@ -1,4 +1,4 @@
-"""Every dock follows the opened model (issue 15.1): after a switch through the Model menu of a real main window,
+"""Every dock follows the opened model: after a switch through the Model menu of a real main window,
 the expert grid has the model's routed experts (its top-k lit, read from the pixels), the pickers span its
 experts and layers, the memory calculator's inputs and formula show its numbers, and the step texts (player
 list, details, status bar, animation captions) name its layer and expert counts."""

@@ -1,4 +1,4 @@
-"""Monospace text that holds Hangul keeps one face for Latin and digits (issue 27.9).
+"""Monospace text that holds Hangul keeps one face for Latin and digits.
 
 Qt's <code> and 'font-family:monospace' name one family; a line holding Hangul was shaped as one item in the
 fallback CJK mono face, digits and Latin included (narrower, a size smaller than the next line). These tests

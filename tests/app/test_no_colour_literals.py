@@ -1,4 +1,4 @@
-"""Every colour of the app comes from the named roles of app/widgets/paint.py (issue 12.1, 14) or the scene's
+"""Every colour of the app comes from the named roles of app/widgets/paint.py or the scene's
 palette: no hex or rgb() colour, no QColor(<numbers>), QColor("<name>") or QColor(*<table>[...]) is left in
 the code of app/ (docks, widgets, window, dialogs, export and animation), only in paint.py's role table.
 The scan reads the code (ast), so comments and docstrings may name a colour."""

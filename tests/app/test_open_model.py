@@ -1,4 +1,4 @@
-"""Opening another model (issue 15.1): the Model menu's bundled configs, File -> Open model config…, a dropped
+"""Opening another model: the Model menu's bundled configs, File -> Open model config…, a dropped
 config.json. The scene re-lays for the model (its layer types are the config's), the engine runs it, the
 docks and the status bar follow; a bad file names its field and the current model stays."""
 import json

@@ -1,4 +1,4 @@
-"""Presentation mode (issue 14.7): F11 shows the 3D view alone, full screen, with larger labels; Esc brings the
+"""Presentation mode: F11 shows the 3D view alone, full screen, with larger labels; Esc brings the
 window back as it was (panels, bars, label size). Real key presses on a real window."""
 from PySide6.QtCore import QAbstractAnimation, QSize, Qt
 from PySide6.QtTest import QTest

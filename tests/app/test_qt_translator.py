@@ -1,4 +1,4 @@
-"""Qt's own strings (OK / Cancel / Yes / No) in Korean while the app is Korean (issue 14, item 9)."""
+"""Qt's own strings (OK / Cancel / Yes / No) in Korean while the app is Korean."""
 import os
 
 from PySide6.QtCore import QTimer

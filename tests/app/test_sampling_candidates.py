@@ -1,5 +1,5 @@
 """The trace player's sampling step lists the top candidates as words with their probabilities, before and
-after temperature / top-p, and they are the trace's numbers (issue 13)."""
+after temperature / top-p, and they are the trace's numbers."""
 import html
 
 import numpy as np

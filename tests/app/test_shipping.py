@@ -1,4 +1,4 @@
-"""Shipping it like a desktop app (issue 24): set-up on a bare desktop, terminal conventions, launcher files."""
+"""Shipping it like a desktop app: set-up on a bare desktop, terminal conventions, launcher files."""
 import os
 import re
 import shutil

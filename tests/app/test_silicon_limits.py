@@ -1,4 +1,4 @@
-"""The Silicon calculator takes every total_params_billion the config loader accepts (issue 25.8: 1e5-1e6 raised
+"""The Silicon calculator takes every total_params_billion the config loader accepts (1e5-1e6 raised
 MemoryInputError out of the hierarchy tab's slot and left the K3 calculator showing K3's old figures)."""
 import json
 

@@ -1,4 +1,4 @@
-"""No exception leaves a Qt slot (issue 25): the one guard (app/slot_guard.py) logs the traceback and says one
+"""No exception leaves a Qt slot: the one guard (app/slot_guard.py) logs the traceback and says one
 line in the main window's status bar, and the app goes on; the app's excepthook does the same for anything
 that still reaches Qt's event loop or a thread; the suite itself fails on any of them (tests/app/conftest.py)."""
 import logging

@@ -1,4 +1,4 @@
-"""Small flaws of issue 27.9, each checked where the user sees it."""
+"""Small flaws, each checked where the user sees it."""
 
 
 def test_qb_at_update_0_reads_the_same_ratio_twice(main_window, qtbot):

@@ -1,4 +1,4 @@
-"""An honest step counter and layer (issue 14.4, 27.3): "Step 18 of 33 · stage 12 of 17 · decode token 2" (trace
+"""An honest step counter and layer: "Step 18 of 33 · stage 12 of 17 · decode token 2" (trace
 step, pipeline stage, decode round), the same in the status bar, in both languages; playing never changes the
 chosen layer, and a step whose values come from another layer says so."""
 from PySide6.QtCore import Qt

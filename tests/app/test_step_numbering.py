@@ -1,4 +1,4 @@
-"""One step numbering everywhere (issue 27.3): a step's number is its place in the whole trace, 1..N. The trace
+"""One step numbering everywhere: a step's number is its place in the whole trace, 1..N. The trace
 player's list and counter, the CLI's --step, the API's render(step=...) and the animation captions all count it;
 the 17-step pipeline stage is a second label ("Step 16 of 33 · stage 12 of 17 · decode token 2")."""
 import re

@@ -1,4 +1,4 @@
-"""Token chips of the trace player (issue 27.9): a '.' or a newline piece is as visible as a word.
+"""Token chips of the trace player: a '.' or a newline piece is as visible as a word.
 
 Qt's rich text draws no border around a span, so the chips were coloured text only and the '.' chip was a
 single dot; '\\n' was an invisible line break. Pixels of the real label's rendering are counted here."""

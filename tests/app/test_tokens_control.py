@@ -1,4 +1,4 @@
-"""The tokens control (issue 27 item 4): a spin box in the Controls dock, 1-64 or 'until the end of the
+"""The tokens control: a spin box in the Controls dock, 1-64 or 'until the end of the
 sentence' (stop at '.' or a newline), used by the window's runs and remembered in the settings. Real key events
 on the spin box; the traces the engine publishes are checked."""
 from PySide6.QtCore import Qt

@@ -1,5 +1,5 @@
 """Tooltips on every slider, button and preset, in both languages; Tab reaches the 3D view and leaves tables
-(issue 14, items 8). Real main window under Xvfb, real key and mouse events."""
+Real main window under Xvfb, real key and mouse events."""
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest

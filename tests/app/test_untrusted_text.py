@@ -1,4 +1,4 @@
-"""Untrusted text is plain text (issue 25.1).
+"""Untrusted text is plain text.
 
 A model config's name / display_name, a view file's fields, the prompt and the error messages quoting them
 reach many widgets. Hostile markup in them — `<img src>` at a FIFO (opening it is seen by a watcher process,

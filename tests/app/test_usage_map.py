@@ -1,5 +1,5 @@
 """The usage-by-token-type map (experts dock): counted from real engine traces over the held-out documents;
-per MoE layer the counts sum to tokens × top-k; trained and random weights give different maps (issue 13)."""
+per MoE layer the counts sum to tokens × top-k; trained and random weights give different maps."""
 import numpy as np
 import pytest
 
@@ -75,7 +75,7 @@ def test_the_tab_maps_trained_and_random_weights(make_window, qtbot, trained_ass
 
 
 def test_trained_and_random_side_by_side(make_window, qtbot, trained_asset, monkeypatch):
-    """'Trained and random side by side' (issue 21 I6): the other weights' map under this one, from real engine
+    """'Trained and random side by side': the other weights' map under this one, from real engine
     traces, with the same token-type rows; trained weights specialise more (more bits) than random ones."""
     from PySide6.QtCore import QPoint, Qt
     from PySide6.QtTest import QTest

@@ -1,4 +1,4 @@
-"""The usage map's wait (issue 27 item 8): while the map is computed the tab shows a progress bar counting the
+"""The usage map's wait: while the map is computed the tab shows a progress bar counting the
 prompts, no axes; the axes appear with the map. The computation is held after its first prompt (a wrapper of
 the real compute_usage waits on an event in its progress callback), so the test looks at the tab mid-way."""
 import threading

@@ -1,4 +1,4 @@
-"""Experts -> Usage by token type: columns are grouped by each expert's dominant token type (issue 21, I6)."""
+"""Experts -> Usage by token type: columns are grouped by each expert's dominant token type."""
 import numpy as np
 
 from app.docks.experts.usage import dominant_order

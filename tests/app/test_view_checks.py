@@ -1,4 +1,4 @@
-"""Checks where a view's values enter (issue 25, items 5, 6, 8): special files refused by the guarded reader,
+"""Checks where a view's values enter: special files refused by the guarded reader,
 knobs checked against the model that will run them, the seed range round-trips, a refused value changes
 nothing in the window, and a selection naming a layer the model lacks is refused or shown as such."""
 import json

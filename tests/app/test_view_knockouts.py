@@ -1,4 +1,4 @@
-"""Knock-outs travel in view files (issue 21, I4): File -> Open view of a file with a `knockouts` set applies it
+"""Knock-outs travel in view files: File -> Open view of a file with a `knockouts` set applies it
 to the Explain dock (re-run off the UI thread), and File -> Save view writes the dock's set back."""
 import json
 import time

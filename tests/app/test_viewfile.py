@@ -256,7 +256,7 @@ def test_command_line_refuses_a_bad_view_file_before_any_window(tmp_path, capsys
 
 
 def test_cli_renders_the_saved_view_like_the_window_export(make_window, qtbot, tmp_path):
-    """The acceptance test of issue 15.3: File -> Save view in the window, `k3-explorer export --view` renders
+    """The acceptance test of view files: File -> Save view in the window, `k3-explorer export --view` renders
     the same picture as File -> Export image at that size."""
     from app import cli
     from app.export import ExportChoice, perform
@@ -351,7 +351,7 @@ def test_recent_views_are_remembered_across_sessions(make_window, qtbot, tmp_pat
     assert not again.views.menu.actions()[0].isEnabled()
 
 
-# --- knock-outs (issue 21 I4): an optional, validated "knockouts" key (version 1.1) ---------------------------
+# --- knock-outs: an optional, validated "knockouts" key (version 1.1) ---------------------------
 
 def _view_doc(**extra):
     from app import viewfile as vf
@@ -393,7 +393,7 @@ def test_a_hostile_knockouts_field_is_refused_naming_the_field(ko, field):
     assert field in str(err.value)
 
 
-# --- the 3D explanation (issue 21): an optional, validated "explain3d" key (version 1.2) ---------------------------
+# --- the 3D explanation: an optional, validated "explain3d" key (version 1.2) ---------------------------
 
 def test_explain3d_round_trips_and_is_checked(tmp_path):
     from app import viewfile as vf

@@ -1,5 +1,5 @@
 """Model -> Trained weights / Random weights, --weights, and every place that says which weights ran
-(issue 13 app side, issue 14.5): tested through the real window, the real menu and the command line."""
+: tested through the real window, the real menu and the command line."""
 import subprocess
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The guarded writer (issue 25.2-4, 8): no write follows a link onto a special file, the video encoder writes
+"""The guarded writer: no write follows a link onto a special file, the video encoder writes
 through an open descriptor (a link planted at the temporary name changes nothing), the container follows the
 requested name, the encoder's failure (exit status, ENOSPC, a cut-short file) keeps the old file and is one
 line, SIGINT/SIGTERM leave no part behind, and our stale parts are swept."""

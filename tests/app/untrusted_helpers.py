@@ -1,4 +1,4 @@
-"""Helpers for the untrusted-text tests (issue 25.1): a FIFO that reports being opened, hostile strings, and
+"""Helpers for the untrusted-text tests: a FIFO that reports being opened, hostile strings, and
 what a widget really shows."""
 from __future__ import annotations
 

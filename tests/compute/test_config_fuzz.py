@@ -1,4 +1,4 @@
-"""Fuzzing the config loader's promise (issue 11.7): for any document, `ModelConfig.from_json` either returns
+"""Fuzzing the config loader's promise: for any document, `ModelConfig.from_json` either returns
 a config or raises ConfigError — never another exception — and every config it accepts runs the toy engine
 to finite numbers within 5 s.
 

@@ -1,5 +1,5 @@
 """in_language: a prompt is inside the toy language when its pieces are whole documents plus a document prefix;
-Trace.summary() says so when a prompt is outside (issue 21, I5)."""
+Trace.summary() says so when a prompt is outside."""
 from compute import task
 from compute.engine import ToyK3
 

@@ -1,4 +1,4 @@
-"""The CPU path needs no torch (issue 14.13): `pip install .` leaves torch out, so the engine's oracle API
+"""The CPU path needs no torch: `pip install .` leaves torch out, so the engine's oracle API
 (ToyK3(seed, device), run, resample, the Trace fields), the app's import path and a headless export must work
 where `import torch` fails. Each test runs a fresh Python whose meta path refuses torch (as a venv without it
 would), and checks that nothing imported torch behind its back."""

@@ -130,7 +130,7 @@ class UsageTab(QWidget):
         self.top = QLabel()
         self.top.setObjectName("experts.usage.top")
         self.top.setWordWrap(True)
-        # the other weights' map under this one (issue 21 I6: trained and random side by side)
+        # the other weights' map under this one (trained and random side by side)
         self.both = QCheckBox()
         self.both.setObjectName("experts.usage.both")
         self.other_caption = QLabel()

@@ -1,4 +1,4 @@
-"""The Explain dock ("Why this word", issue 21 I1-I4): for a chosen position of the current trace, the logit lens
+"""The Explain dock ("Why this word"): for a chosen position of the current trace, the logit lens
 as a plot (probability and 1/rank of the predicted word after every layer), each token's causal effect (knock it
 out, re-run) with a knock-out experiment and its before/after top-5, and the blocks' direct contributions.
 

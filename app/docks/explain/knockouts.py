@@ -1,4 +1,4 @@
-"""The Explain dock's knock-outs (issue 21): the active set (tokens, blocks, experts, AttnRes sources) as the
+"""The Explain dock's knock-outs: the active set (tokens, blocks, experts, AttnRes sources) as the
 view files store it, its list (Delete removes an entry), the tables' knock-out menus, and the before / after
 table. A mixin of ExplainDock (app/docks/explain/dock.py), which builds the widgets it uses."""
 from __future__ import annotations

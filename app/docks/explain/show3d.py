@@ -1,4 +1,4 @@
-"""The Explain dock's "In the 3D view" controls (issue 21, I1 + I3): the logit-lens column and the contribution
+"""The Explain dock's "In the 3D view" controls: the logit-lens column and the contribution
 route drawn in the 3D stack, with the route's threshold; and the plain data the 3D view draws of a result
 (`overlay_of`), and what a clicked layer's blocks promote and suppress (`layer_words_html`)."""
 from __future__ import annotations

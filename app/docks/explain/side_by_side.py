@@ -1,4 +1,4 @@
-"""Trained and random weights side by side in the Explain dock (issue 21 I6): the same tokens and position
+"""Trained and random weights side by side in the Explain dock: the same tokens and position
 explained with the other weights, so the difference is visible at a glance — the lens curves of both in one
 plot (the other's dashed and paler), a two-column summary (the word, where the lens settles, the top source
 and its effect, the largest direct contribution), and the other's attention overview next to this one's."""
