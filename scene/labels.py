@@ -30,6 +30,7 @@ from scene.overlay_style import (BACKGROUNDS, FONT_FAMILIES, THEME_NAMES, THEMES
 from scene.header import (_fitted_header_lines, _header_lines, _header_rect, _pack, _paint_header,  # noqa: F401
                           _wrap, header_title)
 from scene.legend import _legend_layout, _paint_legend
+from scene.label_obstacles import BlockOutlines
 
 
 @dataclass
@@ -57,6 +58,9 @@ class Placement:
         return next((lb for lb in self.labels if lb.block_id == block_id), None)
 
 
+GRAZE = 3.0  # px (x scale) of a label's edge that may touch another block's outline
+
+
 def _rect_free(r: QRectF, taken: list[QRectF]) -> bool:
     return not any(r.intersects(t) for t in taken)
 
@@ -74,6 +78,11 @@ def block_screen_box(block, cam: Camera, width: float, height: float) -> QRectF 
 
 
 
+def _is_cap(block) -> bool:
+    """A thin block of the stack's cap (final AttnRes, final norm, LM head, sampling)."""
+    return block.part == "global" and block.family == "stack" and block.layer == 0 and block.kind != "embedding"
+
+
 def _rank(block) -> float:
     """Priority of a block's label when no step names it and it is not selected: a layer's caches (the MLA
     latent cache c_kv and rope key, the KDA state: role "state") before the blocks around them. Without this,
@@ -81,8 +90,10 @@ def _rank(block) -> float:
     neighbour's wider label (MLA layers, step 6: no c_kv label)."""
     if block.role == "state":
         return 1.5
-    if block.part == "global" and block.family == "stack" and block.kind != "embedding":
-        return 2.5  # the stack's cap is named beside itself, after the panel's names (it took o_proj's spot)
+    if _is_cap(block):
+        # the stack's cap is named beside itself, after the panel's names (it took o_proj's spot), top block first:
+        # the one under the header has the least room, the lower ones can stack their names down the stack's side
+        return 2.5 - 1e-3 * float(block.center[2])
     return 2
 
 
@@ -133,6 +144,11 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
     pts, ok = project(np.array([c[1] for c in cands]), inp.camera, width, height)
     fmn, fms = QFontMetricsF(f.name), QFontMetricsF(f.shape)
     by_id = inp.layout.by_id
+    outlines = BlockOutlines(inp.layout, inp.camera, width, height)  # a label covers no block but its own
+    # the cap's names stand beside the whole cap (the wide LM head under the narrow sampling block)
+    cap_boxes = [block_screen_box(b, inp.camera, width, height) for b in inp.layout.blocks if _is_cap(b)]
+    cap_boxes = [b for b in cap_boxes if b is not None]
+    cap_x = (min((b.left() for b in cap_boxes), default=width), max((b.right() for b in cap_boxes), default=0.0))
 
     def size_of(name, shp):
         gap = 6 * s if shp else 0
@@ -157,11 +173,18 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         left = QRectF(box.left(), top, w, h)
         right = QRectF(box.right() - w, top, w, h)
         found = [left, centred, right] if w > box.width() else [centred, left, right]
-        if beside:  # beside its own block first: a name above it would cover the cap blocks over it
+        if beside:  # beside its own block first: a name above it would cover the cap blocks over it; the caps
+            # lie closer together than a label is high, so the names stack up beside them (leader lines)
             cy = box.center().y() - h / 2
-            found = [QRectF(box.left() - w - 10 * s, cy, w, h), QRectF(box.right() + 10 * s, cy, w, h)] + found
-        if focus:  # over the top of its own block, then just below it
-            found.append(QRectF(found[0].left(), box.top() + 2 * s, w, h))
+            side = []
+            for k in (0, -1, 1, 2, -2):
+                for x in (min(box.left(), cap_x[0]) - w - 10 * s, max(box.right(), cap_x[1]) + 10 * s):
+                    side.append(QRectF(x, cy + k * (h + 2 * s), w, h))
+            found = side + found
+        # over the top of its own block (where the gap above it holds the weight plate of the station over it),
+        # then, for a step's own label, just below it
+        found.append(QRectF(found[0].left(), box.top() + 2 * s, w, h))
+        if focus:
             found.append(QRectF(found[0].left(), box.bottom() + 2 * s, w, h))
         return found
 
@@ -183,14 +206,15 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         block = by_id.get(bid)
         box = block_screen_box(block, inp.camera, width, height) if block is not None else None
         shown = shape if pri <= 0 else ""
-        beside = block is not None and block.part == "global" and block.family == "stack" and block.layer == 0 \
-            and block.kind != "embedding"
+        beside = block is not None and _is_cap(block)
         options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside))
                    if r is not None]
         if not options:
             continue
-        chosen = next((r for r in options if _rect_free(r, taken)), None)
+        chosen = next((r for r in options if _rect_free(r, taken) and outlines.clear(r, bid, GRAZE * s)), None)
         forced = False
+        if chosen is None and pri < 2:  # a step's, the selected or hovered block's, a cache's label: clear of labels at least
+            chosen = next((r for r in options if _rect_free(r, taken)), None)
         if chosen is None:
             if pri > 0:
                 continue
@@ -202,8 +226,8 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
                     chosen.moveBottom(legend.top() - 2 * s)
         taken.append(chosen)
         placed = PlacedLabel(chosen, bid, name, shown, role, where, focus, forced)
-        if beside and box is not None and (chosen.right() < box.left() or chosen.left() > box.right()):
-            left_side = chosen.right() < box.left()
+        if beside and box is not None and (chosen.center().x() < box.left() or chosen.center().x() > box.right()):
+            left_side = chosen.center().x() < box.left()  # (a name slid inside the view may reach over the edge)
             x0 = chosen.right() if left_side else chosen.left()
             x1 = box.left() if left_side else box.right()
             placed.where, placed.leader = "side", (x0, chosen.center().y(), x1, box.center().y())
@@ -218,7 +242,8 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             elif lb.where == "above":  # the name stays where it is; the shape goes after it
                 pass
             others = [t for t in taken if t is not lb.rect]
-            if _rect_free(wide, others) and wide.right() < width and wide.left() > 0:
+            if _rect_free(wide, others) and wide.right() < width and wide.left() > 0 \
+                    and outlines.clear(wide, lb.block_id, GRAZE * s):
                 taken[next(i for i, t in enumerate(taken) if t is lb.rect)] = wide
                 lb.rect, lb.shape = wide, shape
     return out

@@ -78,8 +78,13 @@ def _check_steps(view, qtbot, trace, size):
             if not on_screen:
                 continue
             assert label is not None, f"step {step.index + 1} ({step.kind}): no label for {bid}"
-            d = 6 if label.where == "above" else 14  # stack labels stand a little beside their slab / bracket
-            assert label.rect.adjusted(-d, -d, d, d).intersects(box), (step.kind, bid, label.rect, box)
+            if label.leader is not None:  # a cap's name beside the cap: its leader line runs to its own block
+                x0, y0, x1, y1 = label.leader
+                assert box.adjusted(-1, -1, 1, 1).contains(x1, y1), (step.kind, bid, label.leader, box)
+                assert label.rect.adjusted(-1, -1, 1, 1).contains(x0, y0), (step.kind, bid, label.leader)
+            else:
+                d = 6 if label.where == "above" else 14  # stack labels stand a little beside their slab / bracket
+                assert label.rect.adjusted(-d, -d, d, d).intersects(box), (step.kind, bid, label.rect, box)
             assert not label.rect.intersects(placement.header), (step.kind, bid, "under the header")
             assert not label.rect.intersects(placement.legend), (step.kind, bid, "under the legend")
             checked += 1
