@@ -49,7 +49,9 @@ class BlockOutlines:
         if not keep:
             self.box = np.zeros((0, 4))
             self._pts = np.zeros((0, 8, 2))
+            self._x0 = self._y0 = self._x1 = self._y1 = np.zeros(0)
             self._hulls: dict[int, QPolygonF] = {}
+            self._index = {}
             return
         lo, hi = layout.block_lo[keep], layout.block_hi[keep]
         world = lo[:, None, :] + _CORNERS[None] * (hi - lo)[:, None, :]  # [n, 8, 3]
@@ -59,7 +61,22 @@ class BlockOutlines:
         box = np.c_[pts.min(axis=1), pts.max(axis=1)]  # x0, y0, x1, y1
         box[~ok] = np.nan  # never hit
         self.box, self._pts = box, pts
+        self._x0, self._y0, self._x1, self._y1 = (np.ascontiguousarray(box[:, k]) for k in range(4))
         self._hulls = {}
+        self._index = {bid: i for i, bid in enumerate(self.ids)}
+
+    def screen_box(self, block_id: str) -> QRectF | None:
+        """The block's projected bounding box (as scene.labels.block_screen_box), None when it is partly behind the
+        camera or not drawn."""
+        i = self._index.get(block_id)
+        if i is None or not np.isfinite(self._x0[i]):
+            return None
+        x0, y0, x1, y1 = (float(a[i]) for a in (self._x0, self._y0, self._x1, self._y1))
+        return QRectF(x0, y0, x1 - x0, y1 - y0)
+
+    def _boxes_hit(self, r: QRectF) -> np.ndarray:
+        return np.flatnonzero((self._x0 < r.right()) & (self._x1 > r.left()) & (self._y0 < r.bottom())
+                              & (self._y1 > r.top()))
 
     def outline(self, i: int) -> QPolygonF:
         if i not in self._hulls:
@@ -68,27 +85,16 @@ class BlockOutlines:
 
     def hits(self, r: QRectF, own: str = "") -> list[str]:
         """Ids of the blocks (other than `own`) whose outline the rectangle r overlaps (touching is not)."""
-        b = self.box
-        m = (b[:, 0] < r.right()) & (b[:, 2] > r.left()) & (b[:, 1] < r.bottom()) & (b[:, 3] > r.top())
-        out = []
-        poly = None
-        for i in np.nonzero(m)[0]:
-            if self.ids[i] == own:
-                continue
-            if poly is None:
-                poly = QPolygonF(r)
-            if self.outline(int(i)).intersects(poly):
-                out.append(self.ids[i])
-        return out
+        poly = QPolygonF(r)
+        return [self.ids[i] for i in self._boxes_hit(r) if self.ids[i] != own and self.outline(int(i)).intersects(poly)]
 
     def clear(self, r: QRectF, own: str = "", graze: float = 0.0) -> bool:
         """True when the rectangle covers no block but its own; `graze` px of its edges may touch one (a
         label above its wall may meet the front edge of the station over it)."""
         if graze:
             r = r.adjusted(graze, graze, -graze, -graze)
-        b = self.box
-        m = (b[:, 0] < r.right()) & (b[:, 2] > r.left()) & (b[:, 1] < r.bottom()) & (b[:, 3] > r.top())
-        if not m.any():
+        hit = self._boxes_hit(r)
+        if not hit.size:
             return True
         poly = QPolygonF(r)
-        return not any(self.ids[i] != own and self.outline(int(i)).intersects(poly) for i in np.nonzero(m)[0])
+        return not any(self.ids[i] != own and self.outline(int(i)).intersects(poly) for i in hit)

@@ -146,7 +146,7 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
     by_id = inp.layout.by_id
     outlines = BlockOutlines(inp.layout, inp.camera, width, height)  # a label covers no block but its own
     # the cap's names stand beside the whole cap (the wide LM head under the narrow sampling block)
-    cap_boxes = [block_screen_box(b, inp.camera, width, height) for b in inp.layout.blocks if _is_cap(b)]
+    cap_boxes = [outlines.screen_box(b.id) for b in inp.layout.blocks if _is_cap(b)]
     cap_boxes = [b for b in cap_boxes if b is not None]
     cap_x = (min((b.left() for b in cap_boxes), default=width), max((b.right() for b in cap_boxes), default=0.0))
 
@@ -204,7 +204,7 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         if not vis or not (-50 < px < width + 50 and -50 < py < height + 50):
             continue
         block = by_id.get(bid)
-        box = block_screen_box(block, inp.camera, width, height) if block is not None else None
+        box = outlines.screen_box(bid) if block is not None else None  # (block_screen_box, projected once)
         shown = shape if pri <= 0 else ""
         beside = block is not None and _is_cap(block)
         options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside))
