@@ -92,12 +92,17 @@ class BlockKind:
     cols: str  # one of AXES
     colour: str = "diverging"  # one of COLOUR_RULES
     features: tuple[str, ...] = ()  # model features it needs: kda, mla, q_lora, mla_gate, moe, shared_experts,
-    #                                   dense, attnres (empty: every model)
+    #                                   latent, dense, attnres (empty: every model); see `model_features`
     per_token: bool = False  # the scene draws one token's row of it as a grid (router scores, chosen experts)
+    role: str = "activation"  # its colour role (scene/palette.py ROLES; "mixer": its layer's mixer colour)
+    linear_in: str = ""  # y = x @ W: the kind whose rows are x (compute.trace.LINEAR_INPUTS), "" otherwise
+    plate_in: str = ""  # the weight W drawn as a plate: what its rows are ("hidden" or a kind), "" for no plate
+    values: str = "layer"  # where the inspector reads its values: layer (the layer's tensors), residual (the
+    #                        layer's output), embedding, final (the pass's final tensors), probs, "" (none)
 
     @property
-    def role(self) -> str:
-        """The i18n key of the kind's name."""
+    def name_key(self) -> str:
+        """The i18n key of the kind's name (see `label_key` for a model that builds it differently)."""
         return f"block.{self.kind}"
 
     @property
@@ -106,18 +111,25 @@ class BlockKind:
 
 
 def _k(kind, family, station, inputs, rows="tokens", cols="channels", colour="diverging", features=(),
-       per_token=False):
-    return BlockKind(kind, family, station, tuple(inputs), rows, cols, colour, tuple(features), per_token)
+       per_token=False, role=None, linear_in="", plate_in="", values=None):
+    if role is None:  # the family's colour
+        role = {"kda": "kda", "mla": "mla", "moe": "expert", "dense": "dense", "attnres": "attnres", "norm": "norm",
+                "embedding": "embedding", "head": "output", "sampling": "output"}.get(family, "activation")
+    if values is None:
+        values = "layer" if station != "global" else ""
+    return BlockKind(kind, family, station, tuple(inputs), rows, cols, colour, tuple(features), per_token, role,
+                     linear_in, plate_in, values)
 
 
 _ENTRIES = (
-    _k("embedding", "embedding", "global", (), features=()),
-    _k("stack.layer", "stack", "global", ("residual",)),
+    _k("embedding", "embedding", "global", (), features=(), values="embedding"),
+    _k("stack.layer", "stack", "global", ("residual",), role="mixer", values="residual"),
     _k("stack.attnres_bracket", "attnres", "global", (), "one", "one", features=("attnres",)),
-    _k("final.attnres", "attnres", "global", ("residual",), "tokens", "candidates", features=("attnres",)),
-    _k("final.norm", "norm", "global", ("residual", "final.attnres")),
-    _k("lm_head", "head", "global", ("final.norm",), "tokens", "vocab"),
-    _k("sampling", "sampling", "global", ("lm_head",), "one", "vocab"),
+    _k("final.attnres", "attnres", "global", ("residual",), "tokens", "candidates", features=("attnres",),
+       values="final"),
+    _k("final.norm", "norm", "global", ("residual", "final.attnres"), values="final"),
+    _k("lm_head", "head", "global", ("final.norm",), "tokens", "vocab", values="final"),
+    _k("sampling", "sampling", "global", ("lm_head",), "one", "vocab", values="probs"),
     # every layer
     _k("attnres.mixer", "attnres", "mixer", ("residual",), "tokens", "candidates", "unit_ramp", ("attnres",)),
     _k("attnres.mixer.out", "attnres", "mixer", ("attnres.mixer",), features=("attnres",)),
@@ -129,30 +141,32 @@ _ENTRIES = (
     _k("ffn.out", "residual", "ffn", ("mlp.down", "moe.mix")),
     _k("residual", "residual", "ffn", ("ffn.out",)),
     # KDA
-    _k("kda.q_proj", "kda", "mixer", ("norm.mixer",), features=("kda",)),
-    _k("kda.k_proj", "kda", "mixer", ("norm.mixer",), features=("kda",)),
-    _k("kda.v_proj", "kda", "mixer", ("norm.mixer",), features=("kda",)),
+    _k("kda.q_proj", "kda", "mixer", ("norm.mixer",), features=("kda",), linear_in="norm.mixer", plate_in="hidden"),
+    _k("kda.k_proj", "kda", "mixer", ("norm.mixer",), features=("kda",), linear_in="norm.mixer", plate_in="hidden"),
+    _k("kda.v_proj", "kda", "mixer", ("norm.mixer",), features=("kda",), linear_in="norm.mixer", plate_in="hidden"),
     _k("kda.q_conv", "kda", "mixer", ("kda.q_proj",), features=("kda",)),
     _k("kda.k_conv", "kda", "mixer", ("kda.k_proj",), features=("kda",)),
     _k("kda.v_conv", "kda", "mixer", ("kda.v_proj",), features=("kda",)),
-    _k("kda.q_norm", "kda", "mixer", ("kda.q_conv",), features=("kda",)),
-    _k("kda.k_norm", "kda", "mixer", ("kda.k_conv",), features=("kda",)),
+    _k("kda.q_norm", "kda", "mixer", ("kda.q_conv",), features=("kda",), role="norm"),
+    _k("kda.k_norm", "kda", "mixer", ("kda.k_conv",), features=("kda",), role="norm"),
     _k("kda.f", "kda", "mixer", ("norm.mixer",), features=("kda",)),
     _k("kda.alpha", "kda", "mixer", ("kda.f",), colour="unit_ramp", features=("kda",)),
     _k("kda.beta", "kda", "mixer", ("norm.mixer",), "tokens", "heads", "unit_ramp", ("kda",)),
     _k("kda.state", "kda", "mixer", ("kda.q_norm", "kda.k_norm", "kda.v_conv", "kda.alpha", "kda.beta"),
-       "head_dk", "d_v", features=("kda",)),
+       "head_dk", "d_v", features=("kda",), role="state"),
     _k("kda.o", "kda", "mixer", ("kda.state", "kda.q_norm"), features=("kda",)),
     _k("kda.gate", "kda", "mixer", ("norm.mixer",), colour="unit_ramp", features=("kda",)),
-    _k("kda.o_norm", "kda", "mixer", ("kda.o", "kda.gate"), features=("kda",)),
-    _k("kda.o_proj", "kda", "mixer", ("kda.o_norm",), features=("kda",)),
+    _k("kda.o_norm", "kda", "mixer", ("kda.o", "kda.gate"), features=("kda",), role="norm"),
+    _k("kda.o_proj", "kda", "mixer", ("kda.o_norm",), features=("kda",), linear_in="kda.o_norm",
+       plate_in="kda.o_norm"),
     # MLA
-    _k("mla.q_a", "mla", "mixer", ("norm.mixer",), features=("mla", "q_lora")),
-    _k("mla.q_a_norm", "mla", "mixer", ("mla.q_a",), features=("mla", "q_lora")),
-    _k("mla.q_b", "mla", "mixer", ("mla.q_a_norm",), features=("mla",)),
-    _k("mla.kv_a", "mla", "mixer", ("norm.mixer",), features=("mla",)),
-    _k("mla.c_kv", "mla", "mixer", ("mla.kv_a",), "cache", features=("mla",)),
-    _k("mla.k_rope", "mla", "mixer", ("mla.kv_a",), "cache", features=("mla",)),
+    _k("mla.q_a", "mla", "mixer", ("norm.mixer",), features=("mla", "q_lora"), linear_in="norm.mixer",
+       plate_in="hidden"),
+    _k("mla.q_a_norm", "mla", "mixer", ("mla.q_a",), features=("mla", "q_lora"), role="norm"),
+    _k("mla.q_b", "mla", "mixer", ("mla.q_a_norm",), features=("mla",), linear_in="mla.q_a_norm", plate_in="mla.q_a"),
+    _k("mla.kv_a", "mla", "mixer", ("norm.mixer",), features=("mla",), linear_in="norm.mixer", plate_in="hidden"),
+    _k("mla.c_kv", "mla", "mixer", ("mla.kv_a",), "cache", features=("mla",), role="state"),
+    _k("mla.k_rope", "mla", "mixer", ("mla.kv_a",), "cache", features=("mla",), role="state"),
     _k("mla.kv_b", "mla", "mixer", ("mla.c_kv",), "cache", features=("mla",)),
     _k("mla.scores", "mla", "mixer", ("mla.q_b", "mla.kv_b", "mla.k_rope"), "head_query", "cache",
        features=("mla",)),
@@ -160,26 +174,28 @@ _ENTRIES = (
     _k("mla.o", "mla", "mixer", ("mla.softmax", "mla.kv_b"), features=("mla",)),
     _k("mla.gate", "mla", "mixer", ("norm.mixer",), colour="unit_ramp", features=("mla", "mla_gate")),
     _k("mla.o_gated", "mla", "mixer", ("mla.o", "mla.gate"), features=("mla", "mla_gate")),
-    _k("mla.o_proj", "mla", "mixer", ("mla.o_gated", "mla.o"), features=("mla",)),
+    _k("mla.o_proj", "mla", "mixer", ("mla.o_gated", "mla.o"), features=("mla",), linear_in="mla.o_gated",
+       plate_in="mla.o"),
     # MoE
     _k("moe.router", "moe", "ffn", ("norm.ffn",), "tokens", "experts", "router_stretch", ("moe",),
        per_token=True),
-    _k("moe.router.logits", "moe", "ffn", ("norm.ffn",), "tokens", "experts", features=("moe",)),
+    _k("moe.router.logits", "moe", "ffn", ("norm.ffn",), "tokens", "experts", features=("moe",),
+       linear_in="norm.ffn"),
     _k("moe.bias", "moe", "ffn", (), "one", "experts", features=("moe",)),
     _k("moe.topk_idx", "moe", "ffn", ("moe.router",), "tokens", "topk", features=("moe",)),
     _k("moe.topk_weight", "moe", "ffn", ("moe.router",), "tokens", "topk", features=("moe",)),
     _k("moe.experts", "moe", "ffn", ("norm.ffn", "moe.topk_idx"), "token_expert", "channels", "expert_weights",
        ("moe",), per_token=True),
-    _k("moe.down", "moe", "ffn", ("norm.ffn",), features=("moe",)),
+    _k("moe.down", "moe", "ffn", ("norm.ffn",), features=("moe", "latent"), linear_in="norm.ffn", plate_in="hidden"),
     _k("moe.mix", "moe", "ffn", ("moe.experts", "moe.topk_weight", "moe.down"), features=("moe",)),
-    _k("moe.norm", "moe", "ffn", ("moe.mix",), features=("moe",)),
-    _k("moe.up", "moe", "ffn", ("moe.norm",), features=("moe",)),
-    _k("moe.shared", "moe", "ffn", ("norm.ffn",), features=("moe", "shared_experts")),
+    _k("moe.norm", "moe", "ffn", ("moe.mix",), features=("moe", "latent"), role="norm"),
+    _k("moe.up", "moe", "ffn", ("moe.norm",), features=("moe", "latent"), linear_in="moe.norm", plate_in="moe.mix"),
+    _k("moe.shared", "moe", "ffn", ("norm.ffn",), features=("moe", "shared_experts"), role="shared"),
     # dense FFN
-    _k("mlp.gate", "dense", "ffn", ("norm.ffn",), features=("dense",)),
-    _k("mlp.up", "dense", "ffn", ("norm.ffn",), features=("dense",)),
+    _k("mlp.gate", "dense", "ffn", ("norm.ffn",), features=("dense",), linear_in="norm.ffn", plate_in="hidden"),
+    _k("mlp.up", "dense", "ffn", ("norm.ffn",), features=("dense",), linear_in="norm.ffn", plate_in="hidden"),
     _k("mlp.act", "dense", "ffn", ("mlp.gate", "mlp.up"), features=("dense",)),
-    _k("mlp.down", "dense", "ffn", ("mlp.act",), features=("dense",)),
+    _k("mlp.down", "dense", "ffn", ("mlp.act",), features=("dense",), linear_in="mlp.act", plate_in="mlp.act"),
 )
 
 TABLE: dict[str, BlockKind] = {e.kind: e for e in _ENTRIES}
@@ -200,3 +216,37 @@ def axes_key(kind: str) -> tuple[str, str] | None:
     """The i18n keys of what the rows and the columns of a kind's tensor are."""
     e = TABLE.get(kind)
     return None if e is None else (f"block_axis.{e.rows}", f"block_axis.{e.cols}")
+
+
+def role_of(kind: str) -> str:
+    """The colour role of a kind (scene/palette.py); "activation" for a kind the table does not know."""
+    e = TABLE.get(kind)
+    return e.role if e is not None else "activation"
+
+
+# y = x @ W kinds -> the kind of x; the kinds whose W is drawn as a plate -> what W's rows are
+LINEAR_IN: dict[str, str] = {e.kind: e.linear_in for e in _ENTRIES if e.linear_in}
+PLATE_IN: dict[str, str] = {e.kind: e.plate_in for e in _ENTRIES if e.plate_in}
+
+
+def model_features(dims) -> frozenset[str]:
+    """The model-wide features of a model (`dims`: compute.dims.ModelDims) that decide which kinds it has beyond
+    its layers' types: attnres, q_lora, mla_gate, shared_experts, latent (an MoE latent narrower than hidden)."""
+    have = {"kda", "mla", "moe", "dense"}  # (which layer has which type: the layout's stations)
+    if dims.block_size:
+        have.add("attnres")
+    if dims.q_lora:
+        have.add("q_lora")
+    if dims.mla_gate:
+        have.add("mla_gate")
+    if dims.shared:
+        have.add("shared_experts")
+    if dims.latent != dims.hidden:
+        have.add("latent")
+    return frozenset(have)
+
+
+def has(kind: str, dims) -> bool:
+    """Whether a model has blocks of this kind (a kind the table does not know: yes)."""
+    e = TABLE.get(kind)
+    return e is None or set(e.features) <= model_features(dims)

@@ -28,8 +28,9 @@ from compute.dims import ModelDims
 from scene import block_kinds
 from scene.block_kinds import label_key, mixer_key
 # the shape and role tables live in scene/layout_shapes.py; their names stay importable from here
+from scene.block_kinds import role_of
 from scene.layout_shapes import (FFN_STATIONS, FLOW, MIXER_STATIONS, PLATE_IN, PLATE_KINDS, ROLE_OF,  # noqa: F401
-                                 TOY_DIMS, _k3_shapes, _toy_shapes, fmt_int, role_of, stored_candidates)
+                                 TOY_DIMS, _k3_shapes, _toy_shapes, fmt_int, stored_candidates)
 
 DEFAULT_TOKENS = 6
 MAX_ROWS = 24  # at most this many token rows are drawn (the last positions)
@@ -163,6 +164,11 @@ def _rows_of(kind: str) -> str:
     return e.rows if e is not None else ""
 
 
+def _cols_of(kind: str) -> str:
+    e = block_kinds.entry(kind)
+    return e.cols if e is not None else ""
+
+
 def _per_token(kind: str) -> bool:
     e = block_kinds.entry(kind)
     return e is not None and e.per_token
@@ -244,12 +250,12 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
         center=np.array([STACK_X, 0.0, 0.45]), size=np.array([SLAB_W * 0.92, SLAB_D * 0.92, 0.5]),
         part="global", tensor_key="embedding", label_key="block.embedding", k3_shape=k3["embedding"]))
     gz = top + 0.35
-    for kind, h, role, w in (("final.attnres", 0.3, "attnres", 0.8), ("final.norm", 0.25, "norm", 0.84),
-                             ("lm_head", 0.5, "output", 0.96), ("sampling", 0.35, "output", 0.5)):
-        if kind == "final.attnres" and not dims.block_size:
+    for kind, h, w in (("final.attnres", 0.3, 0.8), ("final.norm", 0.25, 0.84), ("lm_head", 0.5, 0.96),
+                       ("sampling", 0.35, 0.5)):
+        if not block_kinds.has(kind, dims):  # no AttnRes: no final AttnRes
             continue
         blocks.append(Block(
-            id=kind, kind=kind, layer=0, role=role, family="stack",
+            id=kind, kind=kind, layer=0, role=role_of(kind), family="stack",
             center=np.array([STACK_X, 0.0, gz + h / 2]), size=np.array([SLAB_W * w, SLAB_D * w, h]),
             part="global", tensor_key=kind, label_key=f"block.{kind}", k3_shape=k3[kind]))
         gz += h + 0.28
@@ -270,17 +276,9 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
         return din, shapes[kind][-1]
 
     # which sub-operations this model has (K3 has all; e.g. DeepSeek-V3 has no AttnRes and no latent MoE)
-    present = set(shapes)
-    if not dims.block_size:
-        present -= {"attnres.mixer", "attnres.mixer.out", "attnres.ffn", "attnres.ffn.out"}
-    if dims.latent == dims.hidden:
-        present -= {"moe.down", "moe.norm", "moe.up"}
-    if not dims.q_lora:
-        present -= {"mla.q_a", "mla.q_a_norm"}
-    if not dims.mla_gate:
-        present -= {"mla.gate", "mla.o_gated"}
-    if not dims.shared:  # no shared experts (a user's config): no always-on block
-        present -= {"moe.shared"}
+    # (the block-kind table's features: no AttnRes, no MoE latent, no query compression, no output gate, no shared
+    # experts in a user's config -> no such blocks)
+    present = {k for k in shapes if block_kinds.has(k, dims)}
 
     def column(stations: list[list[str]], x0: float, z_start: float) -> tuple[float, float]:
         """Place the stations of one column; returns (max x, top z)."""
@@ -292,7 +290,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                 if kind not in present:
                     continue
                 shp = shapes.get(kind)
-                if kind in ("attnres.mixer",) and (shp is None or shp[-1] == 0):
+                if _cols_of(kind) == "candidates" and (shp is None or shp[-1] == 0):  # no AttnRes mix yet (layer 1)
                     continue
                 (gr, gc), pitch, tok = _grid_of(kind, shp, dims.experts)
                 pitch_r = pitch
@@ -300,7 +298,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                     pitch_r = min(pitch, ROWS_BUDGET / max(rows, 1))
                 w, h = gc * pitch, gr * pitch_r
                 pd = 0.0
-                if kind in PLATE_KINDS:
+                if kind in PLATE_IN:
                     pd = plate_shape(kind)[0] * PITCH
                 items.append((kind, shp, gr, gc, pitch, pitch_r, tok, w, h, pd))
             if not items:
@@ -315,7 +313,7 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                     center=np.array([x + w / 2, 0.0, zc]), size=np.array([w, WALL_T, h]), tensor_key=kind,
                     label_key=label_key(kind, dims), k3_shape=k3.get(kind, ""), toy_shape=tuple(shp), grid=(gr, gc),
                     pitch=pitch, pitch_r=pitch_r, rows_are_tokens=tok))
-                if kind in PLATE_KINDS:
+                if kind in PLATE_IN:
                     din, dout = plate_shape(kind)
                     blocks.append(Block(
                         id=f"L{L}/{kind}/W", kind=kind, layer=L, role="weight", family="cells",
@@ -323,7 +321,8 @@ def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, p
                         size=np.array([dout * PITCH, din * PITCH, PLATE_T]), part="weight", tensor_key=kind,
                         label_key=label_key(kind, dims), k3_shape=k3.get(kind, ""), toy_shape=(din, dout),
                         grid=(din, dout), orient="plate", rows_are_tokens=False, label=False))
-                if kind == "moe.experts" and dims.shared > 0:  # the shared experts, apart from the routed grid, always on
+                if kind == "moe.experts" and block_kinds.has("moe.shared", dims):  # the shared experts, apart from
+                    # the routed grid, always on
                     sp = 0.42
                     ns = max(dims.shared, 1)
                     blocks.append(Block(

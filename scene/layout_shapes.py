@@ -1,9 +1,11 @@
-"""The layout's tables: the toy and the real (K3) shape of every tensor of a layer, the colour role of each
-block kind, the stations (rows of blocks) of the mixer and FFN columns, the data flow inside a layer and the
-weight plates (scene/layout.py builds the blocks from them). Qt-free and GL-free."""
+"""The layout's tables: the toy and the real (K3) shape of every tensor of a layer, the stations (rows of blocks)
+of the mixer and FFN columns and the data flow inside a layer (scene/layout.py builds the blocks from them). The
+per-kind facts (colour role, weight plate, matmul input, rows/columns) are scene/block_kinds.py's table; ROLE_OF,
+PLATE_KINDS and PLATE_IN are read from it. Qt-free and GL-free."""
 from __future__ import annotations
 
 from compute.dims import ModelDims, ToyDims
+from scene.block_kinds import PLATE_IN, TABLE, role_of  # noqa: F401  (importable from here, as before)
 
 TOY_DIMS = ToyDims()  # the engine's widths, used when no trace is present (a trace's tensor shapes win)
 
@@ -58,11 +60,12 @@ def _toy_shapes(trace, layer0: int, dims: ModelDims, rows: int, seq: int) -> dic
             if arr is None or not hasattr(arr, "shape"):
                 continue
             shp = tuple(arr.shape)
-            if key in ("mla.c_kv", "mla.k_rope", "mla.kv_b"):
+            rows = TABLE[key].rows if key in TABLE else ""
+            if rows == "cache":  # the cache so far: one row per position
                 shapes[key] = (S,) + shp[1:]
-            elif key in ("mla.scores", "mla.softmax"):
+            elif rows == "head_query":  # [H, T, S]
                 shapes[key] = (shp[0], T, S)
-            elif key == "kda.state":
+            elif rows == "head_dk":  # [H, d_k, d_v]
                 shapes[key] = shp
             elif len(shp) >= 1 and key in shapes:
                 shapes[key] = (T,) + shp[1:]
@@ -110,27 +113,8 @@ def _k3_shapes(d: ModelDims, layer0: int) -> dict[str, str]:
     }
 
 
-ROLE_OF = {
-    "attnres.mixer": "attnres", "attnres.ffn": "attnres", "attnres.mixer.out": "attnres",
-    "attnres.ffn.out": "attnres", "norm.mixer": "norm", "norm.ffn": "norm", "mixer.out": "activation",
-    "ffn.out": "activation", "residual": "activation",
-    "kda.q_norm": "norm", "kda.k_norm": "norm", "kda.state": "state", "kda.o_norm": "norm",
-    "mla.q_a_norm": "norm", "mla.c_kv": "state", "mla.k_rope": "state", "mla.softmax": "mla",
-    "moe.router": "expert", "moe.experts": "expert", "moe.shared": "shared", "moe.norm": "norm",
-    "mlp.gate": "dense", "mlp.up": "dense", "mlp.act": "dense", "mlp.down": "dense",
-}
-
-
-def role_of(kind: str) -> str:
-    if kind in ROLE_OF:
-        return ROLE_OF[kind]
-    if kind.startswith("kda."):
-        return "kda"
-    if kind.startswith("mla."):
-        return "mla"
-    if kind.startswith("moe."):
-        return "expert"
-    return "activation"
+# the colour role of each kind, its weight plate and its matmul input are block-kind facts: scene/block_kinds.py
+ROLE_OF = {k: e.role for k, e in TABLE.items()}
 
 
 # stations (bottom -> top) of each column; a station is a row of block kinds side by side
@@ -180,10 +164,5 @@ FLOW = {
               ("mlp.down", "ffn.out"), ("ffn.out", "residual")],
 }
 
-# kinds whose weight matrix is drawn as a plate (y = x @ W; W in Trace.weights[layer][kind])
-PLATE_KINDS = ("kda.q_proj", "kda.k_proj", "kda.v_proj", "kda.o_proj", "mla.q_a", "mla.q_b", "mla.kv_a",
-               "mla.o_proj", "moe.down", "moe.up", "mlp.gate", "mlp.up", "mlp.down")
-PLATE_IN = {"kda.q_proj": "hidden", "kda.k_proj": "hidden", "kda.v_proj": "hidden", "kda.o_proj": "kda.o_norm",
-            "mla.q_a": "hidden", "mla.q_b": "mla.q_a", "mla.kv_a": "hidden", "mla.o_proj": "mla.o",
-            "moe.down": "hidden", "moe.up": "moe.mix", "mlp.gate": "hidden", "mlp.up": "hidden",
-            "mlp.down": "mlp.act"}
+# kinds whose weight matrix is drawn as a plate (y = x @ W; W in Trace.weights[layer][kind]): the table's plate_in
+PLATE_KINDS = tuple(PLATE_IN)

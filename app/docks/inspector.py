@@ -22,7 +22,6 @@ from app.state import AppState
 from app.widgets.paint import mono_html, qcolor
 from app.widgets.safe_text import SafeTextBrowser, md_args, plain
 from compute.config import default_config
-from compute.trace import LINEAR_INPUTS
 from scene import block_kinds, palette
 from scene.block_kinds import formula_key, label_key
 from scene.layout import ModelDims, _k3_shapes, token_rows
@@ -55,7 +54,7 @@ def follow_one_number(trace, layer: int, kind: str, position: int, col: int):
 
     Returns (terms, total, engine_value): terms = [(i, x_i, W_ij, x_i*W_ij)], total = sum in float64 before
     any rounding, engine_value = the engine's y from the trace. None when the position was not processed."""
-    src = LINEAR_INPUTS[kind]
+    src = block_kinds.TABLE[kind].linear_in  # the block-kind table's matmul input (compute.trace.LINEAR_INPUTS)
     l0 = layer - 1
     for ps in trace.passes:
         hit = np.nonzero(np.asarray(ps.positions) == position)[0]
@@ -252,11 +251,11 @@ class InspectorDock(QDockWidget):
         name = tr(label_key(kind, dims))
         if part == "weight":
             name += " · W"
-        if kind == "stack.layer" and layer:
+        if part == "slab" and layer:  # (parse_block_id: a layer's slab)
             name = f"{name} {layer}"
         self.name_label.setText(name)
         k3 = _k3_shapes(dims, max(layer - 1, 0)).get(kind, "")
-        if kind == "stack.layer" and layer:
+        if part == "slab" and layer:
             k3 = f"{dims.mixers[layer - 1].upper()} + {dims.ffns[layer - 1]}"
         vals, note = self._values(layer, kind, part)
         toy = " × ".join(str(v) for v in vals.shape) if vals is not None else "—"
@@ -295,7 +294,8 @@ class InspectorDock(QDockWidget):
     def _fill_attention(self, layer: int, kind: str) -> None:
         """For an MLA block: the attention of the current pass's last token over the tokens, as words."""
         trace = self.state.trace
-        if trace is None or not layer or not kind.startswith("mla.") \
+        e = block_kinds.entry(kind)
+        if trace is None or not layer or e is None or e.family != "mla" \
                 or trace.passes[0].layers[layer - 1].mixer != "mla":
             self.attention_label.hide()
             return
@@ -325,21 +325,20 @@ class InspectorDock(QDockWidget):
         else:  # what the rows and columns of this kind's tensor really are (scene/block_kinds.py)
             note = tr("inspector.values_axes", rows=tr(axes[0]), cols=tr(axes[1]), pass_name=self._pass_name(pi))
         arr = None
+        e = block_kinds.entry(kind)
+        source = e.values if e is not None else ""  # where the table says this kind's values are
         if part == "weight" and layer:
             arr = trace.weights[layer - 1].get(kind)
             note = tr("inspector.weight_note", weights=weights_choice.short_name(weights_choice.weights_of(trace), tr))
-        elif kind == "stack.layer" and layer:
+        elif source == "residual" and layer:  # a layer's slab: the layer's output
             arr = ps.layers[layer - 1].tensors.get("residual")
-        elif layer:
-            key = kind
-            if part == "shared_experts" or kind == "moe.shared":
-                key = "moe.shared"
-            arr = ps.layers[layer - 1].tensors.get(key)
-        elif kind == "embedding":
+        elif source == "layer" and layer:
+            arr = ps.layers[layer - 1].tensors.get("moe.shared" if part == "shared_experts" else kind)
+        elif source == "embedding":
             arr = ps.embedding
-        elif kind in ("final.attnres", "final.norm", "lm_head"):
+        elif source == "final":
             arr = ps.final.get(kind)
-        elif kind == "sampling":
+        elif source == "probs":
             arr = ps.final.get("probs")
         if arr is None:
             return None, tr("inspector.no_values")
@@ -400,7 +399,8 @@ class InspectorDock(QDockWidget):
         if self.cell is None or self.cell[0] != self.block_id or trace is None or not layer:
             self.follow_label.setText(html.escape(tr("inspector.follow_hint")))
             return
-        if kind not in LINEAR_INPUTS or part != "tensor":
+        e = block_kinds.entry(kind)
+        if e is None or not e.linear_in or part != "tensor":
             self.follow_label.setText(html.escape(tr("inspector.follow_not_linear", name=tr(f"block.{kind}"))))
             return
         _, row, col = self.cell

@@ -89,3 +89,49 @@ def test_state_and_scores_axes_by_hand():
     assert (TABLE["kda.state"].rows, TABLE["kda.state"].cols) == ("head_dk", "d_v")
     assert (TABLE["mla.scores"].rows, TABLE["mla.scores"].cols) == ("head_query", "cache")
     assert block_kinds.kinds_with(rows="cache") == ("mla.c_kv", "mla.k_rope", "mla.kv_b")
+
+
+def test_the_table_holds_the_layouts_per_kind_facts():
+    """Colour role, weight plate and matmul input live in the table; the layout's names and the engine's
+    LINEAR_INPUTS agree with it (a plate's rows are as wide as the matmul's input)."""
+    from compute.trace import LINEAR_INPUTS
+    from scene import layout_shapes, palette
+
+    assert block_kinds.LINEAR_IN == LINEAR_INPUTS
+    assert set(layout_shapes.PLATE_KINDS) == set(block_kinds.PLATE_IN) <= set(LINEAR_INPUTS)
+    assert all(TABLE[k].role in palette.ROLES or TABLE[k].role == "mixer" for k in TABLE)
+    assert (TABLE["mla.c_kv"].role, TABLE["kda.state"].role, TABLE["moe.shared"].role, TABLE["lm_head"].role) == \
+        ("state", "state", "shared", "output")
+    assert block_kinds.role_of("no.such.kind") == "activation"
+    dims = build_layout(ModelConfig.from_dict(_raw("kimi-k3"))).dims
+    toy = layout_shapes._toy_shapes(None, 3, dims, 4, 4)
+    for kind, src in block_kinds.PLATE_IN.items():
+        width = layout_shapes.TOY_DIMS.hidden if src == "hidden" else toy[src][-1]
+        want = layout_shapes.TOY_DIMS.hidden if LINEAR_INPUTS[kind] in ("norm.mixer", "norm.ffn") \
+            else toy[LINEAR_INPUTS[kind]][-1]
+        assert width == want, kind
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_which_models_have_a_kind(raw, runs):
+    """`has` (the table's features against the model's config) is what the layout draws: the odd user config has
+    no W_qa, no shared experts and no AttnRes blocks; K3 has them all."""
+    cfg, trace = runs[raw["name"]]
+    for layer0 in range(len(trace.passes[0].layers)):
+        lay = build_layout(cfg, layer0=layer0, trace=trace)
+        drawn = {b.kind for b in lay.blocks}
+        for b in lay.blocks:
+            assert block_kinds.has(b.kind, lay.dims), (raw["name"], b.id)
+        mixer = lay.dims.mixers[layer0]
+        ffn = lay.dims.ffns[layer0]
+        for kind, e in TABLE.items():
+            if e.station != "global" and block_kinds.has(kind, lay.dims) and set(e.features) & {"kda", "mla",
+                                                                                                 "moe", "dense"}:
+                if {mixer, ffn} >= set(e.features) & {"kda", "mla", "moe", "dense"} and not e.kind.startswith(
+                        ("moe.router.", "moe.bias", "moe.topk")) and kind != "attnres.mixer":
+                    assert kind in drawn, (raw["name"], layer0, kind)
+    dims = build_layout(cfg).dims
+    if raw["name"] == "odd-user":
+        assert not any(block_kinds.has(k, dims) for k in ("mla.q_a", "moe.shared", "attnres.ffn", "final.attnres"))
+    if raw["name"] == "kimi-k3":
+        assert all(block_kinds.has(k, dims) for k in TABLE)
