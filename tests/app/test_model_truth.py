@@ -191,8 +191,44 @@ def _walk_inspector(win, qtbot, read: Reader, cfg: ModelConfig) -> None:
             read.add(f"tooltip.{b.kind}", tooltip_text(win.scene.layout, b.id, None, win.state.trace, 0, 0,
                                                        win.scene.tr))
             assert not re.search(r"\{[a-z_]+\}", "".join(texts)), (b.id, texts)  # no unfilled placeholder
+            _check_axes(inspector, b, win.state.trace)
     win.state.select_block("")
     assert {"embedding", "lm_head", "stack.layer"} <= kinds_seen
+
+
+def _check_axes(inspector, b, trace) -> None:
+    """The values table's row and column labels match the tensor: the note names the block-kind table's axes of
+    this kind (rows = heads × query tokens for MLA scores, head × d_k for the KDA state, ...), the table is that
+    tensor flattened to [-1, last] (clipped), and its rows read token positions of the pass only when the rows
+    are tokens (or cache positions), plain indices otherwise."""
+    import numpy as np
+
+    from app.i18n import tr
+    from scene import block_kinds
+
+    table = inspector.table
+    if table.rowCount() == 0 or b.part in ("weight", "slab", "marker") or b.kind == "stack.layer":
+        return
+    kind = "moe.shared" if b.part == "shared_experts" else b.kind
+    e = block_kinds.entry(kind)
+    assert e is not None, kind  # every block the inspector shows has a table entry
+    note = inspector.values_note.text()
+    assert tr(f"block_axis.{e.rows}") in note and tr(f"block_axis.{e.cols}") in note, (b.id, note)
+    ps = trace.passes[min(inspector.state.pass_index, len(trace.passes) - 1)]
+    vals, _ = inspector._values(b.layer, b.kind, b.part)
+    v = np.asarray(vals)
+    flat = v[None] if v.ndim == 1 else v.reshape(-1, v.shape[-1])
+    assert (table.rowCount(), table.columnCount()) == (min(flat.shape[0], 8), min(flat.shape[1], 12)), b.id
+    rows = [table.verticalHeaderItem(i).text() for i in range(table.rowCount())]
+    if e.rows == "tokens":
+        assert flat.shape[0] == len(ps.positions), (b.id, v.shape)
+        want = [str(int(p)) for p in ps.positions]
+    elif e.rows == "cache":
+        want = [str(i) for i in range(len(rows))]
+    else:
+        assert rows == [str(i) for i in range(len(rows))], (b.id, rows)  # heads / head × d_k: no token names
+        return
+    assert [r.split(" ")[0] for r in rows] == want[:len(rows)], (b.id, rows, want)
 
 
 CASES = ["deepseek-v3", "kimi-k2", "kimi-linear-48b", "odd-user", "kimi-k3"]  # K3 last: the shared window ends on it
