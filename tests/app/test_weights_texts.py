@@ -8,6 +8,7 @@ none claims random weights while the trained ones run, and no K3 number shows on
 The walk is test_model_truth's (steps, docks, inspector); this file adds the docks' tooltips and the weights
 claims. A text that names both kinds (a comparison, a menu of both, "random: no trained toy for this model")
 claims neither; combo-box items are choices, not claims."""
+import json
 import os
 import re
 
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import QComboBox, QTabWidget, QWidget
 from app import i18n
 from compute.config import ModelConfig, available_configs
 from tests.app.test_model_follow import wait_model
+from tests.app.test_player import odd_user_config
 from tests.app.test_model_truth import Reader, _texts_of, _walk_inspector, _walk_steps, dock_pages
 
 TRAINED = re.compile(r"\btrained (weights|toy)\b|\btrained bias [+-]\d|학습된 bias [+-]\d|\bWeights: trained\b|학습된 가중치|학습한 가중치|학습된 토이",
@@ -108,14 +110,22 @@ def _choose(win, qtbot, weights: str) -> None:
 
 
 CASES = [("deepseek-v3", "trained"), ("kimi-k2", "trained"), ("kimi-linear-48b", "trained"),
+         ("odd-user", "trained"),  # a user's config.json: no q_lora_rank, no shared experts, no AttnRes, 1 MLA layer
          ("kimi-k3", "random"), ("kimi-k3", "trained")]  # K3 trained last: the shared window ends as it began
 
 
 @pytest.mark.parametrize("stem, chosen", CASES, ids=[f"{s}-{c}" for s, c in CASES])
-def test_texts_claim_only_the_weights_that_run(main_window, qtbot, stem, chosen):
+def test_texts_claim_only_the_weights_that_run(main_window, qtbot, tmp_path, stem, chosen):
     win = main_window
     qtbot.waitUntil(lambda: win.late_docks_built and "inspectorDock" in win.docks, timeout=60000)
-    cfg = ModelConfig.from_json(available_configs()[stem])
+    if stem == "odd-user":  # opened as a user opens a config.json (Model -> Open config…)
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(odd_user_config()), encoding="utf-8")
+        cfg = ModelConfig.from_json(path)
+        assert win.models.open_path(str(path))
+        wait_model(qtbot, win, cfg.name)
+    else:
+        cfg = ModelConfig.from_json(available_configs()[stem])
     if win.config.name != cfg.name:
         win.models.model_actions[stem].trigger()
         wait_model(qtbot, win, cfg.name)
