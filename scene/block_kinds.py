@@ -72,7 +72,7 @@ def formula_key(kind: str, dims) -> str:
 # of the tensor the inspector shows (a >2-D tensor flattened to [-1, last]) really are; `colour` names the rule
 # scene/colouring.py applies; `features` the model features a kind needs (a model lacking one has no such block).
 
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
 
 # axis names (i18n keys "block_axis.{name}" in assets/i18n/block_kinds.*.json)
 AXES: tuple[str, ...] = ("tokens", "cache", "heads", "head_query", "head_dk", "d_v", "channels", "experts",
@@ -99,6 +99,8 @@ class BlockKind:
     plate_in: str = ""  # the weight W drawn as a plate: what its rows are ("hidden" or a kind), "" for no plate
     values: str = "layer"  # where the inspector reads its values: layer (the layer's tensors), residual (the
     #                        layer's output), embedding, final (the pass's final tensors), probs, "" (none)
+    real: str = ""  # its real size as the labels show it: a template over `real_size_args` ("{D} → {hk}")
+    toy: tuple[str, ...] = ()  # its toy shape before a trace is there: names of `toy_size_args`
 
     @property
     def name_key(self) -> str:
@@ -198,6 +200,41 @@ _ENTRIES = (
     _k("mlp.down", "dense", "ffn", ("mlp.act",), features=("dense",), linear_in="mlp.act", plate_in="mlp.act"),
 )
 
+# the sizes of each kind: (real, as the labels show it; toy shape, without a trace), templates over the size args
+_SIZES = {
+    "embedding": ("{vocab} × {D}", ()), "lm_head": ("{D} → {vocab}", ()), "final.attnres": ("T × {final_cand}", ()),
+    "final.norm": ("T × {D}", ()), "sampling": ("{vocab} → 1", ()),
+    "attnres.mixer": ("T × {nm}", ("T", "nm")), "attnres.mixer.out": ("T × {D}", ("T", "D")),
+    "norm.mixer": ("T × {D}", ("T", "D")), "mixer.out": ("T × {D}", ("T", "D")),
+    "attnres.ffn": ("T × {nf}", ("T", "nf")), "attnres.ffn.out": ("T × {D}", ("T", "D")),
+    "norm.ffn": ("T × {D}", ("T", "D")), "ffn.out": ("T × {D}", ("T", "D")), "residual": ("T × {D}", ("T", "D")),
+    "kda.q_proj": ("{D} → {hk}", ("T", "hk")), "kda.k_proj": ("{D} → {hk}", ("T", "hk")),
+    "kda.v_proj": ("{D} → {hk}", ("T", "hv")),
+    "kda.q_conv": ("T × {hk} · k={conv}", ("T", "hk")), "kda.k_conv": ("T × {hk} · k={conv}", ("T", "hk")),
+    "kda.v_conv": ("T × {hk} · k={conv}", ("T", "hv")),
+    "kda.q_norm": ("{kda_heads} × {kda_dim}", ("T", "hk")), "kda.k_norm": ("{kda_heads} × {kda_dim}", ("T", "hk")),
+    "kda.f": ("{D} → {hk}", ("T", "hk")), "kda.alpha": ("T × {hk}", ("T", "hk")),
+    "kda.beta": ("{D} → {kda_heads}", ("T", "H")),
+    "kda.state": ("{kda_heads} × {kda_dim} × {kda_dim}", ("H", "dk", "dv")), "kda.o": ("T × {hk}", ("T", "hv")),
+    "kda.gate": ("{D} → {hk}", ("T", "hv")), "kda.o_norm": ("T × {hk}", ("T", "hv")),
+    "kda.o_proj": ("{hk} → {D}", ("T", "D")),
+    "mla.q_a": ("{D} → {q_lora}", ("T", "ql")), "mla.q_a_norm": ("T × {q_lora}", ("T", "ql")),
+    "mla.q_b": ("{q_in} → {hq}", ("T", "mq")),  # q_in: q_lora, or hidden without query compression (W_q)
+    "mla.kv_a": ("{D} → {kv_a}", ("T", "kva")), "mla.c_kv": ("S × {kv_lora}", ("S", "kl")),
+    "mla.k_rope": ("S × {rope}", ("S", "ro")), "mla.kv_b": ("{kv_lora} → {kv_b}", ("S", "mkvb")),
+    "mla.scores": ("{mla_heads} × T × S", ("mh", "T", "S")), "mla.softmax": ("{mla_heads} × T × S", ("mh", "T", "S")),
+    "mla.o": ("T × {hv}", ("T", "mv")), "mla.gate": ("{D} → {hv}", ("T", "mv")),
+    "mla.o_gated": ("T × {hv}", ("T", "mv")), "mla.o_proj": ("{hv} → {D}", ("T", "D")),
+    "moe.router": ("{D} → {experts}", ("T", "E")), "moe.experts": ("{experts} · top-{topk}", ("T", "K", "L")),
+    "moe.shared": ("{shared} × {expert_width}", ("T", "D")), "moe.down": ("{D} → {latent}", ("T", "L")),
+    "moe.mix": ("Σ {topk} · {latent}", ("T", "L")), "moe.norm": ("T × {latent}", ("T", "L")),
+    "moe.up": ("{latent} → {D}", ("T", "D")),
+    "mlp.gate": ("{D} → {dense}", ("T", "W")), "mlp.up": ("{D} → {dense}", ("T", "W")),
+    "mlp.act": ("T × {dense}", ("T", "W")), "mlp.down": ("{dense} → {D}", ("T", "D")),
+}
+_ENTRIES = tuple(replace(e, real=_SIZES[e.kind][0], toy=_SIZES[e.kind][1]) if e.kind in _SIZES else e
+                 for e in _ENTRIES)
+
 TABLE: dict[str, BlockKind] = {e.kind: e for e in _ENTRIES}
 
 
@@ -250,3 +287,28 @@ def has(kind: str, dims) -> bool:
     """Whether a model has blocks of this kind (a kind the table does not know: yes)."""
     e = TABLE.get(kind)
     return e is None or set(e.features) <= model_features(dims)
+
+
+def real_size_args(d, candidates_mixer: int, candidates_ffn: int) -> dict[str, object]:
+    """The real sizes the `real` templates name, from a model's ModelDims (widths with thousands separators)."""
+    def f(n):
+        return f"{int(n):,}"
+    return dict(
+        D=f(d.hidden), hk=f(d.kda_heads * d.kda_dim), hq=f(d.mla_heads * (d.nope + d.rope)),
+        hv=f(d.mla_heads * d.v), nm=candidates_mixer, nf=candidates_ffn, conv=d.conv, kda_heads=d.kda_heads,
+        kda_dim=d.kda_dim, q_lora=f(d.q_lora), q_in=f(d.q_lora) if d.q_lora else f(d.hidden),
+        kv_a=f(d.kv_lora + d.rope), kv_lora=f(d.kv_lora), rope=d.rope, kv_b=f(d.mla_heads * (d.nope + d.v)),
+        mla_heads=d.mla_heads, experts=f(d.experts), topk=d.topk, shared=d.shared, expert_width=f(d.expert_width),
+        latent=f(d.latent), dense=f(d.dense_width), vocab=f(d.vocab),
+        final_cand=(d.n_layers - 1) // d.block_size + 2 if d.block_size else 1)
+
+
+def toy_size_args(toy, dims, rows: int, seq: int, candidates_mixer: int, candidates_ffn: int) -> dict[str, int]:
+    """The toy sizes the `toy` shapes name: the engine's widths (compute.dims.ToyDims) with the model's expert
+    count and top-k, `rows` token rows and `seq` cache positions."""
+    H, dk, dv = toy.kda_heads, toy.kda_head_dim, toy.kda_head_dim
+    mh = toy.mla_heads
+    return dict(T=rows, S=seq, D=toy.hidden, nm=candidates_mixer, nf=candidates_ffn, H=H, dk=dk, dv=dv,
+                hk=H * dk, hv=H * dv, ql=toy.q_lora, kva=toy.kv_lora + toy.rope, kl=toy.kv_lora, ro=toy.rope,
+                mq=mh * (toy.nope + toy.rope), mkvb=mh * (toy.nope + toy.v), mh=mh, mv=mh * toy.v,
+                E=dims.experts, K=dims.topk, L=toy.latent, W=toy.dense_width)

@@ -135,3 +135,27 @@ def test_which_models_have_a_kind(raw, runs):
         assert not any(block_kinds.has(k, dims) for k in ("mla.q_a", "moe.shared", "attnres.ffn", "final.attnres"))
     if raw["name"] == "kimi-k3":
         assert all(block_kinds.has(k, dims) for k in TABLE)
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_every_drawn_kind_has_its_sizes_in_the_table(raw, runs):
+    """The real size the labels show and the toy shape before a trace come from the table's templates: every
+    kind a layer or the stack draws has both (the stack's global kinds a real one), filled from this model's
+    config (W_q of a model without query compression maps hidden -> heads' queries)."""
+    from scene.layout_shapes import _k3_shapes
+
+    cfg, trace = runs[raw["name"]]
+    for layer0 in range(len(trace.passes[0].layers)):
+        lay = build_layout(cfg, layer0=layer0)  # no trace: the toy shapes are the table's
+        real = _k3_shapes(lay.dims, layer0)
+        for b in lay.blocks:
+            e = TABLE[b.kind]
+            if b.part in ("slab", "marker", "bracket", "backdrop"):
+                continue
+            assert e.real and b.k3_shape == real[b.kind], b.id
+            if e.station != "global":
+                assert e.toy and len(b.toy_shape) in (len(e.toy), 1), b.id
+    d = build_layout(cfg).dims
+    hq = d.mla_heads * (d.nope + d.rope)
+    want = f"{d.q_lora if d.q_lora else d.hidden:,} → {hq:,}"
+    assert _k3_shapes(d, 0)["mla.q_b"] == want
