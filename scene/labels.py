@@ -8,8 +8,13 @@ Placement rules:
 - the blocks the current step names (OverlayInput.focus) are placed first and never dropped: each tries its
   spots in turn (above its block, aligned to its left or right edge, over its block's top, below it) and, if
   every spot is taken, is drawn at the first one anyway (never under the header or the legend);
-- any other label is dropped when none of its spots above its block is free (nothing is drawn over it); a
-  layer's caches (role "state": the MLA latent cache c_kv, the KDA state) are placed before their neighbours;
+- a label covers no block but its own (scene/label_obstacles.py: each block's projected outline; a 3 px graze
+  of its edge allowed): where no spot above its block is clear it may sit over its own block's top, else any
+  other label is dropped (nothing is drawn over it); a step's focus, the selected / hovered block and a layer's
+  caches (role "state": the MLA latent cache c_kv, the KDA state) only need a spot clear of the other labels,
+  and the caches are placed before their neighbours;
+- the stack's four thin cap blocks are named beside the whole cap, stacked up or down its side, with a leader
+  line to their own block;
 - a label wider than its block starts at the block's left edge (its colour bar sits on its own block, not on
   the neighbour's column).
 Two themes: "dark" (the app) and "light" (for light slides; exports only).
