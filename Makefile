@@ -148,5 +148,27 @@ bundle: $(BUNDLE_STAMP)
 	  --workpath build/pyinstaller .ci/k3-explorer.spec
 	@echo "bundle: dist/k3-explorer/k3-explorer ($$(du -sh dist/k3-explorer | cut -f1)); first start: dist/k3-explorer/k3-explorer --warm-kernels"
 
+# The measured alternative to `make bundle` (README "Standalone build"): pyside6-deploy (PySide6's tool, Nuitka
+# --standalone: every module compiled to C) into build/deploy-work/. Leaves numba out (Nuitka cannot run it
+# standalone), so the numpy kernels would run. Config .ci/pysidedeploy.spec, filled in on a copy (pyside6-deploy
+# writes its config back); own venv (DEPLOY_VENV, .ci/deploy-requirements.txt). Slow: 803 C files, not finished
+# within 34 min on the shared 2-core machine (README), so nothing here depends on it.
+DEPLOY_VENV := build/deploy-venv
+DEPLOY_STAMP := $(DEPLOY_VENV)/.k3-deploy-installed
+.PHONY: deploy-bundle
+
+$(DEPLOY_STAMP): .ci/deploy-requirements.txt pyproject.toml
+	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/python -m pip install -q -r .ci/deploy-requirements.txt -e .
+	touch $@
+
+deploy-bundle: $(DEPLOY_STAMP)
+	$(call sysdeps_step,gcc patchelf binutils)
+	mkdir -p build/deploy-spec
+	grep -v '^#' .ci/pysidedeploy.spec | sed 's|@ROOT@|$(CURDIR)|g' > build/deploy-spec/pysidedeploy.spec
+	cd build/deploy-spec && PYTHONPATH=$(CURDIR) $(CURDIR)/$(DEPLOY_VENV)/bin/pyside6-deploy -c pysidedeploy.spec \
+	  --no-install -f --extra-ignore-dirs=tests,bench,build,dist,docs,.venv
+	@echo "deploy-bundle: Nuitka's output is in build/deploy-work/"
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache
