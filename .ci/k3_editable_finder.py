@@ -30,8 +30,37 @@ def _tree_modules(root: str) -> set[str]:
     return modules_of(names)
 
 
+def _own_numba_cache(module) -> None:
+    """numba's cache index pickles the compiled signatures' record types by module name (compute.fused_nb_layout
+    in the checkout's own `python -m app`, k3_explorer.compute.fused_nb_layout here), while the cache's place is
+    keyed on the source file, which both share: an index written by one could not be read by the other
+    ("No module named 'compute'"). The editable install's kernels get their own folder, numba-editable beside
+    numba in the user's cache (compute.fused_nb._cache_dir_setup keeps a NUMBA_CACHE_DIR set before it)."""
+    setup = module.__dict__.get("_cache_dir_setup")
+    if setup is None:
+        return
+
+    def _cache_dir_setup():
+        if not os.environ.get("NUMBA_CACHE_DIR"):
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            d = os.path.join(base, "k3-explorer", "numba-editable")
+            try:
+                os.makedirs(d, exist_ok=True)
+                os.environ["NUMBA_CACHE_DIR"] = d
+            except OSError:
+                pass
+        setup()
+
+    module._cache_dir_setup = _cache_dir_setup
+
+
 class _Loader(importlib.machinery.SourceFileLoader):
     """The checkout's source file, rewritten into the k3_explorer namespace."""
+
+    def exec_module(self, module):
+        super().exec_module(module)
+        if module.__name__ == f"{NAMESPACE}.compute.fused_nb":
+            _own_numba_cache(module)
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)

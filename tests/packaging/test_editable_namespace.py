@@ -150,9 +150,10 @@ def test_edits_in_the_checkout_apply_and_its_own_bytecode_stays_its_own(editable
 
 def test_uninstall_leaves_no_file(editable):
     purelib, py, env = editable["purelib"], editable["py"], editable["env"]
-    # the compiled-kernel cache is the user's (XDG), never next to the code
+    # the compiled-kernel cache is the user's (XDG), never next to the code, and not the checkout's own: numba's
+    # index pickles the signatures' types by module name (compute.* there, k3_explorer.compute.* here)
     where = _run([str(py), "-c", "from k3_explorer.compute import fused_nb; print(fused_nb.cache_dir())"], env=env)
-    assert Path(where.stdout.strip()) == editable["tmp"] / "cache" / "k3-explorer" / "numba"
+    assert Path(where.stdout.strip()) == editable["tmp"] / "cache" / "k3-explorer" / "numba-editable"
     _run(editable["pip"] + ["uninstall", "-y", "-q", "k3-explorer"])
     left = [p.name for p in purelib.iterdir() if "k3_explorer" in p.name]
     left += [p.name for p in (purelib / "__pycache__").glob("*k3_explorer*")] if (purelib / "__pycache__").is_dir() else []
