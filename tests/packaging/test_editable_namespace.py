@@ -6,7 +6,7 @@ and assets on every sys.path of the venv.
 The install is made from a copy of this checkout (so that a test can edit a source file and see the change, and
 nothing is written into the real checkout), into a fresh venv next to a distribution with its own top-level `app`
 and `compute` packages. The venv gets no dependencies of its own: its Python finds them in this checkout's .venv
-through PYTHONPATH (a path entry, so the .venv's own .pth files are not run)."""
+through PYTHONPATH (tests/packaging/venv_deps.py)."""
 from __future__ import annotations
 
 import os
@@ -19,6 +19,8 @@ import venv
 from pathlib import Path
 
 import pytest
+
+from tests.packaging.venv_deps import deps_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("app", "scene", "compute", "assets")
@@ -58,8 +60,8 @@ def editable(tmp_path_factory):
     venv.create(env_dir, with_pip=False, system_site_packages=False)
     py = env_dir / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", str(py)]
-    env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"], XDG_CACHE_HOME=str(tmp / "cache"),
-               K3_NO_NUMBA="1")
+    deps = deps_folder(tmp / "deps")
+    env = dict(os.environ, PYTHONPATH=str(deps), XDG_CACHE_HOME=str(tmp / "cache"), K3_NO_NUMBA="1")
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # the bytecode test needs it written
     # pip runs the build backends in the venv's Python (--python): it finds setuptools, and nothing else of the

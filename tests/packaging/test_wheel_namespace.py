@@ -2,19 +2,19 @@
 (.ci/k3_build_backend.py moves app/, scene/, compute/, assets/ under k3_explorer/ and rewrites their imports),
 installed into a fresh venv next to a tiny distribution with its own top-level `app` and `compute` packages, and
 both must work, on disk and in one process. The venv gets no dependencies of its own: its Python finds them in
-this checkout's .venv through PYTHONPATH (a path entry, so the checkout's editable-install .pth is not run and
-`app` is NOT importable from there)."""
+this checkout's .venv through PYTHONPATH (tests/packaging/venv_deps.py: not the .venv's own k3-explorer)."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import sysconfig
 import textwrap
 import venv
 from pathlib import Path
 
 import pytest
+
+from tests.packaging.venv_deps import deps_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("app", "scene", "compute", "assets")
@@ -57,7 +57,8 @@ def installed(tmp_path_factory):
     _run(pip + ["install", "-q", "--no-deps", str(next((tmp / "dist").glob("their_app-*.whl")))])
     _run(pip + ["install", "-q", "--no-deps", str(wheel)])
     purelib = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
-    env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"], XDG_CACHE_HOME=str(tmp / "cache"), K3_NO_NUMBA="1")
+    env = dict(os.environ, PYTHONPATH=str(deps_folder(tmp / "deps")), XDG_CACHE_HOME=str(tmp / "cache"),
+               K3_NO_NUMBA="1")
     env.pop("NUMBA_CACHE_DIR", None)
     return {"tmp": tmp, "py": py, "pip": pip, "purelib": purelib, "env": env, "wheel": wheel}
 
