@@ -7,7 +7,6 @@ here in place of the import below). The bare names app, scene, compute, assets s
 Bytecode goes to the checkout's __pycache__ under its own name (x.cpython-311.opt-k3explorer.pyc) and records
 what it was rewritten against: the checkout's own `import app.x` keeps its x.cpython-311.pyc, never mixed up
 with a rewritten one (both would be keyed on the same source mtime)."""
-import hashlib
 import importlib.machinery
 import importlib.util
 import marshal
@@ -108,6 +107,8 @@ class _Finder:
     def key(self) -> bytes:
         """What a rewritten module depends on besides its own source: the checkout's module names and this file."""
         if self._key is None:
+            import hashlib  # here: the .pth imports this module in every process of the venv
+
             h = hashlib.sha256("\n".join(sorted(self.modules())).encode())
             with open(__file__, "rb") as f:
                 h.update(f.read())
