@@ -58,7 +58,7 @@ endef
 
 run: run-sysdeps $(APP_STAMP)
 	$(call torch_step,$(TORCH))
-	@$(PY) -m app.kernel_warmup --if-needed || true  # CPU engine's numba kernels into the disk cache (~30 s once)
+	@$(VENV)/bin/k3-explorer --warm-kernels --if-needed || true  # the installed app's numba kernels into its disk cache (~30 s once)
 	$(VENV)/bin/k3-explorer
 
 venv: $(STAMP)
