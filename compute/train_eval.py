@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compute import prefix_score, task
+from compute import prefix_score, sample_score, task
 from compute import weights as weights_io
 from compute.config import ModelConfig
 from compute.engine import ToyK3
@@ -156,24 +156,36 @@ def verify_file(path: str) -> int:
 
 
 def score_file(path: str | None, config: ModelConfig, seed: int) -> int:
-    """Every-prefix greedy scores (compute.prefix_score) of a weights file and of the random model: the table on
-    stderr, one JSON line on stdout."""
+    """Every-prefix greedy scores (compute.prefix_score) of a weights file and of the random model, and the
+    trained one's sampled answers at SAMPLED_KNOBS (compute.sample_score): the tables on stderr, one JSON line on
+    stdout."""
     out = {}
     for name, weights in (("trained", "trained"), ("random", "random")):
         engine = ToyK3(config, seed=seed, device="cpu", weights=weights,
                        weights_path=path if weights == "trained" else None)
         t0 = time.perf_counter()
-        # random weights rarely reach a newline, so every prefix costs up to 24 fresh forwards: every 10th
-        # document is enough to show the floor (~10 min on 2 cores for all of them, ~1 min for the sample)
-        docs = None if name == "trained" else task.all_documents()[::10]
+        # random weights rarely reach a newline, so every prefix costs up to 24 fresh forwards of a growing text:
+        # every 50th document is enough to show the floor (every 10th took 28 min on a loaded 2-core machine)
+        docs = None if name == "trained" else task.all_documents()[::50]
         r = prefix_score.score_prefixes(prefix_score.engine_argmax(engine), docs=docs)
-        note = "" if docs is None else f", every 10th document ({len(docs)})"
+        note = "" if docs is None else f", every 50th document ({len(docs)})"
         print(f"# {name} weights ({engine.weights_name}{note})\n{prefix_score.format_table(r)}", file=sys.stderr)
         out[name] = {k: r[k] for k in ("by_lang", "held_out", "total", "forwards")}
-        out[name]["score_s"] = round(time.perf_counter() - t0, 1)
         out[name]["failures"] = r["failures"][:10]
+        if name == "trained":
+            sampled = sample_score.score_sampled(sample_score.engine_logits(engine), [p for p, _ in engine.vocab],
+                                                 SAMPLED_KNOBS, seeds=range(10))
+            print(f"# sampled answers, 10 seeds x every prefix (whole%: whole documents; distinct: different whole "
+                  f"answers a prefix gets)\n{sample_score.format_sampled(sampled)}", file=sys.stderr)
+            out[name]["sampled"] = {k: v for k, v in sampled.items() if k != "forwards"}
+        out[name]["score_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(out, ensure_ascii=False))
     return 0
+
+
+# (temperature, top_p) of the sampled table: the app's default first (Knobs()), then temperature and top-p apart
+SAMPLED_KNOBS = tuple(dict.fromkeys([(Knobs().temperature, Knobs().top_p), (0.5, 1.0), (1.0, 1.0), (1.5, 1.0),
+                                     (1.0, 0.9), (1.5, 0.9)]))
 
 
 def evaluate_file(path: str, config: ModelConfig, seed: int) -> int:
@@ -185,11 +197,10 @@ def evaluate_file(path: str, config: ModelConfig, seed: int) -> int:
     report = dict(meta.get("report", {}))
     report["eval"] = {"trained": evaluate(trained, seed),
                       "random": evaluate(random_, seed, prompt_stride=4, sampling=False)}
-    report["eval_s"] = round(time.perf_counter() - t0, 1)
     meta = {k: v for k, v in meta.items() if k not in ("format", "format_version")}
-    meta["report"] = report
+    meta["report"] = report  # no timing in the file (compute.train.without_timings): same weights, same bytes
     weights_io.save(path, weights_io.unpack(packed, trained.weight_shapes()), meta)
-    print(json.dumps(report["eval"], ensure_ascii=False))
+    print(json.dumps({**report["eval"], "eval_s": round(time.perf_counter() - t0, 1)}, ensure_ascii=False))
     return 0
 
 

@@ -35,7 +35,7 @@ from compute.weights_layout import split_layer_name as _split_layer_name
 
 FORMAT = "k3-explorer-toy-weights"
 FORMAT_VERSION = 1
-ASSET_VERSION = "v1"
+ASSET_VERSION = "v2"
 ASSET_NAME = f"toy-k3-{ASSET_VERSION}.npz"
 _F32_KEYS = ("moe.bias", "kda.A_log", "kda.dt_bias")
 _DTYPES = ("<u2", "<f4")  # the stored forms (BF16 bits, float32), little-endian, by dtype string
@@ -56,7 +56,7 @@ _META_TYPES = {"config": str, "dims": dict, "vocab": list, "seed": int, "asset_v
 # (`make weights`, `python -m compute.train --verify FILE`) is compared with — the file's bytes also hold the
 # training report's timings, which differ on every run. The shipped v1 file was trained stage by stage and has
 # never been rebuilt from scratch: nobody has yet seen a rebuild match these digests.
-SHIPPED_TOY = {"file": ASSET_NAME, "config": "kimi-k3", "recipe": "v1", "seed": 0,
+SHIPPED_TOY = {"file": ASSET_NAME, "config": "kimi-k3", "recipe": "v2", "seed": 0,
                "sha256": "98b3bd323000a4c7a7868026236301f220493c4cda9ec9fe1c184d549d1c40f5",
                "weights_sha256": "3690be939c777d8e25c4d9229f2e11de498b8566fd0de64952b5f7536ca9cb28"}
 

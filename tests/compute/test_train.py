@@ -99,6 +99,54 @@ def test_repeat_weight_draws_the_two_sentence_documents_more_often():
         tr.weighted_docs(docs, 0)
 
 
+def test_soft_targets_are_the_drawn_documents_next_piece_shares():
+    """Each position's soft target is, counted by brute force over the weighted training documents, the share of
+    the documents that share the row's current document so far and continue with each piece."""
+    docs = tr.weighted_docs(task.split(0)[0], 2)
+    rows = {p: i for i, p in enumerate(TOY_PIECES)}
+    ids = tr.batch_ids(docs, 3, 20, random.Random(5))
+    soft = tr.soft_targets(ids, tr.next_piece_table(docs), len(TOY_PIECES))
+    assert soft.shape == (3, 19, len(TOY_PIECES))
+    pieces = [[TOY_PIECES[i] for i in row] for row in ids.tolist()]
+    for b in range(3):
+        start = 0
+        for t in range(19):
+            if pieces[b][t] == task.END:
+                start = t + 1
+            cur = tuple(pieces[b][start:t + 1])
+            follow = [d.pieces[len(cur)] for d in docs if d.pieces[:len(cur)] == cur and len(d.pieces) > len(cur)]
+            want = np.zeros(len(TOY_PIECES))
+            for p in follow:
+                want[rows[p]] += 1 / len(follow)
+            assert np.allclose(soft[b, t].numpy(), want, atol=1e-6), (b, t, cur)
+            assert soft[b, t, ids[b, t + 1]] > 0  # the row's own next piece is one of them
+    held = {(d.subject, d.obj) for d in task.split(0)[1]}
+    table = tr.next_piece_table(docs)
+    assert not any((d.subject, d.obj) in held for d in docs)  # nothing held out reaches the targets
+    assert len(table) < sum(len(d.pieces) for d in task.all_documents())
+
+
+def test_soft_loss_with_one_hot_targets_is_the_cross_entropy_and_it_trains():
+    P = tr.init_params(CFG, DIMS, 2)
+    ids = tr.batch_ids(task.split(0)[0], 2, 10, random.Random(2))
+    one_hot = torch.nn.functional.one_hot(ids[:, 1:], len(TOY_PIECES)).float()
+    with torch.no_grad():
+        assert float(tr.loss_of(P, ids, CFG, DIMS, one_hot)[0]) == pytest.approx(float(tr.loss_of(P, ids, CFG, DIMS)[0]),
+                                                                                 rel=1e-6)
+    soft = tr.soft_targets(ids, tr.next_piece_table(task.split(0)[0]), len(TOY_PIECES))
+    opt = torch.optim.Adam(tr.trainable(P), lr=1e-2)
+    losses = []
+    for _ in range(6):
+        loss = tr.loss_of(P, ids, CFG, DIMS, soft)[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < losses[0] - 0.5, losses
+    _, r = tr.train(seed=1, steps=2, batch=2, seq_len=12, warmup=1, soft=True)
+    assert r["soft"] is True and all(np.isfinite(r["losses"]))
+
+
 def test_a_recipe_is_its_stages_run_one_by_one_with_init(tmp_path):
     """run_recipe (--recipe) gives the file that running each stage with --init on the previous file gives,
     with the whole chain of stages in its metadata."""
