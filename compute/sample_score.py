@@ -86,9 +86,10 @@ def score_sampled(logits_of: LogitsFn, vocab: Sequence[str], knobs: Sequence[tup
                   max_new: int = 24) -> dict:
     """For each (temperature, top_p) in `knobs`: over every proper prefix of `docs` (default: every document) ×
     `seeds`, the share of answers that are whole documents ("rate", by language too) and the variety: the mean number
-    of different whole answers a prefix gets from the seeds ("distinct_right", 1 … len(seeds)).
+    of different whole answers a prefix gets from the seeds ("distinct_right", 0 … len(seeds)) and of different
+    answers at all ("distinct", whole or not, each cut where it left the language).
 
-    Returns {"T=…,top_p=…": {"n", "right", "rate", "by_lang": {lang: rate}, "distinct_right"}, …}."""
+    Returns {"T=…,top_p=…": {"n", "right", "rate", "by_lang": {lang: rate}, "distinct_right", "distinct"}, …}."""
     docs = tuple(task.all_documents() if docs is None else docs)
     c = SampledCompleter(logits_of, vocab, max_new)
     c.prime(docs)
@@ -97,22 +98,26 @@ def score_sampled(logits_of: LogitsFn, vocab: Sequence[str], knobs: Sequence[tup
         n = right = 0
         lang_n: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         distinct: list[int] = []
+        distinct_any: list[int] = []
         for d in docs:
             for cut in range(1, len(d.pieces)):
-                answers = set()
+                answers, drawn = set(), set()
                 for s in seeds:
                     ok, ans = c.sample(d.pieces[:cut], temperature, top_p, s)
                     n += 1
                     right += ok
                     lang_n[d.lang][0] += 1
                     lang_n[d.lang][1] += ok
+                    drawn.add(ans)
                     if ok:
                         answers.add(ans)
                 distinct.append(len(answers))
+                distinct_any.append(len(drawn))
         out[f"T={temperature:g},top_p={top_p:g}"] = {
             "n": n, "right": right, "rate": round(right / n, 4) if n else None,
             "by_lang": {k: round(v[1] / v[0], 4) for k, v in sorted(lang_n.items())},
-            "distinct_right": round(float(np.mean(distinct)), 3) if distinct else None}
+            "distinct_right": round(float(np.mean(distinct)), 3) if distinct else None,
+            "distinct": round(float(np.mean(distinct_any)), 3) if distinct_any else None}
     out["forwards"] = c.forwards
     return out
 
@@ -134,11 +139,11 @@ def engine_logits(engine) -> LogitsFn:
 
 def format_sampled(result: dict) -> str:
     """The knobs table as aligned text: whole documents %, by language, distinct whole answers per prefix."""
-    lines = ["knobs                 answers  whole%    ko%    en%  distinct"]
+    lines = ["knobs                 answers  whole%    ko%    en%  distinct whole / any"]
     for k, v in result.items():
         if not isinstance(v, dict):
             continue
         bl = v["by_lang"]
         lines.append(f"{k:<20} {v['n']:>8}  {100 * v['rate']:6.1f} {100 * bl.get('ko', 0):6.1f} "
-                     f"{100 * bl.get('en', 0):6.1f}  {v['distinct_right']:8.2f}")
+                     f"{100 * bl.get('en', 0):6.1f}  {v['distinct_right']:8.2f} / {v['distinct']:5.2f}")
     return "\n".join(lines)

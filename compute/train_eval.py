@@ -176,7 +176,7 @@ def score_file(path: str | None, config: ModelConfig, seed: int) -> int:
             sampled = sample_score.score_sampled(sample_score.engine_logits(engine), [p for p, _ in engine.vocab],
                                                  SAMPLED_KNOBS, seeds=range(10))
             print(f"# sampled answers, 10 seeds x every prefix (whole%: whole documents; distinct: different whole "
-                  f"answers a prefix gets)\n{sample_score.format_sampled(sampled)}", file=sys.stderr)
+                  f"answers / different answers a prefix gets)\n{sample_score.format_sampled(sampled)}", file=sys.stderr)
             out[name]["sampled"] = {k: v for k, v in sampled.items() if k != "forwards"}
         out[name]["score_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(out, ensure_ascii=False))

@@ -48,6 +48,7 @@ def test_the_languages_own_distribution_is_always_a_whole_document_and_varied():
 def test_greedy_of_the_grammar_has_one_answer_per_prefix():
     r = ss.score_sampled(grammar_model, VOCAB, [(0.0, 1.0)], seeds=range(3), docs=DOCS)
     assert r["T=0,top_p=1"]["rate"] == 1.0 and r["T=0,top_p=1"]["distinct_right"] == 1.0
+    assert r["T=0,top_p=1"]["distinct"] == 1.0
 
 
 def test_a_model_that_always_ends_is_right_only_where_the_prompt_is_a_whole_sentence():
@@ -64,6 +65,7 @@ def test_uniform_model_is_almost_never_right_and_top_p_does_not_save_it():
     r = ss.score_sampled(uniform, VOCAB, [(1.0, 1.0), (1.0, 0.5)], seeds=range(2), docs=DOCS)
     assert r["T=1,top_p=1"]["rate"] < 0.05
     assert r["T=1,top_p=0.5"]["rate"] < 0.05
+    assert r["T=1,top_p=1"]["distinct"] > 1.9  # two seeds, (almost) always two different wrong answers
 
 
 def plain_draw(logits_of, prompt, temperature, top_p, seed, max_new=24):

@@ -1,4 +1,4 @@
-"""Tampered copies of the shipped weights (assets/weights/toy-k3-v1.npz): every one is a WeightsError, quickly and
+"""Tampered copies of the shipped weights (assets/weights/toy-k3-v2.npz): every one is a WeightsError, quickly and
 without a big allocation (the archive's directory and each .npy header are checked before allocating), and the
 engine falls back to random weights with a note. The shipped file still loads, to the same numbers as np.load."""
 import json
