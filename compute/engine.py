@@ -10,7 +10,7 @@ MoE with the REAL expert count and top-k of the config (896 / 16 for K3), 2 shar
 dense MLP width 16; a toy vocabulary of 117 pieces (compute.tokenizer, honestly labelled) whose IDs lie in the
 real vocab range.
 
-Weights (`weights=`): "trained" (the default) loads the shipped asset assets/weights/toy-k3-v1.npz, trained by
+Weights (`weights=`): "trained" (the default) loads the shipped asset assets/weights/toy-k3-v2.npz, trained by
 `python -m compute.train` on the small bilingual language of compute.task (robots, cups, tables; particles,
 verb endings, an object repeated from the sentence before), so "로봇이 컵을" continues grammatically at
 temperature 0; it is used when the config, toy dims and vocabulary match the file, otherwise the engine falls
