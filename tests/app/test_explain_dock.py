@@ -81,7 +81,7 @@ def test_knock_out_a_token_with_the_mouse_and_restore(dock):
     wait_for(lambda: dock.result.knockout is not None and not dock.busy, dock=dock)
     ko = dock.result.knockout
     assert ko["items"] == [("token", 2)] and ko["word"] != " 상자"
-    assert "' 블록'" in dock.ko_label.text() and dock.ko_table.isVisible()
+    assert f"'{ko['word']}'" in dock.ko_label.text() and dock.ko_table.isVisible()  # the new answer is said
     assert dock.ko_table.item(0, 0).text().startswith("' 상자'")
     assert dock.ko_table.item(0, 1).text().startswith(piece := f"'{ko['word']}'"), piece
     after = image_array(dock.grab().toImage())
