@@ -86,11 +86,11 @@ test: sysdeps $(STAMP)
 	@$(PY) -m app.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
-# The shipped trained toy from scratch (issue 22.3): compute.train's recipe v1 (seed 0, one torch thread; about an
-# hour on a loaded 2-core machine, the CPU torch wheel), written over $(WEIGHTS_FILE), then --verify: its weights
-# against the digest the repository records (compute/weights.py SHIPPED_TOY; the file's bytes also hold the
-# training report's timings, so assets/weights/SHA256SUMS is the shipped copy's sha256, not a rebuild's). The
-# shipped v1 file was never rebuilt this way: a mismatch is possible, and `git checkout` of the file restores it.
+# The shipped trained toy from scratch: compute.train's recipe v2 (seed 0, one torch thread, ATen's AVX2 kernels:
+# compute/train.py pins them, since AVX-512's round differently), written over $(WEIGHTS_FILE), then --verify: its
+# weights against the digest the repository records (compute/weights.py SHIPPED_TOY; assets/weights/SHA256SUMS
+# is the shipped file's sha256: its metadata also names the commit it was built at). Measured in a clean clone
+# on a quiet 2-core machine: 24 min in all (the venv 75 s, training 1226 s, scoring into the metadata ~130 s).
 WEIGHTS_FILE ?= assets/weights/toy-k3-v2.npz
 .PHONY: weights
 weights: $(STAMP)
@@ -150,7 +150,7 @@ bundle: $(BUNDLE_STAMP)
 
 # The measured alternative to `make bundle` (README "Standalone build"): pyside6-deploy (PySide6's tool, Nuitka
 # --standalone: every module compiled to C) into build/deploy-work/. Leaves numba out (Nuitka cannot run it
-# standalone), so the numpy kernels would run. Config .ci/pysidedeploy.spec, filled in on a copy (pyside6-deploy
+# standalone), so the numpy operators would run. Config .ci/pysidedeploy.spec, filled in on a copy (pyside6-deploy
 # writes its config back); own venv (DEPLOY_VENV, .ci/deploy-requirements.txt). Slow: 803 C files, not finished
 # within 34 min on the shared 2-core machine (README), so nothing here depends on it.
 DEPLOY_VENV := build/deploy-venv

@@ -39,8 +39,8 @@ layer, the latent MoE with the config's 896 experts and top-16 in the other 92, 
   dimension, one chunk of T tokens; MLA's causal attention takes the batch as extra heads — exact, as the conv
   is per channel and attention per head). Training has no layer code of its own.
 
-`batch_forward` equals the engine's forward on each sequence — the operators on torch and numpy, compute.fused
-and the numba pass, for K3 and tiny configs of every block kind (tests/compute/test_train.py).
+`batch_forward` equals the engine's forward on each sequence — the operators on torch and numpy and
+the numba pass, for K3 and tiny configs of every block kind (tests/compute/test_train.py).
 
 The router bias is not trained by gradient: after every step each MoE layer's bias is set by Quantile
 Balancing (compute.moe.quantile_balance) from that batch's router scores, the bias for the next batch, as
@@ -57,12 +57,23 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import random
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+# A rebuild bit for bit on any x86 CPU: ATen's vectorised CPU kernels differ by instruction set (AVX-512's sums and
+# transcendentals round differently from AVX2's), so the same recipe on an AVX-512 machine drifted from the shipped
+# weights at step 2 (loss 5.271507 vs 5.271506) and ended elsewhere. Training runs ATen's AVX2 kernels — what the
+# shipped file was trained with — unless ATEN_CPU_CAPABILITY says otherwise. torch reads it once, at its first
+# kernel dispatch: in `python -m compute.train` that is after this line. MKL's matmul is left on its own choice
+# (MKL_CBWR=AVX2 changes the shipped run's step 3 on this AMD machine; its default there matched).
+if platform.machine() in ("x86_64", "AMD64"):
+    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
 try:
     import torch
@@ -360,7 +371,7 @@ def write_asset(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims, s
     `provenance` (how to make the file again)."""
     meta = {"config": config.name, "dims": dims_dict(dims), "seed": seed, "vocab": list(TOY_PIECES),
             "asset_version": weights_io.ASSET_VERSION, "task": "compute.task", "report": without_timings(report),
-            "provenance": provenance(recipe, RECIPES.get(recipe), seed, report.get("threads"))}
+            "provenance": provenance(recipe, RECIPES.get(recipe), seed, report.get("threads"), out=path)}
     return weights_io.save(path, params_to_arrays(P), meta)
 
 
@@ -457,6 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.evaluate is not None:
         return evaluate_file(a.evaluate, config, a.seed)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    cap = torch.backends.cpu.get_cpu_capability()
+    if platform.machine() in ("x86_64", "AMD64") and cap != "AVX2":
+        log(f"python -m compute.train: ATen runs its {cap} kernels here, not AVX2: the weights will not be the "
+            "shipped file's bit for bit")
     wall0 = time.perf_counter()
     if a.recipe is not None:
         if a.init is not None:

@@ -107,10 +107,11 @@ def evaluate(engine: ToyK3, seed: int = 0, prompt_stride: int = 2, sampling: boo
     return out
 
 
-def provenance(recipe: str | None, stages, seed: int, threads: int | None = None) -> dict:
+def provenance(recipe: str | None, stages, seed: int, threads: int | None = None, out=None) -> dict:
     """What a written file was made with: the recipe (its name and stages; None for a hand-run stage), the seed,
-    the torch thread count, the numpy / torch / numba / Python versions, the machine, and the git commit of the
-    checkout (with `commit_dirty`: tracked files differed from it; None outside a git checkout)."""
+    the torch thread count and ATen's CPU kernels (the instruction set: compute.train pins AVX2), the numpy / torch /
+    numba / Python versions, the machine, and the git commit of the checkout (with `commit_dirty`: tracked files
+    other than `out`, the file being written, differed from it; None outside a git checkout)."""
     import platform
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
@@ -126,13 +127,19 @@ def provenance(recipe: str | None, stages, seed: int, threads: int | None = None
     try:
         run = dict(cwd=root, capture_output=True, text=True, timeout=10, check=True)
         commit = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip())
+        skip = []
+        if out is not None and Path(out).resolve().is_relative_to(root):
+            skip = [f":(exclude){Path(out).resolve().relative_to(root).as_posix()}"]
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *skip],
+                                    **run).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
+    torch = sys.modules.get("torch")
+    cap = torch.backends.cpu.get_cpu_capability() if torch is not None else None
     return {"recipe": recipe, "stages": None if stages is None else [dict(s) for s in stages],
             "seed": seed, "threads": threads, "numpy": ver("numpy"), "torch": ver("torch"), "numba": ver("numba"),
-            "python": platform.python_version(), "machine": platform.machine(), "commit": commit,
-            "commit_dirty": dirty}
+            "python": platform.python_version(), "machine": platform.machine(), "aten_cpu_capability": cap,
+            "commit": commit, "commit_dirty": dirty}
 
 
 def verify_file(path: str) -> int:

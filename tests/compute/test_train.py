@@ -1,5 +1,6 @@
 """Training the toy K3 (compute.train), the weights asset (compute.weights) and the engine's two weight sets."""
 import json
+import os
 import random
 import time
 import zipfile
@@ -47,7 +48,7 @@ def test_batched_training_forward_equals_the_engine(tmp_path):
         ids = tr.batch_ids(task.split(0)[0], 3, 14, random.Random(1))
         logits, scores = tr.batch_forward(P, ids, CFG, DIMS)
     assert len(scores) == 92 and scores[0].shape == (3 * 14, 896)
-    # every engine path: the operators on torch and on numpy, compute.fused's kernels, the numba pass
+    # every engine path: the operators on torch and on numpy, the numba pass
     variants = [dict(backend="torch"), dict(backend="numpy", kernels="operators"),
                 dict(backend="numpy", compiled=False)]
     if fused_nb.available():
@@ -363,6 +364,25 @@ def test_verify_tells_other_weights_from_the_shipped_ones(tmp_path, capsys):
     assert tr.main(["--verify", str(again)]) == 0 and "differs only in its metadata" in capsys.readouterr().out
 
 
+def test_training_pins_aten_to_its_avx2_kernels_before_torch_loads():
+    """The shipped weights came from ATen's AVX2 kernels; on an AVX-512 machine the same recipe drifted at step 2
+    (its sums and exp round differently). `import compute.train` pins AVX2 before torch is imported, on x86."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the pin is for x86's instruction sets")
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    code = ("import compute.train, torch; x = torch.ones(4) + 1; "
+            "print(torch.backends.cpu.get_cpu_capability())")
+    p = subprocess.run([sys.executable, "-c", code], cwd=SHIPPED.parents[2], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-1] in ("AVX2", "DEFAULT")  # DEFAULT: a CPU without AVX2
+    assert "AVX512" not in p.stdout
+
+
 def test_a_written_file_records_its_provenance(tmp_path):
     import subprocess
     from importlib.metadata import version
@@ -374,6 +394,7 @@ def test_a_written_file_records_its_provenance(tmp_path):
     assert (prov["numpy"], prov["torch"], prov["numba"]) == (np.__version__, torch.__version__, version("numba"))
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=SHIPPED.parents[2], capture_output=True, text=True)
     assert prov["commit"] == head.stdout.strip() and isinstance(prov["commit_dirty"], bool)
+    assert prov["aten_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert len(wio.read(path)[1]["report"]["losses"]) == 1
 
 
