@@ -2,196 +2,68 @@
 tensor into buffers the caller allocated. Imported only by compute.fused_nb, after NUMBA_CACHE_DIR is set;
 module-level functions, so that numba's on-disk cache (cache=True) can store and reload them.
 
-The formulas are compute.fused's (the same pre-scaled weights of FusedK3's plans), spelled as loops. Dot
-products of the small blocks accumulate in float64; the router matmul and its sigmoid run in the engine dtype,
-as numpy's do. Buffer layouts (columns of one [T, n] row block per layer) are documented at each kernel and
-mirrored by compute.fused_nb.CompiledPass, which cuts the trace views out of them.
+The formulas are the operators' (compute.kda, .mla, .moe, .attnres, .norms) on compute.fused's pre-scaled plans,
+spelled as loops; the shared loops (matmul rows, RMSNorm, AttnRes, top-k, float32 sigmoid / tanh) are in
+compute._fused_nb_math. Dot products of the small blocks accumulate in float64; the router matmul and its sigmoid
+run in the engine dtype, as numpy's do. The arguments are the typed records of compute.fused_nb_layout, and every
+buffer column is found through its table (`c[KB_AT.kda_q_norm]`: the start of KDA's q_norm columns), the same
+table compute.fused_nb_views cuts the trace views with.
 """
 import math
 
-import numba
 import numpy as np
 
-# error_model="numpy": a float division by zero gives inf / nan as in numpy (no Python-style check, whose branch
-# keeps LLVM from vectorising a loop); the inputs never divide by zero (every denominator carries an eps).
-njit = numba.njit(cache=True, nogil=True, error_model="numpy")
-# The top-k selection: comparisons only, and they must hold for ANY input — a damaged weight gives NaN / inf router
-# scores, and with fastmath's "nnan" / "ninf" (no NaN, no inf assumed) the comparisons on them are undefined: a
-# slot of the index row stayed unwritten and the gather read out of bounds (SIGSEGV). So only "nsz" (signed
-# zeros), which cannot change an order; NaN is mapped to -inf where the scores are written (_moe_layer).
-njit_select = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nsz"})
-
-# float32 exp (Cephes expf: range reduction by ln 2, degree-5 polynomial, 2^n through the exponent bits; within
-# 1 ulp) and tanh (Eigen's rational 13/6 approximation; within 6 ulp), as branch-free loops LLVM vectorises —
-# libm's expf / tanhf are scalar calls. Used for the float32 engine only ("fast"); float64 uses math.exp/tanh.
-_F = np.float32
-_ONE, _HALF = _F(1.0), _F(0.5)
-_EXP_LO, _EXP_HI = _F(-87.3365478515625), _F(88.3762626647949)
-_LOG2E, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(0.693359375), _F(-2.12194440e-4)
-_E0, _E1, _E2, _E3, _E4, _E5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3), _F(4.1665795894e-2),
-                                _F(1.6666665459e-1), _F(5.0000001201e-1))
-_T_CLAMP, _T_TINY = _F(7.90531110763549805), _F(0.0004)
-_TA1, _TA3, _TA5, _TA7 = _F(4.89352455891786e-03), _F(6.37261928875436e-04), _F(1.48572235717979e-05), \
-    _F(5.12229709037114e-08)
-_TA9, _TA11, _TA13 = _F(-8.60467152213735e-11), _F(2.00018790482477e-13), _F(-2.76076847742355e-16)
-_TB0, _TB2, _TB4, _TB6 = _F(4.89352518554385e-03), _F(2.26843463243900e-03), _F(1.18534705686654e-04), \
-    _F(1.19825839466702e-06)
+from compute._fused_nb_math import attn_into, mm_into, njit, rms_into, sigmoid32, tanh32, topk
+from compute.fused_nb_layout import CB_AT, DB_AT, EB_AT, FB_AT, KB_AT, MB_AT, SB_AT
 
 
 @njit
-def _sigmoid32(z, s, bits):
-    """s = 1 / (1 + exp(-z)) for float32 rows z, s [n] (bits: int32 scratch [n]); NaN in, NaN out."""
-    n = z.shape[0]
-    for e in range(n):
-        x = min(max(-z[e], _EXP_LO), _EXP_HI)
-        fx = np.floor(x * _LOG2E + _HALF)
-        x = x - fx * _LN2_HI - fx * _LN2_LO
-        y = ((((_E0 * x + _E1) * x + _E2) * x + _E3) * x + _E4) * x + _E5
-        s[e] = y * x * x + x + _ONE
-        bits[e] = (np.int32(fx) + np.int32(127)) << np.int32(23)
-    pw = bits.view(np.float32)
-    for e in range(n):
-        v = _ONE / (_ONE + s[e] * pw[e])
-        s[e] = v if z[e] == z[e] else z[e]  # NaN stays NaN, as numpy's (the clamp above would hide it)
-
-
-@njit
-def _tanh32(h, n):
-    """h[:n] = tanh(h[:n]) in place, float32; NaN in, NaN out."""
-    for c in range(n):
-        v = h[c]
-        x = min(max(v, -_T_CLAMP), _T_CLAMP)
-        x2 = x * x
-        p = x * (_TA1 + x2 * (_TA3 + x2 * (_TA5 + x2 * (_TA7 + x2 * (_TA9 + x2 * (_TA11 + x2 * _TA13))))))
-        q = _TB0 + x2 * (_TB2 + x2 * (_TB4 + x2 * _TB6))
-        h[c] = v if not abs(v) >= _T_TINY else p / q  # NaN stays NaN, as numpy's (the clamp would hide it)
-
-
-@njit
-def _row_mm(x, W, o):
-    """o [m] = x [n] @ W [n, m] for one row; o contiguous (a row slice of a C buffer: LLVM vectorises the loop
-    over m; a column slice of a 2-D buffer would be strided). n = 8 (the toy's hidden width): the eight products
-    of an output summed in one expression, in the accumulation order — one pass over W instead of eight
-    read-modify-writes of the output."""
-    n, m = W.shape
-    if n == 8:
-        x0, x1, x2, x3, x4, x5, x6, x7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
-        for j in range(m):
-            o[j] = (((((((x0 * W[0, j] + x1 * W[1, j]) + x2 * W[2, j]) + x3 * W[3, j]) + x4 * W[4, j])
-                      + x5 * W[5, j]) + x6 * W[6, j]) + x7 * W[7, j])
-        return
-    for j in range(m):
-        o[j] = 0.0
-    for i in range(n):
-        xi = x[i]
-        for j in range(m):
-            o[j] += xi * W[i, j]
-
-
-@njit
-def _mm_into(x, W, B, c0):
-    """B[:, c0:c0+m] = x [T, n] @ W [n, m], row by row (B: a C-contiguous [T, ...] buffer)."""
-    m = W.shape[1]
-    for t in range(x.shape[0]):
-        _row_mm(x[t], W, B[t][c0:c0 + m])
-
-
-@njit
-def _rms_into(x, w2, c_eps, out):
-    """RMSNorm with pre-scaled weights: out = x·w2 / sqrt(Σx² + n·eps) (compute.fused._rms)."""
-    T, n = x.shape
-    for t in range(T):
-        ss = 0.0
-        for i in range(n):
-            ss += float(x[t, i]) * x[t, i]
-        inv = 1.0 / math.sqrt(ss + c_eps)
-        for i in range(n):
-            out[t, i] = x[t, i] * w2[i] * inv
-
-
-@njit
-def _attn_into(Vb, Den, n, partial, wq, Deps, shift, mix, wts):
-    """One Block-AttnRes mix (compute.fused.BufferedAttnRes._attn): write `partial` to slot n with its RMS
-    denominator, softmax over the n+1 candidates of (V·wq)/den into wts[:, :n+1], mix into mix [T, D]."""
-    T, C, D = Vb.shape
-    for t in range(T):
-        ss = 0.0
-        for i in range(D):
-            v = partial[t, i]
-            Vb[t, n, i] = v
-            ss += float(v) * v
-        Den[t, n] = math.sqrt(ss + Deps)
-        mx = -np.inf
-        for c in range(n + 1):
-            acc = 0.0
-            for i in range(D):
-                acc += float(Vb[t, c, i]) * wq[i]
-            sc = acc / Den[t, c]
-            wts[t, c] = sc
-            if sc > mx:
-                mx = sc
-        tot = 0.0
-        for c in range(n + 1):
-            e = math.exp(float(wts[t, c]) - mx) if shift else math.exp(float(wts[t, c]))
-            wts[t, c] = e
-            tot += float(wts[t, c])
-        for c in range(n + 1):
-            wts[t, c] = wts[t, c] / tot
-        for i in range(D):
-            acc = 0.0
-            for c in range(n + 1):
-                acc += float(wts[t, c]) * Vb[t, c, i]
-            mix[t, i] = acc
-
-
-@njit
-def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0, H, Kd, scale, alpha_k, beta_k,
-               B, S, tail, fast):
-    """KDA with the lower-bound gate (FusedK3._kda's formulas). B [T, z (nz) | 3HK conv | 2HK qk norm | HK alpha |
-    H beta | HV gate | HV o | HV o_norm | D y]; S [H, Kd, V] the state after the pass; tail [Kc-1, 3HK] the conv
-    tail for the next pass. alpha_k / beta_k < 0: computed from the input, else that value everywhere. fast
-    (float32 only): the vectorised tanh."""
+def _kda_layer(xn, kw, s, inp, B, S, tail, fast):
+    """KDA with the lower-bound gate for the layer in slot s of kw (KDAWeights). xn [T, D]; B [T, KB's columns];
+    S [H, Kd, V] the state after the pass; tail [Kc-1, 3HK] the conv tail for the next pass; inp (PassInputs):
+    the cache's tail and state, the α / β overrides. fast (float32 only): the vectorised tanh."""
+    W, conv, o_norm, gbias, gscale, c = kw.W[s], kw.conv[s], kw.o_norm[s], kw.gbias[s], kw.gscale[s], kw.cols
+    H, Kd, scale = kw.H, kw.Kd, kw.scale
     T = xn.shape[0]
     HK = H * Kd
     V = o_norm.shape[0]
     HV = H * V
-    nz = W.shape[1]
     Kc = conv.shape[1]
     P = Kc - 1
-    _mm_into(xn, W, B, 0)
+    mm_into(xn, W, B, 0)
+    c3 = c[KB_AT.kda_q_proj]  # q | k | v: the convolution's input, 3HK columns
     xp = np.empty((P + T, 3 * HK), B.dtype)
-    xp[:P] = tail0
-    xp[P:] = B[:, :3 * HK]
+    xp[:P] = inp.tail0[s]
+    xp[P:] = B[:, c3:c3 + 3 * HK]
     tail[:, :] = xp[T:]
-    c0 = nz
-    cq = c0 + 3 * HK  # qk norm
-    ca = cq + 2 * HK  # alpha
-    cb = ca + HK  # beta
-    cg = cb + H  # gate
-    co = cg + HV  # o
-    cn = co + HV  # o_norm
-    cy = cn + HV  # y
-    ng = nz - 4 * HK  # decay' | b | gate pre-activations
+    cd = c[KB_AT.decay_in]  # decay' | b | gate pre-activations, contiguous
+    c0 = c[KB_AT.kda_q_conv]  # q | k | v conv, contiguous
+    cv = c[KB_AT.kda_v_conv]
+    cq = c[KB_AT.kda_q_norm]  # q | k norm, contiguous
+    ck = c[KB_AT.kda_k_norm]
+    ca, cb, cg = c[KB_AT.kda_alpha], c[KB_AT.kda_beta], c[KB_AT.kda_gate]
+    co, cn, cy = c[KB_AT.kda_o], c[KB_AT.kda_o_norm], c[KB_AT.kda_o_proj]
+    ng = c[KB_AT.kda_q_conv] - cd
     pre = np.empty(3 * HK + ng, np.float64)  # tanh arguments: conv/2 | gate pre-activations
     th = np.empty(3 * HK + ng, B.dtype)
     for t in range(T):
-        for c in range(3 * HK):
+        for j3 in range(3 * HK):
             acc = 0.0
             for j in range(Kc):
-                acc += float(xp[t + j, c]) * conv[c, j]
-            pre[c] = acc
-        for c in range(ng):
-            pre[3 * HK + c] = float(B[t, 4 * HK + c]) + gbias[c]
+                acc += float(xp[t + j, j3]) * conv[j3, j]
+            pre[j3] = acc
+        for j in range(ng):
+            pre[3 * HK + j] = float(B[t, cd + j]) + gbias[j]
         if fast:  # one vectorised float32 tanh over the row
-            for c in range(3 * HK + ng):
-                th[c] = pre[c]
-            _tanh32(th, 3 * HK + ng)
+            for j in range(3 * HK + ng):
+                th[j] = pre[j]
+            tanh32(th, 3 * HK + ng)
         else:
-            for c in range(3 * HK + ng):
-                th[c] = math.tanh(pre[c])
-        for c in range(3 * HK):
-            B[t, c0 + c] = pre[c] * (th[c] + 1.0)
-        for hh in range(2 * H):
+            for j in range(3 * HK + ng):
+                th[j] = math.tanh(pre[j])
+        for j in range(3 * HK):
+            B[t, c0 + j] = pre[j] * (th[j] + 1.0)
+        for hh in range(2 * H):  # q and k heads
             ss = 0.0
             for kk in range(Kd):
                 v = float(B[t, c0 + hh * Kd + kk])
@@ -199,23 +71,24 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
             den = math.sqrt(ss + 1e-6)
             for kk in range(Kd):
                 B[t, cq + hh * Kd + kk] = B[t, c0 + hh * Kd + kk] / den
-        for c in range(ng):
-            gv = (th[3 * HK + c] + 1.0) * gscale[c]
-            if c < HK:
-                B[t, ca + c] = math.exp(gv) if alpha_k < 0 else alpha_k
-            elif c < HK + H:
-                B[t, cb + c - HK] = gv if beta_k < 0 else beta_k
+        for j in range(ng):
+            gv = (th[3 * HK + j] + 1.0) * gscale[j]
+            if j < HK:
+                B[t, ca + j] = inp.alpha if inp.has_alpha else math.exp(gv)
+            elif j < HK + H:
+                B[t, cb + j - HK] = inp.beta if inp.has_beta else gv
             else:
-                B[t, cg + c - HK - H] = gv
+                B[t, cg + j - HK - H] = gv
+    S0 = inp.S0[s]
     u = np.empty(V, np.float64)
     for t in range(T):
         for hh in range(H):
             bt = float(B[t, cb + hh])
-            if t == 0 and not has_S0:
+            if t == 0 and not inp.has_state:
                 for kk in range(Kd):
-                    kv = float(B[t, cq + HK + hh * Kd + kk])
+                    kv = float(B[t, ck + hh * Kd + kk])
                     for vv in range(V):
-                        S[hh, kk, vv] = kv * (float(B[t, c0 + 2 * HK + hh * V + vv]) * bt)
+                        S[hh, kk, vv] = kv * (float(B[t, cv + hh * V + vv]) * bt)
             else:
                 for kk in range(Kd):
                     a = B[t, ca + hh * Kd + kk]
@@ -224,10 +97,10 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
                 for vv in range(V):
                     acc = 0.0
                     for kk in range(Kd):
-                        acc += float(B[t, cq + HK + hh * Kd + kk]) * S[hh, kk, vv]
-                    u[vv] = (float(B[t, c0 + 2 * HK + hh * V + vv]) - acc) * bt
+                        acc += float(B[t, ck + hh * Kd + kk]) * S[hh, kk, vv]
+                    u[vv] = (float(B[t, cv + hh * V + vv]) - acc) * bt
                 for kk in range(Kd):
-                    kv = float(B[t, cq + HK + hh * Kd + kk])
+                    kv = float(B[t, ck + hh * Kd + kk])
                     for vv in range(V):
                         S[hh, kk, vv] = S[hh, kk, vv] + kv * u[vv]
             ss = 0.0
@@ -237,37 +110,39 @@ def _kda_layer(xn, W, gbias, conv, gscale, o_norm, Veps, o_w, tail0, S0, has_S0,
                     acc += float(B[t, cq + hh * Kd + kk]) * scale * S[hh, kk, vv]
                 B[t, co + hh * V + vv] = acc
                 ss += float(B[t, co + hh * V + vv]) ** 2
-            inv = 1.0 / math.sqrt(ss + Veps)
+            inv = 1.0 / math.sqrt(ss + kw.Veps)
             for vv in range(V):
                 i = hh * V + vv
                 B[t, cn + i] = float(B[t, co + i]) * o_norm[vv] * inv * B[t, cg + i]
-    _mm_into(B[:, cn:cn + HV], o_w, B, cy)
+    mm_into(B[:, cn:cn + HV], kw.o[s], B, cy)
 
 
 @njit
-def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_kv0, k_rope0, H, ql, kl, r,
-               nope, dv, scale, B, SB, SC):
-    """Gated NoPE MLA (FusedK3._mla's formulas). B [T, z | q_a_norm | q_b | o | gate | o_gated | y];
-    SB [S, c_kv | k_rope | kv_b] (cache rows first); SC [2, H, T, S]: scores (masked: -inf), softmax."""
+def _mla_layer(xn, mw, s, inp, B, SB, SC):
+    """Gated NoPE MLA for the layer in slot s of mw (MLAWeights). B [T, MB's columns]; SB [S, SB's columns] (the
+    cache's rows first, from inp); SC [2, H, T, S]: scores (masked: -inf), softmax."""
+    c, sb = mw.cols, mw.sb
+    H, ql, kl, r, nope, dv = mw.H, mw.ql, mw.kl, mw.r, mw.nope, mw.dv
     T = xn.shape[0]
     S = SB.shape[0]
     S0 = S - T
-    nz = W.shape[1]
-    _mm_into(xn, W, B, 0)
-    _rms_into(B[:, :ql], q_a_norm, c_q, B[:, nz:nz + ql])
+    mm_into(xn, mw.W[s], B, 0)
+    ca, ckv, cg0 = c[MB_AT.mla_q_a], c[MB_AT.mla_kv_a], c[MB_AT.gate_in]
+    cqn, cqb, co, cgt = c[MB_AT.mla_q_a_norm], c[MB_AT.mla_q_b], c[MB_AT.mla_o], c[MB_AT.mla_gate]
+    cog, cy = c[MB_AT.mla_o_gated], c[MB_AT.mla_o_proj]
+    rms_into(B[:, ca:ca + ql], mw.q_a_norm[s], mw.c_q, B[:, cqn:cqn + ql])
     dq = nope + r
-    c = nz + ql
-    _mm_into(B[:, nz:nz + ql], q_b_w, B, c)
-    q = B[:, c:c + H * dq]
-    c += H * dq
-    SB[:S0, :kl] = c_kv0
-    SB[:S0, kl:kl + r] = k_rope0
-    SB[S0:, :kl] = B[:, ql:ql + kl]
-    SB[S0:, kl:kl + r] = B[:, ql + kl:ql + kl + r]
+    mm_into(B[:, cqn:cqn + ql], mw.q_b[s], B, cqb)
+    q = B[:, cqb:cqb + H * dq]
+    sc, sr, sk = sb[SB_AT.mla_c_kv], sb[SB_AT.mla_k_rope], sb[SB_AT.mla_kv_b]
+    SB[:S0, sc:sc + kl] = inp.ckv0[s]
+    SB[:S0, sr:sr + r] = inp.kr0[s]
+    SB[S0:, sc:sc + kl] = B[:, ckv:ckv + kl]  # kv_a = c_kv | k_rope
+    SB[S0:, sr:sr + r] = B[:, ckv + kl:ckv + kl + r]
     cn = np.empty((S, kl), B.dtype)
-    _rms_into(SB[:, :kl], kv_a_norm, c_kv_eps, cn)
-    _mm_into(cn, kv_b_w, SB, kl + r)
-    kvb = SB[:, kl + r:]
+    rms_into(SB[:, sc:sc + kl], mw.kv_a_norm[s], mw.c_kv, cn)
+    mm_into(cn, mw.kv_b[s], SB, sk)
+    kvb = SB[:, sk:]
     dk = nope + dv
     o = np.zeros((T, H * dv), np.float64)
     for h in range(H):
@@ -281,8 +156,8 @@ def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_
                 for n in range(nope):
                     acc += float(q[t, h * dq + n]) * kvb[j, h * dk + n]
                 for i in range(r):
-                    acc += float(q[t, h * dq + nope + i]) * SB[j, kl + i]
-                SC[0, h, t, j] = acc * scale
+                    acc += float(q[t, h * dq + nope + i]) * SB[j, sr + i]
+                SC[0, h, t, j] = acc * mw.scale
                 if SC[0, h, t, j] > mx:
                     mx = SC[0, h, t, j]
             tot = 0.0
@@ -296,54 +171,49 @@ def _mla_layer(xn, W, q_a_norm, c_q, q_b_w, kv_a_norm, c_kv_eps, kv_b_w, o_w, c_
                 for v in range(dv):
                     o[t, h * dv + v] += pj * kvb[j, h * dk + nope + v]
     HV = H * dv
-    B[:, c:c + HV] = o
-    g0 = ql + kl + r
+    B[:, co:co + HV] = o
     for t in range(T):
         for i in range(HV):
-            gt = (math.tanh(float(B[t, g0 + i])) + 1.0) * 0.5
-            B[t, c + HV + i] = gt
-            B[t, c + 2 * HV + i] = B[t, c + i] * B[t, c + HV + i]
-    _mm_into(B[:, c + 2 * HV:c + 3 * HV], o_w, B, c + 3 * HV)
+            gt = (math.tanh(float(B[t, cg0 + i])) + 1.0) * 0.5
+            B[t, cgt + i] = gt
+            B[t, cog + i] = B[t, co + i] * B[t, cgt + i]
+    mm_into(B[:, cog:cog + HV], mw.o[s], B, cy)
 
 
 @njit
-def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, shared2, B, idx, fast, scr):
-    """Latent MoE with shared experts (FusedK3._moe's formulas). B [T, zz (E logits | L down | 3Fs shared) |
-    E router | k weights | k·L experts | L mix | L norm | D up | D shared | D y]; idx [T, k] the selected experts,
-    by biased score, largest first (_topk, O(E)). fast (float32
-    only): the vectorised sigmoid and tanh. scr: the scratch arrays of _moe_scratch (allocated once per pass)."""
+def _moe_layer(x, ew, s, bias, B, idx, fast, scr):
+    """Latent MoE with shared experts for the layer in slot s of ew (MoEWeights). B [T, EB's columns]; idx [T, k]
+    the selected experts, by biased score (bias [E]), largest first (topk, O(E)). fast (float32 only): the
+    vectorised sigmoid and tanh. scr: the scratch arrays of _moe_scratch (allocated once per pass)."""
+    experts, norm, up, shared2, c = ew.experts[s], ew.norm[s], ew.up[s], ew.shared2[s], ew.cols
+    E, L, F, Fs, top_k = ew.E, ew.L, ew.F, ew.Fs, ew.top_k
     T = x.shape[0]
-    nz = W.shape[1]
     D = up.shape[1]
-    _mm_into(x, W, B, 0)
-    cs = nz  # router scores
-    cw = cs + E  # weights
-    cx = cw + top_k  # experts
-    cm = cx + top_k * L  # mix
-    cr = cm + L  # norm
-    cu = cr + L  # up
-    csh = cu + D  # shared
-    cy = csh + D  # y
+    mm_into(x, ew.W[s], B, 0)
+    cl, cd, chs = c[EB_AT.moe_router_logits], c[EB_AT.moe_down], c[EB_AT.shared_in]
+    cs, cw, cx = c[EB_AT.moe_router], c[EB_AT.moe_topk_weight], c[EB_AT.moe_experts]
+    cm, cr, cu = c[EB_AT.moe_mix], c[EB_AT.moe_norm], c[EB_AT.moe_up]
+    csh, cy = c[EB_AT.moe_shared], c[EB_AT.ffn_out]
     n13 = L * 3 * F
     sel, gmax, gv, gi, cand, cv, bits, Gt, Hh, ex, hs, macc, scratch, one = scr
     nG = experts.shape[1]
     for t in range(T):
         row = B[t]
         if fast:
-            _sigmoid32(row[:E], row[cs:cs + E], bits)
+            sigmoid32(row[cl:cl + E], row[cs:cs + E], bits)
         else:
             for e in range(E):
-                row[cs + e] = one / (one + np.exp(-row[e]))
+                row[cs + e] = one / (one + np.exp(-row[cl + e]))
         for e in range(E):  # the biased selection score, in the engine dtype as numpy adds it; NaN (damaged
-            v = row[cs + e] + bias[e]  # weights) counts as -inf, as in compute.fused / compute.moe
+            v = row[cs + e] + bias[e]  # weights) counts as -inf, as in compute.moe
             sel[e] = v if v == v else -np.inf
-        _topk(sel, top_k, gmax, cand, cv, gi, gv, idx[t])
+        topk(sel, top_k, gmax, cand, cv, gi, gv, idx[t])
         tot = 0.0
         for j in range(top_k):
             tot += float(row[cs + idx[t, j]])
         tot += 1e-20
         for j in range(top_k):
-            row[cw + j] = float(row[cs + idx[t, j]]) / tot * rsf
+            row[cw + j] = float(row[cs + idx[t, j]]) / tot * ew.rsf
         # the k experts as columns: Gt [L·3F + F·L, k] gathered, then every step vectorises over the experts;
         # first one load per cache line of every selected row, so that the k rows' misses overlap
         touch = 0.0
@@ -358,16 +228,16 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
                 Gt[q, j] = G[q]
         Hh[:, :] = 0.0
         for l in range(L):
-            zl = row[E + l]
-            for c in range(3 * F):
+            zl = row[cd + l]
+            for j3 in range(3 * F):
                 for j in range(top_k):
-                    Hh[c, j] += zl * Gt[l * 3 * F + c, j]
+                    Hh[j3, j] += zl * Gt[l * 3 * F + j3, j]
         if fast:
-            _tanh32(Hh.reshape(3 * F * top_k), 3 * F * top_k)
+            tanh32(Hh.reshape(3 * F * top_k), 3 * F * top_k)
         else:
-            for c in range(3 * F):
+            for j3 in range(3 * F):
                 for j in range(top_k):
-                    Hh[c, j] = math.tanh(Hh[c, j])
+                    Hh[j3, j] = math.tanh(Hh[j3, j])
         for f in range(F):
             for j in range(top_k):
                 Hh[f, j] = Hh[f, j] * (Hh[F + f, j] + one) * Hh[2 * F + f, j]
@@ -386,11 +256,11 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
         for l in range(L):
             row[cm + l] = macc[l]
             ss += float(row[cm + l]) * row[cm + l]
-        inv = 1.0 / math.sqrt(ss + Leps)
+        inv = 1.0 / math.sqrt(ss + ew.Leps)
         for l in range(L):
             row[cr + l] = row[cm + l] * norm[l] * inv
-        for c in range(3 * Fs):
-            hs[c] = math.tanh(float(row[E + L + c]))
+        for j3 in range(3 * Fs):
+            hs[j3] = math.tanh(float(row[chs + j3]))
         for o in range(D):
             acc = 0.0
             for l in range(L):
@@ -401,73 +271,6 @@ def _moe_layer(x, W, experts, bias, E, L, F, Fs, top_k, rsf, norm, Leps, up, sha
                 acc += hs[f] * (hs[Fs + f] + 1.0) * hs[2 * Fs + f] * shared2[f, o]
             row[csh + o] = acc
             row[cy + o] = row[cu + o] + row[csh + o]
-
-
-@njit_select
-def _topk(sel, k, gmax, cand, cv, gi, gv, idx):
-    """idx[:k] = the k largest of sel, largest first (ties: lower index first), in O(E) and nearly branch-free
-    (the order of a router's scores is data: branches on it mispredict). The elements fall into G = len(gmax)
-    >= k groups e mod G. Any k disjoint sets of groups give a lower bound τ0 of the k-th largest element (the
-    smallest of their maxima: k elements are >= it); the exact k-th largest of the group maxima >= τ0, τ, is a
-    tighter one (found by counting, for each, the larger ones); only elements >= τ, in groups whose maximum is
-    >= τ, are candidates, and each candidate's rank among them (by value, then index) places it.
-    Scratch: cand [E] int, cv [E], gi [G] int, gv [G].
-
-    sel must hold no NaN (the caller maps NaN to -inf as it writes sel: _moe_layer), ±inf allowed: then
-    (value, index) is a total order and the k slots are always filled. As a second guard every slot is first set
-    to an index in range (k <= E), so that even a NaN let through can never make a gather read out of bounds."""
-    E = sel.shape[0]
-    G = gmax.shape[0]
-    for j in range(k):
-        idx[j] = j
-    R = E // G
-    S = sel[:R * G].reshape(R, G)
-    for g in range(G):
-        gmax[g] = S[0, g] if R > 0 else -np.inf
-    for r in range(1, R):
-        for g in range(G):
-            gmax[g] = max(gmax[g], S[r, g])
-    for g in range(E - R * G):
-        gmax[g] = max(gmax[g], sel[R * G + g])
-    Q = G // k
-    tau0 = np.inf
-    for q in range(k):
-        m = gmax[q]
-        for u in range(1, Q):
-            m = max(m, gmax[q + u * k])
-        tau0 = min(tau0, m)
-    ng = 0
-    for g in range(G):
-        gi[ng] = g
-        gv[ng] = gmax[g]
-        ng += gmax[g] >= tau0
-    tau = np.inf
-    for a in range(ng):
-        v = gv[a]
-        c = 0
-        for b in range(ng):
-            c += gv[b] > v
-        tau = min(tau, v) if c < k else tau
-    nk = 0
-    for a in range(ng):
-        gi[nk] = gi[a]
-        nk += gv[a] >= tau
-    nc = 0
-    for a in range(nk):
-        for e in range(gi[a], E, G):
-            v = sel[e]
-            cand[nc] = e
-            cv[nc] = v
-            nc += v >= tau
-    for i in range(nc):
-        e = cand[i]
-        v = cv[i]
-        r = 0
-        for j in range(nc):
-            w = cv[j]
-            r += (w > v) | ((w == v) & (cand[j] < e))
-        if r < k:
-            idx[r] = e
 
 
 @njit
@@ -482,50 +285,52 @@ def _moe_scratch(dt_like, E, L, F, Fs, top_k, nG):
 
 
 @njit
-def _dense_layer(x, gate_w, up_w, down_w, b1, b2, B):
-    """Dense SiTU-GLU MLP (compute.moe.dense_mlp). B [T, I gate | I up | I act | D down]."""
+def _dense_layer(x, dw, s, B):
+    """Dense SiTU-GLU MLP (compute.moe.dense_mlp) for the layer in slot s of dw (DenseWeights). B [T, DB's
+    columns]."""
+    c = dw.cols
+    cg, cu, ca, cd = c[DB_AT.mlp_gate], c[DB_AT.mlp_up], c[DB_AT.mlp_act], c[DB_AT.mlp_down]
     T = x.shape[0]
-    I = gate_w.shape[1]
-    _mm_into(x, gate_w, B, 0)
-    _mm_into(x, up_w, B, I)
+    I = dw.gate.shape[2]
+    b1, b2 = dw.b1, dw.b2
+    mm_into(x, dw.gate[s], B, cg)
+    mm_into(x, dw.up[s], B, cu)
     for t in range(T):
         for i in range(I):
-            g = float(B[t, i])
-            u = float(B[t, I + i])
-            B[t, 2 * I + i] = math.tanh(g / b1) * (1.0 / (1.0 + math.exp(-g))) * math.tanh(u / b2) * (b1 * b2)
-    _mm_into(B[:, 2 * I:3 * I], down_w, B, 3 * I)
+            g = float(B[t, cg + i])
+            u = float(B[t, cu + i])
+            B[t, ca + i] = math.tanh(g / b1) * (1.0 / (1.0 + math.exp(-g))) * math.tanh(u / b2) * (b1 * b2)
+    mm_into(B[:, ca:ca + I], dw.down[s], B, cd)
 
 
 @njit
-def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp, w_out, final_norm, lm_head,
-              block, Deps, nDeps, shift, fast,
-              kW, kgbias, kconv, kgscale, konorm, ko, kVeps, kscale, kH, kKd, alpha_k, beta_k, ktail0, kS0, khas,
-              mW, mqan, mcq, mqb, mkvan, mckv, mkvb, mo, msc, mH, ql, kl, r, nope, dv, mckv0, mkr0,
-              eW, eexp, ebias, E, L, F, Fs, top_k, rsf, enorm, Leps, eup, esh2,
-              dgate, dup, ddown, b1, b2,
-              CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB):
-    """One pass over every layer (compute.engine.ToyK3.forward's loop with FusedK3's kernels and
-    BufferedAttnRes). mkind[li]: 0 KDA, 1 MLA; fkind[li]: 0 dense, 1 MoE; m/fslot[li]: the layer's row in the
-    stacked weights and buffers of its kind. CB [NL, T, x D | xn D | x2 D | xn2 D | p D | mixer weights C |
-    ffn weights C]; FB [T, mix D | weights C | norm D | logits]; per kind the buffers of its kernel."""
-    NL = mkind.shape[0]
+def pass_into(pw, kw, mw, ew, dw, inp, out):
+    """One pass over every layer (compute.engine.ToyK3.forward's loop on the fused plans). pw (PassWeights): the
+    layer order (mkind[li] 0 KDA / 1 MLA, fkind[li] 0 dense / 1 MoE, m/fslot[li] the layer's slot in its kind's
+    stacks) and the pass-wide weights; kw / mw / ew / dw: each block kind's stacked weights; inp (PassInputs):
+    the embeddings [T, D], knobs, router bias and caches; out (PassOutputs): the buffers every trace tensor is
+    written into (CB [NL, T, CB's columns], FB [T, FB's columns], per kind its kernel's)."""
+    emb, CB, Vb, Den, FB = inp.emb, out.CB, out.Vb, out.Den, out.FB
+    NL = pw.mkind.shape[0]
     T, D = emb.shape
     C = Vb.shape[1]
+    c, f = pw.cb, pw.fb
+    cx, cxn, cx2, cxn2 = c[CB_AT.attnres_mixer_out], c[CB_AT.norm_mixer], c[CB_AT.attnres_ffn_out], c[CB_AT.norm_ffn]
+    cp, cw1, cw2 = c[CB_AT.residual], c[CB_AT.attnres_mixer], c[CB_AT.attnres_ffn]
+    ky, my = kw.cols[KB_AT.kda_o_proj], mw.cols[MB_AT.mla_o_proj]  # each block's output columns
+    ey, dy = ew.cols[EB_AT.ffn_out], dw.cols[DB_AT.mlp_down]
     pcur = np.empty((T, D), emb.dtype)
     pcur[:, :] = emb
     prefix = np.empty((T, D), emb.dtype)
-    scr = _moe_scratch(emb, E, L, F, Fs, top_k, eexp.shape[2])
+    scr = _moe_scratch(emb, ew.E, ew.L, ew.F, ew.Fs, ew.top_k, ew.experts.shape[2])
     n = 0
     for li in range(NL):
         cb = CB[li]
-        x = cb[:, :D]
-        xn = cb[:, D:2 * D]
-        x2 = cb[:, 2 * D:3 * D]
-        xn2 = cb[:, 3 * D:4 * D]
-        pp = cb[:, 4 * D:5 * D]
-        start = li % block == 0
+        x, xn, x2, xn2 = cb[:, cx:cx + D], cb[:, cxn:cxn + D], cb[:, cx2:cx2 + D], cb[:, cxn2:cxn2 + D]
+        pp = cb[:, cp:cp + D]
+        start = li % pw.block == 0
         if n > 0:
-            _attn_into(Vb, Den, n, pcur, w_attn[li], Deps, shift, x, cb[:, 5 * D:5 * D + C])
+            attn_into(Vb, Den, n, pcur, pw.w_attn[li], pw.Deps, pw.shift, x, cb[:, cw1:cw1 + C])
         else:
             x[:, :] = pcur
             if start:
@@ -534,43 +339,37 @@ def pass_into(emb, mkind, mslot, fkind, fslot, norm_mix, norm_ffn, w_attn, w_mlp
                     for i in range(D):
                         Vb[t, 0, i] = pcur[t, i]
                         ss += float(pcur[t, i]) * pcur[t, i]
-                    Den[t, 0] = math.sqrt(ss + Deps)
+                    Den[t, 0] = math.sqrt(ss + pw.Deps)
         if start:
             n += 1
         else:
             prefix[:, :] = pcur
-        _rms_into(x, norm_mix[li], nDeps, xn)
-        s = mslot[li]
-        if mkind[li] == 0:
-            kb = KB[s]
-            _kda_layer(xn, kW[s], kgbias[s], kconv[s], kgscale[s], konorm[s], kVeps, ko[s], ktail0[s], kS0[s], khas,
-                       kH, kKd, kscale, alpha_k, beta_k, kb, KS[s], Ktail[s], fast)
-            a = kb[:, kb.shape[1] - D:]
+        rms_into(x, pw.norm_mix[li], pw.nDeps, xn)
+        s = pw.mslot[li]
+        if pw.mkind[li] == 0:
+            _kda_layer(xn, kw, s, inp, out.KB[s], out.KS[s], out.Ktail[s], pw.fast)
+            a = out.KB[s][:, ky:ky + D]
         else:
-            mb = MB[s]
-            _mla_layer(xn, mW[s], mqan[s], mcq, mqb[s], mkvan[s], mckv, mkvb[s], mo[s], mckv0[s], mkr0[s], mH, ql,
-                       kl, r, nope, dv, msc, mb, MSB[s], MSC[s])
-            a = mb[:, mb.shape[1] - D:]
+            _mla_layer(xn, mw, s, inp, out.MB[s], out.MSB[s], out.MSC[s])
+            a = out.MB[s][:, my:my + D]
         if start:
             prefix[:, :] = a
         else:
             prefix += a
-        _attn_into(Vb, Den, n, prefix, w_mlp[li], Deps, shift, x2, cb[:, 5 * D + C:5 * D + 2 * C])
-        _rms_into(x2, norm_ffn[li], nDeps, xn2)
-        s = fslot[li]
-        if fkind[li] == 1:
-            eb = EB[s]
-            _moe_layer(xn2, eW[s], eexp[s], ebias[s], E, L, F, Fs, top_k, rsf, enorm[s], Leps, eup[s], esh2[s], eb,
-                       Eidx[s], fast, scr)
-            f = eb[:, eb.shape[1] - D:]
+        attn_into(Vb, Den, n, prefix, pw.w_mlp[li], pw.Deps, pw.shift, x2, cb[:, cw2:cw2 + C])
+        rms_into(x2, pw.norm_ffn[li], pw.nDeps, xn2)
+        s = pw.fslot[li]
+        if pw.fkind[li] == 1:
+            _moe_layer(xn2, ew, s, inp.ebias[s], out.EB[s], out.Eidx[s], pw.fast, scr)
+            y = out.EB[s][:, ey:ey + D]
         else:
-            db = DB[s]
-            _dense_layer(xn2, dgate[s], dup[s], ddown[s], b1, b2, db)
-            f = db[:, db.shape[1] - D:]
+            _dense_layer(xn2, dw, s, out.DB[s])
+            y = out.DB[s][:, dy:dy + D]
         for t in range(T):
             for i in range(D):
-                pp[t, i] = prefix[t, i] + f[t, i]
+                pp[t, i] = prefix[t, i] + y[t, i]
         pcur[:, :] = pp
-    _attn_into(Vb, Den, n, pcur, w_out, Deps, shift, FB[:, :D], FB[:, D:D + C])
-    _rms_into(FB[:, :D], final_norm, nDeps, FB[:, D + C:2 * D + C])
-    _mm_into(FB[:, D + C:2 * D + C], lm_head, FB, 2 * D + C)
+    cm, ca, cn, cl = f[FB_AT.final_mix], f[FB_AT.final_attnres], f[FB_AT.final_norm], f[FB_AT.lm_head]
+    attn_into(Vb, Den, n, pcur, pw.w_out, pw.Deps, pw.shift, FB[:, cm:cm + D], FB[:, ca:ca + C])
+    rms_into(FB[:, cm:cm + D], pw.final_norm, pw.nDeps, FB[:, cn:cn + D])
+    mm_into(FB[:, cn:cn + D], pw.lm_head, FB, cl)

@@ -36,12 +36,18 @@ from pathlib import Path
 
 import numpy as np
 
+from compute import fused_nb_layout as layout
 from compute.fused_nb_views import LazyLayerTrace, PassBuffers, PassLayout
 from compute.trace import PassTrace
 
 _NB = None  # the kernels module, or False when numba is unavailable
 _STAMP = "k3_fused_nb_ready.json"
-_KERNELS = Path(__file__).resolve().parent / "_fused_nb_kernels.py"
+_HERE = Path(__file__).resolve().parent
+_KERNELS = _HERE / "_fused_nb_kernels.py"
+# numba keys a cached kernel on its own source file only: a change in what it calls from the others (the shared
+# loops, the layout's constants) would load stale code, so the readiness stamp covers all three and a stale stamp
+# clears their cache entries before warm_cache compiles (_clear_stale)
+_SOURCES = (_KERNELS, _HERE / "_fused_nb_math.py", _HERE / "fused_nb_layout.py")
 
 
 def _cache_dir_setup() -> None:
@@ -114,9 +120,16 @@ def _stamp() -> dict:
         nb = version("numba")
     except PackageNotFoundError:
         nb = None
-    st = _KERNELS.stat()
     return {"numba": nb, "python": sys.version.split()[0], "machine": platform.machine(), "cpu": _cpu_name(),
-            "kernels": [str(_KERNELS), st.st_size, st.st_mtime_ns]}
+            "kernels": [_file_stamp(p) for p in _SOURCES]}
+
+
+def _file_stamp(p: Path) -> list:
+    try:
+        st = p.stat()
+    except OSError:  # not on disk (a bundle that archived it): the stamp still says so
+        return [str(p), None, None]
+    return [str(p), st.st_size, st.st_mtime_ns]
 
 
 def cache_ready(dtype="float32") -> bool:
@@ -138,6 +151,7 @@ def warm_cache(dtypes=("float32",)) -> float:
     if not available():
         raise RuntimeError("numba is not installed (or K3_NO_NUMBA is set): nothing to compile")
     t0 = time.perf_counter()
+    _clear_stale()
     names = []
     for dt in dtypes:
         names.append(_warm_pass(dt))
@@ -147,6 +161,25 @@ def warm_cache(dtypes=("float32",)) -> float:
     tmp.write_text(json.dumps(dict(_stamp(), dtypes=names)), encoding="utf-8")
     os.replace(tmp, d / _STAMP)
     return time.perf_counter() - t0
+
+
+def _clear_stale() -> None:
+    """Remove numba's cache entries of the kernel modules when the readiness stamp is not this source's (a kernel
+    cached before a change in a function it calls from another file would load as it was). A stamp that matches
+    leaves them (warm_cache then only loads)."""
+    d = cache_dir()
+    try:
+        st = json.loads((d / _STAMP).read_text(encoding="utf-8"))
+        st.pop("dtypes", None)
+        if st == _stamp():
+            return
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    for p in d.rglob("*._fused_nb_*.nb[ic]") if d.is_dir() else ():  # <module>.<function>-<line>.pyXY.nbi / .N.nbc
+        try:
+            p.unlink()
+        except OSError:
+            pass
 
 
 def _warm_pass(dtype) -> str:
@@ -243,8 +276,6 @@ class CompiledPass:
         self.ko = _stack([p["o"] for p in kp], (H * Kd, D), dt)
         self.kVeps = float(np.array(Kd * fz.eps, dt))
         self.kscale = float(fz.kscale)
-        self.nzk = self.kW.shape[2] if kp else 0
-        self.ncolK = self.nzk + 6 * self.HK + H + 3 * H * Kd + D
         # MLA
         self.mH, self.ql, self.kl, self.r, self.nope, self.dv = d.mla_heads, d.q_lora, d.kv_lora, d.rope, d.nope, d.v
         mp = [P[li]["mla_f"] for li in mla]
@@ -257,10 +288,6 @@ class CompiledPass:
         self.mcq = float(np.array(d.q_lora * fz.eps, dt))
         self.mckv = float(np.array(d.kv_lora * fz.eps, dt))
         self.msc = float(np.array(1.0 / np.sqrt(d.nope + d.rope), dt))
-        self.nzm = self.mW.shape[2] if mp else 0
-        HVm = self.mH * self.dv
-        self.ncolM = self.nzm + self.ql + self.mH * (self.nope + self.r) + 3 * HVm + D
-        self.ncolSB = self.kl + self.r + self.mH * (self.nope + self.dv)
         # MoE
         ep = [P[li]["moe"] for li in moe]
         self.E = c.n_routed_experts
@@ -276,8 +303,6 @@ class CompiledPass:
         self.esh2 = _stack([p["shared2"] for p in ep], (self.Fs, D), dt)
         self.rsf = float(c.routed_scaling_factor)
         self.Leps = float(np.array(self.L * fz.eps, dt))
-        self.nze = self.E + self.L + 3 * self.Fs
-        self.ncolE = self.nze + self.E + self.top_k + self.top_k * self.L + 2 * self.L + 3 * D
         # dense
         dw = [layers[li]["mlp"] for li in dense]
         self.I = d.dense_width
@@ -290,23 +315,49 @@ class CompiledPass:
         self.S00 = np.zeros((len(kda), H, Kd, Kd), dt)
         self.ckv00 = np.zeros((len(mla), 0, self.kl), dt)
         self.kr00 = np.zeros((len(mla), 0, self.r), dt)
-        self.n_before, self.n_after = [], []
-        n = 0
+        n_before, n_after, n = [], [], 0
         for li in range(NL):
-            self.n_before.append(n)
+            n_before.append(n)
             n += li % self.block == 0
-            self.n_after.append(n)
+            n_after.append(n)
         self.n_final = n
-        self._order = list(zip(self.mkind.tolist(), self.mslot.tolist(), self.fkind.tolist(), self.fslot.tolist(),
-                               self.n_before, self.n_after))
-        self._plan_views()
-        self.layout = PassLayout(self)
+        order = list(zip(self.mkind.tolist(), self.mslot.tolist(), self.fkind.tolist(), self.fslot.tolist(),
+                         n_before, n_after))
+        self._records()
+        self.layout = PassLayout(order, self.size, n)
+
+    def _records(self) -> None:
+        """The kernel's typed records (compute.fused_nb_layout) over the stacked weights, and the column starts
+        of every buffer from the layout's tables; the plans' projection widths must be the tables' (checked)."""
+        self.size = size = {
+            "D": self.D, "C": self.C, "H": self.H, "HK": self.HK, "HVk": self.H * self.Vk, "ql": self.ql,
+            "kl": self.kl, "r": self.r, "kvr": self.kl + self.r, "HVm": self.mH * self.dv,
+            "Hq": self.mH * (self.nope + self.r), "Hkv": self.mH * (self.nope + self.dv), "E": self.E, "L": self.L,
+            "Fs3": 3 * self.Fs, "k": self.top_k, "kL": self.top_k * self.L, "I": self.I,
+            "vocab": self.lm_head.shape[1]}
+        cols = {name: layout.starts(t, size) for name, t in layout.TABLES.items()}
+        for name, W, first in (("KB", self.kW, layout.KB_AT.kda_q_conv), ("MB", self.mW, layout.MB_AT.mla_q_a_norm),
+                               ("EB", self.eW, layout.EB_AT.moe_router)):
+            if W.shape[0] and W.shape[2] != cols[name][first]:
+                raise ValueError(f"the {name} plan's projection has {W.shape[2]} columns, the layout {cols[name][first]}")
+        self.widths = {name: int(c[-1]) for name, c in cols.items()}
+        self.pw = layout.PassWeights(self.mkind, self.mslot, self.fkind, self.fslot, self.norm_mix, self.norm_ffn,
+                                     self.w_attn, self.w_mlp, self.w_out, self.final_norm, self.lm_head, self.block,
+                                     self.Deps, self.nDeps, self.shift, self.fast, cols["CB"], cols["FB"])
+        self.kw = layout.KDAWeights(self.kW, self.kgbias, self.kconv, self.kgscale, self.konorm, self.ko, self.kVeps,
+                                    self.kscale, self.H, self.Kd, cols["KB"])
+        self.mw = layout.MLAWeights(self.mW, self.mqan, self.mcq, self.mqb, self.mkvan, self.mckv, self.mkvb, self.mo,
+                                    self.msc, self.mH, self.ql, self.kl, self.r, self.nope, self.dv, cols["MB"],
+                                    cols["SB"])
+        self.ew = layout.MoEWeights(self.eW, self.eexp, self.enorm, self.eup, self.esh2, self.E, self.L, self.F,
+                                    self.Fs, self.top_k, self.rsf, self.Leps, cols["EB"])
+        self.dw = layout.DenseWeights(self.dgate, self.dup, self.ddown, self.b1, self.b2, cols["DB"])
 
     # ------------------------------------------------------------------ one pass
     def forward(self, emb: np.ndarray, positions: np.ndarray, knobs, caches, bias_off):
         """ToyK3.forward's result: (pass data with every layer's trace dict, new caches, logits)."""
         pb = self._run(emb, knobs, caches, bias_off)
-        layer_data = self._views(pb)
+        layer_data = self.layout.layers(pb)
         data = {"positions": positions, "embedding": emb, "layers": layer_data, "final": pb.final()}
         return data, pb.caches(), data["final"]["lm_head"]
 
@@ -334,33 +385,26 @@ class CompiledPass:
             tail0, S0, ckv0, kr0 = self._stacked(caches)
             has = True
         S = ckv0.shape[1] + T
-        CB = np.empty((self.NL, T, 5 * D + 2 * C), dt)
+        w = self.widths
+        CB = np.empty((self.NL, T, w["CB"]), dt)
         Vb = np.empty((T, C, D), dt)
         Den = np.empty((T, C), dt)
-        KB = np.empty((nK, T, self.ncolK), dt)
+        KB = np.empty((nK, T, w["KB"]), dt)
         KS = np.empty((nK, self.H, self.Kd, self.Vk), dt)
         Ktail = np.empty((nK, self.Kc - 1, 3 * self.HK), dt)
-        MB = np.empty((nM, T, self.ncolM), dt)
-        MSB = np.empty((nM, S, self.ncolSB), dt)
+        MB = np.empty((nM, T, w["MB"]), dt)
+        MSB = np.empty((nM, S, w["SB"]), dt)
         MSC = np.empty((nM, 2, self.mH, T, S), dt)
-        EB = np.empty((nE, T, self.ncolE), dt)
+        EB = np.empty((nE, T, w["EB"]), dt)
         Eidx = np.empty((nE, T, self.top_k), np.intp)
-        DB = np.empty((nD, T, 3 * self.I + D), dt)
-        FB = np.empty((T, 2 * D + C + self.lm_head.shape[1]), dt)
+        DB = np.empty((nD, T, w["DB"]), dt)
+        FB = np.empty((T, w["FB"]), dt)
         ebias = self.ebias if bias_off is None else self.ebias + bias_off
-        alpha = -1.0 if knobs.alpha is None else float(knobs.alpha)
-        beta = -1.0 if knobs.beta is None else float(knobs.beta)
-        self.kern.pass_into(
-            emb, self.mkind, self.mslot, self.fkind, self.fslot, self.norm_mix, self.norm_ffn, self.w_attn,
-            self.w_mlp, self.w_out, self.final_norm, self.lm_head, self.block, self.Deps, self.nDeps, self.shift, self.fast,
-            self.kW, self.kgbias, self.kconv, self.kgscale, self.konorm, self.ko, self.kVeps, self.kscale, self.H,
-            self.Kd, alpha, beta, tail0, S0, has,
-            self.mW, self.mqan, self.mcq, self.mqb, self.mkvan, self.mckv, self.mkvb, self.mo, self.msc, self.mH,
-            self.ql, self.kl, self.r, self.nope, self.dv, ckv0, kr0,
-            self.eW, self.eexp, ebias, self.E, self.L, self.F, self.Fs, self.top_k, self.rsf, self.enorm, self.Leps,
-            self.eup, self.esh2,
-            self.dgate, self.dup, self.ddown, self.b1, self.b2,
-            CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB)
+        a, b = knobs.alpha, knobs.beta
+        inp = layout.PassInputs(emb, a is not None, 0.0 if a is None else float(a), b is not None,
+                                0.0 if b is None else float(b), ebias, tail0, S0, has, ckv0, kr0)
+        self.kern.pass_into(self.pw, self.kw, self.mw, self.ew, self.dw, inp,
+                            layout.PassOutputs(CB, Vb, Den, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB, FB))
         bias_ro = ebias.view()
         bias_ro.setflags(write=False)  # the trace's 'moe.bias' is read-only (the kernel's array stays writable)
         return PassBuffers(self.layout, T, CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, bias_ro, DB, FB)
@@ -369,7 +413,7 @@ class CompiledPass:
         """`caches` came from a compiled pass with this one's stacked layout and dtype (so it can take them)."""
         st = getattr(caches, "stacked", None)
         return (st is not None and st[0].dtype == self.dtype and st[0].shape == (len(self.kda),) + self.tail0.shape[1:]
-                and st[2].shape[0] == len(self.mla) and st[2].shape[2] == self.ncolSB)
+                and st[2].shape[0] == len(self.mla) and st[2].shape[2] == self.widths["SB"])
 
     def _stacked(self, caches) -> tuple:
         """(conv tails [nK, Kc-1, 3HK], states [nK, H, K, V], c_kv [nM, S0, kl], k_rope [nM, S0, r]) of a cache
@@ -377,92 +421,11 @@ class CompiledPass:
         kl, r = self.kl, self.r
         if self.owns(caches):
             Ktail, KS, MSB = caches.stacked
-            return (Ktail, KS, np.ascontiguousarray(MSB[:, :, :kl]), np.ascontiguousarray(MSB[:, :, kl:kl + r]))
+            sp = self.layout.span["SB"]
+            return (Ktail, KS, np.ascontiguousarray(MSB[:, :, slice(*sp["mla.c_kv"])]),
+                    np.ascontiguousarray(MSB[:, :, slice(*sp["mla.k_rope"])]))
         dt = self.dtype
         return (_stack([caches[li]["conv"] for li in self.kda], self.tail0.shape[1:], dt),
                 _stack([caches[li]["state"] for li in self.kda], self.S00.shape[1:], dt),
                 _stack([caches[li]["c_kv"] for li in self.mla], (0, kl), dt),
                 _stack([caches[li]["k_rope"] for li in self.mla], (0, r), dt))
-
-    def _plan_views(self) -> None:
-        """Column ranges of every trace key in the pass buffers, and each layer's key order (common | mixer |
-        FFN): `_views` then cuts one list of views per key (C-speed iteration over the stacked buffer) and zips
-        them into the layer dicts."""
-        D, HK, H = self.D, self.HK, self.H
-        HV = H * self.Vk
-        c = self.nzk
-        kda = [("kda.q_proj", 0, HK), ("kda.k_proj", HK, 2 * HK), ("kda.v_proj", 2 * HK, 3 * HK),
-               ("kda.f", 3 * HK, 4 * HK), ("kda.q_conv", c, c + HK), ("kda.k_conv", c + HK, c + 2 * HK),
-               ("kda.v_conv", c + 2 * HK, c + 3 * HK), ("kda.q_norm", c + 3 * HK, c + 4 * HK),
-               ("kda.k_norm", c + 4 * HK, c + 5 * HK), ("kda.alpha", c + 5 * HK, c + 6 * HK),
-               ("kda.beta", c + 6 * HK, c + 6 * HK + H), ("kda.gate", c + 6 * HK + H, c + 6 * HK + H + HV),
-               ("kda.o", c + 6 * HK + H + HV, c + 6 * HK + H + 2 * HV),
-               ("kda.o_norm", c + 6 * HK + H + 2 * HV, c + 6 * HK + H + 3 * HV),
-               ("kda.o_proj", c + 6 * HK + H + 3 * HV, c + 6 * HK + H + 3 * HV + D)]
-        ql, kl, r, mH = self.ql, self.kl, self.r, self.mH
-        HVm = mH * self.dv
-        nz = self.nzm
-        c = nz + ql + mH * (self.nope + r)
-        mla = [("mla.q_a", 0, ql), ("mla.kv_a", ql, ql + kl + r), ("mla.q_a_norm", nz, nz + ql),
-               ("mla.q_b", nz + ql, c), ("mla.o", c, c + HVm), ("mla.gate", c + HVm, c + 2 * HVm),
-               ("mla.o_gated", c + 2 * HVm, c + 3 * HVm), ("mla.o_proj", c + 3 * HVm, c + 3 * HVm + D)]
-        E, L, k = self.E, self.L, self.top_k
-        nz = self.nze
-        c = nz + E + k
-        moe = [("moe.router.logits", 0, E), ("moe.down", E, E + L), ("moe.router", nz, nz + E),
-               ("moe.topk_weight", nz + E, c), ("moe.mix", c + k * L, c + k * L + L),
-               ("moe.norm", c + k * L + L, c + k * L + 2 * L), ("moe.up", c + k * L + 2 * L, c + k * L + 2 * L + D),
-               ("moe.shared", c + k * L + 2 * L + D, c + k * L + 2 * L + 2 * D),
-               ("ffn.out", c + k * L + 2 * L + 2 * D, c + k * L + 2 * L + 3 * D)]
-        self._experts_cols = (c, c + k * L)
-        Id = self.I
-        dense = [("mlp.gate", 0, Id), ("mlp.up", Id, 2 * Id), ("mlp.act", 2 * Id, 3 * Id),
-                 ("mlp.down", 3 * Id, 3 * Id + D), ("ffn.out", 3 * Id, 3 * Id + D)]
-        self._cols = {0: kda, 1: mla, "moe": moe, "dense": dense}
-        # keys of the per-slot extras, in the order _views appends them
-        kda_keys = [n for n, _, _ in kda] + ["kda.state", "mixer.out"]
-        mla_keys = [n for n, _, _ in mla] + ["mla.c_kv", "mla.k_rope", "mla.kv_b", "mla.scores", "mla.softmax",
-                                             "mixer.out"]
-        moe_keys = [n for n, _, _ in moe] + ["moe.experts", "moe.topk_idx", "moe.bias"]
-        dense_keys = [n for n, _, _ in dense]
-        common = ["attnres.mixer", "attnres.mixer.out", "norm.mixer", "attnres.ffn", "attnres.ffn.out", "norm.ffn",
-                  "residual"]
-        self._keys = [tuple(common + (kda_keys if mk == 0 else mla_keys) + (moe_keys if fk == 1 else dense_keys))
-                      for mk, _, fk, _, _, _ in self._order]
-        # runs of layers with the same number of AttnRes candidates: one slice of CB per run
-        self._runs = {}
-        for which, ns in (("before", self.n_before), ("after", self.n_after)):
-            runs, lo = [], 0
-            for li in range(1, self.NL + 1):
-                if li == self.NL or ns[li] != ns[lo]:
-                    runs.append((lo, li, ns[lo]))
-                    lo = li
-            self._runs[which] = runs
-
-    def _views(self, pb: "PassBuffers") -> list[dict]:
-        """The trace dict of every layer: views into the pass buffers (all at once)."""
-        T, CB, KB, KS, MB, MSB, MSC, EB, Eidx, DB = pb.T, pb.CB, pb.KB, pb.KS, pb.MB, pb.MSB, pb.MSC, pb.EB, pb.Eidx, pb.DB
-        D, C, kl, r = self.D, self.C, self.kl, self.r
-        cols = self._cols
-        kda = [list(KB[:, :, a:b]) for _, a, b in cols[0]]
-        kda += [list(KS), kda[-1]]
-        mla = [list(MB[:, :, a:b]) for _, a, b in cols[1]]
-        mla += [list(MSB[:, :, :kl]), list(MSB[:, :, kl:kl + r]), list(MSB[:, :, kl + r:]), list(MSC[:, 0]),
-                list(MSC[:, 1]), mla[-1]]
-        a, b = self._experts_cols
-        bias_ro = pb.bias
-        moe = [list(EB[:, :, a:b]) for _, a, b in cols["moe"]]
-        moe += [list(EB[:, :, a:b].reshape(len(self.moe), T, self.top_k, self.L)), list(Eidx), list(bias_ro)]
-        dense = [list(DB[:, :, a:b]) for _, a, b in cols["dense"]]
-        mix = {0: list(zip(*kda)), 1: list(zip(*mla))}
-        ffn = {1: list(zip(*moe)), 0: list(zip(*dense))}
-        aw1: list = []
-        for lo, hi, n in self._runs["before"]:
-            aw1 += list(CB[lo:hi, :, 5 * D:5 * D + n + 1]) if n else [None] * (hi - lo)
-        aw2: list = []
-        for lo, hi, n in self._runs["after"]:
-            aw2 += list(CB[lo:hi, :, 5 * D + C:5 * D + C + n + 1])
-        common = zip(aw1, list(CB[:, :, :D]), list(CB[:, :, D:2 * D]), aw2, list(CB[:, :, 2 * D:3 * D]),
-                     list(CB[:, :, 3 * D:4 * D]), list(CB[:, :, 4 * D:5 * D]))
-        return [dict(zip(keys, ct + mix[mk][ms] + ffn[fk][fs]))
-                for keys, ct, (mk, ms, fk, fs, _, _) in zip(self._keys, common, self._order)]

@@ -47,7 +47,7 @@ def test_the_readiness_test_is_compute_fused_nb_enabled(monkeypatch):
 @needs_numba
 def test_a_frozen_worker_spawns_its_own_executable_with_the_flag(qtbot, monkeypatch, tmp_path, caplog):
     """The engine worker in a frozen app: the warm-up child is sys.executable --warm-kernels (here a stand-in
-    executable that records its arguments and exits 3, 'numba unavailable': the numpy kernels stay)."""
+    executable that records its arguments and exits 3, 'numba unavailable': the numpy operators stay)."""
     record = tmp_path / "argv"
     fake = tmp_path / "k3-explorer"
     fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > '{record}'\necho 'no numba here' >&2\nexit 3\n")
@@ -119,8 +119,9 @@ def test_a_moved_copy_of_the_kernels_is_not_ready(monkeypatch, tmp_path):
     from compute import fused_nb
 
     here = fused_nb._stamp()
-    moved = tmp_path / "compute" / fused_nb._KERNELS.name
-    moved.parent.mkdir()
-    shutil.copy2(fused_nb._KERNELS, moved)  # same size and mtime
-    monkeypatch.setattr(fused_nb, "_KERNELS", moved)
+    (tmp_path / "compute").mkdir()
+    moved = tuple(tmp_path / "compute" / p.name for p in fused_nb._SOURCES)
+    for src, dst in zip(fused_nb._SOURCES, moved):
+        shutil.copy2(src, dst)  # same size and mtime
+    monkeypatch.setattr(fused_nb, "_SOURCES", moved)
     assert fused_nb._stamp() != here

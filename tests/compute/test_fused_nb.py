@@ -172,6 +172,42 @@ def test_cache_ready_follows_the_stamp(monkeypatch, tmp_path):
     assert not fused_nb.cache_ready()
 
 
+def test_the_stamp_covers_every_kernel_source_and_a_stale_one_clears_their_cache(monkeypatch, tmp_path):
+    """numba keys a cached kernel on its own file only: pass_into cached before a change in _fused_nb_math.py
+    (or in the layout's constants) would load as it was. So the readiness stamp covers the three files, and
+    warm_cache's first step clears the kernel modules' cache entries when the stamp is stale — and only then."""
+    import shutil
+
+    assert {p.name for p in fused_nb._SOURCES} == {"_fused_nb_kernels.py", "_fused_nb_math.py", "fused_nb_layout.py"}
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(fused_nb, "enabled", lambda: True)
+    copies = []
+    (tmp_path / "src").mkdir()
+    for p in fused_nb._SOURCES:
+        copies.append(tmp_path / "src" / p.name)
+        shutil.copy2(p, copies[-1])
+    monkeypatch.setattr(fused_nb, "_SOURCES", tuple(copies))
+    sub = tmp_path / "cache" / "compute_abc"
+    sub.mkdir(parents=True)
+    ours = [sub / "compute._fused_nb_kernels.pass_into-300.py311.nbi", sub / "compute._fused_nb_math.topk-150.py311.1.nbc"]
+    other = sub / "compute.other.f-1.py311.nbi"
+    for f in ours + [other]:
+        f.write_bytes(b"x")
+    (tmp_path / "cache" / fused_nb._STAMP).write_text(json.dumps(dict(fused_nb._stamp(), dtypes=["float32"])))
+    assert fused_nb.cache_ready()
+    fused_nb._clear_stale()  # the stamp matches: a load, nothing removed
+    assert all(f.exists() for f in ours + [other])
+    for name in ("_fused_nb_math.py", "fused_nb_layout.py"):
+        f = tmp_path / "src" / name
+        f.write_text(f.read_text() + "\n")  # a change in a file the kernels call or read
+        assert not fused_nb.cache_ready(), name
+        (tmp_path / "cache" / fused_nb._STAMP).write_text(json.dumps(dict(fused_nb._stamp(), dtypes=["float32"])))
+    f = tmp_path / "src" / "_fused_nb_math.py"
+    f.write_text(f.read_text() + "\n")
+    fused_nb._clear_stale()
+    assert not any(f.exists() for f in ours) and other.exists()
+
+
 @needs_numba
 def test_use_compiled_switches_an_engine_both_ways(ops64):
     m = ToyK3(device="cpu", dtype="float64", compiled=False)
