@@ -1,4 +1,4 @@
-"""Issue 24.2 for `pip install -e .`: the editable install, like the wheel, gives the environment only the name
+"""For `pip install -e .`: the editable install, like the wheel, gives the environment only the name
 k3_explorer (.ci/k3_build_backend.py build_editable, .ci/k3_editable_finder.py), served live from the checkout
 with the wheel's import rewrite applied as modules load. setuptools' own editable install put app, scene, compute
 and assets on every sys.path of the venv.
@@ -11,26 +11,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 import textwrap
-import venv
 from pathlib import Path
 
 import pytest
 
-from tests.packaging.venv_deps import deps_folder
+from tests.packaging.venv_deps import deps_folder, new_venv, run as _run, their_app
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("app", "scene", "compute", "assets")
-
-
-def _run(cmd, cwd=None, env=None, check=True):
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{cmd} -> rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -42,24 +33,9 @@ def editable(tmp_path_factory):
         shutil.copytree(ROOT / top, src / top, ignore=skip)
     for name in ("pyproject.toml", "LICENSE", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    other = tmp / "other"  # a Flask-style project with top-level `app` and `compute`
-    for pkg, body in (("app", "NAME = 'theirs-app'\n"), ("compute", "def answer():\n    return 42\n")):
-        (other / pkg).mkdir(parents=True)
-        (other / pkg / "__init__.py").write_text(body)
-    (other / "pyproject.toml").write_text(textwrap.dedent("""\
-        [build-system]
-        requires = ["setuptools"]
-        build-backend = "setuptools.build_meta"
-        [project]
-        name = "their-app"
-        version = "1.0"
-        [tool.setuptools]
-        packages = ["app", "compute"]
-        """))
+    other = their_app(tmp / "other")  # a Flask-style project with top-level `app` and `compute`
     env_dir = tmp / "venv"
-    venv.create(env_dir, with_pip=False, system_site_packages=False)
-    py = env_dir / "bin" / "python"
-    pip = [sys.executable, "-m", "pip", "--python", str(py)]
+    py, pip = new_venv(env_dir)
     deps = deps_folder(tmp / "deps")
     env = dict(os.environ, PYTHONPATH=str(deps), XDG_CACHE_HOME=str(tmp / "cache"), K3_NO_NUMBA="1")
     env.pop("NUMBA_CACHE_DIR", None)

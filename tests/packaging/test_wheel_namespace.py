@@ -1,4 +1,4 @@
-"""Issue 24.2: the installed K3 Explorer owns only the name k3_explorer. The wheel is built once from this checkout
+"""The installed K3 Explorer owns only the name k3_explorer. The wheel is built once from this checkout
 (.ci/k3_build_backend.py moves app/, scene/, compute/, assets/ under k3_explorer/ and rewrites their imports),
 installed into a fresh venv next to a tiny distribution with its own top-level `app` and `compute` packages, and
 both must work, on disk and in one process. The venv gets no dependencies of its own: its Python finds them in
@@ -6,25 +6,16 @@ this checkout's .venv through PYTHONPATH (tests/packaging/venv_deps.py: not the 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
-import venv
 from pathlib import Path
 
 import pytest
 
-from tests.packaging.venv_deps import deps_folder
+from tests.packaging.venv_deps import deps_folder, new_venv, run as _run, their_app
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("app", "scene", "compute", "assets")
-
-
-def _run(cmd, cwd=None, env=None, check=True):
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{cmd} -> rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -34,24 +25,9 @@ def installed(tmp_path_factory):
           str(ROOT)])
     wheel = next((tmp / "dist").glob("k3_explorer-*.whl"))
     # the other distribution: a Flask-style project with top-level `app` and `compute`
-    other = tmp / "other"
-    for pkg, body in (("app", "NAME = 'theirs-app'\n"), ("compute", "def answer():\n    return 42\n")):
-        (other / pkg).mkdir(parents=True)
-        (other / pkg / "__init__.py").write_text(body)
-    (other / "pyproject.toml").write_text(textwrap.dedent("""\
-        [build-system]
-        requires = ["setuptools"]
-        build-backend = "setuptools.build_meta"
-        [project]
-        name = "their-app"
-        version = "1.0"
-        [tool.setuptools]
-        packages = ["app", "compute"]
-        """))
+    other = their_app(tmp / "other")  # a Flask-style project with top-level `app` and `compute`
     env_dir = tmp / "venv"
-    venv.create(env_dir, with_pip=False, system_site_packages=False)
-    py = env_dir / "bin" / "python"
-    pip = [sys.executable, "-m", "pip", "--python", str(py)]
+    py, pip = new_venv(env_dir)
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist"),
           str(other)])
     _run(pip + ["install", "-q", "--no-deps", str(next((tmp / "dist").glob("their_app-*.whl")))])
