@@ -1,5 +1,5 @@
 """In-tree PEP 517 backend (pyproject.toml: backend-path = [".ci"]). It wraps setuptools.build_meta and gives K3
-Explorer its own namespace (issue 24.2, .ci/k3_namespace.py): only the name k3_explorer, never the checkout's
+Explorer its own namespace (.ci/k3_namespace.py): only the name k3_explorer, never the checkout's
 top-level app/, scene/, compute/, assets/.
 - The WHEEL places the four folders under k3_explorer/ and rewrites their absolute imports, as pip's vendoring tool
   does; it also gets k3_explorer/__init__.py (render, run, explain, __version__) and __main__.py, and its console

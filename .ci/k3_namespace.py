@@ -1,4 +1,4 @@
-"""K3 Explorer's install namespace (issue 24.2), shared by the wheel and the editable install: an installed K3
+"""K3 Explorer's install namespace, shared by the wheel and the editable install: an installed K3
 Explorer owns only the name k3_explorer; the checkout's top-level folders app/, scene/, compute/, assets/ become
 k3_explorer.app, ... and their absolute imports are rewritten to match, as pip's vendoring tool does.
 

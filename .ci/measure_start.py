@@ -1,4 +1,4 @@
-"""Start-up of a K3 Explorer command, for the README's "Standalone build" comparison (issue 24.5: "pick by
+"""Start-up of a K3 Explorer command, for the README's "Standalone build" comparison ("pick by
 measuring size and start-up"): the seconds from launch to the window's first frame of the 3D view (the app logs
 "OpenGL: ..." at INFO, with --verbose, once that frame is drawn), then SIGTERM. Median of N runs, each with a
 fresh settings file. Needs a display (xvfb-run -a).

@@ -99,7 +99,7 @@ class KernelUpgrade(QObject):
             self._rechecked = True  # compiled and cached now: a second child must find them all cached
             self._start_child()
         else:
-            log.warning("engine: the compiled kernels could not be prepared (exit %d: %s); numpy kernels run", code,
+            log.warning("engine: the compiled kernels could not be prepared (exit %d: %s); the numpy operators run", code,
                         err[-1] if err else "no message")
             self._set("numpy", final=True)
 
@@ -107,7 +107,7 @@ class KernelUpgrade(QObject):
         if error == QProcess.ProcessError.FailedToStart and self.child is not None:
             proc, self.child = self.child, None
             proc.deleteLater()
-            log.warning("engine: the kernel warm-up could not start; numpy kernels run")
+            log.warning("engine: the kernel warm-up could not start; the numpy operators run")
             self._set("numpy", final=True)
 
     def _set(self, kernels: str, final: bool = False) -> None:

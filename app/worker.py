@@ -9,8 +9,8 @@
 - Frame gate (`hold_until_shown`): the window may hold the next run until the frame of the trace just published
   is on screen (app/housekeeping.py FrameGate, at most HOLD_MAX_MS).
 - A failed run reports its message through `AppState.set_error`; the last good trace stays on screen.
-- Kernels: the first engine runs compute.fused's numpy kernels, so the first trace never waits for numba; once
-  it is out, a warm-up child fills numba's cache and the worker thread rebuilds the engine with the compiled
+- Kernels: the first engine runs the operators' numpy layer loop, so the first trace never waits for numba;
+  once it is out, a warm-up child fills numba's cache and the worker thread rebuilds the engine with the compiled
   kernels (app/kernel_upgrade.py). `kernels` says which run ("numpy", "warming", "compiled").
 - Housekeeping (freeing the traces no longer shown in the worker thread, malloc_trim, the garbage collector's
   freeze / settle / thaw, the switch interval) is scheduled by app/housekeeping.py around the runs.
@@ -161,8 +161,8 @@ class _EngineObject(QObject):
             from compute.engine import ToyK3
 
             new = ToyK3(config=model.config, device=model.device, weights=self.weights, compiled=True)
-        except Exception as exc:  # noqa: BLE001 - the numpy kernels keep running
-            log.warning("engine: the compiled kernels could not be loaded (%s); numpy kernels run", one_line(exc))
+        except Exception as exc:  # noqa: BLE001 - the numpy operators keep running
+            log.warning("engine: the compiled kernels could not be loaded (%s); the numpy operators run", one_line(exc))
             self.upgraded.emit(False, one_line(exc))
             return
         if not new.compiled:
@@ -233,7 +233,7 @@ class EngineController(QObject):
 
     def __init__(self, state, max_new_tokens: int = 4, device: str = "auto", parent=None, compiled: bool = True):
         """compiled: switch to compute.fused_nb's kernels after the first trace when numba is there (False:
-        the numpy kernels throughout)."""
+        the numpy operators throughout)."""
         super().__init__(parent)
         self.state = state
         self.max_new_tokens = max_new_tokens

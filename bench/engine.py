@@ -12,9 +12,9 @@ imports torch there (torch_imported_by_engine); torch is only imported here to c
 (compute.weights; target ≤ 200 ms); init_ms: the whole ToyK3() (weights, conversion, fused plans, and with
 numba the compiled kernels' warm-up: a compile on an install's first start, a disk-cache load later).
 engine_path: "compiled" (compute.fused_nb: one numba call per pass; --compiled on, the default, compiles into
-the disk cache first when it is cold, and init_ms then includes that) or "numpy" (compute.fused's kernels:
+the disk cache first when it is cold, and init_ms then includes that) or "numpy" (the operators' layer loop:
 --compiled off, K3_NO_NUMBA=1 or no numba); compiled_kernels says the same as a bool. numpy_run_ms_median /
-numpy_resample_ms_median: the numpy kernels measured in the same run (null with --compiled off: the main
+numpy_resample_ms_median: the numpy operators measured in the same run (null with --compiled off: the main
 figures are those). explain_lens_attention_ms_median: compute.explain at EXPLAIN_PROMPT — the prefill, the logit
 lens and every layer's attention row for the last position (target ≤ 20 ms); explain_route_ms_median: that plus
 the direct contributions and one knock-out re-run per token (target ≤ 150 ms); *_cpu_ms_median: process CPU time. calib_numpy_add_us: one tiny numpy add (a floor of this machine right now, to compare runs
@@ -89,7 +89,7 @@ def main() -> None:
     ap.add_argument("--backend", default="auto", choices=("auto", "numpy", "torch"), help="ToyK3 backend")
     ap.add_argument("--compiled", default="on", choices=("on", "off", "auto"),
                     help="compiled pass (compute.fused_nb): on = compile if needed, auto = only if the disk cache "
-                         "is ready (what the app's default engine does), off = numpy kernels")
+                         "is ready (what the app's default engine does), off = the numpy operators")
     args = ap.parse_args()
     from compute import fused_nb
 
@@ -156,7 +156,7 @@ def main() -> None:
     route_cpu: list[float] = []
     route_med, _ = _median_ms(_route, max(5, args.repeats // 2), route_cpu)
     numpy_run = numpy_res = None
-    if m.compiled:  # the numpy kernels in the same run (same machine load)
+    if m.compiled:  # the numpy operators in the same run (same machine load)
         mn = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None, compiled=False)
         mn.run(PROMPT, 4, knobs)
         numpy_run, _ = _median_ms(lambda: mn.run(PROMPT, 4, knobs), args.repeats)
@@ -191,7 +191,6 @@ def main() -> None:
         "weights_load_ms": round(wl_ms, 1) if wl_ms is not None else None,
         "device": str(m.device),
         "backend": m.backend,
-        "numpy_fused_kernels": getattr(m, "_fused", None) is not None,  # compute.fused (numpy backend, K3 config)
         "engine_path": "compiled" if getattr(m, "compiled", False) else "numpy",
         "compiled_kernels": getattr(m, "compiled", False),  # compute.fused_nb (numba; K3_NO_NUMBA=1: numpy)
         "compile_cache_ready": cache_ready,

@@ -263,8 +263,7 @@ def _run() -> dict:
         bias_to_grid_and_scene_ms_median=round(med(both_ms), 1) if both_ms else None,
         grid_samples=len(grid_ms), bias_samples=len(bias_ms), missed_paints=misses + bias_misses,
         grid_widget=f"{grid.width()}x{grid.height()}", window=f"{WINDOW[0]}x{WINDOW[1]}",
-        new_tokens=NEW_TOKENS, backend=model.backend,
-        numpy_fused_kernels=getattr(model, "_fused", None) is not None)
+        new_tokens=NEW_TOKENS, backend=model.backend)
 
 
 def _bias_in_main_window(values, marks, wait_paint, pump) -> list[float]:

@@ -51,7 +51,7 @@ def _route(logits, bias, top_k, routed_scaling_factor=1.0, n_group=1, topk_group
 
 def _nan_to_neg_inf(sel):
     """sel with every NaN (a damaged weight's score) as -inf: the top-k then picks deterministically (such an expert
-    only when fewer than k have a number), as compute.fused and the compiled kernel do (numpy's partition would
+    only when fewer than k have a number), as the compiled kernel does (numpy's partition would
     rank NaN first, torch.topk too)."""
     if isinstance(sel, np.ndarray):
         return np.where(np.isnan(sel), -np.inf, sel) if np.isnan(sel).any() else sel

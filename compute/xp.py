@@ -2,9 +2,8 @@
 
 The operators are written once against `ops(x)`, so the same code runs on torch tensors (any device, any
 dtype: tests, CUDA; the torch spellings live in compute.xp_torch, loaded only for a torch tensor, so numpy
-callers never import torch) and on numpy arrays (ToyK3's numpy backend, where the operators run the blocks
-that have no compute.fused kernel — K3's dense first layer, the other configs' blocks — and every block with
-kernels="operators"; K3's blocks run compute.fused's kernels or compute.fused_nb's compiled pass). Everything else
+callers never import torch) and on numpy arrays (ToyK3's numpy backend: its layer loop, the reference CPU tier, runs every block of
+every config until, for K3, compute.fused_nb's compiled pass takes over). Everything else
 the operators use (`@`, `*`, `+`, basic and integer-array indexing, `[..., None]`, `.reshape`, `.sum(axis)`,
 `.swapaxes`, `.T`, `.shape`) is spelled the same in both libraries.
 

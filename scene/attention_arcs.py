@@ -1,4 +1,4 @@
-"""Arcs in the exploded layer from the explained token to the tokens it reads (feature I2, issue 21).
+"""Arcs in the exploded layer from the explained token to the tokens it reads (feature I2).
 
 Plain data in, GL line geometry out: `weights` is what the explained position t reads at the shown layer, one
 number per position 0..t (the head mean of KDA's implicit attention A[t, i] — o_t = Σ_i A[t, i] v_i exactly,

@@ -68,7 +68,7 @@ def formula_key(kind: str, dims) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The block-kind table (issue 23.2): one entry per kind a trace block can have. `rows`/`cols` name what the axes
+# The block-kind table: one entry per kind a trace block can have. `rows`/`cols` name what the axes
 # of the tensor the inspector shows (a >2-D tensor flattened to [-1, last]) really are; `colour` names the rule
 # scene/colouring.py applies; `features` the model features a kind needs (a model lacking one has no such block).
 

@@ -1,4 +1,4 @@
-"""What the 3D view draws of an explanation (issue 21, I1 + I3): the logit-lens column and the contribution
+"""What the 3D view draws of an explanation (feature I1 + I3): the logit-lens column and the contribution
 route, as plain data handed over by the app (the Explain dock), and the GL items that draw them.
 
 `ExplainOverlay` is Qt-free plain data; `ExplainItems` owns a box mesh (the lens strip) and a line item (the

@@ -18,7 +18,7 @@ Requests coalesce: however many arrive while a frame is being drawn, one more fr
 state. Where the platform cannot make a context current in another thread, the same renderer runs on the UI
 thread (correct, not stall-free).
 
-Start-up (issue 16): the very first frame is a preview without labels (complete=False) and the complete frame
+Start-up: the very first frame is a preview without labels (complete=False) and the complete frame
 follows at once, so the 3D picture is on screen one label layout (40-100 ms on 2 cores) sooner.
 
 A frame that fails (a GL call raising, e.g. PyOpenGL looking for a GLX context where Qt made an EGL one) is
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 # so a renderer stays here (even if its view is gone) until stop() has ended its thread.
 _LIVE: "set[FrameRenderer]" = set()
 _QUIT_HOOKED = False
-# Pacing (issue 11/16): back-to-back frames (a camera animation, a drag) rest this fraction of the last frame's
+# Pacing: back-to-back frames (a camera animation, a drag) rest this fraction of the last frame's
 # time before the next one starts, at most REST_MAX_S. On software GL a frame keeps both cores busy (the render
 # thread, then llvmpipe's rasteriser threads) for 20-40 ms: frames without a rest left the UI thread and the X
 # server a core only by chance (the soak's 100-150 ms heartbeat gaps during 4x auto-play). On a GPU a frame

@@ -7,7 +7,7 @@ then waits for the GIL, while the GUI thread holds the GIL and waits for that mu
 whole app hangs (seen in the test suite: the engine thread loading compiled kernels collected an earlier window).
 So the automatic collector is off and a GUI-thread timer collects with the same generation thresholds.
 
-Each collection is one uninterrupted stretch of the UI thread, so three things keep it short (issue 16: a
+Each collection is one uninterrupted stretch of the UI thread, so three things keep it short (a
 collection was the longest UI stall while dragging a slider, 15-75 ms):
 - the timer checks every 100 ms (not once a second), so the youngest generation never piles up (a check that
   finds nothing to do costs microseconds); one gc.collect(n) per check, for the oldest generation that is due;

@@ -1,4 +1,4 @@
-"""The logit-lens column beside the 3D layer stack (feature I1, issue 21).
+"""The logit-lens column beside the 3D layer stack (feature I1).
 
 Fed with plain tuples (no compute/ or app/ types): `entries` is one (layer, top_word, top_prob, word_rank,
 word_prob) per lens reading, layer 0 = the embedding, 1..L = the residual mix after layer ℓ (what layer ℓ+1

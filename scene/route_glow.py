@@ -1,4 +1,4 @@
-"""The contribution route lit through the 3D stack (feature I3, issue 21).
+"""The contribution route lit through the 3D stack (feature I3).
 
 `lit_blocks` takes plain (layer, part, value) direct contributions to the chosen word's logit and a threshold
 and returns the blocks that glow: |value| >= threshold, with the sign that picks the colour (orange: the block

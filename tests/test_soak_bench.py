@@ -1,4 +1,4 @@
-"""bench/soak.py's arithmetic (issue 11): the malloc floor keeps what stays and drops the frame buffers in flight,
+"""Bench/soak.py's arithmetic: the malloc floor keeps what stays and drops the frame buffers in flight,
 and the per-action figures are running sums (the bench's own memory must not grow with the actions it counts)."""
 import importlib.util
 from pathlib import Path
@@ -45,7 +45,7 @@ def test_handler_figures_are_running_sums(soak):
     assert n == 1000 and 0 <= cpu_max <= cpu and 0 <= wall_max <= wall
 
 
-# --- warm-up detection and the slope after it (issue 25): synthetic 5 s series, no app -----------------------
+# --- warm-up detection and the slope after it: synthetic 5 s series, no app -----------------------
 def _series(minutes, fn, seed=1, noise=1.5):
     import random
 

@@ -167,7 +167,7 @@ WHAT = {"fifo": "a FIFO", "link_to_fifo": "a FIFO", "directory": "a directory", 
 @pytest.mark.parametrize("option, kind", [("--view", "fifo"), ("--view", "link_to_fifo"), ("--view", "dev_zero"),
                                           ("--view", "directory"), ("--config", "fifo"), ("--config", "dev_zero")])
 def test_a_special_file_as_view_or_config_exits_2_in_one_line_at_once(tmp_path, option, kind):
-    """Issue 25.5: a FIFO as --view got no answer in 120 s, as --config it was killed at 180 s; /dev/zero ran
+    """A FIFO as --view got no answer in 120 s, as --config it was killed at 180 s; /dev/zero ran
     out of memory. The guarded reader refuses each before reading a byte."""
     import time
 
@@ -193,7 +193,7 @@ def test_the_gui_refuses_a_fifo_view_or_config_before_any_window(tmp_path, optio
 
 @pytest.mark.parametrize("command", [["export", "--out", "x.png"], []])
 def test_an_empty_view_name_exits_2_in_one_line(tmp_path, command):
-    """Issue 25.8: `--view ''` was silently ignored."""
+    """`--view ''` was silently ignored."""
     args = [*command, "--view", ""] if command else [""]
     r = run_app(*args, timeout=60)
     lines = error_lines(r)
@@ -213,7 +213,7 @@ def _view_with_bias(tmp_path, expert: int, **changes) -> str:
 
 
 def test_a_view_biasing_a_missing_expert_exits_2_naming_the_field(tmp_path):
-    """Issue 25.6: the CLI exited 1 "engine could not run"; the view check now names the field (exit 2)."""
+    """The CLI exited 1 "engine could not run"; the view check now names the field (exit 2)."""
     r = run_app("export", "--out", str(tmp_path / "x.png"), "--view", _view_with_bias(tmp_path, 896), timeout=60)
     lines = error_lines(r)
     assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)

@@ -278,7 +278,7 @@ def _hand_trace(prompt: str, seed: int, knobs=None):
 
 
 def test_tokenizer_rebuilds_for_a_new_trace_only_once_its_tab_is_seen(dock, qtbot, monkeypatch):
-    """Issue 16: rebuilding the table takes the UI thread for tens of ms; a trace that arrives while the tab is
+    """Rebuilding the table takes the UI thread for tens of ms; a trace that arrives while the tab is
     covered (every slider step of a drag) must not pay for it, and knob-only changes never do."""
     from app.docks.experiments.tokenizer import ROW_ROLE
     from compute.trace import Knobs

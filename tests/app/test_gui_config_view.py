@@ -1,4 +1,4 @@
-"""Issue 25: `k3-explorer --config <bundled model> FILE.k3view` — the view's knobs, layer and selection are
+"""`k3-explorer --config <bundled model> FILE.k3view` — the view's knobs, layer and selection are
 checked against the --config model (not the default K3 the window starts with, nor the model the view names):
 a value out of range for it is one clear message (box + status line, naming the field) and the window keeps
 running that model; a view that fits is shown on it. Through app.__main__.main itself, with the event loop

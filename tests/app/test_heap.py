@@ -53,7 +53,7 @@ def test_the_engine_worker_trims_after_freeing_traces(monkeypatch):
 
 
 def test_a_drag_frees_old_traces_at_once_but_trims_only_when_quiet(qtbot, monkeypatch):
-    """Issue 16: malloc_trim takes ~20 ms and holds malloc's locks (the UI thread's allocations wait), so the
+    """Malloc_trim takes ~20 ms and holds malloc's locks (the UI thread's allocations wait), so the
     traces freed in a drag (8 at a time) are not trimmed; the quiet timer trims once afterwards."""
     import time
 

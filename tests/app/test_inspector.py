@@ -155,7 +155,7 @@ def test_retranslated_once_per_language_switch_in_the_main_window(qtbot, tmp_pat
 
 
 def test_caption_says_what_rows_and_columns_are(dock, traces):
-    """Issue 23.2: under MLA scores the rows are heads × query tokens, under the KDA state head × d_k — not tokens;
+    """Under MLA scores the rows are heads × query tokens, under the KDA state head × d_k — not tokens;
     the caption reads the block-kind table, in both languages."""
     from app import i18n
 
@@ -185,7 +185,7 @@ def test_caption_says_what_rows_and_columns_are(dock, traces):
 
 @pytest.mark.parametrize("block_id", ["L37/kda.state", "L4/mla.scores", "lm_head"])
 def test_the_explanation_box_is_as_tall_as_its_text(dock, traces, qtbot, block_id):
-    """Issue 27.9: the box had a fixed 110 px and scrolled while the lower half of the dock was empty. In a
+    """The box had a fixed 110 px and scrolled while the lower half of the dock was empty. In a
     tall dock it now shows its whole text without a scroll bar; in a short one it is capped and scrolls."""
     dock.state.set_trace(traces)
     dock.resize(440, 1000)

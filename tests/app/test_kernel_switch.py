@@ -1,4 +1,4 @@
-"""The engine worker starts on the numpy kernels and switches to the compiled (numba) ones once a child process
+"""The engine worker starts on the numpy operators and switches to the compiled (numba) ones once a child process
 has put them in numba's disk cache: the first trace never waits for a compile, and nothing is
 compiled in the app's own threads."""
 import logging
@@ -47,7 +47,7 @@ def test_first_trace_on_numpy_then_compiled_kernels_built_in_the_engine_thread(q
     ctl.start()
     try:
         qtbot.waitUntil(lambda: state.trace is not None, timeout=90000)
-        assert first == [False]  # the first trace came from the numpy kernels
+        assert first == [False]  # the first trace came from the numpy operators
         qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=120000)
         assert ctl.kernels == "compiled" and ctl.engine.model.compiled
         assert changes == ["warming", "compiled"]

@@ -66,7 +66,7 @@ def test_menu_items_work_whatever_has_the_focus(make_window, qtbot):
 
 
 def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, monkeypatch):
-    """Issue 16: the guard used to filter every event of the application in Python (paints, timers, the engine's
+    """The guard used to filter every event of the application in Python (paints, timers, the engine's
     and render thread's queued signals), taking the GIL for each; it now watches the focus widget alone."""
     from app import actions
 

@@ -330,7 +330,7 @@ def test_language_defaults_to_the_system_locale(make_window, monkeypatch):
 
 
 def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qtbot, monkeypatch):
-    """Issue 16: the render thread starts the new frame while the panels update (the scene used to get the trace
+    """The render thread starts the new frame while the panels update (the scene used to get the trace
     after the trace player, controls and inspector had run their handlers)."""
     from app.docks import trace_player
 
@@ -352,7 +352,7 @@ def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qt
 
 
 def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_window, qtbot):
-    """Issue 16: on few cores the engine, the render thread and its rasteriser competed during a drag (the UI
+    """On few cores the engine, the render thread and its rasteriser competed during a drag (the UI
     thread waited for a CPU longer than it ran); the next run now starts once the last trace's frame is on
     screen, or after housekeeping.HOLD_MAX_MS."""
     import time

@@ -105,7 +105,7 @@ def test_step_text_arguments_name_each_model():
 
 
 def test_a_model_switch_lays_the_docks_out_as_at_start(main_window, docks, qtbot):
-    """Issue 23.3: after Model -> another model, docks a person floated or closed are back at their places,
+    """After Model -> another model, docks a person floated or closed are back at their places,
     shown, as at start (what View -> Reset layout does)."""
     from PySide6.QtCore import Qt
 

@@ -1,4 +1,4 @@
-"""No K3 number in texts shown for another model (issue 15.1): after a switch through the Model menu of a real
+"""No K3 number in texts shown for another model: after a switch through the Model menu of a real
 main window, the texts a person sees about the shown model — the scene's placed labels, legend and step note,
 the experts and shared-experts hover texts, the inspector's explanation and formula for the MoE blocks, the
 controls' α hint, the LM-head step text, the routing dock's MoE card, the silicon hierarchy's cache and vocabulary

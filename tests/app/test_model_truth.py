@@ -1,4 +1,4 @@
-"""Every model tells the truth (issue 23): with each bundled model and a user config with unusual values open in a
+"""Every model tells the truth: with each bundled model and a user config with unusual values open in a
 real main window, walk every step of the trace player, every tab of every dock and the inspector for every block
 kind of a KDA and an MLA layer, in English and Korean, reading every visible text. No exception leaves a Qt slot,
 and no K3 number shows on another model (896 experts, the 163,840 vocabulary, "real K3"), unless the text itself

@@ -1,4 +1,4 @@
-"""Issue 14.6, as a new user sees it: the real main window opened at 1280×720, 1366×768 (English and Korean)
+"""As a new user sees it: the real main window opened at 1280×720, 1366×768 (English and Korean)
 and 1920×1080. The default layout leaves the 3D view at least 55 % of the window; no text is clipped (the
 slider help lines, the serving diagram, the memory calculator); the inspector shows a hint, not empty boxes,
 until something is picked; at 1920×1080 follow-one-number and expert 17's bias slider show without scrolling.

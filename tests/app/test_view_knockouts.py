@@ -42,7 +42,7 @@ def test_a_view_with_knockouts_opens_them_and_saves_them_back(main_window, tmp_p
 
 
 def test_a_knockout_undoes_and_redoes_with_the_keys(main_window, qtbot):
-    """Issue 27.5 / 21 I4: a knock-out is one undo step; Ctrl+Z restores the set before it (and the dock's
+    """Feature I4: a knock-out is one undo step; Ctrl+Z restores the set before it (and the dock's
     explanation without it), Ctrl+Shift+Z brings it back."""
     from PySide6.QtCore import Qt
 

@@ -178,7 +178,7 @@ def test_the_caption_helpers():
 
 
 def test_the_status_says_why_trained_weights_did_not_run(tmp_path):
-    """Issue 22.5: another bundled model says 'no trained toy for this model' (not 'missing or unusable'),
+    """Another bundled model says 'no trained toy for this model' (not 'missing or unusable'),
     a missing file 'not installed', a damaged one 'damaged' — read from real engines' traces."""
     from compute.config import ModelConfig, available_configs
     from compute.engine import ToyK3

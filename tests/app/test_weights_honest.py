@@ -1,4 +1,4 @@
-"""Issue 22.5: a bundled model other than K3 (DeepSeek-V3, Kimi K2, Kimi Linear) and a user's config say
+"""A bundled model other than K3 (DeepSeek-V3, Kimi K2, Kimi Linear) and a user's config say
 "random weights (no trained toy for this model)" — not "the trained file is not installed" — whether or not K3's
 trained file is installed or sound; K3 itself still says when its file is missing. Through a real window (the
 Model menu) and through weights_choice.status_text on real engines' traces (what the window's label shows)."""

@@ -1,4 +1,4 @@
-"""Issue 25: when K3's trained weights cannot be used (file missing or damaged: a WeightsError, the engine falls
+"""When K3's trained weights cannot be used (file missing or damaged: a WeightsError, the engine falls
 back to random weights) the window and the CLI say WHY in one line — the WeightsError's reason from the
 engine's `weights_note` — not just "random". Damaged files are made in tmp_path as the other weights tests do
 (a truncated copy of the shipped file), the engine finds them through a patched `weights.default_path`."""

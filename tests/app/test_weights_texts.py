@@ -1,4 +1,4 @@
-"""Texts true for the weights that run (issue 23 part 5): with a real main window on each bundled model and the
+"""Texts true for the weights that run : with a real main window on each bundled model and the
 weights that model runs — K3 with its trained weights and with random ones, DeepSeek-V3 / Kimi K2 / Kimi Linear
 with the default choice "trained", which runs random weights there (no trained toy ships for them) — walk every
 step of the trace player, every dock tab and the inspector for every block kind, in English and Korean, and

@@ -233,8 +233,8 @@ def test_torch_backend_gives_the_same_explanation(m64):
 
 
 def test_attnres_source_knockouts(m64):
-    """An AttnRes source knock-out replaces stored candidate c in every later mix: the operators' BlockAttnRes
-    and the fused BufferedAttnRes agree (float64), the candidate's score is 0 in the mixes after it (zero
+    """An AttnRes source knock-out replaces stored candidate c in every later mix: the engine's default path
+    and the operators' layer loop agree (float64), the candidate's score is 0 in the mixes after it (zero
     ablation: s_c = (0 / rms) . w), the residual stream before it is untouched, and a bad source is one line."""
     from compute.explain.knockout import stored_sources
 

@@ -167,7 +167,7 @@ assert code == 0, code
 
 
 def test_training_without_torch_says_how_to_install_in_one_line():
-    """Issue 22.5: `python -m compute.train` in a venv without torch: one line naming the CPU wheels, exit 2
+    """`python -m compute.train` in a venv without torch: one line naming the CPU wheels, exit 2
     (no ImportError traceback); `--score` still works (it runs on the numpy engine)."""
     r = run_without_torch("from compute import train; sys.exit(train.main(['--steps', '1']))")
     assert r.returncode == 2, r.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""Issue 24.5: the standalone bundle (`make bundle` -> dist/k3-explorer/) runs without Python or this checkout, and
+"""The standalone bundle (`make bundle` -> dist/k3-explorer/) runs without Python or this checkout, and
 its compiled kernels work: the warm-up child is the bundle's own executable (`--warm-kernels`), a frozen app has
 no `python -m`. Skipped unless the bundle has been built (slow: a cold kernel compile is ~30 s of CPU).
 
@@ -78,7 +78,7 @@ def test_the_window_starts_its_frozen_warm_up_child_and_switches_to_compiled_ker
         deadline = time.monotonic() + 300
         for line in proc.stderr:
             lines.append(line)
-            if "compiled kernels loaded" in line or "numpy kernels run" in line or time.monotonic() > deadline:
+            if "compiled kernels loaded" in line or "numpy operators run" in line or time.monotonic() > deadline:
                 break
         proc.send_signal(signal.SIGTERM)  # closes the window as its close button does
         _, rest = proc.communicate(timeout=60)

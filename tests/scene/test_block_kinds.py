@@ -1,4 +1,4 @@
-"""The block-kind table (scene/block_kinds.py, issue 23.2): every block a real trace or the scene's layout can
+"""The block-kind table (scene/block_kinds.py): every block a real trace or the scene's layout can
 have has an entry, and each entry's rows/columns say what the axes of that tensor really are."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Camera moves must not leak (issue 11, item 2): a layer change animates the camera; 200 of them (as an
+"""Camera moves must not leak : a layer change animates the camera; 200 of them (as an
 auto-play soak makes) used to leave 200 QVariantAnimation children of the view and 400 Camera objects alive."""
 import gc
 

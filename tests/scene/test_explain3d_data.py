@@ -1,4 +1,4 @@
-"""Data for the 3D explanation (issue 21, I1/I3): the lens column and the lit route, from the trained toy's
+"""Data for the 3D explanation (features I1/I3): the lens column and the lit route, from the trained toy's
 Explanation at the default prompt (values from compute, not constants)."""
 from __future__ import annotations
 

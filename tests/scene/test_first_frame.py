@@ -1,4 +1,4 @@
-"""The first frame of a SceneView (issue 16): the 3D picture reaches the screen without waiting for the label
+"""The first frame of a SceneView: the 3D picture reaches the screen without waiting for the label
 layout, and the complete frame (labels included) follows at once; shown_version and paint_count count only
 complete frames, so whoever waits for them still gets the labels."""
 import time

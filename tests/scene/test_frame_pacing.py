@@ -1,4 +1,4 @@
-"""Frame pacing of the render thread (scene/frames.py, issue 11/16): back-to-back frames (a camera animation, a
+"""Frame pacing of the render thread (scene/frames.py): back-to-back frames (a camera animation, a
 drag) rest a fraction of the last frame's time before the next one starts, so on software GL the UI thread and
 the X server get the cores between frames; a frame asked for after a pause starts at once."""
 import time

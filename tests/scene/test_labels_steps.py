@@ -1,4 +1,4 @@
-"""Labels and header at every trace step (issue 14.1, 14.2), in a real SceneView under Xvfb.
+"""Labels and header at every trace step, in a real SceneView under Xvfb.
 
 For each step of a real trace, the view is put where the player puts it (the step's layer, pass, token and
 focus, camera animation finished) at the 3D view's size in a 1280 x 720 and a 1920 x 1080 window. Then:

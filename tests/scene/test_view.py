@@ -408,7 +408,7 @@ def test_on_screen_frame_has_the_labels_and_they_follow_the_state(view, qtbot, t
     bare = _screen_pixels(view, qtbot, n)
     # the same frame without labels: the title's glyph pixels are gone (the 3D content stays)
     assert (np.abs(bare[8:40, 8:360, :3] - title).max(axis=-1) > 60).mean() > 0.03
-    # the title sits on an opaque panel (issue 14.1): none of the 3D content under it shows in the labelled frame
+    # the title sits on an opaque panel: none of the 3D content under it shows in the labelled frame
     under = np.abs(bare[8:40, 8:360, :3] - bg).max(axis=-1) > 60
     panel = np.abs(title - bg).max(axis=-1) < 20
     assert not under.any() or panel[under].mean() > 0.5
@@ -445,7 +445,7 @@ def test_a_burst_of_changes_ends_on_screen_as_the_last_state(view, qtbot, trace_
 
 def test_held_zoom_keys_wheel_pans_and_orbits_keep_the_camera_finite(view, qtbot):
     """'-' held down (key auto-repeat), the wheel spun out, long pans and orbits: the camera stays finite and in
-    range, and the view still draws (issue 11, item 8)."""
+    range, and the view still draws ."""
     import math
 
     from PySide6.QtCore import QEvent
