@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compute.trace import LINEAR_INPUTS
+from scene.block_kinds import LINEAR_IN  # y = x @ W kind -> the kind of x
 from scene.geometry import outline_segments
 from scene.layout import Block, Layout
 from scene.steps import LAYER_FOCUS, STEP_TABLE
@@ -80,7 +80,7 @@ def follow_segments(layout: Layout, follow: tuple[str, int, int] | None, expert:
         b = layout.by_id.get(bid)
         if b is not None and b.grid is not None:
             segs.append(cell_box(b, row, row, col, col))
-            src = LINEAR_INPUTS.get(b.kind)
+            src = LINEAR_IN.get(b.kind)
             sb = layout.by_id.get(f"L{b.layer}/{src}") if src else None
             if sb is not None and sb.grid is not None and row < sb.grid[0]:
                 segs.append(cell_box(sb, row, row, 0, sb.grid[1] - 1))

@@ -10,11 +10,13 @@ Placement rules:
   every spot is taken, is drawn at the first one anyway (never under the header or the legend);
 - a label covers no block but its own (scene/label_obstacles.py: each block's projected outline; a 3 px graze
   of its edge allowed): where no spot above its block is clear it may sit over its own block's top, else any
-  other label is dropped (nothing is drawn over it); a step's focus, the selected / hovered block and a layer's
-  caches (role "state": the MLA latent cache c_kv, the KDA state) only need a spot clear of the other labels,
-  and the caches are placed before their neighbours;
+  other label first tries the spots beside, below and a row above its block (drawn with a leader line to it) and
+  is dropped only where none is clear (nothing is drawn over it); a step's focus, the selected / hovered block
+  and a layer's caches (role "state": the MLA latent cache c_kv, the KDA state) only need a spot clear of the
+  other labels, and the caches are placed before their neighbours;
 - the stack's four thin cap blocks are named beside the whole cap, stacked up or down its side, with a leader
-  line to their own block;
+  line to their own block; one whose shape has no room where its name stands may move to another side spot;
+- a stack layer number takes the row below or above its slab where its own spot is taken;
 - a label wider than its block starts at the block's left edge (its colour bar sits on its own block, not on
   the neighbour's column).
 Two themes: "dark" (the app) and "light" (for light slides; exports only).
@@ -81,6 +83,21 @@ def block_screen_box(block, cam: Camera, width: float, height: float) -> QRectF 
     x1, y1 = pts.max(axis=0)
     return QRectF(float(x0), float(y0), float(x1 - x0), float(y1 - y0))
 
+
+
+def _leader(r: QRectF, box: QRectF, gap: float) -> tuple[float, float, float, float] | None:
+    """A line from a label moved away from its block (beside, below or a row above it) to the block's nearest
+    edge; None when the label touches its block or sits just above it (the usual spot needs none)."""
+    if r.intersects(box.adjusted(-gap, -gap, gap, gap)):
+        return None
+    if r.right() < box.left():  # left of it
+        return r.right(), r.center().y(), box.left(), min(max(r.center().y(), box.top()), box.bottom())
+    if r.left() > box.right():  # right of it
+        return r.left(), r.center().y(), box.right(), min(max(r.center().y(), box.top()), box.bottom())
+    x = min(max(r.center().x(), box.left()), box.right())
+    if r.top() > box.bottom():  # below it
+        return x, r.top(), x, box.bottom()
+    return x, r.bottom(), x, box.top()  # a row above it
 
 
 def _is_cap(block) -> bool:
@@ -168,9 +185,10 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         if where == "left":
             first = [QRectF(px - w - 4 * s, py - h / 2, w, h)]
             return first + ([first[0].translated(0, -h - 2 * s), first[0].translated(0, h + 2 * s)] if focus else [])
-        if where == "right":
+        if where == "right":  # a layer number: a row lower or higher where its spot is taken (Final AttnRes
+            # beside the top slab took the "93" spot at layer 37)
             first = [QRectF(px + 4 * s, py - h / 2, w, h)]
-            return first + ([first[0].translated(0, -h - 2 * s), first[0].translated(0, h + 2 * s)] if focus else [])
+            return first + [first[0].translated(0, h + 2 * s), first[0].translated(0, -h - 2 * s)]
         top = py - h - 2 * s
         centred = QRectF(px - w / 2, top, w, h)
         if box is None:
@@ -191,6 +209,13 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         found.append(QRectF(found[0].left(), box.top() + 2 * s, w, h))
         if focus:
             found.append(QRectF(found[0].left(), box.bottom() + 2 * s, w, h))
+        if not beside:  # the last resorts before dropping the name: beside its block, below it, one row higher
+            # (drawn with a leader line to its block; a 1600 x 900 export of an MLA layer lost W_qa and q norm
+            # where only the spots above and over their blocks were tried)
+            for y in (box.center().y() - h / 2, box.top(), box.bottom() - h):
+                found += [QRectF(box.right() + 8 * s, y, w, h), QRectF(box.left() - w - 8 * s, y, w, h)]
+            found += [r.translated(0, box.bottom() + 2 * s - top) for r in (centred, left, right)]
+            found += [r.translated(0, -h - 4 * s) for r in (centred, left, right)]
         return found
 
     def inside(r: QRectF) -> QRectF | None:
@@ -236,6 +261,8 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             x0 = chosen.right() if left_side else chosen.left()
             x1 = box.left() if left_side else box.right()
             placed.where, placed.leader = "side", (x0, chosen.center().y(), x1, box.center().y())
+        elif where == "above" and box is not None and not beside:
+            placed.leader = _leader(chosen, box, 2 * s)
         out.labels.append(placed)
     for lb in out.labels:  # pass 2: add the K3 shape where there is room
         shape = next((c[3] for c in cands if c[5] == lb.block_id and c[2] == lb.name), "")
@@ -247,10 +274,21 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             elif lb.where == "above":  # the name stays where it is; the shape goes after it
                 pass
             others = [t for t in taken if t is not lb.rect]
-            if _rect_free(wide, others) and wide.right() < width and wide.left() > 0 \
-                    and outlines.clear(wide, lb.block_id, GRAZE * s):
+            fits = lambda r: (_rect_free(r, others) and r.right() < width and r.left() > 0  # noqa: E731
+                              and outlines.clear(r, lb.block_id, GRAZE * s))
+            box = outlines.screen_box(lb.block_id) if lb.where == "side" else None
+            if box is not None and not fits(wide):  # a cap's name may move to another of its side spots for its
+                # shape (beside the cap at layer 4 the LM head's name had no room to grow where it stood)
+                px, py = next(p for c, p in zip(cands, pts) if c[5] == lb.block_id and c[2] == lb.name)
+                wide = next((r for r in spots(px, py, "above", lb.name, shape, box, False, True)
+                             if (r.center().x() < box.left() or r.center().x() > box.right()) and fits(r)), wide)
+            if fits(wide):
                 taken[next(i for i, t in enumerate(taken) if t is lb.rect)] = wide
                 lb.rect, lb.shape = wide, shape
+                if box is not None:  # the leader follows the name
+                    left_side = wide.center().x() < box.left()
+                    lb.leader = (wide.right() if left_side else wide.left(), wide.center().y(),
+                                 box.left() if left_side else box.right(), box.center().y())
     return out
 
 

@@ -9,7 +9,7 @@ import html
 from PySide6.QtCore import QPoint, QPointF
 from PySide6.QtWidgets import QToolTip
 
-from compute.trace import LINEAR_INPUTS
+from scene.block_kinds import LINEAR_IN  # y = x @ W kind -> the kind of x
 from scene import lens_column
 from scene.explain_overlay import header_note
 from scene.labels import OverlayInput
@@ -67,7 +67,7 @@ class InputMixin:
             r, c = hit.cell
             if b.kind == "moe.experts":
                 self.expert_clicked.emit(r * b.grid[1] + c)
-            if b.part == "tensor" and b.kind in LINEAR_INPUTS:
+            if b.part == "tensor" and b.kind in LINEAR_IN:
                 self.follow = (b.id, r, c)
                 self._update_outlines()
         self.block_clicked.emit(b.id)

@@ -2,7 +2,9 @@
 block and "q norm" over the W_qb plate): in a real SceneView under Xvfb, for an MLA and a KDA layer at the export's
 sizes and label scale, no label covers a block other than its own, beyond a graze of its edge. Exempt: the labels
 the placement must show even without a free spot (a step's focus, the selected block, a cache), which still keep
-clear of the other labels. The stack's four cap blocks are checked against their projected bounding boxes too."""
+clear of the other labels. The stack's four cap blocks are checked against their projected bounding boxes too.
+Labels once dropped at some of these sizes must show (MUST_SHOW, SHAPE_SHOWN), and a label moved off its block
+has a leader line to it."""
 import pytest
 from PySide6.QtCore import QRectF
 
@@ -11,6 +13,13 @@ from scene.labels import GRAZE, block_screen_box, place_labels
 from scene_helpers import shown_view
 
 CAPS = ("final.attnres", "final.norm", "lm_head", "sampling")
+# labels once dropped at these layers and sizes: W_qa and q norm (no clear spot above their blocks at 1600 x 900:
+# now they may sit beside or below them, with a leader line), the "93" layer number (Final AttnRes took its spot
+# beside the top slab), the LM head's shape (no room to grow where its name stood beside the cap)
+MUST_SHOW = {(4, (1600, 900)): ("L4/mla.q_a", "L4/mla.q_a_norm", "L93/stack.layer"),
+             (37, (1280, 720)): ("L93/stack.layer",), (37, (1600, 900)): ("L93/stack.layer",),
+             (37, (1920, 1080)): ("L93/stack.layer",)}
+SHAPE_SHOWN = {(4, (1600, 900)): ("lm_head",), (4, (1280, 720)): ("lm_head",)}
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +46,14 @@ def test_no_label_covers_another_block(qtbot, k3_config, trace, layer, size):
     assert len(placement.labels) >= 25, sorted(names.values())  # the clearance does not cost most names
     for cap in CAPS:
         assert cap in names, (cap, sorted(names.values()))  # every cap block still named
+    for bid in MUST_SHOW.get((layer, size), ()):
+        assert bid in names, (bid, sorted(names.values()))
+    for bid in SHAPE_SHOWN.get((layer, size), ()):
+        assert placement.label_for(bid).shape, bid
+    for lb in placement.labels:  # a label moved away from its block is tied to it by a leader line
+        box = outlines.screen_box(lb.block_id)
+        if lb.where == "above" and box is not None and not lb.rect.intersects(box.adjusted(-12, -12, 12, 12)):
+            assert lb.leader is not None, lb.name
     covering = []
     for lb in placement.labels:
         block = by_id.get(lb.block_id)
