@@ -9,14 +9,11 @@ piece given the document so far (next_piece_table, counted over the drawn traini
 enter) instead of the one piece the row happens to hold. The expected gradient is the same; the noise of the free
 choices (which object, verb, place) is gone, and that is what taught the toy to repeat the object: the same 800
 steps with one-hot targets (repeat weight 3) left English at 83.6 % on the every-prefix score below, soft targets
-reach 100 %. The same as one stage by hand:
-
-    python -m compute.train --seed 0 --steps 800 --lr 5e-3 --repeat-weight 2 --soft --out FILE
-
-A recipe of several stages (v1, the toy shipped before) continues each from the previous stage's written file
-with a fresh Adam. `make weights` runs the recipe from scratch into the shipped path and then `--verify`s it:
-its weights against the digest the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS
-has the shipped file's sha256). A written file records the recipe, seed, threads, numpy / torch / numba / Python
+reach 100 % (by hand: `--seed 0 --steps 800 --lr 5e-3 --repeat-weight 2 --soft --out FILE`). A recipe of several
+stages (v1, the toy shipped before) continues each from the previous stage's written file with a fresh Adam.
+`make weights` runs the recipe from scratch into the shipped path and then `--verify`s it: its weights against the
+digest the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS has the shipped file's
+sha256). A written file records the recipe, seed, threads, ATen's kernels, numpy / torch / numba / Python
 versions, machine and git commit, and no wall-clock figure (without_timings: they go to the printed report), so
 the same recipe at the same commit and library versions writes the same file, byte for byte.
 
@@ -25,8 +22,7 @@ every proper prefix of every document (10,560 prompts) forms a whole document 10
 99.9 % on the held-out pairs, the repeated object right 100 %; sampled answers (10 seeds x every prefix) at the
 app's default knobs (T = 1, top-p = 1) 91.9 % whole documents, T = 0.5 98.2 %, T = 1.5 65.4 %.
 
-`--config NAME|FILE` trains any config (a bundled name or a config.json; RoPE MLA and the plain residual of
-configs without AttnRes included); the trained toy that ships is K3's only.
+`--config NAME|FILE` trains any config (a bundled name or a config.json); the trained toy that ships is K3's only.
 
 The model is the engine's: the config's 93 layers in K3's order (KDA ×69 and Gated MLA ×24, a dense first
 layer, the latent MoE with the config's 896 experts and top-16 in the other 92, Block Attention Residuals every
@@ -45,12 +41,12 @@ the numba pass, for K3 and tiny configs of every block kind (tests/compute/test_
 The router bias is not trained by gradient: after every step each MoE layer's bias is set by Quantile
 Balancing (compute.moe.quantile_balance) from that batch's router scores, the bias for the next batch, as
 in K3 (docs/spec/k3-math.md §3). Everything else is trained with Adam (warm-up, cosine decay, gradient clipping)
-in float32. Deterministic from the seed (torch.manual_seed, fixed thread count, seeded data order).
+in float32. Deterministic from the seed (torch.manual_seed, fixed thread count, seeded data order, ATen's AVX2
+kernels on x86: the pin below).
 
-At the end the weights are written (compute.weights: BF16 bits where it fits) and the WRITTEN file is
-scored through the engine itself (ToyK3 with those weights, float32, the app's code path), next to the
-seeded random model: held-out next-token accuracy, the T=0 grammatical-completion rate on held-out
-prompts, and grammatical rate / variety at a few temperatures and top-p. One JSON report is printed.
+At the end the weights are written (compute.weights: BF16 bits where it fits) and the WRITTEN file is scored
+through the engine (ToyK3, float32, the app's path) next to the seeded random model (held-out next-token accuracy,
+T=0 and sampled grammatical rates); one JSON report is printed.
 """
 from __future__ import annotations
 
@@ -66,12 +62,9 @@ from pathlib import Path
 
 import numpy as np
 
-# A rebuild bit for bit on any x86 CPU: ATen's vectorised CPU kernels differ by instruction set (AVX-512's sums and
-# transcendentals round differently from AVX2's), so the same recipe on an AVX-512 machine drifted from the shipped
-# weights at step 2 (loss 5.271507 vs 5.271506) and ended elsewhere. Training runs ATen's AVX2 kernels — what the
-# shipped file was trained with — unless ATEN_CPU_CAPABILITY says otherwise. torch reads it once, at its first
-# kernel dispatch: in `python -m compute.train` that is after this line. MKL's matmul is left on its own choice
-# (MKL_CBWR=AVX2 changes the shipped run's step 3 on this AMD machine; its default there matched).
+# Bit for bit across x86 CPUs: ATen's vectorised kernels round differently by instruction set (on AVX-512 the
+# recipe left the shipped weights at step 2), so training runs its AVX2 ones, as the shipped file did, unless
+# ATEN_CPU_CAPABILITY says otherwise (read at torch's first dispatch). MKL keeps its default (MKL_CBWR=AVX2 differs).
 if platform.machine() in ("x86_64", "AMD64"):
     os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
@@ -329,9 +322,7 @@ def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, war
         if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
             break
     report = {"steps": step, "batch": batch, "seq_len": seq_len, "lr": lr, "repeat_weight": repeat_weight,
-              "soft": soft,
-              "threads": threads,
-              "train_s": round(time.perf_counter() - t0, 1), "curve": curve,
+              "soft": soft, "threads": threads, "train_s": round(time.perf_counter() - t0, 1), "curve": curve,
               "first_loss": curve[0]["loss"], "final_loss": curve[-1]["loss"], "losses": losses,
               "n_train_docs": len(train_docs), "n_held_out_docs": len(held_docs)}
     return P, report
@@ -468,8 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.evaluate is not None:
         return evaluate_file(a.evaluate, config, a.seed)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    cap = torch.backends.cpu.get_cpu_capability()
-    if platform.machine() in ("x86_64", "AMD64") and cap != "AVX2":
+    if platform.machine() in ("x86_64", "AMD64") and (cap := torch.backends.cpu.get_cpu_capability()) != "AVX2":
         log(f"python -m compute.train: ATen runs its {cap} kernels here, not AVX2: the weights will not be the "
             "shipped file's bit for bit")
     wall0 = time.perf_counter()

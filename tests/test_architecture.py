@@ -340,3 +340,11 @@ def test_no_dead_functions():
                         dead.add(f"{path.relative_to(ROOT).as_posix()}:{node.name}")
     assert sorted(dead - KNOWN_DEAD - set(ALLOWED_UNREFERENCED)) == []
     assert sorted(set(ALLOWED_UNREFERENCED) - dead) == [], "used now: remove from ALLOWED_UNREFERENCED"
+
+
+def test_no_production_module_over_500_lines():
+    """One job per module: no file of app/, scene/ or compute/ grows past 500 lines (split it at its seams)."""
+    long = {path.relative_to(ROOT).as_posix(): n for package in PACKAGES
+            for path in sorted((ROOT / package).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}
