@@ -26,7 +26,7 @@ class PassLayout:
         self.cols = {0: layout.views(layout.KB, size), 1: layout.views(layout.MB, size),
                      "moe": [v for v in layout.views(layout.EB, size) if v[0] != "moe.experts"],
                      "dense": layout.views(layout.DB, size) + [("ffn.out",) + self.span["DB"]["mlp.down"]]}
-        self.sb = [(k, a, b) for k, a, b in layout.views(layout.SB, size)]
+        self.sb = layout.views(layout.SB, size)
         # every layer's key order (common | mixer | FFN), as _views zips them
         kda_keys = [n for n, _, _ in self.cols[0]] + ["kda.state", "mixer.out"]
         mla_keys = ([n for n, _, _ in self.cols[1]] + [n for n, _, _ in self.sb]
