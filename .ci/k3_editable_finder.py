@@ -34,12 +34,12 @@ def _own_numba_cache(module) -> None:
     in the checkout's own `python -m app`, k3_explorer.compute.fused_nb_layout here), while the cache's place is
     keyed on the source file, which both share: an index written by one could not be read by the other
     ("No module named 'compute'"). The editable install's kernels get their own folder, numba-editable beside
-    numba in the user's cache (compute.fused_nb._cache_dir_setup keeps a NUMBA_CACHE_DIR set before it)."""
-    setup = module.__dict__.get("_cache_dir_setup")
+    numba in the user's cache (compute.numba_setup.cache_dir_setup keeps a NUMBA_CACHE_DIR set before it)."""
+    setup = module.__dict__.get("cache_dir_setup")
     if setup is None:
         return
 
-    def _cache_dir_setup():
+    def cache_dir_setup():
         if not os.environ.get("NUMBA_CACHE_DIR"):
             base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
             d = os.path.join(base, "k3-explorer", "numba-editable")
@@ -50,7 +50,7 @@ def _own_numba_cache(module) -> None:
                 pass
         setup()
 
-    module._cache_dir_setup = _cache_dir_setup
+    module.cache_dir_setup = cache_dir_setup
 
 
 class _Loader(importlib.machinery.SourceFileLoader):
@@ -58,7 +58,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
 
     def exec_module(self, module):
         super().exec_module(module)
-        if module.__name__ == f"{NAMESPACE}.compute.fused_nb":
+        if module.__name__ == f"{NAMESPACE}.compute.numba_setup":
             _own_numba_cache(module)
 
     def get_code(self, fullname):

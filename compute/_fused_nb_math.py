@@ -208,3 +208,44 @@ def topk(sel, k, gmax, cand, cv, gi, gv, idx):
             r += (w > v) | ((w == v) & (cand[j] < e))
         if r < k:
             idx[r] = e
+
+
+@njit_select
+def topk_rows(x, k, idx, tied):
+    """idx [T, k] = the k largest of each row of x [T, E] (no NaN: callers map it to -inf; k < E), largest first
+    (topk, row by row, ties lower index first); tied [T] = whether equal values make that row's answer depend on
+    the tie rule: two of its k+1 largest are equal (in the order of the winners or at the k-th place)."""
+    T, E = x.shape
+    G = max(64, k + 1) // (k + 1) * (k + 1)
+    gmax, gv = np.empty(G, x.dtype), np.empty(G, x.dtype)
+    gi, cand = np.empty(G, np.int64), np.empty(E, np.int64)
+    cv = np.empty(E, x.dtype)
+    one = np.empty(k + 1, np.int64)
+    for t in range(T):
+        row = x[t]
+        topk(row, k + 1, gmax, cand, cv, gi, gv, one)
+        tie = False
+        for j in range(k):
+            tie |= row[one[j]] == row[one[j + 1]]
+            idx[t, j] = one[j]
+        tied[t] = tie
+
+
+@njit_select
+def kth_largest_cols(a, j, out):
+    """out [n] = the (j+1)-th largest of each column of a [m, n] (j < m; no NaN), duplicates counted: the value
+    np.partition(a, m - j - 1, 0)[m - j - 1] holds. One pass over the rows keeps each column's j+1 largest, sorted
+    (j small: Quantile Balancing's q = m·k/n)."""
+    m, n = a.shape
+    top = np.full((j + 1, n), -np.inf, a.dtype)
+    for r in range(m):
+        for c in range(n):
+            v = a[r, c]
+            if v > top[j, c]:
+                p = j
+                while p > 0 and top[p - 1, c] < v:
+                    top[p, c] = top[p - 1, c]
+                    p -= 1
+                top[p, c] = v
+    for c in range(n):
+        out[c] = top[j, c]

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from compute import fused_nb_layout as layout
+from compute import numba_setup
 from compute.fused_nb_views import LazyLayerTrace, PassBuffers, PassLayout
 from compute.trace import PassTrace
 
@@ -50,27 +51,9 @@ _KERNELS = _HERE / "_fused_nb_kernels.py"
 _SOURCES = (_KERNELS, _HERE / "_fused_nb_math.py", _HERE / "fused_nb_layout.py")
 
 
-def _cache_dir_setup() -> None:
-    """Point NUMBA_CACHE_DIR at the user cache dir: never next to the code (a writable site-packages kept 2.6 MB
-    after an uninstall; a checkout's compute/__pycache__ is not the place either)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    d = base / "k3-explorer" / "numba"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    os.environ["NUMBA_CACHE_DIR"] = str(d)
-
-
-def _disabled_by_env() -> bool:
-    return os.environ.get("K3_NO_NUMBA", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def enabled() -> bool:
     """numba is installed and K3_NO_NUMBA is not set to a true value (imports nothing)."""
-    if _disabled_by_env():
+    if numba_setup.disabled_by_env():
         return False
     if _NB is not None:
         return bool(_NB)
@@ -80,10 +63,10 @@ def enabled() -> bool:
 def available() -> bool:
     """The compiled kernels can run: `enabled()`, and numba imports (this imports numba, ~0.3 s)."""
     global _NB
-    if _disabled_by_env():
+    if numba_setup.disabled_by_env():
         return False
     if _NB is None:
-        _cache_dir_setup()
+        numba_setup.cache_dir_setup()
         try:
             from compute import _fused_nb_kernels
         except ImportError:
@@ -95,7 +78,7 @@ def available() -> bool:
 
 def cache_dir() -> Path:
     """Where numba's disk cache (and the readiness stamp) of the kernels lives."""
-    _cache_dir_setup()
+    numba_setup.cache_dir_setup()
     d = os.environ.get("NUMBA_CACHE_DIR")
     return Path(d) if d else _KERNELS.parent / "__pycache__"
 

@@ -87,7 +87,19 @@ class TorchOps:
 
     @staticmethod
     def topk_idx(x: torch.Tensor, k: int) -> torch.Tensor:
-        """Indices of the k largest along the last dim, largest first."""
+        """Indices of the k largest along the last dim, largest first (torch.topk's answer, its tie order too). On
+        a CPU tensor [T, E] the compiled top-k (compute.fast_select.topk_rows) answers every row without equal values
+        among its k+1 largest, where the answer is unique; torch.topk the others (it treats each row on its own).
+        torch.topk was the slowest step of CPU training."""
+        if x.device.type == "cpu" and x.dim() == 2:
+            from compute import fast_select
+
+            got = fast_select.topk_rows(x.detach().numpy(), k)
+            if got is not None:
+                idx, tied = torch.from_numpy(got[0]), torch.from_numpy(got[1])
+                if bool(tied.any()):
+                    idx[tied] = x.detach()[tied].topk(k, -1)[1]
+                return idx
         return x.topk(k, -1)[1]
 
     @staticmethod

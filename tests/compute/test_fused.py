@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compute import fused, fused_nb
+from compute import fused, fused_nb, numba_setup
 from compute.attnres import attn_res_weights
 from compute.config import ModelConfig, available_configs
 from compute.engine import ToyK3
@@ -32,8 +32,8 @@ def test_numba_cache_goes_to_the_user_cache_even_when_the_package_folder_is_writ
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert os.access(Path(fused_nb.__file__).parent, os.W_OK)  # this checkout (or a root-owned site-packages)
-    fused_nb._cache_dir_setup()
-    assert fused_nb.os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "k3-explorer" / "numba")
+    numba_setup.cache_dir_setup()
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "k3-explorer" / "numba")
     assert (tmp_path / "k3-explorer" / "numba").is_dir()
 
 
