@@ -34,6 +34,7 @@ from app import housekeeping
 from app.housekeeping import FrameGate, Housekeeping
 from app.kernel_upgrade import KernelUpgrade
 from compute.trace import Knobs
+from scene import thread_priority
 
 log = logging.getLogger(__name__)
 RESAMPLE_FIELDS = ("temperature", "top_p", "sample_seed")
@@ -128,6 +129,7 @@ class _EngineObject(QObject):
 
     @Slot()
     def load(self) -> None:
+        thread_priority.lower_this_thread()  # the engine thread: the UI thread first when the cores are busy
         try:
             # The toy's ops are tiny: one OpenMP thread (ToyK3 sets torch to 1 thread too). Set before torch
             # loads, so that no thread of this process ever opens an OpenMP team.

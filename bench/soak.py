@@ -26,8 +26,10 @@ stays flat (freed memory malloc keeps, pages touched for the first time), and th
 30 s, sampled every second) leaves out frame buffers in flight: what stays.
 - verdict: each goal — memory: "pass" when the whole 95 % interval of the RSS slope is under 10 MiB/h,
   "fail" when all of it is at or over, else (or with under 5 minutes after the warm-up) "inconclusive"; exceptions: 0; heartbeat: max gap < 100 ms, and a gap
-  over it on a machine that was not quiet (mean 1-minute load from /proc/loadavg over the run >= 0.7 per core,
-  or its max >= 1 per core) is "machine not quiet (...)", not a fail; overall: fail if any fails, pass if all
+  over it on a machine that was not quiet (other processes — the CPU the machine was busy (/proc/stat) less the
+  app's and its Xvfb's — used 0.1 core or more on average after the warm-up, or 0.5 core or more in some 5 s; where
+  /proc does not tell, the mean 1-minute load over the run >= 0.7 per core or its max >= 1 per core: a measure
+  that counts the app's own threads) is "machine not quiet (...)", not a fail; overall: fail if any fails, pass if all
   pass, else "not judged".
 - heartbeat_warmup_s: the first minute (caches, GL, the late panels), longer while the engine worker's child
   still fills numba's cache (the compiled kernels' load: ~70 MiB of heap, ~250 MiB RSS once), at most half the
@@ -48,6 +50,8 @@ stays flat (freed memory malloc keeps, pages touched for the first time), and th
   trace_changed slot), "step" (AppState.select_step with every step_changed slot); n, mean and max.
 - load_average: the machine's 1-minute load average (min, mean, max over the run), its core count and whether
   it was quiet (see verdict): on a loaded machine wall-clock gaps grow with the load, CPU times do not.
+- other_processes_cores: the cores other processes used (mean, max of the 5 s intervals after the warm-up) and
+  whether that is quiet (see verdict).
 - --samples PATH writes the raw series (rss, malloc: [s, MiB]; malloc_floor: {30 s window: MiB}; loads), and
   --analyse PATH makes the memory part of the report again from such a file (no app).
 - exceptions: Python exceptions that reached sys.excepthook / threading.excepthook (slots, threads) while it ran,
@@ -127,6 +131,7 @@ MIN_F = 7.0            # and splitting the series there must explain the data mu
 GOAL_MIB_PER_H, GOAL_GAP_MS = 10.0, 100.0
 MIN_SPAN_S = 300.0     # a memory verdict needs at least 5 minutes after the warm-up
 QUIET_MEAN_LOAD_PER_CORE, QUIET_MAX_LOAD_PER_CORE = 0.7, 1.0
+QUIET_OTHERS_MEAN, QUIET_OTHERS_MAX = 0.1, 0.5  # cores other processes may use (mean, any 5 s) on a quiet machine
 
 
 def _line(samples):
@@ -247,6 +252,47 @@ def read_load() -> float:
         return os.getloadavg()[0]
 
 
+def read_cpu() -> tuple[float, float] | None:
+    """(CPU seconds the whole machine has been busy, CPU seconds of this process and its running children: the
+    app, and the Xvfb the bench started) since boot, from /proc (None where it is not): their difference over a
+    run is what OTHER processes used, which the 1-minute load cannot tell from the app's own threads."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+        tick = os.sysconf("SC_CLK_TCK")
+        busy = (user + nice + system + irq + softirq + steal) / tick
+        t = os.times()
+        own = t.user + t.system
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                for pid in f.read().split():
+                    try:
+                        with open(f"/proc/{pid}/stat") as g:
+                            st = g.read().rsplit(")", 1)[1].split()
+                        own += (int(st[11]) + int(st[12])) / tick  # utime, stime
+                    except (OSError, ValueError, IndexError):
+                        continue
+        return busy, own
+    except (OSError, ValueError):
+        return None
+
+
+def others_cores(cpu: list[tuple[float, float, float]]) -> list[float]:
+    """From samples (wall s, machine busy CPU s, own CPU s): the cores other processes kept busy in each interval."""
+    out = []
+    for (t0, b0, o0), (t1, b1, o1) in zip(cpu, cpu[1:]):
+        if t1 > t0:
+            out.append(max(0.0, ((b1 - b0) - (o1 - o0)) / (t1 - t0)))
+    return out
+
+
+def is_quiet_others(others: list[float]) -> bool:
+    """A quiet machine by what other processes used: on average under QUIET_OTHERS_MEAN cores and never more than
+    QUIET_OTHERS_MAX cores in an interval (the app's own threads do not count: they are what is measured)."""
+    return bool(others) and sum(others) / len(others) < QUIET_OTHERS_MEAN and max(others) < QUIET_OTHERS_MAX
+
+
 def is_quiet(loads: list[float], cores: int) -> bool:
     """A quiet machine: the mean 1-minute load over the run under 0.7 per core and its max under 1 per core
     (the app itself accounts for about one runnable thread while it plays)."""
@@ -255,15 +301,20 @@ def is_quiet(loads: list[float], cores: int) -> bool:
     return sum(loads) / len(loads) < QUIET_MEAN_LOAD_PER_CORE * cores and max(loads) < QUIET_MAX_LOAD_PER_CORE * cores
 
 
-def verdict(memory: dict, exceptions: int, gap_max_ms: float, loads: list[float], cores: int) -> dict:
+def verdict(memory: dict, exceptions: int, gap_max_ms: float, loads: list[float], cores: int,
+            others: list[float] | None = None) -> dict:
     """Each goal (growth < 10 MiB/h, 0 exceptions, max UI gap < 100 ms on a quiet machine) and the
-    whole: a gap over the goal on a loaded machine is 'machine not quiet', not a pass and not a fail."""
+    whole: a gap over the goal on a loaded machine is 'machine not quiet', not a pass and not a fail. Quiet:
+    by the cores other processes used (`others`, see others_cores) where /proc tells them, else by the load."""
     mem = memory_verdict(memory)
     exc = "pass" if exceptions == 0 else f"fail ({exceptions})"
     if gap_max_ms < GOAL_GAP_MS:
         gap = "pass"
-    elif is_quiet(loads, cores):
+    elif others and is_quiet_others(others) or not others and is_quiet(loads, cores):
         gap = "fail"
+    elif others:
+        gap = (f"machine not quiet (other processes used {sum(others) / len(others):.2f} cores on average, "
+               f"{max(others):.2f} at most, of {cores})")
     else:
         mean = sum(loads) / len(loads) if loads else float("nan")
         gap = f"machine not quiet (load mean {mean:.2f}, max {max(loads, default=float('nan')):.2f} on {cores} cores)"
@@ -416,6 +467,7 @@ class Soak:
         # memory must not grow with the number of actions it measures)
         self.handlers: dict[str, list[float]] = {}
         self.loads: list[float] = []
+        self.cpu: list[tuple[float, float, float]] = []  # (s, machine busy CPU s, own CPU s): others_cores
         self._timed(win.state, "set_trace", "trace")
         self._timed(win.state, "select_step", "step")
         self._last_action = ("start", 0.0)
@@ -562,6 +614,9 @@ class Soak:
     def _sample_rss(self) -> None:
         self.rss.append((self.elapsed_s(), rss_mib()))
         self.loads.append(read_load())
+        cpu = read_cpu()
+        if cpu is not None:
+            self.cpu.append((self.elapsed_s(), *cpu))
         if MALLOC_IN_USE is not None:
             self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
 
@@ -595,6 +650,18 @@ class Soak:
         with self._paused():
             self._baseline_malloc = tracemalloc.take_snapshot()
 
+    def others(self) -> list[float]:
+        """The cores other processes used in each 5 s after the warm-up (see others_cores)."""
+        start = self.warmup_s or 0.0
+        return others_cores([c for c in self.cpu if c[0] >= start])
+
+    def _others_report(self) -> dict | None:
+        others = self.others()
+        if not others:
+            return None
+        return {"mean": round(sum(others) / len(others), 3), "max": round(max(others), 3),
+                "quiet": is_quiet_others(others)}
+
     def report(self) -> dict:
         """Called after the event loop ended: uses the samples taken while the app ran (once the loop has
         stopped, the frames and their buffers are released and RSS drops: not what a running app holds)."""
@@ -614,7 +681,7 @@ class Soak:
             "exceptions": self.faults.exceptions,
             "heartbeat_gap_max_ms": round(self.max_gap_ms, 1),
             "heartbeat_gap_p99_ms": self.gaps.percentile(99),
-            "verdict": verdict(rss, self.faults.exceptions, self.max_gap_ms, self.loads, cores),
+            "verdict": verdict(rss, self.faults.exceptions, self.max_gap_ms, self.loads, cores, self.others()),
             "rss": rss,
             "malloc_in_use": malloc,
             "malloc_in_use_floor": floor,
@@ -640,6 +707,7 @@ class Soak:
             "load_average": {"min": round(min(self.loads), 2), "mean": round(sum(self.loads) / len(self.loads), 2),
                              "max": round(max(self.loads), 2), "cores": cores,
                              "quiet": is_quiet(self.loads, cores)},
+            "other_processes_cores": self._others_report(),
         }
         if self.faults.samples:
             result["exception_samples"] = self.faults.samples
@@ -690,7 +758,7 @@ def run(args) -> dict:
     result["exceptions_at_close"] = soak.faults.exceptions - before
     if result["exceptions_at_close"]:
         result["verdict"] = verdict(result["rss"], soak.faults.exceptions, soak.max_gap_ms, soak.loads,
-                                    os.cpu_count() or 1)
+                                    os.cpu_count() or 1, soak.others())
         result["exception_samples"] = soak.faults.samples
     return result
 

@@ -42,6 +42,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QImage, QMatrix4x4, QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 
+from scene import thread_priority
 from scene.gc_main_thread import collect_on_main_thread
 from scene.gl_items import PAINT_LOCK
 
@@ -58,6 +59,7 @@ _QUIT_HOOKED = False
 # costs ~1-3 ms, so its rest is a millisecond or two and the animation keeps its rate.
 REST_FRACTION = 0.5
 REST_MAX_S = 0.025
+GL_WORKER_PREFIX = "llvmpipe"  # Mesa's software rasteriser's threads (llvmpipe-0, -1, ...)
 
 
 def surface_format() -> QSurfaceFormat:
@@ -188,7 +190,10 @@ class FrameRenderer(QObject):
     def __init__(self, view):
         super().__init__()
         self.view = view
+        gl_before = thread_priority.threads_named(GL_WORKER_PREFIX)
         self._surface, self._context = new_context()
+        # the driver's rasteriser threads this context made: background work, as the render thread itself
+        self._gl_workers = thread_priority.threads_named(GL_WORKER_PREFIX) - gl_before
         self._fbo: QOpenGLFramebufferObject | None = None
         self._pixels: np.ndarray | None = None
         self._mutex = threading.Lock()
@@ -256,6 +261,9 @@ class FrameRenderer(QObject):
             self._scheduled = False
         if self._stopped:
             return
+        if self.frames == 0 and self._thread is not None:  # the render thread's first frame: it and its GL
+            thread_priority.lower_this_thread()  # workers yield the cores to the UI thread when both want them
+            thread_priority.lower(self._gl_workers)
         t0 = time.perf_counter()
         try:
             first = self.frames == 0  # the start-up preview: its labelled frame follows at once
