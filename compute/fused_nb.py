@@ -129,8 +129,8 @@ def cache_ready(dtype="float32") -> bool:
 
 
 def warm_cache(dtypes=("float32",)) -> float:
-    """Compile the pass kernel for `dtypes` into the disk cache (a load when it is already there) and write the
-    readiness stamp. Returns the seconds it took; RuntimeError when numba is unavailable."""
+    """Compile the pass kernel for `dtypes` (and the selection loops of compute.fast_select) into the disk cache (a
+    load when it is already there) and write the readiness stamp. Returns the seconds it took; RuntimeError when numba is unavailable."""
     if not available():
         raise RuntimeError("numba is not installed (or K3_NO_NUMBA is set): nothing to compile")
     t0 = time.perf_counter()
@@ -138,6 +138,7 @@ def warm_cache(dtypes=("float32",)) -> float:
     names = []
     for dt in dtypes:
         names.append(_warm_pass(dt))
+    _warm_select()
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / (_STAMP + f".{os.getpid()}.tmp")
@@ -163,6 +164,17 @@ def _clear_stale() -> None:
             p.unlink()
         except OSError:
             pass
+
+
+def _warm_select() -> None:
+    """Compile (or load) compute.fast_select's loops for both float dtypes: the expert dock's Quantile Balancing
+    (float64, on the UI thread) and CPU training (float32) then only load them."""
+    from compute import fast_select
+
+    for dt in (np.float32, np.float64):
+        x = np.arange(12, dtype=dt).reshape(3, 4)
+        fast_select.topk_rows(x, 2)
+        fast_select.kth_largest_cols(x, 1)
 
 
 def _warm_pass(dtype) -> str:

@@ -77,3 +77,20 @@ def test_no_numba_env_leaves_the_selection_to_the_caller(monkeypatch):
     monkeypatch.setenv("K3_NO_NUMBA", "1")
     x = np.ones((2, 5), np.float32)
     assert fast_select.topk_rows(x, 2) is None and fast_select.kth_largest_cols(x, 0) is None
+
+
+def test_the_kernel_warm_up_compiles_the_selection_loops_for_both_dtypes(monkeypatch, tmp_path):
+    """The expert dock's Quantile Balancing calls kth_largest_cols on the UI thread (float64) and training calls
+    both loops (float32): warm_cache (the first start's child process) fills numba's cache with them too, so that
+    neither compiles where a person waits."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fused_nb, "_warm_pass", lambda dt: np.dtype(dt).name)  # the pass kernel: tested elsewhere
+    seen = []
+    for name in ("topk_rows", "kth_largest_cols"):
+        real = getattr(fast_select, name)
+        monkeypatch.setattr(fast_select, name,
+                            lambda x, k, real=real, name=name: seen.append((name, x.dtype.name)) or real(x, k))
+    fused_nb.warm_cache(("float32",))
+    assert sorted(seen) == [("kth_largest_cols", "float32"), ("kth_largest_cols", "float64"),
+                            ("topk_rows", "float32"), ("topk_rows", "float64")]
+    assert fused_nb.cache_ready("float32")
