@@ -190,10 +190,10 @@ class FrameRenderer(QObject):
     def __init__(self, view):
         super().__init__()
         self.view = view
-        gl_before = thread_priority.threads_named(GL_WORKER_PREFIX)
         self._surface, self._context = new_context()
-        # the driver's rasteriser threads this context made: background work, as the render thread itself
-        self._gl_workers = thread_priority.threads_named(GL_WORKER_PREFIX) - gl_before
+        # the GL driver's rasteriser threads: Mesa's llvmpipe makes them with the process's first context and
+        # shares them among all (so these draw the render thread's frames): background work, as that thread
+        self._gl_workers = thread_priority.threads_named(GL_WORKER_PREFIX)
         self._fbo: QOpenGLFramebufferObject | None = None
         self._pixels: np.ndarray | None = None
         self._mutex = threading.Lock()
