@@ -290,13 +290,16 @@ class UsageTab(QWidget):
     def refresh(self, *_):
         if not self._moe_layers():
             self.image.clear()
+            self.intro.setText("")
+            self.top.setText("")
             self._show_waiting(False)
             self.status.setText(tr("experts.usage.no_moe"))
             return
         usage = self.current_map()
-        if usage is None:
+        if usage is None:  # (the map page's texts described the map shown before: another model's, maybe)
             self.image.clear()
             self.top.setText("")
+            self.intro.setText("")
             self._show_waiting(True)
             if on_screen(self) and not self.error:
                 self._start()
