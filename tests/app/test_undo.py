@@ -277,3 +277,38 @@ def test_state_signals_while_the_window_is_torn_down_do_nothing(make_window, qtb
     st.step_changed.emit(2)
     history.retranslate()
     QApplication.processEvents()
+
+
+def test_a_change_describes_only_its_own_step_however_long_the_history(main_window, qtbot, monkeypatch):
+    """A push once described every step in the stack again (three times: canUndo, canRedo and index all signal),
+    so after an hour's use (up to 500 steps) each layer change cost the UI thread ~25 ms more. Each step says its
+    own text when made or merged; only a language switch describes them all anew."""
+    from app import history as history_mod
+
+    win = main_window
+    st, stack = win.state, win.history.stack
+    stack.clear()
+    n_layers = len(win.config.mixer_types)
+    for i in range(60):  # alternating expert choices: 60 steps that do not merge
+        st.select_expert(3 if i % 2 else 5)
+    assert stack.count() == 60
+    calls = []
+    real = history_mod.Change.describe
+    monkeypatch.setattr(history_mod.Change, "describe", lambda self: calls.append(self.key) or real(self))
+    _focus_scene(qtbot, win)
+    layer = st.layer
+    qtbot.keyClick(win, Qt.Key_PageUp if layer == 0 else Qt.Key_PageDown)  # the layer key, as a person presses it
+    assert st.layer != layer and stack.count() == 61
+    assert calls == ["layer"], calls  # the new step alone, not the 60 before it
+    assert win.registry.actions["undo"].text() == f"Undo Layer {layer + 1} → {st.layer + 1}"
+    calls.clear()
+    win.state.set_language("ko")
+    try:
+        assert len(calls) == 61  # a language switch: every step in the language shown
+        assert stack.text(0) == "Expert 5 선택" and stack.text(60) == f"레이어 {layer + 1} → {st.layer + 1}"
+        assert win.registry.actions["undo"].text() == f"실행 취소: 레이어 {layer + 1} → {st.layer + 1}"
+    finally:
+        win.state.set_language("en")
+    assert stack.text(0) == "Select expert 5" and stack.text(1) == "Select expert 3"
+    assert 0 <= st.layer < n_layers
+    stack.clear()
