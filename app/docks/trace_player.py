@@ -423,8 +423,7 @@ class TracePlayerDock(QDockWidget):
                        f"<td>{v}</td></tr>" for k, v in rows)
         _set_if_changed(self.facts, "text", "setText", f"<table cellspacing='2'>{body}</table>")
         md = texts.explanation("step", step.kind, i18n.language())
-        args = self._text_args()
-        args = md_args(args)  # Markdown: the model's name is literal text
+        args = self._text_args(markdown=True)  # Markdown: the model's name is literal text
         md = steps_text.fill(md, args)
         what = tr(step.what_key, **args)
         phase_note = tr(f"app.player.phase_{step.phase}.note", **args)
@@ -453,14 +452,16 @@ class TracePlayerDock(QDockWidget):
         cfg = self.state.config
         return cfg is not None and cfg.mla_output_gate is not None
 
-    def _text_args(self) -> dict:
+    def _text_args(self, markdown: bool = False) -> dict:
         """Format arguments of the step texts: the shown model's real numbers (scene/steps.py), kept per model
-        and language (a new trace asks for them once per step of the list)."""
+        and language (a new trace asks for them once per step of the list); markdown: their strings escaped
+        for a Markdown template (md_args), kept too: every step while the player plays uses them."""
         key = (self.state.config, i18n.language())
         cached = getattr(self, "_text_args_cache", None)
         if cached is None or cached[0][0] is not key[0] or cached[0][1] != key[1]:
-            cached = self._text_args_cache = (key, steps_text.text_args(self.state.config, tr))
-        return dict(cached[1])
+            args = steps_text.text_args(self.state.config, tr)
+            cached = self._text_args_cache = (key, args, md_args(args))
+        return dict(cached[2] if markdown else cached[1])
 
     @_guarded
     def retranslate(self) -> None:

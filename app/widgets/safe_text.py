@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import numbers
-import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage, QTextDocument
@@ -109,13 +108,16 @@ def plain(*labels):
     return labels[0] if labels else None
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~&])")
+_MD_SPECIAL_CHARS = "\\`*_{}[]()#+-.!<>|~&"
+# one C-level pass (str.translate); re.sub with a group template ran a Python function per match: ~0.6 ms for
+# the trace player's step texts, on every step while it plays
+_MD_ESCAPES = str.maketrans({c: "\\" + c for c in _MD_SPECIAL_CHARS})
 
 
 def md_escape(value) -> str:
     """`value` with every Markdown special character backslash-escaped: literal text inside Markdown (no
     image, link, emphasis or inline HTML)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(value))
+    return str(value).translate(_MD_ESCAPES)
 
 
 def md_args(args: dict) -> dict:

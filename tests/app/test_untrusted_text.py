@@ -246,6 +246,22 @@ def test_escaping_helpers_keep_the_text_literal(qapp):
     box.deleteLater()
 
 
+
+def test_markdown_escaping_keeps_every_special_character_literal(qapp):
+    """md_escape (one str.translate pass) through Qt's own Markdown parser: each special character alone, in runs,
+    at a line's start (heading, list, quote marks) and inside words comes back as the very text."""
+    from app.widgets.safe_text import SafeTextDocument, md_escape
+
+    specials = "\\`*_{}[]()#+-.!<>|~&"
+    cases = [c for c in specials] + [c * 3 for c in specials] + [
+        specials, "# not a heading", "- not a list", "1. not a list", "> not a quote", "a*b*c __d__ ~~e~~",
+        "[x](y) ![z](/dev/zero) <b>t</b> &amp; `code`", "K3 (2.8T) · 1,024-dim latent, 0.125 * x_t", "레이어 {n} → 37"]
+    doc = SafeTextDocument()
+    for text in cases:
+        doc.setMarkdown(md_escape(text))
+        assert doc.toPlainText().strip() == text.strip(), text
+        assert md_escape(text).count("\\") >= sum(text.count(c) for c in specials)  # every one escaped
+
 def test_every_message_box_of_the_app_shows_plain_text():
     """Message boxes quote paths, refused values and error messages: none is made by QMessageBox's static
     helpers (their text is AutoText: rich when it looks like markup); each one built directly is set to plain
