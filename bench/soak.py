@@ -39,8 +39,8 @@ stays flat (freed memory malloc keeps, pages touched for the first time), and th
   included (sampled every 30 s, after a gc.collect()), after heartbeat_warmup_s; the growth a least-squares slope.
 - heartbeat_gap_max_ms / heartbeat_gap_p99_ms / heartbeat_gaps_over_100ms: the longest interval between ticks
   of a 20 ms UI-thread timer (so at least ~20) after heartbeat_warmup_s, its 99th percentile (1 ms bins) and how
-  many exceeded 100 ms; an interval that contains the
-  bench's own gc sampling is not counted (that pause is the bench's, not the app's). The warm-up's longest
+  many exceeded 100 ms; the bench's own work in an interval (its memory
+  and CPU samplers, its gc sampling: `_paused`) is taken out of it: that time is the bench's, not the app's. The warm-up's longest
   gap is warmup_max_heartbeat_gap_ms.
   worst_gaps: [gap ms, at s, what the bench did last, UI-thread CPU ms in the gap, whole-process CPU ms in the
   gap, the app's garbage collections' ms in the gap]: a gap with little UI-thread CPU was spent waiting (the GIL, a
@@ -478,6 +478,7 @@ class Soak:
         self.clock.start()
         self._last_beat = self.clock.nsecsElapsed()
         self._last_cpu = (time.thread_time(), time.process_time())
+        self._bench_ms, self._bench_cpu = 0.0, (0.0, 0.0)  # the bench's own work since the last beat (_paused)
         self.timers = []
         for ms, slot in ((HEARTBEAT_MS, self._beat), (RSS_EVERY_S * 1000, self._sample_rss),
                          (FLOOR_EVERY_S * 1000, self._sample_floor),
@@ -562,11 +563,12 @@ class Soak:
 
     def _beat(self) -> None:
         now = self.clock.nsecsElapsed()
-        gap = (now - self._last_beat) / 1e6
+        gap = (now - self._last_beat) / 1e6 - self._bench_ms  # the bench's own work in it is not the app's
         self._last_beat = now
         cpu = (time.thread_time(), time.process_time())
-        ui_cpu, proc_cpu = ((a - b) * 1e3 for a, b in zip(cpu, self._last_cpu))
+        ui_cpu, proc_cpu = ((a - b - c) * 1e3 for a, b, c in zip(cpu, self._last_cpu, self._bench_cpu))
         self._last_cpu = cpu
+        self._bench_ms, self._bench_cpu = 0.0, (0.0, 0.0)
         gc_ms, self._gc_ms = self._gc_ms, 0.0
         if not self._warm():  # the window settles, the deferred panels are built, the engine loads: apart
             if self.elapsed_s() > 5.0:
@@ -598,20 +600,30 @@ class Soak:
         self._last_action = (what, self.elapsed_s())
 
     def _paused(self):
-        """Mark the bench's own UI-thread work so the heartbeat does not count it."""
+        """Mark the bench's own UI-thread work (its samplers, its collections) so that the heartbeat does not
+        count it: its wall time, UI-thread and process CPU and the collections it ran are taken out of the gap it
+        falls in (the app's work before and after it in that gap still counts)."""
         bench = self
 
         class _Pause:
             def __enter__(self):
+                self.t0 = bench.clock.nsecsElapsed()
+                self.cpu0 = (time.thread_time(), time.process_time())
+                self.gc_ms0 = bench._gc_ms
                 return self
 
             def __exit__(self, *exc):
-                bench._last_beat = bench.clock.nsecsElapsed()
-                bench._last_cpu = (time.thread_time(), time.process_time())
-                bench._gc_ms = 0.0
+                bench._bench_ms += (bench.clock.nsecsElapsed() - self.t0) / 1e6
+                bench._bench_cpu = tuple(b + (now - then) for b, now, then in
+                                         zip(bench._bench_cpu, (time.thread_time(), time.process_time()), self.cpu0))
+                bench._gc_ms = self.gc_ms0  # the bench's own collections are not the app's
         return _Pause()
 
     def _sample_rss(self) -> None:
+        with self._paused():
+            self._sample_rss_now()
+
+    def _sample_rss_now(self) -> None:
         self.rss.append((self.elapsed_s(), rss_mib()))
         self.loads.append(read_load())
         cpu = read_cpu()
@@ -621,6 +633,11 @@ class Soak:
             self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
 
     def _sample_floor(self) -> None:
+        if MALLOC_IN_USE is not None:
+            with self._paused():  # mallinfo2 takes every arena's lock: up to ~10 ms wall when threads allocate
+                self._sample_floor_now()
+
+    def _sample_floor_now(self) -> None:
         if MALLOC_IN_USE is not None:
             window = int(self.elapsed_s() // FLOOR_WINDOW_S)
             self.malloc_floor[window] = min(self.malloc_floor.get(window, float("inf")), MALLOC_IN_USE())

@@ -45,6 +45,55 @@ def test_handler_figures_are_running_sums(soak):
     assert n == 1000 and 0 <= cpu_max <= cpu and 0 <= wall_max <= wall
 
 
+class _Clock:
+    """QElapsedTimer's nsecsElapsed, moved by hand."""
+
+    def __init__(self):
+        self.ns = 0
+
+    def nsecsElapsed(self):  # noqa: N802 - Qt's name
+        return self.ns
+
+    def advance_ms(self, ms: float) -> None:
+        self.ns += int(ms * 1e6)
+
+
+def _heart(soak):
+    """A Soak with only what _beat and _paused use, its warm-up over, a beat just now."""
+    bench = soak.Soak.__new__(soak.Soak)
+    bench.clock = _Clock()
+    bench.warmup_s = 0.0
+    bench.max_gap_ms = 0.0
+    bench.gaps = soak.GapHistogram()
+    bench.gaps_over_100ms = 0
+    bench.worst_gaps = []
+    bench._gc_ms = 0.0
+    bench._last_action = ("layer", 0.0)
+    bench._last_beat = 0
+    bench._last_cpu = (0.0, 0.0)
+    bench._bench_ms, bench._bench_cpu = 0.0, (0.0, 0.0)
+    return bench
+
+
+def test_the_benchs_own_sampling_is_taken_out_of_a_gap_and_the_apps_work_around_it_counts(soak, monkeypatch):
+    import time
+
+    monkeypatch.setattr(time, "thread_time", lambda: 0.0)
+    monkeypatch.setattr(time, "process_time", lambda: 0.0)
+    bench = _heart(soak)
+    bench.clock.advance_ms(60)  # the app's layer change
+    with bench._paused():
+        bench.clock.advance_ms(45)  # the bench's samplers (mallinfo waiting for the arenas' locks)
+    bench.clock.advance_ms(50)  # the app's trace arrival, in the same gap
+    bench._beat()
+    assert bench.max_gap_ms == pytest.approx(110.0)  # 155 ms in all, 45 of them the bench's
+    assert bench.gaps_over_100ms == 1 and bench.worst_gaps[0][0] == pytest.approx(110.0)
+    bench.clock.advance_ms(20)
+    bench._beat()  # the next gap starts from the beat, nothing of the bench's left in it
+    assert bench.gaps_over_100ms == 1 and bench.gaps.percentile(0.0) is not None
+    assert bench._bench_ms == 0.0
+
+
 # --- warm-up detection and the slope after it: synthetic 5 s series, no app -----------------------
 def _series(minutes, fn, seed=1, noise=1.5):
     import random
