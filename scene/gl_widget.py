@@ -140,6 +140,8 @@ class GLWidget(GLViewMixin, QWidget):
         """The scene's state for one frame, copied by reference under SCENE_LOCK (any thread)."""
         o = self.owner
         o.apply_colours()  # computed without SCENE_LOCK: the UI thread does not wait for the cell colours
+        if o.labels_enabled:
+            o._explain_labels()  # the lens column's labels, laid out once per change: here, not under the lock
         with SCENE_LOCK:
             o.apply_colours()  # only if the scene changed meanwhile
             for item, twin in self._twins:

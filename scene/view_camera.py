@@ -72,7 +72,7 @@ class CameraMixin:
         h = float(height if height is not None else self.container.height())
         if not self.labels_enabled or self.layout is None or w < 50 or h < 50:
             return None
-        inp = self._overlay_input()
+        inp = self._overlay_input(lens=False)  # the header and the legend only
         if export:
             inp.label_scale = 1.0  # exports are sized to the image, not to presentation mode
         s = scale * inp.label_scale

@@ -102,7 +102,9 @@ class InputMixin:
         return tooltip_text(self.layout, hit.block_id, hit.cell, self.drawn_trace(), self.pass_index, self.token,
                             self.tr)
 
-    def _overlay_input(self, camera=None) -> OverlayInput:
+    def _overlay_input(self, camera=None, lens: bool = True) -> OverlayInput:
+        """What the labels, the header and the legend draw; lens=False leaves out the lens column's labels (the
+        camera's band needs only the header and the legend: a layer change then does not lay them out)."""
         tokens = None
         trace = self.drawn_trace()
         if trace is not None:
@@ -117,20 +119,24 @@ class InputMixin:
                             step_note=note, flow_on=bool(self.flow_edges), focus=self.focus_ids(),
                             label_scale=self.label_scale,
                             weights=getattr(trace, "weights_name", "") if trace is not None else "",
-                            **self._explain_labels())
+                            **self._explain_labels(lens))
 
-    def _explain_labels(self) -> dict:
-        """The OverlayInput fields of the lens column and the route (scene/explain_overlay.py)."""
-        ov = self.explanation
+    def _explain_labels(self, lens: bool = True) -> dict:
+        """The OverlayInput fields of the lens column and the route (scene/explain_overlay.py); lens=False: all
+        but the lens column's labels."""
+        ov, layout = self.explanation, self.layout  # read once: the render thread may call this without the lock
         outside = self.tr("scene.outside") if self._outside and self.drawn_trace() is not None else ""
         if ov is None:
             return dict(outside_note=outside)
-        key = (id(ov), id(self.layout), id(self._tr))  # the overlay input is built every frame: once per change
+        key = (id(ov), id(layout), id(self._tr))  # the overlay input is built every frame: once per change
         cached = getattr(self, "_explain_cache", None)
         if cached is None or cached[0] != key:
-            lens = lens_column.label_candidates(self.layout, ov.lens, _lens_piece) if ov.lens else None
-            cached = self._explain_cache = (key, lens, header_note(ov, self.tr), (ov, self.layout))  # keeps the ids
-        return dict(lens_labels=cached[1], explain_note=cached[2], route_on=bool(ov.route), outside_note=outside)
+            if not lens:
+                return dict(explain_note=header_note(ov, self.tr), route_on=bool(ov.route), outside_note=outside)
+            labels = lens_column.label_candidates(layout, ov.lens, _lens_piece) if ov.lens else None
+            cached = self._explain_cache = (key, labels, header_note(ov, self.tr), (ov, layout))  # keeps the ids
+        return dict(lens_labels=cached[1] if lens else None, explain_note=cached[2], route_on=bool(ov.route),
+                    outside_note=outside)
 
 
 def _lens_piece(piece: str) -> str:

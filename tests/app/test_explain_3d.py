@@ -164,6 +164,8 @@ def test_clicking_a_slab_shows_what_the_layer_promotes(make_window, qtbot):
     assert at is not None
     QTest.mouseClick(scene.gl, Qt.LeftButton, Qt.NoModifier, at)
     qtbot.waitUntil(lambda: win.state.layer == target - 1, timeout=5000)
+    win.show_dock("ExplainDock")  # read where a person reads it: the dock's tab raised (a covered one waits)
+    qtbot.waitUntil(lambda: f"Layer {target}" in dock.block_words.text(), timeout=5000)
     text = dock.block_words.text()
     ex = _explanation(win)
     i_mixer = next(i for i, c in enumerate(ex.blocks) if c.layer == target and c.part == "mixer")

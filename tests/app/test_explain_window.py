@@ -44,3 +44,53 @@ def test_with_the_3d_view_off_a_covered_dock_computes_nothing(make_window, qtbot
         qtbot.waitUntil(lambda: win.state.trace is not None and "공" in win.state.trace.text, timeout=60000)
         qtbot.waitUntil(lambda: not dock.busy, timeout=10000)  # any pause (DEBOUNCE_MS) over, nothing asked
         assert dock._serial == serial and win.scene.explanation is None
+
+
+
+def _layer_key(win, qtbot, key) -> int:
+    """A layer picked as a person picks it (PageUp / PageDown over the 3D view); the new 0-based layer."""
+    from PySide6.QtTest import QTest
+
+    layer = win.state.layer
+    win.scene.gl.setFocus()
+    QTest.keyClick(win.scene.gl, key)
+    qtbot.waitUntil(lambda: win.state.layer != layer, timeout=5000)
+    return win.state.layer
+
+
+def test_a_covered_dock_fills_its_rows_when_raised_not_on_every_change(make_window, qtbot):
+    """Covered by another tab, the dock leaves its widgets alone on a layer change and on a new result (the
+    3D view gets the result at once); raised, it shows that result and the layer picked last."""
+    from PySide6.QtCore import Qt
+
+    from app.docks.explain.dock import piece_text
+
+    win = make_window()
+    dock = win.docks["ExplainDock"]
+    assert dock.visibleRegion().isEmpty(), "the default layout covers the Explain tab"
+    shown = []
+    real_attention = dock._show_attention
+    dock._show_attention = lambda res: shown.append(res) or real_attention(res)
+    _layer_key(win, qtbot, Qt.Key_PageDown)
+    _layer_key(win, qtbot, Qt.Key_PageDown)
+    old, header = dock.result, dock.header.text()
+    win.state.request_prompt("아이가 공을 집었다. 그리고")  # a new explanation while covered
+    qtbot.waitUntil(lambda: dock.result is not old and dock.result is not None and not dock.busy, timeout=90000)
+    assert shown == [], "a covered dock laid out its attention rows"
+    assert win.scene.explanation is not None and win.scene.explanation.word == dock.result.word  # the 3D view's
+    assert dock.header.text() == header  # the dock's own rows wait
+    win.state.show_dock("ExplainDock")
+    qtbot.waitUntil(lambda: bool(shown), timeout=5000)
+    res = dock.result
+    assert shown[-1] is res
+    assert dock.att_layer.text().startswith(f"Layer {win.state.layer + 1} (")
+    assert piece_text(res.word) in dock.header.text() and dock.header.text() != header
+    # covered again: a layer picked meanwhile is the one shown when the tab comes back
+    win.state.show_dock("TracePlayerDock")
+    qtbot.waitUntil(lambda: dock.visibleRegion().isEmpty(), timeout=5000)
+    n = len(shown)
+    picked = _layer_key(win, qtbot, Qt.Key_PageUp)
+    assert len(shown) == n
+    win.state.show_dock("ExplainDock")
+    qtbot.waitUntil(lambda: len(shown) > n, timeout=5000)
+    assert dock.att_layer.text().startswith(f"Layer {picked + 1} (")

@@ -46,6 +46,8 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         self._pending: ExplainRequest | None = None
         self._shown_key = None
         self._tokens: tuple = ()
+        self._layer_stale = False  # a layer was picked while the dock was not seen (_on_layer)
+        self._result_stale = False  # a result came while the dock was not seen (_on_done): shown when it is
         self.result: ExplainResult | None = None
         self._knockout: tuple = ()
         self._debounce = QTimer(self)
@@ -235,6 +237,11 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
     @guarded
     def _on_visible(self, visible: bool) -> None:
         if visible:  # shown: the sources too (a result made for the 3D view alone has none)
+            if self._result_stale and self.result is not None:  # a result came while it was not seen
+                self._show(self.result)
+            if self._layer_stale:  # a layer was picked after it (or after the last result shown)
+                self._show_layer(self.state.layer)
+            self._result_stale = self._layer_stale = False
             self.refresh()
 
     def current_request(self) -> ExplainRequest | None:
@@ -289,7 +296,12 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         if res.serial == self._serial:
             self.result = res
             self.status.setText(tr("explain.took", ms=f"{res.seconds * 1000:.0f}"))
-            self._show(res)
+            if on_screen(self.widget()):
+                self._show(res)
+            else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
+                self._result_stale, self._layer_stale = True, False  # as _show would: its rows, then picks
+                self.show3d.set_largest(largest_block(res))
+                self._emit_overlay()
         self._next()
 
     @guarded
@@ -381,7 +393,13 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
     @guarded
     def _on_layer(self, layer: int) -> None:
         """A layer picked anywhere (a slab clicked in the 3D stack, PgUp/PgDn): its attention row and what its
-        mixer and FFN promote and suppress."""
+        mixer and FFN promote and suppress. Behind another dock's tab (or closed) they are shown when it is
+        raised (_on_visible): not on every layer change of an auto-play nobody sees here."""
+        self._layer_stale = not on_screen(self.widget())
+        if not self._layer_stale:
+            self._show_layer(layer)
+
+    def _show_layer(self, layer: int) -> None:
         if self.result is not None:
             self._show_attention(self.result)
             text = layer_words_html(self.result, layer + 1)
