@@ -39,9 +39,9 @@ stays flat (freed memory malloc keeps, pages touched for the first time), and th
   included (sampled every 30 s, after a gc.collect()), after heartbeat_warmup_s; the growth a least-squares slope.
 - heartbeat_gap_max_ms / heartbeat_gap_p99_ms / heartbeat_gaps_over_100ms: the longest interval between ticks
   of a 20 ms UI-thread timer (so at least ~20) after heartbeat_warmup_s, its 99th percentile (1 ms bins) and how
-  many exceeded 100 ms; the bench's own work in an interval (its memory
-  and CPU samplers, its gc sampling: `_paused`) is taken out of it: that time is the bench's, not the app's. The warm-up's longest
-  gap is warmup_max_heartbeat_gap_ms.
+  many exceeded 100 ms; the bench's own work in an interval (its memory and CPU samplers, its gc sampling:
+  `_paused`) is taken out of it: that time is the bench's, not the app's. The warm-up's longest gap is
+  warmup_max_heartbeat_gap_ms.
   worst_gaps: [gap ms, at s, what the bench did last, UI-thread CPU ms in the gap, whole-process CPU ms in the
   gap, the app's garbage collections' ms in the gap]: a gap with little UI-thread CPU was spent waiting (the GIL, a
   lock, or a loaded machine's scheduler).
@@ -621,26 +621,19 @@ class Soak:
 
     def _sample_rss(self) -> None:
         with self._paused():
-            self._sample_rss_now()
-
-    def _sample_rss_now(self) -> None:
-        self.rss.append((self.elapsed_s(), rss_mib()))
-        self.loads.append(read_load())
-        cpu = read_cpu()
-        if cpu is not None:
-            self.cpu.append((self.elapsed_s(), *cpu))
-        if MALLOC_IN_USE is not None:
-            self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
+            self.rss.append((self.elapsed_s(), rss_mib()))
+            self.loads.append(read_load())
+            cpu = read_cpu()
+            if cpu is not None:
+                self.cpu.append((self.elapsed_s(), *cpu))
+            if MALLOC_IN_USE is not None:
+                self.malloc.append((self.elapsed_s(), MALLOC_IN_USE()))
 
     def _sample_floor(self) -> None:
         if MALLOC_IN_USE is not None:
             with self._paused():  # mallinfo2 takes every arena's lock: up to ~10 ms wall when threads allocate
-                self._sample_floor_now()
-
-    def _sample_floor_now(self) -> None:
-        if MALLOC_IN_USE is not None:
-            window = int(self.elapsed_s() // FLOOR_WINDOW_S)
-            self.malloc_floor[window] = min(self.malloc_floor.get(window, float("inf")), MALLOC_IN_USE())
+                window = int(self.elapsed_s() // FLOOR_WINDOW_S)
+                self.malloc_floor[window] = min(self.malloc_floor.get(window, float("inf")), MALLOC_IN_USE())
 
     def _sample_gc(self) -> None:
         with self._paused():

@@ -300,8 +300,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
                 self._show(res)
             else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
                 self._result_stale, self._layer_stale = True, False  # as _show would: its rows, then picks
-                self.show3d.set_largest(largest_block(res))
-                self._emit_overlay()
+                self._show_3d(res)
         self._next()
 
     @guarded
@@ -383,8 +382,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         fit_table_height(self.blocks)
         self._show_attention(res)
         self.side.show_result(res, lens_series)
-        self.show3d.set_largest(largest_block(res))
-        self._emit_overlay()
+        self._show_3d(res)
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
                                     logit=fmt(res.logit, 3)))
         self._update_buttons()
@@ -411,6 +409,11 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
     def _show3d_changed(self) -> None:
         if self.show3d.any_on() and self.result is None:
             self.refresh()
+        self._emit_overlay()
+
+    def _show_3d(self, res: ExplainResult) -> None:
+        """The 3D view's part of a result (its largest block for the route's threshold, the overlay)."""
+        self.show3d.set_largest(largest_block(res))
         self._emit_overlay()
 
     def _emit_overlay(self) -> None:
