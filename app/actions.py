@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlid
                                QVBoxLayout, QWidget)
 
 from app import i18n
+from app.focus import in_window
 from app.i18n import tr
 from app.slot_guard import guarded
 
@@ -136,14 +137,15 @@ class _BareKeysToFocusedControl(QObject):
                 self._watched.removeEventFilter(self)
         except RuntimeError:  # the widget is already deleted
             pass
-        self._watched = new if isinstance(new, QWidget) and new.window() is self.window else None
-        if self._watched is not None:  # only this window's controls (another window has its own guard)
+        self._watched = new if isinstance(new, QWidget) and in_window(new, self.window) else None
+        # only this window's controls, its floated docks' included (another window has its own guard)
+        if self._watched is not None:
             self._watched.installEventFilter(self)
 
     def eventFilter(self, obj, event) -> bool:
         if event.type() == QEvent.ShortcutOverride and event.modifiers() in (Qt.NoModifier, Qt.KeypadModifier):
             key = event.key()
-            if key in self.keys and isinstance(obj, QWidget) and obj.window() is self.window \
+            if key in self.keys and isinstance(obj, QWidget) and in_window(obj, self.window) \
                     and control_wants_key(obj, key):
                 event.accept()
                 return True

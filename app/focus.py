@@ -17,3 +17,13 @@ def untrap_tab(root: QWidget) -> None:
     for cls in (QTextEdit, QPlainTextEdit):
         for edit in root.findChildren(cls):
             edit.setTabChangesFocus(True)
+
+
+def in_window(widget: QWidget, window: QWidget) -> bool:
+    """True when `widget` is part of `window`: inside it, or inside one of its floated docks (a floated
+    QDockWidget is a window of its own, so widget.window() is the dock, but its parent is still `window`)."""
+    while widget is not None:
+        if widget is window:
+            return True
+        widget = widget.parentWidget()
+    return False

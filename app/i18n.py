@@ -9,6 +9,7 @@ that is gone stops being called without anyone having to unregister it.
     from app.i18n import tr, set_language
     tr("menu.file")            # -> "File" / "파일"
     tr("status.layer", n=37)   # str.format placeholders
+    tr("x", kept=1)            # "{kept:|candidate|candidates} kept" -> "1 candidate kept" (assets/plurals.py)
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import os
 import weakref
 from typing import Callable
 
-from assets import asset_path
+from assets import asset_path, plurals
 
 LANGUAGES = ("en", "ko")
 _tables: dict[str, dict[str, str]] = {}
@@ -111,4 +112,4 @@ def tr(key: str, lang: str | None = None, **fmt) -> str:
     text = table(lang).get(key)
     if text is None:
         text = table("en").get(key, f"[{key}]")
-    return text.format(**fmt) if fmt else text
+    return plurals.format_text(text, **fmt) if fmt else text  # str.format, with count phrases

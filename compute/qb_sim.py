@@ -17,12 +17,30 @@ the bias computed on one batch is used for the next one.
 
     ideal load  q = m · k / n              (every expert gets its fair share of the m·k slots)
     imbalance   max_j load_j / q
+
+When to stop (`stop_reason`): at the target (max-load/ideal below TARGET), or when the balance has levelled
+off: the best max-load/ideal of the last PATIENCE updates is not lower, by at least MIN_GAIN, than the best of
+all the updates before them. Loads are whole tokens, so the ratio moves in steps of 1/q and often settles
+above the target (the same batch routed again: the ties at the quantile keep a few experts one or two tokens
+over q; with fresh batches the sampling noise of a new batch does).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+
+
+TARGET = 1.02  # max-load/ideal counted as balanced
+PATIENCE = 5  # updates without improvement before the balance counts as levelled off
+MIN_GAIN = 1e-3  # a smaller drop in the best max-load/ideal is no improvement
+
+
+@dataclass(frozen=True)
+class QBStop:
+    reason: str  # "target" or "levelled"
+    value: float  # "target": the max-load/ideal reached; "levelled": the best one, not bettered since
+    updates: int  # the update at which the rule fired
 
 
 @dataclass
@@ -111,3 +129,16 @@ class QBSimulator:
     def imbalance_curve(self) -> np.ndarray:
         """max-load/ideal for update 0, 1, 2, ... [len(history)]."""
         return np.array([r.max_over_ideal for r in self.history])
+
+    def stop_reason(self, target: float = TARGET, patience: int = PATIENCE,
+                    min_gain: float = MIN_GAIN) -> QBStop | None:
+        """Why updating should stop now, or None while the balance still improves (see the module doc)."""
+        curve = self.imbalance_curve()
+        now = len(self.history) - 1
+        if now >= 1 and curve[-1] < target:
+            return QBStop("target", float(curve[-1]), now)
+        if curve.size >= patience + 2:  # the window of `patience` updates, and at least one update before it
+            earlier, recent = float(curve[1:-patience].min()), float(curve[-patience:].min())
+            if recent > earlier - min_gain:
+                return QBStop("levelled", min(earlier, recent), now)
+        return None

@@ -35,7 +35,7 @@ import numpy as np
 from PySide6.QtCore import QPoint, QVariantAnimation, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from assets import asset_path
+from assets import asset_path, plurals
 from scene import camera as camlib
 from scene import palette
 from scene import highlights, route_glow
@@ -69,7 +69,7 @@ def _default_translator():
 
     def tr(key, **fmt):
         text = table.get(key, f"[{key}]")
-        return text.format(**fmt) if fmt else text
+        return plurals.format_text(text, **fmt) if fmt else text  # str.format, with count phrases
     return tr
 
 

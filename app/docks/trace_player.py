@@ -16,11 +16,11 @@ import logging
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
-                               QListWidgetItem, QPushButton, QSlider, QSplitter, QStyle, QTextBrowser,
+                               QListWidgetItem, QPushButton, QSplitter, QStyle, QTextBrowser,
                                QVBoxLayout, QWidget)
 
 from app import i18n, player, slot_guard, texts, weights_choice
-from app.docks.player_widgets import _qcolor, _set_if_changed, _tool, _wrap_label
+from app.docks.player_widgets import SeekSlider, _qcolor, _set_if_changed, _tool, _wrap_label
 from app.docks.token_chips import (MAX_CHIPS, PHASE_COLOURS, _language_pieces, candidate_rows,  # noqa: F401
                                     chip_piece, shown_text, token_chip)
 from app.i18n import tr
@@ -128,7 +128,7 @@ class TracePlayerDock(QDockWidget):
         self.last_button = _tool(QStyle.SP_MediaSkipForward, "player_last", lambda: self.player.last())
         for b in (self.first_button, self.back_button, self.play_button, self.forward_button, self.last_button):
             transport.addWidget(b)
-        self.seek_slider = QSlider(Qt.Horizontal)
+        self.seek_slider = SeekSlider(Qt.Horizontal)  # jumps to the click, like a media player's
         self.seek_slider.setObjectName("seek_slider")
         self.seek_slider.setFocusPolicy(Qt.NoFocus)
         self.seek_slider.valueChanged.connect(self._on_seek_slider)

@@ -256,6 +256,34 @@ def test_qb_tab_buttons_balance_the_skewed_router(setup, qtbot):
     assert not dock.qb_tab.timer.isActive()
 
 
+def test_qb_play_stops_by_itself_where_the_balance_levels_off(setup, qtbot):
+    """The default batch never gets under 1.02 (whole tokens): Play used to run for ever. It stops once five
+    updates have not improved the balance and says at what max-load/ideal it levelled off, in both languages."""
+    state, dock, _ = setup
+    dock.show_tab("qb")
+    tab = dock.qb_tab
+    qtbot.waitUntil(lambda: tab.sim is not None, timeout=5000)
+    qtbot.mouseClick(tab.reset_button, Qt.LeftButton)
+    tab.timer.setInterval(20)  # the pace is not under test
+    try:
+        qtbot.mouseClick(tab.play_button, Qt.LeftButton)
+        assert tab.play_button.isChecked() and tab.verdict.text() == ""
+        qtbot.waitUntil(lambda: not tab.play_button.isChecked(), timeout=20000)
+        assert not tab.timer.isActive()
+        curve = [r.max_over_ideal for r in tab.sim.history]
+        best = min(curve[1:])
+        assert best > 1.02 and min(curve[-5:]) > best - 1e-3 and len(curve) < 40
+        text = tab.verdict.text()
+        assert "levelled off" in text and f"{best:.3f}" in text and "1.02" in text, text
+        i18n.set_language("ko")
+        tab.retranslate()
+        assert f"{best:.3f}" in tab.verdict.text() and "멈춤" in tab.verdict.text()
+    finally:
+        i18n.set_language("en")
+        tab.timer.setInterval(700)
+        tab.retranslate()
+
+
 def test_latent_numbers_hand_computed(setup):
     from app.docks.experts.latent import all_to_all_bytes
 

@@ -94,3 +94,42 @@ def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, mo
     assert set(guard.seen) <= {"alpha_slider_under_test"}, set(guard.seen)
     QTest.keyClick(slider, Qt.Key_Home)  # and it still gives the slider its keys
     assert slider.value() == slider.minimum() and guard.seen
+
+
+def test_a_floated_docks_focused_slider_gets_the_keys_not_the_player(make_window, qtbot):
+    """A floated dock is a window of its own (the slider's window() is the dock), yet the main window's bare-key
+    shortcuts still fire in it: the guard must follow the focus into it, as it does inside the main window."""
+    win = make_window()
+    player = win.state.player
+    dock = win.docks["ControlsDock"]
+    dock.setFloating(True)
+    dock.show()
+    dock.raise_()
+    qtbot.waitExposed(dock)
+    with qtbot.waitActive(dock):
+        dock.activateWindow()
+    slider = dock.slider("temperature")
+    assert slider.window() is dock  # the case under test: the slider is in another top-level window
+    slider.setFocus(Qt.TabFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is slider, timeout=3000)
+    player.seek(6)
+    step, layer = win.state.step, win.state.layer
+    start = slider.value()
+
+    QTest.keyClick(slider, Qt.Key_Right)
+    assert slider.value() == start + slider.singleStep()
+    QTest.keyClick(slider, Qt.Key_Home)
+    assert slider.value() == slider.minimum()
+    QTest.keyClick(slider, Qt.Key_End)
+    assert slider.value() == slider.maximum()
+    QTest.keyClick(slider, Qt.Key_Left)
+    assert slider.value() == slider.maximum() - slider.singleStep()
+    assert (win.state.step, win.state.layer, player.playing) == (step, layer, False)  # the player never moved
+
+    win.scene.gl.setFocus(Qt.MouseFocusReason)  # back in the main window the keys drive the player again
+    with qtbot.waitActive(win):
+        win.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is win.scene.gl, timeout=3000)
+    QTest.keyClick(win.scene.gl, Qt.Key_Right)
+    assert win.state.step == step + 1
+    wait_idle(qtbot, win)

@@ -87,3 +87,50 @@ def test_fresh_batches_draw_new_tokens_and_still_balance():
 def test_bad_sizes_raise_value_error(kwargs):
     with pytest.raises(ValueError):
         QBSimulator(**kwargs)
+
+
+def _with_curve(values):
+    """A small simulator whose history reads `values` as max-load/ideal for updates 0, 1, 2, ..."""
+    from compute.qb_sim import QBRecord
+
+    sim = QBSimulator(n_experts=8, top_k=2, n_tokens=40)
+    sim.history = [QBRecord(t, np.zeros(8), np.zeros(8, dtype=int), v) for t, v in enumerate(values)]
+    return sim
+
+
+def test_the_stop_rule_on_hand_made_curves():
+    assert _with_curve([7.0]).stop_reason() is None  # nothing done yet
+    assert _with_curve([7.0, 1.5, 1.3, 1.2]).stop_reason() is None  # still improving, window not full
+    stop = _with_curve([7.0, 1.5, 1.019]).stop_reason()
+    assert (stop.reason, stop.value, stop.updates) == ("target", 1.019, 2)
+    # best 1.05 at update 2, then five updates none of which beats it by 0.001: levelled off, at the best
+    # value seen (1.0495, a gain too small to count)
+    stop = _with_curve([7.0, 1.2, 1.05, 1.06, 1.05, 1.0505, 1.07, 1.0495]).stop_reason()
+    assert (stop.reason, stop.value, stop.updates) == ("levelled", 1.0495, 7)
+    # one of the last five still improves on the earlier best by more than 0.001: go on
+    assert _with_curve([7.0, 1.2, 1.05, 1.06, 1.05, 1.0505, 1.07, 1.048]).stop_reason() is None
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_updating_until_the_rule_fires_stops_where_the_balance_levels_off(fresh):
+    """The default skewed batch never gets max-load/ideal under 1.02 (whole tokens, ties at the quantile):
+    the run stops once five updates in a row have not improved on the best, and names that best."""
+    sim = QBSimulator(fresh_batches=fresh)
+    while sim.stop_reason() is None:
+        assert len(sim.history) < 60, "the balance never levelled off"
+        sim.update()
+    stop = sim.stop_reason()
+    curve = [r.max_over_ideal for r in sim.history]
+    assert stop.reason == "levelled" and stop.updates == len(curve) - 1
+    assert stop.value == min(curve[1:]) and stop.value > 1.02
+    assert min(curve[-5:]) > min(curve[1:-5]) - 1e-3  # the last five updates gained nothing
+    assert min(curve[-6:-1]) <= min(curve[1:-6]) - 1e-3 or len(curve) == 7  # and one update earlier they had
+
+
+def test_a_balanced_enough_batch_stops_at_the_target():
+    sim = QBSimulator(n_experts=64, top_k=4, n_tokens=16000)  # q = 1000 tokens: the ratio moves in 0.001 steps
+    while sim.stop_reason() is None:
+        assert len(sim.history) < 60
+        sim.update()
+    stop = sim.stop_reason()
+    assert stop.reason == "target" and stop.value == sim.current.max_over_ideal < 1.02

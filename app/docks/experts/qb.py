@@ -54,6 +54,9 @@ class QBTab(QWidget):
         self.numbers.setObjectName("experts.qb.numbers")
         self.numbers.setWordWrap(True)
         self.numbers.setTextFormat(Qt.RichText)
+        self.verdict = QLabel()  # why Play stopped: the target reached, or the balance levelled off (and where)
+        self.verdict.setObjectName("experts.qb.verdict")
+        self.verdict.setWordWrap(True)
 
         self.load_plot = pg.PlotWidget()
         self.load_plot.setObjectName("experts.qb.load_plot")
@@ -99,6 +102,7 @@ class QBTab(QWidget):
         lay.addWidget(self.intro)
         lay.addWidget(rows)
         lay.addWidget(self.numbers)
+        lay.addWidget(self.verdict)
         lay.addWidget(self.error)
         lay.addWidget(plots)
         lay.addStretch(1)
@@ -142,7 +146,7 @@ class QBTab(QWidget):
             return
         self.sim.update()
         self.redraw()
-        if self.play_button.isChecked() and self.sim.current.max_over_ideal < 1.02:
+        if self.play_button.isChecked() and self.sim.stop_reason() is not None:
             self.play_button.setChecked(False)
 
     def redraw(self):
@@ -152,6 +156,7 @@ class QBTab(QWidget):
             self.after_curve.setData([], [])
             self.ratio_curve.setData([], [])
             self.numbers.setText("")
+            self.verdict.setText("")
             return
         before = np.sort(sim.before.load)[::-1]
         after = np.sort(sim.current.load)[::-1]
@@ -169,6 +174,16 @@ class QBTab(QWidget):
                                 r=sim.current.max_over_ideal, lmax=int(sim.current.load.max()),
                                 lmin=int(sim.current.load.min()), bmin=float(sim.current.bias.min()),
                                 bmax=float(sim.current.bias.max())))
+        self.verdict.setText(self._verdict(sim))
+
+    @staticmethod
+    def _verdict(sim) -> str:
+        from compute.qb_sim import PATIENCE, TARGET
+
+        stop = sim.stop_reason()
+        if stop is None:
+            return ""
+        return tr(f"experts.qb.stop.{stop.reason}", value=stop.value, target=TARGET, t=stop.updates, n=PATIENCE)
 
     # --- visibility-bound timer -----------------------------------------------------------------------
     @guarded
