@@ -264,6 +264,11 @@ class GridTab(DeferredRefreshMixin, QWidget):
         s, b = float(r.scores[e]), float(r.bias[e])
         cut = cutoff_without(r.biased, e, r.top_k)
         chosen = bool(np.any(r.selected == e))
+        if cut is None:  # top-k covers every expert: each is selected whatever its score
+            w = float(r.weights[np.nonzero(r.selected == e)[0][0]]) if chosen else 0.0
+            self.why.setText(tr("checks.experts.why_all", e=e, s=s, trained=b - applied, offset=applied, sb=s + b,
+                                k=r.top_k, n=r.scores.size, w=w))
+            return
         rank = int(np.sum(r.biased > r.biased[e])) + 1
         if chosen:
             w = float(r.weights[np.nonzero(r.selected == e)[0][0]])

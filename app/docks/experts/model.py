@@ -65,10 +65,13 @@ def routing(trace, token: int, layer: int, pass_index: int = 0) -> Routing | Non
                    weights=np.asarray(t["moe.topk_weight"][row], dtype=np.float64))
 
 
-def cutoff_without(biased: np.ndarray, expert: int, k: int) -> float:
+def cutoff_without(biased: np.ndarray, expert: int, k: int) -> float | None:
     """The k-th best biased score among all experts except `expert`: it is selected iff its own biased score
-    beats this number (ties aside)."""
+    beats this number (ties aside). None when the router picks every expert (top-k ≥ the expert count, one
+    expert included): there is nothing to beat."""
     others = np.delete(np.asarray(biased, dtype=np.float64), expert)
+    if k > others.size:
+        return None
     return float(np.partition(others, others.size - k)[others.size - k])
 
 
