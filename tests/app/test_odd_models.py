@@ -80,8 +80,14 @@ def test_every_dock_meets_an_odd_model_without_a_slot_guard_report(main_window, 
         if name in ("one-expert", "top-k-all"):
             assert "every expert" in text and "selected" in text and "vs the" not in text, text
             assert f"top {cfg.num_experts_per_tok} of {cfg.n_routed_experts} expert" in text, text
-        if name == "no-moe":
-            assert "No router" in text, text  # a message, not an empty panel
+        if name == "no-moe":  # messages, not empty panels: the title, the grid's bias text, the per-layer tab
+            dock = win.docks["ExpertGridDock"]
+            assert "No router" in text and dock.windowTitle() == "Experts · no MoE", (text, dock.windowTitle())
+            assert grid_tab.grid._message.startswith("no-moe has no MoE layer"), grid_tab.grid._message
+            assert win.show_dock("ExpertGridDock", "layers")
+            flush_layouts()
+            layers = dock.layers_tab
+            assert "no MoE layer" in layers.info.text() and not layers.heat.isVisible(), layers.info.text()
     finally:
         win.models.model_actions[BASE].trigger()  # back to K3 for the other tests
         wait_model(qtbot, win, ModelConfig.from_json(available_configs()[BASE]).name)

@@ -82,9 +82,10 @@ def model_args(config) -> dict:
         from compute.config import load_default
 
         config = load_default()
-    moe = [i + 1 for i, f in enumerate(config.ffn_types) if f == "moe"] or [1]
+    moe = [i + 1 for i, f in enumerate(config.ffn_types) if f == "moe"]
     return dict(n=config.n_routed_experts, k=config.num_experts_per_tok, shared=config.n_shared_experts,
-                layers=config.num_hidden_layers, first_moe=moe[0], last_moe=moe[-1], model=config.display_name)
+                layers=config.num_hidden_layers, first_moe=(moe or [1])[0], last_moe=(moe or [1])[-1],
+                model=config.display_name, has_moe=bool(moe))
 
 
 def moe_layers(trace) -> list[int]:
