@@ -121,7 +121,8 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels);
     explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route" or a list / comma list of them
     ("none": nothing; default: the view's explain3d, else nothing), for the last prompt position (or the view's);
-    route_threshold: the route's share of the largest block, 0-100 % (default: the view's, else 30)."""
+    route_threshold: the route's share of the largest block, 0-100 % (default: the view's, else 30). A view's
+    knock-outs (checked against its prompt) run with that explanation, as the window's Explain dock runs them."""
     from app.export import THEMES
     from scene.camera import PRESETS
 
@@ -158,7 +159,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
 
         config = _config(v.model)
         scene = build_scene(app, config, trace, v, steps[v.step - 1], width, height, camera,
-                            overlay_for(config, trace, parts, percent, position))
+                            overlay_for(config, trace, parts, percent, position, v.knockouts))
         try:
             image = render_view(scene, width, height, transparent=transparent, labels=labels, theme=theme)
         finally:

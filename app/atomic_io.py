@@ -9,7 +9,11 @@ permission bits, a new one gets the usual ones (0666 less the umask).
 Only regular files are replaced (check_target): a target that exists, directly or at the end of a link, as a
 FIFO, a device (/dev/full, /dev/null…), a socket or a folder is refused with one line naming it, before any
 temporary file is made and again just before the rename (run as root, a rename over /dev/full would replace
-the device node with the file). Our temporary files left by a killed process are swept by sweep_stale().
+the device node with the file). The temporary file is made O_EXCL (tempfile.mkstemp: a link planted at a
+name makes it pick another), flock()ed and kept open until after the rename, and the name is checked to hold
+that very file just before the rename and the target just after it (as app/video_out.py's parts): a link
+swapped in for it is never renamed into the output unnoticed, the write fails instead. Our temporary files left
+by a killed process are swept by sweep_stale().
 """
 from __future__ import annotations
 
@@ -120,24 +124,60 @@ def write_bytes(path: str, data: bytes) -> str:
         raise WriteError(target, exc) from exc
     try:
         try:
+            _lock_quietly(fd)  # a sweeper elsewhere leaves it alone
             _write_all(fd, data)
             os.fchmod(fd, mode)
             os.fsync(fd)
+            check_target(target)  # again: the target may have changed while the data was written
+            _still_ours(fd, tmp)  # and the temporary name must still be our file, not a link planted there
+            os.replace(tmp, target)
+            _still_ours(fd, target, renamed=True)
         finally:
             os.close(fd)
-        check_target(target)  # again: the target may have changed while the data was written
-        os.replace(tmp, target)
     except WriteError:
-        _remove_quietly(tmp)
+        _remove_ours(tmp)
         raise
     except OSError as exc:
-        _remove_quietly(tmp)
+        _remove_ours(tmp)
         raise WriteError(target, exc) from exc
     except BaseException:
-        _remove_quietly(tmp)
+        _remove_ours(tmp)
         raise
     _sync_folder(os.path.dirname(target))
     return target
+
+
+def _still_ours(fd: int, name: str, renamed: bool = False) -> None:
+    """OSError unless `name` (not followed) is the file open as `fd`: the temporary file was swapped for another
+    (a link planted at its name) between its creation and the rename. Found after the rename, the planted entry
+    that took the target's name is removed when it is a link (only the name, never what it points to)."""
+    try:
+        st = os.lstat(name)
+    except FileNotFoundError:
+        st = None
+    if st is not None and os.path.samestat(os.fstat(fd), st):
+        return
+    if renamed and st is not None and stat.S_ISLNK(st.st_mode):
+        _remove_quietly(name)
+    raise OSError(errno.EEXIST, "the temporary file was replaced by another before the rename")
+
+
+def _lock_quietly(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a file system without flock: the sweeper's age rule still protects a live write
+        pass
+
+
+def _remove_ours(tmp: str) -> None:
+    """Remove the temporary file; a link planted at its name is left as it is (not ours, and not the output)."""
+    try:
+        st = os.lstat(tmp)
+        if stat.S_ISLNK(st.st_mode):
+            return  # not ours: a link planted at our name stays as it is (it is not the output)
+    except OSError:
+        return
+    _remove_quietly(tmp)
 
 
 # Our temporary files: atomic writes ".NAME.XXXXXXXX.tmp" (NAME one of the kinds of file the app writes) and

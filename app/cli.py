@@ -189,6 +189,8 @@ def _apply_view(args, argv: list[str] | None):
     for dest, value in viewfile.argument_values(saved).items():
         if dest not in given:
             setattr(args, dest, value)
+    if isinstance(args.prompt, str) and isinstance(args.tokens, int):  # --prompt / --tokens against its knock-outs
+        viewfile.check_positions(saved.with_changes(prompt=args.prompt, tokens=args.tokens), args.view)
     return saved
 
 
@@ -394,15 +396,17 @@ def _main(argv: list[str] | None = None) -> int:
     from app.viewfile import View
 
     shown = (saved or View()).with_changes(layer=args.layer)  # the scene as the view file (or none) says
-    from app.explain_render import overlay_for, view_parts
+    from app.explain_render import overlay_for, result_for, view_parts
 
     parts, percent, position = view_parts(saved)  # the view's, unless --explain / --route-threshold say otherwise
     if args.explain is not None:
         parts = args.explain
     if args.route_threshold is not None:
         percent = args.route_threshold
+    knockout = saved.knockouts if saved is not None else None  # run as the window's Explain dock runs them
     try:
-        explanation = overlay_for(config, trace, parts, percent, position)
+        result = result_for(config, trace, position, knockout) if knockout else None
+        explanation = overlay_for(config, trace, parts, percent, position, knockout, result)
     except Exception as exc:  # noqa: BLE001 - reported in one line, as an engine failure
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
     view = build_scene(app, config, trace, shown, step, width, height, args.camera, explanation)
@@ -419,6 +423,10 @@ def _main(argv: list[str] | None = None) -> int:
 
         stop_all()  # the view's render thread ends before Qt does
     print(_printable(tr("app.cli.wrote", path=out, w=width, h=height)))
+    if result is not None and result.knockout:  # the Explain dock's before / after of the view's knock-outs
+        from app.view_knockouts import knockout_line
+
+        print(_printable(knockout_line(result)))
     return 0
 
 

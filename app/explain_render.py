@@ -41,18 +41,29 @@ def view_parts(view) -> tuple[tuple[str, ...], int, int | None]:
     return tuple(p for p in PARTS if e.get(p)), int(e.get("route_threshold", 30)), e.get("position")
 
 
-def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, position: int | None = None):
+def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, position: int | None = None,
+                knockout: dict | None = None, result=None):
     """The scene.explain_overlay.ExplainOverlay of `trace` (its weights, its knobs; temperature 0) at `position`
-    (None, or one the trace lacks: its last prompt position), or None without parts."""
+    (None, or one the trace lacks: its last prompt position), or None without parts. `knockout`: a view file's
+    knock-out set, run as the window's Explain dock runs it (result_for); `result`: that result, made already."""
     if not parts:
         return None
-    from app.docks.explain.model import Engines, ExplainRequest, explain_result
     from app.docks.explain.show3d import overlay_of
+
+    res = result if result is not None else result_for(config, trace, position, knockout)
+    return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
+
+
+def result_for(config, trace, position: int | None = None, knockout: dict | None = None):
+    """The Explain dock's ExplainResult of `trace` at `position` (as overlay_for), with a view file's knock-out
+    set (app/viewfile's `knockouts`, checked) applied as the dock applies it: its .knockout is the "after"."""
+    from app.docks.explain.model import Engines, ExplainRequest, explain_result
+    from app.view_knockouts import dock_items
     from compute.trace import Knobs
 
     k = trace.knobs
     knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
     at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
-    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at, knobs)
-    res = explain_result(Engines(), req)
-    return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
+    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at, knobs,
+                         dock_items(knockout), (knockout or {}).get("mode", "zero"))
+    return explain_result(Engines(), req)

@@ -17,12 +17,11 @@ import json
 import logging
 import math
 import os
-import tempfile
 
 from PySide6.QtCore import QByteArray, QRect, QSettings
 from PySide6.QtGui import QGuiApplication
 
-from app import atomic_io, ini_guard
+from app import atomic_io, ini_guard, settings_workdir
 from app.i18n import tr
 from compute import guarded_io
 from compute.tokenizer import ToyTokenizer
@@ -49,7 +48,7 @@ class Settings:
         self.refused: list[str] = []  # keys left out because their value could run code
         self.notes: list[tuple[str, dict]] = []  # (i18n key, values) for the status bar
         self._read_failed = False
-        self._workdir = tempfile.TemporaryDirectory(prefix="k3-settings-")
+        self._workdir = settings_workdir.make()  # locked while this process lives; a killed one's are swept
         working = os.path.join(self._workdir.name, "settings.ini")
         with open(working, "wb") as fh:
             fh.write(self._screened())

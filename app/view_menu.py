@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from app import atomic_io, i18n, viewfile
 from app.i18n import tr
+from app.view_knockouts import explained_position
 from app.viewfile import View, ViewError
 from app.widgets.safe_text import plain_message_box, plain_tip
 
@@ -243,8 +244,13 @@ class ViewActions:
             w.scene.set_camera_state(view.camera)
         if view.knockouts or self._knockouts():
             w.docks["ExplainDock"].set_knockouts(view.knockouts)  # the experiment the view was saved with
-        if view.explain3d is not None:
-            w.docks["ExplainDock"].set_explain3d(view.explain3d)  # what the 3D view drew of it
+        explain3d = view.explain3d
+        if explain3d is None and view.knockouts:  # no position saved (1.1): the knock-outs were checked for the last
+            lens, route, pct, arcs = w.docks["ExplainDock"].show3d.values()  # prompt position; explain that one
+            explain3d = {"lens": lens, "route": route, "route_threshold": int(pct), "arcs": arcs,
+                         "position": explained_position(view)}
+        if explain3d is not None:
+            w.docks["ExplainDock"].set_explain3d(explain3d)  # what the 3D view drew of it
         trace = w.state.trace
         notes = list(view.notes)
         if getattr(trace, "weights_name", view.weights) != view.weights:

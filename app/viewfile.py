@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app import atomic_io
+from app.view_knockouts import position_problem, read_knockouts
 from compute import bounded_json, guarded_io
 from compute.config import ConfigError, available_configs
 from compute.trace import Knobs
@@ -52,9 +53,6 @@ MAX_BLOCK_CHARS = 200
 MAX_CELL = 1 << 20
 MAX_REACH = 5000.0
 MAX_NOTES = 5  # scene/camera.MAX_REACH
-MAX_KNOCKOUTS = 64  # items per knockouts list (tokens, blocks, experts)
-KNOCKOUT_MODES = ("zero", "mean")  # compute.explain.knockout.ABLATION_MODES
-KNOCKOUT_PARTS = ("mixer", "ffn")  # compute.explain.knockout.BLOCK_PARTS
 WEIGHTS = ("trained", "random")
 LANGUAGES = ("en", "ko")
 _BLOCK_ID = re.compile(r"[A-Za-z0-9_./:-]{1,200}")
@@ -117,8 +115,11 @@ class View:
     @classmethod
     def from_dict(cls, raw: Any, path: str = "<view>", model_config=None) -> "View":
         """Check a parsed document. Layers and experts are checked against the bundled config the view names,
-        or against `model_config` (a compute.config.ModelConfig) when given: the model the caller will run."""
-        return _Reader(raw, path, model_config).view()
+        or against `model_config` (a compute.config.ModelConfig) when given: the model the caller will run.
+        The explained position and the knocked-out tokens are checked against the view's own prompt."""
+        view = _Reader(raw, path, model_config).view()
+        check_positions(view, path)
+        return view
 
     def with_changes(self, **changes) -> "View":
         return replace(self, **changes)
@@ -166,6 +167,16 @@ def check_model(view: View, config, path: str = "<view>", layer: bool = True) ->
     if layer and not 1 <= view.layer <= config.num_hidden_layers:
         raise ViewError(path, "field", f"{view.layer} is outside 1…{config.num_hidden_layers} "
                         f"({_short(config.name)} has {config.num_hidden_layers} layers)", "layer")
+    if view.knockouts:  # the knocked-out blocks, experts and AttnRes sources exist in that model
+        _Reader({}, path, config).knockouts(dict(view.knockouts), config)
+
+
+def check_positions(view: View, path: str = "<view>") -> None:
+    """ViewError naming the field unless the view's explained position and knocked-out tokens fit its prompt and
+    token count (app/view_positions.py). Nothing is changed."""
+    problem = position_problem(view)
+    if problem:
+        raise ViewError(path, "field", problem[1], problem[0])
 
 
 def _not_a_view(path: str, exc: bounded_json.JSONLimitError) -> ViewError:
@@ -247,54 +258,7 @@ class _Reader:
                     notes=notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else []))
 
     def knockouts(self, value: Any, config) -> dict | None:
-        """The optional knock-out set (compute.explain.knockout.Ablation's fields); positions are checked against
-        the prompt's token limit here and against the prompt itself when the run applies them."""
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise self.fail("knockouts", "must be an object {mode, tokens, blocks, experts} or null")
-        for k in value:
-            if k not in ("mode", "tokens", "blocks", "experts", "sources"):
-                raise self.fail("knockouts", f"unknown key '{_key(k)}' (mode, tokens, blocks, experts, sources)")
-        mode = self.choice("knockouts.mode", value.get("mode", "zero"), KNOCKOUT_MODES)
-        n_layers, n_experts = config.num_hidden_layers, config.n_routed_experts
-        lists = {}
-        for name in ("tokens", "blocks", "experts", "sources"):
-            items = value.get(name, [])
-            if not isinstance(items, list):
-                raise self.fail(f"knockouts.{name}", "must be a list")
-            if len(items) > MAX_KNOCKOUTS:
-                raise self.fail(f"knockouts.{name}", f"{len(items)} entries (at most {MAX_KNOCKOUTS})")
-            lists[name] = items
-        tokens = [self.integer(f"knockouts.tokens[{i}]", p, 0, MAX_PROMPT_TOKENS - 1)
-                  for i, p in enumerate(lists["tokens"])]
-        blocks = []
-        for i, b in enumerate(lists["blocks"]):
-            name = f"knockouts.blocks[{i}]"
-            if not isinstance(b, list) or len(b) != 2:
-                raise self.fail(name, "must be [layer, part], e.g. [37, \"mixer\"]")
-            blocks.append([self.integer(name + "[0]", b[0], 1, n_layers),
-                           self.choice(name + "[1]", b[1], KNOCKOUT_PARTS)])
-        experts = []
-        for i, e in enumerate(lists["experts"]):
-            name = f"knockouts.experts[{i}]"
-            if not isinstance(e, list) or len(e) != 2:
-                raise self.fail(name, "must be [layer or null, expert id]")
-            layer = self.optional_int(name + "[0]", e[0], 1, n_layers)
-            if layer is not None and config.ffn_types[layer - 1] != "moe":
-                raise self.fail(name + "[0]", f"layer {layer} has a dense MLP, no experts")
-            experts.append([layer, self.integer(name + "[1]", e[1], 0, n_experts - 1)])
-        bs = config.attn_res_block_size  # AttnRes candidates stored: the embedding and every block but the last
-        n_sources = len(range(0, n_layers, bs)) if bs else 0
-        sources = []
-        for i, c in enumerate(lists["sources"]):
-            if not n_sources:
-                raise self.fail("knockouts.sources", "this model has no Block Attention Residuals")
-            sources.append(self.integer(f"knockouts.sources[{i}]", c, 0, n_sources - 1))
-        if not (tokens or blocks or experts or sources):
-            return None
-        return {"mode": mode, "tokens": tokens, "blocks": blocks, "experts": experts,
-                **({"sources": sources} if sources else {})}
+        return read_knockouts(self, value, config, MAX_PROMPT_TOKENS - 1)  # app/view_knockouts.py
 
     def explain3d(self, value: Any) -> dict | None:
         """The optional 3D drawings of the Explain panel (lens column, attention arcs, contribution route)."""

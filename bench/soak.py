@@ -5,10 +5,19 @@
     python bench/soak.py --minutes 3 --types   # also: which Python object types grew (to hunt a leak)
     python bench/soak.py --minutes 5 --trace-malloc   # also: the source lines whose allocations grew between
                                                       # minutes 2 and the end (slow; needs --minutes > 2)
+    python bench/soak.py --minutes 60 --lang ko --size 1280x720 --model kimi-linear-48b --why
+                                   # where users are: Korean labels, a small window, another bundled model, and
+                                   # the why-this-word views on (a knock-out every --knockout-every s, 120)
 
 What it does, like a person who leaves the app running: the trace player auto-plays at 4× (started again
 from the first step whenever it reaches the end), the layer changes every 10 s (the "next layer" action,
 PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine runs again, a new trace is drawn).
+--lang sets the label language (en, ko), --size the window's size (WIDTHxHEIGHT, not maximised), --model a
+bundled config (switched to through the Model menu before the soak starts; the report's "setup" says which
+was shown). --why keeps the Why-this-word views on: the Explain dock raised with its 3D lens column, arcs and
+route drawn (each new trace is explained again), and every --knockout-every seconds a knock-out as the context
+menus make one (the first prompt token, then the picked layer's mixer, then Restore; "knockouts" counts them;
+"explanations" the Explain dock's results: done, failed (with samples) and those with a knock-out's "after").
 
 Memory ("a 10-minute soak cannot tell allocator warm-up from a leak"): each series (RSS every 5 s,
 malloc in use every 5 s, the malloc floor of each 30 s) goes through analyse_memory:
@@ -440,7 +449,7 @@ class Faults:
 
 
 class Soak:
-    def __init__(self, app, win, minutes: float, types: bool, trace_malloc: bool):
+    def __init__(self, app, win, minutes: float, types: bool, trace_malloc: bool, knockout_every_s: float = 0.0):
         from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 
         self.app, self.win = app, win
@@ -453,7 +462,13 @@ class Soak:
         self.malloc: list[tuple[float, float]] = []
         self.malloc_floor: dict[int, float] = {}  # 30 s window -> least in-use MiB seen in it
         self.objects: list[tuple[float, float]] = []
-        self.layer_changes = self.slider_changes = self.replays = self.traces = 0
+        self.layer_changes = self.slider_changes = self.replays = self.traces = self.knockouts = 0
+        self.explanations = {"done": 0, "failed": 0, "knockout_results": 0}  # the Explain dock's results (--why)
+        self.explain_failures: list[str] = []
+        if knockout_every_s > 0:
+            relay = win.docks["ExplainDock"]._relay
+            relay.done.connect(self._explained)
+            relay.failed.connect(self._explain_failed)
         win.state.trace_changed.connect(self._count_trace)
         self.max_gap_ms = self.warmup_max_gap_ms = 0.0
         self.gaps = GapHistogram()
@@ -483,7 +498,8 @@ class Soak:
         for ms, slot in ((HEARTBEAT_MS, self._beat), (RSS_EVERY_S * 1000, self._sample_rss),
                          (FLOOR_EVERY_S * 1000, self._sample_floor),
                          (GC_EVERY_S * 1000, self._sample_gc), (LAYER_EVERY_S * 1000, self._layer),
-                         (SLIDER_EVERY_S * 1000, self._slide), (500, self._keep_playing)):
+                         (SLIDER_EVERY_S * 1000, self._slide), (500, self._keep_playing),
+                         *(((knockout_every_s * 1000, self._knock),) if knockout_every_s > 0 else ())):
             timer = QTimer()
             timer.setTimerType(Qt.PreciseTimer if slot == self._beat else Qt.CoarseTimer)
             timer.timeout.connect(slot)
@@ -518,6 +534,30 @@ class Soak:
         with self._measure("layer"):
             self.win.registry.actions[name].trigger()
         self.layer_changes += 1
+
+    def _knock(self) -> None:
+        """The Why-this-word experiment in turn: knock the first prompt token out (a token chip's menu), then the
+        picked layer's mixer too (the 3D view's menu), then Restore (the dock's button)."""
+        dock = self.win.docks["ExplainDock"]
+        turn = self.knockouts % 3
+        self._did("knockout")
+        with self._measure("knockout"):
+            if turn == 0:
+                dock.add_knockout(("token", 0), "zero")
+            elif turn == 1:
+                dock.add_knockout(("block", self.win.state.layer + 1, "mixer"), "mean")
+            else:
+                dock.restore.click()
+        self.knockouts += 1
+
+    def _explained(self, res) -> None:
+        self.explanations["done"] += 1
+        self.explanations["knockout_results"] += res.knockout is not None
+
+    def _explain_failed(self, _serial: int, message: str) -> None:
+        self.explanations["failed"] += 1
+        if len(self.explain_failures) < 5:
+            self.explain_failures.append(message[:300])
 
     def _slide(self) -> None:
         self._did("slider")
@@ -710,6 +750,8 @@ class Soak:
             "layer_changes": self.layer_changes,
             "slider_changes": self.slider_changes,
             "replays": self.replays,
+            "knockouts": self.knockouts,
+            "explanations": dict(self.explanations, failure_samples=self.explain_failures),
             "traces": self.traces,
             "handlers": {k: {"n": n, "cpu_ms_mean": round(cpu / n, 1), "cpu_ms_max": round(cpu_max, 1),
                              "wall_ms_mean": round(wall / n, 1), "wall_ms_max": round(wall_max, 1)}
@@ -737,6 +779,50 @@ class Soak:
         return result
 
 
+def _wait(app, ready, what: str, timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench/soak.py: {what} within {timeout_s:g} s")
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'1280x720' -> (1280, 720); argparse.ArgumentTypeError (one line) otherwise."""
+    parts = text.lower().replace("×", "x").split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"--size must be WIDTHxHEIGHT, e.g. 1280x720, got {text!r}")
+    w, h = (int(p) for p in parts)
+    if not (320 <= w <= 8192 and 240 <= h <= 8192):
+        raise argparse.ArgumentTypeError(f"--size {w}x{h}: each side 320..8192 (width) / 240..8192 (height)")
+    return w, h
+
+
+def set_up(app, win, args) -> dict:
+    """The window as --size, --model and --why ask; what was set up (the report's "setup")."""
+    if args.size:
+        win.showNormal()
+        win.resize(*args.size)
+    if args.model and args.model != win.config.name:
+        win.models.model_actions[args.model].trigger()  # what a click on the Model menu's item does
+        _wait(app, lambda: win.config.name == args.model and win.state.trace is not None
+              and win.state.trace.config_name == args.model and not win.engine.busy, f"no {args.model} trace")
+    if args.why:
+        _wait(app, lambda: "ExplainDock" in win.docks, "no Explain dock")
+        dock = win.docks["ExplainDock"]
+        win.show_dock("ExplainDock")
+        for box in (dock.show3d.lens, dock.show3d.arcs, dock.show3d.route):
+            box.setChecked(True)  # as a click on each 'In the 3D view' box
+    for _ in range(50):
+        app.processEvents()
+        time.sleep(0.01)
+    from app import i18n
+
+    return {"language": i18n.language(), "size": [win.width(), win.height()], "model": win.config.name,
+            "why": bool(args.why), "knockout_every_s": args.knockout_every if args.why else None}
+
+
 def run(args) -> dict:
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
@@ -745,21 +831,19 @@ def run(args) -> dict:
     app = QApplication.instance() or QApplication([])
     from app.main_window import MainWindow
 
-    win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "soak.ini"), language="en")
+    win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "soak.ini"), language=args.lang)
     win.show()
     win.activateWindow()
-    deadline = time.monotonic() + 180
-    while win.state.trace is None or "TracePlayerDock" not in win.docks or "ControlsDock" not in win.docks:
-        if time.monotonic() > deadline:
-            raise SystemExit("bench/soak.py: the app showed no trace within 180 s")
-        app.processEvents()
-        time.sleep(0.01)
-    soak = Soak(app, win, args.minutes, args.types, args.trace_malloc)
+    _wait(app, lambda: win.state.trace is not None and "TracePlayerDock" in win.docks and "ControlsDock" in win.docks,
+          "the app showed no trace")
+    setup = set_up(app, win, args)
+    soak = Soak(app, win, args.minutes, args.types, args.trace_malloc, args.knockout_every if args.why else 0.0)
     app.exec()
     if args.samples:  # the raw series first, so a report can be made again from them (analyse_memory)
         Path(args.samples).write_text(json.dumps({"rss": soak.rss, "malloc": soak.malloc, "loads": soak.loads,
                                                   "malloc_floor": soak.malloc_floor}))
     result = soak.report()
+    result["setup"] = setup
     before = soak.faults.exceptions
     win.close()  # what the window's close runs (slots that outlive their objects) counts too
     for _ in range(20):
@@ -780,7 +864,22 @@ def main() -> None:
     parser.add_argument("--trace-malloc", action="store_true", help="report the allocation sites that grew")
     parser.add_argument("--samples", metavar="PATH", help="also write the raw memory and load series (JSON)")
     parser.add_argument("--analyse", metavar="PATH", help="only analyse the series of a --samples file")
+    parser.add_argument("--lang", choices=("en", "ko"), default="en", help="label language (default en)")
+    parser.add_argument("--size", type=parse_size, metavar="WxH", help="window size, e.g. 1280x720")
+    parser.add_argument("--model", metavar="NAME", help="a bundled model config, e.g. kimi-linear-48b")
+    parser.add_argument("--why", action="store_true",
+                        help="keep the Why-this-word views on (3D lens, arcs, route) with knock-outs")
+    parser.add_argument("--knockout-every", type=float, default=120.0, metavar="S",
+                        help="with --why: a knock-out (or Restore) every S seconds (default 120)")
     args = parser.parse_args()
+    if args.model:
+        sys.path.insert(0, str(ROOT))
+        from compute.config import available_configs
+
+        if args.model not in available_configs():
+            parser.error(f"--model must be one of {', '.join(available_configs())}, got {args.model!r}")
+    if args.knockout_every <= 0:
+        parser.error("--knockout-every must be > 0")
     if args.analyse:
         print(json.dumps(analyse_samples(json.loads(Path(args.analyse).read_text()))), flush=True)
         return

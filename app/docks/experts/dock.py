@@ -30,7 +30,8 @@ class ExpertGridDock(TabbedDock):
 
     def retranslate_title(self) -> None:
         """'Experts · 896 routed': the shown model's count."""
-        self.setWindowTitle(tr("experts.dock.title", **model_args(self.state.config)))
+        a = model_args(self.state.config)
+        self.setWindowTitle(tr("experts.dock.title" if a["has_moe"] else "checks.experts.title_no_moe", **a))
 
     @property
     def grid(self):

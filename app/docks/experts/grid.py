@@ -191,7 +191,8 @@ class GridTab(DeferredRefreshMixin, QWidget):
         elif not (0 <= st.layer < tr_.n_layers) or tr_.passes[0].layers[st.layer].ffn != "moe":
             self.current = None
             self.header.setText(tr("experts.header.dense", layer=layer1))
-            self.grid.set_message(tr("experts.grid.dense", layer=layer1, **self._args()))
+            a = self._args()  # a model without any MoE layer: no layer to point to
+            self.grid.set_message(tr("experts.grid.dense" if a["has_moe"] else "checks.experts.no_moe", layer=layer1, **a))
         else:
             r = routing(tr_, st.token, st.layer, st.pass_index)
             piece = tr_.tokens[st.token][0] if 0 <= st.token < len(tr_.tokens) else "?"
@@ -264,6 +265,11 @@ class GridTab(DeferredRefreshMixin, QWidget):
         s, b = float(r.scores[e]), float(r.bias[e])
         cut = cutoff_without(r.biased, e, r.top_k)
         chosen = bool(np.any(r.selected == e))
+        if cut is None:  # top-k covers every expert: each is selected whatever its score
+            w = float(r.weights[np.nonzero(r.selected == e)[0][0]]) if chosen else 0.0
+            self.why.setText(tr("checks.experts.why_all", e=e, s=s, trained=b - applied, offset=applied, sb=s + b,
+                                k=r.top_k, n=r.scores.size, w=w))
+            return
         rank = int(np.sum(r.biased > r.biased[e])) + 1
         if chosen:
             w = float(r.weights[np.nonzero(r.selected == e)[0][0]])

@@ -112,11 +112,16 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.expert_label.setEnabled(self.mode.currentIndex() == 0)
         m = self.matrix()
         tr_ = self.state.trace
+        no_moe = tr_ is not None and not self._layers  # a model without any MoE layer: a message, no empty plots
+        self.heat.setVisible(not no_moe)
+        self.counts.setVisible(not no_moe)
         if m is None:
             self.image.clear()
             self.marker.clear()
             self.bars.setOpts(height=np.zeros(len(self.bars.opts["height"])))
-            self.info.setText(tr("experts.layers.none") if tr_ is None else tr("experts.layers.unprocessed"))
+            self.info.setText(tr("experts.layers.none") if tr_ is None else
+                              tr("checks.experts.no_moe", **model_args(self.state.config)) if no_moe else
+                              tr("experts.layers.unprocessed"))
             self.counts_info.setText("")
             return
         weight_mode = self.mode.currentIndex() == 0

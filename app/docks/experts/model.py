@@ -65,10 +65,13 @@ def routing(trace, token: int, layer: int, pass_index: int = 0) -> Routing | Non
                    weights=np.asarray(t["moe.topk_weight"][row], dtype=np.float64))
 
 
-def cutoff_without(biased: np.ndarray, expert: int, k: int) -> float:
+def cutoff_without(biased: np.ndarray, expert: int, k: int) -> float | None:
     """The k-th best biased score among all experts except `expert`: it is selected iff its own biased score
-    beats this number (ties aside)."""
+    beats this number (ties aside). None when the router picks every expert (top-k ≥ the expert count, one
+    expert included): there is nothing to beat."""
     others = np.delete(np.asarray(biased, dtype=np.float64), expert)
+    if k > others.size:
+        return None
     return float(np.partition(others, others.size - k)[others.size - k])
 
 
@@ -79,9 +82,10 @@ def model_args(config) -> dict:
         from compute.config import load_default
 
         config = load_default()
-    moe = [i + 1 for i, f in enumerate(config.ffn_types) if f == "moe"] or [1]
+    moe = [i + 1 for i, f in enumerate(config.ffn_types) if f == "moe"]
     return dict(n=config.n_routed_experts, k=config.num_experts_per_tok, shared=config.n_shared_experts,
-                layers=config.num_hidden_layers, first_moe=moe[0], last_moe=moe[-1], model=config.display_name)
+                layers=config.num_hidden_layers, first_moe=(moe or [1])[0], last_moe=(moe or [1])[-1],
+                model=config.display_name, has_moe=bool(moe))
 
 
 def moe_layers(trace) -> list[int]:
