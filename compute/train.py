@@ -15,7 +15,9 @@ stages (v1, the toy shipped before) continues each from the previous stage's wri
 digest the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS has the shipped file's
 sha256). A written file records the recipe, seed, threads, ATen's kernels, numpy / torch / numba / Python
 versions, machine and git commit, and no wall-clock figure (without_timings: they go to the printed report), so
-the same recipe at the same commit and library versions writes the same file, byte for byte.
+the same recipe at the same commit and library versions writes the same file, byte for byte, on the same CPU class
+(compute.cpu_info: float32 matmuls go through MKL, whose kernels differ between Intel and AMD; the file records its
+CPU, and `--verify` elsewhere compares scores: compute.rebuild_check).
 
 Scores of the shipped file (`python -m compute.train --score`, through the engine, float32): greedy completion of
 every proper prefix of every document (10,560 prompts) forms a whole document 100.0 % in Korean and in English,
@@ -41,8 +43,8 @@ the numba pass, for K3 and tiny configs of every block kind (tests/compute/test_
 The router bias is not trained by gradient: after every step each MoE layer's bias is set by Quantile
 Balancing (compute.moe.quantile_balance) from that batch's router scores, the bias for the next batch, as
 in K3 (docs/spec/k3-math.md §3). Everything else is trained with Adam (warm-up, cosine decay, gradient clipping)
-in float32. Deterministic from the seed (torch.manual_seed, fixed thread count, seeded data order, ATen's AVX2
-kernels on x86: the pin below).
+in float32. Deterministic from the seed on one CPU class (torch.manual_seed, fixed thread count, seeded data order,
+ATen's AVX2 kernels on x86: the pin below; MKL's sgemm is the CPU's: compute.cpu_info).
 
 At the end the weights are written (compute.weights: BF16 bits where it fits) and the WRITTEN file is scored
 through the engine (ToyK3, float32, the app's path) next to the seeded random model (held-out next-token accuracy,
@@ -68,9 +70,11 @@ if __name__ == "__main__":  # the command: every argument checked before torch l
     if (_code := _run_without_torch(*_ARGS)) is not None:  # --verify, --score: no torch needed
         sys.exit(_code)
 
-# Bit for bit across x86 CPUs: ATen's vectorised kernels round differently by instruction set (on AVX-512 the
+# Fewer differences across x86 CPUs: ATen's vectorised kernels round differently by instruction set (on AVX-512 the
 # recipe left the shipped weights at step 2), so training runs its AVX2 ones, as the shipped file did, unless
-# ATEN_CPU_CAPABILITY says otherwise (read at torch's first dispatch). MKL keeps its default (MKL_CBWR=AVX2 differs).
+# ATEN_CPU_CAPABILITY says otherwise (read at torch's first dispatch). MKL keeps its default, which is not the same
+# on Intel and AMD (MKL_CBWR=AVX2 / COMPATIBLE did not make them agree: compute.cpu_info), so a rebuild is bit for
+# bit on the shipped file's CPU class only.
 if platform.machine() in ("x86_64", "AMD64"):
     os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
@@ -432,9 +436,12 @@ def run_command(a, config: ModelConfig, dims: ToyDims) -> int:
     """Train as the checked arguments `a` say (compute.train_cli.parse), write `a.out`, score the written file
     (unless --no-eval) and print the JSON report."""
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    if platform.machine() in ("x86_64", "AMD64") and (cap := torch.backends.cpu.get_cpu_capability()) != "AVX2":
-        log(f"python -m compute.train: ATen runs its {cap} kernels here, not AVX2: the weights will not be the "
-            "shipped file's bit for bit")
+    from compute import cpu_info
+
+    if a.recipe is not None and not cpu_info.is_recording_class():
+        log(f"python -m compute.train: this CPU's class is {cpu_info.cpu_class()}, not the shipped file's "
+            f"{cpu_info.SHIPPED_TOY_CPU_CLASS}: float32 rounds differently here, so the weights will not be the shipped "
+            "file's bit for bit (--verify then compares their scores)")
     wall0 = time.perf_counter()
     try:
         if a.recipe is not None:

@@ -43,7 +43,7 @@ def specials(tmp_path):
     data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64
     tampered.write_bytes(bytes(data))
     return {"fifo": fifo, "link": link, "real": real, "dir": tmp_path, "missing": tmp_path / "nope.npz",
-            "tampered": tampered}
+            "tampered": tampered, "device": Path("/dev/null")}
 
 
 # the hostile cases of issue 44 (N4, N5): (arguments, words the one line must hold)
@@ -83,6 +83,8 @@ def test_each_bad_value_is_one_line_naming_its_limit(argv, words, capsys, tmp_pa
     ("--init", "dir", ["directory"]), ("--evaluate", "missing", ["not found"]), ("--evaluate", "fifo", ["FIFO"]),
     ("--evaluate", "tampered", ["weights file"]), ("--evaluate", "link", ["symbolic link"]),
     ("--score", "fifo", ["FIFO"]), ("--score", "missing", ["not found"]), ("--score", "tampered", ["weights file"]),
+    ("--init", "device", ["character device"]), ("--evaluate", "device", ["character device"]),
+    ("--score", "device", ["character device"]), ("--out", "device", ["character device"]),
 ])
 def test_files_that_cannot_be_used_are_refused_before_training(flag, what, words, specials, capsys, tmp_path):
     path = specials[what]
