@@ -15,7 +15,9 @@ stages (v1, the toy shipped before) continues each from the previous stage's wri
 digest the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS has the shipped file's
 sha256). A written file records the recipe, seed, threads, ATen's kernels, numpy / torch / numba / Python
 versions, machine and git commit, and no wall-clock figure (without_timings: they go to the printed report), so
-the same recipe at the same commit and library versions writes the same file, byte for byte.
+the same recipe at the same commit and library versions writes the same file, byte for byte, on the same CPU class
+(compute.cpu_info: float32 matmuls go through MKL, whose kernels differ between Intel and AMD; the file records its
+CPU, and `--verify` elsewhere compares scores: compute.rebuild_check).
 
 Scores of the shipped file (`python -m compute.train --score`, through the engine, float32): greedy completion of
 every proper prefix of every document (10,560 prompts) forms a whole document 100.0 % in Korean and in English,
@@ -41,8 +43,8 @@ the numba pass, for K3 and tiny configs of every block kind (tests/compute/test_
 The router bias is not trained by gradient: after every step each MoE layer's bias is set by Quantile
 Balancing (compute.moe.quantile_balance) from that batch's router scores, the bias for the next batch, as
 in K3 (docs/spec/k3-math.md §3). Everything else is trained with Adam (warm-up, cosine decay, gradient clipping)
-in float32. Deterministic from the seed (torch.manual_seed, fixed thread count, seeded data order, ATen's AVX2
-kernels on x86: the pin below).
+in float32. Deterministic from the seed on one CPU class (torch.manual_seed, fixed thread count, seeded data order,
+ATen's AVX2 kernels on x86: the pin below; MKL's sgemm is the CPU's: compute.cpu_info).
 
 At the end the weights are written (compute.weights: BF16 bits where it fits) and the WRITTEN file is scored
 through the engine (ToyK3, float32, the app's path) next to the seeded random model (held-out next-token accuracy,
@@ -50,7 +52,6 @@ T=0 and sampled grammatical rates); one JSON report is printed.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -62,9 +63,18 @@ from pathlib import Path
 
 import numpy as np
 
-# Bit for bit across x86 CPUs: ATen's vectorised kernels round differently by instruction set (on AVX-512 the
+if __name__ == "__main__":  # the command: every argument checked before torch loads (a typo costs no 30-s import)
+    from compute.train_cli import parse as _parse, run_without_torch as _run_without_torch
+
+    _ARGS = _parse(sys.argv[1:])
+    if (_code := _run_without_torch(*_ARGS)) is not None:  # --verify, --score: no torch needed
+        sys.exit(_code)
+
+# Fewer differences across x86 CPUs: ATen's vectorised kernels round differently by instruction set (on AVX-512 the
 # recipe left the shipped weights at step 2), so training runs its AVX2 ones, as the shipped file did, unless
-# ATEN_CPU_CAPABILITY says otherwise (read at torch's first dispatch). MKL keeps its default (MKL_CBWR=AVX2 differs).
+# ATEN_CPU_CAPABILITY says otherwise (read at torch's first dispatch). MKL keeps its default, which is not the same
+# on Intel and AMD (MKL_CBWR=AVX2 / COMPATIBLE did not make them agree: compute.cpu_info), so a rebuild is bit for
+# bit on the shipped file's CPU class only.
 if platform.machine() in ("x86_64", "AMD64"):
     os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
@@ -76,15 +86,18 @@ except ImportError:  # --score needs no torch; training does (main() says how to
 from compute import task
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
-from compute.config import ConfigError, ModelConfig, available_configs, load_default
+from compute.config import ModelConfig, load_default
 from compute.engine import ToyDims, ToyK3, dims_dict
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe, quantile_balance
 from compute.norms import rms_norm
 from compute.tokenizer import TOY_PIECES
+from compute.train_recipes import RECIPES, STAGE_KEYS  # noqa: F401 - API
+from compute.rebuild_check import verify_file  # noqa: F401 - API
+from compute.train_cli import parse, run_without_torch
 from compute.train_eval import (evaluate, evaluate_file, generate, piece_rows,  # noqa: F401 - API
-                                 provenance, score_file, verify_file)
+                                 provenance, score_file)
 
 SEQ_LEN = 20  # pieces per training row: a whole document (at most 17) and the start of the next
 
@@ -367,17 +380,7 @@ def write_asset(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims, s
 
 
 # ---------------------------------------------------------------------------------------------------- stages
-RECIPES: dict[str, tuple[dict, ...]] = {
-    # toy-k3-v2.npz (shipped): one stage from the seed, soft targets (the language's next-piece distribution,
-    # soft_targets), the two-sentence documents drawn twice as often. A recipe of several stages continues each
-    # from the previous stage's written (BF16) file with a fresh Adam.
-    "v2": ({"steps": 800, "batch": 8, "lr": 5e-3, "repeat_weight": 2, "soft": True},),
-    # toy-k3-v1.npz (shipped before v2; one-hot targets): every-prefix greedy ko 99.6 %, en 95.5 %
-    "v1": ({"steps": 300, "batch": 8, "lr": 5e-3, "repeat_weight": 1},
-           {"steps": 150, "batch": 8, "lr": 3e-3, "repeat_weight": 1},
-           {"steps": 300, "batch": 8, "lr": 2e-3, "repeat_weight": 3}),
-}
-STAGE_KEYS = ("steps", "batch", "lr", "repeat_weight", "soft")
+# RECIPES, STAGE_KEYS: compute.train_recipes (torch-free: the command checks --recipe before torch loads)
 
 
 def train_stage(stage: dict, out: str | Path, seed: int, config: ModelConfig, dims: ToyDims,
@@ -412,73 +415,52 @@ def run_recipe(stages: tuple[dict, ...], out: str | Path, seed: int, config: Mod
     return P, report, path
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compute.train", description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(weights_io.default_path()))
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=5e-3)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch threads (1: the toy's ops are tiny; 2 threads on a busy 2-core machine is slower)")
-    ap.add_argument("--hidden", type=int, default=None, help="toy hidden width (default: ToyDims)")
-    ap.add_argument("--config", default=None, metavar="NAME|FILE",
-                    help="the model to train: a bundled config's name (" + ", ".join(available_configs()) +
-                         ") or a config.json path (default: kimi-k3)")
-    ap.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
-    ap.add_argument("--no-eval", action="store_true")
-    ap.add_argument("--init", default=None, help="start from this weights file (a later training stage)")
-    ap.add_argument("--repeat-weight", type=int, default=1,
-                    help="draw the two-sentence documents (K3, E3: the object repeated) N times as often")
-    ap.add_argument("--soft", action="store_true",
-                    help="train against the language's next-piece distribution (soft targets) instead of the drawn piece")
-    ap.add_argument("--recipe", choices=sorted(RECIPES), default=None,
-                    help="run a shipped file's training stages in order (RECIPES; the stage options are ignored)")
-    ap.add_argument("--evaluate", default=None, metavar="FILE",
-                    help="do not train: score FILE (and the random model) and store the scores in its report")
-    ap.add_argument("--verify", default=None, metavar="FILE",
-                    help="do not train: compare FILE's weights with the shipped toy's recorded digest (exit 0 = equal)")
-    ap.add_argument("--score", nargs="?", const="", default=None, metavar="FILE",
-                    help="do not train: greedy completion of every proper prefix of every document, for FILE (default:"
-                         " the shipped weights) and the random model; prints the language x pattern x cut table")
-    a = ap.parse_args(argv)
-    dims = ToyDims() if a.hidden is None else ToyDims(hidden=a.hidden)
-    try:
-        config = _config(a.config)
-    except (ConfigError, OSError) as e:
-        print(f"python -m compute.train: {e}", file=sys.stderr)
-        return 2
-    if a.verify is not None:
-        return verify_file(a.verify)
-    if a.score is not None:
-        return score_file(a.score or None, config, a.seed)
+def main(argv: list[str] | None = None, parsed=None) -> int:
+    """The command: every argument checked first (compute.train_cli.parse: one line and exit 2 for a bad one, before
+    anything trains), then --verify / --score / --evaluate, or the training run (run_command). parsed: parse's
+    result when the caller has it already."""
+    a, config, dims = parse(argv) if parsed is None else parsed
+    code = run_without_torch(a, config, dims)
+    if code is not None:
+        return code
     if torch is None:
         print("python -m compute.train: training needs PyTorch; its CPU build is enough: pip install torch "
               "--index-url https://download.pytorch.org/whl/cpu, then pip install '.[train]'", file=sys.stderr)
         return 2
     if a.evaluate is not None:
         return evaluate_file(a.evaluate, config, a.seed)
+    return run_command(a, config, dims)
+
+
+def run_command(a, config: ModelConfig, dims: ToyDims) -> int:
+    """Train as the checked arguments `a` say (compute.train_cli.parse), write `a.out`, score the written file
+    (unless --no-eval) and print the JSON report."""
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    if platform.machine() in ("x86_64", "AMD64") and (cap := torch.backends.cpu.get_cpu_capability()) != "AVX2":
-        log(f"python -m compute.train: ATen runs its {cap} kernels here, not AVX2: the weights will not be the "
-            "shipped file's bit for bit")
+    from compute import cpu_info
+
+    if a.recipe is not None and not cpu_info.is_recording_class():
+        log(f"python -m compute.train: this CPU's class is {cpu_info.cpu_class()}, not the shipped file's "
+            f"{cpu_info.SHIPPED_TOY_CPU_CLASS}: float32 rounds differently here, so the weights will not be the shipped "
+            "file's bit for bit (--verify then compares their scores)")
     wall0 = time.perf_counter()
-    if a.recipe is not None:
-        if a.init is not None:
-            ap.error("--recipe starts from the seed: it cannot take --init")
-        P, report, path = run_recipe(RECIPES[a.recipe], a.out, a.seed, config, dims, threads=a.threads, log=log,
-                                     recipe=a.recipe)
-        report["recipe"] = a.recipe
-    else:
-        stage = {"steps": a.steps, "batch": a.batch, "lr": a.lr, "repeat_weight": a.repeat_weight, "soft": a.soft}
-        P, report, path = train_stage(stage, a.out, a.seed, config, dims, init=a.init, threads=a.threads,
-                                      time_limit_s=a.time_limit, log=log)
-    if not a.no_eval and dims == ToyDims():
-        trained = ToyK3(config, seed=a.seed, device="cpu", weights="trained", weights_path=path)
-        random_ = ToyK3(config, seed=a.seed, device="cpu", weights="random")
-        report["eval"] = {"trained": evaluate(trained, a.seed),
-                          "random": evaluate(random_, a.seed, prompt_stride=4, sampling=False)}
-        write_asset(P, path, config, dims, a.seed, report, a.recipe)  # the report travels with the weights
+    try:
+        if a.recipe is not None:
+            P, report, path = run_recipe(RECIPES[a.recipe], a.out, a.seed, config, dims, threads=a.threads, log=log,
+                                         recipe=a.recipe)
+            report["recipe"] = a.recipe
+        else:
+            stage = {"steps": a.steps, "batch": a.batch, "lr": a.lr, "repeat_weight": a.repeat_weight, "soft": a.soft}
+            P, report, path = train_stage(stage, a.out, a.seed, config, dims, init=a.init, threads=a.threads,
+                                          time_limit_s=a.time_limit, log=log)
+        if not a.no_eval and dims == ToyDims():
+            trained = ToyK3(config, seed=a.seed, device="cpu", weights="trained", weights_path=path)
+            random_ = ToyK3(config, seed=a.seed, device="cpu", weights="random")
+            report["eval"] = {"trained": evaluate(trained, a.seed),
+                              "random": evaluate(random_, a.seed, prompt_stride=4, sampling=False)}
+            write_asset(P, path, config, dims, a.seed, report, a.recipe)  # the report travels with the weights
+    except (OSError, weights_io.WeightsError) as e:  # e.g. the disk filled up: the old file is kept
+        print(f"python -m compute.train: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
     report["wall_s"] = round(time.perf_counter() - wall0, 1)
     report["file"] = str(path)
     report["file_bytes"] = Path(path).stat().st_size
@@ -488,13 +470,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _config(name: str | None) -> ModelConfig:
-    """The bundled config of that name, a config.json path, or K3's (None)."""
-    if name is None:
-        return load_default()
-    bundled = available_configs()
-    return ModelConfig.from_json(bundled[name] if name in bundled else Path(name))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(parsed=_ARGS))

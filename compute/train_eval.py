@@ -1,7 +1,7 @@
 """Scoring the toy's weights through the engine (compute.engine.ToyK3, the app's code path) for compute.train:
 generation, held-out next-token accuracy, the grammatical-completion rate at a few temperatures / top-p, the
 every-prefix table (`--score`), scores stored in a file's report (`--evaluate`) and the check of a rebuilt file
-against the shipped toy's recorded digest (`--verify`, what `make weights` runs), and the provenance a written
+against the shipped toy (`--verify`, what `make weights` runs: compute.rebuild_check), and the provenance a written
 file records. torch is optional here: with
 it the engine's forwards run under inference_mode."""
 from __future__ import annotations
@@ -110,7 +110,8 @@ def evaluate(engine: ToyK3, seed: int = 0, prompt_stride: int = 2, sampling: boo
 def provenance(recipe: str | None, stages, seed: int, threads: int | None = None, out=None) -> dict:
     """What a written file was made with: the recipe (its name and stages; None for a hand-run stage), the seed,
     the torch thread count and ATen's CPU kernels (the instruction set: compute.train pins AVX2), the numpy / torch /
-    numba / Python versions, the machine, and the git commit of the checkout (with `commit_dirty`: tracked files
+    numba / Python versions, the machine, the CPU (compute.cpu_info: vendor, model, flags, its class: where a
+    rebuild is bit for bit), and the git commit of the checkout (with `commit_dirty`: tracked files
     other than `out`, the file being written, differed from it; None outside a git checkout)."""
     import platform
     import subprocess
@@ -134,32 +135,13 @@ def provenance(recipe: str | None, stages, seed: int, threads: int | None = None
                                     **run).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
-    torch = sys.modules.get("torch")
-    cap = torch.backends.cpu.get_cpu_capability() if torch is not None else None
+    from compute.cpu_info import cpu_info
+
+    cpu = cpu_info()
     return {"recipe": recipe, "stages": None if stages is None else [dict(s) for s in stages],
             "seed": seed, "threads": threads, "numpy": ver("numpy"), "torch": ver("torch"), "numba": ver("numba"),
-            "python": platform.python_version(), "machine": platform.machine(), "aten_cpu_capability": cap,
-            "commit": commit, "commit_dirty": dirty}
-
-
-def verify_file(path: str) -> int:
-    """`--verify FILE` (`make weights`' check): FILE's weights digest against the shipped toy's recorded one
-    (compute.weights.SHIPPED_TOY), one line; also FILE's sha256 against the shipped file's."""
-    try:
-        arrays, meta = weights_io.read(path)
-    except weights_io.WeightsError as e:
-        print(f"python -m compute.train --verify: {e}", file=sys.stderr)
-        return 2
-    want = weights_io.SHIPPED_TOY
-    got = weights_io.weights_digest(arrays)
-    same_file = weights_io.file_sha256(path) == want["sha256"]
-    if got == want["weights_sha256"]:
-        print(f"{path}: weights equal the shipped {want['file']}'s (weights sha256 {got[:16]}...; the file itself "
-              f"{'is the shipped one' if same_file else 'differs only in its metadata: timings, provenance'})")
-        return 0
-    print(f"{path}: weights differ from the shipped {want['file']}'s (weights sha256 {got[:16]}..., recorded "
-          f"{want['weights_sha256'][:16]}...)", file=sys.stderr)
-    return 1
+            "python": platform.python_version(), "machine": platform.machine(),
+            "aten_cpu_capability": cpu["aten_cpu_capability"], "cpu": cpu, "commit": commit, "commit_dirty": dirty}
 
 
 def score_file(path: str | None, config: ModelConfig, seed: int) -> int:
@@ -212,4 +194,4 @@ def evaluate_file(path: str, config: ModelConfig, seed: int) -> int:
 
 
 __all__ = ["generate", "next_token_accuracy", "completion_rate", "evaluate", "score_file", "evaluate_file",
-           "verify_file", "piece_rows", "provenance"]
+           "piece_rows", "provenance"]

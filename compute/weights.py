@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -215,11 +214,14 @@ def unpack(packed: dict[str, np.ndarray], expected: dict[str, tuple[int, ...]], 
 
 # ---------------------------------------------------------------------------------------------------- files
 def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
-    """Write the arrays (quantized, see the module docstring) and meta to an .npz (stored, not deflated),
-    atomically: a temporary file in the target folder, flushed to disk, renamed over `path` — an interrupted or
-    failed write (disk full) leaves any earlier file at `path` as it was."""
+    """Write the arrays (quantized, see the module docstring) and meta to an .npz (stored, not deflated) through
+    the commands' guarded writer (compute.safe_write): a regular file or a new one only (a device, FIFO, link or
+    folder at `path` is refused: safe_write.WriteError, an OSError), a temporary file in the target folder flushed
+    to disk and renamed over `path`, with the usual mode (the old file's bits, else 0666 less the umask). An
+    interrupted or failed write (disk full) leaves any earlier file at `path` as it was."""
+    from compute import safe_write
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(meta, format=FORMAT, format_version=FORMAT_VERSION)
     data = {name: quantize(name, a) for name, a in pack(arrays).items()}
     for name, a in data.items():
@@ -230,16 +232,7 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     except ValueError as e:
         raise WeightsError(f"the weights' metadata is not finite JSON ({e}); nothing written") from None
     data["__meta__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            _write_npz(f, data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    safe_write.write_with(path, lambda f: _write_npz(f, data), make_folder=True)
     return path
 
 

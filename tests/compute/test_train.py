@@ -325,20 +325,74 @@ def test_bf16_round_trip():
 # ---------------------------------------------------------------------------------------------------- rebuilding
 # The v2 recipe's first two steps from scratch (seed 0, batch 8, lr 5e-3, repeat weight 2, soft targets, the 800-step
 # schedule), one torch thread. Recorded from a real run on 2026-12-03 (numpy 2.4.6, torch 2.13.0+cpu, x86_64, commit
-# a52b56a) with
+# a52b56a, an AMD EPYC: compute.cpu_info.SHIPPED_TOY_CPU_CLASS) with
 #   .venv/bin/python -c "from compute import train as tr; st = tr.RECIPES['v2'][0]; print(tr.train(seed=0,
 #       steps=st['steps'], batch=st['batch'], lr=st['lr'], repeat_weight=st['repeat_weight'], soft=st['soft'],
 #       stop_after=2)[1]['losses'])"
-# (the whole 800-step run's log, in another process, also starts at 5.387).
+# (the shipped file's report holds the whole 800-step run's losses: they start with these two).
 RECIPE_V2_FIRST_LOSSES = [5.38699, 5.271506]
+# Issue 45's measurements of the same two steps on an Intel Xeon with AVX-512 (ATen pinned to AVX2 as shipped, MKL
+# at its defaults / MKL_CBWR=AVX2 / =COMPATIBLE / ATen at its default capability): where float32 training rounds
+# differently. Step 1 differs by at most 2.2e-5; step 2 by up to 1.06e-2 (other experts chosen, the runs part).
+INTEL_FIRST_LOSSES = [[5.387012, 5.282064], [5.387011, 5.276226], [5.38699, 5.268329], [5.387012, 5.276389]]
+# What holds on every CPU: step 1 within 1e-4 (4.5x the largest measured difference: the same init and batch, only
+# the float32 rounding of one forward differs), step 2 within 3e-2 (~3x the largest measured) and below step 1.
+OTHER_CPU_STEP1_ABS = 1e-4
+OTHER_CPU_STEP2_ABS = 3e-2
 
 
-def test_the_recipe_first_steps_give_the_recorded_losses():
+def check_recipe_losses(losses: list[float]) -> str:
+    """Assert what the recipe's first two losses must be on this CPU; returns which check ran. On the CPU class
+    that made the shipped file (compute.cpu_info) they are the recorded ones exactly (to the 6 decimals the report
+    keeps); on any other class float32 rounds differently from step 1 (MKL's sgemm picks other kernels), so only
+    the bounds above are checked."""
+    from compute import cpu_info
+
+    if cpu_info.is_recording_class():
+        assert losses == RECIPE_V2_FIRST_LOSSES
+        return "exact"
+    assert abs(losses[0] - RECIPE_V2_FIRST_LOSSES[0]) <= OTHER_CPU_STEP1_ABS, losses
+    assert abs(losses[1] - RECIPE_V2_FIRST_LOSSES[1]) <= OTHER_CPU_STEP2_ABS and losses[1] < losses[0], losses
+    return "bounds"
+
+
+@pytest.fixture(scope="module")
+def recipe_first_losses():
     st = tr.RECIPES["v2"][0]
     _, report = tr.train(seed=0, steps=st["steps"], batch=st["batch"], lr=st["lr"], repeat_weight=st["repeat_weight"],
                          soft=st["soft"], stop_after=len(RECIPE_V2_FIRST_LOSSES))
     assert report["steps"] == len(RECIPE_V2_FIRST_LOSSES)
-    assert report["losses"] == pytest.approx(RECIPE_V2_FIRST_LOSSES, abs=2e-5)
+    return report["losses"]
+
+
+def test_the_recipe_first_steps_give_the_recorded_losses(recipe_first_losses):
+    """Exact on the recording machine's CPU class, the bounds that hold everywhere on any other (issue 45)."""
+    from compute import cpu_info
+
+    ran = check_recipe_losses(recipe_first_losses)
+    assert ran == ("exact" if cpu_info.cpu_class() == cpu_info.SHIPPED_TOY_CPU_CLASS else "bounds")
+    if ran == "exact":  # and they are the shipped file's own recorded first losses
+        assert wio.read(SHIPPED)[1]["report"]["losses"][:2] == recipe_first_losses
+
+
+def test_the_recipe_check_on_another_cpu_class(recipe_first_losses, monkeypatch):
+    """Both branches here: with the CPU detection answering an Intel AVX-512 class, this machine's losses and every
+    Intel measurement of issue 45 pass the other-CPU check; the Intel ones fail the exact one; a run that went
+    wrong (a diverged or non-decreasing step 2, a different init) fails both."""
+    from compute import cpu_info
+
+    monkeypatch.setattr(cpu_info, "cpu_class", lambda: "x86_64/GenuineIntel/avx512f")
+    assert check_recipe_losses(recipe_first_losses) == "bounds"
+    for intel in INTEL_FIRST_LOSSES:
+        assert check_recipe_losses(intel) == "bounds"
+    for wrong in ([5.3872, 5.2715], [5.38699, 5.31], [5.38699, 5.39], [5.2, 5.1]):
+        with pytest.raises(AssertionError):
+            check_recipe_losses(wrong)
+    monkeypatch.setattr(cpu_info, "cpu_class", lambda: cpu_info.SHIPPED_TOY_CPU_CLASS)
+    assert check_recipe_losses(RECIPE_V2_FIRST_LOSSES) == "exact"
+    for intel in INTEL_FIRST_LOSSES:
+        with pytest.raises(AssertionError):
+            check_recipe_losses(intel)
 
 
 def test_the_shipped_file_matches_the_recorded_checksums():
@@ -353,15 +407,21 @@ def test_the_shipped_file_matches_the_recorded_checksums():
     assert tr.main(["--verify", str(SHIPPED)]) == 0
 
 
-def test_verify_tells_other_weights_from_the_shipped_ones(tmp_path, capsys):
+def test_verify_tells_other_weights_from_the_shipped_ones(tmp_path, capsys, monkeypatch):
+    from compute import cpu_info
+
     path = tr.write_asset(tr.init_params(CFG, DIMS, 1), tmp_path / "other.npz", CFG, DIMS, 1, {})
+    # made on the recording machine's CPU class (whatever this one is): the bit-for-bit check, which fails
+    monkeypatch.setattr(cpu_info, "SHIPPED_TOY_CPU_CLASS", wio.read(path)[1]["provenance"]["cpu"]["class"])
     assert tr.main(["--verify", str(path)]) == 1
-    assert "weights differ from the shipped" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "check bit for bit" in err and "weights differ from the shipped" in err
     # the shipped weights in a file with other metadata: equal (the check is of the weights, not the bytes)
     arrays, meta = wio.read(SHIPPED)
     shapes = wio.layout_shapes(CFG, DIMS, len(TOY_PIECES))
     again = wio.save(tmp_path / "again.npz", wio.unpack(arrays, shapes), dict(meta, report={"note": "rewritten"}))
-    assert tr.main(["--verify", str(again)]) == 0 and "differs only in its metadata" in capsys.readouterr().out
+    out = capsys.readouterr().out if tr.main(["--verify", str(again)]) == 0 else None
+    assert "check bit for bit" in out and "differs only in its metadata" in out
 
 
 def test_training_pins_aten_to_its_avx2_kernels_before_torch_loads():
@@ -395,6 +455,16 @@ def test_a_written_file_records_its_provenance(tmp_path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=SHIPPED.parents[2], capture_output=True, text=True)
     assert prov["commit"] == head.stdout.strip() and isinstance(prov["commit_dirty"], bool)
     assert prov["aten_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    # the CPU (issue 45: where a rebuild is bit for bit), as /proc/cpuinfo says it
+    first = open("/proc/cpuinfo", encoding="utf-8").read().split("\n\n")[0]
+    fields = dict((k.strip(), v.strip()) for k, _, v in (ln.partition(":") for ln in first.splitlines()))
+    cpu = prov["cpu"]
+    assert (cpu["vendor"], cpu["model_name"]) == (fields["vendor_id"], fields["model name"])
+    assert ("avx512f" in cpu["flags"]) == ("avx512f" in fields["flags"].split())
+    assert ("avx2" in cpu["flags"]) == ("avx2" in fields["flags"].split())
+    isa = "avx512f" if "avx512f" in fields["flags"].split() else "avx2" if "avx2" in fields["flags"].split() else None
+    if isa is not None and not {"MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE"} & set(os.environ):
+        assert cpu["class"] == f"x86_64/{fields['vendor_id']}/{isa}" and cpu["aten_cpu_capability"] == "AVX2"
     assert len(wio.read(path)[1]["report"]["losses"]) == 1
 
 
@@ -466,6 +536,8 @@ def test_the_training_command_works_for_any_config(tmp_path, capsys):
     m = ToyK3(cfg, device="cpu", weights="trained", weights_path=out)
     assert m.weights_name == "trained" and m.weights_meta["config"] == "tiny-dsv3"
     assert len(m.run("로봇이 컵을", max_new_tokens=2).passes) == 2
-    assert tr.main(["--config", str(tmp_path / "nope.json"), "--steps", "1"]) == 2
+    with pytest.raises(SystemExit) as e:  # refused before anything trains (compute.train_cli)
+        tr.main(["--config", str(tmp_path / "nope.json"), "--steps", "1"])
+    assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "nope.json" in err
