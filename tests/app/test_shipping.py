@@ -265,7 +265,7 @@ def test_install_hints_name_what_exists():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "k3-explorer[" not in TORCH_HINT and "pip install torch" in TORCH_HINT  # not on any index yet
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text() + (ROOT / "docs/user-guide.md").read_text()  # the README's details
     assert not re.findall(r"pip install [^'\"\s]*\[", readme)  # brackets quoted (zsh globs them)
     assert "pip install '.[cuda]'" in readme and "pip install '.[train]'" in readme
     cpu = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
