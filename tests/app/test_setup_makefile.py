@@ -91,3 +91,18 @@ def test_a_failed_venv_says_what_to_install_and_leaves_none(tmp_path):
     assert done.returncode != 0
     assert "sudo apt-get install -y python3-venv" in done.stdout
     assert not venv.exists()  # the next run starts clean
+
+
+def test_the_qt_requirement_is_a_range_that_keeps_6_12_0_out():
+    """A range, not a pin: joining an environment with another 6.11 PySide6 does not downgrade it; 6.12.0 (which
+    crashes under pyqtgraph, docs/spec/platform.md) is refused, and the PySide6 the suite runs is admitted."""
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (qt,) = [Requirement(d) for d in deps if d.startswith("PySide6")]
+    assert qt.name == "PySide6-Essentials" and "==" not in str(qt.specifier)
+    assert not qt.specifier.contains("6.12.0") and not qt.specifier.contains("6.12.1")
+    assert qt.specifier.contains(metadata.version("PySide6-Essentials"))
