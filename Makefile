@@ -1,15 +1,19 @@
 # K3 Explorer — two commands on a fresh Linux machine:
 #   make run    create .venv, install the app (no torch: the CPU engine runs on numpy), launch it
-#   make test   install what the tests need (Debian packages when root, the CPU torch wheel) and run the whole
+#   make test   install what the tests need (Debian packages when root, PyTorch's CPU build) and run the whole
 #               suite under Xvfb
 # TORCH: the torch requirement to install. Empty by default for `make run`; `make run TORCH=torch` for the GPU
-# backend (CUDA build). `make test` installs $(TEST_TORCH) (TORCH when given, else the CPU wheel). The choice
-# installed last is recorded in $(TORCH_FILE) and compared on every run: a different choice re-installs torch.
+# backend (CUDA build). `make test` installs $(TEST_TORCH) (TORCH when given, else torch==2.13.0 from PyTorch's
+# CPU index, TORCH_INDEX). The choice installed last is recorded in $(TORCH_FILE) and compared on every run: a
+# different choice re-installs torch.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?=
 TEST_TORCH := $(if $(TORCH),$(TORCH),torch==2.13.0)
+# PyTorch's CPU wheels (PyPI's torch for Linux is the CUDA build: torch + triton + ~15 nvidia-* wheels, several
+# GB). Used for the default TEST_TORCH only; empty: pip's configured index alone.
+TORCH_INDEX ?= $(if $(TORCH),,https://download.pytorch.org/whl/cpu)
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 APP_STAMP := $(VENV)/.k3-app-installed
@@ -18,13 +22,31 @@ TORCH_FILE := $(VENV)/.k3-torch
 
 # $(call torch_step,REQ): install torch REQ unless it is what $(TORCH_FILE) records (empty REQ: leave torch as it
 # is). A changed recorded choice uninstalls first: pip would otherwise keep e.g. 2.13.0+cpu for a plain "torch".
+# With TORCH_INDEX, torch comes from that index (5 s to answer, no retries); an index that cannot be reached (no
+# network, a machine that reaches only its own package mirror) or that fails the install: one line, and the
+# same requirement from pip's configured index.
 define torch_step
-	@want='$(1)'; have="$$(cat $(TORCH_FILE) 2>/dev/null)"; \
+	@want='$(1)'; have="$$(cat $(TORCH_FILE) 2>/dev/null)"; index='$(TORCH_INDEX)'; \
 	if [ -n "$$want" ] && [ "$$want" != "$$have" ]; then \
 	  echo "torch: installing $$want (was: $${have:-none recorded})"; \
 	  if [ -n "$$have" ]; then $(PIP) uninstall -y -q torch >/dev/null 2>&1; fi; \
-	  $(PIP) install -q "$$want" && printf '%s' "$$want" > $(TORCH_FILE); \
+	  if [ -n "$$index" ] && $(PY) -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=5)" "$$index" >/dev/null 2>&1 \
+	     && $(PIP) install -q --retries 0 --timeout 15 --index-url "$$index" "$$want"; then :; \
+	  else \
+	    if [ -n "$$index" ]; then echo "torch: $$index cannot be reached: $$want from pip's configured index (on PyPI that is the CUDA build)"; fi; \
+	    $(PIP) install -q "$$want" || exit 1; \
+	  fi; \
+	  printf '%s' "$$want" > $(TORCH_FILE); \
 	fi
+endef
+
+# A .venv without a working python or pip (made where python3-venv was missing, or by an interrupted run, or its
+# Python removed) is removed and made again, with one line saying so; a failed `python3 -m venv` leaves none.
+define venv_step
+	@if [ -e $(VENV) ] && ! $(PIP) --version >/dev/null 2>&1; then \
+	  echo "venv: $(VENV) has no working python or pip (half made): making it again"; rm -rf $(VENV); fi
+	@if [ ! -e $(VENV) ]; then $(PYTHON) -m venv $(VENV) && $(PIP) --version >/dev/null 2>&1 || { rm -rf $(VENV); \
+	  echo "venv: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }; fi
 endef
 
 # Debian packages (docs/spec/platform.md). RUN_DEB_PACKAGES: what Qt's xcb platform, QtGui and Mesa GL need to
@@ -54,17 +76,27 @@ define sysdeps_step
 	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 endef
 
-.PHONY: run test venv sysdeps run-sysdeps install-desktop uninstall-desktop bench clean
+.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean
 
-run: run-sysdeps $(APP_STAMP)
+# The window comes up at once on the numpy operators; on a first start (no compiled kernels in the cache) a
+# low-priority child compiles them (~50 s of CPU on 2 cores) and the engine switches when it is done.
+run: run-sysdeps venv-check $(APP_STAMP)
 	$(call torch_step,$(TORCH))
-	@$(VENV)/bin/k3-explorer --warm-kernels --if-needed || true  # the installed app's numba kernels into its disk cache (~30 s once)
+	@$(PY) -c "import sys; from k3_explorer.compute import fused_nb; sys.exit(fused_nb.enabled() and not fused_nb.cache_ready())" \
+	  || echo "run: first start: the engine's kernels compile in the background (about a minute on 2 cores); the window works meanwhile"
 	$(VENV)/bin/k3-explorer
 
-venv: $(STAMP)
+venv: venv-check $(STAMP)
+
+venv-check:
+	$(call venv_step)
+
+# torch alone into .venv: $(TEST_TORCH) (what `make test` installs), e.g. `make torch TORCH=torch` for CUDA.
+torch: venv-check
+	$(call torch_step,$(TEST_TORCH))
 
 $(APP_STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(call venv_step)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e .
 	touch $(APP_STAMP)
@@ -81,7 +113,7 @@ sysdeps:
 run-sysdeps:
 	$(call sysdeps_step,$(RUN_DEB_PACKAGES))
 
-test: sysdeps $(STAMP)
+test: sysdeps venv-check $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
 	@$(PY) -m app.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
@@ -106,27 +138,15 @@ weights: $(STAMP)
 	$(PY) -m compute.train --recipe v2 --seed 0 --threads 1 --out $(WEIGHTS_FILE)
 	$(PY) -m compute.train --verify $(WEIGHTS_FILE)
 
-# The launcher entry, icons and AppStream metainfo in the user's XDG data folder (no root): the app menu then
-# lists K3 Explorer. Exec names this checkout's .venv/bin/k3-explorer when it exists, else `k3-explorer` on PATH.
-# No cache is written (no MimeType to index; a user-level icon-theme.cache would hide icons added later).
-DATA_HOME := $(or $(XDG_DATA_HOME),$(HOME)/.local/share)
-DESKTOP_DIR := assets/desktop
-ICON_SIZES := 16 24 32 48 64 128 256 512
-K3_BIN := $(if $(wildcard $(VENV)/bin/k3-explorer),$(abspath $(VENV))/bin/k3-explorer,k3-explorer)
-
-install-desktop:
-	install -d "$(DATA_HOME)/applications" "$(DATA_HOME)/metainfo" "$(DATA_HOME)/icons/hicolor/scalable/apps"
-	sed 's|^Exec=k3-explorer |Exec=$(K3_BIN) |' $(DESKTOP_DIR)/k3-explorer.desktop > "$(DATA_HOME)/applications/k3-explorer.desktop"
-	install -m 644 $(DESKTOP_DIR)/k3-explorer.metainfo.xml "$(DATA_HOME)/metainfo/k3-explorer.metainfo.xml"
-	install -m 644 $(DESKTOP_DIR)/k3-explorer.svg "$(DATA_HOME)/icons/hicolor/scalable/apps/k3-explorer.svg"
-	@for n in $(ICON_SIZES); do \
-	  install -D -m 644 $(DESKTOP_DIR)/icons/k3-explorer-$$n.png "$(DATA_HOME)/icons/hicolor/$${n}x$${n}/apps/k3-explorer.png"; done
-	@echo "install-desktop: K3 Explorer in the app menu (Exec=$(K3_BIN)); undo: make uninstall-desktop"
+# The launcher entry, icons, AppStream metainfo and the *.k3view MIME type in the user's XDG data folder (no
+# root): the app menu then lists K3 Explorer. The app does it (app/desktop_install.py), as for pip and bundle
+# users (`k3-explorer --install-desktop`); Exec names this checkout's .venv/bin/k3-explorer.
+install-desktop: venv-check $(APP_STAMP)
+	$(VENV)/bin/k3-explorer --install-desktop
 
 uninstall-desktop:
-	rm -f "$(DATA_HOME)/applications/k3-explorer.desktop" "$(DATA_HOME)/metainfo/k3-explorer.metainfo.xml" \
-	  "$(DATA_HOME)/icons/hicolor/scalable/apps/k3-explorer.svg"
-	@for n in $(ICON_SIZES); do rm -f "$(DATA_HOME)/icons/hicolor/$${n}x$${n}/apps/k3-explorer.png"; done
+	@if [ -x $(VENV)/bin/k3-explorer ]; then $(VENV)/bin/k3-explorer --uninstall-desktop; \
+	else $(PYTHON) -m app --uninstall-desktop; fi
 
 bench: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))

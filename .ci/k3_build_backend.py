@@ -109,7 +109,15 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    name = _orig.build_editable(wheel_directory, config_settings, metadata_directory)
+    """setuptools' editable wheel, turned into the k3_explorer finder's (editable_wheel). setuptools' notice
+    "Editable installation. Please be careful with folders in your working directory with the same name as your
+    package" (a 10-line block in every `pip install -e .`, read as an error) is about its own finder, which this
+    wheel replaces: the package is k3_explorer and no folder of that name exists in the checkout."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*Editable installation")
+        name = _orig.build_editable(wheel_directory, config_settings, metadata_directory)
     editable_wheel(Path(wheel_directory) / name, Path.cwd().resolve())  # PEP 517: the hooks run in the project
     return name
 

@@ -1,7 +1,7 @@
 """Entry point: `k3-explorer` / `python -m app` opens the main window;
 `k3-explorer export ...` renders a PNG without user interaction (see app/cli.py); `k3-explorer --warm-kernels`
-(hidden, handled before anything else, no Qt) is the compiled kernels' warm-up child (app/kernel_warmup.py: a
-frozen bundle has no `python -m`). Ctrl+C / SIGTERM close the window as its close button does (settings saved)
+(handled before anything else, no Qt) is the compiled kernels' warm-up (app/kernel_warmup.py; also the app's own
+child: a frozen bundle has no `python -m`). The options and --help are app/cli_main.py's. Ctrl+C / SIGTERM close the window as its close button does (settings saved)
 and exit 130 / 143 (app/terminal_signals.py).
 
 Before Qt starts, the display is checked (Qt aborts the process when its X display cannot be opened) and
@@ -16,29 +16,32 @@ import sys
 from app import __version__
 from app.kernel_warmup import WARM_FLAG  # imports only os, sys, time
 
-DEVICES = ("auto", "cpu", "cuda")
 EXIT_NO_DISPLAY = 3
 
 
 def _gui_args(argv: list[str]) -> argparse.Namespace:
-    from app.cli import CONFIG_HELP, OneLineParser, bundled_config_names, config_argument
+    from app.cli_main import build_parser
 
-    parser = OneLineParser(prog="k3-explorer",
-                           description="K3 Explorer: a 3D explorer of one Kimi K3 inference. "
-                                       "Use 'k3-explorer export --help' for headless export "
-                                       "(PNG, MP4, WebM, GIF).")
-    parser.add_argument("--lang", choices=("en", "ko"), help="interface language (default: saved, else system)")
-    parser.add_argument("--settings", metavar="FILE", help="settings file to use instead of the user's")
-    parser.add_argument("--device", default="auto", choices=DEVICES,
-                        help="engine device: auto, cpu or cuda (default auto)")
-    parser.add_argument("--weights", choices=("trained", "random"),
-                        help="toy weights for this session: trained or random (default: the Model menu's choice)")
-    parser.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
-    parser.add_argument("--version", action="version", version=f"k3-explorer {__version__}")
-    parser.add_argument("--config", metavar="NAME|FILE", type=config_argument,
-                        help=CONFIG_HELP.format(names=", ".join(bundled_config_names())))
-    parser.add_argument("view", nargs="?", metavar="FILE.k3view", help="open a saved view (File -> Save view…)")
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
+
+
+def _one_shot(args: argparse.Namespace) -> int | None:
+    """--man, --install-desktop / --uninstall-desktop, a --warm-kernels not given first: their exit status; None
+    for the window."""
+    if args.man:
+        from app.cli_main import man_page
+
+        sys.stdout.write(man_page())
+        return 0
+    if args.install_desktop or args.uninstall_desktop:
+        from app import desktop_install
+
+        return desktop_install.main(remove=args.uninstall_desktop)
+    if args.warm_kernels:
+        from app import kernel_warmup
+
+        return kernel_warmup.main([])
+    return None
 
 
 def _import_before_qt() -> None:
@@ -65,9 +68,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return export_main(argv[1:])
     args = _gui_args(argv)
+    code = _one_shot(args)
+    if code is not None:
+        return code
     from app import i18n, log
 
-    log.setup(verbose=args.verbose)
+    log.setup(verbose=args.verbose, to_file=True)
     from app.display_check import display_error
     from scene.display import prepare_gl_platform, release_probe
 
@@ -108,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     stopper = SignalStopper(app)  # Ctrl+C / SIGTERM from here on: the window closes as by its close button
     app.setApplicationName("K3 Explorer")
     app.setOrganizationName("K3Explorer")
-    from app.desktop import DESKTOP_ID, app_icon
+    from app.desktop import APP_ID, app_icon
 
-    app.setDesktopFileName(DESKTOP_ID)  # the launcher entry k3-explorer.desktop; the Wayland app-id
+    app.setDesktopFileName(APP_ID)  # the launcher entry APP_ID.desktop; the Wayland app-id
     app.setWindowIcon(app_icon())  # the layer stack (assets/desktop), every window and dialog
     from app import slot_guard
     from app.main_window import MainWindow

@@ -1,5 +1,6 @@
 """Help -> About: name and version, what the app shows, the honesty note (what is toy, what is K3's), the
-licence and the versions of the libraries it runs on. Every string comes from the i18n catalogues."""
+licence and the versions of the libraries it runs on; Copy system info puts app/support.py's report (versions,
+engine tier, GL renderer, paths) on the clipboard. Every string comes from the i18n catalogues."""
 from __future__ import annotations
 
 import html
@@ -110,12 +111,28 @@ class AboutDialog(QDialog):
         self.licence_button.setEnabled(licence_file() is not None)
         self.licence_button.clicked.connect(self.show_licence)
         buttons.addButton(self.licence_button, QDialogButtonBox.HelpRole)
+        self.copy_info = QPushButton(tr("support.copy_info"))
+        self.copy_info.setObjectName("about_copy_info_button")
+        self.copy_info.setToolTip(tr("support.copy_info.tip"))
+        self.copy_info.clicked.connect(self.copy_system_info)
+        buttons.addButton(self.copy_info, QDialogButtonBox.HelpRole)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.heading)
         layout.addWidget(self.body)
         layout.addWidget(buttons)
         self.setMinimumWidth(520)
+
+    def copy_system_info(self) -> str:
+        """The report on the clipboard; the button says it was copied."""
+        from PySide6.QtWidgets import QApplication
+
+        from app.support import system_info
+
+        text = system_info(self.parent())
+        QApplication.clipboard().setText(text)
+        self.copy_info.setText(tr("support.copied"))
+        return text
 
     def show_licence(self) -> None:
         path = licence_file()

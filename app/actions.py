@@ -82,6 +82,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("lang_en", "language", "", group="language"),
     ActionSpec("lang_ko", "language", "", group="language"),
     ActionSpec("shortcuts", "help", "F1"),
+    ActionSpec("show_hint", "help", ""),  # app/first_run_hint.py
+    ActionSpec("open_log_folder", "help", "", separator_before=True),  # app/support.py
     ActionSpec("about", "help", ""),
 )
 

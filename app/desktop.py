@@ -1,11 +1,13 @@
-"""The app as the desktop sees it: its desktop-file id (also the Wayland app-id), its icon and the PNG sizes
-rendered from the one SVG drawing (assets/desktop/k3-explorer.svg: the app's layer stack).
+"""The app as the desktop sees it: its reverse-DNS application id APP_ID (the desktop file's name, Qt's desktop
+file name and Wayland app-id, the AppStream component id, the icon name, the MIME package), its icon and the PNG
+sizes rendered from the one SVG drawing (assets/desktop/APP_ID.svg: the app's layer stack).
 
-    app.setDesktopFileName(DESKTOP_ID); app.setWindowIcon(app_icon())    # at start-up
+    app.setDesktopFileName(APP_ID); app.setWindowIcon(app_icon())        # at start-up
     python -m app.desktop --render-icons                                # after editing the SVG
 
-`make install-desktop` copies the .desktop file, the icons and the AppStream metainfo to the user's XDG
-folders (~/.local/share/…); `make uninstall-desktop` removes them.
+`k3-explorer --install-desktop` (app/desktop_install.py; `make install-desktop`) copies the .desktop file, the
+icons, the AppStream metainfo and the *.k3view MIME type to the user's XDG folders (~/.local/share/…);
+`--uninstall-desktop` removes them.
 """
 from __future__ import annotations
 
@@ -15,16 +17,18 @@ from pathlib import Path
 
 from assets import asset_path
 
-DESKTOP_ID = "k3-explorer"  # k3-explorer.desktop; Qt passes it to Wayland as the app-id
+APP_ID = "io.github.k3explorer.K3Explorer"  # reverse-DNS (freedesktop / AppStream): used for every file below
+DESKTOP_ID = APP_ID  # APP_ID.desktop; Qt passes it to Wayland as the app-id
+MIME_TYPE = "application/x-k3view"  # *.k3view (assets/desktop/APP_ID.mime.xml)
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 
 
 def icon_svg() -> Path:
-    return asset_path("desktop", f"{DESKTOP_ID}.svg")
+    return asset_path("desktop", f"{APP_ID}.svg")
 
 
 def icon_png(size: int) -> Path:
-    return asset_path("desktop", "icons", f"{DESKTOP_ID}-{size}.png")
+    return asset_path("desktop", "icons", f"{APP_ID}-{size}.png")
 
 
 def render_icon(size: int):

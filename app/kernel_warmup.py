@@ -2,11 +2,12 @@
 cache (or finds them there) and writes its readiness stamp, and the one command line that starts it.
 
     k3-explorer --warm-kernels [--if-needed]        # any install, the standalone bundle too
-    python -m app.kernel_warmup [--if-needed]       # the same from a checkout (`make run` / `make test`)
+    python -m app.kernel_warmup [--if-needed]       # the same from a checkout (`make test`)
 
-Exit 0: every kernel came from the cache (or --if-needed and fused_nb.cache_ready() already: then numba is not
-even imported); 10: some were compiled now (and cached: run it again to check); 3: numba unavailable (not
-installed, or K3_NO_NUMBA set); 1: it failed; 2: a bad argument. One line on stderr says why when not 0/10.
+Exit 0: the kernels are in the cache (compiled now or loaded from it; with --if-needed and
+fused_nb.cache_ready() already, numba is not even imported); 3: numba unavailable (not installed, or K3_NO_NUMBA
+set); 1: it failed; 2: a bad argument. One line on stderr says why when not 0. The app's own child adds
+CHILD_FLAG: it then exits 10 when some kernels were compiled now (and cached: the app runs it again to check).
 
 The app's engine worker (app/worker.py, through app/kernel_upgrade.py) runs it as a child process after the first
 trace, at low priority (nice 10) and with one OpenMP thread, no Qt: an install's first start compiles for ~25 s
@@ -29,7 +30,8 @@ import time
 
 WARM_FLAG = "--warm-kernels"  # the hidden first argument of the app's entry point that runs main()
 MODULE = "app.kernel_warmup"  # `python -m` target when not frozen
-EXIT_COMPILED = 10
+EXIT_COMPILED = 10  # with CHILD_FLAG only: compiled now (a script under `set -e` must read success as 0)
+CHILD_FLAG = "--report-compiled"  # the app's child (app/kernel_upgrade.py): exit 10 when it compiled
 EXIT_UNAVAILABLE = 3
 CODE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding app/ (a checkout)
 
@@ -38,8 +40,8 @@ def child_command() -> list[str]:
     """The command line of the warm-up child: this interpreter with `-m app.kernel_warmup`, or, in a frozen
     bundle (no interpreter to run a module with), the bundle's executable with WARM_FLAG."""
     if getattr(sys, "frozen", False):
-        return [sys.executable, WARM_FLAG]
-    return [sys.executable, "-m", MODULE]
+        return [sys.executable, WARM_FLAG, CHILD_FLAG]
+    return [sys.executable, "-m", MODULE, CHILD_FLAG]
 
 
 def wanted() -> bool:
@@ -52,6 +54,8 @@ def wanted() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    report = CHILD_FLAG in argv
+    argv = [a for a in argv if a != CHILD_FLAG]
     if argv not in ([], ["--if-needed"]):
         print(f"usage: k3-explorer {WARM_FLAG} [--if-needed]  (or python -m {MODULE} [--if-needed])",
               file=sys.stderr)
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     compiled = compiled_now()
     print(f"kernel warm-up: {'compiled' if compiled else 'loaded'} into {fused_nb.cache_dir()} "
           f"({time.perf_counter() - t0:.1f} s)")
-    return EXIT_COMPILED if compiled else 0
+    return EXIT_COMPILED if compiled and report else 0
 
 
 def compiled_now() -> int:

@@ -14,7 +14,7 @@ import sys
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from app import focus, i18n, qt_translator, tooltips
+from app import focus, i18n, qt_translator, support, tooltips
 from app.actions import ActionRegistry, ShortcutsDialog
 from app.i18n import tr
 from app.late_docks import Docks, LateDocks
@@ -123,6 +123,9 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
                 self.scene.set_camera_state(camera)
             except (KeyError, TypeError, ValueError):
                 self._restore_step = 0  # a camera saved by an older scene version: default view, first step
+        from app.first_run_hint import FirstRunHint
+
+        self.hint = FirstRunHint(self, self.scene)  # shown on the first frame of a first start
         self.retranslate()
         if self.settings.notes:  # values refused from the settings file, a cut prompt
             self.statusBar().showMessage(" ".join(self.settings.note_texts()), 30000)
@@ -168,6 +171,8 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             "history": lambda: self.history.show_dialog(),
             "shortcuts": self.show_shortcuts,
             "about": self.show_about,
+            "show_hint": lambda: self.hint.show_hint(),
+            "open_log_folder": lambda: support.open_log_folder(self),
         }
         for name in CAMERA_PRESETS:
             h[f"camera_{name}"] = lambda name=name: self.scene.set_camera_preset(name)
@@ -343,6 +348,8 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
                 dock.retranslate()
         tooltips.apply(self)
         self._update_status()
+        if getattr(self, "hint", None) is not None:
+            self.hint.retranslate()
 
     # --- lifecycle ---------------------------------------------------------------------------
     def showEvent(self, event) -> None:
@@ -368,6 +375,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         except (RuntimeError, TypeError):
             pass
         QTimer.singleShot(0, self, self._after_first_show)  # with the window as context: never after it is gone
+        self.hint.show_if_first_run()
 
     def _after_first_show(self) -> None:
         """Right after the first frame the engine starts loading in its thread (torch, the trained weights);

@@ -265,7 +265,7 @@ def test_install_hints_name_what_exists():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "k3-explorer[" not in TORCH_HINT and "pip install torch" in TORCH_HINT  # not on any index yet
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text() + (ROOT / "docs/user-guide.md").read_text()  # the README's details
     assert not re.findall(r"pip install [^'\"\s]*\[", readme)  # brackets quoted (zsh globs them)
     assert "pip install '.[cuda]'" in readme and "pip install '.[train]'" in readme
     cpu = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
@@ -281,51 +281,8 @@ def test_install_hints_name_what_exists():
             assert not re.search(r"^\s*(import imageio\b(?!_)|from imageio\b(?!_))", path.read_text(), re.M), path
 
 
-# --- launcher: .desktop, icons, AppStream metainfo, window icon and desktop file name -----------------------
-
-DESKTOP = ROOT / "assets/desktop"
-
-
-def test_desktop_entry_is_valid_and_names_what_exists():
-    import configparser
-
-    entry = configparser.ConfigParser(interpolation=None, strict=True)
-    entry.optionxform = str
-    entry.read(DESKTOP / "k3-explorer.desktop", encoding="utf-8")
-    d = entry["Desktop Entry"]
-    assert d["Type"] == "Application" and d["Name"] == "K3 Explorer" and d["Terminal"] == "false"
-    assert d["Exec"].split()[0] == "k3-explorer"  # the console script of pyproject
-    import tomllib
-
-    assert "k3-explorer" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert d["Icon"] == "k3-explorer" and "Name[ko]" in d and "Comment[ko]" in d
-    if shutil.which("desktop-file-validate"):
-        done = subprocess.run(["desktop-file-validate", str(DESKTOP / "k3-explorer.desktop")], capture_output=True,
-                              text=True, timeout=30)
-        assert done.returncode == 0 and not done.stdout.strip(), done.stdout  # not even a hint
-
-
-def test_metainfo_matches_the_package():
-    import tomllib
-    import xml.etree.ElementTree as ET
-
-    import app
-
-    root = ET.parse(DESKTOP / "k3-explorer.metainfo.xml").getroot()
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert root.get("type") == "desktop-application" and root.findtext("id") == "k3-explorer"
-    assert root.findtext("project_license") == project["license"]
-    assert root.find("launchable").text == "k3-explorer.desktop"
-    assert root.find("provides/binary").text == "k3-explorer"
-    assert root.find("releases/release").get("version") == app.__version__
-    assert root.find("url") is None  # no home page is published yet: none invented
-    if shutil.which("appstreamcli"):
-        done = subprocess.run(["appstreamcli", "validate", "--no-net", "--format=yaml",
-                               str(DESKTOP / "k3-explorer.metainfo.xml")], capture_output=True, text=True, timeout=60)
-        tags = set(re.findall(r"- tag: (\S+)", done.stdout))
-        # the only remarks: the id is not reverse-DNS (the project has no domain of its own yet) and has a hyphen
-        assert tags <= {"cid-desktopapp-is-not-rdns", "cid-contains-hyphen"}, done.stdout
-        assert "severity: error" not in done.stdout
+# --- launcher: icons, window icon and desktop file name (the desktop entry, metainfo, MIME type and
+# --install-desktop: tests/app/test_desktop_citizen.py) -----------------------------------------------------
 
 
 def test_icons_are_the_svg_rendered_at_every_size(qapp):
@@ -347,37 +304,6 @@ def test_icons_are_the_svg_rendered_at_every_size(qapp):
         assert np.abs(a - b).max() <= 2, size  # re-render with `python -m app.desktop --render-icons`
         assert a[size // 2, size // 2, 3] == 255 and a[0, 0, 3] == 0  # opaque drawing, transparent corner
     assert sorted(s.width() for s in desktop.app_icon().availableSizes()) == list(desktop.ICON_SIZES)
-
-
-def test_make_install_desktop_and_its_reverse(tmp_path):
-    data = tmp_path / "data"
-    env = dict(os.environ, XDG_DATA_HOME=str(data))
-    run = lambda target: subprocess.run(["make", "-s", "-C", str(ROOT), target, f"VENV={tmp_path}/no-venv"],  # noqa: E731
-                                        env=env, capture_output=True, text=True, timeout=60)
-    done = run("install-desktop")
-    assert done.returncode == 0, done.stderr
-    files = sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_file())
-    assert files == sorted(["applications/k3-explorer.desktop", "metainfo/k3-explorer.metainfo.xml",
-                            "icons/hicolor/scalable/apps/k3-explorer.svg"] +
-                           [f"icons/hicolor/{n}x{n}/apps/k3-explorer.png" for n in (16, 24, 32, 48, 64, 128, 256, 512)])
-    installed = (data / "applications/k3-explorer.desktop").read_text()
-    assert "\nExec=k3-explorer %f\n" in installed  # no venv here: the k3-explorer on PATH
-    if shutil.which("desktop-file-validate"):
-        assert subprocess.run(["desktop-file-validate", str(data / "applications/k3-explorer.desktop")]).returncode == 0
-    assert run("uninstall-desktop").returncode == 0
-    assert [p for p in data.rglob("*") if p.is_file()] == []  # nothing left behind
-
-
-def test_make_install_desktop_points_at_the_checkouts_venv(tmp_path):
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin/k3-explorer").write_text("#!/bin/sh\n")
-    (venv / "bin/k3-explorer").chmod(0o755)
-    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"))
-    done = subprocess.run(["make", "-s", "-C", str(ROOT), "install-desktop", f"VENV={venv}"], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert f"\nExec={venv}/bin/k3-explorer %f\n" in (tmp_path / "data/applications/k3-explorer.desktop").read_text()
 
 
 LAUNCH = textwrap.dedent("""
@@ -410,5 +336,5 @@ def test_the_window_has_the_icon_and_the_desktop_file_name(tmp_path):
     done = subprocess.run([sys.executable, "-c", LAUNCH.format(root=str(ROOT), settings=str(tmp_path / "s.ini"))],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert "desktop k3-explorer" in done.stdout
+    assert "desktop io.github.k3explorer.K3Explorer" in done.stdout  # app.desktop.APP_ID, the reverse-DNS id
     assert "sizes [16, 24, 32, 48, 64, 128, 256, 512]" in done.stdout and "window_icon True" in done.stdout

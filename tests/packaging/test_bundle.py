@@ -55,7 +55,7 @@ def test_version_and_help(bundle):
 
 def test_warm_up_compiles_then_loads_and_the_export_runs_the_compiled_kernels(bundle):
     r = _run(bundle, "--warm-kernels")
-    assert r.returncode in (0, 10), r.stderr  # 10: compiled now (a fresh cache)
+    assert r.returncode == 0, r.stderr  # compiled now (a fresh cache) or loaded: success either way
     r = _run(bundle, "--warm-kernels")
     assert r.returncode == 0 and "loaded into" in r.stdout, r.stdout + r.stderr  # numba's cache works frozen
     out = bundle[2] / "frame.png"

@@ -1,0 +1,254 @@
+"""The README and docs/ say what is true: every fenced code block is checked. Shell blocks: each command is one the
+project has (make targets, pip extras, `k3-explorer` arguments parsed by the app's own parsers, `python -m`
+modules with their parsers, paths that exist); Python blocks run (the 3D renders under Xvfb), and a line
+`expression  # -> VALUE — remark` must give VALUE. Stated facts (paths, the glibc the Qt wheel needs, the
+README's length) are measured, not copied."""
+import argparse
+import ast
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+MAKEFILE = (ROOT / "Makefile").read_text()
+
+
+def blocks(lang: str) -> list[tuple[str, int, str]]:
+    """(file name, line, code) of every fenced block in that language."""
+    found = []
+    for path in DOCS:
+        text = path.read_text()
+        for m in FENCE.finditer(text):
+            if m.group(1) == lang:
+                found.append((path.name, text[: m.start()].count("\n") + 1, m.group(2)))
+    return found
+
+
+def commands(code: str) -> list[list[str]]:
+    """Each command line of a shell block as argv (continuations joined, comments dropped)."""
+    out = []
+    for line in code.replace("\\\n", " ").splitlines():
+        argv = shlex.split(line, comments=True)
+        if argv:
+            out.append(argv)
+    return out
+
+
+class _Parsed(Exception):
+    pass
+
+
+def _parses(main, argv: list[str]) -> None:
+    """main(argv) gets as far as its parser's answer: a bad argument fails the test, a good one stops there."""
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        original(self, args, namespace)
+        raise _Parsed
+
+    argparse.ArgumentParser.parse_args = parse_then_stop
+    try:
+        main(argv)
+    except _Parsed:
+        return
+    except SystemExit as exc:
+        raise AssertionError(f"{argv}: the parser refused it (exit {exc.code})") from None
+    finally:
+        argparse.ArgumentParser.parse_args = original
+    raise AssertionError(f"{argv}: never parsed")
+
+
+def check_k3(argv: list[str]) -> None:
+    from app import kernel_warmup
+
+    if argv[:1] == ["export"]:
+        from app.cli import build_parser
+
+        build_parser().parse_args(argv[1:])  # SystemExit(2) on a bad argument
+    elif argv[:1] == [kernel_warmup.WARM_FLAG]:
+        assert argv[1:] in ([], ["--if-needed"]), argv
+    else:
+        from app.cli_main import build_parser
+
+        build_parser().parse_args(argv)
+
+
+def check_make(argv: list[str]) -> None:
+    for arg in argv[1:]:
+        if "=" in arg:
+            assert re.match(r"[A-Z_]+=", arg), arg
+            assert re.search(rf"^{arg.split('=')[0]} [?:]?=|\$\({arg.split('=')[0]}\)", MAKEFILE, re.M), arg
+        else:
+            assert re.search(rf"^{re.escape(arg)}:", MAKEFILE, re.M), f"no make target {arg}"
+
+
+def check_pip(argv: list[str]) -> None:
+    assert argv[1] in ("install", "uninstall"), argv
+    if argv[1] == "uninstall":
+        assert argv[2:] == [PROJECT["name"]], argv
+        return
+    args = argv[2:]
+    if "--index-url" in args:
+        assert args == ["torch", "--index-url", "https://download.pytorch.org/whl/cpu"], args
+        assert "https://download.pytorch.org/whl/cpu" in MAKEFILE  # the same index make test uses
+        return
+    for arg in args:
+        m = re.fullmatch(r"\.(?:\[(\w+)\])?", arg)
+        assert m, f"pip install {arg}: only this checkout ('.', '.[extra]') is documented"
+        assert m.group(1) is None or m.group(1) in PROJECT["optional-dependencies"], arg
+
+
+def check_python_m(argv: list[str]) -> None:
+    assert argv[1] == "-m", argv
+    module, rest = argv[2], argv[3:]
+    if module in ("app", "k3_explorer"):
+        check_k3(rest)
+    elif module == "compute.train":
+        from compute import train
+
+        _parses(train.main, rest)
+    else:
+        raise AssertionError(f"python -m {module}: not checked here")
+
+
+def check_command(argv: list[str]) -> None:
+    head = argv[0]
+    if head == "xvfb-run":
+        assert argv[1] == "-a", argv
+        return check_command(argv[2:])
+    if head in ("k3-explorer", "dist/k3-explorer/k3-explorer"):
+        return check_k3(argv[1:])
+    if head == "make":
+        return check_make(argv)
+    if head == "pip":
+        return check_pip(argv)
+    if head == "python":
+        if argv[1].endswith(".py"):
+            assert (ROOT / argv[1]).is_file(), argv
+            return None
+        return check_python_m(argv)
+    if head == "rm":
+        assert argv[1] == "-rf", argv
+        return check_removed_paths(argv[2:])
+    raise AssertionError(f"{head}: a command this test does not know (teach it, or change the docs)")
+
+
+def _home_paths() -> dict[str, str]:
+    """The folders the app really uses under a fresh HOME with no XDG variables, as ~/... (measured in a child)."""
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]);"
+            "from app import log; from app.settings import Settings; from compute import numba_setup;"
+            "numba_setup.cache_dir_setup(); h = os.environ['HOME'];"
+            "show = lambda p: str(p).replace(h, '~', 1);"
+            "print(show(Settings().path)); print(show(os.environ['NUMBA_CACHE_DIR'])); print(show(log.log_file()))")
+    home = Path(os.environ.get("TMPDIR", "/tmp")) / f"k3-docs-home-{os.getpid()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k != "NUMBA_CACHE_DIR"}
+    env.update(HOME=str(home), QT_QPA_PLATFORM="offscreen")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    settings, cache, log_file = done.stdout.split("\n")[:3]
+    return {"settings": settings, "cache": cache, "log": log_file}
+
+
+@pytest.fixture(scope="module")
+def home_paths():
+    return _home_paths()
+
+
+_REMOVED: list[list[str]] = []
+
+
+def check_removed_paths(paths: list[str]) -> None:
+    _REMOVED.append(paths)
+
+
+def test_every_shell_command_in_the_docs_is_one_the_project_has(home_paths):
+    checked = 0
+    _REMOVED.clear()
+    for name, line, code in blocks("sh"):
+        for argv in commands(code):
+            try:
+                check_command(argv)
+            except SystemExit as exc:  # --help / --version: 0; a refused argument: 2
+                assert exc.code in (0, None), f"{name}:{line}: {shlex.join(argv)}: exit {exc.code}"
+            except AssertionError as exc:
+                raise AssertionError(f"{name}:{line}: {shlex.join(argv)}: {exc}") from None
+            checked += 1
+    assert checked >= 25, checked
+    # the uninstall line removes exactly the folders the app writes to (settings, caches, logs)
+    (removed,) = _REMOVED
+    settings_dir = str(Path(home_paths["settings"]).parent)
+    assert sorted(removed) == sorted([settings_dir, str(Path(home_paths["cache"]).parent),
+                                      str(Path(home_paths["log"]).parent)])
+
+
+def _value(comment: str):
+    text = comment.split("# -> ", 1)[1].split(" — ")[0].strip()
+    return ast.literal_eval(text)
+
+
+def test_every_python_block_runs_and_gives_the_values_it_states(qapp, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    stated = 0
+    for name, line, code in blocks("python"):
+        code = code.replace("from k3_explorer import", "from app.api import")  # this checkout, not an install
+        tree = ast.parse(code)
+        lines = code.splitlines()
+        scope: dict = {}
+        for node in tree.body:
+            source = ast.get_source_segment(code, node)
+            where = f"{name}:{line + node.lineno}"
+            comment = lines[node.end_lineno - 1]
+            if isinstance(node, ast.Expr) and "# -> " in comment:
+                got = eval(compile(ast.Expression(node.value), where, "eval"), scope)
+                want = _value(comment)
+                assert got == want, f"{where}: {source} gives {got!r}, the docs say {want!r}"
+                stated += 1
+            else:
+                exec(compile(ast.Module([node], []), where, "exec"), scope)
+    assert stated >= 9, stated
+
+
+def test_the_places_the_readme_names_are_the_ones_the_app_uses(home_paths):
+    readme = (ROOT / "README.md").read_text()
+    assert f"`{home_paths['settings']}`" in readme
+    assert f"`{Path(home_paths['cache']).parent}/`" in readme
+    assert f"`{home_paths['log']}`" in readme
+    from app.desktop import APP_ID
+
+    assert f"~/.local/share/applications/{APP_ID}.desktop" in readme
+
+
+def test_the_requirements_are_the_wheels_own():
+    from importlib import metadata
+
+    readme = (ROOT / "README.md").read_text()
+    tags = [line.split(": ", 1)[1] for line in metadata.distribution("PySide6-Essentials").read_text("WHEEL")
+            .splitlines() if line.startswith("Tag: ")]
+    glibc = sorted({m.group(1).replace("_", ".") for t in tags if (m := re.search(r"manylinux_(\d+_\d+)", t))})
+    assert glibc and f"glibc {glibc[0]} or newer" in readme.replace("\n", " ")
+    low = PROJECT["requires-python"].removeprefix(">=")
+    high = max(c.split(" :: ")[-1] for c in PROJECT["classifiers"] if re.search(r"Python :: 3\.\d+$", c))
+    assert f"Python {low}–{high}" in readme
+
+
+def test_the_readme_reads_in_five_minutes():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    for section in ("Requirements", "Start", "Python API", "Where things live", "Uninstall", "Troubleshooting",
+                    "Licence"):
+        assert re.search(rf"^## {section}", readme, re.M), section
+    for link in re.findall(r"\]\(((?:docs/)?[\w./-]+\.(?:md|png))(?:#[\w-]+)?\)", readme):
+        assert (ROOT / link).is_file(), link
+    for path in (ROOT / "docs").glob("*.md"):
+        for link in re.findall(r"\]\(([\w.-]+\.md)(?:#[\w-]+)?\)", path.read_text()):
+            assert (ROOT / "docs" / link).is_file(), (path.name, link)

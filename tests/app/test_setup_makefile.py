@@ -1,0 +1,108 @@
+"""`make`'s set-up on any Linux machine: PyTorch's CPU build from PyTorch's CPU index, with a fallback to pip's
+configured index when that cannot be reached; a half-made .venv made again with one line saying so. Run against
+a fake venv whose python logs what it is asked (no package is installed)."""
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FAKE_PYTHON = """#!/bin/bash
+echo "$@" >> {log}
+case "$1 $2" in
+  "-m pip") exit {pip_rc} ;;
+  "-c "*) exit {probe_rc} ;;  # the CPU index's reachability probe
+esac
+exit 0
+"""
+
+
+def _venv(tmp_path: Path, pip_rc: int = 0, probe_rc: int = 0) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin/python"
+    python.write_text(FAKE_PYTHON.format(log=tmp_path / "calls.log", pip_rc=pip_rc, probe_rc=probe_rc))
+    python.chmod(0o755)
+    return venv
+
+
+def _make(tmp_path, *args, **env):
+    return subprocess.run(["make", "-s", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **env))
+
+
+def _calls(tmp_path) -> list[str]:
+    return (tmp_path / "calls.log").read_text().splitlines()
+
+
+def test_torch_comes_from_the_cpu_index_when_it_answers(tmp_path):
+    venv = _venv(tmp_path)
+    done = _make(tmp_path, "torch", f"VENV={venv}")
+    assert done.returncode == 0, done.stderr
+    installs = [c for c in _calls(tmp_path) if c.startswith("-m pip install")]
+    assert installs == ["-m pip install -q --retries 0 --timeout 15 --index-url https://download.pytorch.org/whl/cpu "
+                        "torch==2.13.0"]
+    assert (venv / ".k3-torch").read_text() == "torch==2.13.0"
+    assert "cannot be reached" not in done.stdout
+    done = _make(tmp_path, "torch", f"VENV={venv}")  # recorded: nothing to do
+    assert sum(c.startswith("-m pip install") for c in _calls(tmp_path)) == 1
+
+
+def test_an_unreachable_cpu_index_falls_back_with_one_line(tmp_path):
+    venv = _venv(tmp_path, probe_rc=1)  # as on a machine that reaches only its own package mirror
+    done = _make(tmp_path, "torch", f"VENV={venv}")
+    assert done.returncode == 0, done.stderr
+    installs = [c for c in _calls(tmp_path) if c.startswith("-m pip install")]
+    assert installs == ["-m pip install -q torch==2.13.0"]
+    said = [line for line in done.stdout.splitlines() if "cannot be reached" in line]
+    assert len(said) == 1 and "https://download.pytorch.org/whl/cpu" in said[0]
+    assert (venv / ".k3-torch").read_text() == "torch==2.13.0"
+
+
+def test_a_chosen_torch_skips_the_cpu_index(tmp_path):
+    venv = _venv(tmp_path)
+    done = _make(tmp_path, "torch", f"VENV={venv}", "TORCH=torch")
+    assert done.returncode == 0, done.stderr
+    assert [c for c in _calls(tmp_path) if c.startswith("-m pip install")] == ["-m pip install -q torch"]
+
+
+def test_a_half_made_venv_is_made_again_with_one_line(tmp_path):
+    venv = _venv(tmp_path, pip_rc=1)  # python runs, pip does not: what Debian leaves without python3-venv
+    fake_python3 = tmp_path / "python3"
+    fake_python3.write_text(f"#!/bin/bash\necho \"python3 $@\" >> {tmp_path}/calls.log\n"
+                            f"mkdir -p {venv}/bin && cp {tmp_path}/good-python {venv}/bin/python\n")
+    fake_python3.chmod(0o755)
+    (tmp_path / "good-python").write_text("#!/bin/bash\nexit 0\n")
+    (tmp_path / "good-python").chmod(0o755)
+    done = _make(tmp_path, "venv-check", f"VENV={venv}", f"PYTHON={fake_python3}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"venv: {venv} has no working python or pip (half made): making it again"]
+    assert f"python3 -m venv {venv}" in _calls(tmp_path)
+    done = _make(tmp_path, "venv-check", f"VENV={venv}", f"PYTHON={fake_python3}")  # whole now: left alone
+    assert done.returncode == 0 and done.stdout == ""
+
+
+def test_a_failed_venv_says_what_to_install_and_leaves_none(tmp_path):
+    venv = tmp_path / "venv"
+    fake_python3 = tmp_path / "python3"
+    fake_python3.write_text(f"#!/bin/bash\nmkdir -p {venv}/bin\necho 'ensurepip is not available' >&2\nexit 1\n")
+    fake_python3.chmod(0o755)
+    done = _make(tmp_path, "venv-check", f"VENV={venv}", f"PYTHON={fake_python3}")
+    assert done.returncode != 0
+    assert "sudo apt-get install -y python3-venv" in done.stdout
+    assert not venv.exists()  # the next run starts clean
+
+
+def test_the_qt_requirement_is_a_range_that_keeps_6_12_0_out():
+    """A range, not a pin: joining an environment with another 6.11 PySide6 does not downgrade it; 6.12.0 (which
+    crashes under pyqtgraph, docs/spec/platform.md) is refused, and the PySide6 the suite runs is admitted."""
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (qt,) = [Requirement(d) for d in deps if d.startswith("PySide6")]
+    assert qt.name == "PySide6-Essentials" and "==" not in str(qt.specifier)
+    assert not qt.specifier.contains("6.12.0") and not qt.specifier.contains("6.12.1")
+    assert qt.specifier.contains(metadata.version("PySide6-Essentials"))
