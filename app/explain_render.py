@@ -65,5 +65,6 @@ def result_for(config, trace, position: int | None = None, knockout: dict | None
     knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
     at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
     req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at, knobs,
-                         dock_items(knockout), (knockout or {}).get("mode", "zero"))
+                         dock_items(knockout), (knockout or {}).get("mode", "zero"), sources=False)  # as for a
+    # covered dock: a picture and the knock-out's line need no per-token re-runs (the sources table)
     return explain_result(Engines(), req)

@@ -2,8 +2,9 @@
 
 `make()` creates `$TMPDIR/k3-settings-XXXXXXXX` (mode 0700, tempfile's random name) with a `.lock` file that
 stays flock()ed while the process lives: SIGKILL or a crash cannot remove the folder, but the kernel drops the
-lock. `sweep_stale()` (at every start) removes such folders whose lock it can take: only folders of this user,
-never a link, our name pattern only, removed with shutil.rmtree's link-safe walk. A folder without a lock file
+lock. `sweep_stale()` (at every start) removes such folders whose lock it can take (and made over FRESH_S ago:
+a process starting up has made its lock file but not locked it yet): only folders of this user, never a link,
+our name pattern only, removed with shutil.rmtree's link-safe walk. A folder without a lock file
 (written before the lock existed) goes once it is older than LEGACY_AFTER_S. Never raises.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 PREFIX = "k3-settings-"
 LOCK = ".lock"
 LEGACY_AFTER_S = 2 * 24 * 3600.0
+FRESH_S = 60.0  # a lock file younger than this is a process starting up (between its creation and its flock)
 _NAME = re.compile(re.escape(PREFIX) + r"[a-z0-9_]{8}")
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,8 @@ def _stale(path: str, st: os.stat_result, legacy_after_s: float) -> bool:
         newest = max([st.st_mtime] + [os.lstat(os.path.join(path, n)).st_mtime for n in os.listdir(path)])
         return time.time() - newest > legacy_after_s
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        lock = os.fstat(fd)
+        if not stat.S_ISREG(lock.st_mode) or time.time() - lock.st_mtime < FRESH_S:
             return False
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its process lives
         return True

@@ -112,11 +112,27 @@ sys.stdin.readline()
 
 
 def _holder(folder, root):
+    """A process holding a settings folder; its lock file dated back past FRESH_S (a process started a while ago:
+    a lock file younger than that is one starting up, never swept)."""
     proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(folder), str(root)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     name = proc.stdout.readline().strip()
     assert name and os.path.isdir(name)
+    past = time.time() - settings_workdir.FRESH_S - 5
+    os.utime(os.path.join(name, settings_workdir.LOCK), (past, past))
     return proc, name
+
+
+@POSIX
+def test_a_folder_whose_process_is_starting_up_is_not_swept(tmp_path):
+    """Between the lock file's creation and its flock the lock is free: a fresh lock file is left alone."""
+    young = tmp_path / "k3-settings-starting"
+    young.mkdir()
+    (young / settings_workdir.LOCK).write_bytes(b"")
+    assert settings_workdir.sweep_stale(str(tmp_path)) == [] and young.is_dir()
+    past = time.time() - settings_workdir.FRESH_S - 5
+    os.utime(young / settings_workdir.LOCK, (past, past))
+    assert settings_workdir.sweep_stale(str(tmp_path)) == ["k3-settings-starting"]
 
 
 @POSIX
