@@ -9,10 +9,14 @@ it removes:
 
     effect = (C(clean) − C(knocked out)) / C(clean),   C = logit[answer] − max_{v ≠ answer} logit[v]
 
-(contrastive: a change that moves every word alike is no effect). effect ≥ 1 means the answer changes.
-The causal route is the blocks with effect ≥ threshold, largest first. Where none reaches it the mechanism
-is spread over many blocks: `CausalRoute.spread` says so (the route is empty; nothing falls back to the
-direct contributions, which are not causal).
+(contrastive: a change that moves every word alike is no effect; effect ≥ 1 means the answer changes).
+
+The causal route at threshold θ: the candidates are the blocks whose effect is ≥ θ × the largest block effect
+(at most MAX_ROUTE, largest first); the route is the shortest run of them, largest first, whose knock-out
+TOGETHER changes the answer (one batch of re-runs, one per prefix). When even all candidates together leave the
+answer, the mechanism is spread out: the route is empty, `spread` is True and `note` says so (nothing falls back
+to the direct contributions, which are not causal). What checks it: knocking out as many random blocks
+(tests/compute/test_patching_cuts.py) and the engine's own float32 knock-out of the route.
 """
 from __future__ import annotations
 
@@ -22,16 +26,22 @@ from compute.explain.knockout import prefill
 from compute.explain.patching import head_deltas, moe_with
 from compute.explain.rerun import Variant, rerun, state_before, twin64
 
-__all__ = ["CausalRoute", "block_effects", "causal_route", "route_from", "check_threshold", "head_effects", "expert_effects", "contrast"]
+MAX_ROUTE = 24  # more candidates than this are no route one can read: spread out
+
+__all__ = ["CausalRoute", "block_effects", "causal_route", "check_threshold", "head_effects", "expert_effects",
+           "contrast", "MAX_ROUTE"]
 
 
 class CausalRoute(list):
     """A list of (layer, part, effect) — layer 1-based, part "mixer" | "ffn" — that `knockout(blocks=[...])`
-    accepts, largest effect first. threshold: the cut; effects: {(layer, part): effect} of every block;
-    spread: True when no block reaches the threshold; note: one line saying what the route is."""
+    accepts, largest effect first. threshold: the share of the largest block effect a block needs to be a
+    candidate; candidates: those blocks (what the threshold lights); effects: {(layer, part): effect} of every
+    block; spread: True when even all candidates knocked out together leave the answer (the route is empty);
+    note: one line saying what the route is."""
 
     threshold: float
     effects: dict
+    candidates: list
     spread: bool
     note: str
 
@@ -79,28 +89,46 @@ def block_effects(ex) -> dict[tuple[int, str], float]:
 
 
 def check_threshold(threshold) -> float:
-    """threshold as a float in (0, 10] (ValueError otherwise)."""
+    """threshold as a float in (0, 1] (ValueError otherwise)."""
     if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, (int, float, np.floating, np.integer)) \
-            or not 0.0 < float(threshold) <= 10.0:
-        raise ValueError(f"threshold must be a number in (0, 10] (a share of the answer's margin), got {threshold!r}")
+            or not 0.0 < float(threshold) <= 1.0:
+        raise ValueError(f"threshold must be a number in (0, 1] (a share of the largest block's effect), got "
+                         f"{threshold!r}")
     return float(threshold)
 
 
-def causal_route(ex, threshold: float = 0.3) -> CausalRoute:
-    """The blocks whose knock-out removes ≥ threshold of the answer's margin (see the module docstring)."""
+def causal_route(ex, threshold: float = 0.3, effects: dict | None = None) -> CausalRoute:
+    """The causal route (see the module docstring); `effects`: block_effects(ex) when already known."""
     threshold = check_threshold(threshold)
-    return route_from(block_effects(ex), float(threshold))
-
-
-def route_from(eff: dict, threshold: float) -> CausalRoute:
-    """The CausalRoute of block effects `eff` ({(layer, part): effect}) at `threshold`."""
-    route = CausalRoute(sorted(((ly, pt, e) for (ly, pt), e in eff.items() if e >= threshold), key=lambda x: -x[2]))
-    route.threshold, route.effects, route.spread = float(threshold), eff, not route
+    eff = block_effects(ex) if effects is None else effects
     top = max(eff.values()) if eff else 0.0
-    route.note = (f"spread out: no block's knock-out removes {threshold:.0%} of the answer's margin (largest "
-                  f"{top:.0%})" if route.spread else
-                  f"{len(route)} block(s) whose knock-out removes ≥ {threshold:.0%} of the answer's margin")
+    cand = sorted(((ly, pt, e) for (ly, pt), e in eff.items() if top > 0 and e >= threshold * top),
+                  key=lambda x: -x[2])[:MAX_ROUTE]
+    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in cand])
+    route = CausalRoute(cand[:k] if k else [])
+    route.threshold, route.effects, route.spread, route.candidates = threshold, eff, not route, cand
+    route.note = (f"spread out: knocking out together the {len(cand)} strongest blocks (each ≥ {threshold:.0%} of the "
+                  f"largest effect, {top:.0%} of the answer's margin) leaves the answer" if route.spread else
+                  f"{len(route)} block(s), the strongest first, whose knock-out together changes the answer "
+                  f"(largest single effect {top:.0%} of its margin)")
     return route
+
+
+def _smallest_flip(ex, blocks: list[tuple[int, str]]) -> int:
+    """The smallest k such that knocking out blocks[:k] together changes the answer (0: none does), from one
+    batch of re-runs (one per prefix)."""
+    if not blocks:
+        return 0
+    tw, run, c0 = _base(ex)
+    bs = ex.model.config.attn_res_block_size
+    vs = []
+    for k in range(1, len(blocks) + 1):
+        z = frozenset((ly - 1, pt) for ly, pt in blocks[:k])
+        start = min(li for li, _ in z)
+        vs.append(Variant(start, *state_before(run, start, bs), zero=z))
+    c = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), ex.word_index)
+    flips = np.flatnonzero(c < 0)
+    return int(flips[0]) + 1 if flips.size else 0
 
 
 def head_effects(ex) -> np.ndarray:

@@ -159,6 +159,13 @@ class Explanation:
         """After each layer's mixer (before its FFN), layers 1..L."""
         return self.lens_detail.mixers
 
+    @property
+    def readable_from(self) -> int | None:
+        """The first lens layer from which `word` is the top piece at every later entry: where the answer becomes
+        READABLE through the final readout — not where it is decided (Patching.decided_at says that)."""
+        return next((e.layer for e in self.lens if e.rank == 1 and all(x.rank == 1 for x in self.lens[e.layer:])),
+                    None)
+
     def lens_rank(self, piece: str) -> list[int]:
         """The 1-based rank of `piece` at every lens entry (the embedding, then after each layer)."""
         return self.lens_detail.ranks(self.index_of(piece))
@@ -212,9 +219,12 @@ class Explanation:
         """"kda" | "mla" of a 1-based layer."""
         return self.run.layers[self._layer(layer)].mixer
 
+    value_mix_note = kda_attention.VALUE_MIX_NOTE
+
     def attention(self, layer: int) -> np.ndarray:
-        """[heads, T, T] (T = position + 1): KDA's implicit attention A (o_t = Σ_i A[h, t, i] v_i exactly;
-        compute.explain.kda_attention) or MLA's softmax weights (rows sum to 1), float64."""
+        """[heads, T, T] (T = position + 1), per head (never a head mean: KDA heads can have opposite signs): KDA's
+        implicit attention A (o_t = Σ_i A[h, t, i] v_i exactly; compute.explain.kda_attention; v_i mixes tokens
+        i−3..i, `value_mix_note`) or MLA's softmax weights (rows sum to 1), float64."""
         lt = self.run.layers[self._layer(layer)]
         if lt.mixer == "kda":
             return kda_attention.layer_attention(lt.tensors, self.model.dims.kda_heads)
@@ -297,22 +307,24 @@ class Explanation:
                            source_metric=self.source_metric)
 
     # ------------------------------------------------------------------ causal experiments
-    def patch(self, corrupted: str | None = None, *, sites: str = "residual") -> Patching:
+    def patch(self, corrupted: str | None = None, *, sites: str = "residual", layers=None) -> Patching:
         """Counterfactual activation patching (compute.explain.patching): corrupted = a prompt of the same token
         count (None: proposed inside the toy language — the piece that decides the answer swapped, `.swap` says
         which; outside it ValueError). sites: "residual" -> scores [L+1, T] (row 0 = the embedding), "blocks"
         -> [L, 2, T] (mixer, FFN), "heads" -> [L, heads], "experts" -> [MoE layers, experts], "sources" ->
-        [AttnRes sources]. `.metric` names the measure; `.top(n)`."""
-        return patch(self, corrupted, sites)
+        [AttnRes sources]. `.metric` names the measure; `.top(n)`. layers: only these rows of "residual" (NaN
+        elsewhere)."""
+        return patch(self, corrupted, sites, layers)
 
     def causal_route(self, threshold: float = 0.3) -> "_causal.CausalRoute":
-        """[(layer, part, effect)] of the blocks whose knock-out removes >= threshold of the answer's margin
-        (compute.explain.causal_route; `knockout(blocks=[(l, p) for l, p, _ in route])` takes them); empty with
-        `.spread` True and `.note` saying so when no block reaches it."""
+        """[(layer, part, effect)]: the shortest run of the blocks with the largest total effects (each ≥ threshold ×
+        the largest) whose knock-out together changes the answer (compute.explain.causal_route);
+        `knockout(blocks=route.blocks)` takes them. Empty with `.spread` True and `.note` saying so when even all
+        those blocks together leave the answer. Block effects are computed once per explanation."""
         threshold = _causal.check_threshold(threshold)
         if "_block_effects" not in self.__dict__:
             self._block_effects = _causal.block_effects(self)
-        return _causal.route_from(self._block_effects, threshold)
+        return _causal.causal_route(self, threshold, self._block_effects)
 
     @cached_property
     def head_effects(self) -> np.ndarray:
@@ -372,12 +384,12 @@ class Explanation:
         if self.ablation is not None:
             lines.append(f"knock-out ({self.ablation.describe()}): before {self.before.word!r}" if self.before
                          else f"knock-out ({self.ablation.describe()})")
-        first = next((e.layer for e in self.lens if e.rank == 1 and all(x.rank == 1 for x in self.lens[e.layer:])),
-                     None)
-        lines.append(f"lens ({self.lens_mode}): {self.word!r} is top from layer {first} on" if first is not None
+        first = self.readable_from
+        lines.append(f"lens ({self.lens_mode}): {self.word!r} readable from layer {first} on (where it is decided: "
+                     f"patch().decided_at())" if first is not None
                      else f"lens ({self.lens_mode}): {self.word!r} is not top at every later layer")
         big = sorted(self.blocks, key=lambda c: -abs(c.value))[:5]
-        lines.append("largest direct contributions: " + ", ".join(f"L{c.layer} {c.part} {c.value:+.3f}" for c in big)
+        lines.append("largest direct effects (not causal): " + ", ".join(f"L{c.layer} {c.part} {c.value:+.3f}" for c in big)
                      + f"; rest {self.rest:+.1e}")
         return "\n".join(lines)
 

@@ -21,6 +21,7 @@ too): 0 = nothing restored, 1 = the clean run's difference. Sites ("sites=" of `
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,12 +104,18 @@ def corrupted_ids(ex, corrupted: str | None) -> tuple[list[int], str, str]:
     return [i for _, i in toks], corrupted, ""
 
 
-def patch(ex, corrupted: str | None = None, sites: str = "residual") -> Patching:
+def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None) -> Patching:
     """Patch the clean run of Explanation `ex` into the corrupted one at every site of `sites`; see the module
-    docstring. ValueError (one line) on a bad argument, an explanation with knock-outs, or a corrupted prompt
-    that leaves the logit difference unchanged."""
+    docstring. layers ("residual" only): the rows to compute (0 = the embedding … L), the others NaN (default
+    all). ValueError (one line) on a bad argument, an explanation with knock-outs, or a corrupted prompt that
+    leaves the logit difference unchanged."""
     if not isinstance(sites, str) or sites not in SITES:
         raise ValueError(f"sites must be one of {', '.join(SITES)}, got {sites!r}")
+    L = len(ex.run.layers)
+    if layers is not None:
+        if sites != "residual":
+            raise ValueError("layers= selects rows of the residual grid: sites='residual' only")
+        layers = _layer_rows(layers, L)
     if ex.ablation is not None:
         raise ValueError("patch an explanation without knock-outs")
     ids_c, text_c, swap = corrupted_ids(ex, corrupted)
@@ -129,8 +136,10 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual") -> Patching
     pc, pb = model.vocab[a][0], model.vocab[b][0]
     metric = (f"restored fraction of the logit difference {pc!r} − {pb!r} at position {t} (corrupted run = 0, "
               f"clean run = 1{'; the corrupted run predicts ' + repr(pc) + ' too: ' + repr(pb) + ' is its runner-up' if same else ''})")
-    variants, where, shape = _variants(model, tw, sites, clean, corr, t)
+    variants, where, shape = _variants(model, tw, sites, clean, corr, t, layers)
     scores = np.zeros(shape)
+    if layers is not None:
+        scores[[r for r in range(L + 1) if r not in layers]] = np.nan
     shared = None
     if sites == "experts":
         scores[:] = np.nan
@@ -149,7 +158,18 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual") -> Patching
     return Patching(sites, scores, "".join(ex.pieces), text_c, pc, pb, metric, swap, shared, axes, moe)
 
 
-def _variants(model, tw, sites: str, clean, corr, t: int):
+def _layer_rows(layers, L: int) -> set[int]:
+    if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
+        raise ValueError(f"layers must be a list of layer numbers 0..{L}, got {layers!r}")
+    rows = set()
+    for x in itertools.islice(layers, L + 2):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or not 0 <= x <= L:
+            raise ValueError(f"layers must be layer numbers 0..{L} (0 = the embedding), got {x!r}")
+        rows.add(int(x))
+    return rows
+
+
+def _variants(model, tw, sites: str, clean, corr, t: int, layers=None):
     """(variants, their score indices, the scores' shape)."""
     cfg = model.config
     bs = cfg.attn_res_block_size
@@ -158,6 +178,8 @@ def _variants(model, tw, sites: str, clean, corr, t: int):
     vs, where = [], []
     if sites == "residual":
         for ly in range(L + 1):
+            if layers is not None and ly not in layers:
+                continue
             pk, Rk = state_before(clean, ly, bs)
             pc, Rc = state_before(corr, ly, bs)
             for pos in range(T):

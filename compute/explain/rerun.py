@@ -67,6 +67,7 @@ class Variant:
     ffn: np.ndarray | None = None
     source: tuple | None = None
     first: int = 0  # the first position that differs from the base run (earlier ones stay as they were)
+    zero: frozenset = frozenset()  # (0-based layer, "mixer" | "ffn") zeroed at every position, at any layer ≥ start
     tag: object = field(default=None)
 
 
@@ -109,11 +110,16 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
     bias_off = tw._bias_offset(knobs)
     rope = float(cfg.raw.get("rope_theta", 10000.0)) if cfg.mla_use_rope else None
     pos = np.arange(T)
+    fast = _fast_moe(tw)
     joins: dict[int, list[int]] = {}
     for i, v in enumerate(vs):
         joins.setdefault(v.start, []).append(i)
     rows: list[int] = []  # variant index of each active batch row
     firsts = np.zeros(0, np.intp)
+    zeroed = {}  # (layer, part) -> rows that zero it
+    for i, v in enumerate(vs):
+        for key in v.zero:
+            zeroed.setdefault(key, []).append(i)
     P = np.zeros((0, T, D))
     R = None  # [C, N, T, D]
     for li in range(L + 1):
@@ -153,6 +159,8 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
         for j, i in enumerate(new):
             if vs[i].mixer is not None:
                 a[at + j] = vs[i].mixer
+        if (li, "mixer") in zeroed:
+            a[[r for r, i in enumerate(rows) if i in zeroed[(li, "mixer")]]] = 0.0
         prefix = a if prefix is None else prefix + a
         x2 = _mix(R, prefix, w["w_mlp"]) if bs else prefix
         dirty = pos[None, :] >= firsts[:, None]  # [N, T]: the rows that may differ from the base run
@@ -163,11 +171,21 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
         elif xn2.shape[0]:
             mw = w["moe"]
             bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
-            f[dirty] = latent_moe(xn2, mw, cfg.num_experts_per_tok, bias, cfg.routed_scaling_factor, cfg.n_group,
-                                  cfg.topk_group, cfg.hidden_act, cfg.situ_glu_beta1, cfg.situ_glu_beta2, eps)[0]
+            if fast is not None:
+                y = np.empty_like(xn2)
+                fast(np.ascontiguousarray(xn2), mw["router"], np.ascontiguousarray(bias, np.float64), mw["down"],
+                     mw["w13"], mw["w2"], mw["norm"], mw["up"], mw["shared13"], mw["shared2"],
+                     cfg.num_experts_per_tok, float(cfg.routed_scaling_factor), float(cfg.situ_glu_beta1),
+                     float(cfg.situ_glu_beta2), float(eps), y)
+                f[dirty] = y
+            else:
+                f[dirty] = latent_moe(xn2, mw, cfg.num_experts_per_tok, bias, cfg.routed_scaling_factor, cfg.n_group,
+                                      cfg.topk_group, cfg.hidden_act, cfg.situ_glu_beta1, cfg.situ_glu_beta2, eps)[0]
         for j, i in enumerate(new):
             if vs[i].ffn is not None:
                 f[at + j] = vs[i].ffn
+        if (li, "ffn") in zeroed:
+            f[[r for r, i in enumerate(rows) if i in zeroed[(li, "ffn")]]] = 0.0
         P = prefix + f
     h = _mix(R[:, :, position:position + 1], P[:, position:position + 1], tw.w_out)[:, 0] if bs and R.shape[0] \
         else P[:, position]
@@ -175,6 +193,23 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
     out = np.zeros((len(vs), logits.shape[-1]))
     out[rows] = logits
     return out
+
+
+def _fast_moe(tw):
+    """compute.explain._moe_rows_nb.moe_rows when numba runs here and the MoE has K3's form (sigmoid router in one
+    group, latent down / norm / up, shared experts, SiTU-GLU); None otherwise (the numpy operator runs)."""
+    cfg = tw.config
+    moe = [w["moe"] for w in tw.layers if "moe" in w]
+    if (not moe or cfg.hidden_act != "situ_glu" or cfg.n_group != 1 or moe[0]["down"] is None
+            or moe[0]["norm"] is None or moe[0]["up"] is None or moe[0]["shared13"] is None):
+        return None
+    from compute import fused_nb
+
+    if not fused_nb.available():
+        return None
+    from compute.explain._moe_rows_nb import moe_rows
+
+    return moe_rows
 
 
 def _mix(R: np.ndarray, p: np.ndarray, w: np.ndarray) -> np.ndarray:
