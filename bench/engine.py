@@ -17,7 +17,11 @@ the disk cache first when it is cold, and init_ms then includes that) or "numpy"
 numpy_resample_ms_median: the numpy operators measured in the same run (null with --compiled off: the main
 figures are those). explain_lens_attention_ms_median: compute.explain at EXPLAIN_PROMPT — the prefill, the logit
 lens and every layer's attention row for the last position (target ≤ 20 ms); explain_route_ms_median: that plus
-the direct contributions and one knock-out re-run per token (target ≤ 150 ms); *_cpu_ms_median: process CPU time. calib_numpy_add_us: one tiny numpy add (a floor of this machine right now, to compare runs
+the direct contributions and one knock-out re-run per token (target ≤ 150 ms); explain_patch_residual /
+explain_patch_heads / explain_causal_route / explain_sources_100 (_ms_median, _cpu_ms_median): the causal views
+(issue 39: the (L+1) x T residual patching grid and the heads grid of EXPLAIN_PROMPT, its causal route, the
+resample-ablation sources of a 100-token prompt of the language; targets 1, 1, 1 and 3 s on 2 cores);
+*_cpu_ms_median: process CPU time. calib_numpy_add_us: one tiny numpy add (a floor of this machine right now, to compare runs
 on a loaded machine: run_in_numpy_adds = run_ms_median / calib, load-robust). compile_cache_ready: fused_nb.cache_ready() before start.
 """
 from __future__ import annotations
@@ -78,6 +82,41 @@ def _median_ms(fn, repeats, cpu=None):
     if cpu is not None:
         cpu.append(statistics.median(cpus))
     return statistics.median(times), min(times)
+
+
+def sources_prompt(n: int = 100) -> str:
+    """The first n pieces of the toy language's documents (task order, every fifth one), as text."""
+    from compute import task
+
+    pieces: list[str] = []
+    for d in task.all_documents()[::5]:
+        pieces += d.pieces
+        if len(pieces) >= n:
+            break
+    return "".join(pieces[:n])
+
+
+def _causal(m, repeats: int) -> dict:
+    """compute.explain's causal views at EXPLAIN_PROMPT on a fresh Explanation each time (wall and CPU ms
+    medians): the residual patching grid (94 x 8), the heads grid (93 x 2), the causal route (186 block
+    knock-outs and the prefix re-runs), and the sources of a 100-token prompt of the language (resample ablation)."""
+    from compute.explain import Explanation
+
+    def fresh(prompt=EXPLAIN_PROMPT):
+        return Explanation.of_prompt(m, prompt)
+
+    long_prompt = sources_prompt(100)
+    assert len(m.encode_prompt(long_prompt)) == 100
+    cases = {"patch_residual": lambda: fresh().patch(), "patch_heads": lambda: fresh().patch(sites="heads"),
+             "causal_route": lambda: fresh().causal_route(), "sources_100": lambda: fresh(long_prompt).sources}
+    out = {}
+    for name, fn in cases.items():
+        fn()  # warm-up (the float64 twin, the compiled MoE rows)
+        cpu: list[float] = []
+        med, _ = _median_ms(fn, repeats, cpu)
+        out[f"explain_{name}_ms_median"] = round(med, 1)
+        out[f"explain_{name}_cpu_ms_median"] = round(cpu[0], 1)
+    return out
 
 
 def main() -> None:
@@ -155,6 +194,7 @@ def main() -> None:
     lens_med, _ = _median_ms(_lens_attention, args.repeats, lens_cpu)
     route_cpu: list[float] = []
     route_med, _ = _median_ms(_route, max(5, args.repeats // 2), route_cpu)
+    causal = _causal(m, max(3, args.repeats // 5))
     numpy_run = numpy_res = None
     if m.compiled:  # the numpy operators in the same run (same machine load)
         mn = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None, compiled=False)
@@ -207,8 +247,11 @@ def main() -> None:
         "explain_lens_attention_cpu_ms_median": round(lens_cpu[0], 2),
         "explain_route_ms_median": round(route_med, 2),
         "explain_route_cpu_ms_median": round(route_cpu[0], 2),
+        **causal,
         "targets": {"run_ms_median": 15, "resample_ms_median": 1, "weights_load_ms": 200,
-                    "explain_lens_attention_ms_median": 20, "explain_route_ms_median": 150},
+                    "explain_lens_attention_ms_median": 20, "explain_route_ms_median": 150,
+                    "explain_patch_residual_ms_median": 1000, "explain_patch_heads_ms_median": 1000,
+                    "explain_causal_route_ms_median": 1000, "explain_sources_100_ms_median": 3000},
     }
     print(json.dumps(out))
 

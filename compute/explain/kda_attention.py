@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["implicit_attention", "layer_attention", "layer_qkv", "kda_output", "value_contributions"]
+__all__ = ["implicit_attention", "layer_attention", "layer_qkv", "kda_output", "value_contributions", "VALUE_MIX_NOTE"]
+
+VALUE_MIX_NOTE = ("A[t, i] weighs the value v_i, and v_i is not token i alone: KDA's short convolution mixes the "
+                  "projections of tokens i−3..i into it")
 
 
 def implicit_attention(q: np.ndarray, k: np.ndarray, alpha: np.ndarray, beta: np.ndarray,

@@ -1,5 +1,6 @@
 """Logit lens: the residual stream after every layer and after every mixer, read through the final norm and
-the LM head (docs/spec/k3-math.md §8).
+the LM head (docs/spec/k3-math.md §8). It says from which layer the answer is READABLE there, not where it is
+decided (patching says that: compute.explain.patching, Patching.decided_at).
 
 With Block Attention Residuals there is no single residual stream: after layer ℓ the state is the running
 partial sum p_ℓ of the current block plus the stored list R_ℓ = [embedding, b1, …] of finished blocks, and each

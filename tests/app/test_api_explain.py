@@ -73,3 +73,51 @@ def test_explain_model_weights_mismatch():
     m = ToyK3(device="cpu", weights="random")
     with pytest.raises(ValueError, match="random weights"):
         api.explain(PROMPT, model=m)
+
+
+def test_explain_causal_api(ex):
+    pt = ex.patch(layers=[0])
+    assert pt.scores.shape == (94, 8) and pt.clean == PROMPT and pt.corrupted != PROMPT and pt.metric
+    assert pt.top(2)[0][0] == (0, 2)  # the clean embedding of the mention restores the answer
+    assert ex.top_source().position == 2 and "resample" in ex.source_measure
+    r = ex.causal_route(0.3)
+    assert isinstance(r, list) and all(len(x) == 3 for x in r) and isinstance(r.note, str)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"device": "cuda:7"}, {"device": ["cpu"]}, {"device": 3},
+    {"knobs": "alpha=0.5"}, {"model": type("Fake", (), {"forward": 1, "weights_name": "trained"})()},
+])
+def test_explain_checks_device_knobs_and_model_first(kwargs):
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as e:
+        api.explain(PROMPT, **kwargs)
+    assert "\n" not in str(e.value) and time.perf_counter() - t0 < 5
+
+
+@pytest.mark.parametrize("knobs", [dict(alpha=1e308), dict(alpha=5), dict(top_p=-3), dict(temperature=-1e300),
+                                   dict(beta=-0.5)])
+def test_explain_checks_knobs_objects_as_run_does(knobs):
+    from compute.trace import Knobs
+
+    with pytest.raises(ValueError) as e:
+        api.explain(PROMPT, knobs=Knobs(**knobs))
+    assert "\n" not in str(e.value)
+
+
+def test_explain_refuses_endless_and_huge_input_at_once(ex):
+    import itertools
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError):
+        ex.knockout(tokens=itertools.count())
+    with pytest.raises(ValueError):
+        api.explain("x" * 10 ** 6)
+    for bad in ("5", -1, 2.0):
+        with pytest.raises(ValueError):
+            ex.top(bad)
+    assert time.perf_counter() - t0 < 5
+    assert len(ex.top(0)) == 0 and len(ex.top(3)) == 3
