@@ -402,7 +402,7 @@ def _main(argv: list[str] | None = None) -> int:
     if args.route_threshold is not None:
         percent = args.route_threshold
     try:
-        explanation = overlay_for(config, trace, parts, percent, position)
+        explanation = overlay_for(config, trace, parts, percent, position, getattr(saved, "knockouts", None))
     except Exception as exc:  # noqa: BLE001 - reported in one line, as an engine failure
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)
     view = build_scene(app, config, trace, shown, step, width, height, args.camera, explanation)
