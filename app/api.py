@@ -67,22 +67,38 @@ def run(prompt: str | None = None, *, view: View | str | None = None, tokens: in
 
 
 def explain(prompt: str, *, weights: str = "trained", position: int | None = None, model=None, knobs=None,
-            source_mode: str = "zero", lens_mode: str = "exit", device: str = "cpu"):
+            source_mode: str = "resample", lens_mode: str = "exit", device: str = "cpu",
+            source_metric: str = "contrast"):
     """Why the toy predicts its word at one position: a compute.explain.Explanation.
 
     position: 0-based token index (default: the last prompt position, the one that predicts the first answer
     token). model: a bundled config name ("kimi-k3", the default) or a compute.engine.ToyK3 (its weights must
     be `weights`). knobs: a compute.trace.Knobs or a view file's knobs object (alpha/beta/expert bias change the
-    run; the word is the one predicted at temperature 0). The result has .word, .position, .lens (one entry per
-    layer, index 0 = the embedding) with .lens_rank(piece), .blocks ((layer, part, value); sum(values) + .rest
-    == .logit), .rest, .logit, .sources ((position, piece, effect) of knocking each token out), .attention(layer)
-    (heads x positions x positions: KDA's implicit attention or MLA's softmax; layers 1-based) and
-    .knockout(tokens=, blocks=, experts=, sources=, mode="zero") -> Explanation (sources: AttnRes candidates,
-    0 = the embedding, j = block j's stored sum). Bad arguments raise ValueError (one line)."""
+    run; the word is the one predicted at temperature 0); checked as `run` and `render` check them. device:
+    checked as `run` and `render` do, before any engine is made.
+
+    The causal story: .patch(corrupted=None, sites="residual") -> Patching (counterfactual activation patching:
+    .scores — "residual" (layers+1) x T, row 0 = the embedding; "blocks" layers x 2 x T; "heads" layers x heads;
+    "experts" MoE layers x experts —, .clean, .corrupted, .metric, .top(n); corrupted None: proposed for a prompt of
+    the toy language, required outside it), .causal_route(threshold=0.3) -> [(layer, part, effect)] that
+    .knockout(blocks=...) takes (empty with .spread and .note when no block reaches the threshold),
+    .head_effects / .expert_effects (total effects), .sources ((position, piece, effect); source_mode
+    "resample" (default) | "mean" | "zero", source_metric "contrast" (default) | "logit"; .source_measure names
+    both) and .top_source(earlier_only=True). Secondary: .lens (one entry per layer: where the word is READABLE
+    from), .attention(layer) (heads x positions x positions; per head), .blocks / .direct_effects (direct effects,
+    not causal; sum(values) + .rest == .logit) and .knockout(tokens=, blocks=, experts=, sources=, mode="zero").
+    Bad arguments raise ValueError (one line)."""
     from compute.explain import Explanation
 
+    _check_device(device)
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string, got {type(prompt).__name__}")
+    if len(prompt) > viewfile.MAX_PROMPT_CHARS:
+        raise ValueError(f"the prompt has {len(prompt)} characters; at most {viewfile.MAX_PROMPT_CHARS} are taken")
     if weights not in viewfile.WEIGHTS:
-        raise ValueError(f"weights must be one of {', '.join(viewfile.WEIGHTS)}, got {weights!r}")
+        raise ValueError(f"weights must be one of {', '.join(viewfile.WEIGHTS)}, got {_short(weights)}")
+    from compute.engine import ToyK3
+
     if model is None or isinstance(model, str):
         name = View().model if model is None else model
         from compute.config import available_configs
@@ -90,20 +106,36 @@ def explain(prompt: str, *, weights: str = "trained", position: int | None = Non
         if name not in available_configs():
             raise ValueError(f"model must be one of {', '.join(available_configs())}, got {name!r}")
         engine = _engine(_config(name), weights, device)
-    elif hasattr(model, "forward") and hasattr(model, "weights_name"):
+    elif isinstance(model, ToyK3):
         engine = model
         if engine.weights_name != weights:
             raise ValueError(f"the model runs {engine.weights_name} weights, not {weights!r}: pass "
                              f"weights={engine.weights_name!r}")
     else:
-        raise ValueError(f"model must be a config name or a ToyK3, got {type(model).__name__}")
-    if knobs is not None and not hasattr(knobs, "alpha"):
-        knobs = resolve_view(None, knobs=knobs).knobs
+        raise ValueError(f"model must be a config name or a compute.engine.ToyK3, got {type(model).__name__}")
+    if knobs is not None:
+        if not isinstance(knobs, (Knobs, dict)):
+            raise ValueError(f"knobs must be a compute.trace.Knobs, a view file's knobs object (dict) or None, got "
+                             f"{type(knobs).__name__}")
+        if isinstance(knobs, dict):
+            knobs = resolve_view(None, knobs=knobs).knobs
+        else:
+            _check_knobs(knobs)
     from app.explain_service import ENGINE_LOCK
 
     with ENGINE_LOCK:  # the cache's thread rule (app/explain_service.py)
         return Explanation.of_prompt(engine, prompt, position, knobs=knobs, source_mode=source_mode,
-                                     lens_mode=lens_mode)
+                                     lens_mode=lens_mode, source_metric=source_metric)
+
+
+def _check_knobs(knobs: Knobs) -> None:
+    """ValueError (one line) unless a Knobs object's values are finite and in range (as `run` checks them)."""
+    from compute.engine_io import check_knobs
+
+    try:
+        check_knobs(knobs)
+    except (TypeError, AttributeError) as exc:
+        raise ValueError(f"knobs: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
 def render(prompt: str | None = None, layer: int | None = None, step: int | None = None,

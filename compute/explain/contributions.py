@@ -23,7 +23,10 @@ import numpy as np
 
 from compute.explain._common import f64, rms_normalize
 
-__all__ = ["Contribution", "Route", "direct_contributions"]
+__all__ = ["Contribution", "Route", "direct_contributions", "DIRECT_LABEL"]
+
+DIRECT_LABEL = ("direct effects (not causal): each block's output through the final readout, with the final "
+                "AttnRes mix weights and the final norm's scale frozen")
 
 
 class Contribution(NamedTuple):
@@ -37,7 +40,9 @@ class Contribution(NamedTuple):
 
 @dataclass
 class Route:
-    """Every block's direct contribution to the logit of vocabulary row `word` at one position.
+    """Every block's direct contribution to the logit of vocabulary row `word` at one position: DIRECT effects
+    (not causal; `label`), with two quantities frozen at their actual values — the final AttnRes mix weights
+    a_c and the final norm's scale 1/rms(h).
 
     blocks: the Contributions in layer order; vectors [n, D]: each block's output times its frozen final-mix
     weight a_c (so values = vectors @ u); scale: the frozen 1/rms(h); logit: the engine's logit; rest =
@@ -52,6 +57,7 @@ class Route:
     rest: float
     final_norm: np.ndarray
     lm_head: np.ndarray
+    label: str = DIRECT_LABEL
 
     def word_effects(self, i: int) -> np.ndarray:
         """The direct effect of block i (index into blocks) on EVERY logit [V] (same frozen scale): the words its

@@ -8,6 +8,12 @@ position (the one that predicts the next token), on demand.
     ex = Explanation.of_prompt(ToyK3(), "아이가 상자를 집었다. 그리고")
     ex.word, ex.lens_rank(ex.word)[-5:], ex.sources, ex.attention(37).shape
     ko = ex.knockout(tokens=[2])          # the earlier mention of the object, zeroed: answer and top-5 after
+    pt = ex.patch(sites="residual")       # causal tracing: ' 상자' swapped for ' 사과', (L+1) x T restored fractions
+    ex.causal_route()                     # the blocks whose knock-out removes >= 30 % of the answer's margin
+
+The causal views (patch, causal_route, head_effects, expert_effects, sources) are the explanation's story;
+`route` / `blocks` are the DIRECT effects (not causal): how each block's output, as written, moves the logit
+through the final readout with the final AttnRes mix weights and the final norm's scale frozen.
 
 Conventions: positions are 0-based token indices; layers are 1-based as the app counts them (layer 0 = the
 embedding); expert ids are 0-based. Bad arguments raise ValueError with one line.
@@ -19,18 +25,22 @@ from typing import NamedTuple
 
 import numpy as np
 
+from compute.explain import causal_route as _causal
 from compute.explain import kda_attention
-from compute.explain.contributions import Contribution, Route, direct_contributions
+from compute.explain.contributions import DIRECT_LABEL, Contribution, Route, direct_contributions
 from compute.explain.knockout import Ablation, make_ablation, needs_loop, prefill
+from compute.explain.patching import Patching, patch
+from compute.explain.resample import SOURCE_METRICS, SOURCE_MODES, source_effects, source_measure
 from compute.explain.lens import LENS_MODES, Lens, LensEntry, logit_lens
+from compute.engine_io import check_knobs
 from compute.trace import Knobs
 
 __all__ = ["Explanation", "Source"]
 
 
 class Source(NamedTuple):
-    """(position, piece, effect): knocking the token at `position` out lowers the explained word's logit by
-    `effect` (negative: the token worked against the word)."""
+    """(position, piece, effect): ablating the token at `position` lowers the explained word's measure by
+    `effect` (Explanation.source_measure names both; negative: the token worked against the word)."""
 
     position: int
     piece: str
@@ -41,8 +51,8 @@ class Explanation:
     """See the module docstring. Build with `Explanation.of_prompt(model, prompt, position=None)` or from ids."""
 
     def __init__(self, model, tokens: list, position: int | None = None, *, knobs: Knobs | None = None,
-                 ablation: Ablation | None = None, source_mode: str = "zero", lens_mode: str = "exit",
-                 before: "Explanation | None" = None):
+                 ablation: Ablation | None = None, source_mode: str = "resample", lens_mode: str = "exit",
+                 before: "Explanation | None" = None, source_metric: str = "contrast"):
         """tokens: [(piece, id), ...] as the tokenizer gives them (or bare ids of toy-vocabulary pieces)."""
         vocab_pieces = {tid: pc for pc, tid in model.vocab}
         toks = [(t[0], int(t[1])) if isinstance(t, tuple) else (vocab_pieces.get(int(t), f"<id {int(t)}>"), int(t))
@@ -59,8 +69,10 @@ class Explanation:
             position += len(ids)
         if not 0 <= position < len(ids):
             raise ValueError(f"position {position} is outside 0..{len(ids) - 1} (the prompt's tokens)")
-        if source_mode not in ("zero", "mean"):
-            raise ValueError(f"source_mode must be 'zero' or 'mean', got {source_mode!r}")
+        if source_mode not in SOURCE_MODES:
+            raise ValueError(f"source_mode must be one of {', '.join(SOURCE_MODES)}, got {source_mode!r}")
+        if source_metric not in SOURCE_METRICS:
+            raise ValueError(f"source_metric must be one of {', '.join(SOURCE_METRICS)}, got {source_metric!r}")
         if lens_mode not in LENS_MODES:
             raise ValueError(f"lens_mode must be one of {', '.join(LENS_MODES)}, got {lens_mode!r}")
         self.model = model
@@ -68,9 +80,14 @@ class Explanation:
         self.ids = ids[: position + 1]
         self.pieces = [pc for pc, _ in toks[: position + 1]]
         """The pieces of the tokens 0..position."""
+        if knobs is not None:
+            if not isinstance(knobs, Knobs):
+                raise ValueError(f"knobs must be a compute.trace.Knobs, got {type(knobs).__name__}")
+            check_knobs(knobs)
         self.knobs = knobs if knobs is not None else Knobs(temperature=0.0)
         self.ablation = ablation if ablation is not None and not ablation.empty else None
         self.source_mode = source_mode
+        self.source_metric = source_metric
         self.lens_mode = lens_mode
         self.before = before
         self._loop = needs_loop(self.ablation)
@@ -83,6 +100,12 @@ class Explanation:
         """The explanation of `prompt`'s tokens (the model's toy tokenizer) at `position` (default the last)."""
         if not isinstance(prompt, str):
             raise ValueError(f"prompt must be a string, got {type(prompt).__name__}")
+        from compute.engine import MAX_PROMPT_TOKENS
+
+        longest = max(len(pc) for pc, _ in model.vocab)
+        if len(prompt) > MAX_PROMPT_TOKENS * longest:  # more tokens than the engine takes, whatever they are
+            raise ValueError(f"the prompt has {len(prompt)} characters: more than the toy engine's {MAX_PROMPT_TOKENS} "
+                             f"tokens can hold")
         return cls(model, model.encode_prompt(prompt), position, **kw)
 
     # ------------------------------------------------------------------ the prediction
@@ -104,6 +127,8 @@ class Explanation:
 
     def top(self, k: int = 5) -> list[tuple[str, float]]:
         """The k most probable pieces with their probabilities (temperature 1)."""
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"k must be a non-negative integer, got {k!r}")
         order = np.argsort(-self.logits, kind="stable")[:k]
         return [(self.model.vocab[i][0], float(self.probs[i])) for i in order]
 
@@ -144,8 +169,16 @@ class Explanation:
     # ------------------------------------------------------------------ contributions
     @cached_property
     def route(self) -> Route:
-        """Direct contributions to `word`'s logit (compute.explain.contributions.Route)."""
+        """DIRECT effects (not causal) on `word`'s logit (compute.explain.contributions.Route; its `label` says so).
+        The causal route is `causal_route()`."""
         return direct_contributions(self.run, self.model, self.position, self.word_index)
+
+    @property
+    def direct_effects(self) -> Route:
+        """The direct contributions, under the name that says what they are: direct effects (not causal)."""
+        return self.route
+
+    direct_label = DIRECT_LABEL
 
     @property
     def blocks(self) -> list[Contribution]:
@@ -222,28 +255,31 @@ class Explanation:
 
     @cached_property
     def _sources(self) -> tuple[list[Source], list[str]]:
-        srcs, answers = [], []
-        w = self.word_index
-        pieces = self.pieces
-        for j in range(self.position + 1):
-            lg = self._rerun(Ablation(tokens=(j,), mode=self.source_mode))
-            srcs.append(Source(j, pieces[j], float(self.logits[w] - lg[w])))
-            answers.append(self.model.vocab[int(np.argmax(lg))][0])
-        return srcs, answers
+        eff, answers = source_effects(self, self.source_mode, self.source_metric)
+        return [Source(j, pc, e) for j, (pc, e) in enumerate(zip(self.pieces, eff))], answers
 
     @property
     def sources(self) -> list[Source]:
-        """(position, piece, effect) for every token 0..position (the explained one included): knock it out
-        (`source_mode`, "zero" by default: its embedding row zeroed), re-run, effect = logit before − after."""
+        """(position, piece, effect) for every token 0..position (the explained one included): ablate it
+        (`source_mode`: "resample" by default, "mean", "zero"), re-run, effect = the fall of the measure
+        (`source_metric`: "contrast" by default, "logit"); `source_measure` names both (compute.explain.resample)."""
         return self._sources[0]
+
+    @property
+    def source_measure(self) -> str:
+        """One line naming the sources' ablation and measure."""
+        return source_measure(self.source_mode, self.source_metric)
 
     @property
     def source_answers(self) -> list[str]:
         """The word predicted at temperature 0 with each source knocked out (parallel to `sources`)."""
         return self._sources[1]
 
-    def top_source(self, earlier_only: bool = False) -> Source:
-        """The source with the largest effect (earlier_only: among positions before the explained one)."""
+    def top_source(self, earlier_only: bool = True) -> Source:
+        """The source with the largest effect (earlier_only, the default: among positions before the explained
+        one)."""
+        if not isinstance(earlier_only, (bool, np.bool_)):
+            raise ValueError(f"earlier_only must be True or False, got {earlier_only!r}")
         srcs = self.sources[:-1] if earlier_only and len(self.sources) > 1 else self.sources
         return max(srcs, key=lambda s: s.effect)
 
@@ -257,7 +293,50 @@ class Explanation:
             raise ValueError("nothing to knock out: give tokens, blocks, experts or sources")
         full = ab if self.ablation is None else self.ablation.merged(ab)
         return Explanation(self.model, list(zip(self.pieces, self.ids)), self.position, knobs=self.knobs, ablation=full,
-                           source_mode=self.source_mode, lens_mode=self.lens_mode, before=self)
+                           source_mode=self.source_mode, lens_mode=self.lens_mode, before=self,
+                           source_metric=self.source_metric)
+
+    # ------------------------------------------------------------------ causal experiments
+    def patch(self, corrupted: str | None = None, *, sites: str = "residual") -> Patching:
+        """Counterfactual activation patching (compute.explain.patching): corrupted = a prompt of the same token
+        count (None: proposed inside the toy language — the piece that decides the answer swapped, `.swap` says
+        which; outside it ValueError). sites: "residual" -> scores [L+1, T] (row 0 = the embedding), "blocks"
+        -> [L, 2, T] (mixer, FFN), "heads" -> [L, heads], "experts" -> [MoE layers, experts], "sources" ->
+        [AttnRes sources]. `.metric` names the measure; `.top(n)`."""
+        return patch(self, corrupted, sites)
+
+    def causal_route(self, threshold: float = 0.3) -> "_causal.CausalRoute":
+        """[(layer, part, effect)] of the blocks whose knock-out removes >= threshold of the answer's margin
+        (compute.explain.causal_route; `knockout(blocks=[(l, p) for l, p, _ in route])` takes them); empty with
+        `.spread` True and `.note` saying so when no block reaches it."""
+        threshold = _causal.check_threshold(threshold)
+        if "_block_effects" not in self.__dict__:
+            self._block_effects = _causal.block_effects(self)
+        return _causal.route_from(self._block_effects, threshold)
+
+    @cached_property
+    def head_effects(self) -> np.ndarray:
+        """[L, heads] total effect of zeroing each KDA / MLA head (share of the answer's margin removed)."""
+        return _causal.head_effects(self)
+
+    @cached_property
+    def expert_effects(self) -> tuple:
+        """(MoE layers 1-based, [M, E] total effect of removing each expert routed at this position (NaN for
+        the others), [M] of zeroing the shared experts)."""
+        return _causal.expert_effects(self)
+
+    def head_words(self, layer: int, head: int, k: int = 5):
+        """(promoted, suppressed): the k words head `head` of `layer` writes most for / against at this position
+        (its output through the final norm and LM head with the final mix weight and scale frozen)."""
+        from compute.explain.vocab_projection import head_words
+
+        return head_words(self, self._layer(layer), head, k)
+
+    def expert_words(self, layer: int, expert, k: int = 5):
+        """(promoted, suppressed) words of routed expert `expert` (or "shared") of MoE `layer` at this position."""
+        from compute.explain.vocab_projection import expert_words
+
+        return expert_words(self, self._layer(layer), expert, k)
 
     @cached_property
     def _baseline_logits(self) -> np.ndarray | None:

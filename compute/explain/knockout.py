@@ -19,6 +19,7 @@ knocked out (an embedding hook), the layer loop runs otherwise.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,12 +81,18 @@ def _int(v, what: str) -> int:
     return int(v)
 
 
+MAX_ITEMS = 100_000  # more knock-outs than any run has tokens, blocks, experts or sources
+
+
 def _items(v, what: str) -> list:
     if v is None:
         return []
     if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
         raise ValueError(f"{what} must be a list, got {v!r}")
-    return list(v)
+    out = list(itertools.islice(v, MAX_ITEMS + 1))  # an endless iterable (itertools.count()) stops here
+    if len(out) > MAX_ITEMS:
+        raise ValueError(f"{what}: more than {MAX_ITEMS} items")
+    return out
 
 
 def stored_sources(config) -> int:

@@ -136,7 +136,7 @@ def test_contributions_plain_residual_and_non_latent_moe():
 
 
 def test_token_knockout_changes_its_effect(m32):
-    ex = Explanation.of_prompt(m32, PROMPT)
+    ex = Explanation.of_prompt(m32, PROMPT, source_mode="zero", source_metric="logit")
     src = ex.sources
     assert [s.position for s in src] == list(range(8)) and src[2].piece == " 상자"
     ko = ex.knockout(tokens=[2])

@@ -1,0 +1,275 @@
+"""Counterfactual activation patching (causal tracing) for the toy K3 (docs/spec/k3-math.md §11).
+
+A clean prompt and a corrupted one of the same token count run side by side (float64, compute.explain.rerun's
+twin). One value of the clean run is put into the corrupted run, the layers above re-run exactly, and the
+restored fraction is
+
+    score = (LD(patched) − LD(corrupted)) / (LD(clean) − LD(corrupted)),   LD = logit[clean answer] − logit[b]
+
+at the explained position, b = the corrupted run's answer (its runner-up when it predicts the clean answer
+too): 0 = nothing restored, 1 = the clean run's difference. Sites ("sites=" of `patch`, scores' shapes):
+
+- "residual" [L+1, T]: the whole residual state after layer ℓ at position t — with Block AttnRes the running
+  partial p_ℓ AND every stored block R_ℓ at t (what any later layer can read of position t); row 0 = the
+  embedding. At (L, explained position) the final mix reads only the clean state: 1 exactly.
+- "blocks" [L, 2, T]: layer ℓ's mixer (0) or FFN (1) output at position t.
+- "heads" [L, H]: one KDA or MLA head's output (after its norm and gate, before W_o) at every position.
+- "experts" [M, E] (M = MoE layers in order): one routed expert's weighted output in the latent mix at every
+  position (the latent norm re-evaluated); measured for the experts either run selects at the explained
+  position, NaN for the others. `shared` [M]: the shared experts' output.
+- "sources" [S]: AttnRes candidate c (0 = the embedding, j = block j's stored sum) in every later mix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compute.explain.knockout import prefill, stored_sources
+from compute.explain.rerun import Variant, rerun, state_before, twin64
+
+__all__ = ["Patching", "patch", "SITES", "corrupted_ids"]
+
+SITES = ("residual", "blocks", "heads", "experts", "sources")
+
+
+@dataclass
+class Patching:
+    """The result of `patch`. scores: numpy, shape by `sites` (see the module docstring); clean, corrupted: the
+    prompts (their pieces joined); metric: one line naming the measure; swap: which piece the proposed
+    corruption swapped ("" for a prompt given by the caller); clean_word / corrupted_word: the two answers the
+    logit difference compares; labels: the sites' axis names."""
+
+    sites: str
+    scores: np.ndarray
+    clean: str
+    corrupted: str
+    clean_word: str
+    corrupted_word: str
+    metric: str
+    swap: str = ""
+    shared: np.ndarray | None = None
+    axes: tuple[str, ...] = field(default_factory=tuple)
+    moe_layers: tuple[int, ...] = ()  # "experts": the 1-based layer of each row
+
+    def top(self, n: int = 5) -> list[tuple[tuple, float]]:
+        """The n sites that restore most: [((index along each axis), score)], largest first (layers 1-based as
+        the app counts, row 0 of "residual" = the embedding; NaN sites left out)."""
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        flat = np.nan_to_num(self.scores.reshape(-1), nan=-np.inf)
+        order = np.argsort(-flat, kind="stable")[:int(n)]
+        out = []
+        for i in order:
+            if not np.isfinite(flat[i]):
+                break
+            idx = list(np.unravel_index(i, self.scores.shape))
+            if self.sites in ("blocks", "heads"):
+                idx[0] += 1
+            elif self.sites == "experts":
+                idx[0] = self.moe_layers[idx[0]]
+            out.append((tuple(int(x) for x in idx), float(flat[i])))
+        return out
+
+    def decided_at(self, threshold: float = 0.5) -> int | None:
+        """("residual" only) The first layer from which patching the explained position's residual alone
+        restores ≥ threshold at every later layer: where the answer has moved to the last position (None if
+        never)."""
+        if self.sites != "residual":
+            raise ValueError("decided_at needs sites='residual'")
+        col = self.scores[:, -1]
+        ok = col >= threshold
+        for ly in range(len(col)):
+            if ok[ly:].all():
+                return ly
+        return None
+
+
+def corrupted_ids(ex, corrupted: str | None) -> tuple[list[int], str, str]:
+    """(ids, corrupted prompt text, swap note) for an Explanation: proposed inside the language when None."""
+    from compute.explain.counterfactual import propose
+
+    n = len(ex.ids)
+    if corrupted is None:
+        pr = propose(ex.pieces)
+        vocab = {pc: tid for pc, tid in ex.model.vocab}
+        return [vocab[p] for p in pr.pieces], "".join(pr.pieces), pr.note
+    if not isinstance(corrupted, str):
+        raise ValueError(f"corrupted must be a prompt string or None, got {type(corrupted).__name__}")
+    toks = ex.model.encode_prompt(corrupted)
+    if len(toks) != n:
+        raise ValueError(f"the corrupted prompt has {len(toks)} toy tokens, the clean one {n} (up to the explained "
+                         f"position): they must have the same count")
+    return [i for _, i in toks], corrupted, ""
+
+
+def patch(ex, corrupted: str | None = None, sites: str = "residual") -> Patching:
+    """Patch the clean run of Explanation `ex` into the corrupted one at every site of `sites`; see the module
+    docstring. ValueError (one line) on a bad argument, an explanation with knock-outs, or a corrupted prompt
+    that leaves the logit difference unchanged."""
+    if not isinstance(sites, str) or sites not in SITES:
+        raise ValueError(f"sites must be one of {', '.join(SITES)}, got {sites!r}")
+    if ex.ablation is not None:
+        raise ValueError("patch an explanation without knock-outs")
+    ids_c, text_c, swap = corrupted_ids(ex, corrupted)
+    model, knobs, t = ex.model, ex.knobs, ex.position
+    tw = twin64(model)
+    clean = prefill(tw, ex.ids, knobs)
+    corr = prefill(tw, ids_c, knobs)
+    lg_clean = np.asarray(clean.final["lm_head"][t], np.float64)
+    lg_corr = np.asarray(corr.final["lm_head"][t], np.float64)
+    a = ex.word_index
+    b = int(np.argmax(lg_corr))
+    same = b == a
+    if same:
+        b = int(np.argsort(-lg_corr, kind="stable")[1])
+    ld_clean, ld_corr = lg_clean[a] - lg_clean[b], lg_corr[a] - lg_corr[b]
+    if abs(ld_clean - ld_corr) < 1e-6:
+        raise ValueError("the corrupted prompt leaves the logit difference as it is: nothing to restore")
+    pc, pb = model.vocab[a][0], model.vocab[b][0]
+    metric = (f"restored fraction of the logit difference {pc!r} − {pb!r} at position {t} (corrupted run = 0, "
+              f"clean run = 1{'; the corrupted run predicts ' + repr(pc) + ' too: ' + repr(pb) + ' is its runner-up' if same else ''})")
+    variants, where, shape = _variants(model, tw, sites, clean, corr, t)
+    scores = np.zeros(shape)
+    shared = None
+    if sites == "experts":
+        scores[:] = np.nan
+        shared = np.zeros(shape[0])
+    if variants:
+        lg = rerun(model, variants, knobs, t, corr)
+        sc = ((lg[:, a] - lg[:, b]) - ld_corr) / (ld_clean - ld_corr)
+        for (idx, s) in zip(where, sc.tolist()):
+            if idx[0] == "shared":
+                shared[idx[1]] = s
+            else:
+                scores[idx] = s
+    axes = {"residual": ("layer", "position"), "blocks": ("layer", "part", "position"), "heads": ("layer", "head"),
+            "experts": ("moe layer", "expert"), "sources": ("source",)}[sites]
+    moe = tuple(li + 1 for li, f in enumerate(model.config.ffn_types) if f == "moe") if sites == "experts" else ()
+    return Patching(sites, scores, "".join(ex.pieces), text_c, pc, pb, metric, swap, shared, axes, moe)
+
+
+def _variants(model, tw, sites: str, clean, corr, t: int):
+    """(variants, their score indices, the scores' shape)."""
+    cfg = model.config
+    bs = cfg.attn_res_block_size
+    L = len(clean.layers)
+    T = t + 1
+    vs, where = [], []
+    if sites == "residual":
+        for ly in range(L + 1):
+            pk, Rk = state_before(clean, ly, bs)
+            pc, Rc = state_before(corr, ly, bs)
+            for pos in range(T):
+                if np.array_equal(pk[pos], pc[pos]) and np.array_equal(Rk[:, pos], Rc[:, pos]):
+                    continue  # the same state: score 0
+                p2, R2 = pc.copy(), Rc.copy()
+                p2[pos], R2[:, pos] = pk[pos], Rk[:, pos]
+                vs.append(Variant(ly, p2, R2, first=pos))
+                where.append((ly, pos))
+        return vs, where, (L + 1, T)
+    if sites == "blocks":
+        for li in range(L):
+            p0, R0 = state_before(corr, li, bs)
+            for part, key in ((0, "mixer.out"), (1, "ffn.out")):
+                vk = np.asarray(clean.layers[li].tensors[key], np.float64)
+                vc = np.asarray(corr.layers[li].tensors[key], np.float64)
+                for pos in range(T):
+                    if np.array_equal(vk[pos], vc[pos]):
+                        continue
+                    o = vc.copy()
+                    o[pos] = vk[pos]
+                    vs.append(Variant(li, p0, R0, **{"mixer" if part == 0 else "ffn": o}, first=pos))
+                    where.append((li, part, pos))
+        return vs, where, (L, 2, T)
+    if sites == "heads":
+        H = max(model.dims.kda_heads, model.dims.mla_heads)
+        for li in range(L):
+            p0, R0 = state_before(corr, li, bs)
+            for h, delta in enumerate(head_deltas(tw, clean, corr, li)):
+                d = _first_diff(delta)
+                if d is None:
+                    continue
+                o = np.asarray(corr.layers[li].tensors["mixer.out"], np.float64) + delta
+                vs.append(Variant(li, p0, R0, mixer=o, first=d))
+                where.append((li, h))
+        return vs, where, (L, H)
+    if sites == "experts":
+        moe = [li for li in range(L) if cfg.ffn_types[li] == "moe"]
+        for m, li in enumerate(moe):
+            p0, R0 = state_before(corr, li, bs)
+            tk, tc = clean.layers[li].tensors, corr.layers[li].tensors
+            chosen = set(np.asarray(tk["moe.topk_idx"][t]).tolist()) | set(np.asarray(tc["moe.topk_idx"][t]).tolist())
+            for e in sorted(chosen):
+                o = moe_with(tw, li, tc, {e: tk})
+                d = _first_diff(o - np.asarray(tc["ffn.out"], np.float64))
+                if d is not None:
+                    vs.append(Variant(li, p0, R0, ffn=o, first=d))
+                    where.append((m, e))
+            if "moe.shared" in tc:
+                o = (np.asarray(tc["ffn.out"], np.float64) - np.asarray(tc["moe.shared"], np.float64)
+                     + np.asarray(tk["moe.shared"], np.float64))
+                d = _first_diff(o - np.asarray(tc["ffn.out"], np.float64))
+                if d is not None:
+                    vs.append(Variant(li, p0, R0, ffn=o, first=d))
+                    where.append(("shared", m))
+        return vs, where, (len(moe), cfg.n_routed_experts)
+    n = stored_sources(cfg)
+    for c in range(n):
+        li = c * bs
+        p0, R0 = state_before(corr, li, bs)
+        Rk = state_before(clean, li + 1, bs)[1][c]
+        d = _first_diff(Rk - state_before(corr, li + 1, bs)[1][c])
+        if d is not None:
+            vs.append(Variant(li, p0, R0, source=(c, Rk), first=d))
+            where.append((c,))
+    return vs, where, (n,)
+
+
+def _first_diff(delta: np.ndarray) -> int | None:
+    nz = np.flatnonzero(np.any(delta != 0, -1))
+    return int(nz[0]) if nz.size else None
+
+
+def head_deltas(tw, clean, corr, li: int) -> list[np.ndarray]:
+    """Per head h of layer li: (clean head output − corrupted head output) W_o,h [T, D] — patching head h
+    changes the mixer output by exactly this (corr=None: minus the clean head's output, a knock-out)."""
+    w = tw.layers[li]
+    kda = "kda" in w
+    key = "kda.o_norm" if kda else "mla.o_gated"
+    Wo = np.asarray(w["kda" if kda else "mla"]["o"], np.float64)
+    H = tw.dims.kda_heads if kda else tw.dims.mla_heads
+    ok = np.asarray(clean.layers[li].tensors[key], np.float64)
+    oc = np.zeros_like(ok) if corr is None else np.asarray(corr.layers[li].tensors[key], np.float64)
+    V = ok.shape[1] // H
+    out = []
+    for h in range(H):
+        s = slice(h * V, (h + 1) * V)
+        d = (ok[:, s] - oc[:, s]) @ Wo[s]
+        out.append(d if corr is not None else -d)
+    return out
+
+
+def moe_with(tw, li: int, base: dict, swap: dict) -> np.ndarray:
+    """Layer li's MoE output [T, D] from the trace tensors `base`, with expert e's weighted output w_e E_e(z) in
+    the latent mix taken from trace tensors swap[e] (None: removed) at every position; the latent norm is
+    re-evaluated, the shared experts kept."""
+    cfg = tw.config
+    w = tw.layers[li]["moe"]
+    mix = np.asarray(base["moe.mix"], np.float64).copy() if "moe.mix" in base else None
+    idx_b = np.asarray(base["moe.topk_idx"])
+    wt_b = np.asarray(base["moe.topk_weight"], np.float64)
+    ex_b = np.asarray(base["moe.experts"], np.float64)
+    if mix is None:
+        mix = np.einsum("tk,tkl->tl", wt_b, ex_b)
+    for e, src in swap.items():
+        mix -= np.einsum("tk,tkl->tl", wt_b * (idx_b == e), ex_b)
+        if src is not None:
+            idx_s = np.asarray(src["moe.topk_idx"])
+            mix += np.einsum("tk,tkl->tl", np.asarray(src["moe.topk_weight"], np.float64) * (idx_s == e),
+                             np.asarray(src["moe.experts"], np.float64))
+    from compute.norms import rms_norm
+
+    r = mix if w["norm"] is None else rms_norm(mix, w["norm"], cfg.rms_norm_eps)
+    up = r if w["up"] is None else r @ w["up"]
+    return up + np.asarray(base["moe.shared"], np.float64)

@@ -1,0 +1,183 @@
+"""Exact batched re-runs from a layer up (docs/spec/k3-math.md §11): the engine's operators in float64 on many
+variants of one run at once, each starting from the state a base run had before its start layer.
+
+Every causal experiment of compute.explain (patching, block / head / expert knock-outs, the causal route)
+changes something at one layer ℓ and re-runs layers ℓ..L. Below ℓ nothing changed, so the re-run starts from
+the base run's own state before layer ℓ (the AttnRes partial p and the stored blocks R at every position, taken
+from its trace) and runs only the layers above. The variants of one experiment are stacked on a batch axis
+(compute.kda / compute.mla take [B, T, D]; the FFN and AttnRes run on the B·T rows) and join the batch at their
+start layer, so a grid of ~1,000 variants costs one pass over the layers, not 1,000.
+
+Precision: everything runs in float64 on a float64 twin of the engine (`twin64`: the same weights, the
+operators' layer loop), and the base runs the experiments compare against are that twin's prefills — the toy
+amplifies float32 rounding over 93 layers (compute.engine's docstring), so a float32 variant would differ from
+its float32 base by more than many effects. In float64 a variant that changes nothing equals its base to ~1e-9.
+"""
+from __future__ import annotations
+
+import copy
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compute.attnres import attn_res
+from compute.kda import kda_layer
+from compute.mla import mla_layer
+from compute.moe import dense_mlp, latent_moe
+from compute.norms import rms_norm
+
+__all__ = ["twin64", "Variant", "state_before", "rerun", "ATTNRES_EPS"]
+
+ATTNRES_EPS = 1e-6
+_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def twin64(model):
+    """A float64 engine with `model`'s weights running the operators' layer loop on numpy (built once per engine:
+    ~0.3 s; no weights file is read again)."""
+    tw = _TWINS.get(model)
+    if tw is None:
+        if model.dtype == np.float64 and model.backend == "numpy" and getattr(model, "_pass", None) is None:
+            tw = model
+        else:
+            from compute.device import resolve_device
+
+            tw = copy.copy(model)
+            tw.dtype = np.dtype(np.float64)
+            tw.backend, tw._torch, tw._want_compiled, tw.kernels = "numpy", None, False, "operators"
+            tw.device = resolve_device("cpu")
+            tw._to_device()
+        _TWINS[model] = tw
+    return tw
+
+
+@dataclass
+class Variant:
+    """One re-run: starts at 0-based layer `start` (0..L; L = only the final mix) from the state (p [T, D],
+    R [C, T, D]: the AttnRes partial and stored blocks before that layer; C = 0 without AttnRes) and replaces,
+    at its start layer only: 'mixer' -> the mixer output [T, D]; 'ffn' -> the FFN output [T, D];
+    'source' -> (c, R_c [T, D]) a stored block after the layer's store. Positions before `first` must equal the
+    base run's (causality keeps them so in every layer: their FFN is taken from the base run, not re-run)."""
+
+    start: int
+    p: np.ndarray
+    R: np.ndarray
+    mixer: np.ndarray | None = None
+    ffn: np.ndarray | None = None
+    source: tuple | None = None
+    first: int = 0  # the first position that differs from the base run (earlier ones stay as they were)
+    tag: object = field(default=None)
+
+
+def state_before(run, li: int, bs: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(p [T, D], R [C, T, D]) of a PassTrace before 0-based layer li (li = L: after the last layer): p = the
+    residual after layer li−1 (the embedding at li = 0), R = the embedding and each finished block's sum stored
+    before li (what compute.attnres.BlockAttnRes holds there)."""
+    emb = np.asarray(run.embedding, dtype=np.float64)
+    p = emb if li == 0 else np.asarray(run.layers[li - 1].tensors["residual"], dtype=np.float64)
+    if not bs:
+        return p, np.zeros((0,) + p.shape)
+    R = [emb] + [np.asarray(run.layers[c * bs - 1].tensors["residual"], dtype=np.float64)
+                 for c in range(1, len(range(0, li, bs)))]
+    return p, np.stack(R) if li > 0 else np.zeros((0,) + p.shape)
+
+
+def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int = 16384) -> np.ndarray:
+    """Logits [len(variants), V] at `position` of every variant (float64, the twin's operators). base: the twin's
+    PassTrace the variants start from (its FFN outputs serve the positions before each variant's `first`).
+    Variants are run in groups of at most `chunk` rows of tokens per layer (memory bound)."""
+    if not variants:
+        return np.zeros((0, len(model.vocab)))
+    tw = twin64(model)
+    T = variants[0].p.shape[0]
+    per = max(1, chunk // max(T, 1))
+    order = sorted(range(len(variants)), key=lambda i: variants[i].start)
+    out = np.zeros((len(variants), len(tw.vocab)))
+    for g in range(0, len(order), per):  # by start layer: a group's late starters join it late
+        idx = order[g:g + per]
+        out[idx] = _run_group(tw, [variants[i] for i in idx], knobs, position, base)
+    return out
+
+
+def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
+    cfg, d = tw.config, tw.dims
+    bs = cfg.attn_res_block_size
+    eps = cfg.rms_norm_eps
+    L = len(tw.layers)
+    T, D = vs[0].p.shape
+    bias_off = tw._bias_offset(knobs)
+    rope = float(cfg.raw.get("rope_theta", 10000.0)) if cfg.mla_use_rope else None
+    pos = np.arange(T)
+    joins: dict[int, list[int]] = {}
+    for i, v in enumerate(vs):
+        joins.setdefault(v.start, []).append(i)
+    rows: list[int] = []  # variant index of each active batch row
+    firsts = np.zeros(0, np.intp)
+    P = np.zeros((0, T, D))
+    R = None  # [C, N, T, D]
+    for li in range(L + 1):
+        new = joins.get(li, [])
+        if new:
+            rows += new
+            firsts = np.concatenate([firsts, [vs[i].first for i in new]])
+            P = np.concatenate([P, np.stack([vs[i].p for i in new])])
+            Rn = np.stack([vs[i].R for i in new], 1)  # [C, n, T, D]
+            R = Rn if R is None or R.shape[1] == 0 else np.concatenate([R, Rn], 1)
+        if li == L or not rows:
+            continue
+        w = tw.layers[li]
+        N = len(rows)
+        at = len(rows) - len(new)  # rows from here joined at this layer
+        if bs:
+            x = _mix(R, P, w["w_attn"]) if R.shape[0] else P
+            if li % bs == 0:
+                R = np.concatenate([R, P[None]]) if R.shape[0] else P[None].copy()
+                prefix = None
+            else:
+                prefix = P
+            for j, i in enumerate(new):
+                if vs[i].source is not None:
+                    c, val = vs[i].source
+                    R = R.copy()
+                    R[c, at + j] = val
+        else:
+            x, prefix = P, P
+        xn = rms_norm(x, w["norm_mixer"], eps)
+        if "kda" in w:
+            a = kda_layer(xn, w["kda"], d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound, alpha=knobs.alpha,
+                          beta_override=knobs.beta, chunk_size=max(T, 1), eps=eps)[0]
+        else:
+            a = mla_layer(xn, w["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, pos,
+                          gated=cfg.mla_output_gate is not None, rope_theta=rope, eps=eps)[0]
+        for j, i in enumerate(new):
+            if vs[i].mixer is not None:
+                a[at + j] = vs[i].mixer
+        prefix = a if prefix is None else prefix + a
+        x2 = _mix(R, prefix, w["w_mlp"]) if bs else prefix
+        dirty = pos[None, :] >= firsts[:, None]  # [N, T]: the rows that may differ from the base run
+        f = np.array(np.broadcast_to(np.asarray(base.layers[li].tensors["ffn.out"], np.float64), (N, T, D)))
+        xn2 = rms_norm(x2[dirty], w["norm_ffn"], eps)
+        if "mlp" in w:
+            f[dirty] = dense_mlp(xn2, w["mlp"], cfg.hidden_act, cfg.situ_glu_beta1, cfg.situ_glu_beta2)[0]
+        elif xn2.shape[0]:
+            mw = w["moe"]
+            bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
+            f[dirty] = latent_moe(xn2, mw, cfg.num_experts_per_tok, bias, cfg.routed_scaling_factor, cfg.n_group,
+                                  cfg.topk_group, cfg.hidden_act, cfg.situ_glu_beta1, cfg.situ_glu_beta2, eps)[0]
+        for j, i in enumerate(new):
+            if vs[i].ffn is not None:
+                f[at + j] = vs[i].ffn
+        P = prefix + f
+    h = _mix(R[:, :, position:position + 1], P[:, position:position + 1], tw.w_out)[:, 0] if bs and R.shape[0] \
+        else P[:, position]
+    logits = rms_norm(h, tw.final_norm, eps) @ tw.lm_head
+    out = np.zeros((len(vs), logits.shape[-1]))
+    out[rows] = logits
+    return out
+
+
+def _mix(R: np.ndarray, p: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """AttnRes(p, R; w) on stacked variants: R [C, N, T, D], p [N, T, D] -> [N, T, D]."""
+    N, T, D = p.shape
+    return attn_res(p.reshape(N * T, D), R.reshape(R.shape[0], N * T, D), w, ATTNRES_EPS).reshape(N, T, D)
