@@ -23,7 +23,7 @@ from app import viewfile
 from app.viewfile import View
 from compute.trace import Knobs
 
-_ENGINES: dict[tuple, object] = {}  # (model, weights, device) -> ToyK3, reused between calls in a session
+from app.explain_service import ENGINES as _ENGINES  # (model, weights, device) -> ToyK3: the one engine cache
 SETTLE_MS = 600  # the step focus animates the camera (scene.view ANIM_MS) before it is rendered
 
 
@@ -105,10 +105,7 @@ def explain(prompt: str, *, weights: str = "trained", position: int | None = Non
 
         if name not in available_configs():
             raise ValueError(f"model must be one of {', '.join(available_configs())}, got {name!r}")
-        key = (name, weights, device)
-        engine = _ENGINES.get(key)
-        if engine is None:
-            engine = _ENGINES[key] = ToyK3(config=_config(name), device=device, weights=weights)
+        engine = _engine(_config(name), weights, device)
     elif isinstance(model, ToyK3):
         engine = model
         if engine.weights_name != weights:
@@ -124,8 +121,11 @@ def explain(prompt: str, *, weights: str = "trained", position: int | None = Non
             knobs = resolve_view(None, knobs=knobs).knobs
         else:
             _check_knobs(knobs)
-    return Explanation.of_prompt(engine, prompt, position, knobs=knobs, source_mode=source_mode,
-                                 lens_mode=lens_mode, source_metric=source_metric)
+    from app.explain_service import ENGINE_LOCK
+
+    with ENGINE_LOCK:  # the cache's thread rule (app/explain_service.py)
+        return Explanation.of_prompt(engine, prompt, position, knobs=knobs, source_mode=source_mode,
+                                     lens_mode=lens_mode, source_metric=source_metric)
 
 
 def _check_knobs(knobs: Knobs) -> None:
@@ -150,9 +150,11 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
     knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels);
     explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route" or a list / comma list of them
-    ("none": nothing; default: the view's explain3d, else nothing), for the last prompt position (or the view's);
-    route_threshold: the route's share of the largest block, 0-100 % (default: the view's, else 30). A view's
-    knock-outs (checked against its prompt) run with that explanation, as the window's Explain dock runs them."""
+    ("none": nothing; default: the view's explain3d, else nothing), for the last prompt position (or the view's),
+    with the view's knock-outs (checked against its prompt, run as the window's Explain dock runs them); or the
+    Explanation `explain(...)` returned, drawn as it is (lens, arcs and route, or the view's explain3d parts; its
+    prompt, weights and model unless given);
+    route_threshold: the route's share of the largest block, 0-100 % (default: the view's, else 30)."""
     from app.export import THEMES
     from scene.camera import PRESETS
 
@@ -164,19 +166,23 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False, got {_short(flag)}")
     _check_device(device)
-    from app.explain_render import check_percent, overlay_for, parse_parts, view_parts
+    from app.explain_render import PARTS, check_percent, overlay_for, overlay_of_explanation, parse_parts, view_parts
 
+    given = explain if _is_explanation(explain) else None
+    if given is not None:
+        prompt, weights = _explanation_prompt(given, prompt, weights, view)
+        explain = None
     asked = parse_parts(explain) if explain is not None else None
     if route_threshold is not None:
         check_percent(route_threshold)
     v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
                      knobs=knobs, weights=weights)
     parts, percent, position = view_parts(v)
-    parts = asked if asked is not None else parts
+    parts = asked if asked is not None else parts or (PARTS if given is not None else ())
     percent = route_threshold if route_threshold is not None else percent
     width, height = v.size or (1920, 1080)
     app = ensure_app()  # no display: say so before the engine runs
-    trace = _trace(v, device)
+    trace = _trace(v, device, given.model if given is not None else None)
     from app import i18n, player
 
     steps = player.build_steps(trace)
@@ -188,8 +194,9 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
         from app.export import render_view
 
         config = _config(v.model)
-        scene = build_scene(app, config, trace, v, steps[v.step - 1], width, height, camera,
-                            overlay_for(config, trace, parts, percent, position, v.knockouts))
+        overlay = (overlay_for(config, trace, parts, percent, position, v.knockouts) if given is None
+                   else overlay_of_explanation(given, parts, percent))
+        scene = build_scene(app, config, trace, v, steps[v.step - 1], width, height, camera, overlay)
         try:
             image = render_view(scene, width, height, transparent=transparent, labels=labels, theme=theme)
         finally:
@@ -335,11 +342,37 @@ def _config(model: str):
     return ModelConfig.from_json(available_configs()[model])
 
 
-def _trace(view: View, device: str):
-    key = (view.model, view.weights, device)
-    engine = _ENGINES.get(key)
-    if engine is None:
-        from compute.engine import ToyK3
+def _engine(config, weights: str, device: str):
+    from app.explain_service import engine_for
 
-        engine = _ENGINES[key] = ToyK3(config=_config(view.model), device=device, weights=view.weights)
-    return engine.run(view.prompt, max_new_tokens=view.tokens, knobs=view.knobs)
+    return engine_for(config, weights, device, cache=_ENGINES)
+
+
+def _trace(view: View, device: str, engine=None):
+    from app.explain_service import ENGINE_LOCK
+
+    engine = engine or _engine(_config(view.model), view.weights, device)
+    with ENGINE_LOCK:  # the cache's thread rule (app/explain_service.py)
+        return engine.run(view.prompt, max_new_tokens=view.tokens, knobs=view.knobs)
+
+
+def _is_explanation(value) -> bool:
+    from compute.explain import Explanation
+
+    return isinstance(value, Explanation)
+
+
+def _explanation_prompt(ex, prompt, weights, view) -> tuple[str, str]:
+    """(prompt, weights) of a render that draws the Explanation ex: its own unless given; ValueError (one line)
+    when they differ from its, or when the view's model is not its model."""
+    own = "".join(ex.pieces)
+    if weights is not None and weights != ex.model.weights_name:
+        raise ValueError(f"the explanation ran {ex.model.weights_name} weights, not {weights!r}")
+    v = resolve_view(view, prompt=prompt)
+    if v.model != ex.model.config.name:
+        raise ValueError(f"the explanation ran model {ex.model.config.name!r}, the view asks for {v.model!r}")
+    if prompt is None and view is None:
+        prompt = own
+    elif not "".join(p for p, _ in ex.model.encode_prompt(v.prompt)).startswith(own):
+        raise ValueError(f"the explanation is of {_short(own)}, not of the prompt {_short(v.prompt)}")
+    return prompt, ex.model.weights_name

@@ -1,7 +1,7 @@
 """The Explain dock's 3D drawings (lens column, attention arcs, contribution route) for pictures made
 without the window: `k3-explorer export --explain lens,arcs,route` and `app.api.render(explain=...)`. The
-explanation is the dock's own (app/docks/explain/model.explain_result) at the last prompt position, computed
-here once for the picture; what is drawn is the dock's overlay_of."""
+explanation is the one service's (app/explain_service.py, which the dock's worker runs too) at the last prompt
+position or the view's, with the view's knock-outs; what is drawn is the service's overlay_of."""
 from __future__ import annotations
 
 PARTS = ("lens", "arcs", "route")
@@ -42,29 +42,38 @@ def view_parts(view) -> tuple[tuple[str, ...], int, int | None]:
 
 
 def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, position: int | None = None,
-                knockout: dict | None = None, result=None):
+                knockouts: dict | None = None, result=None):
     """The scene.explain_overlay.ExplainOverlay of `trace` (its weights, its knobs; temperature 0) at `position`
-    (None, or one the trace lacks: its last prompt position), or None without parts. `knockout`: a view file's
-    knock-out set, run as the window's Explain dock runs it (result_for); `result`: that result, made already."""
+    (None, or one the trace lacks: its last prompt position) with a view file's `knockouts` run on it, as the
+    window's Explain dock runs them (result_for), or None without parts; `result`: that result, made already."""
     if not parts:
         return None
-    from app.docks.explain.show3d import overlay_of
+    from app.explain_service import overlay_of
 
-    res = result if result is not None else result_for(config, trace, position, knockout)
+    res = result if result is not None else result_for(config, trace, position, knockouts)
     return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
 
 
-def result_for(config, trace, position: int | None = None, knockout: dict | None = None):
+def result_for(config, trace, position: int | None = None, knockouts: dict | None = None):
     """The Explain dock's ExplainResult of `trace` at `position` (as overlay_for), with a view file's knock-out
     set (app/viewfile's `knockouts`, checked) applied as the dock applies it: its .knockout is the "after"."""
-    from app.docks.explain.model import Engines, ExplainRequest, explain_result
-    from app.view_knockouts import dock_items
-    from compute.trace import Knobs
+    from app.explain_service import ExplainRequest, explain_result, knobs_of, knockout_items
 
-    k = trace.knobs
-    knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
     at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
-    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at, knobs,
-                         dock_items(knockout), (knockout or {}).get("mode", "zero"), sources=False)  # as for a
-    # covered dock: a picture and the knock-out's line need no per-token re-runs (the sources table)
-    return explain_result(Engines(), req)
+    items, mode = knockout_items(knockouts)
+    req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at,
+                         knobs_of(trace.knobs), items, mode, sources=False)  # as for a covered dock: a picture
+    # and the knock-out's line need no per-token re-runs (the sources table)
+    return explain_result(req)
+
+
+def overlay_of_explanation(ex, parts: tuple[str, ...], percent: int = 30):
+    """The overlay of a compute.explain.Explanation already made (what `app.api.explain` returns), or None
+    without parts."""
+    if not parts:
+        return None
+    from app.explain_service import ENGINE_LOCK, overlay_of, result_of
+
+    with ENGINE_LOCK:
+        res = result_of(ex, sources=False)
+    return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)

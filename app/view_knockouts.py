@@ -116,18 +116,6 @@ def _key(key: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def dock_items(ko: dict | None) -> tuple:
-    """A view's checked `knockouts` as the Explain dock's items (app/docks/explain/model.ExplainRequest.knockout):
-    ("token", p), ("block", layer, part), ("expert", layer | None, id), ("source", c)."""
-    if not ko:
-        return ()
-    items: list[tuple] = [("token", int(p)) for p in ko.get("tokens", ())]
-    items += [("block", int(ly), str(part)) for ly, part in ko.get("blocks", ())]
-    items += [("expert", None if ly is None else int(ly), int(e)) for ly, e in ko.get("experts", ())]
-    items += [("source", int(c)) for c in ko.get("sources", ())]
-    return tuple(dict.fromkeys(items))
-
-
 def knockout_line(res) -> str:
     """One plain line of a knock-out's before and after (app/docks/explain/model.ExplainResult with .knockout), in
     the label language: what `k3-explorer export --view` prints for a view's knock-outs (the Explain dock's

@@ -1,18 +1,16 @@
 """What the 3D view draws of an explanation (feature I1 + I3): the logit-lens column and the contribution
 route, as plain data handed over by the app (the Explain dock), and the GL items that draw them.
 
-`ExplainOverlay` is Qt-free plain data; `ExplainItems` owns a box mesh (the lens strip) and a line item (the
-route) and fills them for a layout. The label candidates (the lens words) and the header line come from
+`ExplainOverlay` is Qt-free plain data (scene/explain_data.py); `ExplainItems` owns a box mesh (the lens strip)
+and a line item (the route) and fills them for a layout. The label candidates (the lens words) and the header line come from
 `label_candidates` / `header_note`, which the view's OverlayInput carries to the label placer.
 """
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from scene import attention_arcs, lens_column, route_glow
+from scene import attention_arcs, knockout_marks, lens_column, route_glow
+from scene.explain_data import ExplainOverlay
 from scene.geometry import boxes_mesh
 from scene.gl_items import FamilyMesh, Lines, SCENE_LOCK
 from scene.layout import Layout
@@ -20,38 +18,17 @@ from scene.layout import Layout
 __all__ = ["ExplainOverlay", "ExplainItems", "header_note"]
 
 
-@dataclass(frozen=True)
-class ExplainOverlay:
-    """position / piece: the explained position (0-based) and its token; word: the piece predicted there.
-    lens: (layer, top_word, top_prob, word_rank, word_prob) per reading (layer 0 = the embedding), or () when
-    the lens column is off. route: (layer, part, value) direct contributions, or () when the route is off;
-    threshold: the absolute |value| from which a block glows."""
-
-    position: int
-    piece: str
-    word: str
-    lens: tuple = ()
-    route: tuple = ()
-    threshold: float = 0.0
-    logit: float = 0.0
-    attention: tuple = ()  # per layer (1-based: index ℓ-1), what the position reads at each position 0..position
-    # (the head mean of KDA's implicit A or MLA's softmax), or () when the arcs are off
-    extra: dict = field(default_factory=dict, compare=False)
-
-    @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)
-    def lit(self) -> dict:
-        return route_glow.lit_blocks(self.route, self.threshold) if self.route else {}
-
-
 def _q(piece: str) -> str:
     return "'" + piece.replace("\n", "\\n") + "'"
 
 
 def header_note(ov: ExplainOverlay | None, tr) -> str:
-    """The header's line about what the lens column and the route show ("" when neither is on)."""
-    if ov is None or not (ov.lens or ov.route or ov.attention):
+    """The header's line about what the lens column, the route and a knock-out show ("" when none is on)."""
+    if ov is None or not (ov.lens or ov.route or ov.attention or ov.after):
         return ""
     parts = [tr("scene.explain.what", position=ov.position, piece=_q(ov.piece), word=_q(ov.word))]
+    if ov.after:
+        parts.append(knockout_note(ov, tr))
     if ov.lens:
         settled = lens_column.settled_rank_one([e[3] for e in ov.lens])
         parts.append(tr("scene.explain.lens_from", layer=ov.lens[settled][0]) if settled is not None
@@ -64,6 +41,14 @@ def header_note(ov: ExplainOverlay | None, tr) -> str:
     return " · ".join(parts)
 
 
+def knockout_note(ov: ExplainOverlay, tr) -> str:
+    """'knock-out (zero): ' 상자' p 0.62 · logit 12.16 → ' 공' p 0.41 (' 상자' p 0.02 · logit 6.47)'."""
+    mode, after, p_after, p_word_after, logit_after, p_before = ov.after
+    return tr("scene.knockout.note", mode=tr(f"explain.mode.{mode}"), word=_q(ov.word), p=f"{p_before:.2f}",
+              logit=f"{ov.logit:.2f}", after=_q(after), p_after=f"{p_after:.2f}", p_word_after=f"{p_word_after:.2f}",
+              logit_after=f"{logit_after:.2f}")
+
+
 class ExplainItems:
     """The lens strip (one box per reading) and the route lines, added to a GL widget once."""
 
@@ -72,7 +57,8 @@ class ExplainItems:
         self.route = Lines(mode="lines", width=2.5, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.arcs = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.arcs.setGLOptions("translucent")  # each arc's opacity is its weight
-        for item in (self.strip, self.route, self.arcs):
+        self.crossed = Lines(mode="lines", width=3.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        for item in (self.strip, self.route, self.arcs, self.crossed):
             item.setVisible(False)
             gl.addItem(item)
         self.strip_layers: list[int] = []  # tests: which readings the strip shows, in box order
@@ -98,6 +84,9 @@ class ExplainItems:
         if ov is not None and ov.attention and layout is not None and layout.layer < len(ov.attention):
             arcs = attention_arcs.arc_lines(layout, ov.position, ov.attention[layout.layer])
         self._set(self.arcs, *arcs)
+        crossed = (knockout_marks.knockout_lines(layout, ov.knockout, ov.n_tokens)
+                   if ov is not None and ov.knockout and layout is not None else (None, None))
+        self._set(self.crossed, *crossed)
 
     @staticmethod
     def _set(item, pts, cols) -> None:

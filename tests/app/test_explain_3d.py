@@ -23,6 +23,7 @@ from scene.explain_overlay import _q
 from scene.labels import place_labels
 from scene.lens_column import STRIP_W, STRIP_X
 from tests.app.gui_helpers import image_array, pump, wait_idle
+from tests.app.test_explain_dock import open_page
 
 
 def _result(win, timeout_s: float = 120.0):
@@ -110,6 +111,7 @@ def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
     before = _frame(scene).astype(int)
     controls = dock.show3d
     win.state.show_dock("ExplainDock", "")
+    open_page(dock, "route")  # the 3D view's choices are on the route page
     qtbot.waitUntil(lambda: controls.route.isVisible(), timeout=5000)
     QTest.mouseClick(controls.route, Qt.LeftButton, Qt.NoModifier,
                      QPoint(8, controls.route.height() // 2))

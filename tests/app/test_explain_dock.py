@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QToolButton
 
 from app import i18n
 from app.widgets.paint import qcolor
@@ -26,6 +27,25 @@ def wait_for(cond, timeout_s: float = 90.0, dock=None) -> None:
         if dock is not None:
             assert "failed" not in dock.status.text(), dock.status.text()
         pump(30)
+
+
+def open_page(dock, name: str) -> None:
+    """Click the page's tab, as a person does (the tab bar's scroll arrows first when it is out of sight)."""
+    from app.docks.explain.pages import PAGES
+
+    bar, i = dock.pages.tabBar(), PAGES.index(name)
+    for _ in range(len(PAGES)):
+        rect = bar.tabRect(i)
+        if bar.rect().contains(rect.center()):
+            break
+        arrows = [b for b in bar.findChildren(QToolButton) if b.isVisible()]
+        right = max(arrows, key=lambda b: b.x())
+        left = min(arrows, key=lambda b: b.x())
+        QTest.mouseClick(right if rect.center().x() > bar.width() // 2 else left, Qt.LeftButton)
+    QTest.mouseClick(bar, Qt.LeftButton, Qt.NoModifier, bar.tabRect(i).center())
+    assert dock.pages.currentIndex() == i
+    flush_layouts()
+    flush_layouts()  # a table's rows re-fitted to the page's width on its first show ask for one more layout
 
 
 @pytest.fixture

@@ -10,11 +10,12 @@ from PySide6.QtTest import QTest
 from app import api, i18n
 from app.docks.explain.dock import lens_series
 from gui_helpers import image_array
-from test_explain_dock import PROMPT, dock, wait_for  # noqa: F401 - the dock fixture
+from test_explain_dock import PROMPT, dock, open_page, wait_for  # noqa: F401 - the dock fixture
 
 
 def test_side_by_side_with_random_weights(dock):
     side = dock.side
+    open_page(dock, "side")
     assert not side.table.isVisible() and dock.result.other is None
     assert "random weights" in side.box.text()
     QTest.mouseClick(side.box, Qt.LeftButton, Qt.NoModifier, QPoint(8, side.box.height() // 2))
@@ -27,7 +28,8 @@ def test_side_by_side_with_random_weights(dock):
     xs, ys = side.curve_prob.getData()
     assert np.allclose(xs, x) and np.allclose(ys, prob)
     assert side.table.isVisible() and side.att_plot.isVisible()
-    assert side.table.item(0, 0).text().startswith("' 상자'") and side.table.item(0, 1).text().startswith(
+    assert side.table.item(0, 0).text() == "Word (T = 0)"  # a row's label spans both columns above its cells
+    assert side.table.item(1, 0).text().startswith("' 상자'") and side.table.item(1, 1).text().startswith(
         "'" + other.word.replace("\n", "\\n") + "'")
     assert side.table.horizontalHeaderItem(0).text() == "trained weights"
     assert side.table.horizontalHeaderItem(1).text() == "random weights"
@@ -101,6 +103,7 @@ def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
     state.set_trace(engine.run("the robot picks up the cup. it", 1, Knobs(temperature=0.0)))
     wait_for(lambda: d.result is not None and not d.busy, dock=d)
     assert "trained weights" in d.side.box.text()
+    open_page(d, "side")
     QTest.mouseClick(d.side.box, Qt.LeftButton, Qt.NoModifier, QPoint(8, d.side.box.height() // 2))
     wait_for(lambda: d.result.other is not None and not d.busy, dock=d)
     assert d.result.other.weights == "random"  # what 'trained' gives a model without a trained file

@@ -2,8 +2,9 @@
 as a plot (probability and 1/rank of the predicted word after every layer), each token's causal effect (knock it
 out, re-run) with a knock-out experiment and its before/after top-5, and the blocks' direct contributions.
 
-  model.py   Qt-free: the request, the result (plain numbers for the widgets) and `explain_result`
-  dock.py    ExplainDock; the computation runs on a pool thread with its own engine (never the UI thread)
+  dock.py    ExplainDock; the computation runs on a pool thread (never the UI thread) through the one
+             explanation service, app/explain_service.py (Qt-free: the request, the result, the engine cache)
+  model.py   the service's names as the dock's parts import them
 
 This package module imports no Qt, so `app.docks.explain.model` works without PySide6.
 """

@@ -1,43 +1,41 @@
 """ExplainDock: why the toy predicts its word at the chosen position (see the package docstring).
 
 The explanation (a prefill, the lens, one knock-out re-run per token: ~50-150 ms) runs on a pool thread of its
-own with its own engine (app/docks/explain/model.py), never on the UI thread; requests are coalesced (latest
+own with the explanation service's engine (app/explain_service.py), never on the UI thread; requests are coalesced (latest
 wins) and only made while the dock is visible. The result carries plain numbers only.
 """
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDockWidget, QHBoxLayout, QHeaderView, QLabel,
-                               QPushButton, QScrollArea, QTableWidget, QTableWidgetItem)
+from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QTableWidgetItem, QVBoxLayout, QWidget
 
 from app.docks.deferred import on_screen
-from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.attention import AttentionMixin
-from app.docks.explain.knockouts import KnockoutMixin, _KnockoutList
-from app.docks.explain.model import ABLATION_MODES, Engines, ExplainRequest, ExplainResult
-from app.docks.explain.show3d import Show3DControls, largest_block, layer_words_html, overlay_of
+from app.docks.explain.knockouts import KnockoutMixin
+from app.docks.explain.fit import GROWING_PAGES, fit_rows, header_tooltips
+from app.docks.explain.pages import PageBuilders, page_tabs, retranslate_tabs
+from app.docks.explain.show3d import layer_words_html
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.worker import _Job, _pool, _Relay
+from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
+                                 overlay_of)
 from app.i18n import tr
 from app.slot_guard import guarded
-from app.widgets.controls import fit_table_height, fmt, note_label, scroll_page, section_label, shrinkable
+from app.widgets.controls import fmt, note_label, shrinkable
 from app.widgets.paint import qcolor
-from compute.trace import Knobs
 
 DEBOUNCE_MS = 300  # a pause in the knob changes, then one explanation: it does not compete with the drag (bench/app.py)
 
 
-class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
+class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     retranslates_itself = True  # follows state.language_changed (the main window leaves it alone)
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
         self.setObjectName("ExplainDock")
-        self._engines = Engines()
         self._relay = _Relay()  # unparented: the job holds it too, so it outlives a closed dock
         self._relay.done.connect(self._on_done)
         self._relay.failed.connect(self._on_failed)
@@ -55,14 +53,16 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self._submit)
 
-        area = QScrollArea()
-        area.setObjectName("explain_scroll")
-        lay, self.title = scroll_page(area)
+        body = QWidget()
+        top = QVBoxLayout(body)
+        top.setContentsMargins(8, 6, 8, 4)
+        self.title = QLabel()  # the dock's title bar names it; kept for the language walk
+        self.title.hide()
         self.header = QLabel()
         self.header.setObjectName("explain_header")
         self.header.setWordWrap(True)
         self.header.setTextFormat(Qt.RichText)
-        lay.addWidget(self.header)
+        top.addWidget(self.header)
         row = QHBoxLayout()
         self.position_label = QLabel()
         self.position = shrinkable(QComboBox(), 18)
@@ -70,141 +70,25 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         self.position.activated.connect(guarded(lambda _i: self.refresh()))
         row.addWidget(self.position_label)
         row.addWidget(self.position, 1)
-        lay.addLayout(row)
+        top.addLayout(row)
         self.status = note_label()
         self.status.setObjectName("explain_status")
         self.status.setTextFormat(Qt.PlainText)  # it may quote an error message (a config's name): never rich text
-        lay.addWidget(self.status)
-        self.show3d = Show3DControls()
-        self.show3d.changed.connect(self._show3d_changed)
-        lay.addWidget(self.show3d)
-
-        self.lens_title = section_label()
-        lay.addWidget(self.lens_title)
-        self.plot = pg.PlotWidget()
-        self.plot.setObjectName("explain_lens_plot")
-        self.plot.setMinimumHeight(220)
-        self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.setYRange(0.0, 1.0, padding=0.04)
-        self.legend = self.plot.addLegend(offset=(8, 8))
-        self.curve_prob = self.plot.plot(pen=pg.mkPen(qcolor("output"), width=3))
-        self.curve_rank = self.plot.plot(pen=pg.mkPen(qcolor("kda"), width=2, style=Qt.DashLine))
-        lay.addWidget(self.plot)
-        self.lens_column = note_label()
-        self.lens_column.setObjectName("explain_lens_column")
-        lay.addWidget(self.lens_column)
-        self.lens_note = note_label()
-        lay.addWidget(self.lens_note)
+        top.addWidget(self.status)
+        self.pages, page = page_tabs()
+        top.addWidget(self.pages, 1)
+        self._build_answer(page["answer"])
+        self._build_lens(page["lens"])
+        self._build_attention(page["attention"])
+        self._build_route(page["route"])
+        self._build_experiments(page["experiments"])
         self.side = SideBySide(self.plot)
         self.side.toggled.connect(guarded(lambda _on: self.refresh()))
-        lay.addWidget(self.side)
-
-        self.sources_title = section_label()
-        lay.addWidget(self.sources_title)
-        self.sources = QTableWidget(0, 4)
-        self.sources.setObjectName("explain_sources")
-        self.sources.verticalHeader().setVisible(False)
-        self.sources.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.sources.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.sources.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.sources.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.sources.setContextMenuPolicy(Qt.CustomContextMenu)
-        self.sources.customContextMenuRequested.connect(self._sources_menu)
-        self.sources.itemSelectionChanged.connect(self._update_buttons)
-        lay.addWidget(self.sources)
-        krow = QHBoxLayout()
-        self.knock = QPushButton()
-        self.knock.setObjectName("explain_knockout")
-        self.knock.clicked.connect(self.knock_out_selected)
-        self.mode = QComboBox()
-        self.mode.setObjectName("explain_mode")
-        self.mode.activated.connect(guarded(lambda _i: self.refresh()))
-        self.restore = QPushButton()
-        self.restore.setObjectName("explain_restore")
-        self.restore.clicked.connect(self.restore_knockout)
-        krow.addWidget(self.knock)
-        krow.addWidget(self.mode)
-        krow.addWidget(self.restore)
-        krow.addStretch(1)
-        lay.addLayout(krow)
-        self.sources_note = note_label()
-        lay.addWidget(self.sources_note)
-        self.ko_list_title = QLabel()
-        self.ko_list_title.setTextFormat(Qt.PlainText)
-        self.ko_list_title.setWordWrap(True)
-        lay.addWidget(self.ko_list_title)
-        self.ko_list = _KnockoutList(self)
-        self.ko_list.setObjectName("explain_knockout_list")
-        self.ko_list.setContextMenuPolicy(Qt.CustomContextMenu)
-        self.ko_list.customContextMenuRequested.connect(self._ko_list_menu)
-        lay.addWidget(self.ko_list)
-        self.ko_list.hide()
-        self.ko_list_title.hide()
-        self.ko_label = QLabel()
-        self.ko_label.setObjectName("explain_knockout_result")
-        self.ko_label.setWordWrap(True)
-        self.ko_label.setTextFormat(Qt.RichText)
-        lay.addWidget(self.ko_label)
-        self.ko_table = QTableWidget(5, 2)
-        self.ko_table.setObjectName("explain_knockout_table")
-        self.ko_table.verticalHeader().setVisible(False)
-        self.ko_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.ko_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        lay.addWidget(self.ko_table)
-
-        self.att_title = section_label()
-        lay.addWidget(self.att_title)
-        self.att_heads = QCheckBox()
-        self.att_heads.setObjectName("explain_attention_per_head")
-        self.att_heads.toggled.connect(self._per_head_toggled)
-        lay.addWidget(self.att_heads)
-        self.att_plot, self.att_image = heatmap_plot("explain_attention_overview")
-        self.att_plot.setMinimumHeight(260)
-        self.att_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(qcolor("focus"), width=1))
-        self.att_plot.addItem(self.att_line)
-        self.att_plot.scene().sigMouseClicked.connect(self._attention_clicked)
-        lay.addWidget(self.att_plot)
-        self.att_layer = QLabel()
-        self.att_layer.setObjectName("explain_attention_layer")
-        self.att_layer.setWordWrap(True)
-        lay.addWidget(self.att_layer)
-        self.att_table = QTableWidget(0, 0)
-        self.att_table.setObjectName("explain_attention")
-        self.att_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.att_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        lay.addWidget(self.att_table)
-        self.att_note = note_label()
-        lay.addWidget(self.att_note)
-
-        self.blocks_title = section_label()
-        lay.addWidget(self.blocks_title)
-        self.blocks = QTableWidget(0, 3)
-        self.blocks.setObjectName("explain_blocks")
-        self.blocks.verticalHeader().setVisible(False)
-        self.blocks.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.blocks.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.blocks.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.blocks.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.blocks.itemSelectionChanged.connect(self._update_buttons)
-        self.blocks.setContextMenuPolicy(Qt.CustomContextMenu)
-        self.blocks.customContextMenuRequested.connect(self._blocks_menu)
-        lay.addWidget(self.blocks)
-        brow = QHBoxLayout()
-        self.knock_block = QPushButton()
-        self.knock_block.setObjectName("explain_knockout_block")
-        self.knock_block.clicked.connect(self.knock_out_block)
-        brow.addWidget(self.knock_block)
-        brow.addStretch(1)
-        lay.addLayout(brow)
-        self.block_words = QLabel()
-        self.block_words.setObjectName("explain_block_words")
-        self.block_words.setWordWrap(True)
-        self.block_words.setTextFormat(Qt.RichText)
-        lay.addWidget(self.block_words)
-        self.blocks_note = note_label()
-        lay.addWidget(self.blocks_note)
-        lay.addStretch(1)
-        self.setWidget(area)
+        page["side"].addWidget(self.side)
+        for name, lay in page.items():
+            if name not in GROWING_PAGES:
+                lay.addStretch(1)
+        self.setWidget(body)
 
         state.trace_changed.connect(self._on_trace)
         state.layer_changed.connect(self._on_layer)
@@ -248,8 +132,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         tr_ = self.state.trace
         if tr_ is None or self.position.count() == 0:
             return None
-        k = tr_.knobs  # only the knobs that change the layers: temperature / top-p leave the explanation as it is
-        knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
+        knobs = knobs_of(tr_.knobs)
         return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
                               int(self.position.currentData()), knobs, self._knockout,
                               ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
@@ -283,7 +166,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
     def _start(self, req: ExplainRequest) -> None:
         self._busy = True
         self.status.setText(tr("explain.computing"))
-        _pool().start(_Job(self._engines, req, self._relay))
+        _pool().start(_Job(req, self._relay))
 
     def _next(self) -> None:
         self._busy = False
@@ -368,7 +251,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
                 if c == 3 and ans != res.word:
                     it.setForeground(qcolor("output"))
                 self.sources.setItem(r, c, it)
-        fit_table_height(self.sources)
+        fit_rows(self.sources)
         self._show_knockout(res)
         self.blocks.setRowCount(len(res.blocks))
         for r, (ly, part, v) in enumerate(res.blocks):
@@ -379,7 +262,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
                 if c == 2:
                     it.setForeground(qcolor("good" if v > 0 else "output"))
                 self.blocks.setItem(r, c, it)
-        fit_table_height(self.blocks)
+        fit_rows(self.blocks)
         self._show_attention(res)
         self.side.show_result(res, lens_series)
         self._show_3d(res)
@@ -445,6 +328,8 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
     def retranslate(self) -> None:
         self.setWindowTitle(tr("explain.dock.title"))
         self.title.setText(tr("explain.title"))
+        retranslate_tabs(self.pages)
+        self.ko_empty.setText(tr("explain.ko.empty"))
         self.position_label.setText(tr("explain.position"))
         self.show3d.retranslate()
         self.ko_list_title.setText(tr("knockout.list.title"))
@@ -459,6 +344,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         self.lens_note.setText(tr("explain.lens.note"))
         self.sources_title.setText(tr("explain.sources.title"))
         self.sources.setHorizontalHeaderLabels([tr(f"explain.sources.col{c}") for c in range(4)])
+        header_tooltips(self.sources)
         self.knock.setText(tr("explain.ko.button"))
         self.knock_block.setText(tr("explain.ko.button_block"))
         i = self.mode.currentIndex()
@@ -468,6 +354,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         self.restore.setText(tr("explain.ko.restore"))
         self.sources_note.setText(tr("explain.sources.note"))
         self.ko_table.setHorizontalHeaderLabels([tr("explain.ko.before"), tr("explain.ko.after")])
+        header_tooltips(self.ko_table)
         self.att_title.setText(tr("explain.att.title"))
         self.att_heads.setText(tr("explain.att.per_head"))
         self.att_heads.setToolTip(tr("explain.att.per_head.tip"))
@@ -476,6 +363,7 @@ class ExplainDock(KnockoutMixin, AttentionMixin, QDockWidget):
         self.att_plot.setLabel("bottom", tr("explain.att.axis_position"))
         self.blocks_title.setText(tr("explain.blocks.title"))
         self.blocks.setHorizontalHeaderLabels([tr(f"explain.blocks.col{c}") for c in range(3)])
+        header_tooltips(self.blocks)
         if self.result is not None:
             self._show(self.result)
         else:

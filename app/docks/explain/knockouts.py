@@ -7,10 +7,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QListWidget, QMenu, QTableWidgetItem
 
 from app.docks.explain.model import ABLATION_MODES, ExplainResult
+from app.explain_service import knockout_items
+from app.docks.explain.fit import fit_rows, show_page
 from app.docks.explain.text import _esc, piece_text, source_text
 from app.i18n import tr
 from app.slot_guard import guarded
-from app.widgets.controls import fit_table_height, fmt
+from app.widgets.controls import fmt
 
 
 class _KnockoutList(QListWidget):
@@ -95,15 +97,9 @@ class KnockoutMixin:
             self._knockout = ()
             self._knockouts_changed()
             return
-        items: list[tuple] = [("token", int(p)) for p in ko.get("tokens", ())]
-        items += [("block", int(ly), str(part)) for ly, part in ko.get("blocks", ())]
-        for ly, e in ko.get("experts", ()):
-            items.append(("expert", None if ly is None else int(ly), int(e)))  # None: every MoE layer
-        items += [("source", int(c)) for c in ko.get("sources", ())]
-        mode = ko.get("mode", ABLATION_MODES[0])
-        if mode in ABLATION_MODES:
-            self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
-        self._knockout = tuple(dict.fromkeys(items))
+        items, mode = knockout_items(ko)
+        self.mode.setCurrentIndex(ABLATION_MODES.index(mode))
+        self._knockout = items
         self._knockouts_changed()
 
     def add_knockout(self, item: tuple, mode: str) -> None:
@@ -163,6 +159,8 @@ class KnockoutMixin:
         self._knockouts_changed()
 
     def _knockouts_changed(self) -> None:
+        if self._knockout:  # the experiment's result is what the user looks for now: its page, at its top
+            show_page(self.pages, "experiments")
         self.state.knockouts_changed.emit((self._knockout, ABLATION_MODES[max(0, self.mode.currentIndex())]))
         self._fill_ko_list()
         self.refresh()
@@ -214,7 +212,9 @@ class KnockoutMixin:
 
     def _show_knockout(self, res: ExplainResult) -> None:
         ko = res.knockout
-        self.ko_table.setVisible(ko is not None)
+        for w in (self.ko_table, self.ko_label, self.restore):
+            w.setVisible(ko is not None)
+        self.ko_empty.setVisible(ko is None)
         if ko is None:
             self.ko_label.setText("")
             return
@@ -230,11 +230,13 @@ class KnockoutMixin:
                 what.append(tr("knockout.what.expert_all", n=it[2]))
             else:
                 what.append(tr("explain.ko.what_expert", layer=it[1], n=it[2]))
-        self.ko_label.setText(tr("explain.ko.result", tokens=", ".join(what), mode=tr(f"explain.mode.{ko['mode']}"),
+        self.ko_label.setText(tr("explain.ko.result.p", tokens=", ".join(what), mode=tr(f"explain.mode.{ko['mode']}"),
                                  before=_esc(piece_text(res.word)), after=_esc(piece_text(ko["word"])),
+                                 p=fmt(res.prob), p_after=fmt(ko.get("word_prob_after", 0.0)),
+                                 p_word_after=fmt(ko.get("prob_after", 0.0)),
                                  logit=fmt(res.logit, 2), logit_after=fmt(ko["logit_after"], 2)))
         for r in range(5):
             for c, top in enumerate((res.top5, ko["top5"])):
                 pc, p = top[r]
                 self.ko_table.setItem(r, c, QTableWidgetItem(f"{piece_text(pc)}  {fmt(p)}"))
-        fit_table_height(self.ko_table)
+        fit_rows(self.ko_table)

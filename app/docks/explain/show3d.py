@@ -1,6 +1,6 @@
 """The Explain dock's "In the 3D view" controls: the logit-lens column and the contribution
-route drawn in the 3D stack, with the route's threshold; and the plain data the 3D view draws of a result
-(`overlay_of`), and what a clicked layer's blocks promote and suppress (`layer_words_html`)."""
+route drawn in the 3D stack, with the route's threshold, and what a clicked layer's blocks promote and suppress
+(`layer_words_html`). What the 3D view draws of a result is app/explain_service.overlay_of."""
 from __future__ import annotations
 
 import html
@@ -11,8 +11,7 @@ from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QSlider, QWidget
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.controls import fmt, section_label
-from scene.explain_overlay import ExplainOverlay
-from scene.route_glow import threshold_of
+from app.explain_service import largest_block, overlay_of  # noqa: F401 (the dock's names for them)
 
 DEFAULT_LENS = True
 DEFAULT_ROUTE = False
@@ -110,25 +109,6 @@ class Show3DControls(QWidget):
         self.arcs.setToolTip(tr("explain.show3d.arcs.tip"))
         self.slider.setToolTip(tr("explain.route.threshold.tip"))
         self._sync()
-
-
-def largest_block(res) -> float:
-    return max((abs(v) for _l, _p, v in res.totals), default=0.0)
-
-
-def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False) -> ExplainOverlay | None:
-    """What the 3D view draws of an ExplainResult (None: nothing)."""
-    if res is None or not (lens or route or arcs):
-        return None
-    entries = ()
-    if lens:
-        entries = tuple((i, top[0], float(top[1]), int(rank), float(prob))
-                        for i, (top, rank, prob) in enumerate(zip(res.lens_top, res.lens_rank, res.lens_prob)))
-    blocks = tuple(res.totals) if route else ()
-    piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
-    reads = tuple(tuple(float(x) for x in row.mean(0)) for row in res.attention) if arcs else ()
-    return ExplainOverlay(res.position, piece, res.word, entries, blocks,
-                          threshold_of(blocks, percent / 100) if blocks else 0.0, float(res.logit), reads)
 
 
 def _words(items) -> str:

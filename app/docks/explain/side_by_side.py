@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QTableWidgetItem, QVBoxLayout, QWidget
 
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.model import other_weights
+from app.docks.explain.fit import fit_rows, header_tooltips, wrapping_table
 from app.i18n import tr
-from app.widgets.controls import fit_table_height, fmt
+from app.widgets.controls import fmt
 from app.widgets.paint import qcolor
 from scene.lens_column import settled_rank_one
 from scene.palette import diverging
@@ -80,10 +81,11 @@ class SideBySide(QWidget):
         self.note.setTextFormat(Qt.PlainText)
         self.note.hide()
         lay.addWidget(self.note)
-        self.table = QTableWidget(len(ROWS), 2)
-        self.table.setObjectName("explain_side_table")
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        # each compared row is a label spanning both columns above its two cells: at the default 460-px dock
+        # a row-label column took half the width and elided the cells
+        self.table = wrapping_table(2 * len(ROWS), 2, "explain_side_table")
+        for r in range(len(ROWS)):
+            self.table.setSpan(2 * r, 0, 1, 2)
         lay.addWidget(self.table)
         self.att_title = QLabel()
         self.att_title.setWordWrap(True)
@@ -129,11 +131,12 @@ class SideBySide(QWidget):
         for c, r in enumerate((res, other)):
             for row, text in enumerate(summary_cells(r)):
                 it = QTableWidgetItem(text)
+                it.setToolTip(text)
                 if row == 0 and r.word != res.word:
                     it.setForeground(qcolor("output"))
-                self.table.setItem(row, c, it)
+                self.table.setItem(2 * row + 1, c, it)
         self._headers()
-        fit_table_height(self.table)
+        fit_rows(self.table)
         if other.attention:
             share = attention_share(other.attention, self.per_head)
             self.att_image.setImage(share_image(share), levels=(0, 255))
@@ -145,7 +148,13 @@ class SideBySide(QWidget):
     def _headers(self) -> None:
         this, that = self._weights, other_weights(self._weights)
         self.table.setHorizontalHeaderLabels([tr(f"explain.weights.{this}"), tr(f"explain.weights.{that}")])
-        self.table.setVerticalHeaderLabels([tr(f"explain.side.row.{r}") for r in ROWS])
+        header_tooltips(self.table)
+        for r, name in enumerate(ROWS):
+            it = QTableWidgetItem(tr(f"explain.side.row.{name}"))
+            f = it.font()
+            f.setBold(True)
+            it.setFont(f)
+            self.table.setItem(2 * r, 0, it)
         self.box.setText(tr("explain.side.box", other=tr(f"explain.weights.{that}")))
         self.att_title.setText(tr("explain.side.attention", other=tr(f"explain.weights.{that}")))
 

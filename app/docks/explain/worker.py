@@ -1,10 +1,10 @@
 """The Explain dock's worker: one pool thread, owned by the application, computes an explanation
-(app/docks/explain/model.py) and hands the result or a one-line failure back to the UI thread."""
+(app/explain_service.py) and hands the result or a one-line failure back to the UI thread."""
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal
 
-from app.docks.explain.model import Engines, ExplainRequest, explain_result
+from app.explain_service import ExplainRequest, explain_result
 
 _POOL: QThreadPool | None = None
 
@@ -26,13 +26,13 @@ class _Relay(QObject):
 
 
 class _Job(QRunnable):
-    def __init__(self, engines: Engines, req: ExplainRequest, relay: _Relay):
+    def __init__(self, req: ExplainRequest, relay: _Relay):
         super().__init__()
-        self.engines, self.req, self.relay = engines, req, relay
+        self.req, self.relay = req, relay
 
     def run(self) -> None:
         try:
-            res = explain_result(self.engines, self.req)
+            res = explain_result(self.req)
         except Exception as exc:  # noqa: BLE001 - shown in the dock, the app keeps running
             lines = [s for s in str(exc).splitlines() if s.strip()]
             self._emit(self.relay.failed, self.req.serial, f"{type(exc).__name__}: {lines[0] if lines else ''}")

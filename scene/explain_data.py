@@ -1,0 +1,37 @@
+"""What the 3D view draws of an explanation, as plain data (Qt-free: app/explain_service.py builds it without
+a display); scene/explain_overlay.py draws it."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from scene import route_glow
+
+__all__ = ["ExplainOverlay"]
+
+
+@dataclass(frozen=True)
+class ExplainOverlay:
+    """position / piece: the explained position (0-based) and its token; word: the piece predicted there.
+    lens: (layer, top_word, top_prob, word_rank, word_prob) per reading (layer 0 = the embedding), or () when
+    the lens column is off. route: (layer, part, value) direct contributions, or () when the route is off;
+    threshold: the absolute |value| from which a block glows."""
+
+    position: int
+    piece: str
+    word: str
+    lens: tuple = ()
+    route: tuple = ()
+    threshold: float = 0.0
+    logit: float = 0.0
+    attention: tuple = ()  # per layer (1-based: index ℓ-1), what the position reads at each position 0..position
+    # (the head mean of KDA's implicit A or MLA's softmax), or () when the arcs are off
+    knockout: tuple = ()  # the active knock-out's items (scene/knockout_marks.py), or ()
+    after: tuple = ()  # with a knock-out: (mode, word after, its probability, the word's probability after, the
+    # word's logit after, the word's probability before)
+    n_tokens: int = 0  # positions 0..position: the lanes of the embedding slab
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)
+    def lit(self) -> dict:
+        return route_glow.lit_blocks(self.route, self.threshold) if self.route else {}

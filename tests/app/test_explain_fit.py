@@ -1,0 +1,93 @@
+"""The Explain dock's pages fit the default layouts (issue 40.2): the real window opened at 1920×1080, 1366×768
+and 1280×720 in English and Korean, the "Why this word" dock raised, every page opened by clicking its tab —
+no page scrolls (down or sideways) and no table's header or cell is cut. Screenshots go to
+$TMPDIR/k3_explain_fit/ for a person to look at."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QTableWidget
+
+from app import i18n
+from app.docks.explain.pages import PAGES
+from gui_helpers import flush_layouts
+from test_explain_dock import open_page, wait_for
+from test_small_screens import clipped_labels, open_window, sideways_scrolling
+
+SHOTS = os.path.join(tempfile.gettempdir(), "k3_explain_fit")
+SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
+
+
+def cut_cells(table: QTableWidget) -> list[str]:
+    """Header sections and cells whose text is wider than their column and not wrapped into a taller row."""
+    bad = []
+    fm = QFontMetrics(table.font())
+    h = table.horizontalHeader()
+    for c in range(table.columnCount()):
+        it = table.horizontalHeaderItem(c)
+        if it is None or not h.isVisible():
+            continue
+        lines = it.text().split("\n")
+        if max(fm.horizontalAdvance(line) for line in lines) + 8 > h.sectionSize(c) or h.height() < len(lines) * fm.height():
+            bad.append(f"{table.objectName()} header {it.text()!r} in {h.sectionSize(c)} x {h.height()} px")
+    for r in range(table.rowCount()):
+        for c in range(table.columnCount()):
+            it = table.item(r, c)
+            if it is None or not it.text():
+                continue
+            w = sum(table.columnWidth(c + k) for k in range(table.columnSpan(r, c)))
+            need = fm.boundingRect(0, 0, w - 8, 10000, int(Qt.TextWordWrap), it.text()).height()
+            if need > table.rowHeight(r) + 1 or fm.horizontalAdvance(max(it.text().split(), key=len, default="")) > w:
+                bad.append(f"{table.objectName()} ({r}, {c}) {it.text()[:30]!r}: {need} px in {table.rowHeight(r)}")
+    return bad
+
+
+def overlapping(inner) -> list[str]:
+    """Shown widgets of a page's own layout (and its rows) that overlap each other."""
+    boxes = []
+    lay = inner.layout()
+    for i in range(lay.count()):
+        item = lay.itemAt(i)
+        ws = [item.widget()] if item.widget() is not None else (
+            [item.layout().itemAt(k).widget() for k in range(item.layout().count())] if item.layout() else [])
+        boxes += [w for w in ws if w is not None and w.isVisible()]
+    bad = []
+    for a_i, a in enumerate(boxes):
+        for b in boxes[a_i + 1:]:
+            if a.geometry().intersects(b.geometry()):
+                bad.append(f"{a.objectName() or type(a).__name__} overlaps {b.objectName() or type(b).__name__}")
+    return bad
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_page_fits(qtbot, tmp_path, size, lang):
+    w, h = size
+    win = open_window(qtbot, tmp_path, w, h, lang)
+    try:
+        dock = win.docks["ExplainDock"]
+        dock.raise_()
+        flush_layouts()
+        wait_for(lambda: dock.result is not None and not dock.busy and dock.result.sources, dock=dock)
+        os.makedirs(SHOTS, exist_ok=True)
+        problems = []
+        for name in PAGES:
+            open_page(dock, name)
+            area = dock.pages.currentWidget()
+            win.grab().save(os.path.join(SHOTS, f"{lang}_{w}x{h}_{name}.png"))
+            if area.verticalScrollBar().maximum() > 0:
+                problems.append(f"{name}: scrolls {area.verticalScrollBar().maximum()} px "
+                                f"(content {area.widget().sizeHint().height()} in {area.viewport().height()})")
+            problems += [f"{name}: {p}" for p in sideways_scrolling(area) + clipped_labels(area)]
+            problems += [f"{name}: {p}" for p in overlapping(area.widget())]
+            for t in area.findChildren(QTableWidget):
+                if t.isVisible():
+                    problems += [f"{name}: {p}" for p in cut_cells(t)]
+        assert problems == [], "\n".join(problems)
+    finally:
+        win.close()
+        i18n.set_language("en")
