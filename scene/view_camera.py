@@ -9,7 +9,8 @@ from PySide6.QtGui import QVector3D
 from scene import camera as camlib
 from scene import navigation as nav
 from scene.gl_items import SCENE_LOCK
-from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
+from scene.labels import _fonts, _header_rect, _legend_layout
+from scene.legend import export_label_scale  # the overlay's real boxes, for the camera's band
 
 BAND_GAP = 6.0  # px (x label scale) kept between a framing and the header / the legend
 
@@ -67,7 +68,7 @@ class CameraMixin:
         export = width is None and height is None and self.export_size is not None
         if export:
             width, height = self.export_size
-            scale = max(0.75, min(width / 1280, height / 800))  # as _paint_labels scales an export's labels
+            scale = export_label_scale(width, height)  # as _paint_labels scales an export's labels
         w = float(width if width is not None else self.container.width())
         h = float(height if height is not None else self.container.height())
         if not self.labels_enabled or self.layout is None or w < 50 or h < 50:
