@@ -35,7 +35,7 @@ class ExplainOverlay:
     threshold: float = 0.0
     logit: float = 0.0
     attention: tuple = ()  # per layer (1-based: index ℓ-1), what the position reads at each position 0..position
-    # (the head mean of KDA's implicit A or MLA's softmax), or () when the arcs are off
+    # per head [H][T] (KDA's implicit A or MLA's softmax), or () when the arcs are off
     extra: dict = field(default_factory=dict, compare=False)
 
     @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)
@@ -70,7 +70,7 @@ class ExplainItems:
     def __init__(self, gl):
         self.strip = FamilyMesh()
         self.route = Lines(mode="lines", width=2.5, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
-        self.arcs = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        self.arcs = Lines(mode="lines", width=attention_arcs.LINE_WIDTH, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.arcs.setGLOptions("translucent")  # each arc's opacity is its weight
         for item in (self.strip, self.route, self.arcs):
             item.setVisible(False)

@@ -126,7 +126,7 @@ def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False) -
                         for i, (top, rank, prob) in enumerate(zip(res.lens_top, res.lens_rank, res.lens_prob)))
     blocks = tuple(res.totals) if route else ()
     piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
-    reads = tuple(tuple(float(x) for x in row.mean(0)) for row in res.attention) if arcs else ()
+    reads = tuple(tuple(tuple(float(x) for x in h) for h in row) for row in res.attention) if arcs else ()  # per head
     return ExplainOverlay(res.position, piece, res.word, entries, blocks,
                           threshold_of(blocks, percent / 100) if blocks else 0.0, float(res.logit), reads)
 
