@@ -393,6 +393,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         lay.setSpacing(0)
         lay.addWidget(self.scene, 1)
         self.answer_strip = AnswerStrip(self.state, box)
+        self.answer_strip.word_clicked.connect(guarded(lambda pos, word: self.docks["ExplainDock"].explain_word(pos, word)))
         lay.addWidget(self.answer_strip)
         return box
 

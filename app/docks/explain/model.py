@@ -31,6 +31,7 @@ class ExplainRequest:
     compare: bool = False  # also explain the same tokens with the other weights (trained <-> random), side by side
     sources: bool = True  # knock each earlier token out (one re-run per token: the costly part); False when only
     # the 3D view needs the result (lens, attention, route) and the dock is not on screen
+    word: int | None = None  # the vocabulary index explained (the answer strip's clicked word); None: the answer
 
 
 def other_weights(name: str) -> str:
@@ -95,7 +96,7 @@ def explain_result(engines: Engines, req: ExplainRequest) -> ExplainResult:
     t0 = time.perf_counter()
     with engines.lock:
         m = engines.get(req.config, req.weights)
-        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode)
+        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode, word=req.word)
         lens = ex.lens
         srcs = ex.sources if req.sources else []
         answers = ex.source_answers if req.sources else []
