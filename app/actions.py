@@ -80,6 +80,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("weights_random", "model", "", group="weights"),
     ActionSpec("lang_en", "language", "", group="language"),
     ActionSpec("lang_ko", "language", "", group="language"),
+    ActionSpec("tour", "help", ""),  # app/tour.py: the guided tour "why this word"
     ActionSpec("shortcuts", "help", "F1"),
     ActionSpec("about", "help", ""),
 )

@@ -32,6 +32,17 @@ class CameraMixin:
         self._animate_to(fit(), animate, refit=fit)
         return True
 
+    def box_camera(self, lo, hi) -> camlib.Camera:
+        """The camera that frames the world box (lo, hi) between the header and the legend, from the angles the
+        camera is going to (as frame_block does for a block)."""
+        return nav.frame_block(lo, hi, self._anim_target(), self._aspect(), self.free_band())
+
+    def frame_box(self, lo, hi, animate: bool = True) -> None:
+        """Move the camera (eased) to frame the world box (lo, hi): a part of the scene that is no block (the
+        lens column, the attention arcs' ladder, the guided tour's chapters)."""
+        lo, hi = tuple(float(v) for v in lo), tuple(float(v) for v in hi)
+        self._animate_to(self.box_camera(lo, hi), animate, refit=lambda: self.box_camera(lo, hi))
+
     def block_in_view(self, block_id: str, cam: camlib.Camera | None = None) -> bool:
         """Whether the block's box lies whole in the view, between the header and the legend, seen by cam
         (default: where the camera is going)."""
