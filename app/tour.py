@@ -27,6 +27,7 @@ CHAPTERS: tuple[str, ...] = ("answer", "lens", "route", "knockout", "arcs", "sid
 NEEDS = {"answer": (None, None, None), "lens": (True, None, None), "route": (None, True, None),
          "knockout": (None, None, None), "arcs": (None, None, True), "side": (None, None, None)}
 HIGHLIGHT = QColor(255, 196, 64)
+BOX_FILL = 0.9  # a chapter's box fills this much of the free band (its part is the subject)
 
 
 def chapter_text(chapter: str, t=tr) -> tuple[str, str]:
@@ -62,7 +63,7 @@ def chapter_camera(view, chapter: str) -> camlib.Camera:
     if chapter in ("lens", "route") and view.layout is not None:
         return nav.preset_camera("stack", view.layout, view._aspect(), view.free_band())
     box = chapter_box(view.layout, chapter) if view.layout is not None else None
-    return view.box_camera(*box) if box is not None else view._layer_camera()
+    return view.box_camera(*box, fill=BOX_FILL) if box is not None else view._layer_camera()
 
 
 def box_on_screen(box, cam: camlib.Camera, w: float, h: float) -> QRectF | None:

@@ -4,13 +4,14 @@ has .cam, .gl, .container, .layout, ._anim (a QVariantAnimation), ._anim_path, .
 .export_size, _overlay_input() and _redraw(); the maths is scene/navigation.py's."""
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtGui import QVector3D
 
 from scene import camera as camlib
 from scene import navigation as nav
 from scene.gl_items import SCENE_LOCK
-from scene.labels import _fonts, _header_rect, _legend_layout
-from scene.legend import export_label_scale  # the overlay's real boxes, for the camera's band
+from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
+from scene.legend import export_label_scale
 
 BAND_GAP = 6.0  # px (x label scale) kept between a framing and the header / the legend
 
@@ -32,10 +33,15 @@ class CameraMixin:
         self._animate_to(fit(), animate, refit=fit)
         return True
 
-    def box_camera(self, lo, hi) -> camlib.Camera:
-        """The camera that frames the world box (lo, hi) between the header and the legend, from the angles the
-        camera is going to (as frame_block does for a block)."""
-        return nav.frame_block(lo, hi, self._anim_target(), self._aspect(), self.free_band())
+    def box_camera(self, lo, hi, fill: float = nav.FRAME_FILL) -> camlib.Camera:
+        """The camera that frames the world box (lo, hi) between the header and the legend, filling `fill` of
+        that band, from the angles the camera is going to (as frame_block does for a block, which fills half)."""
+        current = self._anim_target()
+        az, el = nav.block_angles(current)
+        fill_y, centre_y = nav.band_fill(self.free_band())
+        base = camlib.Camera(azimuth=az, elevation=el, fov=current.fov)
+        return camlib.fit_points(base, camlib.box_corners(np.asarray(lo, float), np.asarray(hi, float)),
+                                 self._aspect(), nav.FILL_X * fill, fill_y * fill, centre_y)
 
     def frame_box(self, lo, hi, animate: bool = True) -> None:
         """Move the camera (eased) to frame the world box (lo, hi): a part of the scene that is no block (the
