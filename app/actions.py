@@ -81,6 +81,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("weights_random", "model", "", group="weights"),
     ActionSpec("lang_en", "language", "", group="language"),
     ActionSpec("lang_ko", "language", "", group="language"),
+    ActionSpec("tour", "help", ""),  # app/tour.py: the guided tour "why this word"
     ActionSpec("shortcuts", "help", "F1"),
     ActionSpec("show_hint", "help", ""),  # app/first_run_hint.py
     ActionSpec("open_log_folder", "help", "", separator_before=True),  # app/support.py

@@ -11,12 +11,13 @@ from PySide6.QtGui import QFont, QFontMetricsF, QImage, QPainter, QTextLayout, Q
 from app.widgets.paint import qcolor
 
 _BAND = qcolor("caption_band")  # the caption band below the picture
+MAX_BAND_SHARE = 0.3  # of the frame's height: a small video keeps most of its frame for the model
 
 
 def _font(px: float, bold: bool) -> QFont:
     font = QFont()
     font.setFamilies(["Noto Sans", "Noto Sans CJK KR", "DejaVu Sans"])
-    font.setPixelSize(max(8, int(px)))
+    font.setPixelSize(max(7, int(px)))
     font.setBold(bold)
     return font
 
@@ -39,19 +40,19 @@ def _wrapped_height(text: str, font: QFont, width: float) -> float:
 
 
 def _caption_geometry(w: int, h: int) -> tuple[float, float, QFont, QFont]:
-    unit = max(8.0, min(w / 1920, h / 1080) * 30)
+    unit = max(7.0, min(w / 1920, h / 1080) * 30)  # scales with the frame
     return unit, unit * 0.8, _font(unit, True), _font(unit * 0.8, False)
 
 
 def caption_band_height(w: int, h: int, captions: Sequence[tuple[str, str]]) -> int:
     """Height in pixels of a caption band below the picture that holds the longest of `captions` (title
-    line, wrapped explanation); at most 45 % of the frame."""
+    line, wrapped explanation); at most MAX_BAND_SHARE of the frame (the explanation is cut there)."""
     unit, margin, head_font, body_font = _caption_geometry(w, h)
     head_h = QFontMetricsF(head_font).height()
     text_w = w - 2 * margin
     body_h = max((_wrapped_height(body, body_font, text_w) if body else 0.0) for _, body in captions) \
         if captions else 0.0
-    return int(math.ceil(min(h * 0.45, head_h + body_h + 2 * margin + unit * 0.3)))
+    return int(math.ceil(min(h * MAX_BAND_SHARE, head_h + body_h + 2 * margin + unit * 0.3)))
 
 
 def compose_frame(picture: QImage, w: int, h: int, head: str, body: str) -> QImage:
@@ -77,13 +78,14 @@ def burn_caption(image: QImage, head: str, body: str, band_h: float | None = Non
     head_h = QFontMetricsF(head_font).height()
     body_h = _wrapped_height(body, body_font, text_w) if body else 0.0
     if band_h is None:
-        band_h = min(h * 0.45, head_h + body_h + 2 * margin + unit * 0.3)
+        band_h = min(h * MAX_BAND_SHARE, head_h + body_h + 2 * margin + unit * 0.3)
     top = h - band_h
     p = QPainter(image)
     try:
         p.setRenderHint(QPainter.Antialiasing)
         p.setRenderHint(QPainter.TextAntialiasing)
         p.fillRect(QRectF(0, top, w, band_h), _BAND)
+        p.setClipRect(QRectF(0, top, w, band_h))  # an explanation longer than the band is cut at its edge
         p.setPen(qcolor("caption_title"))
         p.setFont(head_font)
         p.drawText(QRectF(margin, top + margin * 0.7, text_w, head_h), Qt.AlignLeft | Qt.AlignVCenter, head)

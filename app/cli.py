@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fps", type=int, default=30, help="frames per second of --animate (default 30)")
     p.add_argument("--orbit", action="store_true", help="with --animate: one orbit around the scene at --step")
     p.add_argument("--no-captions", action="store_true", help="with --animate: leave out the step captions")
+    p.add_argument("--tour", action="store_true",
+                   help="with --animate: the guided tour 'why this word' (Help -> Tour), its captions burnt in")
     return p
 
 
@@ -159,6 +161,8 @@ def _check_arguments(args) -> tuple[int, int, str]:
     if not 1 <= args.tokens <= 64:
         raise ExportError(tr("app.cli.bad_tokens", n=args.tokens))
     out = os.path.abspath(os.path.expanduser(args.out))
+    if getattr(args, "tour", False) and not args.animate:
+        raise ExportError(tr("tour.cli.needs_animate"))
     if args.animate:
         from app.animate import check_spec
 
@@ -479,7 +483,13 @@ def _animate(args, config, trace, steps, width: int, height: int, out: str) -> i
         return True
 
     try:
-        path, frames = animate.export(view, steps, spec, out, args.layer - 1, progress=progress, step=args.step - 1)
+        if getattr(args, "tour", False):
+            from app.tour_video import export_tour
+
+            path, frames = export_tour(view, config, trace, spec, out, progress=progress)
+        else:
+            path, frames = animate.export(view, steps, spec, out, args.layer - 1, progress=progress,
+                                          step=args.step - 1)
     except ExportError as exc:
         return _fail(str(exc), 1)
     finally:

@@ -69,6 +69,7 @@ class ExplainRequest:
     compare: bool = False  # also explain the same tokens with the other weights (trained <-> random), side by side
     sources: bool = True  # knock each earlier token out (one re-run per token: the costly part); False when only
     # the 3D view needs the result (lens, attention, route) and the dock is not on screen
+    word: int | None = None  # the vocabulary index explained (the answer strip's clicked word); None: the answer
 
 
 def other_weights(name: str) -> str:
@@ -114,7 +115,8 @@ def explain_result(req: ExplainRequest) -> ExplainResult:
     t0 = time.perf_counter()
     with ENGINE_LOCK:
         m = engine_for(req.config, req.weights)
-        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode)
+        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode,
+                         word=req.word)
         res = result_of(ex, req.knockout, req.mode, sources=req.sources, serial=req.serial)
     if req.compare:
         res.other = explain_result(replace(req, weights=other_weights(req.weights), compare=False, knockout=()))
@@ -213,7 +215,7 @@ def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False):
                         for i, (top, rank, prob) in enumerate(zip(res.lens_top, res.lens_rank, res.lens_prob)))
     blocks = tuple(res.totals) if route else ()
     piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
-    reads = tuple(tuple(float(x) for x in row.mean(0)) for row in res.attention) if arcs else ()
+    reads = tuple(tuple(tuple(float(x) for x in h) for h in row) for row in res.attention) if arcs else ()  # per head
     after = ()
     if ko:
         after = (ko["mode"], ko["word"], ko.get("word_prob_after", 0.0), ko.get("prob_after", 0.0),

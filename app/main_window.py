@@ -22,6 +22,7 @@ from app.presentation import PresentationMode
 from app.settings import Settings
 from app.state import AppState
 from app.slot_guard import guarded
+from app.tour import start_tour
 from app.view_menu import ViewActions
 from app.widgets import safe_text
 from app.window_layout import WindowLayout, default_window_size, fit_to_screen
@@ -169,6 +170,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             "undo": lambda: self.history.undo(),
             "redo": lambda: self.history.redo(),
             "history": lambda: self.history.show_dialog(),
+            "tour": lambda: start_tour(self),
             "shortcuts": self.show_shortcuts,
             "about": self.show_about,
             "show_hint": lambda: self.hint.show_hint(),
@@ -402,6 +404,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         lay.setSpacing(0)
         lay.addWidget(self.scene, 1)
         self.answer_strip = AnswerStrip(self.state, box)
+        self.answer_strip.word_clicked.connect(guarded(lambda pos, word: self.docks["ExplainDock"].explain_word(pos, word)))
         lay.addWidget(self.answer_strip)
         return box
 

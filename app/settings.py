@@ -184,6 +184,21 @@ class Settings:
         self.q.setValue("explain/arcs3d", int(bool(arcs)))
         self.valid = True
 
+    def tour_seen(self) -> tuple[str, ...]:
+        """The guided tour's chapters seen (app/tour.py), in the order they were first seen."""
+        raw = self.q.value("tour/seen", "") if self.valid else ""
+        if not isinstance(raw, str):
+            return ()
+        return tuple(c for c in raw.split(",") if c.isidentifier())[:32]
+
+    def set_tour_seen(self, chapters) -> None:
+        """Remember the tour's chapters seen (added to those seen before; written by sync())."""
+        seen = list(self.tour_seen())
+        seen += [c for c in chapters if c not in seen and str(c).isidentifier()]
+        self.q.setValue("version", SETTINGS_VERSION)
+        self.q.setValue("tour/seen", ",".join(seen[:32]))
+        self.valid = True
+
     def prompt(self, default: str) -> str:
         value = self.q.value("prompt", default) if self.valid else default
         if not isinstance(value, str) or not value.strip():

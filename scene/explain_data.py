@@ -25,7 +25,7 @@ class ExplainOverlay:
     threshold: float = 0.0
     logit: float = 0.0
     attention: tuple = ()  # per layer (1-based: index ℓ-1), what the position reads at each position 0..position
-    # (the head mean of KDA's implicit A or MLA's softmax), or () when the arcs are off
+    # per head [H][T] (KDA's implicit A or MLA's softmax), or () when the arcs are off
     knockout: tuple = ()  # the active knock-out's items (scene/knockout_marks.py), or ()
     after: tuple = ()  # with a knock-out: (mode, word after, its probability, the word's probability after, the
     # word's logit after, the word's probability before)

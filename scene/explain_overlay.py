@@ -55,7 +55,7 @@ class ExplainItems:
     def __init__(self, gl):
         self.strip = FamilyMesh()
         self.route = Lines(mode="lines", width=2.5, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
-        self.arcs = Lines(mode="lines", width=2.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
+        self.arcs = Lines(mode="lines", width=attention_arcs.LINE_WIDTH, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.arcs.setGLOptions("translucent")  # each arc's opacity is its weight
         self.crossed = Lines(mode="lines", width=3.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         for item in (self.strip, self.route, self.arcs, self.crossed):

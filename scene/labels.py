@@ -100,6 +100,15 @@ def _leader(r: QRectF, box: QRectF, gap: float) -> tuple[float, float, float, fl
     return x, r.bottom(), x, box.top()  # a row above it
 
 
+def _short(name: str) -> str:
+    """A label's short form: without its trailing parenthesis ("k_rope (NoPE)" -> "k_rope"), else its last word
+    where it has three or more ("latent cache c_kv" -> "c_kv")."""
+    if name.endswith(")") and " (" in name:
+        return name[:name.rindex(" (")]
+    words = name.split()
+    return words[-1] if len(words) >= 3 else name
+
+
 def _is_cap(block) -> bool:
     """A thin block of the stack's cap (final AttnRes, final norm, LM head, sampling)."""
     return block.part == "global" and block.family == "stack" and block.layer == 0 and block.kind != "embedding"
@@ -177,7 +186,7 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         return (fmn.horizontalAdvance(name) + gap + (fms.horizontalAdvance(shp) if shp else 0) + 12 * s,
                 fmn.height() + 3 * s)
 
-    def spots(px, py, where, name, shp, box, focus, beside=False):
+    def spots(px, py, where, name, shp, box, focus, beside=False, remote=False):
         """The label's possible rects, best first. `beside`: a thin block of the stack's cap (final AttnRes,
         final norm, LM head, sampling) is named beside itself, left or right, with a leader line (four caps in
         1.7 slab heights: above them only two names fit, and each covered the caps over it)."""
@@ -185,6 +194,11 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         if where == "left":
             first = [QRectF(px - w - 4 * s, py - h / 2, w, h)]
             return first + ([first[0].translated(0, -h - 2 * s), first[0].translated(0, h + 2 * s)] if focus else [])
+        if where == "key":  # a key's entry (the strongest attention arcs): from its spot, rows lower or higher,
+            # or one width farther left (under the token wall the legend may leave no row)
+            first = QRectF(px, py - h / 2, w, h)
+            return [first.translated(dx, k * (h + 2 * s)) for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5)
+                    for dx in (0.0, -w - 8 * s, w + 8 * s)]
         if where == "right":  # a layer number: a row lower or higher where its spot is taken (Final AttnRes
             # beside the top slab took the "93" spot at layer 37)
             first = [QRectF(px + 4 * s, py - h / 2, w, h)]
@@ -216,6 +230,12 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
                 found += [QRectF(box.right() + 8 * s, y, w, h), QRectF(box.left() - w - 8 * s, y, w, h)]
             found += [r.translated(0, box.bottom() + 2 * s - top) for r in (centred, left, right)]
             found += [r.translated(0, -h - 4 * s) for r in (centred, left, right)]
+            if remote:  # a cache's name goes farther (a leader line ties it) before it would cover a block
+                for k in (1, -1, 2, -2, 3, -3, 4, -4):
+                    y = box.center().y() - h / 2 + k * (h + 2 * s)
+                    found += [QRectF(box.right() + 8 * s, y, w, h), QRectF(box.left() - w - 8 * s, y, w, h),
+                              QRectF(centred.left(), top - k * (h + 2 * s) if k > 0 else box.bottom() + 2 * s
+                                     - (k + 1) * (h + 2 * s), w, h)]
         return found
 
     def inside(r: QRectF) -> QRectF | None:
@@ -237,13 +257,22 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         box = outlines.screen_box(bid) if block is not None else None  # (block_screen_box, projected once)
         shown = shape if pri <= 0 else ""
         beside = block is not None and _is_cap(block)
-        options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside))
+        remote = block is not None and block.role == "state" and not focus
+        options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside, remote))
                    if r is not None]
         if not options:
             continue
         chosen = next((r for r in options if _rect_free(r, taken) and outlines.clear(r, bid, GRAZE * s)), None)
         forced = False
-        if chosen is None and pri < 2:  # a step's, the selected or hovered block's, a cache's label: clear of labels at least
+        if chosen is None and remote and _short(name) != name:  # a cache's short name where the long one has
+            # no clear spot (a 1280 x 720 window's MLA panel: "latent cache c_kv" covered W_qb's plate)
+            name = _short(name)
+            options = [r for r in (inside(r) for r in spots(px, py, where, name, "", box, focus, beside, remote))
+                       if r is not None]
+            chosen = next((r for r in options if _rect_free(r, taken) and outlines.clear(r, bid, GRAZE * s)), None)
+        if chosen is None and remote:  # never over another block: the hover tooltip still names it
+            continue
+        if chosen is None and pri < 2:  # a step's, the selected or hovered block's label: clear of labels at least
             chosen = next((r for r in options if _rect_free(r, taken)), None)
         if chosen is None:
             if pri > 0:

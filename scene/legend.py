@@ -12,6 +12,16 @@ from scene.header import _pack
 from scene.overlay_style import OverlayInput, make_font, qcolor, theme_colour
 from scene.tooltips import model_args
 
+EXPORT_MIN_SCALE = 0.45  # the smallest export's fonts (x the screen's): a 320 x 180 GIF's legend is ~6-px text
+MAX_LEGEND_SHARE = 0.2  # of the view's height: past it the notes go, then the colour roles' later lines
+
+
+def export_label_scale(width: float, height: float) -> float:
+    """How much an export of width x height scales the overlay's fonts (1 = the screen's): with the image, from
+    1280 x 800 up (a 4K PNG: 2.7, a legible legend), down to EXPORT_MIN_SCALE for small ones (a 320 x 180 GIF
+    shows the model, not a legend drawn at a laptop screen's size)."""
+    return max(EXPORT_MIN_SCALE, min(width / 1280, height / 800))
+
 
 def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> dict:
     """The legend strip along the bottom: its box and its lines (the value scale, the colour roles, then the
@@ -55,6 +65,10 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
     if cur:
         lines.append(cur)
     note_lines = _pack(notes, "   ·   ", fm, max_w)
+    budget = MAX_LEGEND_SHARE * height  # a small view keeps the scale and the roles that fit, not the notes
+    if (len(lines) + len(note_lines)) * lh + 2 * pad - 4 * s > budget:
+        note_lines = []
+        lines = lines[:max(1, int((budget - 2 * pad + 4 * s) // lh))]
     box_h = (len(lines) + len(note_lines)) * lh + 2 * pad - 4 * s
     content_w = max([sum(it[2] for it in ln) + gap * (len(ln) - 1) for ln in lines] +
                     [fm.horizontalAdvance(t) for t in note_lines])

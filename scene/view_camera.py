@@ -4,12 +4,14 @@ has .cam, .gl, .container, .layout, ._anim (a QVariantAnimation), ._anim_path, .
 .export_size, _overlay_input() and _redraw(); the maths is scene/navigation.py's."""
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtGui import QVector3D
 
 from scene import camera as camlib
 from scene import navigation as nav
 from scene.gl_items import SCENE_LOCK
 from scene.labels import _fonts, _header_rect, _legend_layout  # the overlay's real boxes, for the camera's band
+from scene.legend import export_label_scale
 
 BAND_GAP = 6.0  # px (x label scale) kept between a framing and the header / the legend
 
@@ -30,6 +32,22 @@ class CameraMixin:
             return nav.frame_block(b.lo, b.hi, self._anim_target(), self._aspect(), self.free_band())
         self._animate_to(fit(), animate, refit=fit)
         return True
+
+    def box_camera(self, lo, hi, fill: float = nav.FRAME_FILL) -> camlib.Camera:
+        """The camera that frames the world box (lo, hi) between the header and the legend, filling `fill` of
+        that band, from the angles the camera is going to (as frame_block does for a block, which fills half)."""
+        current = self._anim_target()
+        az, el = nav.block_angles(current)
+        fill_y, centre_y = nav.band_fill(self.free_band())
+        base = camlib.Camera(azimuth=az, elevation=el, fov=current.fov)
+        return camlib.fit_points(base, camlib.box_corners(np.asarray(lo, float), np.asarray(hi, float)),
+                                 self._aspect(), nav.FILL_X * fill, fill_y * fill, centre_y)
+
+    def frame_box(self, lo, hi, animate: bool = True) -> None:
+        """Move the camera (eased) to frame the world box (lo, hi): a part of the scene that is no block (the
+        lens column, the attention arcs' ladder, the guided tour's chapters)."""
+        lo, hi = tuple(float(v) for v in lo), tuple(float(v) for v in hi)
+        self._animate_to(self.box_camera(lo, hi), animate, refit=lambda: self.box_camera(lo, hi))
 
     def block_in_view(self, block_id: str, cam: camlib.Camera | None = None) -> bool:
         """Whether the block's box lies whole in the view, between the header and the legend, seen by cam
@@ -67,7 +85,7 @@ class CameraMixin:
         export = width is None and height is None and self.export_size is not None
         if export:
             width, height = self.export_size
-            scale = max(0.75, min(width / 1280, height / 800))  # as _paint_labels scales an export's labels
+            scale = export_label_scale(width, height)  # as _paint_labels scales an export's labels
         w = float(width if width is not None else self.container.width())
         h = float(height if height is not None else self.container.height())
         if not self.labels_enabled or self.layout is None or w < 50 or h < 50:

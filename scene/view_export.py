@@ -12,6 +12,7 @@ from scene.frames import render_offscreen
 from scene.gl_items import PAINT_LOCK
 from scene.gl_widget import _ExportContext
 from scene.labels import BACKGROUNDS, OverlayInput, paint_overlay
+from scene.legend import export_label_scale
 
 __all__ = ["ExportMixin"]
 
@@ -149,6 +150,6 @@ class ExportMixin:
             else:
                 inp.label_scale = 1.0  # exports: sized to the image, not to presentation mode
                 w, h = img.width(), img.height()
-                paint_overlay(p, inp, w, h, scale=max(0.75, min(w / 1280, h / 800) * 1.0))
+                paint_overlay(p, inp, w, h, scale=export_label_scale(w, h))
         finally:
             p.end()

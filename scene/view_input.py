@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, QPointF
 from PySide6.QtWidgets import QToolTip
 
 from scene.block_kinds import LINEAR_IN  # y = x @ W kind -> the kind of x
-from scene import lens_column
+from scene import attention_arcs, lens_column
 from scene.explain_overlay import header_note
 from scene.labels import OverlayInput
 from scene.steps import scene_note_key
@@ -134,6 +134,13 @@ class InputMixin:
             if not lens:
                 return dict(explain_note=header_note(ov, self.tr), route_on=bool(ov.route), outside_note=outside)
             labels = lens_column.label_candidates(layout, ov.lens, _lens_piece) if ov.lens else None
+            if ov.attention and 0 <= layout.layer < len(ov.attention):  # the strongest arcs' names, per head
+                trace = self.drawn_trace()
+                tokens = ([trace.tokens[p][0] if p < len(trace.tokens) else "" for p in layout.row_positions]
+                          if trace is not None else None)
+                labels = (labels or []) + attention_arcs.label_candidates(
+                    layout, ov.position, ov.attention[layout.layer], tokens, self.tr,
+                    layout.dims.mixers[layout.layer])
             cached = self._explain_cache = (key, labels, header_note(ov, self.tr), (ov, layout))  # keeps the ids
         return dict(lens_labels=cached[1] if lens else None, explain_note=cached[2], route_on=bool(ov.route),
                     outside_note=outside)

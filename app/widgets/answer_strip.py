@@ -3,11 +3,15 @@ and the five most probable next words as bars (probability after temperature and
 outline), so a slider change shows its effect next to the model whatever the dock layout. A prompt outside the
 toy language gets a one-line warning here too.
 
+Every bar is numbered (its probability after temperature and top-p, as Transformer Explainer numbers its bars),
+and a click on a bar's word asks to explain that word at that position instead of the answer (`word_clicked`;
+the main window hands it to the Explain dock).
+
 Painted with QPainter from the current trace (app.player.sampling_candidates): no computation of its own, a
 repaint per new trace or pass."""
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -31,12 +35,19 @@ def shown_piece(piece: str) -> str:
 
 class AnswerStrip(QWidget):
     """A one-line strip: 'Next word (token k): ' 상자' p 0.78' then five bars. `rows()` gives what is drawn
-    (for tests and for the tooltip)."""
+    (for tests and for the tooltip); `word_clicked(position, vocabulary index)` when a bar's word is clicked."""
+
+    word_clicked = Signal(int, int)
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.setObjectName("answer_strip")
         self.state = state
+        self._hits: list[tuple[QRectF, int]] = []  # each bar's slot on screen and its vocabulary index
+        self.numbers: list[tuple[QRectF, str]] = []  # where each bar's probability was printed (tests)
+        self._position = -1  # the position whose next word the shown pass drew
+        self._index: dict[str, int] = {}  # piece -> vocabulary index of the shown rows
+        self.setMouseTracking(True)
         self._rows: list[tuple[str, float, float]] = []
         self._word: tuple[str, float] | None = None
         self._outside = False
@@ -70,6 +81,14 @@ class AnswerStrip(QWidget):
             p = min(max(int(getattr(self.state, "pass_index", 0)), 0), len(trace.passes) - 1)
             self._pass = p
             self._rows = sampling_candidates(trace, p, N_BARS)
+            wanted = {r[0] for r in self._rows}
+            self._index = {}
+            for j, (pc, _tid) in enumerate(trace.vocab):
+                if pc in wanted and pc not in self._index:
+                    self._index[pc] = j
+            positions = getattr(trace.passes[p], "positions", None)
+            self._position = (int(positions.ravel()[-1]) if positions is not None and len(positions.ravel())
+                              else int(getattr(trace, "prompt_len", 1)) - 1 + p)
             piece, _tid, prob = sampled_token(trace, p)
             self._word = (piece, prob)
             in_lang = getattr(trace, "prompt_in_language", None)
@@ -84,7 +103,25 @@ class AnswerStrip(QWidget):
         lines = [tr("strip.tip.title")]
         lines += [tr("strip.tip.row", word=shown_piece(p), before=f"{b:.3f}", after=f"{a:.3f}")
                   for p, b, a in self._rows]
-        return "\n".join(lines)
+        return "\n".join(lines + [tr("strip.tip.click")])
+
+    # ------------------------------------------------------------------ clicks
+    def word_at(self, x: float, y: float) -> int | None:
+        """The vocabulary index of the bar under (x, y), None elsewhere."""
+        return next((j for r, j in self._hits if r.contains(x, y)), None)
+
+    def mouseMoveEvent(self, event) -> None:
+        on = self.word_at(event.position().x(), event.position().y()) is not None
+        self.setCursor(Qt.PointingHandCursor if on else Qt.ArrowCursor)
+        super().mouseMoveEvent(event)
+
+    def mousePressEvent(self, event) -> None:
+        j = self.word_at(event.position().x(), event.position().y())
+        if event.button() == Qt.LeftButton and j is not None and self._position >= 0:
+            self.word_clicked.emit(self._position, j)
+            event.accept()
+            return
+        super().mousePressEvent(event)
 
     # ------------------------------------------------------------------ drawing
     def _fonts(self) -> tuple[QFont, QFont]:
@@ -135,16 +172,24 @@ class AnswerStrip(QWidget):
         w = fm.horizontalAdvance(ptxt) + 18
         p.drawText(QRectF(x, y, w, row_h), Qt.AlignVCenter, ptxt)
         x += w
-        # five bars side by side in what is left: piece name, then a bar of 0..1
+        # five bars side by side in what is left: piece name, a bar of 0..1, its probability
+        self._hits, self.numbers = [], []
         if self._rows:
             slot = max(60.0, (self.width() - x - 10) / len(self._rows))
+            num_w = fm.horizontalAdvance("0.00") + 6
             for piece_i, before, after in self._rows:
                 name = shown_piece(piece_i)
-                name_w = min(fm.horizontalAdvance(name) + 6, slot * 0.45)
+                name_w = min(fm.horizontalAdvance(name) + 6, slot * 0.4)
+                if piece_i in self._index:
+                    self._hits.append((QRectF(x, y, slot, row_h), self._index[piece_i]))
                 p.setPen(TEXT if piece_i == piece else MUTED)
                 p.drawText(QRectF(x, y, name_w, row_h), Qt.AlignVCenter | Qt.AlignRight,
                            fm.elidedText(name, Qt.ElideRight, int(name_w)))
-                bx, bw = x + name_w + 4, max(10.0, slot - name_w - 14)
+                bx, bw = x + name_w + 4, max(10.0, slot - name_w - 14 - num_w)
+                p.setPen(TEXT if piece_i == piece else MUTED)
+                num = QRectF(bx + bw + 3, y, num_w, row_h)
+                p.drawText(num, Qt.AlignVCenter | Qt.AlignLeft, f"{after:.2f}")
+                self.numbers.append((num, f"{after:.2f}"))
                 bar = QRectF(bx, y + row_h * 0.3, bw, row_h * 0.4)
                 p.setPen(Qt.NoPen)
                 p.setBrush(BAR_FILL)

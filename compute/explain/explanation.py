@@ -52,8 +52,9 @@ class Explanation:
 
     def __init__(self, model, tokens: list, position: int | None = None, *, knobs: Knobs | None = None,
                  ablation: Ablation | None = None, source_mode: str = "resample", lens_mode: str = "exit",
-                 before: "Explanation | None" = None, source_metric: str = "contrast"):
-        """tokens: [(piece, id), ...] as the tokenizer gives them (or bare ids of toy-vocabulary pieces)."""
+                 before: "Explanation | None" = None, source_metric: str = "contrast", word: int | None = None):
+        """tokens: [(piece, id), ...] as the tokenizer gives them (or bare ids of toy-vocabulary pieces); word:
+        the token id whose logit is explained (default the most probable one, the temperature-0 answer)."""
         vocab_pieces = {tid: pc for pc, tid in model.vocab}
         toks = [(t[0], int(t[1])) if isinstance(t, tuple) else (vocab_pieces.get(int(t), f"<id {int(t)}>"), int(t))
                 for t in tokens]
@@ -93,7 +94,9 @@ class Explanation:
         self._loop = needs_loop(self.ablation)
         self.run = prefill(model, self.ids, self.knobs, self.ablation, loop=self._loop)
         self.logits = np.asarray(self.run.final["lm_head"][position], dtype=np.float64)
-        self.word_index = int(np.argmax(self.logits))
+        self.word_index = int(np.argmax(self.logits)) if word is None else int(word)
+        if not 0 <= self.word_index < self.logits.shape[0]:
+            raise ValueError(f"word {word!r} is outside the vocabulary 0..{self.logits.shape[0] - 1}")
 
     @classmethod
     def of_prompt(cls, model, prompt: str, position: int | None = None, **kw) -> "Explanation":
@@ -111,7 +114,7 @@ class Explanation:
     # ------------------------------------------------------------------ the prediction
     @property
     def word(self) -> str:
-        """The piece predicted at temperature 0 at this position."""
+        """The explained piece: the one predicted at temperature 0 at this position unless `word` chose another."""
         return self.model.vocab[self.word_index][0]
 
     @property

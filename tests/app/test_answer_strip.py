@@ -77,3 +77,37 @@ def test_a_prompt_outside_the_language_is_named_in_the_strip(main_window, qtbot)
     wait_idle(qtbot, win)
     qtbot.waitUntil(lambda: win.state.trace.text == "아이가 상자를 집었다. 그리고", timeout=60000)
     qtbot.waitUntil(lambda: not strip.outside_language(), timeout=10000)
+
+
+def test_every_bar_is_numbered_and_a_click_explains_that_word(main_window, qtbot):
+    """Each of the five bars has its probability (after temperature / top-p: the trace's own 'probs') printed
+    beside it (text pixels in each number's box); a real click on the second bar's word makes the Explain dock
+    explain that word at the drawn word's position: its logit is the engine's lm_head entry for it."""
+    win = main_window
+    strip = win.answer_strip
+    wait_idle(qtbot, win)
+    trace = win.state.trace
+    final = trace.passes[0].final
+    logits = np.asarray(final["lm_head"][-1], dtype=np.float64)
+    order = np.argsort(-logits, kind="stable")[:5]
+    want = [f"{float(np.asarray(final['probs']).ravel()[j]):.2f}" for j in order]
+    img = image_array(strip.grab().toImage())[..., :3].astype(int)
+    assert [t for _, t in strip.numbers] == want
+    bg = img[1, 1]
+    for box, _t in strip.numbers:
+        patch = img[int(box.top()):int(box.bottom()), int(box.left()):int(box.right())]
+        assert (np.abs(patch - bg).sum(-1) > 120).sum() >= 8, _t  # glyphs drawn there
+    # click the second bar's word
+    second = order[1]
+    rect = next(r for r, j in strip._hits if j == second)
+    qtbot.mouseClick(strip, Qt.LeftButton, pos=rect.center().toPoint())
+    dock = win.docks["ExplainDock"]
+    position = trace.prompt_len - 1
+    qtbot.waitUntil(lambda: dock.result is not None and not dock.busy and dock.result.word == trace.vocab[second][0]
+                    and dock.result.position == position, timeout=60000)
+    assert abs(dock.result.logit - logits[second]) < 1e-2 * max(1.0, abs(logits[second]))
+    assert dock.result.word != trace.vocab[order[0]][0]
+    # back to the answer: explain the top word again (the shared window's later tests expect it)
+    first = next(r for r, j in strip._hits if j == order[0])
+    qtbot.mouseClick(strip, Qt.LeftButton, pos=first.center().toPoint())
+    qtbot.waitUntil(lambda: not dock.busy and dock.result.word == trace.vocab[order[0]][0], timeout=60000)

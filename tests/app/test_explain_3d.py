@@ -208,7 +208,10 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
 
 
 def test_attention_arcs_follow_the_layer(make_window, qtbot):
-    from scene.attention_arcs import MIN_ALPHA, SEGMENTS, first_token_wall, row_z
+    """One arc per head and source (never a head mean), in its head's colour, ending at its source's rung of the
+    token ladder; the rungs stand at least a label's height apart on screen; the strongest arc is named in the
+    overlay with its token and its signed weight (compute's own float64 attention)."""
+    from scene.attention_arcs import MIN_ALPHA, SEGMENTS, head_colour, ladder
 
     win, dock, res, scene = _window(make_window, qtbot)
     ex = _explanation(win)
@@ -217,18 +220,30 @@ def test_attention_arcs_follow_the_layer(make_window, qtbot):
     assert dock.show3d.arcs.isChecked() and scene.explanation.attention
 
     def check(layer0):
-        w = ex.attention(layer0 + 1)[:, t, :].mean(0)  # compute's own heads x T x T, float64
-        top = np.abs(w).max()
-        want = [i for i in range(t) if abs(w[i]) / top >= MIN_ALPHA]
-        pos = items.arcs.pos
-        n = len(pos) // (2 * SEGMENTS)
-        assert items.arcs.visible() and n == len(want)
-        alphas = items.arcs.color[::2 * SEGMENTS, 3]
-        wall = first_token_wall(scene.layout)
+        w = ex.attention(layer0 + 1)[:, t, :]  # compute's own heads x T x T, float64: [H, T] for position t
+        assert w.shape[0] >= 2
+        top = np.abs(w[:, :t + 1]).max()
+        want = [(h, i) for h in range(w.shape[0]) for i in range(t) if abs(w[h, i]) / top >= MIN_ALPHA]
         rows = list(scene.layout.row_positions)
-        ends = pos[2 * SEGMENTS - 1::2 * SEGMENTS, 2]  # each arc's last point: at its source row
-        strongest = want[int(np.argmax([abs(w[i]) for i in want]))]
-        assert abs(ends[int(np.argmax(alphas))] - row_z(wall, rows.index(strongest))) < 1e-4
+        x0, rung_z = ladder(scene.layout)
+        pos, col = items.arcs.pos, items.arcs.color
+        arcs_pos, arcs_col = pos[2 * len(rows):], col[2 * len(rows):]  # after the rungs' ties to the wall
+        n = len(arcs_pos) // (2 * SEGMENTS)
+        assert items.arcs.visible() and n == len(want)
+        firsts = arcs_col[::2 * SEGMENTS]
+        heads_drawn = {tuple(round(float(v), 3) for v in c[:3]) for c in firsts}
+        assert heads_drawn == {tuple(round(float(v), 3) for v in head_colour(h)) for h in {h for h, _ in want}}
+        h_top, i_top = max(want, key=lambda hi: abs(w[hi]))
+        last = arcs_pos[-1]  # drawn last (on top): the strongest arc, its end at its source's rung
+        assert abs(last[2] - rung_z[rows.index(i_top)]) < 1e-4
+        assert np.allclose(arcs_col[-1, :3], head_colour(h_top), atol=1e-3)
+        pts, _ok = camlib.project(np.array([[x0, 0.0, z] for z in rung_z]), scene.cam, scene.gl.width(),
+                                  scene.gl.height())
+        assert np.abs(np.diff(pts[:, 1])).min() >= 14  # a token row high (the labels' font) at least
+        labels = place_labels(scene._overlay_input(), scene.gl.width(), scene.gl.height()).labels
+        name = f"'{win.state.trace.tokens[i_top][0]}' {w[h_top, i_top]:+.2f}"
+        assert any(lb.name == name and lb.block_id == f"arc/{h_top}/{i_top}" for lb in labels), (
+            name, [lb.name for lb in labels])
         return pos
 
     a = check(scene.layout.layer)
@@ -245,8 +260,10 @@ def test_attention_arcs_follow_the_layer(make_window, qtbot):
     assert not items.arcs.visible()
     _settle(qtbot, scene)
     without = _frame(scene).astype(int)
-    wall = first_token_wall(scene.layout)
-    (x0, y0) = _px(scene, (wall.lo[0] - 2.5, wall.lo[1], wall.hi[2]))
+    from scene.attention_arcs import first_token_wall, ladder
+
+    wall, (lx, rung_z) = first_token_wall(scene.layout), ladder(scene.layout)
+    (x0, y0) = _px(scene, (lx - 2.5, wall.lo[1], max(rung_z)))
     (x1, y1) = _px(scene, (wall.lo[0], wall.lo[1], wall.lo[2]))
     region = np.abs(with_arcs[y0:y1, x0:x1] - without[y0:y1, x0:x1]).sum(-1) > 40
     assert region.sum() > 30, region.sum()  # the arcs are on screen, left of the wall

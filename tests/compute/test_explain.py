@@ -265,3 +265,25 @@ def test_attnres_source_knockouts(m64):
         ex.knockout(sources=[n])
     assert "outside 0..7" in str(e.value) and "\n" not in str(e.value)
     assert "AttnRes sources 0 (embedding)" in ex.knockout(sources=[0]).ablation.describe()
+
+
+def test_another_word_is_explained_on_request():
+    """Explanation(word=j) explains the logit of vocabulary entry j, not the argmax: its logit is the run's
+    lm_head entry j and its direct contributions still sum to that logit; a word outside the vocabulary is
+    one clear ValueError."""
+    import numpy as np
+    import pytest
+
+    from compute.engine import ToyK3
+    from compute.explain import Explanation
+
+    m = ToyK3(device="cpu")
+    top = Explanation.of_prompt(m, "로봇이 컵을 집었다")
+    j = int(np.argsort(-top.logits)[1])
+    ex = Explanation.of_prompt(m, "로봇이 컵을 집었다", word=j)
+    assert ex.word_index == j and ex.word == m.vocab[j][0] and ex.word != top.word
+    assert ex.logit == pytest.approx(float(top.logits[j]))
+    total = sum(b.value for b in ex.blocks) + ex.rest
+    assert total == pytest.approx(ex.logit, abs=1e-3 * max(1.0, abs(ex.logit)))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        Explanation.of_prompt(m, "로봇이 컵을 집었다", word=len(m.vocab) + 5)

@@ -43,6 +43,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self._busy = False
         self._pending: ExplainRequest | None = None
         self._shown_key = None
+        self._word: tuple[int, int] | None = None  # (position, vocabulary index): the answer strip's clicked word
         self._tokens: tuple = ()
         self._layer_stale = False  # a layer was picked while the dock was not seen (_on_layer)
         self._result_stale = False  # a result came while the dock was not seen (_on_done): shown when it is
@@ -136,7 +137,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
                               int(self.position.currentData()), knobs, self._knockout,
                               ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
-                              on_screen(self.widget()))  # the sources' re-runs only for a dock that is seen
+                              on_screen(self.widget()),  # the sources' re-runs only for a dock that is seen
+                              self._word[1] if self._word and self._word[0] == self.position.currentData() else None)
 
     @guarded
     def refresh(self) -> None:
@@ -150,7 +152,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         if req is None:
             return
         key = (req.tokens, req.position, req.knobs, req.weights, req.knockout, req.mode,
-               getattr(req.config, "name", None), req.compare, req.sources)
+               getattr(req.config, "name", None), req.compare, req.sources, req.word)
         if key == self._shown_key and self._pending is None:
             return
         self._shown_key = key
@@ -220,6 +222,12 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.position.setCurrentIndex(i)
         self.refresh()
         self.state.show_dock(self.objectName(), "")
+
+    def explain_word(self, position: int, word: int) -> None:
+        """Explain why `word` (a vocabulary index; the answer strip's clicked bar) at `position`, not the answer."""
+        self._word = (int(position), int(word))
+        self.explain_position(position)
+        self.refresh()
 
     # ------------------------------------------------------------------ drawing
     def _show(self, res: ExplainResult) -> None:

@@ -1,0 +1,81 @@
+"""No overlaps in the 3D view's overlay at the default sizes (issue 40.6): the real window opened on screens of
+1920x1080, 1366x768 and 1280x720, English and Korean, layers 4 (Gated MLA) and 37 (KDA), with the Why-this-word
+explanation drawn (lens column, per-head attention arcs): no label's rectangle overlaps another's, none covers a
+block other than its own (a 3-px graze of an edge allowed, as the placer's), none reaches under the header or
+the legend, and the legend lies over no block — checked on the placement and on the pixels (the picture drawn
+without the overlay is plain background where the legend goes). Screenshots go to $TMPDIR/k3_overlaps/."""
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+from scene.label_obstacles import BlockOutlines
+from scene.labels import GRAZE, place_labels
+from tests.app.gui_helpers import image_array, pump
+from tests.app.test_small_screens import open_window
+
+SHOTS = os.path.join(tempfile.gettempdir(), "k3_overlaps")
+SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
+
+
+def _explained(win):
+    dock = win.docks["ExplainDock"]
+    while dock.result is None or dock.busy or win.scene.explanation is None:
+        pump(30)
+    return win.scene.explanation
+
+
+def _at_layer(qtbot, win, layer0: int) -> None:
+    win.state.select_layer(layer0)
+    qtbot.waitUntil(lambda: win.scene.layout.layer == layer0 and win.scene._anim_path is None, timeout=10000)
+    pump(50)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_no_label_overlaps_a_label_a_block_or_the_legend(qtbot, tmp_path, size, lang):
+    from app import i18n
+
+    win = open_window(qtbot, tmp_path, *size, lang)
+    try:
+        ov = _explained(win)
+        assert ov.lens and ov.attention  # the explanation is on: lens column and arcs
+        for layer in (4, 37):
+            _at_layer(qtbot, win, layer - 1)
+            sc = win.scene
+            w, h = sc.gl.width(), sc.gl.height()
+            inp = sc._overlay_input()
+            placement = place_labels(inp, w, h)
+            outlines = BlockOutlines(inp.layout, inp.camera, w, h)
+            rects = [(lb.name, lb.rect, lb.block_id, lb.forced) for lb in placement.labels]
+            assert len(rects) >= 25 and any(bid.startswith("arc/") for _, _, bid, _ in rects), ([r[0] for r in rects], [c[2] for c in inp.lens_labels or []], placement.legend, (w, h))
+            overlaps = [(a[0], b[0]) for k, a in enumerate(rects) for b in rects[k + 1:] if a[1].intersects(b[1])]
+            assert not overlaps, (size, lang, layer, overlaps)
+            g = GRAZE * inp.label_scale
+            covering = [(n, outlines.hits(r.adjusted(g, g, -g, -g), bid)) for n, r, bid, forced in rects
+                        if not forced]
+            covering = [c for c in covering if c[1]]
+            assert not covering, (size, lang, layer, covering)
+            under = [n for n, r, _, _ in rects if r.intersects(placement.legend) or r.intersects(placement.header)]
+            assert not under, (size, lang, layer, under)
+            assert not outlines.hits(placement.legend), (size, lang, layer, outlines.hits(placement.legend))
+            # pixels: without the overlay, the legend's box is plain background (no block drawn there)
+            plain = image_array(_plain(sc, w, h))[..., :3]
+            lg = placement.legend
+            box = plain[int(lg.top()):int(lg.bottom()), int(lg.left()):int(lg.right())].astype(int)
+            assert box.size and (np.abs(box - box[0, 0]).sum(-1) > 30).mean() < 0.002, (size, lang, layer)
+            os.makedirs(SHOTS, exist_ok=True)
+            sc.render_image(w, h).save(os.path.join(SHOTS, f"{lang}_{size[0]}x{size[1]}_L{layer}.png"))
+    finally:
+        win.close()
+        i18n.set_language("en")
+
+
+def _plain(sc, w, h):
+    before = sc.labels_enabled
+    sc.labels_enabled = False
+    try:
+        return sc.render_image(w, h)
+    finally:
+        sc.labels_enabled = before

@@ -1,0 +1,94 @@
+"""The guided tour "why this word" (issue 40.4) in the real window with real events: Help -> Tour opens it at
+chapter 1; Next (a real click) walks the six chapters in order — answer strip, lens column, route, knock-out,
+arcs, side by side — each moving the camera to frame its part (the part's box lies inside the view as the camera
+ends), outlining it (amber pixels on the window's grab), switching on what it needs (the route for its chapter)
+and saying what it shows and what it does not; Back goes back; Esc closes it and puts the Explain dock's 3D
+choices back; the chapters seen are in the settings file a new window reads; the texts follow the language."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from app import i18n
+from app.settings import Settings
+from app.tour import CHAPTERS, chapter_box, chapter_text
+from scene import navigation as nav
+from tests.app.gui_helpers import image_array, pump, wait_idle
+
+
+def _amber(win, rect) -> int:
+    img = image_array(win.grab().toImage())[..., :3].astype(int)
+    x0, y0 = max(0, rect.left() - 2), max(0, rect.top() - 2)
+    band = img[y0:rect.bottom() + 3, x0:rect.right() + 3]
+    r, g, b = band[..., 0], band[..., 1], band[..., 2]
+    return int(((r > 230) & (g > 170) & (g < 215) & (b < 100)).sum())
+
+
+def _settled(qtbot, win):
+    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=10000)
+    pump(60)
+
+
+def test_the_tour_walks_its_chapters(make_window, qtbot, tmp_path):
+    win = make_window("tour.ini")
+    wait_idle(qtbot, win)
+    dock = win.docks["ExplainDock"]
+    before = dock.show3d.values()
+    assert not before[1]  # the route is off by default: its chapter turns it on
+    win.registry.actions["tour"].trigger()  # Help -> Tour: why this word
+    tour = win.tour
+    panel = tour.panel
+    assert tour.index == 0 and panel.isVisible()
+    seen_titles = []
+    for i, chapter in enumerate(CHAPTERS):
+        assert tour.index == i
+        _settled(qtbot, win)
+        title, body = chapter_text(chapter)
+        assert panel.title.text() == title and panel.body.text() == body and len(body) > 60
+        assert panel.count.text() == f"{i + 1} / {len(CHAPTERS)}"
+        seen_titles.append(title)
+        box = chapter_box(win.scene.layout, chapter)
+        if box is not None:  # its 3D part framed: whole in the view, between the header and the legend
+            assert nav.box_in_view(*box, win.scene.cam, win.scene.container.width(), win.scene.container.height(),
+                                   margin=-4.0), chapter
+        rect = tour.target_rect()
+        assert rect is not None and tour.highlight.isVisible(), chapter
+        assert _amber(win, tour.highlight.geometry()) > 100, chapter  # the outline is drawn
+        strip = win.answer_strip
+        assert not panel.geometry().intersects(strip.geometry().translated(strip.mapTo(win, strip.rect().topLeft())
+                                                                             - strip.pos()))  # the strip stays seen
+        if chapter == "route":
+            assert dock.show3d.values()[1] and win.scene.explanation.route
+        if chapter == "arcs":
+            assert win.scene.explanation.attention
+        if i == 2:  # Back once, then on
+            qtbot.mouseClick(panel.back, Qt.LeftButton)
+            assert tour.index == 1
+            _settled(qtbot, win)
+            qtbot.mouseClick(panel.next, Qt.LeftButton)
+            assert tour.index == 2
+        if i < len(CHAPTERS) - 1:
+            qtbot.mouseClick(panel.next, Qt.LeftButton)
+    assert len(set(seen_titles)) == len(CHAPTERS)
+    assert panel.next.text() == i18n.tr("tour.done")
+    QTest.keyClick(panel.next, Qt.Key_Escape)  # Esc closes it
+    assert tour.index == -1 and not panel.isVisible() and not tour.highlight.isVisible()
+    qtbot.waitUntil(lambda: dock.show3d.values() == before, timeout=5000)  # the dock's choices are back
+    win.settings.sync()
+    again = Settings(str(tmp_path / "tour.ini"))
+    assert set(again.tour_seen()) == set(CHAPTERS)
+
+
+def test_the_tour_speaks_korean(make_window, qtbot):
+    win = make_window("tour_ko.ini", language="ko")
+    wait_idle(qtbot, win)
+    win.registry.actions["tour"].trigger()
+    panel = win.tour.panel
+    title, body = chapter_text("answer")
+    assert panel.title.text() == title == "답 막대" and "확률" in body
+    assert panel.next.text() == "다음"
+    win.state.set_language("en")
+    pump(50)
+    assert panel.title.text() == "The answer strip" and panel.next.text() == "Next"
+    win.tour.close()
