@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage, QPainter
 
+from assets.plurals import format_text
 from compute.config import ModelConfig, available_configs
 from scene.labels import _legend_layout, block_screen_box, paint_overlay, place_labels
 from scene.steps import build_steps
@@ -26,7 +27,7 @@ def scene_tr(lang: str):
         table.update(json.loads((I18N / f"{name}.{lang}.json").read_text(encoding="utf-8")))
 
     def tr(key, **fmt):
-        return table.get(key, f"[{key}]").format(**fmt)
+        return format_text(table.get(key, f"[{key}]"), **fmt)  # str.format with count phrases, as the app
     return tr
 
 
