@@ -47,8 +47,9 @@ class _CountFormatter(string.Formatter):
 _FORMATTER = _CountFormatter()
 
 
-def format_text(text: str, **fmt) -> str:
-    """str.format(**fmt), with the count phrases above (the plain str.format when the text has none)."""
-    if "|" not in text:
-        return text.format(**fmt)
-    return _FORMATTER.vformat(text, (), fmt)
+def format_text(template: str, /, **fmt) -> str:
+    """template.format(**fmt), with the count phrases above (the plain str.format when it has none). The
+    template is positional-only: a catalogue's placeholder may be called anything, `text` included."""
+    if "|" not in template:
+        return template.format(**fmt)
+    return _FORMATTER.vformat(template, (), fmt)

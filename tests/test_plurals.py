@@ -31,6 +31,7 @@ def test_number_specs_counters_and_plain_fields():
     assert format_text("a | b {x}", x=1) == "a | b 1"  # a bar outside a placeholder is text
     with pytest.raises(ValueError):
         format_text("{n:|a|b|c}", n=1)
+    assert format_text("{text} · {template:|x|xs}", text="t", template=1) == "t · 1 x"  # any placeholder name
 
 
 def test_the_bug_reads_right_in_both_languages():

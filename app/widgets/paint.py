@@ -105,8 +105,37 @@ class record_overflows:
         return False
 
 
+_texts: list[tuple[str, float, bool]] | None = None  # see record_texts()
+
+
+class record_texts:
+    """`with record_texts() as seen:` every text drawn through draw_text() or fit_text() is added to `seen` as
+    (text, its font's size in device pixels — the painter's scaling included —, elided): a drawing scaled
+    down to fit its widget shows as small pixel sizes, a text cut short by fit_text() as elided. The check
+    behind tests/app/test_dock_tabs_fit.py."""
+
+    def __enter__(self) -> list[tuple[str, float, bool]]:
+        global _texts
+        self._saved, _texts = _texts, []
+        return _texts
+
+    def __exit__(self, *_exc) -> bool:
+        global _texts
+        _texts = self._saved
+        return False
+
+
+def _note_text(p: QPainter, s: str, font: QFont, elided: bool = False) -> None:
+    if _texts is not None and s:
+        scale = abs(p.deviceTransform().m22()) or 1.0
+        px = font.pixelSize() if font.pixelSize() > 0 else font.pointSizeF() * p.device().logicalDpiY() / 72
+        _texts.append((s, round(px * scale, 1), elided))
+
+
 def draw_text(p: QPainter, rect: QRectF, flags, s: str) -> None:
-    """p.drawText(rect, flags, s), noting an overflow while record_overflows() is on."""
+    """p.drawText(rect, flags, s), noting an overflow while record_overflows() is on (and the text's size while
+    record_texts() is)."""
+    _note_text(p, s, p.font())
     if _overflows is not None and s:
         took = QFontMetricsF(p.font()).boundingRect(rect, int(flags), s)
         if took.width() > rect.width() + 0.5 or took.height() > rect.height() + 0.5:
@@ -295,6 +324,7 @@ def fit_text(p: QPainter, rect: QRectF, s: str, flags=Qt.AlignCenter | Qt.TextWo
         flags = int(flags) & ~int(Qt.TextWordWrap)
         s = QFontMetricsF(f).elidedText(s, Qt.ElideRight, rect.width())
         took = QFontMetricsF(f).boundingRect(rect, flags, s)
+    _note_text(p, s, f, elided=not fits)
     p.setFont(f)
     p.drawText(rect, int(flags), s)
     p.setFont(base)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage, QPainter
 
+from assets.plurals import format_text
 from scene.label_obstacles import BlockOutlines
 
 from compute.config import ModelConfig, available_configs
@@ -28,7 +29,7 @@ def scene_tr(lang: str):
         table.update(json.loads((I18N / f"{name}.{lang}.json").read_text(encoding="utf-8")))
 
     def tr(key, **fmt):
-        return table.get(key, f"[{key}]").format(**fmt)
+        return format_text(table.get(key, f"[{key}]"), **fmt)  # str.format with count phrases, as the app
     return tr
 
 

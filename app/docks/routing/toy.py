@@ -122,8 +122,9 @@ class RouterToyTab(QWidget):
         self.condition = QComboBox()
         self.condition.setObjectName("routing.toy.condition")
         self.condition.addItems([""] * len(CONDITIONS))
-        self.condition.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.condition.setMinimumContentsLength(20)
+        # as wide as its longest condition: the English robot condition is 45 characters, and a 20-character
+        # minimum cut it off at any dock width
+        self.condition.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.diagram = RouterToyDiagram(self)
         self.diagram.setObjectName("routing.toy.diagram")
         self.result = QLabel()

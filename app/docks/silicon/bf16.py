@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPush
 from app.docks.silicon.canvas import DIM, PANEL, TEXT, Canvas
 from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, note_label
-from app.widgets.paint import box, css, mix, qcolor, text
+from app.widgets.paint import box, css, mix, qcolor, text, wrapped
 from app.widgets.safe_text import plain
 from compute import bits as B
 from compute.config import default_config
@@ -51,6 +51,7 @@ class Float32Strip(Canvas):
     half grey, and the rounding decision."""
 
     LOGICAL = (820.0, 150.0)
+    NARROW = (440.0, 236.0)  # below 620 px: the kept half above the dropped half, 16 bits a row, full-size text
 
     def __init__(self, tab: "Bf16Tab"):
         super().__init__(tab)
@@ -60,9 +61,13 @@ class Float32Strip(Canvas):
     def draw(self, p) -> None:
         r = self.tab.rounding
         b32 = r["f32_bits"]
+        w = self.logical_box()[0]
         text(p, 10, 16, tr("silicon.bf16.f32_title", hex=f"0x{b32:08X}", v=fmt_value(r["f32_value"])), 10, TEXT, True,
-             width=800)
+             width=w - 20)
         cw, x0, y0 = 24.0, 26.0, 38.0
+        if self.narrow:
+            self._draw_rows(p, r, b32, cw, x0, y0)
+            return
         for i in range(32):
             bit = (b32 >> (31 - i)) & 1
             g = group_of(i)
@@ -79,6 +84,22 @@ class Float32Strip(Canvas):
              align=Qt.AlignHCenter | Qt.AlignVCenter, width=380)
         text(p, 10, 128, tr(f"silicon.bf16.round_{r['decision']}", bf=f"0x{r['bf16_bits']:04X}"), 10,
              qcolor("expert"), True, width=800)
+
+    def _draw_rows(self, p, r, b32: int, cw: float, x0: float, y0: float) -> None:
+        """The narrow layout: bits 31..16 (kept, coloured by field) on one row, 15..0 (dropped) under them."""
+        for i in range(32):
+            bit = (b32 >> (31 - i)) & 1
+            kept = i < 16
+            x, y = x0 + (i % 16) * cw, y0 + (0 if kept else 62)
+            col = qcolor(GROUP_ROLE[group_of(i)]) if kept else DIM
+            box(p, QRectF(x, y, cw - 3, 30), mix(PANEL, col, 0.85 if bit else 0.18), col, radius=4, width=1.2)
+            text(p, x + (cw - 3) / 2, y + 15, str(bit), 11, TEXT if bit or not kept else DIM, True, Qt.AlignCenter, cw)
+        mid = x0 + 8 * cw
+        text(p, mid, y0 + 44, tr("silicon.bf16.kept"), 9, TEXT, align=Qt.AlignHCenter | Qt.AlignVCenter, width=400)
+        text(p, mid, y0 + 106, tr("silicon.bf16.dropped", hex=f"0x{r['lower']:04X}"), 9, DIM,
+             align=Qt.AlignHCenter | Qt.AlignVCenter, width=400)
+        wrapped(p, QRectF(10, y0 + 124, 420, 44), tr(f"silicon.bf16.round_{r['decision']}",
+                                                     bf=f"0x{r['bf16_bits']:04X}"), 10, qcolor("expert"))
 
 
 class Bf16Tab(QWidget):

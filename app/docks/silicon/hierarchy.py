@@ -61,7 +61,11 @@ ITEMS: dict[str, tuple[tuple[str, ...], str]] = {
 
 class HierarchyDiagram(Canvas):
     LOGICAL = (800.0, 500.0)
-    NARROW = (560.0, 500.0)  # the same pyramid, 0.62 as wide (the dock's 425 px show it at 0.76, not 0.53)
+    # the dock's 400-460 px: a steeper-sided, taller pyramid whose rows hold three lines (name, size, speed) in
+    # 9.5-point text, instead of the wide one pressed to 0.62 (its 8.5-point texts shrank to 6 px there and the
+    # shared-memory speed was cut off)
+    NARROW = (560.0, 600.0)
+    NARROW_WIDTHS = {"tensor": 280, "reg": 320, "smem": 380, "l2": 420, "hbm": 440, "host": 440}
 
     def __init__(self, tab: "HierarchyTab"):
         super().__init__(tab)
@@ -71,10 +75,13 @@ class HierarchyDiagram(Canvas):
         return 320.0 if self.narrow else 450.0
 
     def rows(self) -> dict[str, QRectF]:
-        cx, f = (self.centre_x(), 0.62) if self.narrow else (self.centre_x(), 1.0)
+        cx = self.centre_x()
         spec = {"tensor": (66, 330), "reg": (124, 420), "smem": (188, 500), "l2": (262, 580), "hbm": (336, 660),
                 "host": (438, 660)}
-        return {k: QRectF(cx - w * f / 2, y, w * f, 54) for k, (y, w) in spec.items()}
+        if self.narrow:  # 1.25 times the spacing, 68-unit rows
+            return {k: QRectF(cx - self.NARROW_WIDTHS[k] / 2, 62 + (y - 66) * 1.25, self.NARROW_WIDTHS[k], 68)
+                    for k, (y, _w) in spec.items()}
+        return {k: QRectF(cx - w / 2, y, w, 54) for k, (y, w) in spec.items()}
 
     def draw(self, p) -> None:
         g = self.tab.gpu()
@@ -87,7 +94,7 @@ class HierarchyDiagram(Canvas):
                  Qt.AlignLeft | Qt.AlignVCenter)
         # frames: SM and GPU package
         # narrow: the frame starts higher, so its "one SM (x132)" label sits above the tensor-core row, not under it
-        sm = rows["tensor"].united(rows["smem"]).adjusted(-40, -22 if self.narrow else -8, 40, 8)
+        sm = rows["tensor"].united(rows["smem"]).adjusted(*((-16, -22, 16, 8) if self.narrow else (-40, -8, 40, 8)))
         pkg = sm.united(rows["hbm"]).adjusted(-10, -6, 10, 22)
         p.setPen(pen(PANEL_EDGE, 1.5, Qt.DashLine))
         p.drawRoundedRect(pkg, 12, 12)
@@ -119,6 +126,13 @@ class HierarchyDiagram(Canvas):
             box(p, r, fill, edge, radius=8, width=2.5 if on else 1.2)
             name, size, bw = info[key]
             text(p, r.left() + 12, r.top() + 16, name, 10, TEXT, True, width=r.width() - 24)
+            if self.narrow:  # size and speed each on their own line under the name
+                p.setFont(font(9.5))
+                p.setPen(TEXT if on else DIM)
+                for i, line_text in enumerate(t for t in (size, bw) if t):
+                    fit_text(p, QRectF(r.left() + 12, r.top() + 27 + 19 * i, r.width() - 24, 19), line_text,
+                             Qt.AlignLeft | Qt.AlignVCenter, min_scale=0.9)
+                continue
             p.setFont(font(8.5))
             p.setPen(TEXT if on else DIM)
             fit_text(p, QRectF(r.left() + 12, r.top() + 28, r.width() - 24, 20), size, Qt.AlignLeft | Qt.AlignVCenter)
@@ -135,11 +149,14 @@ class HierarchyDiagram(Canvas):
         arrow(p, QPointF(cx + 8, y0), QPointF(cx + 8, y1), DIM, 2, 8)
         text(p, cx + 22, (y0 + y1) / 2, "PCIe", 9, DIM)
         # speed / size axis
-        arrow(p, QPointF(40, 380), QPointF(40, 90), DIM, 2, 8)
-        p.setFont(font(8.5))
+        top, bottom = (rows["tensor"].top() + 30, rows["hbm"].bottom() - 10) if self.narrow else (90, 380)
+        arrow(p, QPointF(40, bottom), QPointF(40, top), DIM, 2, 8)
+        p.setFont(font(9.5 if self.narrow else 8.5))
         p.setPen(DIM)
-        p.drawText(QRectF(4, 48, 100, 40), int(Qt.AlignLeft | Qt.AlignBottom | Qt.TextWordWrap), tr("silicon.hier.faster"))
-        p.drawText(QRectF(4, 384, 100, 40), int(Qt.AlignLeft | Qt.AlignTop | Qt.TextWordWrap), tr("silicon.hier.larger"))
+        p.drawText(QRectF(4, top - 42, 100, 40), int(Qt.AlignLeft | Qt.AlignBottom | Qt.TextWordWrap),
+                   tr("silicon.hier.faster"))
+        p.drawText(QRectF(4, bottom + 4, 100, 40), int(Qt.AlignLeft | Qt.AlignTop | Qt.TextWordWrap),
+                   tr("silicon.hier.larger"))
 
 
 class HierarchyTab(QWidget):

@@ -20,11 +20,22 @@ FLASH_S = 0.6
 
 
 class SramSchematic(Canvas):
+    """The 6T cell. Below NARROW_BELOW px (the docks' default 400-460 px) the drawing is pressed together
+    sideways into a 540-unit box instead of the 800-unit one shrunk: the same circuit, its shapes closer, its
+    texts at full size (shrunk, 9-point labels were 6 px high, with half the dock empty)."""
+
     LOGICAL = (800.0, 400.0)
+    NARROW = (540.0, 400.0)
 
     def __init__(self, tab: "SramTab"):
         super().__init__(tab)
         self.tab = tab
+
+    def x_of(self, x: float) -> float:
+        """x of the 800-unit drawing in the current box (the identity in the wide one)."""
+        if not self.narrow:
+            return x
+        return self.NARROW[0] / 2 + (x - 400.0) * 0.67
 
     def _col(self, value):
         if value is None:
@@ -36,62 +47,65 @@ class SramSchematic(Canvas):
         on = cell.powered
         wl = cell.word_line
         q, qb = cell.q, cell.q_bar
-        text(p, 24, 18, tr("silicon.sram.canvas_title"), 12, bold=True, width=600)
-        text(p, 24, 40, tr("silicon.sram.canvas_sub"), 9, DIM, width=600)
+        w = self.logical_box()[0]
+        X = self.x_of  # noqa: N806 - the wide drawing's x, pressed together in the narrow box
+        text(p, 24, 18, tr("silicon.sram.canvas_title"), 12, bold=True, width=w - 48)
+        text(p, 24, 40, tr("silicon.sram.canvas_sub"), 9, DIM, width=w - 48)
         vdd = qcolor("state") if on else qcolor("output")
-        text(p, 776, 22, tr("silicon.sram.vdd_on") if on else tr("silicon.sram.vdd_off"), 10, vdd, True,
+        text(p, X(776), 22, tr("silicon.sram.vdd_on") if on else tr("silicon.sram.vdd_off"), 10, vdd, True,
              Qt.AlignRight | Qt.AlignVCenter)
         # word line, bit lines
         p.setPen(pen(HOT if wl else WIRE, 3 if wl else 2))
-        p.drawLine(QPointF(70, 62), QPointF(730, 62))
-        text(p, 600, 48, tr("silicon.sram.wl"), 9, HOT if wl else DIM, align=Qt.AlignRight | Qt.AlignVCenter, width=300)
+        p.drawLine(QPointF(X(70), 62), QPointF(X(730), 62))
+        text(p, X(600), 76 if self.narrow else 48, tr("silicon.sram.wl"), 9, HOT if wl else DIM,  # narrow: under
+             align=Qt.AlignRight | Qt.AlignVCenter, width=300)  # the line, clear of the subtitle
         bl, blb = cell.bit_lines if cell.bit_lines else (None, None)
         for x, val, key in ((40, bl, "silicon.sram.bl"), (760, blb, "silicon.sram.blb")):
             p.setPen(pen(self._col(val) if val is not None else WIRE, 3 if val is not None else 2))
-            p.drawLine(QPointF(x, 80), QPointF(x, 360))
+            p.drawLine(QPointF(X(x), 80), QPointF(X(x), 360))
             lab = tr(key) + ("" if val is None else f" = {int(val)}")
-            text(p, x, 374, lab, 9, TEXT if val is not None else DIM, align=Qt.AlignHCenter | Qt.AlignVCenter,
+            text(p, X(x), 374, lab, 9, TEXT if val is not None else DIM, align=Qt.AlignHCenter | Qt.AlignVCenter,
                  width=160)
         # access transistors
         for (x_bl, xa, xb, x_node, name) in ((40, 120, 180, 250, "AX1"), (760, 620, 680, 550, "AX2")):
             xg = (xa + xb) / 2
             p.setPen(pen(WIRE, 2))
             lo, hi = min(x_bl, x_node), max(x_bl, x_node)
-            p.drawLine(QPointF(lo, 200), QPointF(xa, 200))
-            p.drawLine(QPointF(xb, 200), QPointF(hi, 200))
-            nmos(p, xa, xb, 200, gate_on=wl, conducting=wl)
+            p.drawLine(QPointF(X(lo), 200), QPointF(X(xa), 200))
+            p.drawLine(QPointF(X(xb), 200), QPointF(X(hi), 200))
+            nmos(p, X(xa), X(xb), 200, gate_on=wl, conducting=wl)
             p.setPen(pen(HOT if wl else WIRE, 2))
-            p.drawLine(QPointF(xg, 187), QPointF(xg, 62))
-            dot(p, QPointF(xg, 62), HOT if wl else WIRE, 4)
-            dot(p, QPointF(x_bl, 200), WIRE, 4)
-            text(p, xg, 222, name, 9, DIM, align=Qt.AlignHCenter | Qt.AlignVCenter, width=60)
+            p.drawLine(QPointF(X(xg), 187), QPointF(X(xg), 62))
+            dot(p, QPointF(X(xg), 62), HOT if wl else WIRE, 4)
+            dot(p, QPointF(X(x_bl), 200), WIRE, 4)
+            text(p, X(xg), 222, name, 9, DIM, align=Qt.AlignHCenter | Qt.AlignVCenter, width=60)
         # inverter 2 (top): input Q -> output Q̅ ; inverter 1 (bottom): input Q̅ -> output Q
         p.setPen(pen(self._col(q), 3))
-        p.drawLine(QPointF(250, 200), QPointF(250, 140))
-        p.drawLine(QPointF(250, 140), QPointF(355, 140))
-        p.drawLine(QPointF(250, 200), QPointF(250, 260))
-        p.drawLine(QPointF(250, 260), QPointF(362, 260))
+        p.drawLine(QPointF(X(250), 200), QPointF(X(250), 140))
+        p.drawLine(QPointF(X(250), 140), QPointF(X(355), 140))
+        p.drawLine(QPointF(X(250), 200), QPointF(X(250), 260))
+        p.drawLine(QPointF(X(250), 260), QPointF(X(362), 260))
         p.setPen(pen(self._col(qb), 3))
-        p.drawLine(QPointF(437, 140), QPointF(550, 140))
-        p.drawLine(QPointF(550, 140), QPointF(550, 260))
-        p.drawLine(QPointF(550, 260), QPointF(445, 260))
+        p.drawLine(QPointF(X(437), 140), QPointF(X(550), 140))
+        p.drawLine(QPointF(X(550), 140), QPointF(X(550), 260))
+        p.drawLine(QPointF(X(550), 260), QPointF(X(445), 260))
         t = cell.transistors()
-        self._inverter(p, [(355, 112), (355, 168), (425, 140)], (431, 140), on)
-        self._inverter(p, [(445, 232), (445, 288), (375, 260)], (369, 260), on)
-        self._caption(p, 400, 96, tr("silicon.sram.inv2"), "PU2", "PD2", t)
-        self._caption(p, 400, 312, tr("silicon.sram.inv1"), "PU1", "PD1", t)
+        self._inverter(p, [(X(355), 112), (X(355), 168), (X(425), 140)], (X(431), 140), on)
+        self._inverter(p, [(X(445), 232), (X(445), 288), (X(375), 260)], (X(369), 260), on)
+        self._caption(p, X(400), 96, tr("silicon.sram.inv2"), "PU2", "PD2", t)
+        self._caption(p, X(400), 312, tr("silicon.sram.inv1"), "PU1", "PD1", t)
         # the two storage nodes
         for x, val, name in ((250, q, "Q"), (550, qb, "Q̅")):
             p.setPen(pen(TEXT, 2))
             p.setBrush(self._col(val))
-            p.drawEllipse(QPointF(x, 200), 20, 20)
+            p.drawEllipse(QPointF(X(x), 200), 20, 20)
             p.setBrush(Qt.NoBrush)
-            text(p, x, 200, "?" if val is None else str(val), 13, TEXT, True, Qt.AlignCenter, 40)
-            text(p, x + (-34 if x < 400 else 34), 176, name, 11, TEXT, True,
+            text(p, X(x), 200, "?" if val is None else str(val), 13, TEXT, True, Qt.AlignCenter, 40)
+            text(p, X(x) + (-34 if x < 400 else 34), 176, name, 11, TEXT, True,
                  (Qt.AlignRight if x < 400 else Qt.AlignLeft) | Qt.AlignVCenter, 60)
         held = self.tab.held_seconds()
         status = (tr("silicon.sram.held", s=f"{held:.1f}") if on and q is not None else tr("silicon.sram.lost"))
-        text(p, 400, 350, status, 10, TEXT if on else qcolor("output"), True, Qt.AlignHCenter | Qt.AlignVCenter, 560)
+        text(p, X(400), 350, status, 10, TEXT if on else qcolor("output"), True, Qt.AlignHCenter | Qt.AlignVCenter, 560)
 
     def _inverter(self, p, tri, bubble, on):
         p.setPen(pen(WIRE if on else DIM, 2))
