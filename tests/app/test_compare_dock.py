@@ -44,8 +44,9 @@ def test_defaults_and_numbers(dock):
 
     assert (dock.pick_a.currentData(), dock.pick_b.currentData()) == ("kimi-k3", "deepseek-v3")
     a, b = _texts = _col_texts(dock, 0), _col_texts(dock, 1)
-    assert a[0] == "93" and "69 KDA + 24 MLA" in a[1] and a[2] == "KKKM" * 23 + "M"
-    assert b[0] == "61" and b[2] == "M" * 61 and "3 dense + 58 MoE" in b[3]
+    assert a[0] == "93" and "69 KDA + 24 MLA" in a[1] and a[2] == "KKKM × 23 + M"
+    assert dock.table.item(2, 0).toolTip() == "KKKM" * 23 + "M" and dock.table.item(2, 1).toolTip() == "M" * 61
+    assert b[0] == "61" and b[2] == "M × 61" and "3 dense + 58 MoE" in b[3]
     assert a[5] == "16" and b[5] == "8"
     # 27,648 B/token and 434,110,464 B state (see tests/compute/test_compare.py)
     assert a[9] == human_bytes(27_648) == "27 KiB" and a[10] == human_bytes(434_110_464) == "414 MiB"

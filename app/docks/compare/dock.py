@@ -1,12 +1,17 @@
-"""CompareDock: two models side by side (compute.compare) with a log-x plot of cache bytes vs context length."""
+"""CompareDock: two models side by side (compute.compare) with a log-x plot of cache bytes vs context length.
+
+The page fits its dock (issue 41.5): the table's cells wrap instead of eliding (the layer pattern is written as its
+repeating unit, "KKKM × 23 + M", the whole pattern in the tooltip), the rows grow to their text, the plot takes the
+height that is left (at least PLOT_MIN_H), and the page scrolls as a whole when the dock is shorter than that, so
+the crossover line under the plot is never cut at the dock's bottom."""
 from __future__ import annotations
 
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
-                               QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtCore import QBuffer, QByteArray, QEvent, QIODevice, Qt, QTimer
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QScrollArea, QSlider, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app import atomic_io
 from app.i18n import tr
@@ -16,6 +21,8 @@ from compute.compare import MAX_CONTEXT, MIN_CONTEXT, ModelSummary, contexts, cr
 from compute.config import ModelConfig, available_configs
 from app.slot_guard import guarded
 
+PLOT_MIN_H = 160  # the plot's least height: with the table and the lines around it the page fits 1920x1080's dock
+PATTERN_GROUP = 10  # a pattern with no repeating unit is written in groups of this many layers (it can wrap)
 SLIDER_STEPS = 80  # slider position i ↔ context 1024 × 1024^(i / SLIDER_STEPS)
 COLOURS = ("phase_a", "phase_b")
 ROWS = ("layers", "mixers", "pattern", "ffn", "experts", "top_k", "attn_res", "params_total", "params_active",
@@ -30,6 +37,26 @@ def human_bytes(n: float) -> str:
         n /= 1024
         i += 1
     return f"{n:.0f} {units[i]}" if i == 0 else f"{n:.3g} {units[i]}"
+
+
+def pattern_text(pattern: str) -> str:
+    """A layer pattern ("KKKMKKKM…M") as its repeating unit and the rest: "KKKM × 23 + M", "M × 61"; a pattern
+    without a unit repeated over at least half of it in groups of PATTERN_GROUP letters (so the cell can wrap)."""
+    for size in range(1, 9):
+        unit = pattern[:size]
+        if len(unit) < size:
+            break
+        times = 0
+        while pattern.startswith(unit, times * size):
+            times += 1
+        if times >= 2 and times * size * 2 >= len(pattern):
+            rest = pattern[times * size:]
+            return f"{unit} × {times}" + (f" + {_groups(rest)}" if rest else "")
+    return _groups(pattern)
+
+
+def _groups(text: str) -> str:
+    return " ".join(text[i:i + PATTERN_GROUP] for i in range(0, len(text), PATTERN_GROUP))
 
 
 def slider_to_context(pos: int) -> int:
@@ -76,6 +103,9 @@ class CompareDock(QDockWidget):
         self.table.setObjectName("compare_table")
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)  # both models get half
+        self.table.setWordWrap(True)  # a long value wraps in its cell and the row grows: never "896 routed …"
+        self.table.setTextElideMode(Qt.ElideNone)
+        self.table.viewport().installEventFilter(self)  # a new width: the rows re-fit (_fit_rows)
         lay.addWidget(self.table)
         crow = QHBoxLayout()
         self.context_label = QLabel()
@@ -95,7 +125,7 @@ class CompareDock(QDockWidget):
         self.plot = pg.PlotWidget()
         self.plot.setObjectName("compare_plot")
         self.plot.setLogMode(x=True, y=True)
-        self.plot.setMinimumHeight(220)
+        self.plot.setMinimumHeight(PLOT_MIN_H)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.getAxis("left").enableAutoSIPrefix(False)  # log axis: ticks read 10^8, 10^9 … bytes
         self.legend = self.plot.addLegend(offset=(10, 10))
@@ -120,7 +150,13 @@ class CompareDock(QDockWidget):
         erow.addWidget(self.status, 1)
         lay.addLayout(erow)
         self.page = page
-        self.setWidget(page)
+        self.scroll = QScrollArea()  # the whole page scrolls when the dock is shorter than it: nothing is cut
+        self.scroll.setObjectName("compare_scroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the page follows the dock's width
+        self.scroll.setWidget(page)
+        self.setWidget(self.scroll)
         self.slider.valueChanged.connect(self._slider_moved)
         self.spin.valueChanged.connect(self._spin_changed)
         self._set_context(self.context)
@@ -171,18 +207,29 @@ class CompareDock(QDockWidget):
                 human_bytes(s.mla_bytes_per_token), human_bytes(s.kda_state_bytes) if s.kda_state_bytes else no,
                 human_bytes(s.cache_at(self.context))]
 
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Resize and obj is self.table.viewport() and \
+                event.size().width() != event.oldSize().width():
+            QTimer.singleShot(0, self, guarded(self._fit_rows))  # once the columns have their new widths
+        return False
+
+    def _fit_rows(self) -> None:
+        """Each row as tall as its wrapped text at the columns' width; the table as tall as its rows."""
+        self.table.resizeRowsToContents()
+        fit_table_height(self.table)
+
     @guarded
     def refresh(self) -> None:
         a, b = self.models()
         self.table.setHorizontalHeaderLabels([a.display_name, b.display_name])
         for col, s in enumerate((a, b)):
             for row, text in enumerate(self._facts(s)):
-                item = QTableWidgetItem(text)
-                item.setToolTip(text)  # the 93-letter pattern is elided in the cell
+                item = QTableWidgetItem(pattern_text(text) if ROWS[row] == "pattern" else text)
+                item.setToolTip(text)  # the whole 93-letter pattern
                 if row == len(ROWS) - 1:
                     item.setForeground(qcolor(COLOURS[col]))
                 self.table.setItem(row, col, item)
-        fit_table_height(self.table)
+        self._fit_rows()
         xs = contexts()
         self.legend.clear()
         for curve, s in zip(self.curves, (a, b)):  # log mode: raw numbers in, items below in log10 units
