@@ -173,7 +173,7 @@ def check_model(view: View, config, path: str = "<view>", layer: bool = True) ->
 
 def check_positions(view: View, path: str = "<view>") -> None:
     """ViewError naming the field unless the view's explained position and knocked-out tokens fit its prompt and
-    token count (app/view_positions.py). Nothing is changed."""
+    token count (app/view_knockouts.py). Nothing is changed."""
     problem = position_problem(view)
     if problem:
         raise ViewError(path, "field", problem[1], problem[0])
