@@ -145,7 +145,7 @@ class History(QObject):
         st.tokens_changed.connect(lambda n: self._record("tokens", n))
         st.knockouts_changed.connect(self._on_knockouts)
         st.trace_arriving.connect(self._trace_arriving)
-        st.trace_changed.connect(self._trace_done)
+        st.trace_settled.connect(self._trace_done)
         st.config_changed.connect(self._on_config)  # the switch: before the window fits the layer to it
         window.engine.config_applied.connect(self._config_done)
         window.engine.weights_applied.connect(lambda name: self._record("weights", name))
@@ -220,8 +220,8 @@ class History(QObject):
         self._quiet = True
 
     def _trace_done(self, _trace) -> None:
-        """After the handlers connected before this one (the player, a view being applied): whatever they
-        moved is the new starting point, not a change of the user's."""
+        """After every other handler of the trace (AppState.set_trace's order: the player, the panels, a view
+        being applied, the window): whatever they moved is the new starting point, not a change of the user's."""
         self._quiet = False
         if self._gone():
             return

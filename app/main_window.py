@@ -181,7 +181,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
     def _connect_state(self) -> None:
         st, sc = self.state, self.scene
         st.trace_arriving.connect(sc.set_trace)  # before every panel: the render thread starts the frame at once
-        st.trace_changed.connect(self._on_trace)
+        st.trace_window.connect(self._on_trace)
         st.layer_changed.connect(sc.set_layer)
         st.pass_changed.connect(sc.set_pass)
         st.token_changed.connect(sc.set_token)
@@ -203,7 +203,8 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
     # --- state -> scene / status -------------------------------------------------------------
     @guarded
     def _on_trace(self, trace) -> None:
-        """After the panels' own handlers of the new trace (the 3D view has it already: trace_arriving)."""
+        """After the panels' own handlers of the new trace and a view being applied (AppState.set_trace's order;
+        the 3D view has it already: trace_arriving)."""
         if self._restore_step:  # the first trace: back to the step whose camera was restored
             step, self._restore_step = self._restore_step, 0
             self.state.player.seek(step)

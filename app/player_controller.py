@@ -27,7 +27,7 @@ class PlayerController(QObject):
         self.speed = 1.0
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._tick)
-        state.trace_changed.connect(self._on_trace)
+        state.trace_player.connect(self._on_trace)
 
     # --- reading --------------------------------------------------------------------------------
     @property

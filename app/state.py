@@ -26,7 +26,12 @@ from compute.trace import Knobs, Trace
 class AppState(QObject):
     trace_arriving = Signal(object)  # Trace, just before trace_changed: for the 3D view alone, so that its frame
     # (drawn in the render thread) starts before the panels' handlers run
-    trace_changed = Signal(object)  # Trace (the new current trace)
+    trace_player = Signal(object)  # Trace: the player's step list, before any panel reads it
+    trace_changed = Signal(object)  # Trace (the new current trace): the panels, in any order among themselves
+    trace_view = Signal(object)  # Trace: a view file being applied finishes (its step, layer, camera)
+    trace_window = Signal(object)  # Trace: the main window's restored step, camera focus and status line
+    trace_settled = Signal(object)  # Trace: last; the undo history takes what the handlers above moved as the new
+    # starting point (not a change of the user's)
     engine_error = Signal(str)  # a run failed; the last good trace stays
     layer_changed = Signal(int)  # selected layer, 0-based
     pass_changed = Signal(int)  # selected forward pass: 0 = prefill, i = decode step i
@@ -97,8 +102,12 @@ class AppState(QObject):
         self.pass_index = min(self.pass_index, len(trace.passes) - 1)
         self.token = min(self.token, len(trace.tokens) - 1)
         self.device = trace.device
-        self.trace_arriving.emit(trace)
-        self.trace_changed.emit(trace)
+        # The order of what happens when a trace arrives is this list, not the order of `connect` calls
+        # (docs/spec/design.md, "When a trace arrives"): the 3D view, the player, the panels, a view being
+        # applied, the window, the undo history last.
+        for phase in (self.trace_arriving, self.trace_player, self.trace_changed, self.trace_view,
+                      self.trace_window, self.trace_settled):
+            phase.emit(trace)
 
     def set_error(self, message: str) -> None:
         self.engine_error.emit(message)

@@ -42,7 +42,7 @@ class ViewActions:
         if at > 0 and actions[at - 1].isSeparator():
             at -= 1  # after Save view…, before the separator that starts the export group
         file_menu.insertMenu(actions[at], self.menu)
-        window.state.trace_changed.connect(self._on_trace)
+        window.state.trace_view.connect(self._on_trace)
         window.state.engine_error.connect(self._on_error)
         window.state.language_changed.connect(lambda _l: self.retranslate())
         self.retranslate()

@@ -99,7 +99,7 @@ def kda_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, alpha: torch.Ten
 
 
 def kda_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
-                chunk_size: int = 16, scale: float | None = None, initial_state: torch.Tensor | None = None
+                scale: float | None = None, initial_state: torch.Tensor | None = None, chunk_size: int = 16
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The chunkwise (WY) form of KDA; equal to `kda_recurrent` up to rounding, for any T.
 

@@ -74,7 +74,6 @@ def _k3_config():
 # K3's facts, read from its shipped config (assets/configs/kimi-k3.json; docs/spec/k3-math.md §0)
 K3_SHAPE = CacheShape.from_config(_k3_config())
 K3_PARAMS_BILLION = float(_k3_config().total_params_billion)
-K3_LAYERS = K3_SHAPE.layers
 K3_MLA_LAYERS = K3_SHAPE.mla_layers
 K3_KDA_LAYERS = K3_SHAPE.kda_layers
 K3_KV_LORA_RANK = _k3_config().kv_lora_rank

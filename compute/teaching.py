@@ -23,10 +23,8 @@ def _k3():
 
 K3_VOCAB = _k3().vocab_size
 K3_HIDDEN = _k3().hidden_size
-K3_LATENT = _k3().moe_latent_size or _k3().hidden_size
 K3_EXPERTS = _k3().n_routed_experts
 K3_TOPK = _k3().num_experts_per_tok
-K3_SHARED = _k3().n_shared_experts
 BF16_BYTES = 2
 
 

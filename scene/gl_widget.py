@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QEventLoop, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QWidget
 
 from scene import palette
 from scene.frames import FrameRenderer, FrameState, FrameView, new_context, render_offscreen
 from scene.gl_items import SCENE_LOCK, make_twin, sync_twin
 from scene.label_cache import LabelCache
+from scene.overlay_style import qcolor
 
 
 class GLWidget(GLViewMixin, QWidget):
@@ -46,7 +47,6 @@ class GLWidget(GLViewMixin, QWidget):
         self.shown_version = -1  # the version the frame on screen was drawn from
         self._frame: QImage | None = None
         self._frame_version = -1
-        self._frame_cam = None
         self._preview_pending = False  # a labels-less first frame is waiting to be painted
         self._job = None
         self.frame_view = FrameView()
@@ -163,7 +163,7 @@ class GLWidget(GLViewMixin, QWidget):
     def _on_frame(self, image: QImage, version: int, cam, complete: bool = True) -> None:
         if not complete and self.shown_version >= 0:
             return  # a preview after a complete frame would only take the labels away
-        self._frame, self._frame_version, self._frame_cam = image, (version if complete else -1), cam
+        self._frame, self._frame_version = image, (version if complete else -1)
         self._preview_pending = not complete
         if self.isVisible():
             QWidget.repaint(self)  # on screen now, not one event-loop turn later
@@ -180,9 +180,9 @@ class GLWidget(GLViewMixin, QWidget):
         try:
             frame = self._frame
             if frame is None:
-                p.fillRect(self.rect(), QColor.fromRgbF(*self.opts["bgcolor"]))
+                p.fillRect(self.rect(), qcolor(tuple(self.opts["bgcolor"])))
                 if self.gl_error:
-                    p.setPen(QColor(235, 200, 120))
+                    p.setPen(qcolor("no_gl_text"))
                     p.drawText(self.rect().adjusted(40, 40, -40, -40),
                                Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
                                self.owner.tr("scene.no_gl", error=self.gl_error))

@@ -310,7 +310,7 @@ def paint_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, s
         r = lb.rect
         emphasis = bool(lb.block_id) and lb.block_id in (inp.selected, inp.hovered)
         if lb.leader is not None:
-            c = qcolor(lb.role) if lb.role != "text" else QColor(120, 126, 140)
+            c = qcolor(lb.role if lb.role != "text" else "label_mark")
             p.setPen(QPen(c, 1.2 * s))
             x0, y0, x1, y1 = lb.leader
             p.drawLine(QPointF(x0, y0), QPointF(x1, y1))
@@ -323,7 +323,7 @@ def paint_overlay(p: QPainter, inp: OverlayInput, width: float, height: float, s
         p.setBrush(theme_colour(theme, "label_emph" if emphasis or lb.focus else "label"))
         p.drawRoundedRect(r, 4 * s, 4 * s)
         p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(qcolor(lb.role) if lb.role != "text" else QColor(120, 126, 140))
+        p.setBrush(qcolor(lb.role if lb.role != "text" else "label_mark"))
         p.drawRoundedRect(QRectF(r.left(), r.top(), 3 * s, r.height()), 1.5 * s, 1.5 * s)
         base = r.top() + 1.5 * s + fmn.ascent()
         p.setFont(f.name)

@@ -23,6 +23,8 @@ ROLES: dict[str, tuple[float, float, float, float]] = {
     "embedding": (0.35, 0.75, 0.95, 1.0),  # sky: embedding rows
     "background": (0.07, 0.08, 0.10, 1.0),
     "text": (0.92, 0.93, 0.95, 1.0),
+    "label_mark": (120 / 255, 126 / 255, 140 / 255, 1.0),  # a plain label's side mark and leader line
+    "no_gl_text": (235 / 255, 200 / 255, 120 / 255, 1.0),  # the message drawn where no GL frame could be made
 }
 
 _NEG = np.array([0.16, 0.42, 0.90])

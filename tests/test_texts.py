@@ -6,10 +6,9 @@ import pytest
 from app.texts import explanation
 from scene.block_kinds import ALL_KINDS
 
-# The trace player's 17 step kinds, in order (BRIEF.md shared contracts).
-STEP_KINDS = ("input", "utf8", "tokenize", "token_ids", "embedding", "prefill", "kda_state", "mla_cache",
-              "attnres", "moe", "final_norm", "lm_head", "sampling", "detokenize", "stream", "decode",
-              "decode_cache")
+# The trace player's step kinds, as the player publishes them (app/player.py, Qt-free): a step added there
+# without its two texts fails here.
+from app.player import STEP_KINDS  # noqa: E402
 DOCKS = ("scene", "inspector", "trace_player", "controls", "experts", "routing", "silicon", "experiments", "learn")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
@@ -31,11 +30,14 @@ def test_explanation_exists_and_is_in_its_language(group, key, lang):
     assert has_hangul == (lang == "ko"), f"{lang}/{group}/{key} is in the wrong language"
 
 
-def test_step_kinds_match_the_trace_player():
-    """The player's published step list (app/player.py, Qt-free) is exactly the one the texts cover."""
-    from app.player import STEP_KINDS as published
+def test_step_texts_are_exactly_the_published_steps():
+    """No orphan step text (a step renamed in app/player.py leaves its old file behind) and 17 steps, in order."""
+    from pathlib import Path
 
-    assert tuple(published) == STEP_KINDS
+    root = Path(__file__).resolve().parents[1] / "assets" / "texts"
+    for lang in ("en", "ko"):
+        assert {p.stem for p in (root / lang / "step").glob("*.md")} == set(STEP_KINDS), lang
+    assert STEP_KINDS[0] == "input" and STEP_KINDS[-1] == "decode_cache" and len(STEP_KINDS) == 17
 
 
 def test_block_texts_carry_formula_and_real_size():

@@ -77,7 +77,46 @@ def main_window(shared_window, qtbot):
         with qtbot.waitActive(shared_window):
             shared_window.raise_()
             shared_window.activateWindow()
-    return shared_window
+    before, cfg = _shared_state(shared_window), shared_window.state.config
+    yield shared_window
+    _restore(shared_window, qtbot, before, cfg)
+    after = _shared_state(shared_window)
+    assert after == before, f"the shared window could not be put back as the test found it: {before} -> {after}"
+
+
+def _restore(win, qtbot, before: dict, cfg) -> None:
+    """Put back what a test of the shared window changed (the model, prompt, knobs, language, step), so that the
+    next test meets the window the fixture promised; the fixture then asserts it is so."""
+    from app import i18n
+    from tests.app.gui_helpers import wait_idle
+
+    st = win.state
+    wait_idle(qtbot, win)
+    if i18n.language() != before["language"]:
+        st.set_language(before["language"])
+    if _shared_state(win)["model"] != before["model"] and cfg is not None:
+        win.models.request(cfg)
+        qtbot.waitUntil(lambda: st.config is not None and st.config.name == cfg.name, timeout=90000)
+        wait_idle(qtbot, win)
+    if st.prompt != before["prompt"]:
+        st.request_prompt(before["prompt"])
+        wait_idle(qtbot, win)
+    if st.knobs != before["knobs"]:
+        st.set_knobs(before["knobs"])
+        wait_idle(qtbot, win)
+    if st.step != before["step"]:
+        st.player.seek(before["step"])
+
+
+def _shared_state(win) -> dict:
+    """What a test of the shared window must leave as it found it: the step, the language, the knobs, the model,
+    the weights and the prompt."""
+    from app import i18n
+
+    st = win.state
+    cfg = getattr(st, "config", None)
+    return {"step": st.step, "language": i18n.language(), "knobs": st.knobs, "prompt": st.prompt,
+            "weights": st.weights, "model": getattr(cfg, "name", None) if cfg is not None else None}
 
 
 @pytest.fixture(autouse=True)

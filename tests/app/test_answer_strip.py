@@ -67,7 +67,7 @@ def test_a_prompt_outside_the_language_is_named_in_the_strip(main_window, qtbot)
     wait_idle(qtbot, win)
     qtbot.waitUntil(lambda: win.state.trace.text == "hello world", timeout=60000)
     qtbot.waitUntil(strip.outside_language, timeout=10000)
-    assert strip.height() > h_inside  # a second line for the note
+    qtbot.waitUntil(lambda: strip.height() > h_inside, timeout=10000)  # a second line for the note, laid out
     warn = image_array(strip.grab().toImage())[..., :3].astype(int)
     r, g, b = warn[..., 0], warn[..., 1], warn[..., 2]  # the note's #ffb454, not the bars' #f0a030
     rows = np.where(((r > 245) & (g > 170) & (b > 70) & (b < 110)).any(axis=1))[0]

@@ -11,7 +11,9 @@ from tests.code_scan import docstring_ids
 from app.widgets.paint import UI_ROLES, css, css_rgba, qcolor
 
 APP = Path(__file__).resolve().parents[2] / "app"
+SCENE = APP.parent / "scene"
 TABLE = APP / "widgets" / "paint.py"  # where the roles are defined
+SCENE_TABLES = (SCENE / "palette.py", SCENE / "overlay_style.py")  # the scene's roles and the overlay themes
 TEXT_COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b(?![-\w])|rgba?\(\s*\d")
 
 
@@ -68,6 +70,16 @@ def test_no_colour_literal_in_the_app():
     found = [f"{p.relative_to(APP.parent)}:{n}: {line}"
              for p in files for n, line in literals_in(p.read_text(encoding="utf-8"))]
     assert not found, "colour literals (use a role of app/widgets/paint.py):\n" + "\n".join(found)
+
+
+def test_no_colour_literal_in_the_scene():
+    """The 3D view's overlay, labels and messages take their colours from scene/palette.py's roles or the
+    overlay themes (scene/overlay_style.py), the two tables of the scene."""
+    files = [p for p in sorted(SCENE.rglob("*.py")) if p not in SCENE_TABLES]
+    assert len(files) > 30 and SCENE / "labels.py" in files
+    found = [f"{p.relative_to(SCENE.parent)}:{n}: {line}"
+             for p in files for n, line in literals_in(p.read_text(encoding="utf-8"))]
+    assert not found, "colour literals (use a role of scene/palette.py):\n" + "\n".join(found)
 
 
 def test_the_roles_the_docks_use_exist_and_render_as_css():

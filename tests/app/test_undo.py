@@ -270,8 +270,9 @@ def test_state_signals_while_the_window_is_torn_down_do_nothing(make_window, qtb
     shiboken6.delete(history.stack)
     assert not shiboken6.isValid(history.stack)
     st.config_changed.emit(cfg)
-    st.trace_arriving.emit(trace)
-    st.trace_changed.emit(trace)
+    for phase in (st.trace_arriving, st.trace_player, st.trace_changed, st.trace_view, st.trace_window,
+                  st.trace_settled):
+        phase.emit(trace)
     st.knobs_requested.emit(knobs)
     st.layer_changed.emit(3)
     st.step_changed.emit(2)
