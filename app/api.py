@@ -218,6 +218,11 @@ def ensure_app():
 
     problem = display_error()
     if problem:
+        from app.display_check import missing_libraries_error
+        from app.i18n import tr
+
+        if not missing_libraries_error():  # no display: the way for a script or a notebook, not the CLI's
+            problem = tr("api.no_display", display=os.environ.get("DISPLAY", "") or "-")
         raise DisplayError(problem)
     from PySide6.QtCore import QCoreApplication, Qt
 

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
 from app.i18n import tr
 from app.slot_guard import guarded
+from app.widgets.paint import css, css_rgba
 
 HINT_KEY = "first_run_hint_seen"
 ENV_OFF = "K3_NO_FIRST_RUN_HINT"
@@ -32,8 +33,10 @@ class HintCard(QFrame):
         self.setObjectName("first_run_hint")
         self._on_click = on_click
         self.setCursor(Qt.PointingHandCursor)
-        self.setStyleSheet("#first_run_hint { background: rgba(20, 24, 32, 225); border: 1px solid #6b8fd6;"
-                           " border-radius: 8px; } #first_run_hint QLabel { color: #eef2f8; background: transparent; }")
+        # the answer strip's colours (the 3D view's own dark panel), the request blue as the edge
+        self.setStyleSheet(f"#first_run_hint {{ background: {css_rgba('answer_fill', 230)};"
+                           f" border: 1px solid {css('request')}; border-radius: 8px; }}"
+                           f" #first_run_hint QLabel {{ color: {css('answer_text')}; background: transparent; }}")
         self.label = QLabel(self)
         self.label.setObjectName("first_run_hint_text")
         self.label.setTextFormat(Qt.RichText)

@@ -252,3 +252,18 @@ def test_the_readme_reads_in_five_minutes():
     for path in (ROOT / "docs").glob("*.md"):
         for link in re.findall(r"\]\(([\w.-]+\.md)(?:#[\w-]+)?\)", path.read_text()):
             assert (ROOT / "docs" / link).is_file(), (path.name, link)
+
+
+def test_a_notebook_without_a_display_gets_the_readmes_advice(tmp_path):
+    """render() without a display raises DisplayError naming the way the README's troubleshooting gives for a
+    notebook (not the command line's export)."""
+    readme = (ROOT / "README.md").read_text()
+    assert "`xvfb-run -a jupyter lab`" in readme
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["QT_QPA_PLATFORM"] = "xcb"
+    code = ("from app.api import render, DisplayError\n"
+            "try:\n    render(size=(64, 64))\nexcept DisplayError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    (line,) = done.stdout.strip().splitlines()
+    assert "xvfb-run -a jupyter lab" in line and "k3-explorer export" not in line, line

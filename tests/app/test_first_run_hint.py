@@ -36,7 +36,9 @@ def test_first_start_shows_the_hint_a_click_closes_it_for_good(make_window, qtbo
     shot = _pixels(win.scene)
     g = card.geometry()
     inside = shot[g.top() + 4: g.top() + 10, g.left() + 4: g.left() + 40].reshape(-1, 3).mean(axis=0)
-    assert np.abs(inside - (20, 24, 32)).max() < 40, inside
+    from app.widgets.paint import UI_ROLES
+
+    assert np.abs(inside - UI_ROLES["answer_fill"][:3]).max() < 40, inside
     assert win.settings.q.value(HINT_KEY) is None
 
     qtbot.mouseClick(card, Qt.LeftButton, pos=QPoint(card.width() // 2, card.height() // 2))
