@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPoint, QRect, QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.i18n import tr
 from app.slot_guard import guarded
+from app.widgets.paint import qcolor
 from scene import camera as camlib
 from scene import navigation as nav
 from scene.attention_arcs import BULGE_MAX, first_token_wall, ladder
@@ -26,7 +27,6 @@ CHAPTERS: tuple[str, ...] = ("answer", "lens", "route", "knockout", "arcs", "sid
 # what each chapter switches on in the Explain dock's 3D view controls (lens, route, arcs; None: as it is)
 NEEDS = {"answer": (None, None, None), "lens": (True, None, None), "route": (None, True, None),
          "knockout": (None, None, None), "arcs": (None, None, True), "side": (None, None, None)}
-HIGHLIGHT = QColor(255, 196, 64)
 BOX_FILL = 0.9  # a chapter's box fills this much of the free band (its part is the subject)
 
 
@@ -87,7 +87,7 @@ class TourHighlight(QWidget):
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
-        p.setPen(QPen(HIGHLIGHT, 3))
+        p.setPen(QPen(qcolor("tour_highlight"), 3))
         p.drawRoundedRect(QRectF(self.rect()).adjusted(2, 2, -2, -2), 8, 8)
         p.end()
 

@@ -83,7 +83,15 @@ UI_ROLES: dict[str, tuple[int, int, int, int]] = {
     "answer_text": (230, 233, 239, 255),  # the drawn word, the other words and the out-of-language warning
     "answer_muted": (154, 163, 181, 255),
     "answer_warn": (255, 180, 84, 255),
+    "tour_highlight": (255, 196, 64, 255),  # the guided tour's outline of its chapter's part (app/tour.py)
 }
+
+
+def head_qcolor(h: int, alpha: float = 1.0) -> QColor:
+    """Attention head h's colour, as the 3D arcs draw it (scene/attention_arcs.HEAD_COLOURS)."""
+    from scene.attention_arcs import head_colour
+
+    return QColor.fromRgbF(*head_colour(h), float(alpha))
 
 
 _overflows: list[tuple[str, float, float]] | None = None  # see record_overflows()
