@@ -33,6 +33,7 @@ class SeekSlider(QSlider):
     """A media player's seek bar: a left click on the groove moves the handle to the click at once (QSlider's
     default moves one page towards it) and, the handle now being under the mouse, the same press drags it."""
 
+    @slot_guard.guarded
     def mousePressEvent(self, event) -> None:  # noqa: N802
         if event.button() == Qt.LeftButton and self.maximum() > self.minimum():
             opt = QStyleOptionSlider()

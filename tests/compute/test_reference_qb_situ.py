@@ -6,8 +6,9 @@ re-derived here). Routing m tokens to n experts is the assignment problem
 
     max Σ x_ij s_ij   s.t.  Σ_j x_ij = k (every token takes k experts),  Σ_i x_ij = m·k/n (every expert its share)
 
-whose dual gives x_ij = 1 iff s_ij − α_i − β_j > 0. With the bias b = −β: α_i is the (k+1)-th largest of
-s_ij + b_j over the experts (token i keeps exactly k), and the new β_j makes expert j take exactly q = ⌊m·k/n⌋
+(the problem as the series' next article, kexue.fm/archives/11626, restates it), whose dual gives x_ij = 1 iff
+s_ij − α_i − β_j > 0. With the bias b = −β: α_i is a cut that leaves token i exactly k experts of s_ij + b_j
+(any value from the (k+1)-th largest up to the k-th does; docs/spec/k3-math.md §3 takes the (k+1)-th), and the new β_j makes expert j take exactly q = ⌊m·k/n⌋
 tokens: β_j is the (q+1)-th largest margin s_ij − α_i over the tokens. QB takes one such step per batch, the
 new bias serving the next batch. Spelled below with Python sorting per token and per expert (no numpy
 partition, no torch.topk), and checked by the property itself: with the new bias and the same α, every expert
