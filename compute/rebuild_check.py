@@ -13,8 +13,9 @@ Two checks, and the command says which one it ran:
    scored as `--score` scores (through the engine, float32, the app's path): every-prefix greedy completion
    (compute.prefix_score: each language, the held-out pairs, the repeated object) and sampled answers at the knobs
    of the `--score` table (compute.sample_score, 10 seeds x every prefix). SHIPPED_SCORES are the shipped file's
-   own scores (tests/compute/test_rebuild_check.py scores the shipped file and compares); they are recorded here
-   because `make weights` writes the rebuild over the shipped file.
+   own scores, recorded here because `make weights` writes the rebuild over the shipped file (scoring it takes
+   ~4 min on a quiet 2-core machine, 14 min on a loaded one, so the suite checks a cheap part of them: the greedy
+   scores of one language's documents, tests/compute/test_rebuild_check.py).
 
 TOLERANCE is a chosen bound, not a measured spread (no rebuild on another CPU class could be run for this
 change): greedy rates may fall at most 2 points below the shipped file's (the v1 recipe, a worse toy, is 4.5
@@ -27,10 +28,12 @@ import sys
 
 from compute import weights as weights_io
 
-# The shipped toy-k3-v2.npz's scores (compute.train --score's numbers; rates as fractions)
+# The shipped toy-k3-v2.npz's scores (rates as fractions), as scores_of gave them on 2026-12-05 (854 s on a loaded
+# 2-core AMD EPYC): the README's table rounds them (greedy 100.0 %, held-out 99.9 %, sampled 91.9 / 98.2 / 65.4 %)
 SHIPPED_SCORES = {
-    "greedy": {"ko": 1.0, "en": 1.0, "held_out": 0.9991, "object": 1.0},
-    "sampled": {},
+    "greedy": {"ko": 0.9996, "en": 0.9998, "held_out": 0.9994, "object": 1.0},
+    "sampled": {"T=1,top_p=1": 0.919, "T=0.5,top_p=1": 0.9819, "T=1.5,top_p=1": 0.6538, "T=1,top_p=0.9": 0.9544,
+                "T=1.5,top_p=0.9": 0.8833},
 }
 TOLERANCE = {"greedy_below": 0.02, "sampled_either_way": 0.05}
 

@@ -287,12 +287,14 @@ def loss_of(P, ids, config, dims, targets: torch.Tensor | None = None):
 def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, warmup: int = 20,
           threads: int = 1, seq_len: int = SEQ_LEN, dims: ToyDims | None = None, config: ModelConfig | None = None,
           time_limit_s: float | None = None, log=None, init: str | Path | None = None,
-          repeat_weight: int = 1, stop_after: int | None = None, soft: bool = False) -> tuple[dict, dict]:
+          repeat_weight: int = 1, stop_after: int | None = None, soft: bool = False, portable: bool = False
+          ) -> tuple[dict, dict]:
     """Train from the seed (from the weights file `init` instead of the fresh init when given: a later
     stage). `repeat_weight` draws the two-sentence documents (K3, E3: the object repeated) that many times as
     often as the others. stop_after: stop after that many of the `steps` steps (the schedule stays that of
     `steps`: the first steps of a recipe's stage, as the fast test runs them). Returns (params, report); the
-    report's "losses" are every step's training loss."""
+    report's "losses" are every step's training loss. portable: every matmul without MKL (compute.train_portable:
+    the same numbers on any CPU running ATen's AVX2 kernels; not the shipped file's numbers)."""
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     config = config or load_default()
@@ -311,34 +313,43 @@ def train(seed: int = 0, steps: int = 300, batch: int = 8, lr: float = 5e-3, war
     curve, losses = [], []
     t0 = time.perf_counter()
     step = 0
-    for step in range(1, (steps if stop_after is None else min(steps, stop_after)) + 1):
-        f = min(1.0, step / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, step / steps)))
-        for gr in opt.param_groups:
-            gr["lr"] = lr * max(f, 0.02)
-        ids = batch_ids(mix, batch, seq_len, rng)
-        loss, _, scores = loss_of(P, ids, config, dims, None if table is None else soft_targets(ids, table, V))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
-        opt.step()
-        quantile_balance_step(P, scores, config.num_experts_per_tok)
-        losses.append(round(float(loss.detach()), 6))
-        if step % 25 == 0 or step == 1:
-            with torch.no_grad():
-                hl, hlog, _ = loss_of(P, held, config, dims)
-                acc = float((hlog[:, :-1].argmax(-1) == held[:, 1:]).float().mean())
-            rec = {"step": step, "loss": round(float(loss.detach()), 4), "held_loss": round(float(hl), 4),
-                   "held_acc": round(acc, 4), "s": round(time.perf_counter() - t0, 1)}
-            curve.append(rec)
-            if log:
-                log(json.dumps(rec))
-        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
-            break
+    with _portable_mode(portable):  # (portable: the matmuls without MKL)
+        for step in range(1, (steps if stop_after is None else min(steps, stop_after)) + 1):
+            f = min(1.0, step / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, step / steps)))
+            for gr in opt.param_groups:
+                gr["lr"] = lr * max(f, 0.02)
+            ids = batch_ids(mix, batch, seq_len, rng)
+            loss, _, scores = loss_of(P, ids, config, dims, None if table is None else soft_targets(ids, table, V))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
+            opt.step()
+            quantile_balance_step(P, scores, config.num_experts_per_tok)
+            losses.append(round(float(loss.detach()), 6))
+            if step % 25 == 0 or step == 1:
+                with torch.no_grad():
+                    hl, hlog, _ = loss_of(P, held, config, dims)
+                    acc = float((hlog[:, :-1].argmax(-1) == held[:, 1:]).float().mean())
+                rec = {"step": step, "loss": round(float(loss.detach()), 4), "held_loss": round(float(hl), 4),
+                       "held_acc": round(acc, 4), "s": round(time.perf_counter() - t0, 1)}
+                curve.append(rec)
+                if log:
+                    log(json.dumps(rec))
+            if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+                break
     report = {"steps": step, "batch": batch, "seq_len": seq_len, "lr": lr, "repeat_weight": repeat_weight,
               "soft": soft, "threads": threads, "train_s": round(time.perf_counter() - t0, 1), "curve": curve,
               "first_loss": curve[0]["loss"], "final_loss": curve[-1]["loss"], "losses": losses,
               "n_train_docs": len(train_docs), "n_held_out_docs": len(held_docs)}
+    if portable:
+        report["portable"] = True
     return P, report
+
+
+def _portable_mode(portable: bool):
+    from compute import train_portable
+
+    return train_portable.mode(portable)
 
 
 def load_into(P: dict, path: str | Path, config: ModelConfig, dims: ToyDims) -> dict:
@@ -390,7 +401,8 @@ def train_stage(stage: dict, out: str | Path, seed: int, config: ModelConfig, di
     written to `out` with the chain of stages so far in its report. Returns (params, report, path)."""
     P, report = train(seed, stage["steps"], stage.get("batch", 8), stage["lr"], warmup=warmup, threads=threads,
                       seq_len=seq_len, dims=dims, config=config, time_limit_s=time_limit_s, log=log, init=init,
-                      repeat_weight=stage.get("repeat_weight", 1), soft=stage.get("soft", False))
+                      repeat_weight=stage.get("repeat_weight", 1), soft=stage.get("soft", False),
+                      portable=stage.get("portable", False))
     if init is not None:
         first = weights_io.read(init)[1].get("report", {})
         report["stages"] = first.get("stages", [{k: first.get(k) for k in STAGE_KEYS}])
@@ -449,7 +461,8 @@ def run_command(a, config: ModelConfig, dims: ToyDims) -> int:
                                          recipe=a.recipe)
             report["recipe"] = a.recipe
         else:
-            stage = {"steps": a.steps, "batch": a.batch, "lr": a.lr, "repeat_weight": a.repeat_weight, "soft": a.soft}
+            stage = {"steps": a.steps, "batch": a.batch, "lr": a.lr, "repeat_weight": a.repeat_weight, "soft": a.soft,
+                     "portable": a.portable}
             P, report, path = train_stage(stage, a.out, a.seed, config, dims, init=a.init, threads=a.threads,
                                           time_limit_s=a.time_limit, log=log)
         if not a.no_eval and dims == ToyDims():

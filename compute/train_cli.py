@@ -73,6 +73,9 @@ def parser() -> argparse.ArgumentParser:
                     help="draw the two-sentence documents (K3, E3: the object repeated) N times as often")
     ap.add_argument("--soft", action="store_true",
                     help="train against the language's next-piece distribution (soft targets) instead of the drawn piece")
+    ap.add_argument("--portable", action="store_true",
+                    help="every matmul without MKL (compute.train_portable): the same losses whatever MKL picks on "
+                         "this CPU; not the shipped file's numbers, so not with --recipe")
     ap.add_argument("--recipe", choices=sorted(RECIPES), default=None,
                     help="run a shipped file's training stages in order (RECIPES; the stage options are ignored)")
     ap.add_argument("--evaluate", default=None, metavar="FILE",
@@ -183,6 +186,8 @@ def parse(argv: list[str] | None = None):
         return a, config, dims
     if a.recipe is not None and a.init is not None:
         ap.error("--recipe starts from the seed: it cannot take --init")
+    if a.recipe is not None and a.portable:
+        ap.error("--recipe runs a shipped file's stages as they were trained (through MKL): it cannot take --portable")
     if a.init is not None:
         _weights_ok(ap, "--init", a.init, config, dims)
     try:  # a file made and removed in its folder: the end of a long run cannot fail there
