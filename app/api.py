@@ -3,6 +3,7 @@
     from app.api import render, run
 
     image = render(prompt="로봇이 컵을 집었다", layer=37, step=6, size=(1280, 720))   # HxWx4 uint8 RGBA
+    image = render(model="kimi-k2")                    # that model at its own default layer and step
     image = render(view="talk.k3view")                 # exactly a saved view (File -> Save view…)
     ex = explain("아이가 상자를 집었다. 그리고")           # why ' 상자': lens, attention, contributions, sources
     print(run(prompt="The robot").summary())           # the trace itself, summarised in a few dozen lines
@@ -43,11 +44,19 @@ def resolve_view(view: View | str | os.PathLike | None = None, **overrides) -> V
     if knobs is not None and not isinstance(knobs, (Knobs, dict)):
         raise ValueError(f"knobs must be a compute.trace.Knobs, a view file's knobs object (dict) or None, got "
                          f"{type(knobs).__name__} {_short(knobs)}")
-    base = view if view is not None else View()
     changes = {k: v for k, v in overrides.items() if v is not None}
+    model = changes.get("model")
+    if view is None:  # the defaults: the layer is the chosen model's own (compute.model_defaults)
+        base = View(model=model) if isinstance(model, str) and model in viewfile.available_configs() else View()
+    else:
+        base = view
     if not changes:
         return base
     doc = base.to_dict()
+    if model is not None and model != base.model and "layer" not in changes and model in viewfile.available_configs():
+        from compute.model_defaults import config_named, layer_for
+
+        doc["layer"] = layer_for(config_named(model), base.layer)  # the view's layer where that model has it
     for key, value in changes.items():
         if key == "knobs":
             doc["knobs"] = View(knobs=value).to_dict()["knobs"] if not isinstance(value, dict) else value
@@ -141,14 +150,15 @@ def _check_knobs(knobs: Knobs) -> None:
 def render(prompt: str | None = None, layer: int | None = None, step: int | None = None,
            size: tuple[int, int] | str | None = None, view: View | str | os.PathLike | None = None, *,
            camera: str | None = None, lang: str | None = None, tokens: int | None = None, knobs=None,
-           weights: str | None = None, transparent: bool = False, labels: bool = True, theme: str = "dark",
-           device: str = "cpu", explain=None, route_threshold: int | None = None) -> np.ndarray:
+           weights: str | None = None, model: str | None = None, transparent: bool = False, labels: bool = True,
+           theme: str = "dark", device: str = "cpu", explain=None, route_threshold: int | None = None) -> np.ndarray:
     """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown).
 
     layer and step are 1-based (as the trace player counts: step 6 = prefill); size is (width, height) or
     "WIDTHxHEIGHT" (default: the view's saved size, else 1920x1080); camera a preset name ("front", "side",
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
-    knobs object; weights "trained" | "random"; theme "dark" | "light" (slide theme of the title, legend and labels);
+    knobs object; weights "trained" | "random"; model a bundled config's name (default: the view's, else
+    "kimi-k3"; layer and step default to that model's, compute.model_defaults); theme "dark" | "light" (slide theme of the title, legend and labels);
     explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route" or a list / comma list of them
     ("none": nothing; default: the view's explain3d, else nothing), for the last prompt position (or the view's),
     with the view's knock-outs (checked against its prompt, run as the window's Explain dock runs them); or the
@@ -176,7 +186,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     if route_threshold is not None:
         check_percent(route_threshold)
     v = resolve_view(view, prompt=prompt, layer=layer, step=step, size=size, language=lang, tokens=tokens,
-                     knobs=knobs, weights=weights)
+                     knobs=knobs, weights=weights, model=model)
     parts, percent, position = view_parts(v)
     parts = asked if asked is not None else parts or (PARTS if given is not None else ())
     percent = route_threshold if route_threshold is not None else percent

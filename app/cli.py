@@ -67,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "follows the name); an existing file is replaced atomically")
     p.add_argument("--view", metavar="FILE.k3view",
                    help="render a saved view (File -> Save view…); options given as well override it")
-    p.add_argument("--layer", type=int, default=37, help="layer to open, 1..93 (default 37)")
-    p.add_argument("--step", type=int, default=6, help="trace player step, 1-based (default 6 = prefill)")
+    p.add_argument("--layer", type=int, default=None,
+                   help="layer to open, 1-based (default: the --view file's where the model has it, else the "
+                        "model's own default layer)")
+    p.add_argument("--step", type=int, default=None, help="trace player step, 1-based (default 6 = prefill)")
     p.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT in pixels, each side <= 8192")
     p.add_argument("--scale", type=float, default=None, help="multiply --size by this factor")
     p.add_argument("--lang", choices=i18n.LANGUAGES, default="en", help="label language (default en)")
@@ -191,11 +193,22 @@ def _apply_view(args, argv: list[str] | None):
     saved = viewfile.load(args.view)
     given = explicit_options(argv)
     for dest, value in viewfile.argument_values(saved).items():
-        if dest not in given:
+        if dest not in given and dest != "layer":  # the layer once the model is known (_default_places)
             setattr(args, dest, value)
     if isinstance(args.prompt, str) and isinstance(args.tokens, int):  # --prompt / --tokens against its knock-outs
         viewfile.check_positions(saved.with_changes(prompt=args.prompt, tokens=args.tokens), args.view)
     return saved
+
+
+def _default_places(args, config, saved) -> None:
+    """--layer and --step not given: the view file's layer where the model that runs has it, else that model's
+    default, and the model's default step (compute.model_defaults, shared with the view file, API and window)."""
+    from compute.model_defaults import layer_for, model_defaults
+
+    if args.layer is None:
+        args.layer = layer_for(config, saved.layer if saved is not None else None)
+    if args.step is None:
+        args.step = model_defaults(config).step
 
 
 class Stopped(BaseException):
@@ -343,6 +356,7 @@ def _main(argv: list[str] | None = None) -> int:
                 check_model(saved, config, args.view, layer=False)
             except ViewError as exc:
                 return _fail(tr("app.view.bad_file", message=str(exc)), 2)
+    _default_places(args, config, saved)
     n_layers = len(config.mixer_types)
     if not 1 <= args.layer <= n_layers:
         return _fail(tr("app.cli.bad_layer", n=args.layer, total=n_layers), 2)

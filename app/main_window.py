@@ -29,6 +29,7 @@ from app.window_layout import WindowLayout, default_window_size, fit_to_screen
 from app.window_status import WindowStatus
 from app.worker import EngineController
 from compute.config import default_config
+from compute.model_defaults import default_layer
 from scene.view import SceneView
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         i18n.set_language(lang)
         qt_translator.follow_language()  # Qt's own strings (OK / Cancel ...) in the same language
         n_layers = len(self.config.mixer_types)
-        self.state.layer = self.settings.layer(self.state.layer, n_layers)
+        self.state.layer = self.settings.layer(default_layer(self.config) - 1, n_layers)
         self.state.knobs = self.settings.knobs()
         self.state.prompt = self.settings.prompt(self.state.prompt)
 

@@ -4,8 +4,9 @@ a config.json dropped on the window, and `k3-explorer --config FILE`.
 A chosen file is untrusted: it goes through the bounded loader (compute.config.ModelConfig.from_json), whose
 ConfigError names the file and the field. The engine is rebuilt for the new config in its worker thread
 (EngineController.request_config) and runs the prompt on screen; only when that works does the window switch:
-`window.config`, AppState.set_config (config_changed: the docks follow), the scene re-lays, the layer is
-clamped to the new stack. A refused file or a failed engine run shows a message box and a status note, and
+`window.config`, AppState.set_config (config_changed: the docks follow), the scene re-lays, and the layer is
+the user's where the new model has it, else the model's default (compute.model_defaults.layer_for): the layer the
+user picked last is remembered, so K3 at 37 -> Kimi Linear (27 layers: its default) -> K3 is at 37 again. A refused file or a failed engine run shows a message box and a status note, and
 the current model stays.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QTabBar
 from app.i18n import tr
 from app.widgets.safe_text import plain_message_box
 from compute.config import DEFAULT_CONFIG, ConfigError, ModelConfig, available_configs, default_config
+from compute.model_defaults import layer_for
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,14 @@ class ModelActions(QObject):
         self._reframe = False  # a model was switched to: frame the camera once its first trace is drawn
         window.engine.config_failed.connect(self._engine_failed)
         window.state.language_changed.connect(lambda _l: self.retranslate())
+        self.user_layer = window.state.layer  # 0-based: the layer the user picked last (not one a switch forced)
+        self._switching = False
+        window.state.layer_changed.connect(self._layer_picked)
         self.retranslate()
+
+    def _layer_picked(self, layer: int) -> None:
+        if not self._switching:
+            self.user_layer = layer
 
     # --- choosing -----------------------------------------------------------------------------
     def open_dialog(self) -> QFileDialog:
@@ -116,9 +125,11 @@ class ModelActions(QObject):
         w.config = cfg
         w.state.set_config(cfg)  # config_changed: the docks follow
         w.scene.set_config(cfg)
-        n = cfg.num_hidden_layers
-        if w.state.layer >= n:
-            w.state.select_layer(n - 1)
+        self._switching = True
+        try:  # the user's layer where this model has it, else its default; the user's stays remembered
+            w.state.select_layer(layer_for(cfg, self.user_layer + 1) - 1)
+        finally:
+            self._switching = False
         self._check_current()
         self._reframe = True
         if not w.presenting:  # a fresh start: every dock back at its place, as at start

@@ -53,7 +53,7 @@ class AppState(QObject):
         self.trace: Trace | None = None
         self.knobs = Knobs()
         self.prompt = "로봇이 컵을 집었다"
-        self.layer = 36  # 0-based; the seed opens on layer 37
+        self.layer = 0  # 0-based; the window opens on the model's default layer (compute.model_defaults)
         self.pass_index = 0
         self.token = 0
         self.step = 0

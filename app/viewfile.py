@@ -34,6 +34,7 @@ from app import atomic_io
 from app.view_knockouts import position_problem, read_knockouts
 from compute import bounded_json, guarded_io
 from compute.config import ConfigError, available_configs
+from compute.model_defaults import PREFILL_STEP, config_named, default_layer, layer_for
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
@@ -77,8 +78,8 @@ class View:
     prompt: str = "로봇이 컵을 집었다"
     tokens: int = 4
     knobs: Knobs = field(default_factory=Knobs)
-    layer: int = 37  # 1-based
-    step: int = 6  # 1-based trace player step
+    layer: int | None = None  # 1-based; None: the model's default layer (compute.model_defaults), set on creation
+    step: int = PREFILL_STEP  # 1-based trace player step
     camera: dict | None = None
     block: str | None = None
     cell: tuple[int, int] | None = None
@@ -92,6 +93,10 @@ class View:
     # what the 3D view draws of the Explain panel: {"lens": bool, "arcs": bool, "route": bool,
     # "route_threshold": 0..100, "position": int | None (None: the last prompt position)}, or None (not recorded)
     explain3d: dict | None = None
+
+    def __post_init__(self):
+        if self.layer is None:
+            self.layer = default_layer(config_named(self.model))
 
     def to_dict(self) -> dict:
         k = self.knobs
@@ -122,6 +127,10 @@ class View:
         return view
 
     def with_changes(self, **changes) -> "View":
+        """A copy with these fields changed; another model without a layer keeps this layer where the new model
+        has it, else takes that model's default (compute.model_defaults.layer_for)."""
+        if changes.get("model", self.model) != self.model and changes.get("layer") is None:
+            changes["layer"] = layer_for(config_named(changes["model"]), self.layer)
         return replace(self, **changes)
 
 
@@ -245,7 +254,7 @@ class _Reader:
                     prompt=self.prompt(raw.get("prompt")),
                     tokens=self.integer("tokens", raw.get("tokens", 4), 1, MAX_NEW_TOKENS),
                     knobs=self.knobs(raw.get("knobs", {}), notes, config.n_routed_experts),
-                    layer=self.integer("layer", raw.get("layer"), 1, config.num_hidden_layers),
+                    layer=self.integer("layer", raw.get("layer", default_layer(config)), 1, config.num_hidden_layers),
                     step=self.integer("step", raw.get("step", 1), 1, MAX_STEP),
                     camera=self.camera(raw.get("camera")),
                     block=self.block(selection.get("block"), config.num_hidden_layers),

@@ -201,13 +201,18 @@ def token_rows(trace) -> list[int]:
     return list(range(DEFAULT_TOKENS))
 
 
-def build_layout(cfg: ModelConfig | None = None, layer0: int = 36, trace=None, pass_index: int = 0) -> Layout:
-    """The whole scene for config `cfg` with layer `layer0` (0-based) exploded.
+def build_layout(cfg: ModelConfig | None = None, layer0: int | None = None, trace=None, pass_index: int = 0) -> Layout:
+    """The whole scene for config `cfg` with layer `layer0` (0-based; None: the model's default layer) exploded.
 
     Token rows: all positions of the trace (prompt + generated, at most MAX_ROWS, the last ones); without a
     trace DEFAULT_TOKENS placeholder rows (coloured neutrally, never with made-up numbers)."""
     dims = ModelDims.from_config(cfg)
     n = dims.n_layers
+    if layer0 is None:
+        from compute.config import default_config
+        from compute.model_defaults import default_layer
+
+        layer0 = default_layer(cfg if cfg is not None else default_config()) - 1
     layer0 = int(min(max(layer0, 0), n - 1))
     if trace is not None and not trace_fits(trace, dims):
         trace = None  # e.g. a K3 trace while another model's config is shown: draw structure, no numbers

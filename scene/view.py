@@ -79,6 +79,13 @@ def _default_translator():
 
 
 
+def _default_layer0(cfg) -> int:
+    from compute.config import default_config
+    from compute.model_defaults import default_layer
+
+    return default_layer(cfg if cfg is not None else default_config()) - 1
+
+
 class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
     block_hovered = Signal(str)
     block_clicked = Signal(str)
@@ -95,7 +102,7 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         self._tr = _default_translator()
         self.cfg = cfg
         self.trace = None
-        self.layer0 = 36
+        self.layer0 = _default_layer0(cfg)  # the model's default layer until set_layer (compute.model_defaults)
         self.pass_index = 0
         self.token = 0
         self.step_kind: str | None = None

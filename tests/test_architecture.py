@@ -150,6 +150,7 @@ def test_app_and_scene_have_one_source_of_model_facts():
     raw = json.loads((ROOT / "assets" / "configs" / "kimi-k3.json").read_text(encoding="utf-8"))
     keys = {k for k in raw if "_" in k and not k.startswith("_")}  # "num_hidden_layers", "n_routed_experts", …
     facts = {raw[k] for k in ("num_hidden_layers", "n_routed_experts", "vocab_size", "hidden_size")}
+    facts.add(raw["k3_explorer"]["default_layer"])  # 37: K3's default layer (compute.model_defaults reads it)
     bad = []
     for package in ("app", "scene"):
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -160,6 +161,46 @@ def test_app_and_scene_have_one_source_of_model_facts():
                 elif type(node.value) is int and node.value in facts:
                     if (rel, node.value) not in KNOWN_MODEL_FACTS:
                         bad.append(f"{rel}:{node.lineno} hard-codes K3's {node.value}")
+    assert bad == []
+
+
+def _layer_defaults(tree: ast.AST) -> list[tuple[int, str, int]]:
+    """(line, name, value) of every int constant given as a default to, or assigned to, a name with "layer" in it
+    (a parameter default, `x.layer0 = ...`, `layer: int = ...`)."""
+    out = []
+
+    def name_of(node) -> str:
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
+            out += [(d.lineno, arg.arg, d.value) for arg, d in pairs
+                    if d is not None and isinstance(d, ast.Constant) and type(d.value) is int and "layer" in arg.arg]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out += [(node.lineno, name_of(tg), node.value.value) for tg in targets
+                    if type(node.value.value) is int and "layer" in name_of(tg).lower()]
+    return out
+
+
+def test_default_layer_comes_from_the_config():
+    """K3's default layer (37, 0-based 36) is written only in assets/configs (its "k3_explorer" object): no module
+    of app/, scene/ or compute/ gives a layer-named parameter or field K3's default, so every other model opens on
+    its own (compute.model_defaults)."""
+    import json
+
+    raw = json.loads((ROOT / "assets" / "configs" / "kimi-k3.json").read_text(encoding="utf-8"))
+    k3 = raw["k3_explorer"]["default_layer"]
+    bad = []
+    for package in ("app", "scene", "compute"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            bad += [f"{rel}:{line} {name} = {value}" for line, name, value in _layer_defaults(tree)
+                    if value in (k3, k3 - 1)]
     assert bad == []
 
 

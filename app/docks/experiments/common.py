@@ -161,7 +161,27 @@ class ExperimentPanel(QScrollArea):
         self.outer.addLayout(self.body)
         self.note = muted_label()
         self.outer.addWidget(self.note)
+        self.seed_note = muted_label(italic=True)  # another model loaded: the sizes named here are K3's
+        self.seed_note.setObjectName(f"exp_{key}_seed_note")
+        self.seed_note.setVisible(False)
+        self.outer.addWidget(self.seed_note)
+        self.model = None  # the loaded model's config (show_model); None: K3's
         self.outer.addStretch(1)
+
+    def show_model(self, config) -> None:
+        """The loaded model: when it is not K3, the page says that the real sizes it names are K3's, the seed
+        example (the tokenizer page shows the loaded model's own sizes instead and does not call this)."""
+        self.model = config
+        self._seed_text()
+
+    def _seed_text(self) -> None:
+        from compute.config import default_config
+
+        k3 = default_config()
+        other = self.model is not None and self.model.name != k3.name
+        self.seed_note.setVisible(other)
+        self.seed_note.setText(tr("learn.exp.seed_example", k3=k3.display_name, model=self.model.display_name)
+                               if other else "")
 
     def retranslate_frame(self) -> None:
         k = self.key
@@ -170,3 +190,4 @@ class ExperimentPanel(QScrollArea):
         self.badge.setText(tr("learn.exp.badge"))
         self.constructed.setText(tr(f"learn.exp.{k}.constructed"))
         self.note.setText(tr(f"learn.exp.{k}.note"))
+        self._seed_text()

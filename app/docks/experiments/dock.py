@@ -20,6 +20,15 @@ class ExperimentsDock(TabbedDock):
         panels = (TokenizerPanel(state), KdaPanel(), AttnResPanel(), MoePanel(), SamplingPanel(), AttentionPanel())
         super().__init__(state, "learn.exp", dict(zip(TABS, panels)), parent, document_mode=True)
         self.pages["kda"].see_in_3d.connect(self.show_kda_state_in_3d)
+        state.config_changed.connect(self._model_changed)
+        self._model_changed(state.config)
+
+    @guarded
+    def _model_changed(self, config) -> None:
+        """Pages other than the tokenizer's name K3's real sizes: with another model loaded they say so."""
+        for name, page in self.pages.items():
+            if name != "tokenizer":
+                page.show_model(config)
 
     def kda_layer(self) -> int:
         """The current layer when it is a KDA layer, otherwise the first KDA layer (0-based)."""

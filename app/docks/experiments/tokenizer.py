@@ -150,19 +150,25 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         running = weights_choice.weights_of(trace)
         weights = weights_choice.short_name(running, tr) if running else tr("truth.weights.unknown")
         pieces = len(trace.vocab) if trace is not None else len(self.tokenizer.pieces)
+        cfg = self._config()  # the shown model's vocabulary and row size (its config), not always K3's
         self.constructed.setText(rich_tr("learn.exp.tokenizer.constructed", pieces=pieces, weights=weights, width=ROW_WIDTH,
-                                    hidden=f"{T.K3_HIDDEN:,}"))
+                                         hidden=f"{cfg.hidden_size:,}", model=cfg.display_name))
+        self.note.setText(tr("learn.exp.tokenizer.note", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
+                             hidden=f"{cfg.hidden_size:,}"))
         self.sources.setText(tr("learn.exp.tokenizer.sources", weights=weights, pieces=pieces))
-        # the shown model's vocabulary and row size (its config), not always K3's
+        row = T.embedding_row_bytes(cfg.hidden_size)
+        self.facts.setText(rich_tr("learn.exp.tokenizer.facts", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
+                              hidden=f"{cfg.hidden_size:,}", row=f"{row:,}", kib=fmt(row / 1024, 1),
+                              table=fmt(T.embedding_table_bytes(cfg.vocab_size, cfg.hidden_size) / 1e9, 2)))
+
+    def _config(self):
+        """The loaded model's config (K3's before the window has one)."""
         cfg = self.state.config if self.state is not None and self.state.config is not None else None
         if cfg is None:
             from compute.config import default_config
 
             cfg = default_config()
-        row = T.embedding_row_bytes(cfg.hidden_size)
-        self.facts.setText(rich_tr("learn.exp.tokenizer.facts", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
-                              hidden=f"{cfg.hidden_size:,}", row=f"{row:,}", kib=fmt(row / 1024, 1),
-                              table=fmt(T.embedding_table_bytes(cfg.vocab_size, cfg.hidden_size) / 1e9, 2)))
+        return cfg
 
     @guarded
     def refresh(self) -> None:
@@ -226,9 +232,11 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
             return
         piece, tid = toks[r]
         row, source = self._rows[r]
+        cfg = self._config()
         self.detail.setText(rich_tr("learn.exp.tokenizer.detail", piece=piece.replace(" ", "␣"), id=f"{tid:,}",
-                               row="[" + ", ".join(fmt(v, 2) for v in row) + "]",
-                               source=tr(f"learn.exp.tokenizer.source.{source}"), bytes=f"{T.embedding_row_bytes():,}"))
+                                    row="[" + ", ".join(fmt(v, 2) for v in row) + "]",
+                                    source=tr(f"learn.exp.tokenizer.source.{source}"), model=cfg.display_name,
+                                    hidden=f"{cfg.hidden_size:,}", bytes=f"{T.embedding_row_bytes(cfg.hidden_size):,}"))
 
     def retranslate(self):
         self.retranslate_frame()

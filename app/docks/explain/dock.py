@@ -22,6 +22,7 @@ from app.docks.explain.worker import _Job, _pool, _Relay
 from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
                                  overlay_of)
 from app.i18n import tr
+from app.lens_note import lens_note
 from app.slot_guard import guarded
 from app.widgets.controls import fmt, note_label, shrinkable
 from app.widgets.paint import qcolor
@@ -94,6 +95,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         state.trace_changed.connect(self._on_trace)
         state.layer_changed.connect(self._on_layer)
         state.language_changed.connect(self._language_changed)  # bound slots: disconnected when the dock dies
+        state.config_changed.connect(self._language_changed)  # the lens note names the model's layers (lens_note)
         self.visibilityChanged.connect(self._on_visible)
         self.retranslate()
         if state.trace is not None:
@@ -167,8 +169,13 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
 
     def _start(self, req: ExplainRequest) -> None:
         self._busy = True
-        self.status.setText(tr("explain.computing"))
+        self._say("explain.computing")
         _pool().start(_Job(req, self._relay))
+
+    def _say(self, key: str, **args) -> None:
+        """The status line, kept as its key so that a language switch says it again in the new language."""
+        self._status_said = (key, args)
+        self.status.setText(tr(key, **args))
 
     def _next(self) -> None:
         self._busy = False
@@ -180,7 +187,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     def _on_done(self, res: ExplainResult) -> None:
         if res.serial == self._serial:
             self.result = res
-            self.status.setText(tr("explain.took", ms=f"{res.seconds * 1000:.0f}"))
+            self._say("explain.took", ms=f"{res.seconds * 1000:.0f}")
             if on_screen(self.widget()):
                 self._show(res)
             else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
@@ -191,7 +198,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     @guarded
     def _on_failed(self, serial: int, message: str) -> None:
         if serial == self._serial:
-            self.status.setText(tr("explain.error", message=message))
+            self._say("explain.error", message=message)
             self._shown_key = None
         self._next()
 
@@ -349,7 +356,9 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.side.add_legend(self.legend)
         self.side.retranslate()
         self.plot.setLabel("bottom", tr("explain.lens.axis_layer"))
-        self.lens_note.setText(tr("explain.lens.note"))
+        self.lens_note.setText(lens_note(self.state.config, tr))
+        if getattr(self, "_status_said", None):
+            self.status.setText(tr(self._status_said[0], **self._status_said[1]))
         self.sources_title.setText(tr("explain.sources.title"))
         self.sources.setHorizontalHeaderLabels([tr(f"explain.sources.col{c}") for c in range(4)])
         header_tooltips(self.sources)

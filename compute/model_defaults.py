@@ -1,0 +1,63 @@
+"""The defaults that name a place in the loaded model: the layer a view opens on (and the step, head and
+expert that go with it). One function, `model_defaults(config)`, for the view file (app/viewfile.py), the
+command line (app/cli.py), the notebook API (app/api.py) and the window (app/model_menu.py), so that no K3
+number is a default for another model.
+
+The layer comes from the config itself: a bundled config names it in its "k3_explorer" object
+({"default_layer": 37} for Kimi K3: the first layer of AttnRes block 4, a KDA layer after an MLA one); a config
+without it (a user's config.json) or with a value outside the model opens on its middle layer, (n + 1) // 2.
+
+`layer_for(config, wanted)`: the user's layer when the model has it, else the model's default — what switching
+models does (K3 at layer 37 -> Kimi Linear (27 layers) -> its default; back to K3 -> 37 again, because the window
+remembers the layer the user picked, not the one a smaller model forced).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KEY = "k3_explorer"  # the config's object of K3 Explorer's own settings for that model
+PREFILL_STEP = 6  # 1-based trace player step of the prefill (scene.steps.PREFILL_KINDS; a test keeps them equal)
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    layer: int  # 1-based
+    step: int  # 1-based trace player step
+    head: int  # 0-based attention head of the default layer's mixer
+    expert: int | None  # 0-based routed expert shown first (None: the layer has no experts)
+
+
+def default_layer(config) -> int:
+    """The 1-based layer a view of this model opens on (see the module docstring)."""
+    n = int(config.num_hidden_layers)
+    own = getattr(config, "raw", {}).get(KEY)
+    value = own.get("default_layer") if isinstance(own, dict) else None
+    if type(value) is int and 1 <= value <= n:
+        return value
+    return max(1, (n + 1) // 2)
+
+
+def model_defaults(config) -> ModelDefaults:
+    """Every default that names a layer, step, head or expert, for this compute.config.ModelConfig."""
+    layer = default_layer(config)
+    has_experts = config.ffn_types[layer - 1] == "moe" and int(config.n_routed_experts) > 0
+    return ModelDefaults(layer=layer, step=PREFILL_STEP, head=0, expert=0 if has_experts else None)
+
+
+def layer_for(config, wanted: int | None) -> int:
+    """`wanted` (1-based) when this model has that layer, else the model's default layer."""
+    n = int(config.num_hidden_layers)
+    if type(wanted) is int and 1 <= wanted <= n:
+        return wanted
+    return default_layer(config)
+
+
+def config_named(name: str):
+    """The bundled config of that name (compute.config.available_configs), K3's object for K3."""
+    from compute.config import DEFAULT_CONFIG, ModelConfig, available_configs, default_config
+
+    path = available_configs()[name]
+    return default_config() if path == DEFAULT_CONFIG else ModelConfig.from_json(path)
+
+
+__all__ = ["ModelDefaults", "model_defaults", "default_layer", "layer_for", "config_named", "PREFILL_STEP", "KEY"]
