@@ -65,14 +65,14 @@ def check(weights: str, cases, tok) -> dict:
     t0 = time.perf_counter()
     for lang, pcs, first, obj in cases:
         toks = [(p, tok.piece_id(p)) for p in pcs]
-        ex = Explanation(m, toks)
-        em = Explanation(m, toks, source_mode="mean")
+        ex = Explanation(m, toks, source_mode="zero", source_metric="logit")  # what this check measures
+        em = Explanation(m, toks, source_mode="mean", source_metric="logit")
         n["prompts"] += 1
         n[f"prompts_{lang}"] += 1
         copies = ex.word == obj
         n["copies"] += copies
         n[f"copies_{lang}"] += copies
-        top = ex.top_source().position
+        top = ex.top_source(earlier_only=False).position
         n["top_source"] += top == first
         n[f"top_source_{lang}"] += top == first
         n["top_earlier"] += ex.top_source(earlier_only=True).position == first
@@ -84,7 +84,7 @@ def check(weights: str, cases, tok) -> dict:
         effects = [s.effect for s in ex.sources[:-1]]
         n["mention_effect_sum"] += effects[first]
         n["other_earlier_effect_sum"] += (sum(effects) - effects[first]) / max(len(effects) - 1, 1)
-        n["top_source_mean"] += em.top_source().position == first
+        n["top_source_mean"] += em.top_source(earlier_only=False).position == first
         n["knockout_changes_mean"] += em.source_answers[first] != em.word
         subj = next(p for p in pcs if task.piece_type(p) == "subject")
         if (subj, obj) in held:

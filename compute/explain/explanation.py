@@ -315,7 +315,7 @@ class Explanation:
         count (None: proposed inside the toy language — the piece that decides the answer swapped, `.swap` says
         which; outside it ValueError). sites: "residual" -> scores [L+1, T] (row 0 = the embedding), "blocks"
         -> [L, 2, T] (mixer, FFN), "heads" -> [L, heads], "experts" -> [MoE layers, experts], "sources" ->
-        [AttnRes sources]. `.metric` names the measure; `.top(n)`. layers: only these rows of "residual" (NaN
+        [AttnRes sources], "kda_state" -> [L, T] (the KDA state after each position, carried forward). `.metric` names the measure; `.top(n)`. layers: only these rows of "residual" (NaN
         elsewhere)."""
         return patch(self, corrupted, sites, layers)
 

@@ -18,6 +18,9 @@ too): 0 = nothing restored, 1 = the clean run's difference. Sites ("sites=" of `
   position (the latent norm re-evaluated); measured for the experts either run selects at the explained
   position, NaN for the others. `shared` [M]: the shared experts' output.
 - "sources" [S]: AttnRes candidate c (0 = the embedding, j = block j's stored sum) in every later mix.
+- "kda_state" [L, T]: a KDA layer's delta-rule state S_t after position t, carried forward: the layer's positions
+  after t re-run from the clean S_t with the corrupted run's own inputs (and short-conv tail); NaN on MLA layers,
+  0 at the last position (its state reaches nothing).
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from compute.explain.rerun import Variant, rerun, state_before, twin64
 
 __all__ = ["Patching", "patch", "SITES", "corrupted_ids"]
 
-SITES = ("residual", "blocks", "heads", "experts", "sources")
+SITES = ("residual", "blocks", "heads", "experts", "sources", "kda_state")
 
 
 @dataclass
@@ -65,7 +68,7 @@ class Patching:
             if not np.isfinite(flat[i]):
                 break
             idx = list(np.unravel_index(i, self.scores.shape))
-            if self.sites in ("blocks", "heads"):
+            if self.sites in ("blocks", "heads", "kda_state"):
                 idx[0] += 1
             elif self.sites == "experts":
                 idx[0] = self.moe_layers[idx[0]]
@@ -136,7 +139,8 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None
     pc, pb = model.vocab[a][0], model.vocab[b][0]
     metric = (f"restored fraction of the logit difference {pc!r} − {pb!r} at position {t} (corrupted run = 0, "
               f"clean run = 1{'; the corrupted run predicts ' + repr(pc) + ' too: ' + repr(pb) + ' is its runner-up' if same else ''})")
-    variants, where, shape = _variants(model, tw, sites, clean, corr, t, layers)
+    variants, where, shape = (_state_variants(model, tw, clean, corr, t, knobs) if sites == "kda_state" else
+                              _variants(model, tw, sites, clean, corr, t, layers))
     scores = np.zeros(shape)
     if layers is not None:
         scores[[r for r in range(L + 1) if r not in layers]] = np.nan
@@ -144,6 +148,8 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None
     if sites == "experts":
         scores[:] = np.nan
         shared = np.zeros(shape[0])
+    if sites == "kda_state":
+        scores[[li for li in range(L) if model.config.mixer_types[li] != "kda"]] = np.nan
     if variants:
         lg = rerun(model, variants, knobs, t, corr)
         sc = ((lg[:, a] - lg[:, b]) - ld_corr) / (ld_clean - ld_corr)
@@ -153,7 +159,7 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None
             else:
                 scores[idx] = s
     axes = {"residual": ("layer", "position"), "blocks": ("layer", "part", "position"), "heads": ("layer", "head"),
-            "experts": ("moe layer", "expert"), "sources": ("source",)}[sites]
+            "experts": ("moe layer", "expert"), "sources": ("source",), "kda_state": ("layer", "position")}[sites]
     moe = tuple(li + 1 for li, f in enumerate(model.config.ffn_types) if f == "moe") if sites == "experts" else ()
     return Patching(sites, scores, "".join(ex.pieces), text_c, pc, pb, metric, swap, shared, axes, moe)
 
@@ -295,3 +301,35 @@ def moe_with(tw, li: int, base: dict, swap: dict) -> np.ndarray:
     r = mix if w["norm"] is None else rms_norm(mix, w["norm"], cfg.rms_norm_eps)
     up = r if w["up"] is None else r @ w["up"]
     return up + np.asarray(base["moe.shared"], np.float64)
+
+
+def _state_variants(model, tw, clean, corr, t: int, knobs):
+    """Variants of sites="kda_state": for each KDA layer and position p < t, the layer's output at positions > p
+    re-run (compute.kda.kda_layer with a cache) from the clean state after p and the corrupted conv tail."""
+    from compute.kda import kda_layer
+
+    cfg, d = model.config, tw.dims
+    bs = cfg.attn_res_block_size
+    L, T = len(clean.layers), t + 1
+    vs, where = [], []
+    for li in range(L):
+        if cfg.mixer_types[li] != "kda":
+            continue
+        w = tw.layers[li]["kda"]
+        p0, R0 = state_before(corr, li, bs)
+        xk = np.asarray(clean.layers[li].tensors["norm.mixer"], np.float64)
+        xc = np.asarray(corr.layers[li].tensors["norm.mixer"], np.float64)
+        out_c = np.asarray(corr.layers[li].tensors["mixer.out"], np.float64)
+        for p in range(T - 1):
+            kw = dict(alpha=knobs.alpha, beta_override=knobs.beta, eps=cfg.rms_norm_eps)
+            ck = kda_layer(xk[:p + 1], w, d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound, **kw)[2]
+            cc = kda_layer(xc[:p + 1], w, d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound, **kw)[2]
+            if np.array_equal(ck["state"], cc["state"]):
+                continue
+            y = kda_layer(xc[p + 1:], w, d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound,
+                          cache={"conv": cc["conv"], "state": ck["state"]}, **kw)[0]
+            o = out_c.copy()
+            o[p + 1:] = y
+            vs.append(Variant(li, p0, R0, mixer=o, first=p + 1))
+            where.append((li, p))
+    return vs, where, (L, T)

@@ -287,3 +287,31 @@ def test_another_word_is_explained_on_request():
     assert total == pytest.approx(ex.logit, abs=1e-3 * max(1.0, abs(ex.logit)))
     with pytest.raises(ValueError, match="outside the vocabulary"):
         Explanation.of_prompt(m, "로봇이 컵을 집었다", word=len(m.vocab) + 5)
+
+
+def test_direct_contributions_against_an_independent_recomputation(m32):
+    """Each block's direct effect rebuilt from the block outputs alone (the final mix's candidates summed from
+    mixer + FFN outputs, not the engine's stored residuals; the frozen mix weights and norm scale applied by
+    hand): equal to the Route's values, and |rest| <= 1e-4 in the float32 engine."""
+    ex = Explanation.of_prompt(m32, PROMPT)
+    t, w = ex.position, ex.word_index
+    lay = ex.run.layers
+    bs = m32.config.attn_res_block_size
+    out = [np.asarray(lt.tensors["mixer.out"][t], np.float64) + np.asarray(lt.tensors["ffn.out"][t], np.float64)
+           for lt in lay]
+    emb = np.asarray(ex.run.embedding[t], np.float64)
+    V = [emb] + [sum(out[j:j + bs]) for j in range(0, len(lay), bs)]  # R_0, R_1.., and the last partial
+    a = np.asarray(ex.run.final["final.attnres"][t], np.float64)
+    assert a.shape == (len(V),) and abs(a.sum() - 1) < 1e-5
+    h = sum(ac * v for ac, v in zip(a, V))
+    scale = 1 / np.sqrt(np.mean(h * h) + m32.config.rms_norm_eps)
+    u = m32.final_norm64 * m32.lm_head64[:, w] * scale
+    totals = ex.route.totals()
+    assert abs(totals[(0, "embedding")] - a[0] * emb @ u) < 1e-4
+    for li in (0, 2, 40, 92):
+        for part in ("mixer", "ffn"):
+            y = np.asarray(lay[li].tensors[part + ".out"][t], np.float64)
+            assert abs(totals[(li + 1, part)] - a[li // bs + 1] * y @ u) < 1e-4, (li, part)
+    assert abs(ex.rest) <= 1e-4
+    assert abs(sum(v for _, _, v in ex.blocks) + ex.rest - ex.logit) < 1e-9
+    assert "not causal" in ex.route.label and "mix weights" in ex.route.label and "scale" in ex.route.label

@@ -114,6 +114,17 @@ def test_head_expert_and_source_grids(m, ex):
     assert all(2 <= ly <= 93 for (ly, _), _ in e.top(3))
 
 
+def test_kda_state_patching(m, ex):
+    st = ex.patch(sites="kda_state")
+    kda = [li for li, k in enumerate(m.config.mixer_types) if k == "kda"]
+    assert st.scores.shape == (93, 8) and np.isnan(np.delete(st.scores, kda, 0)).all()
+    s = st.scores[kda]
+    assert np.isfinite(s).all() and (s[:, :2] == 0).all() and (s[:, -1] == 0).all()  # same states / reaches nothing
+    assert s[:, 2:7].max() > 0.05  # the states after the mention carry some of it forward
+    (ly, pos), top = st.top(1)[0]
+    assert ly - 1 in kda and 2 <= pos <= 6 and top == np.nanmax(st.scores)
+
+
 def test_patch_arguments(m, ex):
     for bad in ("5", -1, 1.5, True):
         with pytest.raises(ValueError):
