@@ -53,7 +53,7 @@ def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, positi
     at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
     items, mode = knockout_items(knockouts)
     req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at,
-                         knobs_of(trace.knobs), items, mode, sources=False)
+                         knobs_of(trace.knobs), items, mode, sources=False, causal="route" in parts)
     res = explain_result(req)
     return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
 
@@ -66,5 +66,5 @@ def overlay_of_explanation(ex, parts: tuple[str, ...], percent: int = 30):
     from app.explain_service import ENGINE_LOCK, overlay_of, result_of
 
     with ENGINE_LOCK:
-        res = result_of(ex, sources=False)
+        res = result_of(ex, sources=False, causal="route" in parts)
     return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
