@@ -423,7 +423,7 @@ def _main(argv: list[str] | None = None) -> int:
         percent = args.route_threshold
     knockout = saved.knockouts if saved is not None else None  # run as the window's Explain dock runs them
     try:
-        result = result_for(config, trace, position, knockout) if knockout else None
+        result = result_for(config, trace, position, knockout, causal="route" in parts) if knockout else None
         explanation = overlay_for(config, trace, parts, percent, position, knockout, result)
     except Exception as exc:  # noqa: BLE001 - reported in one line, as an engine failure
         return _fail(tr("app.cli.engine_failed", device=args.device, message=_one_line(exc)), 1)

@@ -50,20 +50,21 @@ def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, positi
         return None
     from app.explain_service import overlay_of
 
-    res = result if result is not None else result_for(config, trace, position, knockouts)
+    res = result if result is not None else result_for(config, trace, position, knockouts, causal="route" in parts)
     return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
 
 
-def result_for(config, trace, position: int | None = None, knockouts: dict | None = None):
+def result_for(config, trace, position: int | None = None, knockouts: dict | None = None, causal: bool = False):
     """The Explain dock's ExplainResult of `trace` at `position` (as overlay_for), with a view file's knock-out
-    set (app/viewfile's `knockouts`, checked) applied as the dock applies it: its .knockout is the "after"."""
+    set (app/viewfile's `knockouts`, checked) applied as the dock applies it: its .knockout is the "after";
+    causal: with the causal route and the patching grid (what a drawn route needs)."""
     from app.explain_service import ExplainRequest, explain_result, knobs_of, knockout_items
 
     at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
     items, mode = knockout_items(knockouts)
     req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at,
-                         knobs_of(trace.knobs), items, mode, sources=False)  # as for a covered dock: a picture
-    # and the knock-out's line need no per-token re-runs (the sources table)
+                         knobs_of(trace.knobs), items, mode, sources=False, causal=causal)  # as for a covered
+    # dock: a picture and the knock-out's line need no per-token re-runs (the sources table)
     return explain_result(req)
 
 
@@ -75,5 +76,5 @@ def overlay_of_explanation(ex, parts: tuple[str, ...], percent: int = 30):
     from app.explain_service import ENGINE_LOCK, overlay_of, result_of
 
     with ENGINE_LOCK:
-        res = result_of(ex, sources=False)
+        res = result_of(ex, sources=False, causal="route" in parts)
     return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)

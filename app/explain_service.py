@@ -70,6 +70,8 @@ class ExplainRequest:
     sources: bool = True  # knock each earlier token out (one re-run per token: the costly part); False when only
     # the 3D view needs the result (lens, attention, route) and the dock is not on screen
     word: int | None = None  # the vocabulary index explained (the answer strip's clicked word); None: the answer
+    causal: bool = False  # also the causal route (every block's knock-out effect) and the residual patching grid
+    # (the costly part: only while the causal route is drawn or its page is looked at)
 
 
 def other_weights(name: str) -> str:
@@ -104,6 +106,10 @@ class ExplainResult:
     seconds: float = 0.0
     weights: str = ""
     error: str = ""
+    source_measure: str = ""  # one line naming the sources' ablation and measure
+    causal: dict = field(default_factory=dict)  # ExplainRequest.causal: effects {(layer, part): share of the
+    # margin removed by its knock-out}, note / spread / threshold of the 0.3 route; patch: scores [L+1, T] (row 0 =
+    # the embedding), metric, clean, corrupted, swap, decided_at; error / patch_error: one line when they failed
     extra: dict = field(default_factory=dict)
 
 
@@ -115,9 +121,9 @@ def explain_result(req: ExplainRequest) -> ExplainResult:
     t0 = time.perf_counter()
     with ENGINE_LOCK:
         m = engine_for(req.config, req.weights)
-        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs, source_mode=req.mode,
+        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs,  # sources: resample, contrastive
                          word=req.word)
-        res = result_of(ex, req.knockout, req.mode, sources=req.sources, serial=req.serial)
+        res = result_of(ex, req.knockout, req.mode, sources=req.sources, serial=req.serial, causal=req.causal)
     if req.compare:
         res.other = explain_result(replace(req, weights=other_weights(req.weights), compare=False, knockout=()))
     res.seconds = time.perf_counter() - t0
@@ -125,7 +131,8 @@ def explain_result(req: ExplainRequest) -> ExplainResult:
     return res
 
 
-def result_of(ex, knockout: tuple = (), mode: str = "zero", *, sources: bool = True, serial: int = 0) -> ExplainResult:
+def result_of(ex, knockout: tuple = (), mode: str = "zero", *, sources: bool = True, serial: int = 0,
+              causal: bool = False) -> ExplainResult:
     """An ExplainResult of a compute.explain.Explanation (e.g. `app.api.explain`'s), with the experiment's
     knock-out items (ExplainRequest.knockout) run on it. Runs its engine: hold ENGINE_LOCK for a cached one."""
     lens = ex.lens
@@ -147,7 +154,34 @@ def result_of(ex, knockout: tuple = (), mode: str = "zero", *, sources: bool = T
         attention=[a.copy() for a in ex.attention_rows], knockout=knockout_of(ex, knockout, mode),
         weights=ex.model.weights_name)
     res.totals, res.layer_words = folded_words(ex, LAYER_WORDS)
+    res.source_measure = ex.source_measure if sources else ""
+    if causal:
+        res.causal = causal_of(ex)
     return res
+
+
+def causal_of(ex) -> dict:
+    """The causal route's block effects and the residual patching grid of ex (see ExplainResult.causal); a part
+    that cannot be made (a prompt outside the toy language has no proposed corruption) says why in one line."""
+    out: dict = {}
+    try:
+        route = ex.causal_route(0.3)
+        out.update(effects=dict(route.effects), note=route.note, spread=route.spread)
+    except ValueError as exc:
+        out["error"] = _line(exc)
+    try:
+        pt = ex.patch()
+        out["patch"] = {"scores": np.asarray(pt.scores, np.float64).copy(), "metric": pt.metric, "clean": pt.clean,
+                        "corrupted": pt.corrupted, "swap": pt.swap, "decided_at": pt.decided_at(),
+                        "clean_word": pt.clean_word, "corrupted_word": pt.corrupted_word}
+    except ValueError as exc:
+        out["patch_error"] = _line(exc)
+    return out
+
+
+def _line(exc) -> str:
+    lines = [s for s in str(exc).splitlines() if s.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def knockout_of(ex, items: tuple, mode: str) -> dict | None:
@@ -200,9 +234,12 @@ def largest_block(res) -> float:
     return max((abs(v) for _l, _p, v in res.totals), default=0.0)
 
 
-def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False):
+def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False, kind: str = "causal"):
     """What the 3D view draws of an ExplainResult: a scene.explain_overlay.ExplainOverlay (None: nothing). An
-    active knock-out is always drawn (its marks and its before -> after), whatever else is on."""
+    active knock-out is always drawn (its marks and its before -> after), whatever else is on. kind: the route
+    drawn — "causal" (blocks by their knock-out's share of the answer's margin, threshold = percent of the
+    margin, and the residual patching grid as token lanes on the slabs) or "direct" (direct effects, not
+    causal: threshold = percent of the largest)."""
     ko = res.knockout if res is not None else None
     if res is None or not (lens or route or arcs or ko):
         return None
@@ -213,17 +250,28 @@ def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False):
     if lens:
         entries = tuple((i, top[0], float(top[1]), int(rank), float(prob))
                         for i, (top, rank, prob) in enumerate(zip(res.lens_top, res.lens_rank, res.lens_prob)))
-    blocks = tuple(res.totals) if route else ()
+    causal = kind == "causal"
+    effects = res.causal.get("effects", {}) if causal else {}
+    patch = res.causal.get("patch") if causal and route else None
+    if causal:
+        blocks = tuple((ly, pt, float(v)) for (ly, pt), v in effects.items()) if route else ()
+        threshold = percent / 100
+    else:
+        blocks = tuple(res.totals) if route else ()
+        threshold = threshold_of(blocks, percent / 100) if blocks else 0.0
     piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
     reads = tuple(tuple(tuple(float(x) for x in h) for h in row) for row in res.attention) if arcs else ()  # per head
     after = ()
     if ko:
         after = (ko["mode"], ko["word"], ko.get("word_prob_after", 0.0), ko.get("prob_after", 0.0),
                  float(ko["logit_after"]), float(res.prob))
-    return ExplainOverlay(res.position, piece, res.word, entries, blocks,
-                          threshold_of(blocks, percent / 100) if blocks else 0.0, float(res.logit), reads,
+    lanes = tuple(tuple(float(x) for x in row) for row in patch["scores"]) if patch is not None else ()
+    return ExplainOverlay(res.position, piece, res.word, entries, blocks, threshold, float(res.logit), reads,
                           knockout=tuple(tuple(it) for it in ko["items"]) if ko else (), after=after,
-                          n_tokens=len(res.pieces))
+                          n_tokens=len(res.pieces), route_kind=kind if route else "",
+                          lanes=lanes, decided_at=patch["decided_at"] if patch is not None else None,
+                          largest=max((abs(v) for v in effects.values()), default=0.0),
+                          computing=causal and route and not res.causal)
 
 
 def knobs_of(trace_knobs) -> Knobs:

@@ -30,6 +30,12 @@ class ExplainOverlay:
     after: tuple = ()  # with a knock-out: (mode, word after, its probability, the word's probability after, the
     # word's logit after, the word's probability before)
     n_tokens: int = 0  # positions 0..position: the lanes of the embedding slab
+    route_kind: str = ""  # "causal" (route = knock-out effects, shares of the answer's margin) | "direct" (direct
+    # effects, not causal) | "" (no route)
+    lanes: tuple = ()  # causal: the residual patching grid [L+1][T] (row 0 = the embedding): restored fraction
+    decided_at: int | None = None  # causal: the layer from which the last position alone restores the answer
+    largest: float = 0.0  # causal: the largest block effect (a spread-out route says how far it got)
+    computing: bool = False  # causal: the route's knock-outs are still being computed (off the UI thread)
     extra: dict = field(default_factory=dict, compare=False)
 
     @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scene import attention_arcs, knockout_marks, lens_column, route_glow
+from scene import attention_arcs, causal_lanes, knockout_marks, lens_column, route_glow
 from scene.explain_data import ExplainOverlay
 from scene.geometry import boxes_mesh
 from scene.gl_items import FamilyMesh, Lines, SCENE_LOCK
@@ -24,19 +24,29 @@ def _q(piece: str) -> str:
 
 def header_note(ov: ExplainOverlay | None, tr) -> str:
     """The header's line about what the lens column, the route and a knock-out show ("" when none is on)."""
-    if ov is None or not (ov.lens or ov.route or ov.attention or ov.after):
+    if ov is None or not (ov.lens or ov.route or ov.route_kind or ov.attention or ov.after):
         return ""
     parts = [tr("scene.explain.what", position=ov.position, piece=_q(ov.piece), word=_q(ov.word))]
     if ov.after:
         parts.append(knockout_note(ov, tr))
     if ov.lens:
         settled = lens_column.settled_rank_one([e[3] for e in ov.lens])
-        parts.append(tr("scene.explain.lens_from", layer=ov.lens[settled][0]) if settled is not None
+        parts.append(tr("scene.explain.readable", layer=ov.lens[settled][0]) if settled is not None
                      else tr("scene.explain.lens_never"))
+    if ov.decided_at is not None:
+        parts.append(tr("scene.explain.decided", layer=ov.decided_at))
     if ov.attention:
         parts.append(tr("scene.explain.arcs"))
-    if ov.route:
-        parts.append(tr("scene.explain.route", n=len(ov.lit), threshold=f"{ov.threshold:.2f}",
+    if ov.route_kind == "causal" and ov.computing:
+        parts.append(tr("scene.explain.computing"))
+    elif ov.route_kind == "causal":
+        pct = f"{100 * ov.threshold:.0f}"
+        parts.append(tr("scene.explain.causal", n=len(ov.lit), pct=pct) if ov.lit
+                     else tr("scene.explain.spread", pct=pct, top=f"{100 * ov.largest:.0f}"))
+        if ov.lanes:
+            parts.append(tr("scene.explain.lanes"))
+    elif ov.route:
+        parts.append(tr("scene.explain.direct", n=len(ov.lit), threshold=f"{ov.threshold:.2f}",
                         logit=f"{ov.logit:.2f}"))
     return " · ".join(parts)
 
@@ -58,7 +68,10 @@ class ExplainItems:
         self.arcs = Lines(mode="lines", width=attention_arcs.LINE_WIDTH, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
         self.arcs.setGLOptions("translucent")  # each arc's opacity is its weight
         self.crossed = Lines(mode="lines", width=3.0, antialias=True, color=(1.0, 1.0, 1.0, 1.0))
-        for item in (self.strip, self.route, self.arcs, self.crossed):
+        self.lanes = FamilyMesh()  # the causal-tracing map: token lanes on the slabs' front faces
+        self.lane_keys: list[tuple[int, int]] = []  # tests: (row, position) of each lane box
+        self.lane_rgba: np.ndarray | None = None
+        for item in (self.strip, self.route, self.arcs, self.crossed, self.lanes):
             item.setVisible(False)
             gl.addItem(item)
         self.strip_layers: list[int] = []  # tests: which readings the strip shows, in box order
@@ -84,9 +97,23 @@ class ExplainItems:
         if ov is not None and ov.attention and layout is not None and layout.layer < len(ov.attention):
             arcs = attention_arcs.arc_lines(layout, ov.position, ov.attention[layout.layer])
         self._set(self.arcs, *arcs)
+        self._update_lanes(layout, ov)
         crossed = (knockout_marks.knockout_lines(layout, ov.knockout, ov.n_tokens)
                    if ov is not None and ov.knockout and layout is not None else (None, None))
         self._set(self.crossed, *crossed)
+
+    def _update_lanes(self, layout, ov) -> None:
+        lanes = ov.lanes if ov is not None and layout is not None else ()
+        self.lane_keys, self.lane_rgba = [], None
+        if lanes:
+            centres, sizes, keys, vals = causal_lanes.lane_boxes(layout, lanes)
+            if keys:
+                rgba = causal_lanes.lane_colours(vals)
+                verts, normals, faces = boxes_mesh(centres, sizes)
+                self.lanes.set_geometry(verts, normals, faces, colors=np.repeat(rgba, len(verts) // len(keys), 0))
+                self.lane_keys, self.lane_rgba = keys, rgba
+        with SCENE_LOCK:
+            self.lanes.setVisible(bool(self.lane_keys))
 
     @staticmethod
     def _set(item, pts, cols) -> None:

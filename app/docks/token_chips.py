@@ -39,15 +39,17 @@ def chip_piece(piece: str) -> str:
     return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "·") or "∅"
 
 
-def token_chip(piece: str, token_id: int, generated: bool, current: bool, unused: bool = False) -> str:
+def token_chip(piece: str, token_id: int, generated: bool, current: bool, unused: bool = False,
+               struck: bool = False) -> str:
     """One token chip: the piece on a tinted box in its phase's colour, then its id. Qt's rich text draws no
     border on a span (the old chips were coloured text only, so '.' was a lone dot): the box is a background.
-    unused: a piece the toy language never uses, marked with a '?' (the trained toy has not learned it)."""
+    unused: a piece the toy language never uses, marked with a '?' (the trained toy has not learned it);
+    struck: knocked out by the Explain dock's active experiment (struck through)."""
     role = "phase_b" if generated else "phase_a"
     colour = PHASE_COLOURS["B" if generated else "A"]
     mark = f"<sup style='color:{css('caveat')}; font-weight:bold'>?</sup>" if unused else ""
     return (f"<span style='background-color:{css_rgba(role, 150 if current else 60)}; color:{colour};"
-            f" font-weight:{'bold' if current else 'normal'}'>"
+            f" font-weight:{'bold' if current else 'normal'}{'; text-decoration:line-through' if struck else ''}'>"
             f"&nbsp;{html.escape(shown_text(chip_piece(piece), MAX_PIECE_CHARS))}&nbsp;</span>{mark}"
             f"<sub style='color:gray'>{token_id}</sub>")
 

@@ -73,6 +73,8 @@ class TracePlayerDock(QDockWidget):
         state.engine_error.connect(self._on_error)
         state.layer_changed.connect(slot_guard.guarded(lambda _l: self._show_details()))
         state.config_changed.connect(slot_guard.guarded(lambda _c: self.retranslate()))  # step texts name the model's numbers
+        self._struck: frozenset = frozenset()  # token positions the Explain dock's experiment knocks out
+        state.knockouts_changed.connect(self._on_knockouts)
         self.retranslate()
         if state.trace is not None:
             self._on_trace(state.trace)
@@ -320,6 +322,14 @@ class TracePlayerDock(QDockWidget):
         self._show_details()
         self._update_play_button()
 
+    @slot_guard.guarded
+    def _on_knockouts(self, value) -> None:
+        """The experiment changed: its knocked-out tokens' chips are struck through."""
+        struck = frozenset(int(it[1]) for it in value[0] if it[0] == "token")
+        if struck != self._struck:
+            self._struck = struck
+            self._show_io()
+
     def _show_io(self) -> None:
         trace = self.state.trace
         if trace is None:
@@ -336,7 +346,8 @@ class TracePlayerDock(QDockWidget):
         for pos, (piece, token_id) in enumerate(trace.tokens[:MAX_CHIPS]):
             generated = pos >= trace.prompt_len
             weight = "bold" if self.steps and pos == self.steps[self.index].token else "normal"
-            chip = token_chip(piece, token_id, generated, weight == "bold", used is not None and piece not in used)
+            chip = token_chip(piece, token_id, generated, weight == "bold", used is not None and piece not in used,
+                              pos in self._struck)
             chips.append(f"<a href='tok:{pos}' style='text-decoration:none'>{chip}</a>")  # its context menu
         if len(trace.tokens) > MAX_CHIPS:
             chips.append(f"… +{len(trace.tokens) - MAX_CHIPS}")

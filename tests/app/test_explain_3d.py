@@ -115,6 +115,9 @@ def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
     qtbot.waitUntil(lambda: controls.route.isVisible(), timeout=5000)
     QTest.mouseClick(controls.route, Qt.LeftButton, Qt.NoModifier,
                      QPoint(8, controls.route.height() // 2))
+    controls.kind.setFocus()
+    QTest.keyClick(controls.kind, Qt.Key_Down)  # the direct effects (not causal): this test's route
+    assert controls.route_kind() == "direct"
     qtbot.waitUntil(lambda: bool(scene.explanation.route), timeout=5000)
     pct = controls.slider.value()
     want = {k for k, v in totals.items() if abs(v) >= pct / 100 * largest * (1 - 1e-6)}
@@ -188,7 +191,7 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
     dock.show3d.set_values(False, True, 55, False)
     assert not dock.show3d.lens.isChecked()
     qtbot.waitUntil(lambda: win.scene.explanation is not None and not win.scene.explanation.lens
-                    and bool(win.scene.explanation.route), timeout=5000)
+                    and win.scene.explanation.route_kind == "causal", timeout=5000)  # the default route
     assert not win.scene.explain_items.strip.visible()
     i18n.set_language("ko")
     win.state.language_changed.emit("ko")  # the dock and the scene retranslate in the emit
@@ -199,7 +202,7 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
     wait_idle(qtbot, win2)
     d2 = win2.docks["ExplainDock"]
     assert d2.show3d.values()[:3] == (False, True, 55)
-    _result(win2)
+    _result(win2, 400)  # the causal route's knock-outs, off the UI thread
     assert win2.scene.explanation.route and not win2.scene.explanation.lens
     # both off: nothing is drawn
     d2.show3d.set_values(False, False, 55, False)

@@ -36,9 +36,9 @@ def test_the_overlay_is_compute_explain(qapp):
     ex = api.explain(PROMPT)
     assert ov.word == ex.word and ov.position == ex.position
     assert [e[3] for e in ov.lens] == ex.lens_rank(ex.word)
-    totals = ex.route.totals()
-    largest = max(abs(v) for v in totals.values())
-    assert set(ov.lit) == {k for k, v in totals.items() if abs(v) >= 0.4 * largest}
+    eff = ex.causal_route(0.4).effects  # the causal route is the route drawn (its knock-outs' shares)
+    assert ov.route_kind == "causal" and set(ov.lit) == {k for k, v in eff.items() if abs(v) >= 0.4}
+    assert np.array(ov.lanes).shape == (len(ov.lens), len(ex.pieces))  # the patching grid: (L + 1) x T
     assert not ov.attention  # arcs not asked for
 
 
@@ -64,3 +64,37 @@ def test_cli_export_with_explain(tmp_path):
     bad = run_app("export", "--explain", "lense", "--out", str(tmp_path / "x.png"))
     assert bad.returncode == 2 and any("lense" in line for line in error_lines(bad))
     assert not (tmp_path / "x.png").exists()
+
+
+def test_export_view_of_a_window_view_with_a_knockout_and_the_route_matches(make_window, qtbot, tmp_path):
+    """Issue 40.8: File -> Save view in the window with a token knocked out and the causal route drawn; then
+    `k3-explorer export --view` at the window export's size draws the same picture (within 1 % of the pixels):
+    the knock-out's cross and before -> after, the route's lanes and the lens column included."""
+    from PySide6.QtGui import QImage
+
+    from app import cli
+    from app.export import ExportChoice, perform
+    from tests.app.gui_helpers import changed_fraction, image_array, wait_idle
+    from tests.app.test_explain_dock import wait_for
+
+    win = make_window()
+    dock = win.docks["ExplainDock"]
+    dock.show3d.set_values(True, True, 30, False)
+    dock.add_knockout(("token", 1), "zero")
+    wait_for(lambda: dock.result is not None and dock.result.knockout is not None and dock.result.causal
+             and not dock.busy and win.scene.explanation is not None and win.scene.explanation.knockout
+             and win.scene.explanation.lanes, timeout_s=400, dock=dock)
+    win.scene.set_camera_preset("front", animate=False)
+    wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)
+    view_path = str(tmp_path / "ko.k3view")
+    assert win.views.save_to(view_path)
+    gui = image_array(perform(ExportChoice("view", 640, 360, False, "file", str(tmp_path / "gui.png")), win.scene, win))
+    win.close()
+    cli_png = str(tmp_path / "cli.png")
+    assert cli.main(["--view", view_path, "--size", "640x360", "--out", cli_png]) == 0
+    out = image_array(QImage(cli_png))
+    assert out.shape == gui.shape == (360, 640, 4)
+    fraction = changed_fraction(gui, out)
+    print(f"GUI export vs export --view with a knock-out and the causal route: {fraction:.5f} of the pixels differ")
+    assert fraction < 0.01, fraction

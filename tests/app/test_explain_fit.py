@@ -48,19 +48,27 @@ def cut_cells(table: QTableWidget) -> list[str]:
 
 def overlapping(inner) -> list[str]:
     """Shown widgets of a page's own layout (and its rows) that overlap each other."""
-    boxes = []
+    boxes, bad_kids = [], []
     lay = inner.layout()
     for i in range(lay.count()):
         item = lay.itemAt(i)
         ws = [item.widget()] if item.widget() is not None else (
             [item.layout().itemAt(k).widget() for k in range(item.layout().count())] if item.layout() else [])
         boxes += [w for w in ws if w is not None and w.isVisible()]
+    for w in list(boxes):  # a part with its own layout (the patching map): its children too
+        if w.layout() is not None and type(w).__name__ not in ("QTableWidget",):
+            kids = [w.layout().itemAt(k).widget() for k in range(w.layout().count())]
+            kids = [k for k in kids if k is not None and k.isVisible()]
+            for a_i, a in enumerate(kids):
+                for b in kids[a_i + 1:]:
+                    if a.geometry().intersects(b.geometry()):
+                        bad_kids.append(f"{a.objectName() or type(a).__name__} overlaps {b.objectName() or type(b).__name__}")
     bad = []
     for a_i, a in enumerate(boxes):
         for b in boxes[a_i + 1:]:
             if a.geometry().intersects(b.geometry()):
                 bad.append(f"{a.objectName() or type(a).__name__} overlaps {b.objectName() or type(b).__name__}")
-    return bad
+    return bad + bad_kids
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -73,6 +81,8 @@ def test_every_page_fits(qtbot, tmp_path, size, lang):
         dock.raise_()
         flush_layouts()
         wait_for(lambda: dock.result is not None and not dock.busy and dock.result.sources, dock=dock)
+        open_page(dock, "route")  # the causal part, then every page with it
+        wait_for(lambda: dock.result.causal and not dock.busy, timeout_s=400, dock=dock)
         os.makedirs(SHOTS, exist_ok=True)
         problems = []
         for name in PAGES:

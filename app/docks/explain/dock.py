@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QTabl
 from app.docks.deferred import on_screen
 from app.docks.explain.attention import AttentionMixin
 from app.docks.explain.knockouts import KnockoutMixin
-from app.docks.explain.fit import GROWING_PAGES, fit_rows, header_tooltips
+from app.docks.explain.fit import GROWING_PAGES, PAGES, fit_rows, header_tooltips
 from app.docks.explain.pages import PageBuilders, page_tabs, retranslate_tabs
 from app.docks.explain.show3d import layer_words_html
 from app.docks.explain.side_by_side import SideBySide
@@ -78,11 +78,13 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.status.setTextFormat(Qt.PlainText)  # it may quote an error message (a config's name): never rich text
         top.addWidget(self.status)
         self.pages, page = page_tabs()
+        self.pages.currentChanged.connect(self._page_changed)
         top.addWidget(self.pages, 1)
         self._build_answer(page["answer"])
         self._build_lens(page["lens"])
         self._build_attention(page["attention"])
         self._build_route(page["route"])
+        self._build_direct(page["direct"])
         self._build_experiments(page["experiments"])
         self.side = SideBySide(self.plot)
         self.side.toggled.connect(guarded(lambda _on: self.refresh()))
@@ -140,7 +142,18 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
                               int(self.position.currentData()), knobs, self._knockout,
                               ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
                               on_screen(self.widget()),  # the sources' re-runs only for a dock that is seen
-                              self._word[1] if self._word and self._word[0] == self.position.currentData() else None)
+                              word=self._word[1] if self._word and self._word[0] == self.position.currentData()
+                              else None, causal=self._wants_causal())
+
+    def _wants_causal(self) -> bool:
+        """The causal route and the patching map are computed while the causal route is drawn or the route page
+        is looked at (their knock-outs and re-runs are the costly part)."""
+        drawn = self.show3d.route.isChecked() and self.show3d.route_kind() == "causal"
+        return drawn or (on_screen(self.widget()) and self.pages.currentIndex() == PAGES.index("route"))
+
+    @guarded
+    def _page_changed(self, _index: int) -> None:
+        self.refresh()  # the route page asks for the causal part
 
     @guarded
     def refresh(self) -> None:
@@ -154,7 +167,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         if req is None:
             return
         key = (req.tokens, req.position, req.knobs, req.weights, req.knockout, req.mode,
-               getattr(req.config, "name", None), req.compare, req.sources, req.word)
+               getattr(req.config, "name", None), req.compare, req.sources, req.word, req.causal)
         if key == self._shown_key and self._pending is None:
             return
         self._shown_key = key
@@ -169,7 +182,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
 
     def _start(self, req: ExplainRequest) -> None:
         self._busy = True
-        self._say("explain.computing")
+        self._say("explain.route.computing" if req.causal else "explain.computing")
         _pool().start(_Job(req, self._relay))
 
     def _say(self, key: str, **args) -> None:
@@ -252,7 +265,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         marks = sorted(set(list(range(0, len(x), 12)) + [len(x) - 1]))
         column = " · ".join(f"L{i} {_esc(piece_text(res.lens_top[i][0]))}" for i in marks)
         self.lens_column.setText(tr("explain.lens.column", column=column) + " "
-                                 + (tr("explain.lens.first", layer=first) if first is not None
+                                 + (tr("explain.lens.readable", layer=first) if first is not None
                                     else tr("explain.lens.never")))
         top = max(range(len(res.sources)), key=lambda i: res.sources[i][2]) if res.sources else -1
         self.sources.setRowCount(len(res.sources))
@@ -279,6 +292,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
                 self.blocks.setItem(r, c, it)
         fit_rows(self.blocks)
         self._show_attention(res)
+        self.patch_map.show_result(res)
         self.side.show_result(res, lens_series)
         self._show_3d(res)
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
@@ -316,7 +330,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
 
     def _emit_overlay(self) -> None:
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
-        self.state.explanation_shown.emit(overlay_of(self.result, *self.show3d.values()))
+        self.state.explanation_shown.emit(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()))
 
     def _show_block_words(self) -> None:
         """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""
@@ -378,7 +392,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.att_note.setText(tr("explain.att.note"))
         self.att_plot.setLabel("left", tr("explain.att.axis_layer"))
         self.att_plot.setLabel("bottom", tr("explain.att.axis_position"))
-        self.blocks_title.setText(tr("explain.blocks.title"))
+        self.blocks_title.setText(tr("explain.blocks.title.direct"))
+        self.patch_map.retranslate()
         self.blocks.setHorizontalHeaderLabels([tr(f"explain.blocks.col{c}") for c in range(3)])
         header_tooltips(self.blocks)
         if self.result is not None:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTabl
 
 from app.widgets.controls import fit_table_height
 
-PAGES = ("answer", "lens", "attention", "route", "experiments", "side")
+PAGES = ("answer", "lens", "attention", "route", "direct", "experiments", "side")
 
 
 

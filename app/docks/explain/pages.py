@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.fit import PAGES, grow_to_page, wrapping_table
 from app.docks.explain.knockouts import _KnockoutList
+from app.docks.explain.patching_view import PatchMap
 from app.docks.explain.show3d import Show3DControls
 from app.i18n import tr
 from app.slot_guard import guarded
@@ -121,6 +122,11 @@ class PageBuilders:
         self.show3d = Show3DControls()
         self.show3d.changed.connect(self._show3d_changed)
         lay.addWidget(self.show3d)
+        self.patch_map = PatchMap()
+        lay.addWidget(self.patch_map, 10)
+
+    def _build_direct(self, lay) -> None:
+        """Direct effects (not causal): what each block writes straight into the answer's logit."""
         self.blocks_title = section_label()
         lay.addWidget(self.blocks_title)
         self.blocks = wrapping_table(0, 3, "explain_blocks", grow=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QSlider, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider, QWidget
 
 from app.i18n import tr
 from app.slot_guard import guarded
@@ -17,6 +17,7 @@ DEFAULT_LENS = True
 DEFAULT_ROUTE = False
 DEFAULT_PERCENT = 30  # a block glows from 30 % of the largest |direct contribution|
 DEFAULT_ARCS = True
+ROUTE_KINDS = ("causal", "direct")  # the causal route is the default; direct effects stay, named "not causal"
 
 
 class Show3DControls(QWidget):
@@ -43,22 +44,26 @@ class Show3DControls(QWidget):
         grid.addWidget(self.lens, 1, 0)
         grid.addWidget(self.arcs, 1, 1)
         grid.addWidget(self.route, 1, 2)
+        self.kind = QComboBox()
+        self.kind.setObjectName("explain_route_kind")
+        grid.addWidget(self.kind, 2, 0, 1, 3)
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setObjectName("explain_route_threshold")
         self.slider.setRange(0, 100)
         self.slider.setSingleStep(1)
         self.slider.setPageStep(10)
         self.slider.setValue(DEFAULT_PERCENT)
-        grid.addWidget(self.slider, 2, 0, 1, 3)
+        grid.addWidget(self.slider, 3, 0, 1, 3)
         self.threshold_label = QLabel()
         self.threshold_label.setObjectName("explain_route_threshold_label")
         self.threshold_label.setTextFormat(Qt.PlainText)
         self.threshold_label.setWordWrap(True)
-        grid.addWidget(self.threshold_label, 3, 0, 1, 3)
+        grid.addWidget(self.threshold_label, 4, 0, 1, 3)
         self._largest = 0.0
         for box in (self.lens, self.route, self.arcs):
             box.toggled.connect(self._changed)
         self.slider.valueChanged.connect(self._changed)
+        self.kind.activated.connect(self._changed)
         self.retranslate()
         self._sync()
 
@@ -80,6 +85,10 @@ class Show3DControls(QWidget):
             w.blockSignals(False)
         self._changed()
 
+    def route_kind(self) -> str:
+        """The route drawn: "causal" (the default) or "direct" (direct effects, not causal)."""
+        return ROUTE_KINDS[max(0, self.kind.currentIndex())]
+
     def any_on(self) -> bool:
         return self.lens.isChecked() or self.route.isChecked() or self.arcs.isChecked()
 
@@ -94,10 +103,12 @@ class Show3DControls(QWidget):
         self.changed.emit()
 
     def _sync(self) -> None:
-        self.slider.setEnabled(self.route.isChecked())
-        self.threshold_label.setEnabled(self.route.isChecked())
+        for w in (self.slider, self.threshold_label, self.kind):
+            w.setEnabled(self.route.isChecked())
         pct = self.slider.value()
-        self.threshold_label.setText(tr("explain.route.threshold", pct=pct, value=fmt(self._largest * pct / 100, 3)))
+        self.threshold_label.setText(tr("explain.route.threshold.causal", pct=pct) if self.route_kind() == "causal"
+                                     else tr("explain.route.threshold", pct=pct,
+                                             value=fmt(self._largest * pct / 100, 3)))
 
     def retranslate(self) -> None:
         self.title.setText(tr("explain.show3d.title"))
@@ -108,6 +119,11 @@ class Show3DControls(QWidget):
         self.arcs.setText(tr("explain.show3d.arcs"))
         self.arcs.setToolTip(tr("explain.show3d.arcs.tip"))
         self.slider.setToolTip(tr("explain.route.threshold.tip"))
+        i = self.kind.currentIndex()
+        self.kind.clear()
+        self.kind.addItems([tr(f"explain.route.kind.{k}") for k in ROUTE_KINDS])
+        self.kind.setCurrentIndex(max(0, i))
+        self.kind.setToolTip(tr("explain.route.kind.tip"))
         self._sync()
 
 

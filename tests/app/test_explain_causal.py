@@ -1,0 +1,120 @@
+"""The causal route as the Explain dock and the 3D view show it (issue 39.2 / 39.4): the route page asks for
+the causal part off the UI thread, draws the residual patching grid as a layer × position map (compute's own
+numbers) with "readable from" beside "decided at", and the 3D stack gets the same grid as token lanes on its
+slabs; the causal route's blocks are those compute.explain's causal_route names, "spread out" when none
+reaches the threshold; direct effects stay selectable, named "not causal". Real clicks, pixels, both languages."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+
+from app import api, i18n
+from app.explain_service import overlay_of
+from gui_helpers import image_array
+from test_explain_dock import PROMPT, dock, open_page, wait_for  # noqa: F401 - the dock fixture
+
+
+def test_route_page_draws_the_patching_map(dock):
+    open_page(dock, "route")  # the page asks for the causal part
+    wait_for(lambda: dock.result.causal and not dock.busy, timeout_s=400, dock=dock)
+    res = dock.result
+    ex = api.explain(PROMPT, position=res.position)
+    ref = ex.patch()
+    assert np.allclose(dock.patch_map.scores, ref.scores, atol=1e-6)
+    assert dock.patch_map.plot.isVisible()
+    img = image_array(dock.patch_map.plot.grab().toImage()).astype(int)
+    amber = ((img[..., 0] > 180) & (img[..., 1] > 120) & (img[..., 2] < 110)).sum()
+    assert amber > 100  # restored cells drawn (the mention's lane, the last position's upper rows)
+    assert f"decided at layer {ref.decided_at()}" in dock.patch_map.decided.text()
+    assert "Readable from layer" in dock.patch_map.decided.text()
+    assert ref.corrupted in dock.patch_map.note.text()
+    eff = ex.causal_route(0.3).effects
+    assert res.causal["effects"].keys() == eff.keys()
+    assert max(abs(res.causal["effects"][k] - eff[k]) for k in eff) < 1e-6
+    # the overlay: causal by default, lit blocks = effects over the threshold, lanes = the grid
+    ov = overlay_of(res, False, True, 5)
+    assert ov.route_kind == "causal" and set(ov.lit) == {k for k, v in eff.items() if abs(v) >= 0.05}
+    assert np.allclose(np.array(ov.lanes), ref.scores)
+    ov_direct = overlay_of(res, False, True, 30, kind="direct")
+    assert ov_direct.route_kind == "direct" and not ov_direct.lanes
+    i18n.set_language("ko")
+    dock.state.language_changed.emit("ko")
+    assert "층에서 결정됨" in dock.patch_map.decided.text() and dock.show3d.kind.itemText(1) == "직접 효과(인과 아님)"
+
+
+def test_the_route_kind_box_switches_to_direct_effects(dock):
+    open_page(dock, "route")
+    QTest.mouseClick(dock.show3d.route, Qt.LeftButton, Qt.NoModifier, QPoint(8, dock.show3d.route.height() // 2))
+    wait_for(lambda: dock.result.causal and not dock.busy, timeout_s=400, dock=dock)
+    got = []
+    dock.state.explanation_shown.connect(got.append)
+    dock.show3d.kind.setFocus()
+    QTest.keyClick(dock.show3d.kind, Qt.Key_Down)  # the combo box's next entry: direct effects (not causal)
+    assert dock.show3d.route_kind() == "direct" and got and got[-1].route_kind == "direct"
+    assert "% of the largest block" in dock.show3d.threshold_label.text()
+    from scene.explain_overlay import header_note
+    from app.i18n import tr
+    assert "direct effects (not causal)" in header_note(got[-1], tr)
+    QTest.keyClick(dock.show3d.kind, Qt.Key_Up)
+    assert got[-1].route_kind == "causal" and "answer's margin" in header_note(got[-1], tr)
+
+
+def test_the_stack_shows_the_causal_lanes_and_a_knockout(make_window, qtbot):
+    """In the real window: the causal route on draws one lane per (layer, position) on the slabs, lit where
+    patching restores the answer; a knock-out crosses its block out and the 3D header says before -> after."""
+    import os
+    import tempfile
+
+    from tests.app.test_explain_3d import _frame, _px, _result, _settle
+    from gui_helpers import wait_idle
+
+    win = make_window()
+    wait_idle(qtbot, win)
+    dock, _ = _result(win)
+    scene = win.scene
+    win.state.show_dock("ExplainDock", "")
+    open_page(dock, "route")
+    before = _frame(scene).astype(int)
+    QTest.mouseClick(dock.show3d.route, Qt.LeftButton, Qt.NoModifier, QPoint(8, dock.show3d.route.height() // 2))
+    wait_for(lambda: dock.result.causal and not dock.busy and scene.explanation is not None
+             and scene.explanation.lanes, timeout_s=400, dock=dock)
+    items = scene.explain_items
+    grid = np.array(scene.explanation.lanes)
+    assert len(items.lane_keys) == grid.size and items.lanes.visible()
+    _settle(qtbot, scene)
+    after = _frame(scene).astype(int)
+    shots = os.path.join(tempfile.gettempdir(), "k3_explain_fit")
+    os.makedirs(shots, exist_ok=True)
+    win.grab().save(os.path.join(shots, "causal_route_window.png"))
+    from PIL import Image
+    Image.fromarray(after.astype(np.uint8)).save(os.path.join(shots, "causal_route_frame.png"))
+    # the brightest lane of the top layer: amber on screen where it was not before
+    top_row = len(grid) - 1
+    t = int(np.argmax(grid[top_row]))
+    b = scene.layout.by_id[f"L{top_row}/stack.layer"]
+    T = grid.shape[1]
+    x = b.lo[0] + (t + 0.5) * (b.hi[0] - b.lo[0]) / T
+    px, py = _px(scene, (x, b.lo[1] - 0.04, b.center[2]))
+    box = (slice(max(py - 3, 0), py + 4), slice(max(px - 3, 0), px + 4))
+    amber = lambda img: ((img[..., 0] > 150) & (img[..., 1] > 100) & (img[..., 2] < 110)).sum()  # noqa: E731
+    assert amber(after[box]) > amber(before[box]), (px, py)
+    assert "answer's margin" in scene._overlay_input().explain_note or "spread out" in scene._overlay_input().explain_note
+    # a knock-out: crossed out in 3D, before -> after in the header
+    layer = 3
+    dock.add_knockout(("block", layer, "mixer"), "zero")
+    wait_for(lambda: dock.result.knockout is not None and not dock.busy and scene.explanation is not None
+             and scene.explanation.knockout, timeout_s=400, dock=dock)
+    assert dock.pages.currentIndex() == 5 and dock.ko_label.isVisible()  # the Experiments page, result on top
+    assert items.crossed.visible()
+    note = scene._overlay_input().explain_note
+    assert "knock-out (zero ablation)" in note and "→" in note
+    win.grab().save(os.path.join(shots, "knockout_window.png"))
+    # a token knocked out too: its chip in the trace player is struck through, the others are not
+    dock.add_knockout(("token", 2), "zero")
+    chips = win.docks["TracePlayerDock"].tokens_label.text().split("<a href='tok:")
+    struck = [c.split("'")[0] for c in chips[1:] if "line-through" in c]
+    assert struck == ["2"], struck
+    wait_for(lambda: dock.result.knockout is not None and len(dock.result.knockout["items"]) == 2
+             and not dock.busy, timeout_s=400, dock=dock)
+    assert len(scene.explanation.knockout) == 2
