@@ -11,7 +11,7 @@ chapters make a video with `export --animate --tour` (app/tour_video.py).
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRect, QRectF, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QRectF, Qt
 from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -138,11 +138,27 @@ class TourPanel(QFrame):
         super().keyPressEvent(event)
 
 
+class _FollowResize(QObject):
+    """Re-places the panel and the outline when the window or the 3D view is resized."""
+
+    def __init__(self, tour: "Tour"):
+        super().__init__(tour.window)
+        self.tour = tour
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Resize and self.tour.active:
+            self.tour._place()
+        return False
+
+
 class Tour:
     """The tour over a MainWindow: `go(i)`, `next()`, `close()`; `index` is the chapter shown (-1: closed)."""
 
     def __init__(self, window):
         self.window = window
+        self._follow = _FollowResize(self)
+        window.installEventFilter(self._follow)
+        window.scene.installEventFilter(self._follow)
         self.index = -1
         self.panel = TourPanel(self, window)
         self.highlight = TourHighlight(window)

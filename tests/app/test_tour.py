@@ -71,6 +71,11 @@ def test_the_tour_walks_its_chapters(make_window, qtbot, tmp_path):
         if i < len(CHAPTERS) - 1:
             qtbot.mouseClick(panel.next, Qt.LeftButton)
     assert len(set(seen_titles)) == len(CHAPTERS)
+    old = panel.geometry()
+    win.resize(win.width() - 120, win.height() - 60)  # the panel follows the 3D view's corner
+    pump(100)
+    scene_box = win.scene.geometry().translated(win.scene.mapTo(win, win.scene.rect().topLeft()) - win.scene.pos())
+    assert panel.geometry() != old and scene_box.contains(panel.geometry())
     assert panel.next.text() == i18n.tr("tour.done")
     QTest.keyClick(panel.next, Qt.Key_Escape)  # Esc closes it
     assert tour.index == -1 and not panel.isVisible() and not tour.highlight.isVisible()
