@@ -27,6 +27,8 @@ import tempfile
 import time
 
 from compute.guarded_io import mode_name
+from compute.safe_write import sync_folder as _sync_folder  # (app.video_out uses it too)
+from compute.safe_write import umask as _umask
 
 log = logging.getLogger(__name__)
 
@@ -239,37 +241,11 @@ def _mode_for(target: str) -> int:
         return 0o666 & ~_umask()
 
 
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would, for a moment, for every thread)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 def _remove_quietly(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
         pass
-
-
-def _sync_folder(folder: str) -> None:
-    """Make the rename itself durable (best effort: not every file system lets a folder be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def message(exc: WriteError) -> str:

@@ -27,7 +27,7 @@ import stat
 
 from compute.guarded_io import describe_mode, show_path
 
-__all__ = ["WriteError", "check_target", "probe", "write_with", "write_bytes", "new_file_mode", "umask"]
+__all__ = ["WriteError", "check_target", "probe", "write_with", "write_bytes", "new_file_mode", "umask", "sync_folder"]
 
 REFUSED_KINDS = ("fifo", "char_device", "block_device", "socket", "symlink", "is_dir", "special")
 _KIND_OF = {"a FIFO": "fifo", "a character device": "char_device", "a block device": "block_device",
@@ -179,7 +179,7 @@ def write_with(path, fill, make_folder: bool = False) -> str:
         if isinstance(exc, OSError) and not isinstance(exc, WriteError):
             raise WriteError(target, "other", exc.strerror or str(exc), exc.errno or errno.EIO) from None
         raise
-    _sync_folder(folder)
+    sync_folder(folder)
     return target
 
 
@@ -188,7 +188,7 @@ def write_bytes(path, data: bytes, make_folder: bool = False) -> str:
     return write_with(path, lambda f: f.write(data), make_folder)
 
 
-def _sync_folder(folder: str) -> None:
+def sync_folder(folder: str) -> None:
     """Make the rename itself durable (best effort: not every file system lets a folder be opened)."""
     try:
         fd = os.open(folder, os.O_RDONLY)

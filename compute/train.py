@@ -11,10 +11,12 @@ choices (which object, verb, place) is gone, and that is what taught the toy to 
 steps with one-hot targets (repeat weight 3) left English at 83.6 % on the every-prefix score below, soft targets
 reach 100 % (by hand: `--seed 0 --steps 800 --lr 5e-3 --repeat-weight 2 --soft --out FILE`). A recipe of several
 stages (v1, the toy shipped before) continues each from the previous stage's written file with a fresh Adam.
-`make weights` runs the recipe from scratch into the shipped path and then `--verify`s it: its weights against the
-digest the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS has the shipped file's
-sha256). A written file records the recipe, seed, threads, ATen's kernels, numpy / torch / numba / Python
-versions, machine and git commit, and no wall-clock figure (without_timings: they go to the printed report), so
+`make weights` runs the recipe from scratch into the shipped path and then `--verify`s it (compute.rebuild_check):
+its weights against the digest the repository records (compute.weights.SHIPPED_TOY; assets/weights/SHA256SUMS has
+the shipped file's sha256) on the shipped file's CPU class, its scores against the shipped file's elsewhere. Every
+argument is checked before torch loads (compute.train_cli), and the file is written by compute.safe_write. A
+written file records the recipe, seed, threads, ATen's kernels, numpy / torch / numba / Python versions, machine,
+CPU and git commit, and no wall-clock figure (without_timings: they go to the printed report), so
 the same recipe at the same commit and library versions writes the same file, byte for byte, on the same CPU class
 (compute.cpu_info: float32 matmuls go through MKL, whose kernels differ between Intel and AMD; the file records its
 CPU, and `--verify` elsewhere compares scores: compute.rebuild_check).

@@ -529,7 +529,15 @@ def test_the_training_command_works_for_any_config(tmp_path, capsys):
     cfg_path = tmp_path / "tiny.json"
     cfg_path.write_text(json.dumps(TINY["dsv3"]), encoding="utf-8")
     out = tmp_path / "tiny.npz"
-    assert tr.main(["--config", str(cfg_path), "--steps", "2", "--batch", "2", "--no-eval", "--out", str(out)]) == 0
+    out.write_bytes(b"an older file")
+    os.chmod(out, 0o644)
+    old_umask = os.umask(0o077)  # issue 44 N7: the replaced file keeps its 0644 (mkstemp made it 0600)
+    try:
+        assert tr.main(["--config", str(cfg_path), "--steps", "2", "--batch", "2", "--no-eval", "--out", str(out)]) == 0
+    finally:
+        os.umask(old_umask)
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.json", "tiny.npz"]  # no temporary left
     report = json.loads(capsys.readouterr().out)
     assert report["steps"] == 2 and len(report["losses"]) == 2
     cfg = ModelConfig.from_json(cfg_path)
