@@ -144,13 +144,18 @@ def provenance(recipe: str | None, stages, seed: int, threads: int | None = None
 
 def verify_file(path: str) -> int:
     """`--verify FILE` (`make weights`' check): FILE's weights digest against the shipped toy's recorded one
-    (compute.weights.SHIPPED_TOY), one line; also FILE's sha256 against the shipped file's."""
+    (compute.weights.SHIPPED_TOYS: the entry of the model the file is for), one line; also FILE's sha256 against the
+    shipped file's."""
     try:
         arrays, meta = weights_io.read(path)
     except weights_io.WeightsError as e:
         print(f"python -m compute.train --verify: {e}", file=sys.stderr)
         return 2
-    want = weights_io.SHIPPED_TOY
+    want = weights_io.shipped_toy(meta.get("config"))
+    if want is None:
+        print(f"python -m compute.train --verify: {path} is for {meta.get('config')!r}, for which no trained toy "
+              f"ships (shipped: {', '.join(weights_io.SHIPPED_TOYS)})", file=sys.stderr)
+        return 2
     got = weights_io.weights_digest(arrays)
     same_file = weights_io.file_sha256(path) == want["sha256"]
     if got == want["weights_sha256"]:
