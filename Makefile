@@ -131,11 +131,14 @@ test: sysdeps venv-check $(STAMP)
 # first 12 losses on an AMD EPYC without AVX-512 (2026-12-05); the score path's branch with a simulated CPU class
 # only (no Intel machine). Measured in a clean clone on a quiet 2-core machine (AVX2, 2026-12-04): 16.8 min in all
 # (training 784 s, the venv and the scoring 225 s).
-WEIGHTS_FILE ?= assets/weights/toy-k3-v2.npz
+# MODEL=<bundled config name>: that model's shipped toy (compute/weights.py SHIPPED_TOYS), the same recipe family
+# with that config, into its own file, verified against its own recorded digest; plain `make weights` is K3's.
+MODEL ?= kimi-k3
+WEIGHTS_FILE ?= assets/weights/$(if $(filter kimi-k3,$(MODEL)),toy-k3-v2.npz,toy-$(MODEL)-v2.npz)
 .PHONY: weights
 weights: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
-	$(PY) -m compute.train --recipe v2 --seed 0 --threads 1 --out $(WEIGHTS_FILE)
+	$(PY) -m compute.train --recipe v2 --seed 0 --threads 1 --config $(MODEL) --out $(WEIGHTS_FILE)
 	$(PY) -m compute.train --verify $(WEIGHTS_FILE)
 
 # The launcher entry, icons, AppStream metainfo and the *.k3view MIME type in the user's XDG data folder (no

@@ -85,6 +85,10 @@ class AppState(QObject):
         i18n.off_change(self._on_language)
 
     def set_config(self, cfg) -> None:
+        if self.config is None and cfg is not None:  # the first model: its default layer (the window then applies
+            from compute.model_defaults import default_layer  # the remembered one, a switch app/model_menu's rule)
+
+            self.layer = default_layer(cfg) - 1
         self.config = cfg
         self.config_changed.emit(cfg)
 

@@ -10,16 +10,15 @@ The file is JSON:
      "layer": 37, "step": 6, "camera": {"distance": ..., "azimuth": ..., "elevation": ..., "fov": ..., "center": [x, y, z]},
      "selection": {"block": "L37/kda.state", "cell": [0, 3], "expert": 17}, "language": "en", "size": [1600, 900]}
 
-`layer` and `step` are 1-based; `step` is the place in the whole trace (1..N), as the trace player's list and
-counter, `k3-explorer export --step` and the API count it. Every version (1.0 on) stored this number (the
-window wrote its seek position + 1), so older files open unchanged, though the player's list showed the
-17-step pipeline place in older versions. `camera` null means
-the framing the step gives; `size` is the 3D view's size in pixels when the view was saved (the CLI's default
-image size). A view file is untrusted input: it is parsed as JSON only (nothing in it is ever executed or
-imported), within a size and nesting limit, and every field is type-checked and bounded; a problem is a
-ViewError naming the file and the field, and nothing is applied. Unknown keys are ignored (listed in
-`View.notes`), so a newer minor version still opens; a newer major version is refused with a clear message.
-Writing is atomic (app/atomic_io.py).
+`layer` and `step` are 1-based; `step` is the place in the whole trace (1..N), as the trace player's list and counter,
+`k3-explorer export --step` and the API count it. Every version (1.0 on) stored this number (the window wrote its seek
+position + 1), so older files open unchanged, though the player's list showed the 17-step pipeline place in older
+versions. `camera` null means the framing the step gives; `size` is the 3D view's size in pixels when the view was saved
+(the CLI's default image size). A view file is untrusted input: it is parsed as JSON only (nothing in it is ever
+executed or imported), within a size and nesting limit, and every field is type-checked and bounded; a problem is a
+ViewError naming the file and the field, and nothing is applied. Unknown keys are ignored (listed in `View.notes`), so a
+newer minor version still opens; a newer major version is refused with a clear message. Writing is atomic
+(app/atomic_io.py).
 """
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ from app import atomic_io
 from app.view_knockouts import position_problem, read_knockouts
 from compute import bounded_json, guarded_io
 from compute.config import ConfigError, available_configs
-from compute.model_defaults import PREFILL_STEP, config_named, default_layer, layer_for
+from compute.model_defaults import PREFILL_STEP, config_named, default_layer, keep_layer
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
@@ -95,8 +94,7 @@ class View:
     explain3d: dict | None = None
 
     def __post_init__(self):
-        if self.layer is None:
-            self.layer = default_layer(config_named(self.model))
+        self.layer = default_layer(config_named(self.model)) if self.layer is None else self.layer
 
     def to_dict(self) -> dict:
         k = self.knobs
@@ -126,12 +124,8 @@ class View:
         check_positions(view, path)
         return view
 
-    def with_changes(self, **changes) -> "View":
-        """A copy with these fields changed; another model without a layer keeps this layer where the new model
-        has it, else takes that model's default (compute.model_defaults.layer_for)."""
-        if changes.get("model", self.model) != self.model and changes.get("layer") is None:
-            changes["layer"] = layer_for(config_named(changes["model"]), self.layer)
-        return replace(self, **changes)
+    def with_changes(self, **changes) -> "View":  # another model: this layer where it has it, else its own
+        return replace(self, **keep_layer(self.model, self.layer, changes))
 
 
 def load(path: str | os.PathLike) -> View:

@@ -52,7 +52,7 @@ def random_weights(config, dims, n_vocab: int, seed: int) -> ToyWeights:
 def trained_weights(config, dims, vocab: list[str], path=None) -> ToyWeights:
     """The trained asset (or `path`), read and checked: the metadata first (this config, dims and vocabulary,
     else WeightsMismatch), then names and shapes before anything is allocated (WeightsError)."""
-    p = weights_io.default_path() if path is None else Path(path)
+    p = weights_io.shipped_path(config.name) if path is None else Path(path)
     name = f"weights file {p.name}"
     shapes = weights_io.layout_shapes(config, dims, len(vocab))
     arrays, meta = weights_io.read(p, shapes, lambda meta: weights_io.check_meta(
@@ -69,9 +69,12 @@ def _has_trained_toy(config, dims, n_vocab: int) -> bool:
     layers is another model, not a damaged file)."""
     if not weights_io.has_trained_toy(config.name, dims_dict(dims)):
         return False
-    from compute.config import default_config
+    from compute.config import available_configs
+    from compute.model_defaults import config_named
 
-    shipped = default_config()
+    if config.name not in available_configs():
+        return False
+    shipped = config_named(config.name)
     return config is shipped or (shipped.name == config.name and weights_io.layout_shapes(config, dims, n_vocab)
                                  == weights_io.layout_shapes(shipped, dims, n_vocab))
 
@@ -85,10 +88,10 @@ def choose_weights(config, dims, vocab: list[str], seed: int, weights: str = "tr
     note = fallback = ""
     if weights == "trained" and path is None and not _has_trained_toy(config, dims, len(vocab)):
         # no trained toy ships for this model: said so whether or not the K3 file is installed (or sound)
-        toy = weights_io.SHIPPED_TOY["config"]
-        other = ("" if config.name != toy else " at other toy dims" if dims_dict(dims) != dims_dict(type(dims)())
-                 else " with another layer layout")
-        note = (f"trained weights not used: no trained toy for this model (the shipped one is for {toy!r} at the "
+        toys = ", ".join(repr(n) for n in weights_io.SHIPPED_TOYS)
+        other = ("" if config.name not in weights_io.SHIPPED_TOYS else " at other toy dims"
+                 if dims_dict(dims) != dims_dict(type(dims)()) else " with another layer layout")
+        note = (f"trained weights not used: no trained toy for this model (the shipped ones are for {toys} at the "
                 f"default toy dims; this is {config.name!r}{other})")
         fallback = "other_model"
         _log.info("%s; running random weights", note)

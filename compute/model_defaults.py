@@ -52,6 +52,15 @@ def layer_for(config, wanted: int | None) -> int:
     return default_layer(config)
 
 
+def keep_layer(model: str, layer: int, changes: dict) -> dict:
+    """`changes` to a view of bundled `model` at `layer`: when they name another model and no layer, the layer for
+    that model by `layer_for` (this one where it has it, else its default) is added."""
+    new = changes.get("model", model)
+    if new != model and changes.get("layer") is None:
+        return {**changes, "layer": layer_for(config_named(new), layer)}
+    return changes
+
+
 def config_named(name: str):
     """The bundled config of that name (compute.config.available_configs), K3's object for K3."""
     from compute.config import DEFAULT_CONFIG, ModelConfig, available_configs, default_config
@@ -60,4 +69,5 @@ def config_named(name: str):
     return default_config() if path == DEFAULT_CONFIG else ModelConfig.from_json(path)
 
 
-__all__ = ["ModelDefaults", "model_defaults", "default_layer", "layer_for", "config_named", "PREFILL_STEP", "KEY"]
+__all__ = ["ModelDefaults", "model_defaults", "default_layer", "layer_for", "keep_layer", "config_named", "PREFILL_STEP",
+           "KEY"]

@@ -102,7 +102,11 @@ def verify_file(path, scorer=scores_of) -> int:
         print(f"{prog}: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     shown = show_path(path)
-    want = weights_io.SHIPPED_TOY
+    want = weights_io.shipped_toy(meta.get("config", weights_io.SHIPPED_TOY["config"]))
+    if want is None:
+        print(f"{prog}: {shown} is for {meta.get('config')!r}, for which no trained toy ships (shipped: "
+              f"{', '.join(weights_io.SHIPPED_TOYS)})", file=sys.stderr)
+        return 2
     got = weights_io.weights_digest(arrays)
     if got == want["weights_sha256"]:
         same_file = weights_io.file_sha256(path) == want["sha256"]
@@ -113,6 +117,11 @@ def verify_file(path, scorer=scores_of) -> int:
     if cls == SHIPPED_TOY_CPU_CLASS:
         print(f"{shown}: check bit for bit (CPU class {cls}, {source}, is the shipped file's): weights differ from "
               f"the shipped {want['file']}'s (weights sha256 {got[:16]}..., recorded {want['weights_sha256'][:16]}...)",
+              file=sys.stderr)
+        return 1
+    if want["config"] != weights_io.SHIPPED_TOY["config"]:
+        print(f"{shown}: check bit for bit only: the scores of {want['config']}'s shipped toy are not recorded here "
+              f"for a check on another CPU class ({cls}); weights differ from the shipped {want['file']}'s",
               file=sys.stderr)
         return 1
     bad = compare(scorer(path))

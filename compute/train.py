@@ -26,7 +26,7 @@ every proper prefix of every document (10,560 prompts) forms a whole document 10
 99.9 % on the held-out pairs, the repeated object right 100 %; sampled answers (10 seeds x every prefix) at the
 app's default knobs (T = 1, top-p = 1) 91.9 % whole documents, T = 0.5 98.2 %, T = 1.5 65.4 %.
 
-`--config NAME|FILE` trains any config (a bundled name or a config.json); the trained toy that ships is K3's only.
+`--config NAME|FILE` trains any config (a bundled name or a config.json); shipped toys: weights.SHIPPED_TOYS.
 
 The model is the engine's: the config's 93 layers in K3's order (KDA ×69 and Gated MLA ×24, a dense first
 layer, the latent MoE with the config's 896 experts and top-16 in the other 92, Block Attention Residuals every

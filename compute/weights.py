@@ -60,13 +60,36 @@ SHIPPED_TOY = {"file": ASSET_NAME, "config": "kimi-k3", "recipe": "v2", "seed": 
                "weights_sha256": "5f3b43b6ad8da8929ff77edff2ea5cba36af19c8df9abf54538edbc50c331f9d"}
 
 
+# The trained toy of each model that has one, by config name: the recipe family of K3's (compute.train RECIPES,
+# seed 0, one thread) run with that model's config (`make weights MODEL=<name>`), in its own file; the same keys as
+# SHIPPED_TOY. The engine runs a model's toy by default; any other model (a user's config.json) runs random weights.
+SHIPPED_TOYS: dict[str, dict] = {SHIPPED_TOY["config"]: SHIPPED_TOY}
+
+
+def shipped_toy(config_name: str) -> dict | None:
+    """The registry entry (SHIPPED_TOYS) of the trained toy that ships for this config name, or None."""
+    return SHIPPED_TOYS.get(config_name)
+
+
+def shipped_path(config_name: str) -> Path:
+    """Where that model's shipped toy lives (K3's: default_path()); WeightsMissing when none ships for it."""
+    entry = shipped_toy(config_name)
+    if entry is None:
+        raise WeightsMissing(f"no trained toy ships for {_brief(config_name)}")
+    if entry is SHIPPED_TOY:
+        return default_path()
+    from assets import asset_path
+
+    return asset_path("weights", entry["file"])
+
+
 def has_trained_toy(config_name: str, dims: dict) -> bool:
     """A trained toy ships for this config name at these toy dims ({field: int}, engine.dims_dict)."""
     from dataclasses import asdict
 
     from compute.dims import ToyDims
 
-    return config_name == SHIPPED_TOY["config"] and dims == {k: int(v) for k, v in asdict(ToyDims()).items()}
+    return config_name in SHIPPED_TOYS and dims == {k: int(v) for k, v in asdict(ToyDims()).items()}
 
 
 def weights_digest(arrays: dict[str, np.ndarray]) -> str:
@@ -401,7 +424,8 @@ def check_meta(meta: dict, config_name: str, dims: dict, vocab: list[str], name:
 
 
 __all__ = ["save", "read", "check_meta", "pack", "unpack", "flatten", "flatten_layout", "default_path", "WeightsError",
-           "draw_layout", "layout_shapes", "nest", "GLOBAL_KEYS", "SHIPPED_TOY", "has_trained_toy", "weights_digest",
+           "draw_layout", "layout_shapes", "nest", "GLOBAL_KEYS", "SHIPPED_TOY", "SHIPPED_TOYS", "shipped_toy",
+           "shipped_path", "has_trained_toy", "weights_digest",
            "file_sha256",
            "WeightsMismatch", "WeightsMissing",
            "to_bf16_bits", "from_bf16_bits", "ASSET_NAME", "FORMAT_VERSION", "packed_shapes", "MAX_ABS_WEIGHT"]
