@@ -20,6 +20,8 @@ import signal
 import sys
 
 from app import i18n
+from app.cli_signals import (Stopped, _on_signal, _quiet_stop, _shield, _shielded, _stopped,  # noqa: F401
+                             check_stop)
 from app.display_check import display_error, missing_libraries_error
 from app.i18n import tr
 
@@ -211,51 +213,6 @@ def _default_places(args, config, saved) -> None:
         args.step = model_defaults(config).step
 
 
-class Stopped(BaseException):
-    """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, so every writer removes its temporary file."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-_stopped: list[int] = []  # the signal that arrived (a slot run by Qt may swallow the exception: see check_stop)
-
-
-_shield: list[int] = []  # non-empty while code runs that must not see an exception (see _shielded)
-
-
-def _on_signal(signum, _frame) -> None:
-    _stopped.append(signum)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal does not interrupt the clean-up
-        signal.signal(sig, signal.SIG_IGN)
-    if _shield:  # raised by check_stop() when the shielded section ends
-        return
-    raise Stopped(signum)
-
-
-class _shielded:
-    """A section where a signal is only recorded and raised when it ends. shiboken6 runs Python code while it
-    initialises (its signature module): an exception raised there is a fatal error (abort, exit -6, 'could not
-    initialize part 2'), not an exception, so the first PySide6 imports run shielded."""
-
-    def __enter__(self):
-        _shield.append(1)
-
-    def __exit__(self, *exc):
-        _shield.pop()
-        if exc[0] is None:
-            check_stop()
-        return False
-
-
-def check_stop() -> None:
-    """Raise Stopped if a signal arrived (called between frames: an exception raised inside a Qt slot is
-    swallowed by Qt)."""
-    if _stopped:
-        raise Stopped(_stopped[0])
-
-
 def main(argv: list[str] | None = None) -> int:
     """The export; SIGINT and SIGTERM stop it with one line and exit 130 / 143, no traceback, no partial file
     (the writers remove their temporary files on any exception)."""
@@ -286,19 +243,6 @@ def main(argv: list[str] | None = None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sys.excepthook, sys.unraisablehook = hooks
-
-
-def _quiet_stop(hook):
-    """hook, except that a Stopped raised where it cannot propagate (a ctypes callback of numba's compiler, a
-    slot called by Qt) prints nothing: the next check_stop() raises it again."""
-    def quiet(*args):
-        first = args[0]
-        exc_type = getattr(first, "exc_type", first)  # unraisablehook: one argument; excepthook: (type, ...)
-        if isinstance(exc_type, type) and issubclass(exc_type, Stopped):
-            return None
-        return hook(*args)
-
-    return quiet
 
 
 def _main(argv: list[str] | None = None) -> int:
