@@ -53,7 +53,8 @@ def resolve_view(view: View | str | os.PathLike | None = None, **overrides) -> V
     if not changes:
         return base
     doc = base.to_dict()
-    if model is not None and model != base.model and "layer" not in changes and model in viewfile.available_configs():
+    if isinstance(model, str) and model != base.model and "layer" not in changes and \
+            model in viewfile.available_configs():
         from compute.model_defaults import config_named, layer_for
 
         doc["layer"] = layer_for(config_named(model), base.layer)  # the view's layer where that model has it

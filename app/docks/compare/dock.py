@@ -207,6 +207,7 @@ class CompareDock(QDockWidget):
                 human_bytes(s.mla_bytes_per_token), human_bytes(s.kda_state_bytes) if s.kda_state_bytes else no,
                 human_bytes(s.cache_at(self.context))]
 
+    @guarded
     def eventFilter(self, obj, event) -> bool:
         if event.type() == QEvent.Resize and obj is self.table.viewport() and \
                 event.size().width() != event.oldSize().width():

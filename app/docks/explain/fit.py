@@ -7,6 +7,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTabWidget
 
 from app.widgets.controls import fit_table_height
+from app.slot_guard import guarded
 
 PAGES = ("answer", "lens", "attention", "route", "direct", "experiments", "side")
 
@@ -25,6 +26,7 @@ class _RowFitter(QObject):
         super().__init__(table)
         self._table, self._width = table, -1
 
+    @guarded
     def eventFilter(self, obj, ev):
         if ev.type() == QEvent.Resize and obj.width() != self._width:
             self._width = obj.width()

@@ -11,6 +11,7 @@ from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.widgets.paint import head_qcolor, qcolor
+from app.slot_guard import guarded
 
 MIN_SHOWN = 0.04  # lines fainter than this share of the largest |weight| are left out (as the 3D arcs)
 
@@ -46,6 +47,7 @@ class HeadView(QWidget):
     def minimumSizeHint(self) -> QSize:
         return QSize(160, self.sizeHint().height())
 
+    @guarded
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
