@@ -9,7 +9,9 @@ it removes:
 
     effect = (C(clean) − C(knocked out)) / C(clean),   C = logit[answer] − max_{v ≠ answer} logit[v]
 
-(contrastive: a change that moves every word alike is no effect; effect ≥ 1 means the answer changes).
+(contrastive: a change that moves every word alike is no effect; effect ≥ 1 means the answer changes). The answer
+is the float64 run's; where float32 rounding made the engine pick another word (random weights, rarely) the
+route's note says so.
 
 The causal route at threshold θ: the candidates are the blocks whose effect is ≥ θ × the largest block effect
 (at most MAX_ROUTE, largest first); the route is the shortest run of them, largest first, whose knock-out
@@ -63,20 +65,19 @@ def _base(ex):
         raise ValueError("causal effects are measured on an explanation without knock-outs")
     tw = twin64(ex.model)
     run = prefill(tw, ex.ids, ex.knobs)
-    c0 = float(contrast(np.asarray(run.final["lm_head"][ex.position], np.float64), ex.word_index))
-    if not c0 > 0:
-        raise ValueError("the float64 run does not predict the explained word: no margin to measure effects on")
-    return tw, run, c0
+    lg = np.asarray(run.final["lm_head"][ex.position], np.float64)
+    a = int(np.argmax(lg))  # the explained word, unless float32 rounding made the engine pick another (chaotic toys)
+    return tw, run, float(contrast(lg, a)), a
 
 
-def _effects(ex, tw, run, c0, variants) -> np.ndarray:
+def _effects(ex, tw, run, c0, a, variants) -> np.ndarray:
     lg = rerun(ex.model, variants, ex.knobs, ex.position, run)
-    return (c0 - contrast(lg, ex.word_index)) / c0
+    return (c0 - contrast(lg, a)) / max(c0, 1e-12)
 
 
 def block_effects(ex) -> dict[tuple[int, str], float]:
     """{(layer, "mixer" | "ffn"): total effect} of zeroing each block (layers 1-based)."""
-    tw, run, c0 = _base(ex)
+    tw, run, c0, a = _base(ex)
     bs = ex.model.config.attn_res_block_size
     T = ex.position + 1
     vs, keys = [], []
@@ -85,7 +86,7 @@ def block_effects(ex) -> dict[tuple[int, str], float]:
         z = np.zeros((T, p0.shape[1]))
         vs += [Variant(li, p0, R0, mixer=z), Variant(li, p0, R0, ffn=z)]
         keys += [(li + 1, "mixer"), (li + 1, "ffn")]
-    return dict(zip(keys, _effects(ex, tw, run, c0, vs).tolist()))
+    return dict(zip(keys, _effects(ex, tw, run, c0, a, vs).tolist()))
 
 
 def check_threshold(threshold) -> float:
@@ -101,32 +102,36 @@ def causal_route(ex, threshold: float = 0.3, effects: dict | None = None) -> Cau
     """The causal route (see the module docstring); `effects`: block_effects(ex) when already known."""
     threshold = check_threshold(threshold)
     eff = block_effects(ex) if effects is None else effects
+    base = _base(ex)
     top = max(eff.values()) if eff else 0.0
     cand = sorted(((ly, pt, e) for (ly, pt), e in eff.items() if top > 0 and e >= threshold * top),
                   key=lambda x: -x[2])[:MAX_ROUTE]
-    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in cand])
+    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in cand], base)
     route = CausalRoute(cand[:k] if k else [])
     route.threshold, route.effects, route.spread, route.candidates = threshold, eff, not route, cand
+    a = base[3]
+    other = (f"; measured on {ex.model.vocab[a][0]!r}, the float64 run's answer (float32 rounding made the engine "
+             f"pick {ex.word!r})" if a != ex.word_index else "")
     route.note = (f"spread out: knocking out together the {len(cand)} strongest blocks (each ≥ {threshold:.0%} of the "
                   f"largest effect, {top:.0%} of the answer's margin) leaves the answer" if route.spread else
                   f"{len(route)} block(s), the strongest first, whose knock-out together changes the answer "
-                  f"(largest single effect {top:.0%} of its margin)")
+                  f"(largest single effect {top:.0%} of its margin)") + other
     return route
 
 
-def _smallest_flip(ex, blocks: list[tuple[int, str]]) -> int:
+def _smallest_flip(ex, blocks: list[tuple[int, str]], base) -> int:
     """The smallest k such that knocking out blocks[:k] together changes the answer (0: none does), from one
     batch of re-runs (one per prefix)."""
     if not blocks:
         return 0
-    tw, run, c0 = _base(ex)
+    tw, run, c0, a = base
     bs = ex.model.config.attn_res_block_size
     vs = []
     for k in range(1, len(blocks) + 1):
         z = frozenset((ly - 1, pt) for ly, pt in blocks[:k])
         start = min(li for li, _ in z)
         vs.append(Variant(start, *state_before(run, start, bs), zero=z))
-    c = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), ex.word_index)
+    c = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
     flips = np.flatnonzero(c < 0)
     return int(flips[0]) + 1 if flips.size else 0
 
@@ -134,7 +139,7 @@ def _smallest_flip(ex, blocks: list[tuple[int, str]]) -> int:
 def head_effects(ex) -> np.ndarray:
     """[L, H] total effect of zeroing each KDA / MLA head (H = the larger head count; a layer with fewer heads
     leaves NaN)."""
-    tw, run, c0 = _base(ex)
+    tw, run, c0, a = _base(ex)
     bs = ex.model.config.attn_res_block_size
     L = len(run.layers)
     H = max(tw.dims.kda_heads, tw.dims.mla_heads)
@@ -146,7 +151,7 @@ def head_effects(ex) -> np.ndarray:
             vs.append(Variant(li, p0, R0, mixer=out + d))
             keys.append((li, h))
     res = np.full((L, H), np.nan)
-    for (li, h), e in zip(keys, _effects(ex, tw, run, c0, vs).tolist()):
+    for (li, h), e in zip(keys, _effects(ex, tw, run, c0, a, vs).tolist()):
         res[li, h] = e
     return res
 
@@ -154,7 +159,7 @@ def head_effects(ex) -> np.ndarray:
 def expert_effects(ex) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
     """(the MoE layers 1-based, [M, E] total effect of removing each routed expert the router chose at the
     explained position — NaN for the others —, [M] of zeroing the shared experts)."""
-    tw, run, c0 = _base(ex)
+    tw, run, c0, a = _base(ex)
     cfg = ex.model.config
     bs = cfg.attn_res_block_size
     t = ex.position
@@ -174,7 +179,7 @@ def expert_effects(ex) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
             keys.append((m, -1))
     res = np.full((len(moe), cfg.n_routed_experts), np.nan)
     shared = np.full(len(moe), np.nan)
-    for (m, e), v in zip(keys, _effects(ex, tw, run, c0, vs).tolist()):
+    for (m, e), v in zip(keys, _effects(ex, tw, run, c0, a, vs).tolist()):
         if e < 0:
             shared[m] = v
         else:
