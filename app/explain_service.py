@@ -25,8 +25,18 @@ import numpy as np
 from compute.trace import Knobs
 
 ENGINE_LOCK = threading.RLock()
-ENGINES: dict = {}  # (config name, weights, device) -> ToyK3, oldest first
+ENGINES: dict = {}  # (config name, weights, device, trained weights' file) -> ToyK3, oldest first
 MAX_ENGINES = 4  # both weights of two models: side by side and a model switch do not rebuild
+
+
+def _weights_file(weights: str) -> str:
+    """The file trained weights come from (part of the key: another file, e.g. a damaged one, or one that
+    made the engine fall back to random weights, is another engine)."""
+    if weights != "trained":
+        return ""
+    from compute.weights import default_path
+
+    return str(default_path())
 
 
 def engine_for(config, weights: str, device: str = "cpu", cache: dict | None = None):
@@ -34,7 +44,7 @@ def engine_for(config, weights: str, device: str = "cpu", cache: dict | None = N
     cache is used when ready); the oldest engine goes when MAX_ENGINES are kept. `cache`: another mapping of the
     same shape (the API's, which tests swap for an empty dict)."""
     cache = ENGINES if cache is None else cache
-    key = (config.name if config is not None else None, weights, device)
+    key = (config.name if config is not None else None, weights, device, _weights_file(weights))
     with ENGINE_LOCK:
         m = cache.get(key)
         if m is None or (config is not None and getattr(m, "config", config) != config):  # an edited config

@@ -73,7 +73,8 @@ def test_the_cache_keeps_at_most_max_engines():
     finally:
         compute.engine.ToyK3 = real
     assert len(cache) == explain_service.MAX_ENGINES and len(built) == explain_service.MAX_ENGINES + 2
-    assert ("m0", "random", "cpu") not in cache and ("m1", "random", "cpu") not in cache
+    assert ("m0", "random", "cpu", "") not in cache and ("m1", "random", "cpu", "") not in cache
+    assert ("m2", "random", "cpu", "") in cache
 
 
 def test_render_takes_the_explanation_explain_returns(qapp, monkeypatch):

@@ -109,3 +109,18 @@ def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
     assert d.result.other.weights == "random"  # what 'trained' gives a model without a trained file
     assert d.side.note.isVisible() and "no trained toy" in d.side.note.text()
     assert not d.side.table.isVisible() and not d.side.att_plot.isVisible()
+
+
+def test_the_lens_legend_lists_only_the_curves_drawn_and_the_status_follows_the_language(dock):
+    assert len(dock.legend.items) == 2  # probability and 1 / rank: no "other weights" entries while side by side is off
+    assert dock.plot.getAxis("left").labelText == "probability · 1 / rank"
+    assert dock.status.text().startswith("Computed")
+    i18n.set_language("ko")
+    dock.state.language_changed.emit("ko")
+    assert "계산했습니다" in dock.status.text() and dock.plot.getAxis("left").labelText == "확률 · 1 / 순위"
+    i18n.set_language("en")
+    dock.state.language_changed.emit("en")
+    open_page(dock, "side")
+    QTest.mouseClick(dock.side.box, Qt.LeftButton, Qt.NoModifier, QPoint(8, dock.side.box.height() // 2))
+    wait_for(lambda: dock.result.other is not None and not dock.busy, dock=dock)
+    assert len(dock.legend.items) == 4

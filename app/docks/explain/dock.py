@@ -182,13 +182,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
 
     def _start(self, req: ExplainRequest) -> None:
         self._busy = True
-        self._say("explain.route.computing" if req.causal else "explain.computing")
+        self._set_status("explain.route.computing" if req.causal else "explain.computing")
         _pool().start(_Job(req, self._relay))
-
-    def _say(self, key: str, **args) -> None:
-        """The status line, kept as its key so that a language switch says it again in the new language."""
-        self._status_said = (key, args)
-        self.status.setText(tr(key, **args))
 
     def _next(self) -> None:
         self._busy = False
@@ -200,7 +195,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     def _on_done(self, res: ExplainResult) -> None:
         if res.serial == self._serial:
             self.result = res
-            self._say("explain.took", ms=f"{res.seconds * 1000:.0f}")
+            self._set_status("explain.took", ms=f"{res.seconds * 1000:.0f}")
             if on_screen(self.widget()):
                 self._show(res)
             else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
@@ -211,9 +206,14 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     @guarded
     def _on_failed(self, serial: int, message: str) -> None:
         if serial == self._serial:
-            self._say("explain.error", message=message)
+            self._set_status("explain.error", message=message)
             self._shown_key = None
         self._next()
+
+    def _set_status(self, key: str, **kw) -> None:
+        """The status line, kept as its key so that it follows a language switch."""
+        self._status = (key, kw)
+        self.status.setText(tr(key, **kw))
 
     @property
     def busy(self) -> bool:
@@ -358,6 +358,9 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.setWindowTitle(tr("explain.dock.title"))
         self.title.setText(tr("explain.title"))
         retranslate_tabs(self.pages)
+        if getattr(self, "_status", None):
+            self._set_status(self._status[0], **self._status[1])
+        self.plot.setLabel("left", tr("explain.lens.axis_y"))
         self.ko_empty.setText(tr("explain.ko.empty"))
         self.position_label.setText(tr("explain.position"))
         self.show3d.retranslate()
@@ -371,8 +374,6 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.side.retranslate()
         self.plot.setLabel("bottom", tr("explain.lens.axis_layer"))
         self.lens_note.setText(lens_note(self.state.config, tr))
-        if getattr(self, "_status_said", None):
-            self.status.setText(tr(self._status_said[0], **self._status_said[1]))
         self.sources_title.setText(tr("explain.sources.title"))
         self.sources.setHorizontalHeaderLabels([tr(f"explain.sources.col{c}") for c in range(4)])
         header_tooltips(self.sources)

@@ -118,6 +118,7 @@ class SideBySide(QWidget):
         self.note.setVisible(same)
         other = None if same else other
         self.other = other
+        self._sync_legend()
         for w in (self.table, self.att_title, self.att_plot):
             w.setVisible(other is not None)
         if other is None:
@@ -159,8 +160,18 @@ class SideBySide(QWidget):
         self.att_title.setText(tr("explain.side.attention", other=tr(f"explain.weights.{that}")))
 
     def add_legend(self, legend) -> None:
-        legend.addItem(self.curve_prob, tr("explain.side.legend_prob"))
-        legend.addItem(self.curve_rank, tr("explain.side.legend_rank"))
+        """The lens plot's legend: it lists the other weights' curves only while they are drawn."""
+        self._legend = legend
+        self._sync_legend()
+
+    def _sync_legend(self) -> None:
+        legend = getattr(self, "_legend", None)
+        if legend is None:
+            return
+        for curve, key in ((self.curve_prob, "explain.side.legend_prob"), (self.curve_rank, "explain.side.legend_rank")):
+            legend.removeItem(curve)
+            if self.other is not None:
+                legend.addItem(curve, tr(key))
 
     def retranslate(self) -> None:
         self.box.setToolTip(tr("explain.side.tip"))
