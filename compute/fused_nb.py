@@ -139,6 +139,7 @@ def warm_cache(dtypes=("float32",)) -> float:
     for dt in dtypes:
         names.append(_warm_pass(dt))
     _warm_select()
+    _warm_explain()
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / (_STAMP + f".{os.getpid()}.tmp")
@@ -164,6 +165,19 @@ def _clear_stale() -> None:
             p.unlink()
         except OSError:
             pass
+
+
+def _warm_explain() -> None:
+    """Compile (or load) the causal explanations' MoE rows (compute.explain._moe_rows_nb, float64, C-contiguous
+    weights as compute.explain.rerun passes them): the first causal route or patching grid then only loads it."""
+    from compute.explain._moe_rows_nb import moe_rows
+
+    D, E, Lat, F, Fs, k = 4, 3, 2, 2, 2, 2
+    r = np.random.default_rng(0)
+    a = lambda *shape: np.ascontiguousarray(r.standard_normal(shape))  # noqa: E731
+    out = np.empty((2, D))
+    moe_rows(a(2, D), a(D, E), np.zeros(E), a(D, Lat), a(E, Lat, 2 * F), a(E, F, Lat), np.ones(Lat), a(Lat, D),
+             a(D, 2 * Fs), a(Fs, D), k, 1.0, 1.0, 1.0, 1e-6, out)
 
 
 def _warm_select() -> None:

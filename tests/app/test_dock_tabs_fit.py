@@ -22,7 +22,7 @@ from test_diagram_text_fits import painted_widgets
 from test_small_screens import clipped_labels, open_window, shot
 
 MIN_PX = 8.5  # a 9-point label at 96 dpi is 12 px; the shrunken drawings showed 6–7 px
-REPORT_ONLY = {"ExplainDock", "LearnDock/serving"}
+REPORT_ONLY = {"ExplainDock"}
 SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
 
 

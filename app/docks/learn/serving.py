@@ -35,13 +35,13 @@ class TrafficDiagram(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setMinimumHeight(316)
+        self.setMinimumHeight(344)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.scenario = "decode"
         self.text_boxes: list[tuple[QRectF, QRectF]] = []  # (box, where its label went) of the last paint
 
     def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(640, 316)
+        return QSize(640, 344)
 
     def set_scenario(self, name: str) -> None:
         if name not in SCENARIOS:
@@ -113,8 +113,8 @@ class TrafficDiagram(QWidget):
                 p.setPen(QPen(text, 2) if lit else Qt.NoPen)
                 p.setBrush(qcolor(role, 200 if lit else 70))
                 p.drawRect(seg)
-                if g == 0:
-                    p.setPen(text)
+                if g == 0 and QFontMetrics(small).horizontalAdvance(tr(key)) + 4 <= seg.width():
+                    p.setPen(text)  # named in place where the part is wide enough, always in the key below
                     self._text(p, seg.adjusted(1, 1, -1, -1), tr(key))
                 x += seg.width()
             sm = QRectF(r.x() + 6, r.y() + 60, r.width() - 12, 26)
@@ -125,6 +125,7 @@ class TrafficDiagram(QWidget):
             if self.scenario == "decode":  # HBM → SM reads
                 p.setPen(QPen(qcolor("output"), 4, Qt.SolidLine, Qt.RoundCap)); p.drawLine(QPointF(sm.center().x(), hbm.bottom()),
                                                                  QPointF(sm.center().x(), sm.top()))
+        self._key(p, act, small, text)
         if act["pd"]:  # prefill pool hands KV + KDA state to the decode pool
             top, bot = self.gpu_rects()[1], self.gpu_rects()[5]
             a, b = QPointF(top.right() + 5, top.bottom() - 6), QPointF(bot.right() + 5, bot.top() + 6)
@@ -137,6 +138,20 @@ class TrafficDiagram(QWidget):
             p.setPen(text)
             self._text(p, box, label)
         p.end()
+
+    def _key(self, p: QPainter, act: dict, font: QFont, text) -> None:
+        """The HBM parts' key under the NVLink bar: a swatch and the name of each part (in a narrow dock the MLA
+        cache and KDA state are too thin to hold their names)."""
+        cell = (self.width() - 20) / len(self.PARTS)
+        p.setFont(font)
+        for i, (role, _share, key) in enumerate(self.PARTS):
+            box = QRectF(10 + i * cell, 316, cell, 24)
+            lit = role in act["hbm"]
+            p.setPen(QPen(text, 1) if lit else Qt.NoPen)
+            p.setBrush(qcolor(role, 200 if lit else 70))
+            p.drawRect(QRectF(box.x(), box.center().y() - 6, 12, 12))
+            p.setPen(text)
+            self._text(p, box.adjusted(16, 0, -2, 0), tr(key), Qt.AlignLeft | Qt.AlignVCenter)
 
     def _text(self, p: QPainter, rect: QRectF, s: str, flags=Qt.AlignCenter | Qt.TextWordWrap) -> None:
         """Every label is wrapped, shrunk or elided into its box; (box, text's rect) kept for checking."""
