@@ -60,7 +60,7 @@ def diagram_findings(root: QWidget) -> tuple[list[str], int]:
     return bad, seen
 
 
-def walk(win) -> tuple[list[str], list[str], int]:
+def walk(win, qtbot) -> tuple[list[str], list[str], int]:
     failures, reported, seen, walked = [], [], 0, 0
     for name in list(win.docks.keys()):
         dock = win.docks[name]
@@ -68,6 +68,8 @@ def walk(win) -> tuple[list[str], list[str], int]:
             continue
         dock.raise_()
         walked += 1
+        if name == "ExplainDock":  # its explanation comes from a pool thread (~1-2 s): check its pages filled
+            qtbot.waitUntil(lambda: dock.result is not None, timeout=20000)
         for tab, page in dock_tabs(dock):
             flush_layouts()
             if name == "SiliconDock" and tab in ("sram", "bf16", "hier") or name == "RoutingDock" and tab == "toy":
@@ -86,7 +88,7 @@ def walk(win) -> tuple[list[str], list[str], int]:
 def test_every_dock_tab_shows_its_text_whole_and_its_drawings_readable(qtbot, tmp_path, size, lang):
     win = open_window(qtbot, tmp_path, *size, lang)
     try:
-        failures, reported, seen = walk(win)
+        failures, reported, seen = walk(win, qtbot)
         assert seen > 10, "too few painted diagrams were rendered: the walk did not reach the docks"
         for line in reported:
             print("reported (not failed):", line)
