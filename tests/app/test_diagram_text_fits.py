@@ -5,7 +5,7 @@ brought to the front, each painted widget rendered while app.widgets.paint.recor
 from __future__ import annotations
 
 import pytest
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QTabWidget, QWidget
 
 from app import i18n
 from app.widgets.paint import record_overflows
@@ -19,6 +19,23 @@ def painted_widgets(root):
             yield w
 
 
+def dock_tabs(dock):
+    """(tab name, page) for each tab of a dock, each shown in turn: a TabbedDock's pages ({name: page}), the
+    Explain dock's page tabs (a QTabWidget named `pages` too: the whole dock, one shown page at a time, so its
+    header, position and status are checked with every page), or (None, the dock's widget)."""
+    pages = getattr(dock, "pages", None)
+    if isinstance(pages, dict) and pages:
+        for tab, page in pages.items():
+            dock.show_tab(tab)
+            yield tab, page
+    elif isinstance(pages, QTabWidget):
+        for i in range(pages.count()):
+            pages.setCurrentIndex(i)
+            yield pages.widget(i).objectName() or str(i), dock.widget()
+    else:
+        yield None, dock.widget()
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_no_diagram_text_runs_past_its_box_at_1280x720(qtbot, tmp_path, lang):
     win = open_window(qtbot, tmp_path, 1280, 720, lang)
@@ -27,9 +44,7 @@ def test_no_diagram_text_runs_past_its_box_at_1280x720(qtbot, tmp_path, lang):
         for name in list(win.docks.keys()):
             dock = win.docks[name]
             dock.raise_()
-            for tab in getattr(dock, "pages", {}) or [None]:
-                if tab is not None:
-                    dock.show_tab(tab)
+            for tab, _page in dock_tabs(dock):
                 flush_layouts()
                 for widget in painted_widgets(dock):
                     with record_overflows() as found:
