@@ -12,7 +12,7 @@ from app.docks.explain.head_view import MIN_SHOWN
 from app.widgets.paint import head_qcolor
 from compute.explain import Explanation
 from gui_helpers import flush_layouts, image_array
-from tests.app.test_explain_dock import PROMPT, dock, wait_for  # noqa: F401 - the fixture
+from tests.app.test_explain_dock import PROMPT, dock, open_page, wait_for  # noqa: F401 - the fixture
 
 
 def _ticks(axis) -> list[str]:
@@ -22,6 +22,7 @@ def _ticks(axis) -> list[str]:
 def test_head_view_and_named_axes(dock, qtbot):  # noqa: F811 - the fixture
     res = dock.result
     layer0 = dock.state.layer if dock.state.layer >= 0 else 0
+    open_page(dock, "attention")  # the head view is on the Attention page (a tab of the dock's pages)
     dock._show_attention(res)
     flush_layouts()
     view = dock.att_head_view

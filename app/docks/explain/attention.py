@@ -1,7 +1,7 @@
 """The Explain dock's attention part: the overview of every layer's attention from the explained position (a
 click selects that layer; its axes name the layers, the tokens read and, per head, the heads), the chosen
 layer's BertViz head view (app/docks/explain/head_view.py: tokens left and right, a line per head in the 3D
-arcs' colours, placed just above the per-head table wherever the dock puts that table) and its per-head table.
+arcs' colours; beside the overview, app/docks/explain/pages.py) and its per-head table.
 A mixin of ExplainDock (app/docks/explain/dock.py), which builds the other widgets it uses."""
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTableWidgetItem
 
-from app.docks.explain.head_view import HeadView
 from app.docks.explain.model import ExplainResult
 from app.docks.explain.side_by_side import attention_share, share_image
 from app.docks.explain.text import lens_series, piece_text
@@ -59,7 +58,8 @@ class AttentionMixin:
                                + (" " + tr("explain.att.conv") if kind == "kda" else ""))
         self._overview_axes(res, A.shape[0], T)
         heads = [tr("explain.att.head", n=h + 1) for h in range(A.shape[0])]
-        self._head_view().set_data(A, res.pieces[:T], res.position, heads)
+        self.att_head_view.set_data(A, res.pieces[:T], res.position, heads)
+        self.att_split.setMinimumHeight(max(150, self.att_head_view.minimumSizeHint().height()))
         self.att_table.setRowCount(A.shape[0])
         self.att_table.setColumnCount(T)
         self.att_table.setHorizontalHeaderLabels([f"{i} {piece_text(res.pieces[i])}" for i in range(T)])
@@ -74,15 +74,6 @@ class AttentionMixin:
                 it.setBackground(QColor.fromRgbF(float(c[0]), float(c[1]), float(c[2]), 0.55))
                 self.att_table.setItem(h, i, it)
         fit_table_height(self.att_table)
-
-    def _head_view(self) -> HeadView:
-        """The head view, made on first use and put just above the per-head table, in whatever layout holds it."""
-        view = getattr(self, "att_head_view", None)
-        if view is None:
-            view = self.att_head_view = HeadView()
-            box = self.att_table.parentWidget().layout()
-            box.insertWidget(box.indexOf(self.att_table), view)
-        return view
 
     def _overview_axes(self, res: ExplainResult, heads: int, T: int) -> None:
         """The overview's axes: layers up the left, the tokens read along the bottom (per head: each head's

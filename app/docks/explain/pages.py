@@ -7,10 +7,11 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QScrollArea, QTableWidget, QTabWidget)
+                               QScrollArea, QSplitter, QTableWidget, QTabWidget)
 
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.fit import PAGES, grow_to_page, wrapping_table
+from app.docks.explain.head_view import HeadView
 from app.docks.explain.knockouts import _KnockoutList
 from app.docks.explain.patching_view import PatchMap
 from app.docks.explain.show3d import Show3DControls
@@ -105,7 +106,20 @@ class PageBuilders:
         self.att_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(qcolor("focus"), width=1))
         self.att_plot.addItem(self.att_line)
         self.att_plot.scene().sigMouseClicked.connect(self._attention_clicked)
-        lay.addWidget(self.att_plot, 1)
+        # the overview and the chosen layer's head view side by side (one above the other, the page would not
+        # fit a 1280×720 or 1366×768 dock); both as high as the page lets them be
+        self.att_head_view = HeadView()
+        self.att_split = QSplitter(Qt.Horizontal)
+        self.att_split.setObjectName("explain_attention_split")
+        self.att_split.setChildrenCollapsible(False)
+        self.att_split.addWidget(self.att_plot)
+        self.att_split.addWidget(self.att_head_view)
+        self.att_split.setSizes([1000, 1000])  # halves (the weights of the sizes)
+        self.att_split.setStretchFactor(0, 1)
+        self.att_split.setStretchFactor(1, 1)
+        grow_to_page(self.att_split)
+        self.att_split.setMinimumHeight(150)
+        lay.addWidget(self.att_split, 1)
         self.att_layer = QLabel()
         self.att_layer.setObjectName("explain_attention_layer")
         self.att_layer.setWordWrap(True)
