@@ -45,7 +45,7 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
     if inp.flow_on:
         notes.append(tr("scene.legend.flow"))
     if inp.route_on:
-        notes.append(tr("scene.legend.route"))
+        notes.append(tr("scene.legend.route_causal" if inp.route_kind == "causal" else "scene.legend.route"))
     if not inp.has_trace:
         notes.append(tr("scene.legend.no_trace"))
     pad = 10 * s

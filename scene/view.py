@@ -55,7 +55,7 @@ from scene.picking import Picker
 ANIM_MS = 300
 
 
-SCENE_CATALOGUES = ("scene", "weights", "explain3d")  # the catalogues whose keys the scene's own texts use
+SCENE_CATALOGUES = ("scene", "weights", "explain3d", "why")  # the catalogues whose keys the scene's own texts use
 
 
 def _default_translator():

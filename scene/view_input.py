@@ -132,7 +132,8 @@ class InputMixin:
         cached = getattr(self, "_explain_cache", None)
         if cached is None or cached[0] != key:
             if not lens:
-                return dict(explain_note=header_note(ov, self.tr), route_on=bool(ov.route), outside_note=outside)
+                return dict(explain_note=header_note(ov, self.tr), route_on=bool(ov.route), route_kind=ov.route_kind,
+                            outside_note=outside)
             labels = lens_column.label_candidates(layout, ov.lens, _lens_piece) if ov.lens else None
             if ov.attention and 0 <= layout.layer < len(ov.attention):  # the strongest arcs' names, per head
                 trace = self.drawn_trace()
@@ -143,7 +144,7 @@ class InputMixin:
                     layout.dims.mixers[layout.layer])
             cached = self._explain_cache = (key, labels, header_note(ov, self.tr), (ov, layout))  # keeps the ids
         return dict(lens_labels=cached[1] if lens else None, explain_note=cached[2], route_on=bool(ov.route),
-                    outside_note=outside)
+                    route_kind=ov.route_kind, outside_note=outside)
 
 
 def _lens_piece(piece: str) -> str:
