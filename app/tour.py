@@ -196,6 +196,9 @@ class Tour:
                                arcs if need[2] is None else need[2])
         if chapter == "side":
             self.window.state.show_dock("ExplainDock", "")
+            from app.docks.explain.fit import show_page
+
+            show_page(dock.pages, "side")  # the side-by-side part is on the dock's Compare page
         scene = self.window.scene
         cam = chapter_camera(scene, chapter)
         scene._animate_to(cam, True, refit=lambda c=chapter: chapter_camera(scene, c))

@@ -32,15 +32,13 @@ def captions(spec) -> list[tuple[str, str]]:
 
 def overlays(config, trace) -> dict:
     """Each chapter's ExplainOverlay (the dock's overlay_of of one explanation)."""
-    from app.docks.explain.model import Engines, ExplainRequest, explain_result
-    from app.docks.explain.show3d import DEFAULT_PERCENT, overlay_of
-    from compute.trace import Knobs
+    from app.docks.explain.show3d import DEFAULT_PERCENT
+    from app.explain_service import ExplainRequest, explain_result, knobs_of, overlay_of
 
-    k = trace.knobs
-    knobs = Knobs(alpha=k.alpha, beta=k.beta, temperature=0.0, expert_bias=dict(k.expert_bias))
     req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens),
-                         trace.prompt_len - 1, knobs, sources=False)
-    res = explain_result(Engines(), req)
+                         trace.prompt_len - 1, knobs_of(trace.knobs), sources=False,
+                         causal=any(route for _lens, route, _arcs in DRAWN.values()))  # the route chapter's
+    res = explain_result(req)
     return {c: overlay_of(res, lens, route, DEFAULT_PERCENT, arcs) for c, (lens, route, arcs) in DRAWN.items()}
 
 

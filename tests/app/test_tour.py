@@ -58,8 +58,10 @@ def test_the_tour_walks_its_chapters(make_window, qtbot, tmp_path):
         strip = win.answer_strip
         assert not panel.geometry().intersects(strip.geometry().translated(strip.mapTo(win, strip.rect().topLeft())
                                                                              - strip.pos()))  # the strip stays seen
-        if chapter == "route":
-            assert dock.show3d.values()[1] and win.scene.explanation.route
+        if chapter == "route":  # the causal route (the default) is computed off the UI thread: its blocks come
+            assert dock.show3d.values()[1]  # when its knock-outs are done
+            qtbot.waitUntil(lambda: win.scene.explanation is not None and bool(win.scene.explanation.route),
+                            timeout=120000)
         if chapter == "arcs":
             assert win.scene.explanation.attention
         if i == 2:  # Back once, then on

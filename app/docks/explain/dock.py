@@ -319,8 +319,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     # ------------------------------------------------------------------ the 3D view
     @guarded
     def _show3d_changed(self) -> None:
-        if self.show3d.any_on() and self.result is None:
-            self.refresh()
+        if self.show3d.any_on() and (self.result is None or (self._wants_causal() and not self.result.causal)):
+            self.refresh()  # first result, or the causal route switched on over a result made without it
         self._emit_overlay()
 
     def _show_3d(self, res: ExplainResult) -> None:
