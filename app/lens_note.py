@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 def lens_note(config, tr) -> str:
-    """The note in the current language (`tr` = app.i18n.tr) for `config` (a compute.config.ModelConfig; None: K3's)."""
+    """The note in the current language (`tr` = app.widgets.safe_text.rich_tr for a rich-text label: the model's
+    name comes from its config file and is escaped there; app.i18n.tr for plain text) for `config` (a compute.config.ModelConfig; None: K3's)."""
     if config is None:
         from compute.config import default_config
 

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePol
 from app.i18n import tr
 from app.widgets.controls import fmt, muted_label
 from app.widgets.paint import qcolor
+from app.widgets.safe_text import rich_tr
 from app.slot_guard import guarded
 
 
@@ -180,8 +181,8 @@ class ExperimentPanel(QScrollArea):
         k3 = default_config()
         other = self.model is not None and self.model.name != k3.name
         self.seed_note.setVisible(other)
-        self.seed_note.setText(tr("learn.exp.seed_example", k3=k3.display_name, model=self.model.display_name)
-                               if other else "")
+        self.seed_note.setText(rich_tr("learn.exp.seed_example", k3=k3.display_name, model=self.model.display_name)
+                               if other else "")  # escaped: the loaded model's name comes from its config file
 
     def retranslate_frame(self) -> None:
         k = self.key

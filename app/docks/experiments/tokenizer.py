@@ -153,8 +153,8 @@ class TokenizerPanel(DeferredRefreshMixin, ExperimentPanel):
         cfg = self._config()  # the shown model's vocabulary and row size (its config), not always K3's
         self.constructed.setText(rich_tr("learn.exp.tokenizer.constructed", pieces=pieces, weights=weights, width=ROW_WIDTH,
                                          hidden=f"{cfg.hidden_size:,}", model=cfg.display_name))
-        self.note.setText(tr("learn.exp.tokenizer.note", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
-                             hidden=f"{cfg.hidden_size:,}"))
+        self.note.setText(rich_tr("learn.exp.tokenizer.note", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",
+                                  hidden=f"{cfg.hidden_size:,}"))  # the model's name is untrusted (its config)
         self.sources.setText(tr("learn.exp.tokenizer.sources", weights=weights, pieces=pieces))
         row = T.embedding_row_bytes(cfg.hidden_size)
         self.facts.setText(rich_tr("learn.exp.tokenizer.facts", model=cfg.display_name, vocab=f"{cfg.vocab_size:,}",

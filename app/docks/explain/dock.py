@@ -24,6 +24,7 @@ from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, 
 from app.i18n import tr
 from app.lens_note import lens_note
 from app.slot_guard import guarded
+from app.widgets.safe_text import rich_tr
 from app.widgets.controls import fmt, note_label, shrinkable
 from app.widgets.paint import qcolor
 
@@ -373,7 +374,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.side.add_legend(self.legend)
         self.side.retranslate()
         self.plot.setLabel("bottom", tr("explain.lens.axis_layer"))
-        self.lens_note.setText(lens_note(self.state.config, tr))
+        self.lens_note.setText(lens_note(self.state.config, rich_tr))  # the model's name is escaped (untrusted)
         self.sources_title.setText(tr("explain.sources.title"))
         self.sources.setHorizontalHeaderLabels([tr(f"explain.sources.col{c}") for c in range(4)])
         header_tooltips(self.sources)
