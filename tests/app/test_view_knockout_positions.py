@@ -155,17 +155,17 @@ def test_a_version_1_1_view_explains_the_last_prompt_position_its_knockouts_were
 
 def test_render_applies_the_views_knockouts_as_the_dock_does(qapp, monkeypatch):
     from app import api
-    from app.docks.explain import model
+    from app import explain_service as service  # what the window's dock, the API and the command line share
 
     seen = []
-    real = model.explain_result
+    real = service.explain_result
 
-    def spy(engines, req):
-        res = real(engines, req)
+    def spy(req):
+        res = real(req)
         seen.append((req, res))
         return res
 
-    monkeypatch.setattr(model, "explain_result", spy)
+    monkeypatch.setattr(service, "explain_result", spy)
     ko = {"mode": "mean", "tokens": [1], "blocks": [[2, "ffn"]], "experts": []}
     v = View(prompt=PROMPT, knockouts=ko, explain3d={"lens": True, "arcs": False, "route": False,
                                                      "route_threshold": 30, "position": None})
