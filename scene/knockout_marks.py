@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from scene.layout import Layout
+from scene.route_glow import half_box
 
 __all__ = ["knockout_boxes", "knockout_lines", "CROSS_RGBA"]
 
@@ -21,20 +22,15 @@ CROSS_RGBA = (1.0, 0.28, 0.32, 1.0)
 
 
 def _slab_half(layout: Layout, layer: int, part: str, shrink: float = 0.0):
-    b = layout.by_id.get(f"L{layer}/stack.layer")
-    if b is None:
-        return None
-    lo, hi = b.lo.copy(), b.hi.copy()
-    mid = float(b.center[0])
-    if part == "mixer":
-        hi[0] = mid - 0.04
-    else:
-        lo[0] = mid + 0.04
-    if shrink:  # a smaller box in the middle of the half (an expert's mark)
-        c, h = (lo + hi) / 2, (hi - lo) / 2
-        h[0] *= shrink
-        lo, hi = c - h, c + h
-    return lo, hi
+    """The mixer's (left) or FFN's (right) half slab of a 1-based layer, as the route lights it
+    (scene.route_glow.half_box); shrink: a smaller box in the middle of the half (an expert's mark)."""
+    box = half_box(layout, layer, part) if layer >= 1 else None
+    if box is None or not shrink:
+        return box
+    lo, hi = box
+    c, h = (lo + hi) / 2, (hi - lo) / 2
+    h[0] *= shrink
+    return c - h, c + h
 
 
 def _lane(box, p: int, n: int):

@@ -14,7 +14,7 @@ import numpy as np
 from scene.geometry import outline_segments
 from scene.layout import Layout
 
-__all__ = ["block_values", "lit_blocks", "lit_layers", "route_lines", "threshold_of"]
+__all__ = ["block_values", "half_box", "lit_blocks", "lit_layers", "route_lines", "threshold_of"]
 
 _POS = (0.98, 0.55, 0.16, 1.0)
 _NEG = (0.30, 0.55, 1.0, 1.0)
@@ -49,7 +49,7 @@ def lit_layers(lit: dict[tuple[int, str], int]) -> set[int]:
     return {layer for layer, _part in lit if layer >= 1}
 
 
-def _half_box(layout: Layout, layer: int, part: str):
+def half_box(layout: Layout, layer: int, part: str):
     """(lo, hi) of what glows for a block: the embedding, or the mixer's (left) / FFN's (right) half slab."""
     if layer == 0:
         b = layout.by_id.get("embedding")
@@ -70,7 +70,7 @@ def route_lines(layout: Layout, lit: dict[tuple[int, str], int]) -> tuple[np.nda
     """GL 'lines' points [2k, 3] and per-point colours [2k, 4] of the route, or (None, None) when nothing is lit."""
     pts, cols, spine = [], [], []
     for (layer, part), sign in sorted(lit.items(), key=lambda kv: (kv[0][0], kv[0][1] != "mixer")):
-        box = _half_box(layout, layer, part)
+        box = half_box(layout, layer, part)
         if box is None:
             continue
         seg = outline_segments(box[0], box[1], pad=0.03)
