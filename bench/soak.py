@@ -840,8 +840,10 @@ def run(args) -> dict:
     soak = Soak(app, win, args.minutes, args.types, args.trace_malloc, args.knockout_every if args.why else 0.0)
     app.exec()
     if args.samples:  # the raw series first, so a report can be made again from them (analyse_memory)
-        Path(args.samples).write_text(json.dumps({"rss": soak.rss, "malloc": soak.malloc, "loads": soak.loads,
-                                                  "malloc_floor": soak.malloc_floor}))
+        from compute.safe_write import write_bytes  # the guarded writer: regular files only, temp + rename
+
+        write_bytes(args.samples, json.dumps({"rss": soak.rss, "malloc": soak.malloc, "loads": soak.loads,
+                                              "malloc_floor": soak.malloc_floor}).encode())
     result = soak.report()
     result["setup"] = setup
     before = soak.faults.exceptions
@@ -886,6 +888,13 @@ def main() -> None:
     if args.minutes <= 0:
         raise SystemExit("bench/soak.py: --minutes must be > 0")
     sys.path.insert(0, str(ROOT))
+    if args.samples:  # checked now, not after an hour's soak: a folder, a link or a device is refused up front
+        from compute.safe_write import WriteError, probe
+
+        try:
+            probe(args.samples)
+        except WriteError as e:
+            parser.error(f"--samples: {e}")
     from xdisplay import x_display  # bench/ is sys.path[1] now, still ahead of the packages
 
     with x_display("bench/soak.py"):

@@ -37,7 +37,9 @@ def test_a_bad_size_is_one_line(soak, text):
 @pytest.mark.parametrize("args, words", [(["--model", "nope"], "--model must be one of"),
                                          (["--knockout-every", "0"], "--knockout-every must be > 0"),
                                          (["--lang", "fr"], "invalid choice"),
-                                         (["--size", "10x10"], "each side")])
+                                         (["--size", "10x10"], "each side"),
+                                         (["--samples", "/dev/null"], "character device, not a regular file"),
+                                         (["--samples", "/no/such/folder/s.json"], "does not exist")])
 def test_bad_options_exit_2_before_any_window(args, words):
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "soak.py"), *args], capture_output=True, text=True,
                        timeout=120, env={"PATH": "/usr/bin:/bin", "DISPLAY": ""})
