@@ -1,8 +1,9 @@
 """Model facts in one place, without torch: the toy widths the engine computes with (`ToyDims`) and the real
 widths of a model the scene and the inspector label (`ModelDims`, read from a `compute.config.ModelConfig`).
 
-    from compute.dims import ToyDims, ModelDims
+    from compute.dims import ToyDims, ModelDims, OpArgs
     ModelDims.from_config(cfg).experts      # 896 for K3; cfg None = K3's shipped config
+    OpArgs.of(cfg, ToyDims())               # what every operator reads (compute.kda / mla / moe)
 
 The toy engine (compute.engine.ToyK3) runs every layer at ToyDims' widths but with the config's real layer
 order, expert count and top-k; the scene draws its grids at those sizes and labels them with ModelDims.
@@ -30,6 +31,45 @@ class ToyDims:
     expert_width: int = 4
     dense_width: int = 16
     conv: int = 4
+
+
+@dataclass(frozen=True)
+class OpArgs:
+    """Everything the operators (compute.kda.kda_layer, compute.mla.mla_layer, compute.moe.dense_mlp /
+    latent_moe) read from the model, in one record, as DeepSeek-V3's reference passes one ModelArgs: the toy
+    widths the engine computes at and the config's scalars. Built once per model by `OpArgs.of`; the defaults are
+    ToyDims' widths with K3's settings (a test changes what it needs with dataclasses.replace)."""
+
+    kda_heads: int = 2
+    kda_head_dim: int = 4
+    kda_lower_bound: float | None = -5.0  # None = Kimi Linear's softplus gate
+    mla_heads: int = 2
+    nope: int = 4
+    rope: int = 2
+    v: int = 4
+    kv_lora: int = 3
+    mla_gated: bool = True  # o ⊙ sigmoid(W_g x)
+    rope_theta: float | None = None  # None = NoPE (K3): nothing rotated
+    act: str = "situ_glu"  # "situ_glu" | "silu"
+    beta1: float = 4.0  # SiTU-GLU's β₁, β₂
+    beta2: float = 25.0
+    top_k: int = 2
+    routed_scaling_factor: float = 1.0
+    n_group: int = 1
+    topk_group: int = 1
+    eps: float = 1e-6  # every RMSNorm's ε
+
+    @classmethod
+    def of(cls, config: ModelConfig, dims: ToyDims | None = None) -> "OpArgs":
+        """The operators' record of `config` at the toy widths `dims` (None = ToyDims())."""
+        c, d = config, dims or ToyDims()
+        return cls(kda_heads=d.kda_heads, kda_head_dim=d.kda_head_dim, kda_lower_bound=c.kda_gate_lower_bound,
+                   mla_heads=d.mla_heads, nope=d.nope, rope=d.rope, v=d.v, kv_lora=d.kv_lora,
+                   mla_gated=c.mla_output_gate is not None,
+                   rope_theta=float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None,
+                   act=c.hidden_act, beta1=float(c.situ_glu_beta1), beta2=float(c.situ_glu_beta2),
+                   top_k=c.num_experts_per_tok, routed_scaling_factor=float(c.routed_scaling_factor),
+                   n_group=c.n_group, topk_group=c.topk_group, eps=float(c.rms_norm_eps))
 
 
 @functools.lru_cache(maxsize=1)

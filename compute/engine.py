@@ -70,7 +70,7 @@ from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ModelConfig, load_default
 from compute.device import TORCH_HINT, Device, float_dtype, import_torch, resolve_device  # noqa: F401 - re-exported
-from compute.dims import ToyDims  # re-exported: the toy widths live in compute.dims (torch-free)
+from compute.dims import OpArgs, ToyDims  # ToyDims re-exported: the toy widths live in compute.dims (torch-free)
 from compute.engine_io import (caches_from_trace, check_knobs, check_prompt_text, linear_weights_numpy,
                                pass_to_numpy)
 from compute.engine_weights import SEED_MASK, ToyWeights, choose_weights, dims_dict, trained_weights  # noqa: F401
@@ -151,7 +151,8 @@ class ToyK3:
             raise ValueError(f"weights must be 'trained' or 'random', got {weights!r}")
         self.weights_meta: dict = {}
         c = self.config
-        self._rope_theta = float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None
+        self.op_args = OpArgs.of(c, self.dims)  # what every operator reads (compute.dims.OpArgs)
+        self._rope_theta = self.op_args.rope_theta
         self._build_weights(weights, weights_path)
 
     # ------------------------------------------------------------------ weights
@@ -304,27 +305,23 @@ class ToyK3:
 
     def _op_mixer(self, li: int, xn, cache, knobs: Knobs, positions, t: dict):
         """Layer li's mixer by the operators (compute.kda.kda_layer / compute.mla.mla_layer) → (y, new cache)."""
-        c, d, w = self.config, self.dims, self.layers[li]
+        w = self.layers[li]
         if "kda" in w:
-            a, mt, nc = kda_layer(xn, w["kda"], d.kda_heads, d.kda_head_dim, c.kda_gate_lower_bound, cache,
-                                  alpha=knobs.alpha, beta_override=knobs.beta, eps=c.rms_norm_eps)
+            a, mt, nc = kda_layer(xn, w["kda"], self.op_args, cache, alpha=knobs.alpha, beta_override=knobs.beta)
         else:
-            a, mt, nc = mla_layer(xn, w["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, positions, cache,
-                                  gated=c.mla_output_gate is not None, rope_theta=self._rope_theta,
-                                  eps=c.rms_norm_eps)
+            a, mt, nc = mla_layer(xn, w["mla"], self.op_args, positions, cache)
         t.update(mt)
         return a, nc
 
     def _op_ffn(self, li: int, xn, bias_off, t: dict):
         """Layer li's FFN by the operators (compute.moe.dense_mlp / latent_moe) → y."""
-        c, w = self.config, self.layers[li]
+        w = self.layers[li]
         if "mlp" in w:
-            f, ft = dense_mlp(xn, w["mlp"], c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2)
+            f, ft = dense_mlp(xn, w["mlp"], self.op_args)
         else:
             mw = w["moe"]
             bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
-            f, ft = latent_moe(xn, mw, c.num_experts_per_tok, bias, c.routed_scaling_factor, c.n_group,
-                               c.topk_group, c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, c.rms_norm_eps)
+            f, ft = latent_moe(xn, mw, self.op_args, bias)
             if mw["down"] is None:
                 for k in ("moe.down", "moe.norm", "moe.up"):
                     ft.pop(k)

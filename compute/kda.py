@@ -6,10 +6,14 @@ on any device.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 from compute.norms import l2_norm, rms_norm
 from compute.parts import const, part
 from compute.xp import ops
+
+if TYPE_CHECKING:
+    from compute.dims import OpArgs
 
 __all__ = ["kda_recurrent", "kda_chunked", "kda_step", "kda_gate", "short_conv", "l2_norm", "kda_layer"]
 
@@ -160,19 +164,20 @@ def kda_output(o: torch.Tensor, norm_w: torch.Tensor, gate: torch.Tensor, eps: f
     return rms_norm(o, norm_w, eps).reshape(T, H * V) * gate
 
 
-def kda_layer(x: torch.Tensor, w: dict, heads: int, head_dim: int, lower_bound: float | None,
-              cache: dict | None = None, alpha: float | None = None, beta_override: float | None = None,
-              chunk_size: int = 16, eps: float = 1e-6) -> tuple[torch.Tensor, dict, dict]:
+def kda_layer(x: torch.Tensor, w: dict, args: OpArgs, cache: dict | None = None, alpha: float | None = None,
+              beta_override: float | None = None, chunk_size: int = 16) -> tuple[torch.Tensor, dict, dict]:
     """One KDA mixer on x = RMSNorm'd layer input [T, D], or a batch of sequences [B, T, D] (compute.train: each
     row from position 0, no cache; the depthwise conv takes the batch as extra channels, which is exact).
 
     w: 'in' [D, 3·H·K + K + H + H·V] fused (q|k|v|f_a|b|g), 'f_b' [K, H·K], 'conv' [3·H·K, ck],
     'A_log' [H], 'dt_bias' [H, K], 'o_norm' [V], 'o' [H·V, D].
+    args: the model's record (compute.dims.OpArgs): H = kda_heads, K = kda_head_dim, the gate's lower bound, ε.
     cache: {'conv': [ck-1, 3·H·K], 'state': [H, K, V]} from earlier tokens (None at the start).
     alpha/beta_override: constants replacing exp(g) and β (the UI knobs). Returns (y [T, D], tensors, cache);
     tensors values are torch tensors or `Part`s of fused ones (see compute.parts). A batch returns
     (y [B, T, D], {}, {'state': [B, H, K, V]}).
     """
+    heads, head_dim, lower_bound, eps = args.kda_heads, args.kda_head_dim, args.kda_lower_bound, args.eps
     batched = len(x.shape) == 3
     if batched and cache is not None:
         raise ValueError("a batch of sequences starts at position 0: no cache")

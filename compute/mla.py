@@ -5,12 +5,16 @@ The cache holds, per token, the latent c_kv [kv_lora] and the shared k_rot [rope
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compute.norms import rms_norm
 from compute.parts import part
 from compute.xp import ops
+
+if TYPE_CHECKING:
+    from compute.dims import OpArgs
 
 __all__ = ["mla_attention", "apply_rope", "mla_layer"]
 
@@ -53,9 +57,8 @@ def mla_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torc
     return scores, p, (p @ v.swapaxes(0, 1)).swapaxes(0, 1)  # o [T, H, dv]
 
 
-def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim: int, kv_lora: int,
-              positions: torch.Tensor, cache: dict | None = None, gated: bool = True,
-              rope_theta: float | None = None, eps: float = 1e-6) -> tuple[torch.Tensor, dict, dict]:
+def mla_layer(x: torch.Tensor, w: dict, args: OpArgs, positions: torch.Tensor, cache: dict | None = None
+              ) -> tuple[torch.Tensor, dict, dict]:
     """One Gated MLA mixer on x = RMSNorm'd layer input [T, D], or a batch of sequences [B, T, D]
     (compute.train: positions [T] for every row, no cache; attention takes the batch as extra heads, which is
     exact — attention is per head).
@@ -63,9 +66,12 @@ def mla_layer(x: torch.Tensor, w: dict, heads: int, nope: int, rope: int, v_dim:
     w: 'in' [D, q_lora + kv_lora + rope (+ H·v if gated)] fused (W_qa | W_kva | W_g), 'q_a_norm' [q_lora],
     'q_b' [q_lora, H·(nope+rope)], 'kv_a_norm' [kv_lora], 'kv_b' [kv_lora, H·(nope+v)], 'o' [H·v, D].
     cache: {'c_kv': [S0, kv_lora], 'k_rope': [S0, rope]} of earlier tokens. positions [T] absolute.
-    K3 is NoPE (rope_theta None: nothing rotated); gated adds o ⊙ sigmoid(W_g x).
+    args: the model's record (compute.dims.OpArgs): H = mla_heads, nope, rope, v, kv_lora, ε; K3 is NoPE
+    (args.rope_theta None: nothing rotated); args.mla_gated adds o ⊙ sigmoid(W_g x).
     Returns (y [T, D], tensors, new cache); a batch returns (y [B, T, D], {}, {}).
     """
+    heads, nope, rope, v_dim, kv_lora = args.mla_heads, args.nope, args.rope, args.v, args.kv_lora
+    gated, rope_theta, eps = args.mla_gated, args.rope_theta, args.eps
     batched = len(x.shape) == 3
     if batched:
         if cache is not None:

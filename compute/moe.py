@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compute.norms import rms_norm
 from compute.xp import ops
+
+if TYPE_CHECKING:
+    from compute.dims import OpArgs
 
 __all__ = ["route", "quantile_balance", "situ_glu", "silu_glu", "max_load_ratio", "latent_moe", "dense_mlp",
            "softmax_router"]
@@ -125,9 +129,10 @@ def _act(g: torch.Tensor, u: torch.Tensor, act: str, beta1: float, beta2: float)
     return situ_glu(g, u, beta1, beta2) if act == "situ_glu" else silu_glu(g, u)
 
 
-def dense_mlp(x: torch.Tensor, w: dict, act: str = "situ_glu", beta1: float = 4.0, beta2: float = 25.0
-              ) -> tuple[torch.Tensor, dict]:
-    """Dense GLU MLP: down(act(x W_gate, x W_up)). x [T, D]; w 'gate' [D, I], 'up' [D, I], 'down' [I, D]."""
+def dense_mlp(x: torch.Tensor, w: dict, args: OpArgs) -> tuple[torch.Tensor, dict]:
+    """Dense GLU MLP: down(act(x W_gate, x W_up)). x [T, D]; w 'gate' [D, I], 'up' [D, I], 'down' [I, D];
+    args (compute.dims.OpArgs): the activation (act, beta1, beta2)."""
+    act, beta1, beta2 = args.act, args.beta1, args.beta2
     g = x @ w["gate"]
     u = x @ w["up"]
     a = situ_glu(g, u, beta1, beta2) if act == "situ_glu" else silu_glu(g, u)
@@ -135,9 +140,7 @@ def dense_mlp(x: torch.Tensor, w: dict, act: str = "situ_glu", beta1: float = 4.
     return y, {"mlp.gate": g, "mlp.up": u, "mlp.act": a, "mlp.down": y}
 
 
-def latent_moe(x: torch.Tensor, w: dict, top_k: int, bias: torch.Tensor, routed_scaling_factor: float = 1.0,
-               n_group: int = 1, topk_group: int = 1, act: str = "situ_glu", beta1: float = 4.0,
-               beta2: float = 25.0, eps: float = 1e-6) -> tuple[torch.Tensor, dict]:
+def latent_moe(x: torch.Tensor, w: dict, args: OpArgs, bias: torch.Tensor) -> tuple[torch.Tensor, dict]:
     """Stable Latent MoE with shared experts, experts vectorised (gathered weights, batched matmul).
 
     x [T, D] (RMSNorm'd). w: 'router' [D, E]; 'down' [D, L] (None for a non-latent MoE: experts act on x);
@@ -145,7 +148,11 @@ def latent_moe(x: torch.Tensor, w: dict, top_k: int, bias: torch.Tensor, routed_
     'up' [L, D] (None for non-latent); 'shared13' [D, 2F_s]; 'shared2' [F_s, D] (None: no shared experts).
     s = sigmoid(x W_r); (w, idx) = route(...); z = x W_down; E_j(z) = W2_j act(W1_j z, W3_j z);
     r = RMSNorm(Σ_j w_j E_j(z)); y = r W_up + Shared(x). Returns (y [T, D], tensors).
+    args (compute.dims.OpArgs): top_k, routed_scaling_factor, n_group, topk_group, the activation, ε.
     """
+    top_k, routed_scaling_factor, n_group, topk_group = args.top_k, args.routed_scaling_factor, args.n_group, \
+        args.topk_group
+    act, beta1, beta2, eps = args.act, args.beta1, args.beta2, args.eps
     logits = x @ w["router"]
     weights, idx, s = _route(logits, bias, top_k, routed_scaling_factor, n_group, topk_group)
     z = x if w["down"] is None else x @ w["down"]

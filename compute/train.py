@@ -89,6 +89,7 @@ from compute import task
 from compute import weights as weights_io
 from compute.attnres import BlockAttnRes, PlainResidual
 from compute.config import ModelConfig, load_default
+from compute.dims import OpArgs
 from compute.engine import ToyDims, ToyK3, dims_dict
 from compute.kda import kda_layer
 from compute.mla import mla_layer
@@ -183,7 +184,7 @@ def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
     """Logits [B, T, V] for token rows ids [B, T] (each row starts at position 0), and each MoE layer's router
     scores s [B·T, E] (for Quantile Balancing)."""
     c = config
-    rope_theta = float(c.raw.get("rope_theta", 10000.0)) if c.mla_use_rope else None  # as the engine
+    args = OpArgs.of(c, dims)  # as the engine
     B, T = ids.shape
     eps = c.rms_norm_eps
     ar = BlockAttnRes(c.attn_res_block_size, eps=1e-6) if c.attn_res_block_size else PlainResidual()
@@ -194,20 +195,17 @@ def batch_forward(P: dict, ids: torch.Tensor, config: ModelConfig, dims: ToyDims
         x, _ = ar.before_mixer(li, w["w_attn"])
         xn = rms_norm(x, w["norm_mixer"], eps).reshape(B, T, -1)
         if "kda" in w:  # the engine's operators with a batch axis: one chunk of T tokens
-            a = kda_layer(xn, w["kda"], dims.kda_heads, dims.kda_head_dim, c.kda_gate_lower_bound,
-                          chunk_size=max(T, 1), eps=eps)[0]
+            a = kda_layer(xn, w["kda"], args, chunk_size=max(T, 1))[0]
         else:
-            a = mla_layer(xn, w["mla"], dims.mla_heads, dims.nope, dims.rope, dims.v, dims.kv_lora, positions,
-                          gated=c.mla_output_gate is not None, rope_theta=rope_theta, eps=eps)[0]
+            a = mla_layer(xn, w["mla"], args, positions)[0]
         a = a.reshape(B * T, -1)
         x2, _ = ar.after_mixer(a, w["w_mlp"])
         xn2 = rms_norm(x2, w["norm_ffn"], eps)
         if "mlp" in w:
-            f, _ = dense_mlp(xn2, w["mlp"], c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2)
+            f, _ = dense_mlp(xn2, w["mlp"], args)
         else:
             mw = w["moe"]
-            f, ft = latent_moe(xn2, mw, c.num_experts_per_tok, mw["bias"], c.routed_scaling_factor, c.n_group,
-                               c.topk_group, c.hidden_act, c.situ_glu_beta1, c.situ_glu_beta2, eps)
+            f, ft = latent_moe(xn2, mw, args, mw["bias"])
             scores.append(ft["moe.router"])
         ar.after_ffn(f)
     h, _ = ar.final(P["w_out"])

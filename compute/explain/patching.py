@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from compute.dims import OpArgs
 from compute.explain.knockout import prefill, stored_sources
 from compute.explain.rerun import Variant, rerun, state_before, twin64
 
@@ -309,6 +310,7 @@ def _state_variants(model, tw, clean, corr, t: int, knobs):
     from compute.kda import kda_layer
 
     cfg, d = model.config, tw.dims
+    args = OpArgs.of(cfg, d)
     bs = cfg.attn_res_block_size
     L, T = len(clean.layers), t + 1
     vs, where = [], []
@@ -321,13 +323,12 @@ def _state_variants(model, tw, clean, corr, t: int, knobs):
         xc = np.asarray(corr.layers[li].tensors["norm.mixer"], np.float64)
         out_c = np.asarray(corr.layers[li].tensors["mixer.out"], np.float64)
         for p in range(T - 1):
-            kw = dict(alpha=knobs.alpha, beta_override=knobs.beta, eps=cfg.rms_norm_eps)
-            ck = kda_layer(xk[:p + 1], w, d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound, **kw)[2]
-            cc = kda_layer(xc[:p + 1], w, d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound, **kw)[2]
+            kw = dict(alpha=knobs.alpha, beta_override=knobs.beta)
+            ck = kda_layer(xk[:p + 1], w, args, **kw)[2]
+            cc = kda_layer(xc[:p + 1], w, args, **kw)[2]
             if np.array_equal(ck["state"], cc["state"]):
                 continue
-            y = kda_layer(xc[p + 1:], w, d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound,
-                          cache={"conv": cc["conv"], "state": ck["state"]}, **kw)[0]
+            y = kda_layer(xc[p + 1:], w, args, cache={"conv": cc["conv"], "state": ck["state"]}, **kw)[0]
             o = out_c.copy()
             o[p + 1:] = y
             vs.append(Variant(li, p0, R0, mixer=o, first=p + 1))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compute.attnres import attn_res
+from compute.dims import OpArgs
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
@@ -108,7 +109,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
     L = len(tw.layers)
     T, D = vs[0].p.shape
     bias_off = tw._bias_offset(knobs)
-    rope = float(cfg.raw.get("rope_theta", 10000.0)) if cfg.mla_use_rope else None
+    args = OpArgs.of(cfg, d)
     pos = np.arange(T)
     fast = _fast_moe(tw)
     joins: dict[int, list[int]] = {}
@@ -151,11 +152,9 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
             x, prefix = P, P
         xn = rms_norm(x, w["norm_mixer"], eps)
         if "kda" in w:
-            a = kda_layer(xn, w["kda"], d.kda_heads, d.kda_head_dim, cfg.kda_gate_lower_bound, alpha=knobs.alpha,
-                          beta_override=knobs.beta, chunk_size=max(T, 1), eps=eps)[0]
+            a = kda_layer(xn, w["kda"], args, alpha=knobs.alpha, beta_override=knobs.beta, chunk_size=max(T, 1))[0]
         else:
-            a = mla_layer(xn, w["mla"], d.mla_heads, d.nope, d.rope, d.v, d.kv_lora, pos,
-                          gated=cfg.mla_output_gate is not None, rope_theta=rope, eps=eps)[0]
+            a = mla_layer(xn, w["mla"], args, pos)[0]
         for j, i in enumerate(new):
             if vs[i].mixer is not None:
                 a[at + j] = vs[i].mixer
@@ -167,7 +166,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
         f = np.array(np.broadcast_to(np.asarray(base.layers[li].tensors["ffn.out"], np.float64), (N, T, D)))
         xn2 = rms_norm(x2[dirty], w["norm_ffn"], eps)
         if "mlp" in w:
-            f[dirty] = dense_mlp(xn2, w["mlp"], cfg.hidden_act, cfg.situ_glu_beta1, cfg.situ_glu_beta2)[0]
+            f[dirty] = dense_mlp(xn2, w["mlp"], args)[0]
         elif xn2.shape[0]:
             mw = w["moe"]
             bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
@@ -179,8 +178,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
                      float(cfg.situ_glu_beta2), float(eps), y)
                 f[dirty] = y
             else:
-                f[dirty] = latent_moe(xn2, mw, cfg.num_experts_per_tok, bias, cfg.routed_scaling_factor, cfg.n_group,
-                                      cfg.topk_group, cfg.hidden_act, cfg.situ_glu_beta1, cfg.situ_glu_beta2, eps)[0]
+                f[dirty] = latent_moe(xn2, mw, args, bias)[0]
         for j, i in enumerate(new):
             if vs[i].ffn is not None:
                 f[at + j] = vs[i].ffn

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from compute.dims import OpArgs
 from compute.engine import ToyDims
 from compute.kda import kda_layer
 from compute.mla import mla_layer
@@ -35,15 +36,16 @@ def test_a_batch_is_its_rows(lib, variant):
     x = np.random.default_rng(5).standard_normal((3, 7, D.hidden))
     x = torch.from_numpy(x) if lib == "torch" else x
     pos = torch.arange(7) if lib == "torch" else np.arange(7)
-    yk = kda_layer(x, kw, D.kda_heads, D.kda_head_dim, variant["lb"], chunk_size=7)[0]
-    ym = mla_layer(x, mw, D.mla_heads, D.nope, D.rope, D.v, D.kv_lora, pos, gated=variant["gated"],
-                   rope_theta=variant["rope"])[0]
+    args = OpArgs(kda_heads=D.kda_heads, kda_head_dim=D.kda_head_dim, kda_lower_bound=variant["lb"],
+                  mla_heads=D.mla_heads, nope=D.nope, rope=D.rope, v=D.v, kv_lora=D.kv_lora,
+                  mla_gated=variant["gated"], rope_theta=variant["rope"])
+    yk = kda_layer(x, kw, args, chunk_size=7)[0]
+    ym = mla_layer(x, mw, args, pos)[0]
     assert tuple(yk.shape) == tuple(ym.shape) == (3, 7, D.hidden)
     for b in range(3):
-        rk = kda_layer(x[b], kw, D.kda_heads, D.kda_head_dim, variant["lb"])[0]
-        rm = mla_layer(x[b], mw, D.mla_heads, D.nope, D.rope, D.v, D.kv_lora, pos, gated=variant["gated"],
-                       rope_theta=variant["rope"])[0]
+        rk = kda_layer(x[b], kw, args)[0]
+        rm = mla_layer(x[b], mw, args, pos)[0]
         assert np.allclose(np.asarray(yk[b]), np.asarray(rk), rtol=0, atol=1e-12)
         assert np.allclose(np.asarray(ym[b]), np.asarray(rm), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="no cache"):
-        kda_layer(x, kw, D.kda_heads, D.kda_head_dim, variant["lb"], cache={"conv": None, "state": None})
+        kda_layer(x, kw, args, cache={"conv": None, "state": None})

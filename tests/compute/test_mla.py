@@ -1,13 +1,16 @@
 """Gated MLA vs an independent per-head numpy implementation; the latent cache continues a sequence exactly."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import torch
 
+from compute.dims import OpArgs
 from compute.mla import apply_rope, mla_layer
 from compute.norms import RMSNorm, rms_norm
 
 D, H, QL, KL, NOPE, ROPE, V = 8, 2, 4, 3, 4, 2, 4
+ARGS = OpArgs(mla_heads=H, nope=NOPE, rope=ROPE, v=V, kv_lora=KL)  # gated, NoPE: K3's MLA
 
 
 def _weights(seed=0):
@@ -53,7 +56,7 @@ def _reference(x, w):
 def test_mla_matches_reference():
     w = _weights()
     x = torch.randn(5, D, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    y, t, cache = mla_layer(x, w, H, NOPE, ROPE, V, KL, torch.arange(5))
+    y, t, cache = mla_layer(x, w, ARGS, torch.arange(5))
     np.testing.assert_allclose(y.numpy(), _reference(x, w), rtol=1e-11, atol=1e-12)
     assert cache["c_kv"].shape == (5, KL) and t["mla.scores"].shape == (H, 5, 5)
     assert torch.isinf(t["mla.scores"][:, 0, 1:]).all()  # causal mask
@@ -62,11 +65,11 @@ def test_mla_matches_reference():
 def test_latent_cache_continues_exactly():
     w = _weights(2)
     x = torch.randn(6, D, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    full, tf, _ = mla_layer(x, w, H, NOPE, ROPE, V, KL, torch.arange(6))
-    _, _, cache = mla_layer(x[:4], w, H, NOPE, ROPE, V, KL, torch.arange(4))
+    full, tf, _ = mla_layer(x, w, ARGS, torch.arange(6))
+    _, _, cache = mla_layer(x[:4], w, ARGS, torch.arange(4))
     outs = []
     for i in (4, 5):
-        y, t, cache = mla_layer(x[i:i + 1], w, H, NOPE, ROPE, V, KL, torch.tensor([i]), cache)
+        y, t, cache = mla_layer(x[i:i + 1], w, ARGS, torch.tensor([i]), cache)
         outs.append(y)
     torch.testing.assert_close(torch.cat(outs), full[4:])
     torch.testing.assert_close(cache["c_kv"], tf["mla.c_kv"])
@@ -77,7 +80,7 @@ def test_ungated_with_rope_is_deepseek_style():
     w = _weights(4)
     w["in"] = w["in"][:, :QL + KL + ROPE]
     x = torch.randn(3, D, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
-    y, t, _ = mla_layer(x, w, H, NOPE, ROPE, V, KL, torch.arange(3), gated=False, rope_theta=10000.0)
+    y, t, _ = mla_layer(x, w, replace(ARGS, mla_gated=False, rope_theta=10000.0), torch.arange(3))
     assert torch.equal(t["mla.o_gated"], t["mla.o"])
     # rotation preserves norms and position 0 is unrotated
     kr = x @ w["in"][:, QL + KL:]

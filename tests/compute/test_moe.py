@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from compute.dims import OpArgs
 from compute.moe import latent_moe, max_load_ratio, quantile_balance, route, situ_glu
 from compute.norms import rms_norm
 from tests.compute.reference_dsv3_gate import dsv3_gate
@@ -98,7 +99,7 @@ def test_latent_moe_vs_loop_over_experts():
          "up": r(L, D), "shared13": r(D, 2 * 8), "shared2": r(8, D)}
     bias = r(E) * 0.1
     x = r(T, D)
-    y, t = latent_moe(x, w, k, bias)
+    y, t = latent_moe(x, w, OpArgs(top_k=k), bias)
     for i in range(T):
         s = 1 / (1 + np.exp(-(x[i] @ w["router"]).numpy()))
         chosen = np.argsort(-(s + bias.numpy()))[:k]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from compute.dims import OpArgs
 from compute.mla import mla_layer
 from reference_dsv3_mla import DSV3MLA, rms_norm
 
@@ -40,8 +41,8 @@ def _run_engine(w, x, chunks, gated, rope_theta):
     ew, cache, outs, start = _engine_weights(w), None, [], 0
     for n in chunks:
         xs = torch.tensor(x[start:start + n], dtype=torch.float64)
-        y, tensors, cache = mla_layer(xs, ew, H, NOPE, ROPE, V, KL, torch.arange(start, start + n), cache,
-                                      gated=gated, rope_theta=rope_theta)
+        args = OpArgs(mla_heads=H, nope=NOPE, rope=ROPE, v=V, kv_lora=KL, mla_gated=gated, rope_theta=rope_theta)
+        y, tensors, cache = mla_layer(xs, ew, args, torch.arange(start, start + n), cache)
         outs.append(y.numpy())
         start += n
     return np.concatenate(outs), cache, tensors
