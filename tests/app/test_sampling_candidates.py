@@ -46,8 +46,13 @@ def test_the_sampling_step_shows_words_and_probabilities(make_window, qtbot):
     win.state.player.seek(index)
     qtbot.waitUntil(lambda: tr("weights.sampling.title") in html.unescape(dock.facts.text()), timeout=5000)
     text = html.unescape(dock.facts.text())
-    for word, before, after in player.sampling_candidates(trace, steps[index].pass_index):
-        assert f"{word!r}  {before:.3f} → {after:.3f}" in text
+    ps = trace.passes[steps[index].pass_index]  # the five most probable words, from the trace's own logits
+    logits = np.asarray(ps.final["lm_head"][-1], np.float64)
+    softmax = np.exp(logits - logits.max())
+    softmax /= softmax.sum()
+    pieces = [p for p, _ in trace.vocab]
+    for j in np.argsort(-softmax)[:5]:
+        assert f"{pieces[j]!r}  {softmax[j]:.3f} → {float(ps.final['probs'][j]):.3f}" in text
     # a step that samples nothing lists no candidates
     win.state.player.seek(0)
     qtbot.waitUntil(lambda: tr("weights.sampling.title") not in html.unescape(dock.facts.text()), timeout=5000)
