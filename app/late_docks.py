@@ -156,6 +156,7 @@ class LateDocks:
         if explain is not None:  # its 3D view controls, as last left
             explain.show3d.set_values(*self.settings.explain_3d(explain.show3d.values()))
             explain.show3d.changed.connect(lambda: self.settings.set_explain_3d(*explain.show3d.values()))
+            explain.set_tour(self.registry.actions["tour"])  # the dock's tour button starts Help -> Tour
         knockout_menu.install(self)  # right-click a 3D block / cell or a token chip: knock it out
         self._lay_out()  # now also places the late docks
         self.late_docks_ready.emit()

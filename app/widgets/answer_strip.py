@@ -3,6 +3,10 @@ and the five most probable next words as bars (probability after temperature and
 outline), so a slider change shows its effect next to the model whatever the dock layout. A prompt outside the
 toy language gets a one-line warning here too.
 
+While a knock-out is active (the Explain dock's experiment), a line under the bars says "before → after" as the
+3D header does: the word predicted, its probability and the explained word's logit, before and after (issue 40.1;
+from the overlay the dock hands the 3D view, `state.explanation_shown`).
+
 Every bar is numbered (its probability after temperature and top-p, as Transformer Explainer numbers its bars),
 and a click on a bar's word asks to explain that word at that position instead of the answer (`word_clicked`;
 the main window hands it to the Explain dock).
@@ -26,6 +30,7 @@ BAR_EDGE = qcolor("answer_edge")
 TEXT = qcolor("answer_text")
 MUTED = qcolor("answer_muted")
 WARN = qcolor("answer_warn")
+KNOCKOUT = qcolor("answer_knockout")
 
 
 def shown_piece(piece: str) -> str:
@@ -52,6 +57,8 @@ class AnswerStrip(QWidget):
         self._word: tuple[str, float] | None = None
         self._outside = False
         self._pass = 0
+        self.knockout_rect: QRectF | None = None  # where the knock-out line was drawn (tests)
+        self._ko = None  # the shown explanation overlay while a knock-out is active (its `after`), else None
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.setAutoFillBackground(True)
         pal = self.palette()
@@ -60,6 +67,7 @@ class AnswerStrip(QWidget):
         state.trace_changed.connect(self._update)
         state.pass_changed.connect(lambda _i: self._update(state.trace))
         state.language_changed.connect(lambda _l: self._update(state.trace))
+        state.explanation_shown.connect(self._on_explanation)
         self._update(state.trace)
 
     # ------------------------------------------------------------------ data
@@ -73,6 +81,31 @@ class AnswerStrip(QWidget):
 
     def outside_language(self) -> bool:
         return self._outside
+
+    def knockout_line(self) -> str:
+        """The knock-out's "before → after" line as drawn ("" when no knock-out is active)."""
+        ov = self._ko
+        if ov is None:
+            return ""
+        mode, after, p_after, p_word_after, logit_after, p_before = ov.after
+        return tr("strip.knockout", mode=tr(f"explain.mode.{mode}"), position=ov.position,
+                  piece=shown_piece(ov.piece), word=shown_piece(ov.word), p=f"{p_before:.2f}", logit=f"{ov.logit:.2f}",
+                  after=shown_piece(after), p_after=f"{p_after:.2f}", p_word_after=f"{p_word_after:.2f}",
+                  logit_after=f"{logit_after:.2f}")
+
+    def _lines(self) -> int:
+        return 1 + int(self._outside) + int(self._ko is not None)
+
+    def _on_explanation(self, ov) -> None:
+        ko = ov if ov is not None and getattr(ov, "after", ()) else None
+        if ko is self._ko:
+            return
+        grow = (ko is None) != (self._ko is None)
+        self._ko = ko
+        self.setToolTip(self._tooltip())
+        if grow:
+            self.updateGeometry()
+        self.update()
 
     def _update(self, trace) -> None:
         if trace is None or not getattr(trace, "passes", None):
@@ -103,7 +136,10 @@ class AnswerStrip(QWidget):
         lines = [tr("strip.tip.title")]
         lines += [tr("strip.tip.row", word=shown_piece(p), before=f"{b:.3f}", after=f"{a:.3f}")
                   for p, b, a in self._rows]
-        return "\n".join(lines + [tr("strip.tip.click")])
+        lines.append(tr("strip.tip.click"))
+        if self._ko is not None:  # the whole line (an elided one is cut at the strip's edge)
+            lines += ["", self.knockout_line(), tr("strip.knockout.tip")]
+        return "\n".join(lines)
 
     # ------------------------------------------------------------------ clicks
     def word_at(self, x: float, y: float) -> int | None:
@@ -134,8 +170,7 @@ class AnswerStrip(QWidget):
     def sizeHint(self) -> QSize:
         base, _ = self._fonts()
         h = QFontMetrics(base).height()
-        lines = 2 if self._outside else 1
-        return QSize(600, int(h * (ROW + 1.2 * (lines - 1))) + 4)
+        return QSize(600, int(h * (ROW + 1.2 * (self._lines() - 1))) + 4)
 
     def minimumSizeHint(self) -> QSize:
         return QSize(200, self.sizeHint().height())
@@ -198,9 +233,16 @@ class AnswerStrip(QWidget):
                 p.setPen(QPen(BAR_EDGE, 1))
                 p.drawRect(QRectF(bar.x(), bar.y(), bar.width() * max(0.0, min(1.0, before)), bar.height()))
                 x += slot
+        y += row_h
+        p.setFont(base)
+        self.knockout_rect = None
+        if self._ko is not None:
+            p.setPen(KNOCKOUT)
+            self.knockout_rect = QRectF(10, y, self.width() - 20, line_h * 1.2)
+            p.drawText(self.knockout_rect, Qt.AlignVCenter,
+                       fm.elidedText(self.knockout_line(), Qt.ElideRight, int(self.width() - 20)))
+            y += line_h * 1.2
         if self._outside:
             p.setPen(WARN)
-            p.setFont(base)
-            p.drawText(QRectF(10, y + row_h, self.width() - 20, line_h * 1.2), Qt.AlignVCenter,
-                       tr("strip.outside"))
+            p.drawText(QRectF(10, y, self.width() - 20, line_h * 1.2), Qt.AlignVCenter, tr("strip.outside"))
         p.end()

@@ -111,3 +111,52 @@ def test_every_bar_is_numbered_and_a_click_explains_that_word(main_window, qtbot
     first = next(r for r, j in strip._hits if j == order[0])
     qtbot.mouseClick(strip, Qt.LeftButton, pos=first.center().toPoint())
     qtbot.waitUntil(lambda: not dock.busy and dock.result.word == trace.vocab[order[0]][0], timeout=60000)
+
+
+def test_a_knockout_says_before_and_after_in_the_strip(main_window, qtbot):
+    """Issue 40.1: knock a source token out as a person does (select its row on the Answer page, click "Knock
+    out"): the strip grows a line that says the word, its probability and logit before -> after, the numbers
+    being compute.explain's own knock-out of that token (app.api, not the dock's result); red text pixels are drawn
+    in that line; it follows a language switch; Restore takes the line away and the strip back to one row."""
+    from app import api
+    from app.docks.explain.pages import PAGES
+    from test_explain_dock import open_page, wait_for
+
+    win = main_window
+    strip, dock = win.answer_strip, win.docks["ExplainDock"]
+    wait_idle(qtbot, win)
+    h_before = strip.height()
+    assert strip.knockout_line() == ""
+    win.state.show_dock("ExplainDock", "")
+    wait_for(lambda: dock.result is not None and not dock.busy and dock.result.sources, dock=dock)
+    open_page(dock, "answer")
+    row = 1  # the second token (an earlier one than the explained position)
+    p = dock.result.sources[row][0]
+    rect = dock.sources.visualItemRect(dock.sources.item(row, 1))
+    qtbot.mouseClick(dock.sources.viewport(), Qt.LeftButton, pos=rect.center())
+    qtbot.mouseClick(dock.knock, Qt.LeftButton)
+    wait_for(lambda: not dock.busy and dock.result.knockout is not None, dock=dock)
+    assert dock.pages.currentIndex() == PAGES.index("experiments")
+    qtbot.waitUntil(lambda: strip.knockout_line() != "" and strip.height() > h_before, timeout=10000)
+    trace = win.state.trace
+    text = "".join(pc for pc, _ in trace.tokens[:trace.prompt_len])
+    ex = api.explain(text, weights=trace.weights_name, position=dock.explained_position())
+    after = ex.knockout(tokens=[p])
+    line = strip.knockout_line()
+    w = ex.word_index
+    want = [f"p {float(ex.probs[w]):.2f}", f"logit {ex.logit:.2f}", f"p {float(after.probs[after.word_index]):.2f}",
+            f"logit {float(after.logits[w]):.2f}", ex.word.replace(" ", "·"), after.word.replace(" ", "·"), "→"]
+    assert all(s in line for s in want), (line, want)
+    img = image_array(strip.grab().toImage())[..., :3].astype(int)
+    band = img[int(strip.knockout_rect.top()):int(strip.knockout_rect.bottom())]
+    r, g, b = band[..., 0], band[..., 1], band[..., 2]
+    assert ((r > 220) & (g > 80) & (g < 150) & (b > 80) & (b < 150)).sum() > 40  # the red line's glyphs
+    try:
+        win.state.set_language("ko")
+        qtbot.waitUntil(lambda: "녹아웃" in strip.knockout_line() and "로짓" in strip.knockout_line(), timeout=5000)
+        assert "녹아웃" in strip.toolTip()
+    finally:
+        win.state.set_language("en")
+    qtbot.mouseClick(dock.restore, Qt.LeftButton)
+    qtbot.waitUntil(lambda: strip.knockout_line() == "" and strip.height() == h_before, timeout=30000)
+    wait_for(lambda: not dock.busy and dock.result.knockout is None, dock=dock)

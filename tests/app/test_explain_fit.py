@@ -1,6 +1,7 @@
 """The Explain dock's pages fit the default layouts (issue 40.2): the real window opened at 1920×1080, 1366×768
-and 1280×720 in English and Korean, the "Why this word" dock raised, every page opened by clicking its tab —
-no page scrolls (down or sideways) and no table's header or cell is cut. Screenshots go to
+and 1280×720 in English and Korean, the "Why this word" dock raised: every tab is in sight (no tab behind the tab
+bar's scroll arrows), and every page opened by clicking its tab — no page scrolls (down or sideways) and no
+table's header or cell is cut. Screenshots go to
 $TMPDIR/k3_explain_fit/ for a person to look at."""
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import tempfile
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QTableWidget
+from PySide6.QtWidgets import QTableWidget, QToolButton
 
 from app import i18n
 from app.docks.explain.pages import PAGES
@@ -43,6 +44,20 @@ def cut_cells(table: QTableWidget) -> list[str]:
             need = fm.boundingRect(0, 0, w - 8, 10000, int(Qt.TextWordWrap), it.text()).height()
             if need > table.rowHeight(r) + 1 or fm.horizontalAdvance(max(it.text().split(), key=len, default="")) > w:
                 bad.append(f"{table.objectName()} ({r}, {c}) {it.text()[:30]!r}: {need} px in {table.rowHeight(r)}")
+    return bad
+
+
+def hidden_tabs(tabs) -> list[str]:
+    """Tabs not wholly inside the tab bar's own width, or behind its scroll arrows (shown when the tabs do not fit)."""
+    bar = tabs.tabBar()
+    arrows = [b for b in bar.findChildren(QToolButton) if b.isVisible()]
+    bad = [f"scroll arrows shown: the tabs need {sum(bar.tabSizeHint(i).width() for i in range(bar.count()))} px "
+           f"in {bar.width()}"] if arrows else []
+    for i in range(bar.count()):
+        r = bar.tabRect(i)
+        covered = any(b.geometry().intersects(r) for b in arrows)
+        if r.left() < 0 or r.right() > bar.width() or covered:
+            bad.append(f"tab {bar.tabText(i)!r} at {r.left()}..{r.right()} of {bar.width()} px")
     return bad
 
 
@@ -84,7 +99,9 @@ def test_every_page_fits(qtbot, tmp_path, size, lang):
         open_page(dock, "route")  # the causal part, then every page with it
         wait_for(lambda: dock.result.causal and not dock.busy, timeout_s=400, dock=dock)
         os.makedirs(SHOTS, exist_ok=True)
-        problems = []
+        dock.pages.setCurrentIndex(0)
+        flush_layouts()
+        problems = hidden_tabs(dock.pages)
         for name in PAGES:
             open_page(dock, name)
             area = dock.pages.currentWidget()
@@ -98,6 +115,47 @@ def test_every_page_fits(qtbot, tmp_path, size, lang):
                 if t.isVisible():
                     problems += [f"{name}: {p}" for p in cut_cells(t)]
         assert problems == [], "\n".join(problems)
+    finally:
+        win.close()
+        i18n.set_language("en")
+
+
+LONG_PROMPT = " ".join(["아이가 상자를 집었다."] * 25) + " 그리고"  # 200 toy tokens
+
+
+def test_a_long_prompt_does_not_grow_the_dock(qtbot, tmp_path):
+    """Issue 40.3: a 200-token prompt at 1280×720 — the head view (a row per token) scrolls inside its own area,
+    which the Attention page bounds: the page does not scroll, the dock asks for no more height than with the
+    default prompt, the head view's area is shorter than its content and shows the explained token's row, and
+    the overview names no more tokens than fit its width side by side."""
+    from app.docks.explain.attention import TICK_PX
+
+    win = open_window(qtbot, tmp_path, 1280, 720, "en")
+    try:
+        dock = win.docks["ExplainDock"]
+        dock.raise_()
+        flush_layouts()
+        wait_for(lambda: dock.result is not None and not dock.busy, dock=dock)
+        open_page(dock, "attention")
+        short_min = dock.widget().minimumSizeHint().height()
+        win.state.request_prompt(LONG_PROMPT)
+        wait_for(lambda: win.state.trace is not None and win.state.trace.prompt_len == 200, timeout_s=300, dock=dock)
+        wait_for(lambda: not dock.busy and dock.result is not None and len(dock.result.pieces) >= 200,
+                 timeout_s=400, dock=dock)
+        flush_layouts()
+        area = dock.pages.currentWidget()
+        assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
+        assert dock.widget().minimumSizeHint().height() <= short_min
+        assert dock.height() <= win.height()
+        view, scroll = dock.att_head_view, dock.att_head_scroll
+        assert view.height() > 2 * scroll.viewport().height()  # 200 rows: far more than it shows
+        assert scroll.verticalScrollBar().maximum() > 0 and scroll.viewport().height() >= 100
+        y, h = view.row_span(dock.result.position)
+        top = scroll.verticalScrollBar().value()
+        assert top <= y and y + h <= top + scroll.viewport().height()  # the explained row is in sight
+        win.grab().save(os.path.join(SHOTS, "long_prompt_attention.png"))
+        ticks = [t for level in (dock.att_plot.getAxis("bottom")._tickLevels or []) for _v, t in level]
+        assert 2 <= len(ticks) <= dock.att_plot.width() / TICK_PX + 2
     finally:
         win.close()
         i18n.set_language("en")

@@ -99,3 +99,27 @@ def test_the_tour_speaks_korean(make_window, qtbot):
     pump(50)
     assert panel.title.text() == "The answer strip" and panel.next.text() == "Next"
     win.tour.close()
+
+
+def test_the_explain_dock_has_a_tour_button(make_window, qtbot):
+    """Issue 40.4: the Explain dock's own tour button (a real click) starts Help -> Tour at chapter 1; its
+    tooltip says what the tour is, in Korean after a language switch; Esc closes the tour."""
+    win = make_window("tour_button.ini")
+    wait_idle(qtbot, win)
+    dock = win.docks["ExplainDock"]
+    win.state.show_dock("ExplainDock", "")
+    button = dock.tour_button
+    qtbot.waitUntil(button.isVisible, timeout=5000)
+    assert button.text() == "Tour ▸" and "guided tour" in button.toolTip()
+    assert button.mapTo(dock, button.rect().bottomRight()).x() <= dock.width()  # wholly in the dock
+    assert getattr(win, "tour", None) is None or win.tour.index == -1
+    qtbot.mouseClick(button, Qt.LeftButton)
+    tour = win.tour
+    assert tour.index == 0 and tour.panel.isVisible()
+    assert tour.panel.title.text() == chapter_text(CHAPTERS[0])[0]
+    QTest.keyClick(tour.panel.next, Qt.Key_Escape)
+    assert tour.index == -1 and not tour.panel.isVisible()
+    win.state.set_language("ko")
+    pump(50)
+    assert button.text() == "둘러보기 ▸" and "둘러보기" in button.toolTip()
+    win.state.set_language("en")

@@ -19,6 +19,10 @@ from app.widgets.controls import fit_table_height, fmt
 from scene.palette import diverging
 
 
+TICK_PX = 26  # px of the overview's width per named token: a long prompt names every k-th token (more would print
+# over each other)
+
+
 class AttentionMixin:
     """The attention part of ExplainDock."""
 
@@ -59,7 +63,7 @@ class AttentionMixin:
         self._overview_axes(res, A.shape[0], T)
         heads = [tr("explain.att.head", n=h + 1) for h in range(A.shape[0])]
         self.att_head_view.set_data(A, res.pieces[:T], res.position, heads)
-        self.att_split.setMinimumHeight(max(150, self.att_head_view.minimumSizeHint().height()))
+        self._head_view_to_position()
         self.att_table.setRowCount(A.shape[0])
         self.att_table.setColumnCount(T)
         self.att_table.setHorizontalHeaderLabels([f"{i} {piece_text(res.pieces[i])}" for i in range(T)])
@@ -75,6 +79,14 @@ class AttentionMixin:
                 self.att_table.setItem(h, i, it)
         fit_table_height(self.att_table)
 
+    def _head_view_to_position(self) -> None:
+        """The head view's scroll area (a long prompt: more rows than the page is high) scrolled so that the
+        explained token's row, where the lines start, is in sight."""
+        view, area = self.att_head_view, self.att_head_scroll
+        view.resize(max(view.width(), area.viewport().width()), view.sizeHint().height())
+        y, h = view.row_span(view.position)
+        area.ensureVisible(0, int(y + h / 2), 0, int(h * 2))
+
     def _overview_axes(self, res: ExplainResult, heads: int, T: int) -> None:
         """The overview's axes: layers up the left, the tokens read along the bottom (per head: each head's
         name under its block of columns, the tokens as minor ticks)."""
@@ -84,7 +96,12 @@ class AttentionMixin:
         step = max(1, L // 8)
         left.setTicks([[(ly, str(ly)) for ly in sorted({1, L, *range(step, L + 1, step)})]])
         bottom = self.att_plot.getAxis("bottom")
-        toks = [(i, piece_text(res.pieces[i])) for i in range(min(T, len(res.pieces)))]
+        n = min(T, len(res.pieces))
+        per_block = n * (heads if self.att_heads.isChecked() else 1)
+        room = max(2, int(self.att_plot.width() / TICK_PX))
+        step = max(1, -(-per_block // room))  # a long prompt: every step-th token named (and the explained one)
+        toks = [(i, piece_text(res.pieces[i])) for i in range(n)
+                if i == res.position or (i % step == 0 and abs(i - res.position) * 2 >= step)]
         if self.att_heads.isChecked():
             major = [(h * (T + 1) + (T - 1) / 2, tr("explain.att.head", n=h + 1)) for h in range(heads)]
             minor = [(h * (T + 1) + i, p) for h in range(heads) for i, p in toks]

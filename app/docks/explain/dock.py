@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QLabel, QTableWidgetItem, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from app.docks.deferred import on_screen
 from app.docks.explain.attention import AttentionMixin
@@ -73,6 +74,11 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.position.activated.connect(guarded(lambda _i: self.refresh()))
         row.addWidget(self.position_label)
         row.addWidget(self.position, 1)
+        self.tour_button = QToolButton()  # Help -> Tour: why this word (set_tour; hidden without a window)
+        self.tour_button.setObjectName("explain_tour")
+        self.tour_button.setToolButtonStyle(Qt.ToolButtonTextOnly)
+        self.tour_button.hide()
+        row.addWidget(self.tour_button)
         top.addLayout(row)
         self.status = note_label()
         self.status.setObjectName("explain_status")
@@ -225,6 +231,11 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         """The 0-based position whose prediction is explained (the position box), None before a trace."""
         return int(self.position.currentData()) if self.position.count() else None
 
+    def set_tour(self, action) -> None:
+        """The window's Help -> Tour: why this word action, started by the dock's tour button (then shown)."""
+        self.tour_button.clicked.connect(guarded(lambda _c=False: action.trigger()))
+        self.tour_button.show()
+
     def set_explain3d(self, e: dict) -> None:
         """A view file's explain3d (validated): the 3D view choices and the explained position (None or one the
         trace lacks: the last prompt position)."""
@@ -364,6 +375,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.plot.setLabel("left", tr("explain.lens.axis_y"))
         self.ko_empty.setText(tr("explain.ko.empty"))
         self.position_label.setText(tr("explain.position"))
+        self.tour_button.setText(tr("explain.tour"))
+        self.tour_button.setToolTip(tr("explain.tour.tip"))
         self.show3d.retranslate()
         self.ko_list_title.setText(tr("knockout.list.title"))
         self._fill_ko_list()

@@ -37,6 +37,15 @@ class HeadView(QWidget):
         self.updateGeometry()
         self.update()
 
+    @property
+    def position(self) -> int:
+        return self._t
+
+    def row_span(self, i: int) -> tuple[float, float]:
+        """(top y, height) of token i's row on the widget."""
+        rh = self._row_h()
+        return rh + 8 + i * rh, rh
+
     def _row_h(self) -> float:
         return QFontMetricsF(self.font()).height() + 6
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QScrollArea, QSplitter, QTableWidget, QTabWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QProxyStyle,
+                               QPushButton, QScrollArea, QSplitter, QStyle, QTableWidget, QTabWidget)
 
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.explain.fit import PAGES, grow_to_page, wrapping_table
@@ -21,11 +21,36 @@ from app.widgets.controls import note_label, scroll_page, section_label
 from app.widgets.paint import qcolor
 
 
+TAB_SPACE = 12  # px of a tab's width beside its label (the style's own is about 24): seven tabs fit a 1280- or
+# 1366-px window's default dock (about 430 px) in English and Korean without the tab bar's scroll arrows
+
+
+class _CompactTabs(QProxyStyle):
+    """The application style with narrower tab margins (PM_TabBarTabHSpace), for the Explain dock's tab bar."""
+
+    def pixelMetric(self, metric, option=None, widget=None):  # noqa: N802 (Qt name)
+        if metric == QStyle.PM_TabBarTabHSpace:
+            return TAB_SPACE
+        return super().pixelMetric(metric, option, widget)
+
+
+_COMPACT: _CompactTabs | None = None
+
+
+def _compact_tabs() -> _CompactTabs:
+    """One shared proxy over the application style (created without a base style: it would own it)."""
+    global _COMPACT
+    if _COMPACT is None:
+        _COMPACT = _CompactTabs()
+    return _COMPACT
+
+
 def page_tabs() -> tuple[QTabWidget, dict]:
-    """The pages as tabs (scroll buttons when the tab bar is narrower than its tabs), each a frameless scroll
-    area; {page name: its vertical layout}."""
+    """The pages as tabs (narrow tab margins, so that every tab is in sight at the default sizes; scroll buttons
+    only when the user narrows the dock), each a frameless scroll area; {page name: its vertical layout}."""
     tabs = QTabWidget()
     tabs.setObjectName("explain_pages")
+    tabs.tabBar().setStyle(_compact_tabs())
     tabs.setDocumentMode(True)
     tabs.setUsesScrollButtons(True)
     tabs.setElideMode(Qt.ElideNone)
@@ -108,12 +133,20 @@ class PageBuilders:
         self.att_plot.scene().sigMouseClicked.connect(self._attention_clicked)
         # the overview and the chosen layer's head view side by side (one above the other, the page would not
         # fit a 1280×720 or 1366×768 dock); both as high as the page lets them be
+        # the head view is a row per token: a long prompt scrolls inside its own area (bounded by the page)
         self.att_head_view = HeadView()
+        self.att_head_scroll = QScrollArea()
+        self.att_head_scroll.setObjectName("explain_head_view_scroll")
+        self.att_head_scroll.setWidgetResizable(True)
+        self.att_head_scroll.setFrameShape(QScrollArea.NoFrame)
+        self.att_head_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.att_head_scroll.setWidget(self.att_head_view)
+        grow_to_page(self.att_head_scroll)
         self.att_split = QSplitter(Qt.Horizontal)
         self.att_split.setObjectName("explain_attention_split")
         self.att_split.setChildrenCollapsible(False)
         self.att_split.addWidget(self.att_plot)
-        self.att_split.addWidget(self.att_head_view)
+        self.att_split.addWidget(self.att_head_scroll)
         self.att_split.setSizes([1000, 1000])  # halves (the weights of the sizes)
         self.att_split.setStretchFactor(0, 1)
         self.att_split.setStretchFactor(1, 1)
