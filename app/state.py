@@ -23,6 +23,14 @@ from app import i18n
 from compute.trace import Knobs, Trace
 
 
+def _default_expert(cfg) -> int:
+    """The routed expert a view of `cfg` (None: the default model, K3) shows first: compute.model_defaults."""
+    from compute.config import default_config
+    from compute.model_defaults import default_expert
+
+    return default_expert(default_config() if cfg is None else cfg)
+
+
 class AppState(QObject):
     trace_arriving = Signal(object)  # Trace, just before trace_changed: for the 3D view alone, so that its frame
     # (drawn in the render thread) starts before the panels' handlers run
@@ -59,7 +67,7 @@ class AppState(QObject):
         self.step = 0
         self.block: str | None = None
         self.cell: tuple[str, int, int] | None = None
-        self.expert = 17
+        self.expert = _default_expert(None)  # the default model's (compute.model_defaults); set_config follows a switch
         self.device = "cpu"
         self.weights = "trained"  # the weights chosen (app/weights_choice.py); the trace says which ran
         self.config = None
@@ -89,6 +97,10 @@ class AppState(QObject):
             from compute.model_defaults import default_layer  # the remembered one, a switch app/model_menu's rule)
 
             self.layer = default_layer(cfg) - 1
+        if cfg is not None:  # the first model: its default expert; a switch: the user's where this model has it
+            from compute.model_defaults import expert_for
+
+            self.expert = expert_for(cfg, None if self.config is None else self.expert)
         self.config = cfg
         self.config_changed.emit(cfg)
 

@@ -10,6 +10,11 @@ without it (a user's config.json) or with a value outside the model opens on its
 `layer_for(config, wanted)`: the user's layer when the model has it, else the model's default — what switching
 models does (K3 at layer 37 -> Kimi Linear (27 layers) -> its default; back to K3 -> 37 again, because the window
 remembers the layer the user picked, not the one a smaller model forced).
+
+The routed expert shown first comes from the config too ({"default_expert": 17} for Kimi K3, the seed example of
+docs/spec/features.md E2); a config without one, or with one the model does not have (a user's 8-expert model
+copied from K3's file), starts on expert 0. `expert_for(config, wanted)` keeps the user's expert where the model
+has it, else that default: the Experts dock never shows another model's number.
 """
 from __future__ import annotations
 
@@ -37,11 +42,29 @@ def default_layer(config) -> int:
     return max(1, (n + 1) // 2)
 
 
+def default_expert(config) -> int:
+    """The 0-based routed expert a view of this model shows first (see the module docstring); 0 for a model
+    without routed experts (nothing to show, but a spin box still needs a value)."""
+    n = int(config.n_routed_experts)
+    own = getattr(config, "raw", {}).get(KEY)
+    value = own.get("default_expert") if isinstance(own, dict) else None
+    if type(value) is int and 0 <= value < n:
+        return value
+    return 0
+
+
+def expert_for(config, wanted: int | None) -> int:
+    """`wanted` (0-based) when this model has that routed expert, else the model's default expert."""
+    if type(wanted) is int and 0 <= wanted < int(config.n_routed_experts):
+        return wanted
+    return default_expert(config)
+
+
 def model_defaults(config) -> ModelDefaults:
     """Every default that names a layer, step, head or expert, for this compute.config.ModelConfig."""
     layer = default_layer(config)
     has_experts = config.ffn_types[layer - 1] == "moe" and int(config.n_routed_experts) > 0
-    return ModelDefaults(layer=layer, step=PREFILL_STEP, head=0, expert=0 if has_experts else None)
+    return ModelDefaults(layer=layer, step=PREFILL_STEP, head=0, expert=default_expert(config) if has_experts else None)
 
 
 def layer_for(config, wanted: int | None) -> int:
@@ -69,5 +92,5 @@ def config_named(name: str):
     return default_config() if path == DEFAULT_CONFIG else ModelConfig.from_json(path)
 
 
-__all__ = ["ModelDefaults", "model_defaults", "default_layer", "layer_for", "keep_layer", "config_named", "PREFILL_STEP",
+__all__ = ["ModelDefaults", "model_defaults", "default_layer", "layer_for", "default_expert", "expert_for", "keep_layer", "config_named", "PREFILL_STEP",
            "KEY"]

@@ -50,13 +50,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    from compute import weights as weights_io
     from compute.config import available_configs
 
     ap = _Parser(prog=PROG, description="Train the toy K3 on the synthetic bilingual language of compute.task, "
                                         "and write the weights asset.")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(weights_io.default_path()))
+    ap.add_argument("--out", default=None,
+                    help="the weights file to write (default: the model's own toy file, default_out: K3's shipped "
+                         "file only for K3)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=5e-3)
@@ -169,6 +170,8 @@ def parse(argv: list[str] | None = None):
         config = _config(a.config)
     except (ConfigError, OSError, ValueError) as e:
         ap.error(_one_line(e))
+    if a.out is None:
+        a.out = str(default_out(a.config, config))
     if a.verify is not None:
         if not a.verify:
             ap.error("--verify: the file name is empty")
@@ -195,6 +198,26 @@ def parse(argv: list[str] | None = None):
     except safe_write.WriteError as e:
         ap.error(f"--out {_shown(a.out)}: {e.reason}")
     return a, config, dims
+
+
+def default_out(name: str | None, config) -> Path:
+    """Where a run without --out writes: a bundled model's own toy file in assets/weights (its SHIPPED_TOYS entry's,
+    else toy-<name>-v2.npz, what `make weights MODEL=<name>` writes), K3's shipped file only for K3 itself (no
+    --config, or --config kimi-k3); a config.json's run writes toy-<its name>-v2.npz in the current folder (the name
+    cut to letters, digits, '.', '_' and '-'), never into the shipped assets whatever name the file gives itself."""
+    import re
+
+    from compute import weights as weights_io
+    from compute.config import available_configs
+
+    if name is None or name in available_configs():
+        if weights_io.shipped_toy(config.name) is not None:
+            return weights_io.shipped_path(config.name)
+        from assets import asset_path
+
+        return asset_path("weights", f"toy-{config.name}-{weights_io.ASSET_VERSION}.npz")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", config.name).strip(".-")[:64] or "model"
+    return Path.cwd() / f"toy-{safe}-{weights_io.ASSET_VERSION}.npz"
 
 
 def _config(name: str | None):

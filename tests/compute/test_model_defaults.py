@@ -5,7 +5,7 @@ import json
 import pytest
 
 from compute.config import ModelConfig, available_configs
-from compute.model_defaults import PREFILL_STEP, default_layer, layer_for, model_defaults
+from compute.model_defaults import PREFILL_STEP, default_expert, default_layer, expert_for, layer_for, model_defaults
 
 
 def bundled(name: str) -> ModelConfig:
@@ -21,7 +21,9 @@ def test_a_bundled_model_opens_on_the_layer_its_config_names(name):
     d = model_defaults(cfg)
     assert d.layer == default_layer(cfg) == want
     assert d.step == PREFILL_STEP and d.head == 0
-    assert d.expert == (0 if cfg.ffn_types[want - 1] == "moe" else None)
+    own = raw["k3_explorer"].get("default_expert", 0)
+    assert 0 <= own < cfg.n_routed_experts
+    assert d.expert == (own if cfg.ffn_types[want - 1] == "moe" else None)
 
 
 def test_the_defaults_differ_where_the_models_differ():
@@ -59,3 +61,29 @@ def test_layer_for_keeps_a_layer_the_model_has_else_its_default():
     assert layer_for(k3, 37) == 37 and layer_for(k2, 37) == 37  # K2 has layer 37: the user's layer stays
     assert layer_for(linear, 27) == 27 and layer_for(linear, 28) == 14
     assert layer_for(k3, None) == 37 and layer_for(k3, 0) == 37 and layer_for(k3, True) == 37
+
+
+def test_the_default_expert_is_k3s_17_only_for_k3():
+    """docs/spec/features.md E2: K3's example expert is 17; the other bundled models start on their expert 0."""
+    experts = {n: default_expert(bundled(n)) for n in available_configs()}
+    assert experts == {"kimi-k3": 17, "kimi-linear-48b": 0, "kimi-k2": 0, "deepseek-v3": 0}
+
+
+@pytest.mark.parametrize("own", [17, 8, -1, "3", True, None])
+def test_an_expert_the_model_lacks_is_never_its_default(tmp_path, own):
+    """A user's 8-expert model copied from K3's file (default_expert 17) starts on expert 0, not on 17 (clamped
+    to 7 by a spin box) or on any other number it does not have."""
+    k3 = {"default_layer": 37} if own is None else {"default_layer": 3, "default_expert": own}
+    cfg = _odd(tmp_path, n_routed_experts=8, num_experts_per_tok=2, k3_explorer=k3)
+    assert cfg.n_routed_experts == 8
+    assert default_expert(cfg) == 0
+    assert default_expert(_odd(tmp_path, n_routed_experts=8, num_experts_per_tok=2,
+                               k3_explorer={"default_expert": 7})) == 7
+
+
+def test_expert_for_keeps_an_expert_the_model_has_else_its_default():
+    k3, linear = bundled("kimi-k3"), bundled("kimi-linear-48b")
+    assert expert_for(linear, 300) == 0  # Kimi Linear has 256 routed experts
+    assert expert_for(linear, 255) == 255 and expert_for(linear, 256) == 0
+    assert expert_for(k3, 895) == 895 and expert_for(k3, 896) == 17 and expert_for(k3, None) == 17
+    assert expert_for(k3, -1) == 17 and expert_for(k3, True) == 17

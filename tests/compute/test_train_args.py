@@ -1,6 +1,7 @@
 """`python -m compute.train`'s arguments are all checked before torch loads or anything trains (issue 44, N4/N5):
 each bad value is one line naming the option and its limit, exit 2, no traceback; `--out` is checked as the
 guarded writer will write it; `--init` / `--evaluate` / `--score` files go through the guarded reader."""
+import json
 import os
 import random
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from compute import train_cli
+from compute.config import available_configs
 from compute import weights as wio
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,3 +191,47 @@ def test_fuzz_training_arguments_fixed_seed(tmp_path, capsys):
             accepted += 1
         assert list(tmp_path.iterdir()) == []
     assert refused > 100 and accepted > 20, (refused, accepted)
+
+
+@pytest.mark.parametrize("name", sorted(available_configs()))
+def test_without_out_each_bundled_model_writes_its_own_file(name):
+    """`--config NAME` without --out writes NAME's toy file (what `make weights MODEL=NAME` writes: the Makefile's
+    WEIGHTS_FILE rule, restated here), never K3's shipped file unless NAME is K3."""
+    shipped = wio.default_path()
+    a, config, _ = train_cli.parse(["--config", name, "--steps", "1"])
+    want = shipped if name == "kimi-k3" else shipped.parent / f"toy-{name}-v2.npz"
+    assert Path(a.out) == want and config.name == name
+    entry = wio.shipped_toy(name)
+    if entry is not None:
+        assert Path(a.out).name == entry["file"]
+    a, _, _ = train_cli.parse(["--steps", "1"])  # no --config: K3, `make weights`
+    assert Path(a.out) == shipped
+
+
+def test_a_users_config_named_like_k3_trains_into_the_current_folder(tmp_path):
+    """A config.json that calls itself "kimi-k3" (or a path-like name) without --out: one step trained, the file in
+    the current folder, K3's shipped file untouched (its bytes compared before and after)."""
+    raw = json.loads(wio.default_path().parent.parent.joinpath("configs", "kimi-k3.json").read_text(encoding="utf-8"))
+    raw.update(num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+               attn_res_block_size=1, name="kimi-k3")
+    raw["linear_attn_config"] = dict(raw["linear_attn_config"], kda_layers=[1], full_attn_layers=[2])
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(raw), encoding="utf-8")
+    before = wio.default_path().read_bytes()
+    a, _, _ = train_cli.parse(["--config", str(cfg)])
+    assert Path(a.out) == Path.cwd() / "toy-kimi-k3-v2.npz"
+    raw["name"] = "../../x/kimi k3"
+    cfg.write_text(json.dumps(raw), encoding="utf-8")
+    a, _, _ = train_cli.parse(["--config", str(cfg)])
+    assert Path(a.out) == Path.cwd() / "toy-x-kimi-k3-v2.npz"
+    raw["name"] = "kimi-k3"
+    cfg.write_text(json.dumps(raw), encoding="utf-8")
+    run = tmp_path / "run"
+    run.mkdir()
+    r = subprocess.run([sys.executable, "-m", "compute.train", "--config", str(cfg), "--steps", "1", "--no-eval"],
+                       cwd=run, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [p.name for p in run.iterdir()] == ["toy-kimi-k3-v2.npz"]
+    assert wio.read(run / "toy-kimi-k3-v2.npz")[1]["config"] == "kimi-k3"
+    assert wio.default_path().read_bytes() == before

@@ -11,9 +11,11 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QEvent, QIODevice, Qt, QTimer
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QScrollArea, QSlider, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QScrollArea, QSlider, QSpinBox, QTabWidget, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from app import atomic_io
+from app.docks.compare.runs import SamePromptPage
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, note_label
 from app.widgets.paint import qcolor
@@ -80,9 +82,12 @@ class CompareDock(QDockWidget):
         page = QWidget()
         page.setObjectName("compare_page")
         lay = QVBoxLayout(page)
+        top = QWidget()  # the title and the two pickers, above both pages
+        top_lay = QVBoxLayout(top)
+        top_lay.setContentsMargins(6, 4, 6, 0)
         self.title = QLabel()
         self.title.setObjectName("compare_title")
-        lay.addWidget(self.title)
+        top_lay.addWidget(self.title)
         row = QHBoxLayout()
         self.pick_a, self.pick_b = QComboBox(), QComboBox()
         for combo, name, default in ((self.pick_a, "compare_model_a", "kimi-k3"),
@@ -98,7 +103,7 @@ class CompareDock(QDockWidget):
             combo.setCurrentIndex(i if i >= 0 else 0)
             combo.currentIndexChanged.connect(guarded(lambda _i: self.refresh()))
             row.addWidget(combo, 1)
-        lay.addLayout(row)
+        top_lay.addLayout(row)
         self.table = QTableWidget(len(ROWS), 2)
         self.table.setObjectName("compare_table")
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -156,7 +161,25 @@ class CompareDock(QDockWidget):
         self.scroll.setFrameShape(QFrame.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the page follows the dock's width
         self.scroll.setWidget(page)
-        self.setWidget(self.scroll)
+        self.runs = SamePromptPage(self._picked, self._app_prompt)
+        self.runs_scroll = QScrollArea()
+        self.runs_scroll.setObjectName("compare_run_scroll")
+        self.runs_scroll.setWidgetResizable(True)
+        self.runs_scroll.setFrameShape(QFrame.NoFrame)
+        self.runs_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.runs_scroll.setWidget(self.runs)
+        self.tabs = QTabWidget()  # the config facts stay a page; the same-prompt run is the other
+        self.tabs.setObjectName("compare_tabs")
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.scroll, "")
+        self.tabs.addTab(self.runs_scroll, "")
+        outer = QWidget()
+        outer_lay = QVBoxLayout(outer)
+        outer_lay.setContentsMargins(0, 0, 0, 0)
+        outer_lay.setSpacing(0)
+        outer_lay.addWidget(top)
+        outer_lay.addWidget(self.tabs, 1)
+        self.setWidget(outer)
         self.slider.valueChanged.connect(self._slider_moved)
         self.spin.valueChanged.connect(self._spin_changed)
         self._set_context(self.context)
@@ -169,6 +192,14 @@ class CompareDock(QDockWidget):
         if stem not in self._summaries:
             self._summaries[stem] = summarize(ModelConfig.from_json(self._configs[stem]))
         return self._summaries[stem]
+
+    def _picked(self) -> tuple[str, str]:
+        """The two picked bundled models' config names."""
+        return self.pick_a.currentData(), self.pick_b.currentData()
+
+    def _app_prompt(self) -> str:
+        """The window's prompt (the same-prompt page's default), else the toy language's example."""
+        return getattr(self.state, "prompt", "") or "아이가 상자를 집었다. 그리고"
 
     def models(self) -> tuple[ModelSummary, ModelSummary]:
         return self.summary(self.pick_a.currentData()), self.summary(self.pick_b.currentData())
@@ -260,6 +291,9 @@ class CompareDock(QDockWidget):
         self.title.setText(tr("compare.title"))
         self.table.setVerticalHeaderLabels([tr(f"compare.row.{r}") for r in ROWS[:-1]]
                                            + [tr("compare.row.cache_at", tokens=f"{self.context:,}")])
+        self.tabs.setTabText(0, tr("compare.tab.facts"))
+        self.tabs.setTabText(1, tr("compare.tab.runs"))
+        self.runs.retranslate()
         self.context_label.setText(tr("compare.context"))
         self.export_button.setText(tr("compare.export"))
         self.export_button.setToolTip(tr("tip.compare.export"))
@@ -270,7 +304,8 @@ class CompareDock(QDockWidget):
 
     # -- export -----------------------------------------------------------------------------------------------
     def render_png(self) -> bytes:
-        img = self.page.grab().toImage()
+        """The shown page as a PNG: the config facts, or the same-prompt run (with the title and pickers)."""
+        img = (self.page if self.tabs.currentIndex() == 0 else self.widget()).grab().toImage()
         buf = QByteArray()
         dev = QBuffer(buf)
         dev.open(QIODevice.WriteOnly)

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, Q
                                QSpinBox, QVBoxLayout, QWidget)
 
 from app.docks.deferred import DeferredRefreshMixin
-from app.docks.experts.model import cutoff_without, model_args, routing
+from app.docks.experts.model import cutoff_without, model_args, routing, shown_expert
 from app import weights_choice
 from app.i18n import tr
 from app.widgets.controls import ResponsiveBox
@@ -100,7 +100,7 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.expert_spin = QSpinBox()
         self.expert_spin.setObjectName("experts.bias_expert")
         self.expert_spin.setRange(0, self._args()["n"] - 1)
-        self.expert_spin.setValue(state.expert if 0 <= state.expert < self._args()["n"] else 17)
+        self.expert_spin.setValue(shown_expert(state))
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setObjectName("experts.bias_slider")
         self.slider.setRange(-int(BIAS_RANGE * BIAS_STEPS_PER_UNIT), int(BIAS_RANGE * BIAS_STEPS_PER_UNIT))
@@ -301,7 +301,11 @@ class GridTab(DeferredRefreshMixin, QWidget):
         self.layer_spin.blockSignals(True)
         self.layer_spin.setMaximum(a["layers"])
         self.layer_spin.blockSignals(False)
-        self.expert_spin.setMaximum(a["n"] - 1)  # clamps the expert (valueChanged selects it)
+        expert = shown_expert(self.state)  # the state's, else this model's default: read before the clamp below
+        self.expert_spin.blockSignals(True)  # a clamp to the last expert must not select that expert
+        self.expert_spin.setMaximum(a["n"] - 1)
+        self.expert_spin.blockSignals(False)
+        self.expert_spin.setValue(expert)  # valueChanged: grid focus, slider, state
         self.retranslate()
 
     # --- view -> state ------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 
 from app.docks.deferred import DeferredRefreshMixin
 from app.docks.experts.heatmap import heatmap_plot
-from app.docks.experts.model import (expert_weight_map, model_args, overlap_map, processed_positions, usage,
-                                     usage_counts)
+from app.docks.experts.model import (expert_weight_map, model_args, overlap_map, processed_positions, shown_expert,
+                                     usage, usage_counts)
 from app.i18n import tr
 from app.slot_guard import guarded
 
@@ -39,7 +39,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.expert = QSpinBox()
         n = model_args(state.config)["n"]
         self.expert.setRange(0, n - 1)
-        self.expert.setValue(state.expert if 0 <= state.expert < n else 17)
+        self.expert.setValue(shown_expert(state))
         self.info = QLabel()
         self.info.setWordWrap(True)
 
@@ -168,6 +168,7 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         """Another model: the expert picker and the usage bars span its experts."""
         n = model_args(cfg)["n"]
         self.expert.setMaximum(n - 1)
+        self.expert.setValue(shown_expert(self.state))
         self.bars.setOpts(x=np.arange(n), height=np.zeros(n))
         self._trace_seen = None
         self.refresh()

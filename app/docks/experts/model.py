@@ -88,6 +88,19 @@ def model_args(config) -> dict:
                 model=config.display_name, has_moe=bool(moe))
 
 
+def shown_expert(state) -> int:
+    """The routed expert the dock's pickers show: the app's selected one where the shown model has it, else that
+    model's default (compute.model_defaults: K3's 17, another model's own; never K3's number on a smaller model)."""
+    from compute.model_defaults import expert_for
+
+    config = state.config
+    if config is None:
+        from compute.config import default_config
+
+        config = default_config()
+    return expert_for(config, state.expert)
+
+
 def moe_layers(trace) -> list[int]:
     """0-based indices of the MoE layers (92 for K3: all but layer 1)."""
     if trace is None or not trace.passes:
