@@ -76,7 +76,7 @@ define sysdeps_step
 	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 endef
 
-.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean
+.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean screenshots
 
 # The window comes up at once on the numpy operators; on a first start (no compiled kernels in the cache) a
 # low-priority child compiles them (~50 s of CPU on 2 cores) and the engine switches when it is done.
@@ -150,6 +150,11 @@ install-desktop: venv-check $(APP_STAMP)
 uninstall-desktop:
 	@if [ -x $(VENV)/bin/k3-explorer ]; then $(VENV)/bin/k3-explorer --uninstall-desktop; \
 	else $(PYTHON) -m app --uninstall-desktop; fi
+
+# The user guide's pictures (docs/screenshots/) from the running app: the real window under its own Xvfb when
+# there is no display, the whole window through the app's export, then each panel (docs/make_screenshots.py).
+screenshots: venv-check $(APP_STAMP)
+	$(PY) docs/make_screenshots.py
 
 bench: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))

@@ -335,3 +335,46 @@ def test_explanations_and_traces_display_without_any_display(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     size, tables, trace_tables, magic = done.stdout.split(maxsplit=3)
     assert int(size) > 1000 and tables == "1" and trace_tables == "2" and magic.strip() == "b'\\x89PNG'"
+
+
+def test_every_panel_has_a_picture_in_the_user_guide():
+    """Each dock the window makes (app/docks/registry.py) has its screenshot in docs/screenshots/, the user guide
+    shows it, and every picture is small (256 colours, under 200 kB)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from make_screenshots import file_name
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    from PIL import Image
+
+    from app.docks.registry import DOCKS
+
+    guide = (ROOT / "docs" / "user-guide.md").read_text()
+    linked = set(re.findall(r"\]\((screenshots/[\w.-]+\.png)\)", guide))
+    wanted = {f"screenshots/{file_name(entry.cls)}" for entry in DOCKS} | {"screenshots/window.png"}
+    assert linked == wanted, (sorted(linked - wanted), sorted(wanted - linked))
+    for link in linked:
+        path = ROOT / "docs" / link
+        assert path.stat().st_size < 200_000, link
+        with Image.open(path) as image:
+            assert image.mode == "P" and image.width >= 300 and image.height >= 300, (link, image.mode, image.size)
+
+
+def test_the_screenshot_script_draws_a_panel_from_the_running_app(tmp_path):
+    """docs/make_screenshots.py on one panel (the Why-this-word dock) in a child process: it writes the PNG it
+    names, the same size as the committed picture, with the dock's own content (not a blank grab)."""
+    from PIL import Image
+
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "make_screenshots.py"), "--docks", "ExplainDock",
+                           "--no-window", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = done.stdout.strip().splitlines()
+    path = tmp_path / "explain.png"
+    assert line.startswith(f"{path} ") and path.is_file()
+    with Image.open(path) as image, Image.open(ROOT / "docs" / "screenshots" / "explain.png") as committed:
+        assert image.size == committed.size
+        rgb = np.asarray(image.convert("RGB")).astype(int)
+    assert rgb.std() > 10 and len(np.unique(rgb.reshape(-1, 3), axis=0)) > 20
+    # the dock's title bar reads "Why this word" in the app's dark text on the top rows
+    assert (rgb[:20].sum(-1) < 200).sum() > 50
