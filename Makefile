@@ -76,7 +76,7 @@ define sysdeps_step
 	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 endef
 
-.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean screenshots
+.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean screenshots metainfo
 
 # The window comes up at once on the numpy operators; on a first start (no compiled kernels in the cache) a
 # low-priority child compiles them (~50 s of CPU on 2 cores) and the engine switches when it is done.
@@ -146,6 +146,13 @@ weights: $(STAMP)
 # users (`k3-explorer --install-desktop`); Exec names this checkout's .venv/bin/k3-explorer.
 install-desktop: venv-check $(APP_STAMP)
 	$(VENV)/bin/k3-explorer --install-desktop
+
+# The AppStream metainfo for a software centre, with the published address (none is published yet, so the shipped
+# one names none): homepage, issue tracker and screenshots, e.g. make metainfo PROJECT_URL=https://github.com/OWNER/REPO
+PROJECT_URL ?=
+metainfo: venv-check $(APP_STAMP)
+	@test -n "$(PROJECT_URL)" || { echo "metainfo: set PROJECT_URL=https://... (the published address)"; exit 2; }
+	$(PY) -m app.desktop_metainfo --project-url "$(PROJECT_URL)" --out build/io.github.k3explorer.K3Explorer.metainfo.xml
 
 uninstall-desktop:
 	@if [ -x $(VENV)/bin/k3-explorer ]; then $(VENV)/bin/k3-explorer --uninstall-desktop; \
