@@ -98,7 +98,7 @@ torch: venv-check
 $(APP_STAMP): pyproject.toml
 	$(call venv_step)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	$(PIP) install -q -e ".[video]"
 	touch $(APP_STAMP)
 
 $(STAMP): $(APP_STAMP)
@@ -180,7 +180,7 @@ BUNDLE_STAMP := $(BUNDLE_VENV)/.k3-bundle-installed
 
 $(BUNDLE_STAMP): .ci/bundle-requirements.txt pyproject.toml
 	test -x $(BUNDLE_VENV)/bin/python || $(PYTHON) -m venv $(BUNDLE_VENV)
-	$(BUNDLE_VENV)/bin/python -m pip install -q -r .ci/bundle-requirements.txt -e .
+	$(BUNDLE_VENV)/bin/python -m pip install -q -r .ci/bundle-requirements.txt -e ".[video]"
 	touch $@
 
 BUNDLE_DEB_PACKAGES := binutils  # objdump: PyInstaller reads the binaries' dependencies with it
