@@ -1,4 +1,4 @@
-"""The user guide's pictures, made from the running app so they never go stale (issue 43.2): the real main
+"""The README's and the user guide's pictures, made from the running app so they never go stale (issue 43.2): the real main
 window under Xvfb (a private one when DISPLAY is unset), a fresh settings file, the default prompt; the whole
 window through the app's own export (File -> Export image… -> Whole window: app/export.grab_window), then each
 dock brought forward and grabbed as it is drawn. Saved as 256-colour PNGs so the repository stays small.
