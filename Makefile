@@ -76,7 +76,7 @@ define sysdeps_step
 	  echo "  sudo apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 endef
 
-.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean
+.PHONY: run test venv venv-check torch sysdeps run-sysdeps install-desktop uninstall-desktop bench clean screenshots metainfo
 
 # The window comes up at once on the numpy operators; on a first start (no compiled kernels in the cache) a
 # low-priority child compiles them (~50 s of CPU on 2 cores) and the engine switches when it is done.
@@ -98,7 +98,7 @@ torch: venv-check
 $(APP_STAMP): pyproject.toml
 	$(call venv_step)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	$(PIP) install -q -e ".[video]"
 	touch $(APP_STAMP)
 
 $(STAMP): $(APP_STAMP)
@@ -147,9 +147,21 @@ weights: $(STAMP)
 install-desktop: venv-check $(APP_STAMP)
 	$(VENV)/bin/k3-explorer --install-desktop
 
+# The AppStream metainfo for a software centre, with the published address (none is published yet, so the shipped
+# one names none): homepage, issue tracker and screenshots, e.g. make metainfo PROJECT_URL=https://github.com/OWNER/REPO
+PROJECT_URL ?=
+metainfo: venv-check $(APP_STAMP)
+	@test -n "$(PROJECT_URL)" || { echo "metainfo: set PROJECT_URL=https://... (the published address)"; exit 2; }
+	$(PY) -m app.desktop_metainfo --project-url "$(PROJECT_URL)" --out build/io.github.k3explorer.K3Explorer.metainfo.xml
+
 uninstall-desktop:
 	@if [ -x $(VENV)/bin/k3-explorer ]; then $(VENV)/bin/k3-explorer --uninstall-desktop; \
 	else $(PYTHON) -m app --uninstall-desktop; fi
+
+# The user guide's pictures (docs/screenshots/) from the running app: the real window under its own Xvfb when
+# there is no display, the whole window through the app's export, then each panel (docs/make_screenshots.py).
+screenshots: venv-check $(APP_STAMP)
+	$(PY) docs/make_screenshots.py
 
 bench: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
@@ -168,7 +180,7 @@ BUNDLE_STAMP := $(BUNDLE_VENV)/.k3-bundle-installed
 
 $(BUNDLE_STAMP): .ci/bundle-requirements.txt pyproject.toml
 	test -x $(BUNDLE_VENV)/bin/python || $(PYTHON) -m venv $(BUNDLE_VENV)
-	$(BUNDLE_VENV)/bin/python -m pip install -q -r .ci/bundle-requirements.txt -e .
+	$(BUNDLE_VENV)/bin/python -m pip install -q -r .ci/bundle-requirements.txt -e ".[video]"
 	touch $@
 
 BUNDLE_DEB_PACKAGES := binutils  # objdump: PyInstaller reads the binaries' dependencies with it

@@ -12,6 +12,10 @@
 CLI uses too, and drawn by app/export.render_view): it starts a QApplication when none exists, which needs a
 display (X11 or Xvfb, e.g. `xvfb-run -a jupyter lab`); without one it raises DisplayError with one line saying
 so. Arguments given explicitly override those of `view`. Bad arguments raise ValueError (one line).
+
+In Jupyter every result displays itself: render's RenderedImage as the picture, a Trace as a table, an
+Explanation as its logit lens and a table, a Patching as a heat map and a table (compute/notebook.py; only
+render needs a display). docs/notebook.ipynb is the example.
 """
 from __future__ import annotations
 
@@ -30,6 +34,24 @@ SETTLE_MS = 600  # the step focus animates the camera (scene.view ANIM_MS) befor
 
 class DisplayError(RuntimeError):
     """No display Qt can use (none set, or no X server answers there)."""
+
+
+class RenderedImage(np.ndarray):
+    """What `render` returns: an HxWx4 uint8 RGBA numpy array that a notebook shows as a picture (Jupyter's
+    `_repr_png_`). Slices stay pictures when they still are (HxWx3 or HxWx4 uint8); arithmetic, comparisons and
+    reductions give plain numpy arrays and scalars."""
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        array = array.view(np.ndarray)
+        return array[()] if return_scalar else array
+
+    def _repr_png_(self) -> bytes | None:
+        """The image as PNG bytes; None (the text repr then) for a slice that is no longer an image."""
+        if self.dtype != np.uint8 or self.ndim != 3 or self.shape[2] not in (3, 4) or 0 in self.shape:
+            return None
+        from compute.notebook_charts import png_bytes
+
+        return png_bytes(self.view(np.ndarray))
 
 
 def resolve_view(view: View | str | os.PathLike | None = None, **overrides) -> View:
@@ -152,8 +174,9 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
            size: tuple[int, int] | str | None = None, view: View | str | os.PathLike | None = None, *,
            camera: str | None = None, lang: str | None = None, tokens: int | None = None, knobs=None,
            weights: str | None = None, model: str | None = None, transparent: bool = False, labels: bool = True,
-           theme: str = "dark", device: str = "cpu", explain=None, route_threshold: int | None = None) -> np.ndarray:
-    """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown).
+           theme: str = "dark", device: str = "cpu", explain=None, route_threshold: int | None = None) -> RenderedImage:
+    """The 3D view as an HxWx4 uint8 RGBA array, rendered off screen (no window is shown); in a notebook it
+    displays as the picture (RenderedImage).
 
     layer and step are 1-based (as the trace player counts: step 6 = prefill); size is (width, height) or
     "WIDTHxHEIGHT" (default: the view's saved size, else 1920x1080); camera a preset name ("front", "side",
@@ -303,14 +326,14 @@ def settle(app, ms: int = SETTLE_MS) -> None:
         time.sleep(0.01)
 
 
-def image_array(image) -> np.ndarray:
-    """QImage -> a new HxWx4 uint8 RGBA array."""
+def image_array(image) -> RenderedImage:
+    """QImage -> a new HxWx4 uint8 RGBA array (a RenderedImage: it displays inline in a notebook)."""
     from PySide6.QtGui import QImage
 
     image = image.convertToFormat(QImage.Format_RGBA8888)
     w, h = image.width(), image.height()
     data = np.frombuffer(image.constBits(), dtype=np.uint8, count=image.sizeInBytes())
-    return data.reshape(h, image.bytesPerLine())[:, : w * 4].reshape(h, w, 4).copy()
+    return data.reshape(h, image.bytesPerLine())[:, : w * 4].reshape(h, w, 4).copy().view(RenderedImage)
 
 
 def _size(value) -> tuple[int, int]:

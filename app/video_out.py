@@ -28,6 +28,7 @@ import fcntl
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -60,8 +61,15 @@ def container_format(path: str) -> str:
 
 
 def ffmpeg_exe() -> str:
-    import imageio_ffmpeg  # ships its own ffmpeg binary
-
+    """imageio-ffmpeg's own binary (the `video` extra), else the system's ffmpeg on PATH; RuntimeError (one
+    translated line naming both ways) when there is neither."""
+    try:
+        import imageio_ffmpeg  # ships its own ffmpeg binary
+    except ImportError:
+        found = shutil.which("ffmpeg")
+        if found:
+            return found
+        raise RuntimeError(tr("writer.encode.no_ffmpeg")) from None
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 

@@ -187,12 +187,15 @@ class Trace:
                 f"{self.prompt_len}+{len(self.tokens) - self.prompt_len} tokens, {len(self.passes)} passes, "
                 f"generated={_clip(self.generated_text)!r})")
 
+    def _repr_html_(self) -> str:
+        """Jupyter: summary() as tables, every prompt and model text escaped (compute/notebook.py)."""
+        from compute.notebook import trace_html
+
+        return trace_html(self)
+
     def summary(self, top: int = 3, max_passes: int = 8, max_tokens: int = 24) -> str:
         """A few dozen lines a person reads: model, weights, prompt, tokens, generated text, knobs, layers and
         per pass its kind, positions, the sampled token and the `top` most probable candidates."""
-        k = self.knobs
-        mixers = [layer.mixer for layer in self.passes[0].layers] if self.passes else []
-        ffns = [layer.ffn for layer in self.passes[0].layers] if self.passes else []
         pieces = [piece for piece, _ in self.tokens]
         shown = "|".join(pieces[:max_tokens]) + (f"|… ({len(pieces) - max_tokens} more)" if len(pieces) > max_tokens else "")
         lines = [
@@ -200,9 +203,8 @@ class Trace:
             f"prompt: {_clip(self.text, 120)!r} ({self.prompt_len} tokens)",
             f"generated: {_clip(self.generated_text, 120)!r} ({len(self.tokens) - self.prompt_len} tokens)",
             f"tokens: {shown}",
-            f"knobs: alpha={_knob(k.alpha)} beta={_knob(k.beta)} temperature={k.temperature:g} top_p={k.top_p:g} "
-            f"sample_seed={k.sample_seed} expert_bias={_bias(k.expert_bias)}",
-            f"layers: {len(mixers)} ({_counts(mixers)}; {_counts(ffns)})",
+            f"knobs: {self.knobs_line()}",
+            f"layers: {self.layers_line()}",
             f"passes: {len(self.passes)}",
         ]
         if not self.prompt_in_language():
@@ -212,6 +214,24 @@ class Trace:
         if len(self.passes) > max_passes:
             lines.append(f"  … {len(self.passes) - max_passes} more passes")
         return "\n".join(lines)
+
+    def knobs_line(self) -> str:
+        """The knobs in one line, as summary() shows them."""
+        k = self.knobs
+        return (f"alpha={_knob(k.alpha)} beta={_knob(k.beta)} temperature={k.temperature:g} top_p={k.top_p:g} "
+                f"sample_seed={k.sample_seed} expert_bias={_bias(k.expert_bias)}")
+
+    def layers_line(self) -> str:
+        """The layer count and kinds in one line, as summary() shows them."""
+        layers = self.passes[0].layers if self.passes else []
+        return (f"{len(layers)} ({_counts([x.mixer for x in layers])}; "
+                f"{_counts([x.ffn for x in layers])})")
+
+    def pass_line(self, index: int, top: int = 3) -> tuple[str, str]:
+        """(positions, sampled token and its `top` most probable candidates) of pass `index`, as summary()
+        shows them."""
+        p = self.passes[index]
+        return _span(p.positions), self._sampled(p, top)
 
     def prompt_in_language(self) -> bool:
         """Whether the prompt's pieces are inside the toy language (compute.task.in_language)."""

@@ -398,3 +398,15 @@ class Explanation:
 
     def __repr__(self) -> str:
         return f"Explanation(position={self.position}, word={self.word!r}, logit={self.logit:.3f})"
+
+    def _repr_png_(self) -> bytes:
+        """Jupyter: the logit lens as a picture (compute/notebook.py)."""
+        from compute.notebook import explanation_png
+
+        return explanation_png(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the lens picture and a summary table, every model-given text escaped."""
+        from compute.notebook import explanation_html
+
+        return explanation_html(self)

@@ -76,6 +76,18 @@ class Patching:
             out.append((tuple(int(x) for x in idx), float(flat[i])))
         return out
 
+    def _repr_png_(self) -> bytes:
+        """Jupyter: the scores as a heat map (compute/notebook.py)."""
+        from compute.notebook import patching_png
+
+        return patching_png(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the heat map and a table (prompts, answers, metric, strongest sites), texts escaped."""
+        from compute.notebook import patching_html
+
+        return patching_html(self)
+
     def decided_at(self, threshold: float = 0.5) -> int | None:
         """("residual" only) The first layer from which patching the explained position's residual alone
         restores ≥ threshold at every later layer: where the answer has moved to the last position (None if

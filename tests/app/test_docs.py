@@ -13,6 +13,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,3 +268,113 @@ def test_a_notebook_without_a_display_gets_the_readmes_advice(tmp_path):
                           timeout=120)
     (line,) = done.stdout.strip().splitlines()
     assert "xvfb-run -a jupyter lab" in line and "k3-explorer export" not in line, line
+
+
+NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
+
+
+def _display(value) -> dict[str, object]:
+    """What Jupyter's display formatters would show for a cell's value (IPython's rich display protocol: the
+    _repr_*_ methods; None = that format is not offered)."""
+    shown = {}
+    for mime, method in (("text/html", "_repr_html_"), ("image/png", "_repr_png_")):
+        fn = getattr(value, method, None)
+        got = fn() if callable(fn) else None
+        if got is not None:
+            shown[mime] = got
+    return shown
+
+
+def test_the_example_notebook_runs_headless_and_every_result_displays_itself(qapp, monkeypatch):
+    """docs/notebook.ipynb (nbformat 4) executed cell by cell as a kernel would, under Xvfb: every cell runs, each
+    cell that ends in a value shows a picture or a table (no bare text repr), and no output is committed (the
+    pictures are made when it runs, so they never go stale)."""
+    import json
+    from io import BytesIO
+
+    from PIL import Image
+
+    nb = json.loads(NOTEBOOK.read_text())
+    assert nb["nbformat"] == 4 and nb["metadata"]["kernelspec"]["language"] == "python"
+    monkeypatch.chdir(ROOT)
+    scope: dict = {}
+    shown = []
+    for i, cell in enumerate(nb["cells"]):
+        assert cell["cell_type"] in ("markdown", "code") and isinstance(cell["source"], list), i
+        if cell["cell_type"] != "code":
+            continue
+        assert cell["outputs"] == [] and cell["execution_count"] is None, f"cell {i}: committed output"
+        code = "".join(cell["source"]).replace("from k3_explorer import", "from app.api import")
+        tree = ast.parse(code)
+        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(ast.Module(tree.body[:-1] if last else tree.body, []), f"notebook cell {i}", "exec"), scope)
+        if last is None:
+            continue
+        value = eval(compile(ast.Expression(last.value), f"notebook cell {i}", "eval"), scope)
+        rich = _display(value)
+        assert rich, f"cell {i}: {type(value).__name__} shows only its text repr"
+        if "image/png" in rich:
+            image = Image.open(BytesIO(rich["image/png"]))
+            assert image.width >= 300 and image.height >= 200, (i, image.size)
+        shown.append(type(value).__name__)
+    assert shown == ["Trace", "Explanation", "Patching", "Patching", "Explanation", "RenderedImage"], shown
+    # render()'s picture is the image itself: 960 x 540 as asked, its pixels those of the array
+    image = np.asarray(Image.open(BytesIO(value._repr_png_())))
+    assert image.shape == (540, 960, 4) and (image == np.asarray(value)).all()
+
+
+def test_explanations_and_traces_display_without_any_display(tmp_path):
+    """In a kernel without DISPLAY (no Xvfb) the tables and charts still come: only render() needs a display."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    code = ("from app.api import explain, run\n"
+            "e = explain('아이가 상자를 집었다. 그리고')\n"
+            "print(len(e._repr_png_()), e._repr_html_().count('<table'), run('the robot', tokens=1)._repr_html_()"
+            ".count('<table'), e.patch()._repr_png_()[:4])\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    size, tables, trace_tables, magic = done.stdout.split(maxsplit=3)
+    assert int(size) > 1000 and tables == "1" and trace_tables == "2" and magic.strip() == "b'\\x89PNG'"
+
+
+def test_every_panel_has_a_picture_in_the_user_guide():
+    """Each dock the window makes (app/docks/registry.py) has its screenshot in docs/screenshots/, the user guide
+    shows it, and every picture is small (256 colours, under 200 kB)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from make_screenshots import file_name
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    from PIL import Image
+
+    from app.docks.registry import DOCKS
+
+    guide = (ROOT / "docs" / "user-guide.md").read_text()
+    linked = set(re.findall(r"\]\((screenshots/[\w.-]+\.png)\)", guide))
+    wanted = {f"screenshots/{file_name(entry.cls)}" for entry in DOCKS} | {"screenshots/window.png"}
+    assert linked == wanted, (sorted(linked - wanted), sorted(wanted - linked))
+    for link in linked:
+        path = ROOT / "docs" / link
+        assert path.stat().st_size < 200_000, link
+        with Image.open(path) as image:
+            assert image.mode == "P" and image.width >= 300 and image.height >= 300, (link, image.mode, image.size)
+
+
+def test_the_screenshot_script_draws_a_panel_from_the_running_app(tmp_path):
+    """docs/make_screenshots.py on one panel (the Why-this-word dock) in a child process: it writes the PNG it
+    names, the same size as the committed picture, with the dock's own content (not a blank grab)."""
+    from PIL import Image
+
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "make_screenshots.py"), "--docks", "ExplainDock",
+                           "--no-window", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = done.stdout.strip().splitlines()
+    path = tmp_path / "explain.png"
+    assert line.startswith(f"{path} ") and path.is_file()
+    with Image.open(path) as image, Image.open(ROOT / "docs" / "screenshots" / "explain.png") as committed:
+        assert image.size == committed.size
+        rgb = np.asarray(image.convert("RGB")).astype(int)
+    assert rgb.std() > 10 and len(np.unique(rgb.reshape(-1, 3), axis=0)) > 20
+    # the dock's title bar reads "Why this word" in the app's dark text on the top rows
+    assert (rgb[:20].sum(-1) < 200).sum() > 50
