@@ -135,6 +135,13 @@ def check_command(argv: list[str]) -> None:
     if head == "python":
         if argv[1].endswith(".py"):
             assert (ROOT / argv[1]).is_file(), argv
+            if argv[1] == "docs/make_screenshots.py":  # its options, by its own parser
+                sys.path.insert(0, str(ROOT / "docs"))
+                try:
+                    from make_screenshots import main
+                finally:
+                    sys.path.remove(str(ROOT / "docs"))
+                _parses(main, argv[2:])
             return None
         return check_python_m(argv)
     if head == "rm":
