@@ -62,9 +62,12 @@ def _top_k(sel, k, gmax, top_v, top_i):
     E = sel.shape[0]
     for g in range(k):
         gmax[g] = -np.inf
-    for e in range(E):  # the maximum of each group e mod k: k elements >= the smallest of them
-        g = e % k
-        gmax[g] = max(gmax[g], sel[e])
+    nb = E // k
+    for b in range(nb):  # the maximum of each group e mod k: k elements >= the smallest of them
+        for g in range(k):
+            gmax[g] = max(gmax[g], sel[b * k + g])
+    for g in range(E - nb * k):
+        gmax[g] = max(gmax[g], sel[nb * k + g])
     tau = gmax[0]
     for g in range(1, k):
         tau = min(tau, gmax[g])
