@@ -16,6 +16,7 @@ its float32 base by more than many effects. In float64 a variant that changes no
 from __future__ import annotations
 
 import copy
+import threading
 import weakref
 from dataclasses import dataclass, field
 
@@ -171,12 +172,11 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
             mw = w["moe"]
             bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
             if fast is not None:
-                y = np.empty_like(xn2)
-                fast(np.ascontiguousarray(xn2), mw["router"], np.ascontiguousarray(bias, np.float64), mw["down"],
-                     mw["w13"], mw["w2"], mw["norm"], mw["up"], mw["shared13"], mw["shared2"],
-                     cfg.num_experts_per_tok, float(cfg.routed_scaling_factor), float(cfg.situ_glu_beta1),
-                     float(cfg.situ_glu_beta2), float(eps), y)
-                f[dirty] = y
+                f[dirty] = _moe_rows(fast, np.ascontiguousarray(xn2), (
+                    mw["router"], np.ascontiguousarray(bias, np.float64), mw["down"], mw["w13"], mw["w2"], mw["norm"],
+                    mw["up"], mw["shared13"], mw["shared2"], cfg.num_experts_per_tok,
+                    float(cfg.routed_scaling_factor), float(cfg.situ_glu_beta1), float(cfg.situ_glu_beta2),
+                    float(eps)))
             else:
                 f[dirty] = latent_moe(xn2, mw, args, bias)[0]
         for j, i in enumerate(new):
@@ -191,6 +191,31 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
     out = np.zeros((len(vs), logits.shape[-1]))
     out[rows] = logits
     return out
+
+
+def _moe_rows(fast, x: np.ndarray, args: tuple) -> np.ndarray:
+    """fast(x, *args, out) on the rows of x [N, D], split over two threads when there are many (the compiled
+    rows release the GIL; each row is independent, so the result is the same)."""
+    y = np.empty_like(x)
+    if x.shape[0] < 64:
+        fast(x, *args, y)
+        return y
+    h = x.shape[0] // 2
+    err: list[BaseException] = []
+
+    def second():
+        try:
+            fast(x[h:], *args, y[h:])
+        except BaseException as e:  # re-raised below, not lost in the thread
+            err.append(e)
+
+    t = threading.Thread(target=second, daemon=True)
+    t.start()
+    fast(x[:h], *args, y[:h])
+    t.join()
+    if err:
+        raise err[0]
+    return y
 
 
 def _fast_moe(tw):

@@ -16,7 +16,10 @@ lowers every object alike (a sentence-frame token) is no effect, while one that 
 
 Speed: a token knocked out at position p leaves positions < p as they were, so with the compiled pass each
 re-run starts from the states after p−1 (the caches of one pass per prefix, bit-identical to a full prefill)
-and covers positions p..position only; the re-runs go on two threads (the kernel releases the GIL).
+and covers positions p..position only, writing into buffers kept across the re-runs (compute.explain._pass_reuse:
+fresh ~35 MB buffers per re-run cost more in page faults than the kernel's own work); the re-runs go on two
+threads (the kernel releases the GIL). The explanation's own token knock-outs stay on that path (its prefill's
+embedding rows); block, expert or source knock-outs run full re-runs through the engine's layer loop.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from compute.explain._pass_reuse import ReusedPass
 from compute.explain.counterfactual import alternatives
 from compute.explain.knockout import hooks_for
 from compute.parts import _np
@@ -65,9 +69,10 @@ def replacement_rows(model, piece: str, mode: str) -> list[np.ndarray]:
     return [np.asarray(model.embedding64, np.float64).mean(0)]
 
 
-def source_effects(ex, mode: str = "resample", metric: str = "contrast") -> tuple[list[float], list[str]]:
+def source_effects(ex, mode: str = "resample", metric: str = "contrast", runner=None) -> tuple[list[float], list[str]]:
     """(effect of ablating each token 0..position, the word predicted with it ablated (for resample: the most
-    common over the replacements)) for Explanation `ex` (its own knock-outs stay on)."""
+    common over the replacements)) for Explanation `ex` (its own knock-outs stay on). runner: how the re-runs
+    run (jobs [(position, row)] -> logits at the position; default `_runner(ex)`)."""
     if mode not in SOURCE_MODES:
         raise ValueError(f"source mode must be one of {', '.join(SOURCE_MODES)}, got {mode!r}")
     if metric not in SOURCE_METRICS:
@@ -75,7 +80,7 @@ def source_effects(ex, mode: str = "resample", metric: str = "contrast") -> tupl
     model, a = ex.model, ex.word_index
     base = _measure(ex.logits, a, metric)
     jobs = [(j, row) for j in range(ex.position + 1) for row in replacement_rows(model, ex.pieces[j], mode)]
-    logits = _runner(ex)(jobs)
+    logits = (runner or _runner(ex))(jobs)
     eff, ans = [], []
     for j in range(ex.position + 1):
         lgs = [lg for (jj, _), lg in zip(jobs, logits) if jj == j]
@@ -85,13 +90,18 @@ def source_effects(ex, mode: str = "resample", metric: str = "contrast") -> tupl
     return eff, ans
 
 
-def _runner(ex):
-    """A function (jobs [(position, embedding row)]) -> logits at the explained position of each re-run."""
+def _runner(ex, reuse: bool = True):
+    """A function (jobs [(position, embedding row)]) -> logits at the explained position of each re-run.
+    reuse: the compiled re-runs write into buffers kept across them (compute.explain._pass_reuse; False: a fresh
+    CompiledPass._run each, the reference the tests compare with)."""
     model = ex.model
     cp = getattr(model, "_pass", None)
-    if cp is None or ex.ablation is not None:
+    hooks = hooks_for(model, ex.ablation) if ex.ablation is not None else None
+    if cp is None or ex._loop or (hooks and hooks.keys() != {"embedding"}):
         return lambda jobs: [_full(ex, j, row) for j, row in jobs]
     emb = np.asarray(model.embed_ids(ex.ids))
+    if hooks:  # the explanation's own token knock-outs (what its prefill ran on the compiled pass)
+        emb = np.ascontiguousarray(hooks["embedding"](emb))
     knobs = ex.knobs
     bias = model._bias_offset(knobs)
     T = len(ex.ids)
@@ -99,10 +109,14 @@ def _runner(ex):
     for j in range(T - 1):  # the states after each prefix 0..j (one one-token pass each)
         caches.append(cp._run(emb[j:j + 1], knobs, caches[-1], bias).caches())
 
+    rp = ReusedPass(cp) if reuse else None
+
     def one(job):
         j, row = job
         e = emb[j:].copy()
         e[0] = row
+        if rp is not None:
+            return rp.last_logits(e, knobs, caches[j], bias)
         return np.asarray(cp._run(e, knobs, caches[j], bias).final()["lm_head"][-1], np.float64)
 
     def run(jobs):
