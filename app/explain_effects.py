@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 TOP_EFFECTS = 10  # rows of each table: the largest |total effect| first
-WORDS = 2  # words written for and against, per row
+WORDS = 3  # words written for and against, per row (the first shown, all in its tooltip)
 PARTS = ("heads", "experts")
 
 

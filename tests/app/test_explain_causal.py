@@ -181,9 +181,10 @@ def test_heads_and_experts_tables(dock):
     for r, (ly, h, e) in enumerate(want):
         assert t.item(r, 0).text() == str(ly) and t.item(r, 1).text().endswith(f"head {h + 1}")
         assert t.item(r, 2).text() == f"{100 * e:+.0f} %"
-        assert t.item(r, 3).text().startswith("for '")
+        assert t.item(r, 3).text().startswith("+'") and " −'" in t.item(r, 3).text()
+        assert t.item(r, 3).toolTip().count("'") >= 12  # three words each way in its tooltip
     assert "Total effect" in t.horizontalHeaderItem(2).toolTip() and "zeroed" in t.horizontalHeaderItem(2).toolTip()
-    assert "Total effect = " in dock.effects_view.note.text()
+    assert "Total effect" in dock.effects_view.note.text() and "Total effect = " in dock.effects_view.note.toolTip()
     QTest.keyClick(view, Qt.Key_Down)  # experts
     assert dock.effects_view.current() == "experts"
     wait_for(lambda: "experts" in dock.result.effects and not dock.busy, timeout_s=900, dock=dock)

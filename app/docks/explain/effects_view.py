@@ -5,8 +5,8 @@ from the mix, later layers re-run) and the words its own output writes for and a
 so). Filled from ExplainResult.effects (app/explain_effects.py), asked for only while its table is shown."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QComboBox, QHeaderView, QSizePolicy, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from app.docks.explain.fit import fit_rows, header_tooltips, wrapping_table
 from app.docks.explain.text import piece_text
@@ -37,14 +37,18 @@ class EffectsView(QWidget):
         self.stack.addWidget(patch_map)
         self.heads = wrapping_table(0, 4, "explain_head_effects", grow=True)
         self.experts = wrapping_table(0, 4, "explain_expert_effects", grow=True)
-        self.stack.addWidget(self.heads)
-        self.stack.addWidget(self.experts)
+        for table in (self.heads, self.experts):
+            table._grow_rows = 3  # noqa: SLF001 - read by fit_rows: the Route page's controls take the rest
+            table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)  # its rows wrap to one width, scrolled or not
+            table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)  # the layer: a number
+            self.stack.addWidget(table)
         lay.addWidget(self.stack, 1)
         self.note = note_label()
         self.note.setObjectName("explain_effects_note")
         self.note.setTextFormat(Qt.PlainText)
         lay.addWidget(self.note)
         self._res = None
+        self._show_page(0)
         self.retranslate()
 
     def current(self) -> str:
@@ -56,9 +60,20 @@ class EffectsView(QWidget):
 
     @guarded
     def _chosen(self, _i: int) -> None:
-        self.stack.setCurrentIndex(max(0, self.view.currentIndex()))
+        self._show_page(max(0, self.view.currentIndex()))
         self._fill()
         self.changed.emit()
+
+    def _show_page(self, i: int) -> None:
+        """Page i of the stack; the hidden pages ask for no room (a stack is otherwise as tall as its tallest
+        page's minimum: the patching map's would make the tables' page scroll)."""
+        if not hasattr(self, "_policies"):  # each page's own policy, put back while it is shown
+            self._policies = [self.stack.widget(k).sizePolicy() for k in range(self.stack.count())]
+        for k in range(self.stack.count()):
+            self.stack.widget(k).setSizePolicy(self._policies[k] if k == i else
+                                               QSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored))
+        self.stack.setCurrentIndex(i)
+        self.stack.updateGeometry()
 
     def show_result(self, res) -> None:
         self._res = res
@@ -87,15 +102,20 @@ class EffectsView(QWidget):
             else:
                 layer, e, value, up, down = row
                 who = tr("explain.effects.shared") if e < 0 else tr("explain.effects.expert", n=e)
-            words = tr("explain.effects.words", up=_words(up), down=_words(down))
+            words = tr("explain.effects.words", up=_words(up[:1]), down=_words(down[:1]))  # the full lists: tooltip
+            full = tr("explain.effects.words", up=_words(up), down=_words(down))
             for c, text in enumerate((str(layer), who, f"{100 * value:+.0f} %", words)):
                 it = QTableWidgetItem(text)
+                if c == 3:
+                    it.setToolTip(full)
                 it.setTextAlignment((Qt.AlignRight if c in (0, 2) else Qt.AlignLeft) | Qt.AlignVCenter)
                 if c == 2:
                     it.setForeground(qcolor("good" if value > 0 else "output"))
                 table.setItem(r, c, it)
         fit_rows(table)
+        QTimer.singleShot(0, table, lambda t=table: fit_rows(t))  # again once laid out at the page's width
         self.note.setText(tr(f"explain.effects.note.{view}"))
+        self.note.setToolTip(tr(f"explain.effects.note.{view}.tip"))
 
     def retranslate(self) -> None:
         i = self.view.currentIndex()
