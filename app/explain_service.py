@@ -82,6 +82,7 @@ class ExplainRequest:
     word: int | None = None  # the vocabulary index explained (the answer strip's clicked word); None: the answer
     causal: bool = False  # also the causal route (every block's knock-out effect) and the residual patching grid
     # (the costly part: only while the causal route is drawn or its page is looked at)
+    effects: tuple = ()  # "heads" / "experts": their total-effect tables (app/explain_effects.py; only while shown)
 
 
 def other_weights(name: str) -> str:
@@ -120,6 +121,7 @@ class ExplainResult:
     causal: dict = field(default_factory=dict)  # ExplainRequest.causal: effects {(layer, part): share of the
     # margin removed by its knock-out}, note / spread / threshold of the 0.3 route; patch: scores [L+1, T] (row 0 =
     # the embedding), metric, clean, corrupted, swap, decided_at; error / patch_error: one line when they failed
+    effects: dict = field(default_factory=dict)  # ExplainRequest.effects: app/explain_effects.effects_of's tables
     extra: dict = field(default_factory=dict)
 
 
@@ -134,8 +136,13 @@ def explain_result(req: ExplainRequest) -> ExplainResult:
         ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs,  # sources: resample, contrastive
                          word=req.word)
         res = result_of(ex, req.knockout, req.mode, sources=req.sources, serial=req.serial, causal=req.causal)
+        if req.effects:
+            from app.explain_effects import effects_of
+
+            res.effects = effects_of(ex, tuple(req.effects))
     if req.compare:
-        res.other = explain_result(replace(req, weights=other_weights(req.weights), compare=False, knockout=()))
+        res.other = explain_result(replace(req, weights=other_weights(req.weights), compare=False, knockout=(),
+                                           effects=()))
     res.seconds = time.perf_counter() - t0
     res.extra["thread"] = threading.get_ident()  # tests: never the UI thread
     return res
@@ -175,8 +182,9 @@ def causal_of(ex) -> dict:
     that cannot be made (a prompt outside the toy language has no proposed corruption) says why in one line."""
     out: dict = {}
     try:
-        route = ex.causal_route(0.3)
-        out.update(effects=dict(route.effects), note=route.note, spread=route.spread)
+        route = ex.causal_route(MIN_ROUTE_FRACTION)  # the route at every slider threshold follows (route_at)
+        out.update(effects=dict(route.effects), note=route.note, spread=route.spread,
+                   route=[(int(ly), str(pt), float(e)) for ly, pt, e in route])
     except ValueError as exc:
         out["error"] = _line(exc)
     try:
@@ -187,6 +195,26 @@ def causal_of(ex) -> dict:
     except ValueError as exc:
         out["patch_error"] = _line(exc)
     return out
+
+
+MIN_ROUTE_FRACTION = 0.01  # the lowest threshold computed (the slider's 0 % reads as 1 %)
+
+
+def route_fraction(percent: float) -> float:
+    """The causal route's threshold (a share of the largest block effect, in (0, 1]) of a slider's percent."""
+    return min(1.0, max(float(percent) / 100.0, MIN_ROUTE_FRACTION))
+
+
+def route_at(causal: dict, fraction: float) -> list[tuple[int, str, float]]:
+    """compute.explain's causal_route(fraction) from the route computed at MIN_ROUTE_FRACTION, with no re-run:
+    the candidates at a higher threshold are a prefix of the same strongest-first list, so its shortest flipping
+    run is the same run when every block of it is still a candidate (effect ≥ fraction × the largest effect),
+    and there is none otherwise (spread out at that threshold)."""
+    route, effects = causal.get("route") or [], causal.get("effects") or {}
+    top = max(effects.values(), default=0.0)
+    if not route or top <= 0 or min(e for _l, _p, e in route) < fraction * top:
+        return []
+    return list(route)
 
 
 def _line(exc) -> str:
@@ -247,9 +275,10 @@ def largest_block(res) -> float:
 def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False, kind: str = "causal"):
     """What the 3D view draws of an ExplainResult: a scene.explain_overlay.ExplainOverlay (None: nothing). An
     active knock-out is always drawn (its marks and its before -> after), whatever else is on. kind: the route
-    drawn — "causal" (blocks by their knock-out's share of the answer's margin, threshold = percent of the
-    margin, and the residual patching grid as token lanes on the slabs) or "direct" (direct effects, not
-    causal: threshold = percent of the largest)."""
+    drawn — "causal" (lit: the blocks Explanation.causal_route(percent / 100) names — the shortest run of the
+    strongest blocks, each ≥ percent of the largest knock-out effect, whose knock-out together changes the
+    answer, none when spread out — and the residual patching grid as token lanes on the slabs) or "direct"
+    (direct effects, not causal: |value| ≥ percent of the largest)."""
     ko = res.knockout if res is not None else None
     if res is None or not (lens or route or arcs or ko):
         return None
@@ -263,9 +292,11 @@ def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False, k
     causal = kind == "causal"
     effects = res.causal.get("effects", {}) if causal else {}
     patch = res.causal.get("patch") if causal and route else None
-    if causal:
+    route_set = None
+    if causal:  # lit: the causal route at the slider's threshold, the blocks causal_route() names
         blocks = tuple((ly, pt, float(v)) for (ly, pt), v in effects.items()) if route else ()
-        threshold = percent / 100
+        threshold = route_fraction(percent)
+        route_set = tuple((ly, pt) for ly, pt, _e in route_at(res.causal, threshold))
     else:
         blocks = tuple(res.totals) if route else ()
         threshold = threshold_of(blocks, percent / 100) if blocks else 0.0
@@ -281,7 +312,7 @@ def overlay_of(res, lens: bool, route: bool, percent: int, arcs: bool = False, k
                           n_tokens=len(res.pieces), route_kind=kind if route else "",
                           lanes=lanes, decided_at=patch["decided_at"] if patch is not None else None,
                           largest=max((abs(v) for v in effects.values()), default=0.0),
-                          computing=causal and route and not res.causal)
+                          computing=causal and route and not res.causal, route_set=route_set)
 
 
 def knobs_of(trace_knobs) -> Knobs:

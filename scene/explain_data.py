@@ -14,8 +14,9 @@ __all__ = ["ExplainOverlay"]
 class ExplainOverlay:
     """position / piece: the explained position (0-based) and its token; word: the piece predicted there.
     lens: (layer, top_word, top_prob, word_rank, word_prob) per reading (layer 0 = the embedding), or () when
-    the lens column is off. route: (layer, part, value) direct contributions, or () when the route is off;
-    threshold: the absolute |value| from which a block glows."""
+    the lens column is off. route: (layer, part, value) direct contributions or causal knock-out effects, or ()
+    when the route is off; threshold: the absolute |value| from which a direct-effect block glows, or the causal
+    route's share of the largest effect (route_set then names the lit blocks)."""
 
     position: int
     piece: str
@@ -36,8 +37,16 @@ class ExplainOverlay:
     decided_at: int | None = None  # causal: the layer from which the last position alone restores the answer
     largest: float = 0.0  # causal: the largest block effect (a spread-out route says how far it got)
     computing: bool = False  # causal: the route's knock-outs are still being computed (off the UI thread)
+    route_set: tuple | None = None  # causal: the route's (layer, part) blocks at the threshold (compute.explain's
+    # causal_route: what lights; () when spread out); None: lit by |value| ≥ threshold (direct effects)
     extra: dict = field(default_factory=dict, compare=False)
 
     @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)
     def lit(self) -> dict:
-        return route_glow.lit_blocks(self.route, self.threshold) if self.route else {}
+        if not self.route:
+            return {}
+        if self.route_set is not None:
+            values = route_glow.block_values(self.route)
+            return {(int(ly), str(pt)): (1 if values.get((int(ly), str(pt)), 0.0) >= 0 else -1)
+                    for ly, pt in self.route_set}
+        return route_glow.lit_blocks(self.route, self.threshold)

@@ -8,7 +8,7 @@ from PySide6.QtGui import QFontMetricsF, QLinearGradient, QPainter, QPen
 
 from scene import palette
 from scene.block_kinds import mixer_key
-from scene.header import _pack
+from scene.header import _pack, _wrap
 from scene.overlay_style import OverlayInput, make_font, qcolor, theme_colour
 from scene.tooltips import model_args
 
@@ -64,7 +64,8 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
         cur.append(it)
     if cur:
         lines.append(cur)
-    note_lines = _pack(notes, "   ·   ", fm, max_w)
+    # notes side by side where they fit; one wider than the view wraps at its spaces (it ran off the picture)
+    note_lines = [line for packed in _pack(notes, "   ·   ", fm, max_w) for line in _wrap(packed, fm, max_w)]
     budget = MAX_LEGEND_SHARE * height  # a small view keeps the scale and the roles that fit, not the notes
     if (len(lines) + len(note_lines)) * lh + 2 * pad - 4 * s > budget:
         note_lines = []

@@ -38,6 +38,11 @@ def shown_piece(piece: str) -> str:
     return piece.replace("\n", "\\n").replace("\t", "\\t").replace(" ", "·") or "∅"
 
 
+def _quoted(piece: str) -> str:
+    """A piece in a sentence (the knock-out line): quoted, as the 3D header quotes it, a newline as \\n."""
+    return "'" + piece.replace("\n", "\\n") + "'"
+
+
 class AnswerStrip(QWidget):
     """A one-line strip: 'Next word (token k): ' 상자' p 0.78' then five bars. `rows()` gives what is drawn
     (for tests and for the tooltip); `word_clicked(position, vocabulary index)` when a bar's word is clicked."""
@@ -89,8 +94,8 @@ class AnswerStrip(QWidget):
             return ""
         mode, after, p_after, p_word_after, logit_after, p_before = ov.after
         return tr("strip.knockout", mode=tr(f"explain.mode.{mode}"), position=ov.position,
-                  piece=shown_piece(ov.piece), word=shown_piece(ov.word), p=f"{p_before:.2f}", logit=f"{ov.logit:.2f}",
-                  after=shown_piece(after), p_after=f"{p_after:.2f}", p_word_after=f"{p_word_after:.2f}",
+                  piece=_quoted(ov.piece), word=_quoted(ov.word), p=f"{p_before:.2f}", logit=f"{ov.logit:.2f}",
+                  after=_quoted(after), p_after=f"{p_after:.2f}", p_word_after=f"{p_word_after:.2f}",
                   logit_after=f"{logit_after:.2f}")
 
     def _lines(self) -> int:

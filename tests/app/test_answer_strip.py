@@ -145,7 +145,7 @@ def test_a_knockout_says_before_and_after_in_the_strip(main_window, qtbot):
     line = strip.knockout_line()
     w = ex.word_index
     want = [f"p {float(ex.probs[w]):.2f}", f"logit {ex.logit:.2f}", f"p {float(after.probs[after.word_index]):.2f}",
-            f"logit {float(after.logits[w]):.2f}", ex.word.replace(" ", "·"), after.word.replace(" ", "·"), "→"]
+            f"logit {float(after.logits[w]):.2f}", f"'{ex.word}'", f"'{after.word}'", "→"]
     assert all(s in line for s in want), (line, want)
     img = image_array(strip.grab().toImage())[..., :3].astype(int)
     band = img[int(strip.knockout_rect.top()):int(strip.knockout_rect.bottom())]

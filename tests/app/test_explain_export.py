@@ -36,8 +36,8 @@ def test_the_overlay_is_compute_explain(qapp):
     ex = api.explain(PROMPT)
     assert ov.word == ex.word and ov.position == ex.position
     assert [e[3] for e in ov.lens] == ex.lens_rank(ex.word)
-    eff = ex.causal_route(0.4).effects  # the causal route is the route drawn (its knock-outs' shares)
-    assert ov.route_kind == "causal" and set(ov.lit) == {k for k, v in eff.items() if abs(v) >= 0.4}
+    route = ex.causal_route(0.4)  # the causal route is the route drawn: the blocks causal_route names
+    assert ov.route_kind == "causal" and set(ov.lit) == set(route.blocks)
     assert np.array(ov.lanes).shape == (len(ov.lens), len(ex.pieces))  # the patching grid: (L + 1) x T
     assert not ov.attention  # arcs not asked for
 

@@ -159,3 +159,39 @@ def test_a_long_prompt_does_not_grow_the_dock(qtbot, tmp_path):
     finally:
         win.close()
         i18n.set_language("en")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_route_page_fits_with_the_heads_table(qtbot, tmp_path, lang):
+    """The Route page at 1280×720 with the causal route on and the heads' total-effect table chosen (keyboard):
+    it does not scroll, and no table cell or header is cut."""
+    from PySide6.QtTest import QTest
+
+    win = open_window(qtbot, tmp_path, 1280, 720, lang)
+    try:
+        dock = win.docks["ExplainDock"]
+        dock.raise_()
+        flush_layouts()
+        wait_for(lambda: dock.result is not None and not dock.busy, dock=dock)
+        open_page(dock, "route")
+        QTest.mouseClick(dock.show3d.route, Qt.LeftButton)
+        view = dock.effects_view.view
+        view.setFocus()
+        QTest.keyClick(view, Qt.Key_Down)
+        wait_for(lambda: "heads" in dock.result.effects and not dock.busy, timeout_s=600, dock=dock)
+        flush_layouts()
+        flush_layouts()
+        area = dock.pages.currentWidget()
+        win.grab().save(os.path.join(SHOTS, f"{lang}_1280x720_route_heads.png"))
+        assert dock.effects_view.heads.isVisible() and dock.route_line.isVisible()
+        assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
+        assert cut_cells(dock.effects_view.heads) == []
+        QTest.keyClick(view, Qt.Key_Home)  # the patching map, with the route's line above it
+        wait_for(lambda: not dock.busy, dock=dock)
+        flush_layouts()
+        flush_layouts()
+        assert dock.patch_map.plot.isVisible() and dock.route_line.isVisible()
+        assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
+    finally:
+        win.close()
+        i18n.set_language("en")

@@ -143,3 +143,25 @@ def test_every_block_of_the_stack_cap_is_named_beside_itself(qtbot, stem, size):
         for i, a in enumerate(rects):
             assert not any(a.intersects(b) for b in rects[i + 1:]), (stem, lang)
             assert not a.intersects(placement.header) and not a.intersects(placement.legend), (stem, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_legend_note_wider_than_the_view_wraps_inside_it(qtbot, lang):
+    """The causal route's legend line is wider than a 700-px view: it wraps at its spaces,
+    every line and the box inside the picture, and no word of it lost (it ran off the right edge)."""
+    from PySide6.QtGui import QFontMetricsF
+
+    cfg = ModelConfig.from_json(available_configs()["kimi-k3"])
+    view = shown_view(qtbot, cfg, 700, 900)
+    tr = scene_tr(lang)
+    view.set_translator(tr)
+    inp = view._overlay_input()
+    inp.route_on, inp.route_kind = True, "causal"
+    lg = _legend_layout(inp, 700, 900, 1.0)
+    fm = QFontMetricsF(lg["font"])
+    note = tr("scene.legend.route_causal")
+    assert fm.horizontalAdvance(note) > 700 - 2 * lg["pad"]  # the case: one note wider than the view
+    assert lg["box"].right() <= 700 and lg["box"].left() >= 0
+    assert all(fm.horizontalAdvance(t) <= lg["box"].width() - 2 * lg["pad"] + 0.5 for t in lg["notes"])
+    joined = " ".join(lg["notes"])
+    assert all(word in joined for word in note.split())

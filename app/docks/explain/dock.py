@@ -16,7 +16,7 @@ from app.docks.explain.attention import AttentionMixin
 from app.docks.explain.knockouts import KnockoutMixin
 from app.docks.explain.fit import GROWING_PAGES, PAGES, fit_rows, header_tooltips
 from app.docks.explain.pages import PageBuilders, page_tabs, retranslate_tabs
-from app.docks.explain.show3d import layer_words_html
+from app.docks.explain.show3d import layer_words_html, route_line
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.worker import _Job, _pool, _Relay
@@ -150,13 +150,18 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
                               ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
                               on_screen(self.widget()),  # the sources' re-runs only for a dock that is seen
                               word=self._word[1] if self._word and self._word[0] == self.position.currentData()
-                              else None, causal=self._wants_causal())
+                              else None, causal=self._wants_causal(), effects=self._wants_effects())
 
     def _wants_causal(self) -> bool:
         """The causal route and the patching map are computed while the causal route is drawn or the route page
         is looked at (their knock-outs and re-runs are the costly part)."""
         drawn = self.show3d.route.isChecked() and self.show3d.route_kind() == "causal"
         return drawn or (on_screen(self.widget()) and self.pages.currentIndex() == PAGES.index("route"))
+
+    def _wants_effects(self) -> tuple:
+        """The heads' or experts' total effects while their table is looked at (each one's re-run is costly)."""
+        seen = on_screen(self.widget()) and self.pages.currentIndex() == PAGES.index("route")
+        return self.effects_view.wanted() if seen else ()
 
     @guarded
     def _page_changed(self, _index: int) -> None:
@@ -174,7 +179,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         if req is None:
             return
         key = (req.tokens, req.position, req.knobs, req.weights, req.knockout, req.mode,
-               getattr(req.config, "name", None), req.compare, req.sources, req.word, req.causal)
+               getattr(req.config, "name", None), req.compare, req.sources, req.word, req.causal, req.effects)
         if key == self._shown_key and self._pending is None:
             return
         self._shown_key = key
@@ -305,6 +310,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         fit_rows(self.blocks)
         self._show_attention(res)
         self.patch_map.show_result(res)
+        self.effects_view.show_result(res)
         self.side.show_result(res, lens_series)
         self._show_3d(res)
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
@@ -342,7 +348,10 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
 
     def _emit_overlay(self) -> None:
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
-        self.state.explanation_shown.emit(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()))
+        ov = overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind())
+        self.route_line.setText(route_line(ov))
+        self.route_line.setVisible(bool(self.route_line.text()))
+        self.state.explanation_shown.emit(ov)
 
     def _show_block_words(self) -> None:
         """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""
@@ -409,6 +418,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.att_plot.setLabel("bottom", tr("explain.att.axis_position"))
         self.blocks_title.setText(tr("explain.blocks.title.direct"))
         self.patch_map.retranslate()
+        self.effects_view.retranslate()
         self.blocks.setHorizontalHeaderLabels([tr(f"explain.blocks.col{c}") for c in range(3)])
         header_tooltips(self.blocks)
         if self.result is not None:

@@ -75,13 +75,14 @@ def fit_rows(table: QTableWidget) -> None:
     GROW_ROWS rows and all of them; set once, so that the layout never sees a height in between)."""
     wrap_header(table)
     table.resizeRowsToContents()
-    if not getattr(table, "_grow", False) or table.rowCount() <= GROW_ROWS:
+    if not getattr(table, "_grow", False) or table.rowCount() <= getattr(table, "_grow_rows", GROW_ROWS):
         fit_table_height(table)
         return
     header = table.horizontalHeader()
     frame = (header.sizeHint().height() if header.isVisible() or not table.isVisible() else 0) + 2 * table.frameWidth() + 2
     vh = table.verticalHeader()
-    table.setMinimumHeight(frame + sum(vh.sectionSize(r) for r in range(GROW_ROWS)))
+    rows = getattr(table, "_grow_rows", GROW_ROWS)  # a table on a fuller page may start lower
+    table.setMinimumHeight(frame + sum(vh.sectionSize(r) for r in range(min(rows, table.rowCount()))))
     table.setMaximumHeight(frame + vh.length())
     table.updateGeometry()
 

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QPushButton, QScrollArea, QSplitter, QStyle, QTableWidget, QTabWidget)
 
 from app.docks.experts.heatmap import heatmap_plot
+from app.docks.explain.effects_view import EffectsView
 from app.docks.explain.fit import PAGES, grow_to_page, wrapping_table
 from app.docks.explain.head_view import HeadView
 from app.docks.explain.knockouts import _KnockoutList
@@ -169,8 +170,14 @@ class PageBuilders:
         self.show3d = Show3DControls()
         self.show3d.changed.connect(self._show3d_changed)
         lay.addWidget(self.show3d)
+        self.route_line = note_label()  # the causal route the 3D view lights, its blocks named (show3d.route_line)
+        self.route_line.setObjectName("explain_route_line")
+        self.route_line.setTextFormat(Qt.PlainText)
+        lay.addWidget(self.route_line)
         self.patch_map = PatchMap()
-        lay.addWidget(self.patch_map, 10)
+        self.effects_view = EffectsView(self.patch_map)  # the map, or the heads' / experts' total effects
+        self.effects_view.changed.connect(self.refresh)  # a table asks for its effects
+        lay.addWidget(self.effects_view, 10)
 
     def _build_direct(self, lay) -> None:
         """Direct effects (not causal): what each block writes straight into the answer's logit."""

@@ -15,7 +15,8 @@ from app.explain_service import largest_block, overlay_of  # noqa: F401 (the doc
 
 DEFAULT_LENS = True
 DEFAULT_ROUTE = False
-DEFAULT_PERCENT = 30  # a block glows from 30 % of the largest |direct contribution|
+DEFAULT_PERCENT = 30  # the causal route's candidates: ≥ 30 % of the largest knock-out effect (direct effects:
+# a block glows from 30 % of the largest |direct contribution|)
 DEFAULT_ARCS = True
 ROUTE_KINDS = ("causal", "direct")  # the causal route is the default; direct effects stay, named "not causal"
 
@@ -106,9 +107,12 @@ class Show3DControls(QWidget):
         for w in (self.slider, self.threshold_label, self.kind):
             w.setEnabled(self.route.isChecked())
         pct = self.slider.value()
-        self.threshold_label.setText(tr("explain.route.threshold.causal", pct=pct) if self.route_kind() == "causal"
+        causal = self.route_kind() == "causal"
+        self.threshold_label.setText(tr("explain.route.threshold.causal", pct=max(pct, 1)) if causal
                                      else tr("explain.route.threshold", pct=pct,
                                              value=fmt(self._largest * pct / 100, 3)))
+        # the measure the slider works on, as the route drawn uses it (app/explain_service.overlay_of)
+        self.slider.setToolTip(tr("explain.route.threshold.tip.causal" if causal else "explain.route.threshold.tip"))
 
     def retranslate(self) -> None:
         self.title.setText(tr("explain.show3d.title"))
@@ -118,13 +122,27 @@ class Show3DControls(QWidget):
         self.route.setToolTip(tr("explain.show3d.route.tip"))
         self.arcs.setText(tr("explain.show3d.arcs"))
         self.arcs.setToolTip(tr("explain.show3d.arcs.tip"))
-        self.slider.setToolTip(tr("explain.route.threshold.tip"))
         i = self.kind.currentIndex()
         self.kind.clear()
         self.kind.addItems([tr(f"explain.route.kind.{k}") for k in ROUTE_KINDS])
         self.kind.setCurrentIndex(max(0, i))
         self.kind.setToolTip(tr("explain.route.kind.tip"))
         self._sync()
+
+
+def route_line(ov) -> str:
+    """The Route page's line about the causal route the 3D view lights (the same blocks, threshold and words as
+    its header); "" when the causal route is not drawn or still computing."""
+    if ov is None or ov.route_kind != "causal" or ov.computing or not ov.route:
+        return ""
+    pct = f"{100 * ov.threshold:.0f}"
+    values = {(ly, pt): v for ly, pt, v in ov.route}
+    if not ov.lit:
+        return tr("explain.route.line.spread", pct=pct, top=f"{100 * ov.largest:.0f}")
+    order = sorted(ov.lit, key=lambda k: -values.get(k, 0.0))  # strongest first, as causal_route lists them
+    blocks = " · ".join(tr("explain.route.block", layer=ly, part="FFN" if pt == "ffn" else tr(f"explain.part.{pt}"),
+                           effect=f"{100 * values.get((ly, pt), 0.0):.0f}") for ly, pt in order)
+    return tr("explain.route.line", pct=pct, blocks=blocks)
 
 
 def _words(items) -> str:

@@ -1,0 +1,133 @@
+"""The Route page's lower part (issue 39.5): a choice of what it shows — the residual patching map
+(app/docks/explain/patching_view.py), the heads' or the experts' total effects — and the two tables, each number
+named: the total effect (the share of the answer's margin removed when that head is zeroed, or that expert removed
+from the mix, later layers re-run) and the words its own output writes for and against (a direct reading, named
+so). Filled from ExplainResult.effects (app/explain_effects.py), asked for only while its table is shown."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QComboBox, QHeaderView, QSizePolicy, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget
+
+from app.docks.explain.fit import fit_rows, header_tooltips, wrapping_table
+from app.docks.explain.text import piece_text
+from app.i18n import tr
+from app.slot_guard import guarded
+from app.widgets.controls import note_label
+from app.widgets.paint import qcolor
+
+VIEWS = ("patching", "heads", "experts")
+
+
+class EffectsView(QWidget):
+    """The view box, the stack (patching map | heads table | experts table) and the note naming the numbers;
+    `changed` when another view is chosen; `wanted()` the effects parts to ask for."""
+
+    changed = Signal()
+
+    def __init__(self, patch_map, parent=None):
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.view = QComboBox()
+        self.view.setObjectName("explain_causal_view")
+        self.view.activated.connect(self._chosen)
+        lay.addWidget(self.view)
+        self.stack = QStackedWidget()
+        self.patch_map = patch_map
+        self.stack.addWidget(patch_map)
+        self.heads = wrapping_table(0, 4, "explain_head_effects", grow=True)
+        self.experts = wrapping_table(0, 4, "explain_expert_effects", grow=True)
+        for table in (self.heads, self.experts):
+            table._grow_rows = 3  # noqa: SLF001 - read by fit_rows: the Route page's controls take the rest
+            table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)  # its rows wrap to one width, scrolled or not
+            table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)  # the layer: a number
+            self.stack.addWidget(table)
+        lay.addWidget(self.stack, 1)
+        self.note = note_label()
+        self.note.setObjectName("explain_effects_note")
+        self.note.setTextFormat(Qt.PlainText)
+        lay.addWidget(self.note)
+        self._res = None
+        self._show_page(0)
+        self.retranslate()
+
+    def current(self) -> str:
+        return VIEWS[max(0, self.view.currentIndex())]
+
+    def wanted(self) -> tuple:
+        """The ExplainRequest.effects of the shown view: () for the patching map."""
+        return () if self.current() == "patching" else (self.current(),)
+
+    @guarded
+    def _chosen(self, _i: int) -> None:
+        self._show_page(max(0, self.view.currentIndex()))
+        self._fill()
+        self.changed.emit()
+
+    def _show_page(self, i: int) -> None:
+        """Page i of the stack; the hidden pages ask for no room (a stack is otherwise as tall as its tallest
+        page's minimum: the patching map's would make the tables' page scroll)."""
+        if not hasattr(self, "_policies"):  # each page's own policy, put back while it is shown
+            self._policies = [self.stack.widget(k).sizePolicy() for k in range(self.stack.count())]
+        for k in range(self.stack.count()):
+            self.stack.widget(k).setSizePolicy(self._policies[k] if k == i else
+                                               QSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored))
+        self.stack.setCurrentIndex(i)
+        self.stack.updateGeometry()
+
+    def show_result(self, res) -> None:
+        self._res = res
+        self._fill()
+
+    def _fill(self) -> None:
+        view = self.current()
+        if view == "patching":
+            self.note.setText("")
+            self.note.hide()
+            return
+        self.note.show()
+        table = self.heads if view == "heads" else self.experts
+        eff = getattr(self._res, "effects", {}) if self._res is not None else {}
+        rows = eff.get(view)
+        if rows is None:
+            table.setRowCount(0)
+            err = eff.get(f"{view}_error")
+            self.note.setText(tr("explain.effects.error", message=err) if err else tr("explain.effects.computing"))
+            return
+        table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            if view == "heads":
+                layer, head, mixer, value, up, down = row
+                who = tr("explain.effects.head", mixer=mixer.upper(), n=head + 1)
+            else:
+                layer, e, value, up, down = row
+                who = tr("explain.effects.shared") if e < 0 else tr("explain.effects.expert", n=e)
+            words = tr("explain.effects.words", up=_words(up[:1]), down=_words(down[:1]))  # the full lists: tooltip
+            full = tr("explain.effects.words", up=_words(up), down=_words(down))
+            for c, text in enumerate((str(layer), who, f"{100 * value:+.0f} %", words)):
+                it = QTableWidgetItem(text)
+                if c == 3:
+                    it.setToolTip(full)
+                it.setTextAlignment((Qt.AlignRight if c in (0, 2) else Qt.AlignLeft) | Qt.AlignVCenter)
+                if c == 2:
+                    it.setForeground(qcolor("good" if value > 0 else "output"))
+                table.setItem(r, c, it)
+        fit_rows(table)
+        QTimer.singleShot(0, table, lambda t=table: fit_rows(t))  # again once laid out at the page's width
+        self.note.setText(tr(f"explain.effects.note.{view}"))
+        self.note.setToolTip(tr(f"explain.effects.note.{view}.tip"))
+
+    def retranslate(self) -> None:
+        i = self.view.currentIndex()
+        self.view.clear()
+        self.view.addItems([tr(f"explain.effects.view.{v}") for v in VIEWS])
+        self.view.setCurrentIndex(max(0, i))
+        self.view.setToolTip(tr("explain.effects.view.tip"))
+        for table, view in ((self.heads, "heads"), (self.experts, "experts")):
+            table.setHorizontalHeaderLabels([tr(f"explain.effects.{view}.col{c}") for c in range(4)])
+            header_tooltips(table)
+        self._fill()
+
+
+def _words(items) -> str:
+    return ", ".join(piece_text(p) for p, _v in items)
