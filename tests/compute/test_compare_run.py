@@ -36,3 +36,18 @@ def test_mixer_best_per_kind_uses_the_mixer_part_only():
     b[2, 0, 0] = 0.6  # layer 3 (MLA) mixer at position 0
     assert mixer_best(b, ("kda", "kda", "mla")) == {"kda": (0.4, 1, 1), "mla": (0.6, 3, 0)}
     assert mixer_best(b, ("mla", "mla", "mla"))["kda"] is None
+
+
+def test_the_survey_takes_the_first_cuts_of_each_language_each_after_a_distractor():
+    from compute import task
+    from compute.compare_survey import cuts
+
+    got = cuts(3)
+    assert len(got) == 6
+    ko = [c for c in got if not c[1].isascii()]
+    en = [c for c in got if c[1].isascii()]
+    assert len(ko) == 3 and len(en) == 3
+    for prompt, answer in got:
+        first, rest = prompt.split("\n", 1)  # the distractor sentence, then the cut
+        assert answer not in first and answer in rest
+        assert answer in (task.KO_OBJECTS if not answer.isascii() else task.EN_OBJECTS)
