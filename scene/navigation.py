@@ -147,13 +147,30 @@ def frame_layer(layout, current: Camera, aspect: float, band: tuple[float, float
     # rarely fills the band's height (the view's width limits it): the picture is lowered into the room above
     # the legend, at the same size; where that room is too small, the stack's top is framed too (a zoom out)
     # while the layer keeps TOP_KEEP_SHARE of its size
-    lowered = _lowered(both, top, with_slab, aspect, band_top, band_bottom)
+    # what must stay above the legend: the layer, its slab and the stack's foot where it is in the band now
+    foot = _stack_foot_corners(layout)
+    keep = with_slab if foot is None or _below_band(both, foot, aspect, band_bottom) else \
+        np.concatenate([with_slab, foot])
+    lowered = _lowered(both, top, keep, aspect, band_top, band_bottom)
     if not _above_band(lowered, top, aspect, band_top):
         return lowered
-    clear = camlib.fit_points(base, np.concatenate([with_slab, top]), aspect, FILL_X, fill_y, centre_y)
+    clear = camlib.fit_points(base, np.concatenate([keep, top]), aspect, FILL_X, fill_y, centre_y)
     if _share(clear, layer, aspect) >= TOP_KEEP_SHARE * _share(both, layer, aspect):
         return clear
     return lowered
+
+
+def _stack_foot_corners(layout) -> np.ndarray | None:
+    """Corners of the embedding block at the stack's foot, None where the layout has none."""
+    b = layout.by_id.get("embedding")
+    return None if b is None else camlib.box_corners(b.lo, b.hi)
+
+
+def _below_band(cam: Camera, corners: np.ndarray, aspect: float, band_bottom: float) -> bool:
+    """Whether any of the points, seen from cam, lies below band_bottom (a fraction of the view's height)."""
+    w, h = 1000.0 * aspect, 1000.0
+    px, _ = camlib.project(corners, cam, w, h)
+    return bool((px[:, 1] > band_bottom * h).any())
 
 
 def _lowered(cam: Camera, top: np.ndarray, framed: np.ndarray, aspect: float, band_top: float,

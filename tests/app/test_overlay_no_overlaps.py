@@ -5,7 +5,8 @@ block other than its own (a 3-px graze of an edge allowed, as the placer's), non
 the legend, and neither the legend nor the header lies over a block (the top of the stack stays in sight) —
 checked on the placement and on the pixels (the picture drawn without the overlay is plain background where the
 legend and the header go). Then, with a knock-out and the causal route on (the header's longest form: before ->
-after, readable, decided, route), the header still covers no block. Screenshots go to $TMPDIR/k3_overlaps/."""
+after, readable, decided, route), neither the header nor the legend covers a block. Screenshots go to
+$TMPDIR/k3_overlaps/."""
 import os
 import tempfile
 
@@ -81,7 +82,8 @@ def test_no_label_overlaps_a_label_a_block_or_the_legend(qtbot, tmp_path, size, 
 
 
 def _header_with_a_knockout(qtbot, win, size, lang) -> None:
-    """Layer 37 with a token knocked out and the causal route drawn: the header's longest form covers no block."""
+    """Layer 37 with a token knocked out and the causal route drawn: the header's longest form and the legend
+    with the route's note cover no block."""
     dock = win.docks["ExplainDock"]
     lens, _route, pct, arcs = dock.show3d.values()
     dock.show3d.set_values(lens, True, pct, arcs)
@@ -95,10 +97,13 @@ def _header_with_a_knockout(qtbot, win, size, lang) -> None:
     inp = sc._overlay_input()
     assert "→" in inp.explain_note
     placement = place_labels(inp, w, h)
+    sc.render_image(w, h).save(os.path.join(SHOTS, f"{lang}_{size[0]}x{size[1]}_L37_knockout.png"))
     outlines = BlockOutlines(inp.layout, inp.camera, w, h)
     assert not outlines.hits(placement.header), (size, lang, "knock-out", outlines.hits(placement.header))
-    assert _plain_box(image_array(_plain(sc, w, h))[..., :3], placement.header), (size, lang, "knock-out")
-    sc.render_image(w, h).save(os.path.join(SHOTS, f"{lang}_{size[0]}x{size[1]}_L37_knockout.png"))
+    assert not outlines.hits(placement.legend), (size, lang, "knock-out", outlines.hits(placement.legend))
+    plain = image_array(_plain(sc, w, h))[..., :3]
+    for panel in (placement.header, placement.legend):
+        assert _plain_box(plain, panel), (size, lang, "knock-out", panel)
 
 
 def _plain_box(plain, r) -> bool:
