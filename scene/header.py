@@ -1,5 +1,6 @@
-"""The overlay's header panel: the title, the layer line, the rows/cols note and the step notes, wrapped to the
-view's width (scene/labels.py places it top left; no block is drawn through its opaque panel)."""
+"""The overlay's header panel: the title, the layer line (the rows/cols note on its row where it fits) and the
+step notes, wrapped to the view's width (scene/labels.py places it top left; no block is drawn through its
+opaque panel)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -7,6 +8,8 @@ from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
 
 from scene.block_kinds import mixer_key
 from scene.overlay_style import OverlayInput, _Fonts, qcolor, theme_colour
+
+INLINE_GAP = 14  # px (x the label scale) between the layer line and the rows/cols note drawn on its row
 
 
 def _header_lines(inp: OverlayInput) -> list[tuple[str, str]]:
@@ -43,8 +46,23 @@ def _fitted_header_lines(inp: OverlayInput, width: float, s: float, f: _Fonts) -
     out = []
     for kind, text in _header_lines(inp):
         fm = QFontMetricsF(f.title if kind == "title" else f.sub)
+        if kind == "dim" and out and out[-1][0] == "sub" and \
+                fm.horizontalAdvance(out[-1][1]) + INLINE_GAP * s + fm.horizontalAdvance(text) <= max_w:
+            out.append(("dim_inline", text))  # on the layer line's row: one line less over the stack's top
+            continue
         out += [(kind, line) for line in _wrap(text, fm, max_w)]
     return out
+
+
+def _rows(lines: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The fitted lines grouped into the rows they are drawn on (a "dim_inline" line shares the row before)."""
+    rows: list[list[tuple[str, str]]] = []
+    for kind, text in lines:
+        if kind == "dim_inline" and rows:
+            rows[-1].append((kind, text))
+        else:
+            rows.append([(kind, text)])
+    return rows
 
 
 def _wrap(text: str, fm: QFontMetricsF, max_w: float) -> list[str]:
@@ -70,11 +88,16 @@ def _pack(pieces: list[str], sep: str, fm: QFontMetricsF, max_w: float) -> list[
     return lines + [cur]
 
 
-def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:
-    lines = _fitted_header_lines(inp, width, s, f)
+def _row_width(row: list[tuple[str, str]], s: float, f: _Fonts) -> float:
     fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
-    w = max((fm if k == "title" else fm2).horizontalAdvance(t) for k, t in lines)
-    h = sum(fm.height() + 2 * s if k == "title" else fm2.height() for k, _ in lines)
+    return sum((fm if k == "title" else fm2).horizontalAdvance(t) for k, t in row) + INLINE_GAP * s * (len(row) - 1)
+
+
+def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:
+    rows = _rows(_fitted_header_lines(inp, width, s, f))
+    fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
+    w = max(_row_width(row, s, f) for row in rows)
+    h = sum(fm.height() + 2 * s if row[0][0] == "title" else fm2.height() for row in rows)
     pad = 8 * s
     return QRectF(16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 16 * s), h + 1.75 * pad)
 
@@ -91,11 +114,15 @@ def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fo
     if theme == "light":  # the mixer's colour, darkened to read on white
         mixer_c = QColor.fromRgbF(mixer_c.redF() * 0.55, mixer_c.greenF() * 0.55, mixer_c.blueF() * 0.55)
     colours = {"title": theme_colour(theme, "title"), "sub": mixer_c, "dim": theme_colour(theme, "dim"),
-               "note": theme_colour(theme, "note")}
-    for kind, text in _fitted_header_lines(inp, width, s, f):
-        font = f.title if kind == "title" else f.sub
-        fm = QFontMetricsF(font)
-        p.setFont(font)
-        p.setPen(colours[kind])
-        p.drawText(QPointF(x0, y + fm.ascent()), text)
-        y += fm.height() + (2 * s if kind == "title" else 0)
+               "note": theme_colour(theme, "note"), "dim_inline": theme_colour(theme, "dim")}
+    for row in _rows(_fitted_header_lines(inp, width, s, f)):
+        x = x0
+        for kind, text in row:
+            font = f.title if kind == "title" else f.sub
+            fm = QFontMetricsF(font)
+            p.setFont(font)
+            p.setPen(colours[kind])
+            p.drawText(QPointF(x, y + fm.ascent()), text)
+            x += fm.horizontalAdvance(text) + INLINE_GAP * s
+        title = row[0][0] == "title"
+        y += QFontMetricsF(f.title if title else f.sub).height() + (2 * s if title else 0)

@@ -236,6 +236,9 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
                     found += [QRectF(box.right() + 8 * s, y, w, h), QRectF(box.left() - w - 8 * s, y, w, h),
                               QRectF(centred.left(), top - k * (h + 2 * s) if k > 0 else box.bottom() + 2 * s
                                      - (k + 1) * (h + 2 * s), w, h)]
+                for k in (0, 1, -1, 2, -2):  # a label's width farther out (a lowered 1600 x 900 MLA layer: every
+                    y = box.center().y() - h / 2 + k * (h + 2 * s)  # spot by c_kv was over a block)
+                    found += [QRectF(box.right() + w + 16 * s, y, w, h), QRectF(box.left() - 2 * w - 16 * s, y, w, h)]
         return found
 
     def inside(r: QRectF) -> QRectF | None:
@@ -309,7 +312,10 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             if box is not None and not fits(wide):  # a cap's name may move to another of its side spots for its
                 # shape (beside the cap at layer 4 the LM head's name had no room to grow where it stood)
                 px, py = next(p for c, p in zip(cands, pts) if c[5] == lb.block_id and c[2] == lb.name)
-                wide = next((r for r in spots(px, py, "above", lb.name, shape, box, False, True)
+                side = spots(px, py, "above", lb.name, shape, box, False, True)
+                half = wide.height() / 2 + s  # then half a row up or down (a lowered stack's top at 1280 x 720:
+                side += [r.translated(0, d) for r in list(side) for d in (-half, half)]  # a whole row hit a name)
+                wide = next((r for r in side
                              if (r.center().x() < box.left() or r.center().x() > box.right()) and fits(r)), wide)
             if fits(wide):
                 taken[next(i for i, t in enumerate(taken) if t is lb.rect)] = wide

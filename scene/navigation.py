@@ -35,6 +35,9 @@ LAYER_AZIMUTH, LAYER_ELEVATION = -100.0, 14.0
 TOP_AZIMUTH, TOP_ELEVATION = -90.0, 64.0
 # framing the layer with its slab of the stack too is kept only while the layer still gets this share
 SLAB_KEEP_SHARE = 0.55
+# the stack's top is framed too (kept out from under the header) while the layer keeps this share of its size
+TOP_KEEP_SHARE = 0.8
+STACK_TOP = ("final.attnres", "final.norm", "lm_head", "sampling")  # the blocks over the stack's last slab
 
 
 def _copy(cam: Camera) -> Camera:
@@ -131,10 +134,77 @@ def frame_layer(layout, current: Camera, aspect: float, band: tuple[float, float
     layer = layer_corners(layout)
     fill_y, centre_y = band_fill(band)
     alone = camlib.fit_points(base, layer, aspect, FILL_X, fill_y, centre_y)
-    both = camlib.fit_points(base, layer_corners(layout, with_slab=True), aspect, FILL_X, fill_y, centre_y)
-    if _share(both, layer, aspect) >= SLAB_KEEP_SHARE * _share(alone, layer, aspect):
+    with_slab = layer_corners(layout, with_slab=True)
+    both = camlib.fit_points(base, with_slab, aspect, FILL_X, fill_y, centre_y)
+    if _share(both, layer, aspect) < SLAB_KEEP_SHARE * _share(alone, layer, aspect):
+        return alone
+    top = _stack_top_corners(layout)
+    # the band's own edges (the header's bottom and the legend's top, a gap kept), not the fill's inner ones
+    band_top, band_bottom = band if band is not None else (centre_y - fill_y / 2, centre_y + fill_y / 2)
+    if top is None or not _above_band(both, top, aspect, band_top):
         return both
-    return alone
+    # the stack's top (final AttnRes, norm, LM head, sampling) would be drawn under the header. The layer's box
+    # rarely fills the band's height (the view's width limits it): the picture is lowered into the room above
+    # the legend, at the same size; where that room is too small, the stack's top is framed too (a zoom out)
+    # while the layer keeps TOP_KEEP_SHARE of its size
+    # what must stay above the legend: the layer, its slab and the stack's foot where it is in the band now
+    foot = _stack_foot_corners(layout)
+    keep = with_slab if foot is None or _below_band(both, foot, aspect, band_bottom) else \
+        np.concatenate([with_slab, foot])
+    lowered = _lowered(both, top, keep, aspect, band_top, band_bottom)
+    if not _above_band(lowered, top, aspect, band_top):
+        return lowered
+    clear = camlib.fit_points(base, np.concatenate([keep, top]), aspect, FILL_X, fill_y, centre_y)
+    if _share(clear, layer, aspect) >= TOP_KEEP_SHARE * _share(both, layer, aspect):
+        return clear
+    return lowered
+
+
+def _stack_foot_corners(layout) -> np.ndarray | None:
+    """Corners of the embedding block at the stack's foot, None where the layout has none."""
+    b = layout.by_id.get("embedding")
+    return None if b is None else camlib.box_corners(b.lo, b.hi)
+
+
+def _below_band(cam: Camera, corners: np.ndarray, aspect: float, band_bottom: float) -> bool:
+    """Whether any of the points, seen from cam, lies below band_bottom (a fraction of the view's height)."""
+    w, h = 1000.0 * aspect, 1000.0
+    px, _ = camlib.project(corners, cam, w, h)
+    return bool((px[:, 1] > band_bottom * h).any())
+
+
+def _lowered(cam: Camera, top: np.ndarray, framed: np.ndarray, aspect: float, band_top: float,
+             band_bottom: float) -> Camera:
+    """cam moved up (angles and distance kept, so the picture moves down) until the points `top` lie below
+    band_top, as far as the points `framed` stay above band_bottom (fractions of the view's height)."""
+    w, h = 1000.0 * aspect, 1000.0
+    out = _copy(cam)
+    for _ in range(3):  # a pan moves near and far points by different amounts: a few corrections
+        px_top, _ = camlib.project(top, out, w, h)
+        px_all, _ = camlib.project(framed, out, w, h)
+        seen = (px_top[:, 0] >= 0) & (px_top[:, 0] <= w)
+        need = band_top * h + 1.0 - (px_top[seen, 1].min() if seen.any() else band_top * h + 1.0)
+        step = min(need, band_bottom * h - px_all[:, 1].max())
+        if step <= 0.5:
+            break
+        up = camlib.view_matrix(out)[1, :3]
+        per_px = 2 * out.distance * math.tan(math.radians(out.fov) / 2) / w
+        out.center = tuple(np.array(out.center) + up * step * per_px)
+    return out
+
+
+def _stack_top_corners(layout) -> np.ndarray | None:
+    """Corners of the blocks on top of the stack (STACK_TOP), None where the layout has none."""
+    boxes = [(b.lo, b.hi) for b in (layout.by_id.get(k) for k in STACK_TOP) if b is not None]
+    return np.concatenate([camlib.box_corners(a, b) for a, b in boxes]) if boxes else None
+
+
+def _above_band(cam: Camera, corners: np.ndarray, aspect: float, band_top: float) -> bool:
+    """Whether any of the points, seen from cam, lies inside the view's width and above band_top (a fraction
+    of its height from the top), where the header is drawn over them."""
+    w, h = 1000.0 * aspect, 1000.0
+    px, _ = camlib.project(corners, cam, w, h)
+    return bool(((px[:, 0] >= 0) & (px[:, 0] <= w) & (px[:, 1] < band_top * h)).any())
 
 
 def top_view(layout, aspect: float, fov: float = 38.0, band: tuple[float, float] | None = None) -> Camera:

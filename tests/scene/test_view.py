@@ -290,11 +290,11 @@ def test_korean_labels_render_glyphs(view, qtbot):
         assert all(fm.inFontUcs4(ord(ch)) for ch in title if not ch.isspace())  # a CJK font has the glyphs
         img = image_array(view.render_image(900, 560)).astype(int)
         bg = img[550, 890, :3]
-        # the subtitle line of the title block (top-left) has glyph pixels
-        region = img[40:75, 10:400, :3]
+        # the subtitle row of the title block (top-left: the layer line and the rows/cols note) has glyph pixels
+        region = img[26:42, 10:300, :3]
         assert (np.abs(region - bg).max(axis=-1) > 60).mean() > 0.02
         view.set_translator(lambda key, **fmt: "")
-        empty = image_array(view.render_image(900, 560)).astype(int)[40:75, 10:400, :3]
+        empty = image_array(view.render_image(900, 560)).astype(int)[26:42, 10:300, :3]
         assert (np.abs(region - empty).max(axis=-1) > 60).mean() > 0.02
     finally:
         i18n.set_language("en")
