@@ -87,6 +87,10 @@ def test_lens_plot_sources_and_contributions(dock):
     wait_for(lambda: _colour_pixels(dock.plot, "output") > 150, 10)  # the probability curve drawn in its colour
     assert dock.sources.rowCount() == 8 and dock.sources.item(2, 1).text() == "' 상자'"
     assert dock.sources.item(2, 0).font().bold()  # the earlier mention is the top source
+    # one bold row, among the earlier tokens (Explanation.top_source), and the number is named for what it is
+    assert [r for r in range(8) if dock.sources.item(r, 0).font().bold()] == [2]
+    assert dock.sources.horizontalHeaderItem(2).text() == "Total effect"
+    assert "resample ablation" in dock.sources_note.text() and "largest other logit" in dock.sources_note.text()
     assert dock.blocks.rowCount() == 15 and "1659 blocks" in dock.blocks_note.text()  # 1 + 93 + 1 + 92 x (16 + 1)
     assert "Computed in" in dock.status.text()
 

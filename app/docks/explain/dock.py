@@ -284,7 +284,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.lens_column.setText(tr("explain.lens.column", column=column) + " "
                                  + (tr("explain.lens.readable", layer=first) if first is not None
                                     else tr("explain.lens.never")))
-        top = max(range(len(res.sources)), key=lambda i: res.sources[i][2]) if res.sources else -1
+        earlier = range(len(res.sources) - 1) if len(res.sources) > 1 else range(len(res.sources))
+        top = max(earlier, key=lambda i: res.sources[i][2]) if res.sources else -1  # as Explanation.top_source()
         self.sources.setRowCount(len(res.sources))
         for r, (p, pc, eff, ans) in enumerate(res.sources):
             cells = [str(p), piece_text(pc), fmt(eff), piece_text(ans)]
