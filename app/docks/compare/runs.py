@@ -134,10 +134,10 @@ class SamePromptPage(QWidget):
         self._done.finished.connect(self._finished)
         self.prompt_edit = QLineEdit()
         self.prompt_edit.setObjectName("compare_run_prompt")
-        self.prompt_edit.returnPressed.connect(self.run)
+        self.prompt_edit.returnPressed.connect(self.run_both)
         self.run_button = QPushButton()
         self.run_button.setObjectName("compare_run_button")
-        self.run_button.clicked.connect(self.run)
+        self.run_button.clicked.connect(self.run_both)
         row = QHBoxLayout()
         row.addWidget(self.prompt_edit, 1)
         row.addWidget(self.run_button)
@@ -170,7 +170,7 @@ class SamePromptPage(QWidget):
 
     # -- run ---------------------------------------------------------------------------------------------------
     @guarded
-    def run(self) -> None:
+    def run_both(self) -> None:
         """Run both models on the prompt in the box (the app's prompt when the box is empty)."""
         text = self.prompt_edit.text() or self._prompt()
         self.prompt_edit.setText(text)
