@@ -82,26 +82,20 @@ def copy_layers(patch: np.ndarray, mention: int | None, position: int,
     return leaves, (int(rows[0]) if rows.size else None)
 
 
-def top_heads(effects: np.ndarray, kinds, n: int = TOP_N) -> tuple[tuple[int, int, str, float], ...]:
+def _top_cells(effects: np.ndarray, n: int) -> list[tuple[int, int, float]]:
+    """(row, column, value) of the n largest finite cells of effects [R, C], largest first (ties: row-major)."""
     flat = np.nan_to_num(effects, nan=-np.inf)
     order = np.argsort(-flat.reshape(-1), kind="stable")[:n]
-    out = []
-    for i in order:
-        li, h = np.unravel_index(i, effects.shape)
-        if np.isfinite(flat[li, h]):
-            out.append((int(li) + 1, int(h), kinds[li], float(effects[li, h])))
-    return tuple(out)
+    cells = (np.unravel_index(i, effects.shape) for i in order)
+    return [(int(r), int(c), float(effects[r, c])) for r, c in cells if np.isfinite(flat[r, c])]
+
+
+def top_heads(effects: np.ndarray, kinds, n: int = TOP_N) -> tuple[tuple[int, int, str, float], ...]:
+    return tuple((li + 1, h, kinds[li], v) for li, h, v in _top_cells(effects, n))
 
 
 def top_experts(moe_layers, effects: np.ndarray, n: int = TOP_N) -> tuple[tuple[int, int, float], ...]:
-    flat = np.nan_to_num(effects, nan=-np.inf)
-    order = np.argsort(-flat.reshape(-1), kind="stable")[:n]
-    out = []
-    for i in order:
-        m, e = np.unravel_index(i, effects.shape)
-        if np.isfinite(flat[m, e]):
-            out.append((int(moe_layers[m]), int(e), float(effects[m, e])))
-    return tuple(out)
+    return tuple((int(moe_layers[m]), e, v) for m, e, v in _top_cells(effects, n))
 
 
 def mixer_best(blocks: np.ndarray, kinds) -> dict:
