@@ -97,7 +97,8 @@ torch: venv-check
 
 $(APP_STAMP): pyproject.toml
 	$(call venv_step)
-	$(PIP) install -q --upgrade pip
+	@$(PY) -c "import sys, pip; sys.exit(tuple(int(p) for p in pip.__version__.split('.')[:2]) < (21, 3))" \
+	  || $(PIP) install -q --upgrade pip  # only a pip without editable pyproject installs (PEP 660, pip 21.3)
 	$(PIP) install -q -e ".[video]"
 	touch $(APP_STAMP)
 

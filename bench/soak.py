@@ -12,6 +12,7 @@
 What it does, like a person who leaves the app running: the trace player auto-plays at 4× (started again
 from the first step whenever it reaches the end), the layer changes every 10 s (the "next layer" action,
 PgUp, bouncing at the ends) and the KDA α slider moves every 20 s (the engine runs again, a new trace is drawn).
+One thing at a time, as a person: the actions' timers are staggered (PHASE_S), so two never share a heartbeat.
 --lang sets the label language (en, ko), --size the window's size (WIDTHxHEIGHT, not maximised), --model a
 bundled config (switched to through the Model menu before the soak starts; the report's "setup" says which
 was shown). --why keeps the Why-this-word views on: the Explain dock raised with its 3D lens column, arcs and
@@ -88,6 +89,12 @@ MAX_WARMUP_S = 300.0
 RSS_EVERY_S, GC_EVERY_S = 5.0, 30.0
 FLOOR_EVERY_S, FLOOR_WINDOW_S = 1.0, 30.0
 LAYER_EVERY_S, SLIDER_EVERY_S = 10.0, 20.0
+# A person does one thing at a time: the actions' timers start at these offsets (off the 0.5-s grid of the replay
+# check and off each other's), so that a layer change, a slider move, a knock-out and a replay never land in one
+# heartbeat interval. Started together, every 60 s all of them did (and Qt's coarse timers align near-equal
+# wake-ups on purpose): a 4-min soak on a quiet machine measured 106-113 ms gaps at exactly 120 s and 180 s, each
+# the sum of several actions' handlers, while a replay alone costs 30-45 ms.
+PHASE_S = {"layer": 2.75, "slider": 6.1, "knockout": 9.3}
 HEARTBEAT_MS = 20
 ALPHA_VALUES = (20, 70, 35, 85, 50)  # percent of the slider's range, in turn
 
@@ -495,15 +502,20 @@ class Soak:
         self._last_cpu = (time.thread_time(), time.process_time())
         self._bench_ms, self._bench_cpu = 0.0, (0.0, 0.0)  # the bench's own work since the last beat (_paused)
         self.timers = []
+        phases = {self._layer: PHASE_S["layer"], self._slide: PHASE_S["slider"], self._knock: PHASE_S["knockout"]}
         for ms, slot in ((HEARTBEAT_MS, self._beat), (RSS_EVERY_S * 1000, self._sample_rss),
                          (FLOOR_EVERY_S * 1000, self._sample_floor),
                          (GC_EVERY_S * 1000, self._sample_gc), (LAYER_EVERY_S * 1000, self._layer),
                          (SLIDER_EVERY_S * 1000, self._slide), (500, self._keep_playing),
                          *(((knockout_every_s * 1000, self._knock),) if knockout_every_s > 0 else ())):
             timer = QTimer()
-            timer.setTimerType(Qt.PreciseTimer if slot == self._beat else Qt.CoarseTimer)
+            # the person's actions precise (coarse timers may be moved together), the samplers coarse
+            timer.setTimerType(Qt.PreciseTimer if slot == self._beat or slot in phases else Qt.CoarseTimer)
             timer.timeout.connect(slot)
-            timer.start(int(ms))
+            if slot in phases:
+                QTimer.singleShot(int(phases[slot] * 1000), timer, lambda t=timer, ms=ms: t.start(int(ms)))
+            else:
+                timer.start(int(ms))
             self.timers.append(timer)
         self.warmup_s: float | None = None  # set when the warm-up ends (_warm)
         self._warmup_cap_s = min(MAX_WARMUP_S, max(WARMUP_S, self.duration_s / 2))
