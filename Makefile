@@ -99,7 +99,7 @@ $(APP_STAMP): pyproject.toml
 	$(call venv_step)
 	@$(PY) -c "import sys, pip; sys.exit(tuple(int(p) for p in pip.__version__.split('.')[:2]) < (21, 3))" \
 	  || $(PIP) install -q --upgrade pip  # only a pip without editable pyproject installs (PEP 660, pip 21.3)
-	$(PIP) install -q -e ".[video]"
+	$(PIP) install -q --no-compile -e ".[video]"  # no .pyc for all ~600 MB up front: Python writes them on import
 	touch $(APP_STAMP)
 
 $(STAMP): $(APP_STAMP)
