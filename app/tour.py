@@ -61,9 +61,9 @@ def chapter_camera(view, chapter: str) -> camlib.Camera:
     column and the route (the strip stands left of the stack), the chapter's box framed for the arcs and the
     knock-out, the exploded layer's framing for the widgets' chapters."""
     if chapter in ("lens", "route") and view.layout is not None:
-        return nav.preset_camera("stack", view.layout, view._aspect(), view.free_band())
+        return nav.preset_camera("stack", view.layout, view.camera.aspect(), view.free_band())
     box = chapter_box(view.layout, chapter) if view.layout is not None else None
-    return view.box_camera(*box, fill=BOX_FILL) if box is not None else view._layer_camera()
+    return view.box_camera(*box, fill=BOX_FILL) if box is not None else view.camera.layer_camera()
 
 
 def box_on_screen(box, cam: camlib.Camera, w: float, h: float) -> QRectF | None:
@@ -201,7 +201,7 @@ class Tour:
             show_page(dock.pages, "side")  # the side-by-side part is on the dock's Compare page
         scene = self.window.scene
         cam = chapter_camera(scene, chapter)
-        scene._animate_to(cam, True, refit=lambda c=chapter: chapter_camera(scene, c))
+        scene.camera.animate_to(cam, True, refit=lambda c=chapter: chapter_camera(scene, c))
         self.window.settings.set_tour_seen(CHAPTERS[: i + 1])
         self._show_texts()
         self._place(cam)
@@ -233,7 +233,7 @@ class Tour:
             return QRect(widget.mapTo(w, QPoint(0, 0)), widget.size()) if widget.isVisible() else None
         scene = w.scene
         box = chapter_box(scene.layout, chapter)
-        r = box_on_screen(box, cam or scene._anim_target(), scene.container.width(),
+        r = box_on_screen(box, cam or scene.camera.target(), scene.container.width(),
                           scene.container.height()) if box is not None else None
         if r is None:
             return None

@@ -126,7 +126,7 @@ def _run() -> dict:
         done_v.clear()
         timer = QElapsedTimer()
         timer.start()
-        view._apply_camera(cam)
+        view.camera.apply(cam)
         while not done_v:
             app.processEvents()
         orbit_ms.append(timer.nsecsElapsed() / 1e6)

@@ -34,7 +34,7 @@ class GLWidget(GLViewMixin, QWidget):
     frameSwapped = Signal()
 
     def __init__(self, owner: QWidget, parent: QWidget):
-        # owner: the scene.view.SceneView holding this picture (its _render, tr and input are used); not imported
+        # owner: the scene.view.SceneView holding this picture (its parts, tr and input are used); not imported
         # here, so scene/view.py -> scene/gl_widget.py is the one direction between the two modules
         super().__init__(parent)
         self.owner = owner
@@ -128,7 +128,7 @@ class GLWidget(GLViewMixin, QWidget):
         (exact, and works while hidden)."""
         dpr = float(self.devicePixelRatioF())
         w, h = max(1, self.width()), max(1, self.height())
-        img = self.owner._render(int(w * dpr), int(h * dpr), transparent=False, label_size=(w, h), dpr=dpr)
+        img = self.owner.exporter.render(int(w * dpr), int(h * dpr), transparent=False, label_size=(w, h), dpr=dpr)
         img.setDevicePixelRatio(dpr)
         return img
 
@@ -141,7 +141,7 @@ class GLWidget(GLViewMixin, QWidget):
         o = self.owner
         o.apply_colours()  # computed without SCENE_LOCK: the UI thread does not wait for the cell colours
         if o.labels_enabled:
-            o._explain_labels()  # the lens column's labels, laid out once per change: here, not under the lock
+            o.texts.explain_labels()  # the lens column's labels, laid out once per change: here, not under the lock
         with SCENE_LOCK:
             o.apply_colours()  # only if the scene changed meanwhile
             for item, twin in self._twins:
@@ -149,7 +149,7 @@ class GLWidget(GLViewMixin, QWidget):
             order = sorted(self._twins, key=lambda pair: pair[0].depthValue())  # stable: insertion order
             overlay = None
             if o.labels_enabled:
-                overlay = (o._overlay_version, o._overlay_input(o.cam))
+                overlay = (o.overlay_version, o.overlay_input(o.cam))
             return FrameState([t for _, t in order], dict(self.opts), self.version, o.cam, overlay)
 
     def frame_labels(self, state: FrameState, job) -> QImage | None:
@@ -225,7 +225,7 @@ class GLWidget(GLViewMixin, QWidget):
 
     def contextMenuEvent(self, ev):
         keyboard = ev.reason() == ev.Reason.Keyboard
-        self.owner._context(QPointF(ev.pos()), ev.globalPos(), keyboard)
+        self.owner.pointer.context(QPointF(ev.pos()), ev.globalPos(), keyboard)
         ev.accept()
 
     def keyPressEvent(self, ev):

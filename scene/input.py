@@ -26,8 +26,8 @@ class InputAdapter:
     def _take_camera(self):
         """The user moves the camera: any animation stops where it is and the framing stops following resizes."""
         v = self.view
-        v._stop_anim()
-        v._refit = None
+        v.camera.stop()
+        v.camera.refit = None
         return v.cam
 
     def press(self, ev) -> None:
@@ -44,7 +44,7 @@ class InputAdapter:
         pos = ev.position()
         buttons = ev.buttons()
         if buttons == Qt.MouseButton.NoButton:
-            self.view._hover(pos, ev.globalPosition().toPoint())
+            self.view.pointer.hover(pos, ev.globalPosition().toPoint())
             return
         if self.last_pos is None:
             self.last_pos = pos
@@ -61,11 +61,11 @@ class InputAdapter:
             cam = nav.pan(cam, d.x(), d.y(), self.view.gl.width())
         elif buttons & Qt.MouseButton.LeftButton:
             cam = nav.orbit(cam, d.x(), d.y())
-        self.view._apply_camera(cam)
+        self.view.camera.apply(cam)
 
     def release(self, ev) -> None:
         if self.press_pos is not None and not self.dragged and ev.button() == Qt.MouseButton.LeftButton:
-            self.view._click(ev.position())
+            self.view.pointer.click(ev.position())
         self.press_pos = None
         self.dragged = False
 
@@ -73,11 +73,11 @@ class InputAdapter:
         """The second press of a double-click: frame the block under the cursor (left button)."""
         if ev.button() == Qt.MouseButton.LeftButton:
             self.press_pos = None  # its release is not another click
-            self.view._double_click(ev.position())
+            self.view.pointer.double_click(ev.position())
 
     def wheel(self, ev) -> None:
         delta = ev.angleDelta().y() or ev.angleDelta().x()
-        self.view._apply_camera(nav.wheel_zoom(self._take_camera(), delta))
+        self.view.camera.apply(nav.wheel_zoom(self._take_camera(), delta))
 
     def key(self, ev) -> None:
         v = self.view
@@ -92,10 +92,10 @@ class InputAdapter:
         elif k == Qt.Key.Key_Home:
             v.set_camera_preset("reset")
         elif k in _KEY_ACTIONS:
-            v._apply_camera(nav.key_move(self._take_camera(), _KEY_ACTIONS[k]))
+            v.camera.apply(nav.key_move(self._take_camera(), _KEY_ACTIONS[k]))
             ev.accept()
         else:
             ev.ignore()
 
     def leave(self) -> None:
-        self.view._leave()
+        self.view.pointer.leave()

@@ -8,9 +8,11 @@
     signals: block_hovered(str), block_clicked(str), cell_clicked(str, int, int), layer_clicked(int),
              expert_clicked(int), context_requested(str, int, int, QPoint)
 
-The colour jobs, the image exports, the camera and the input are mixins of their own modules
-(scene/view_colours.py, scene/view_export.py, scene/view_camera.py, scene/view_input.py); this module keeps the
-state, the layout and the lines.
+The view owns five parts, each an object with its own state that reads the view's public names only:
+`camera` (scene/view_camera.py: the camera, its eased moves, framing), `colours` (scene/view_colours.py: the
+colour job), `exporter` (scene/view_export.py: images off screen), `pointer` (scene/view_input.py: picking,
+hover, clicks) and `texts` (scene/view_texts.py: what the labels draw). This module keeps the state, the layout
+and the lines, and the public API above (thin calls into the parts).
 
 The 3D picture (`SceneView.gl`, also `SceneView.container`: scene/gl_widget.py) is a plain raster widget holding
 pyqtgraph's GLViewMixin state; its frames are drawn by a render thread into an FBO (scene/frames.py) and blitted,
@@ -32,7 +34,7 @@ import functools
 import json
 
 import numpy as np
-from PySide6.QtCore import QPoint, QVariantAnimation, Signal
+from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from assets import asset_path, plurals
@@ -45,14 +47,13 @@ from scene.geometry import GeometryCache, build_families
 from scene.gl_items import Dots, FamilyMesh, Lines
 from scene.gl_widget import GLWidget
 from scene.input import InputAdapter
-from scene.view_camera import CameraMixin
-from scene.view_colours import ColourMixin, atomic
-from scene.view_export import ExportMixin
-from scene.view_input import InputMixin
+from scene.view_camera import ANIM_MS, CameraController  # noqa: F401 - ANIM_MS: the camera moves' length
+from scene.view_colours import ColourJob, atomic
+from scene.view_export import SceneExporter
+from scene.view_input import ScenePointer
+from scene.view_texts import SceneTexts
 from scene.layout import Layout, build_layout
 from scene.picking import Picker
-
-ANIM_MS = 300
 
 
 SCENE_CATALOGUES = ("scene", "weights", "explain3d", "why")  # the catalogues whose keys the scene's own texts use
@@ -73,12 +74,6 @@ def _default_translator():
     return tr
 
 
-# which blocks a trace step highlights and what the camera looks at (S7 / T3): the step table, scene/steps.py
-
-
-
-
-
 def _default_layer0(cfg) -> int:
     from compute.config import default_config
     from compute.model_defaults import default_layer
@@ -86,7 +81,7 @@ def _default_layer0(cfg) -> int:
     return default_layer(cfg if cfg is not None else default_config()) - 1
 
 
-class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
+class SceneView(QWidget):
     block_hovered = Signal(str)
     block_clicked = Signal(str)
     cell_clicked = Signal(str, int, int)
@@ -99,7 +94,7 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         building the layout twice."""
         super().__init__(parent)
         self.setObjectName("sceneView")
-        self._tr = _default_translator()
+        self.translator = _default_translator()
         self.cfg = cfg
         self.trace = None
         self.layer0 = _default_layer0(cfg)  # the model's default layer until set_layer (compute.model_defaults)
@@ -114,24 +109,15 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         self.expert: int | None = None
         self.labels_enabled = True
         self.label_scale = 1.0  # fonts of the on-screen labels (presentation mode enlarges them)
-        self._exports: set = set()  # export jobs in the render thread
-        self._exports_hooked = False
-        self._overlay_version = 0
-        # how to recompute the current framing for a new widget shape; None once the user moved the camera
-        self._refit = lambda: nav.preset_camera("reset", self.layout, self._aspect(), self.free_band())
+        self.overlay_version = 0  # bumped whenever a text the labels draw may differ (the frame snapshot's key)
         self.export_size: tuple[int, int] | None = None  # frame for an image of this size (its labels' size)
         self.last_tooltip = ""
         self.flow_edges: list[tuple[str, str]] = []
-        self.cam = camlib.Camera()
-        # one camera animation, reused by every move: a new QVariantAnimation per move (parented to the view)
-        # would live as long as the view, with the two cameras its closures hold
-        self._anim = QVariantAnimation(self)
-        self._anim.setStartValue(0.0)
-        self._anim.setEndValue(1.0)
-        self._anim.setDuration(ANIM_MS)
-        self._anim.valueChanged.connect(self._anim_step)
-        self._anim.finished.connect(self._anim_done)
-        self._anim_path: tuple[camlib.Camera, camlib.Camera] | None = None  # (from, to) while it runs
+        self.camera = CameraController(self)
+        self.colours = ColourJob(self)
+        self.exporter = SceneExporter(self)
+        self.pointer = ScenePointer(self)
+        self.texts = SceneTexts(self)
         self.input = InputAdapter(self)  # the GL widget's mouse / wheel / key events go there
 
         self.gl = GLWidget(self, self)
@@ -160,45 +146,41 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
             item.setVisible(False)
             self.gl.addItem(item)
         self.explanation = None  # scene.explain_overlay.ExplainOverlay: the lens column / route drawn, or None
-        self._outside = False  # the drawn trace's prompt is outside the toy language
+        self.outside = False  # the drawn trace's prompt is outside the toy language
         self.explain_items = ExplainItems(self.gl)
         self.layout: Layout | None = None
         self.picker: Picker | None = None
-        self._box_rgba: dict[str, np.ndarray] = {}
-        self._stale_colours: set[str] = set()  # families whose colours the next frame must recompute
-        self._colour_serial = 0  # bumped by every change that makes colours stale (apply_colours checks it)
+        self.families: dict = {}
         self._geometry = GeometryCache()  # the last few families' vertex arrays (a layer change reuses them)
-        self._precoloured = None  # (colour inputs, trace, {family: rgba}) from precolour()
         self.trace_version = 0
         self._rebuild()
-        self._apply_camera(nav.preset_camera("reset", self.layout, 1.6))
+        self.camera.apply(nav.preset_camera("reset", self.layout, 1.6))
 
     # ================================================================ public API
-    def _touch(self) -> None:
-        """Something the labels may show changed: redraw at the next frame. The label picture is laid out
-        again only if what it shows differs (see scene/label_cache.py), so a new trace of the same shape (a slider
-        drag) reuses it and its GL texture."""
-        self._redraw()
+    @property
+    def cam(self) -> camlib.Camera:
+        """The camera the view is seen from now (the camera part's)."""
+        return self.camera.cam
 
-    def _redraw(self) -> None:
+    def redraw(self) -> None:
+        """Something shown changed: draw at the next frame. The label picture is laid out again only if what it
+        shows differs (see scene/label_cache.py), so a new trace of the same shape (a slider drag) reuses it and
+        its GL texture."""
         self.gl.update()
 
     def resizeEvent(self, ev):
         super().resizeEvent(ev)
-        if self._refit is not None:  # until the user moves the camera, the framing follows the widget's shape
-            self._stop_anim()
-            self._apply_camera(self._refit())
+        self.camera.follow_shape()  # until the user moves the camera, the framing follows the widget's shape
 
     def set_translator(self, fn) -> None:
-        self._tr = fn
-        self._overlay_version += 1  # every text may differ
-        if self._refit is not None and self.isVisible():  # another header / legend size: frame for it
-            self._stop_anim()
-            self._apply_camera(self._refit())
-        self._touch()
+        self.translator = fn
+        self.overlay_version += 1  # every text may differ
+        if self.isVisible():  # another header / legend size: frame for it
+            self.camera.follow_shape()
+        self.redraw()
 
     def tr(self, key: str, **fmt) -> str:
-        return self._tr(key, **fmt)
+        return self.translator(key, **fmt)
 
     def set_config(self, cfg) -> None:
         self.cfg = cfg
@@ -212,18 +194,19 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         old = self.trace
         self.trace = trace
         outside = _outside_language(trace)
-        if outside != self._outside:
-            self._outside = outside
-            self._overlay_version += 1  # the header's line
+        if outside != self.outside:
+            self.outside = outside
+            self.overlay_version += 1  # the header's line
         self.trace_version = self.gl.version + 1  # frames of at least this version show this trace
         if trace is not None:
             self.pass_index = min(self.pass_index, len(trace.passes) - 1)
-        if trace is None or old is None or not self._same_shapes(old, trace):
+        if trace is None or old is None or not self.same_shapes(old, trace):
             self._rebuild()
         else:  # same grids: only the colour buffers of the cells change
             self.recolour(("cells", "experts"))
 
-    def _same_shapes(self, a, b) -> bool:
+    def same_shapes(self, a, b) -> bool:
+        """Whether traces a and b fill the same grids at the shown layer (a new trace then only recolours)."""
         if len(a.tokens) != len(b.tokens) or len(a.passes) != len(b.passes) or a.n_layers != b.n_layers:
             return False
         la, lb = a.passes[0].layers[self.layer0].tensors, b.passes[0].layers[self.layer0].tensors
@@ -238,7 +221,7 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         self.layer0 = layer0
         self.follow = None
         self._rebuild()
-        self._animate_to(self._layer_camera(), animate, refit=self._layer_camera)
+        self.camera.animate_to(self.camera.layer_camera(), animate, refit=self.camera.layer_camera)
 
     def set_pass(self, i: int) -> None:
         n = len(self.trace.passes) if self.trace is not None else 1
@@ -260,20 +243,19 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
             lo = np.min([b[0] for b in boxes], axis=0)
             hi = np.max([b[1] for b in boxes], axis=0)
             angles = (self.cam.azimuth, self.cam.elevation)
+            camera = self.camera
 
             def focus(lo=lo, hi=hi, angles=angles):
-                base = camlib.Camera(azimuth=angles[0], elevation=angles[1], fov=self.cam.fov)
-                return camlib.focus_in_band(lo, hi, base, self._aspect(), self.free_band(), min_dist=26.0)
-            self._animate_to(focus(), True, refit=focus)
-        self._touch()
+                base = camlib.Camera(azimuth=angles[0], elevation=angles[1], fov=camera.cam.fov)
+                return camlib.focus_in_band(lo, hi, base, camera.aspect(), camera.free_band(), min_dist=26.0)
+            camera.animate_to(focus(), True, refit=focus)
+        self.redraw()
 
     def set_label_scale(self, factor: float) -> None:
         """Fonts of the on-screen labels, header and legend (1 = normal; presentation mode uses more)."""
         self.label_scale = float(min(max(factor, 0.5), 3.0))
-        if self._refit is not None:  # a larger header / legend: the framing keeps the model clear of them
-            self._stop_anim()
-            self._apply_camera(self._refit())
-        self._touch()
+        self.camera.follow_shape()  # a larger header / legend: the framing keeps the model clear of them
+        self.redraw()
 
     def focus_ids(self) -> tuple[str, ...]:
         """Ids of the blocks the current step highlights (the step table's blocks, scene/steps.py): their
@@ -284,13 +266,74 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         """Select (outline) a block; with reveal, a selection not whole in the view is brought into it
         (reveal_block), whoever selected it (a click, the inspector, the step list, a view file)."""
         self.selected = block_id if block_id and block_id in self.layout.by_id else None
-        self._update_outlines()
+        self.update_outlines()
         if reveal and self.selected is not None:
-            self.reveal_block(self.selected)
+            self.camera.reveal_block(self.selected)
 
     def select_expert(self, e: int) -> None:
         self.expert = int(e)
-        self._update_outlines()
+        self.update_outlines()
+
+    # ================================================================ the parts' public faces
+    def frame_block(self, block_id: str, animate: bool = True) -> bool:
+        return self.camera.frame_block(block_id, animate)
+
+    def box_camera(self, lo, hi, fill: float = nav.FRAME_FILL) -> camlib.Camera:
+        return self.camera.box_camera(lo, hi, fill)
+
+    def frame_box(self, lo, hi, animate: bool = True) -> None:
+        self.camera.frame_box(lo, hi, animate)
+
+    def block_in_view(self, block_id: str, cam: camlib.Camera | None = None) -> bool:
+        return self.camera.block_in_view(block_id, cam)
+
+    def reveal_block(self, block_id: str, animate: bool = True) -> bool:
+        return self.camera.reveal_block(block_id, animate)
+
+    def free_band(self, width: float | None = None, height: float | None = None,
+                  scale: float = 1.0) -> tuple[float, float] | None:
+        return self.camera.free_band(width, height, scale)
+
+    def set_camera_preset(self, name: str, animate: bool = True) -> None:
+        self.camera.set_preset(name, animate)
+
+    def camera_state(self) -> dict:
+        return self.camera.state()
+
+    def set_camera_state(self, state: dict) -> None:
+        self.camera.set_state(state)
+
+    def precolour(self, trace) -> None:
+        self.colours.precolour(trace)
+
+    def recolour(self, families: tuple[str, ...] = ("stack", "cells", "experts")) -> None:
+        self.colours.recolour(families)
+
+    def apply_colours(self) -> None:
+        self.colours.apply()
+
+    def render_image(self, w: int, h: int, transparent: bool = False, theme: str = "dark"):
+        return self.exporter.render_image(w, h, transparent, theme)
+
+    def render_image_async(self, w: int, h: int, transparent: bool = False, theme: str = "dark",
+                           after=None, done=None):
+        return self.exporter.render_image_async(w, h, transparent, theme, after, done)
+
+    def keeping_export_buffers(self):
+        return self.exporter.keeping_export_buffers()
+
+    def export_job_done(self, job, result, error) -> None:
+        """A slot of this UI-thread object, so that the render thread's job_done is delivered on the UI thread."""
+        self.exporter.job_done(job, result, error)
+
+    def pick_at(self, x: float, y: float):
+        return self.pointer.pick_at(x, y)
+
+    def tooltip_text(self, hit) -> str:
+        return self.pointer.tooltip_text(hit)
+
+    def overlay_input(self, camera=None, lens: bool = True):
+        return self.texts.overlay_input(camera, lens)
 
     # ================================================================ building / colouring
     @atomic
@@ -299,10 +342,8 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         self.layer0 = self.layout.layer
         self.picker = Picker(self.layout)
         self.families = build_families(self.layout, self._geometry)
-        self._box_rgba = {}
         # the colours follow in the next frame (apply_colours, in the render thread): not on the UI thread
-        self._stale_colours = set()
-        self._mark_stale(self.families)
+        self.colours.reset(self.families)
         for name, mesh in self.meshes.items():
             fam = self.families.get(name)
             if fam is None:
@@ -317,7 +358,7 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         self._update_flow()
         self._update_link()
         self.explain_items.update(self.layout, self.explanation)
-        self._update_outlines()
+        self.update_outlines()
 
     def _update_link(self) -> None:
         """Thin lines from the selected slab of the stack to the exploded layer's backdrop."""
@@ -343,16 +384,16 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
     def set_explanation(self, overlay) -> None:
         """Draw an explanation's logit-lens column and contribution route (a scene.explain_overlay.ExplainOverlay,
         plain data), or nothing (None)."""
-        band = self.free_band() if self._refit is not None and self.isVisible() else None
+        band = self.free_band() if self.camera.refit is not None and self.isVisible() else None
         self.explanation = overlay
         self.explain_items.update(self.layout, overlay)
-        self._overlay_version += 1  # the lens words and the header line
+        self.overlay_version += 1  # the lens words and the header line
         if band is not None and self.free_band() != band:  # the header's line came or went: frame for it
-            self._stop_anim()
-            self._apply_camera(self._refit())
+            self.camera.follow_shape()
         self.recolour(("stack",))  # the route dims the layers it does not pass through
 
-    def _stack_emphasis(self) -> set[int] | None:
+    def stack_emphasis(self) -> set[int] | None:
+        """The layers the stack shows bright (the route's, or the step's mixers); None: all."""
         dims = self.layout.dims
         ov = self.explanation
         if ov is not None and ov.route:
@@ -366,7 +407,8 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
         return None
 
     # ================================================================ lines: outlines, follow, flow
-    def _update_outlines(self) -> None:
+    def update_outlines(self) -> None:
+        """The selection, hover, step and follow lines again from the view's state (and a frame)."""
         lay = self.layout
         self.step_block_ids = highlights.step_blocks(lay, self.step_kind)
         self._set_lines(self.line_step, highlights.step_outlines(lay, self.step_block_ids))
@@ -380,7 +422,7 @@ class SceneView(ColourMixin, ExportMixin, CameraMixin, InputMixin, QWidget):
                 hv = cell if hv is None else np.concatenate([hv, cell])
         self._set_lines(self.line_hover, hv)
         self._set_lines(self.line_follow, highlights.follow_segments(lay, self.follow, self.expert))
-        self._touch()
+        self.redraw()
 
     def _update_flow(self) -> None:
         self.flow_edges = self.layout.flow if self.step_kind in highlights.FLOW_STEPS else []

@@ -5,6 +5,7 @@ Checked twice: statically (every import statement in the package, also inside fu
 imported at all).
 """
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -389,3 +390,65 @@ def test_no_production_module_over_500_lines():
             for path in sorted((ROOT / package).rglob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}
+
+
+# The SceneView's parts (issue 42.1): each an object the view owns, reading the view's public names only.
+SCENE_VIEW_PARTS = {"scene/view_camera.py": "CameraController", "scene/view_colours.py": "ColourJob",
+                    "scene/view_export.py": "SceneExporter", "scene/view_input.py": "ScenePointer",
+                    "scene/view_texts.py": "SceneTexts"}
+MAX_CLASS_LINES = 450
+
+
+def _classes(path: Path) -> dict[str, ast.ClassDef]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def _view_reads(tree: ast.AST) -> list[tuple[str, int]]:
+    """(name, line) of every attribute read off the owning view in a part: `self.view.X`, or `v.X` / `view.X`
+    where v / view was bound from self.view."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        base = node.value
+        if (isinstance(base, ast.Name) and base.id in ("v", "view")) or (
+                isinstance(base, ast.Attribute) and base.attr == "view" and isinstance(base.value, ast.Name)
+                and base.value.id == "self"):
+            out.append((node.attr, node.lineno))
+    return out
+
+
+def test_scene_view_is_made_of_parts_not_mixins():
+    """SceneView is a QWidget that owns its parts (no mixin bases), no class of scene/ with its project bases is
+    over MAX_CLASS_LINES, and a part reads no private name of the view (a part that needs something asks for
+    a public name): what lets each part be read and tested alone."""
+    view = _classes(ROOT / "scene/view.py")["SceneView"]
+    assert [ast.unparse(b) for b in view.bases] == ["QWidget"]
+    spans = {}
+    for path in sorted((ROOT / "scene").rglob("*.py")):
+        for name, node in _classes(path).items():
+            spans[name] = (node.end_lineno - node.lineno + 1, [ast.unparse(b) for b in node.bases])
+    long = {}
+    for name, (n, bases) in spans.items():
+        total = n + sum(spans[b][0] for b in bases if b in spans)
+        if total > MAX_CLASS_LINES:
+            long[name] = total
+    assert long == {}
+    private = []
+    for rel, cls in SCENE_VIEW_PARTS.items():
+        classes = _classes(ROOT / rel)
+        assert cls in classes, f"{rel} has no {cls}"
+        private += [f"{rel}:{line} reads view.{name}" for name, line in _view_reads(classes[cls]) if name.startswith("_")]
+    assert private == []
+    owner_reads = []  # the GL widget and the event adapter reach the view the same way
+    for rel, var in (("scene/gl_widget.py", "owner"), ("scene/input.py", "view")):
+        text = (ROOT / rel).read_text(encoding="utf-8")
+        owner_reads += [f"{rel}: {m}" for m in re.findall(rf"\b(?:{var}|o|v)\._[a-z]\w*", text)]
+    assert owner_reads == []
+
+
+def test_view_part_check_finds_a_private_read():
+    """The check above on a part that reads a private name of its view."""
+    tree = ast.parse("class P:\n    def f(self):\n        v = self.view\n        return v._refit, self.view._anim\n")
+    assert sorted(name for name, _ in _view_reads(tree)) == ["_anim", "_refit"]

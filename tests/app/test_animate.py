@@ -92,7 +92,7 @@ def test_the_caption_band_leaves_the_colour_legend_visible(main_window, anim_vie
     band = animate.band_height(steps, spec, 0, anim_view.cfg)
     assert 0 < band <= h * 0.3 + 1
     picture = render_view(anim_view, w, h - band)  # the view as the export left it (step 0, its camera)
-    legend = place_labels(anim_view._overlay_input(), w, h - band, export_label_scale(w, h - band)).legend
+    legend = place_labels(anim_view.overlay_input(), w, h - band, export_label_scale(w, h - band)).legend
     assert legend.height() > 10 and legend.bottom() <= h - band + 1
     alone = animate.rgb_array(picture).astype(int)
     top, bottom = int(legend.top()) + 2, int(legend.bottom()) - 2

@@ -20,7 +20,7 @@ def _flush_layouts():
 def _settle(qtbot, scene):
     """The layout has settled and no camera move is under way (they are animated: scene.view ANIM_MS)."""
     _flush_layouts()
-    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: scene.camera.path is None, timeout=5000)
 
 
 def _screen_box(scene, block_id):
@@ -122,7 +122,7 @@ def test_click_on_a_half_hidden_block_brings_it_whole_into_view(make_window, qtb
 def _overlay_rects(scene, w, h, scale=1.0, export=False):
     from scene.labels import _fonts, _header_rect, _legend_layout
 
-    inp = scene._overlay_input()
+    inp = scene.overlay_input()
     if export:
         inp.label_scale = 1.0
     s = scale * inp.label_scale

@@ -45,7 +45,7 @@ def _window(make_window, qtbot, name: str = "settings.ini"):
 
 def _settle(qtbot, scene):
     """No camera move under way: render_image then draws the state the test set (synchronously)."""
-    qtbot.waitUntil(lambda: scene._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: scene.camera.path is None, timeout=5000)
 
 
 def _frame(scene) -> np.ndarray:
@@ -93,12 +93,12 @@ def test_lens_column_follows_the_dock_and_is_drawn(make_window, qtbot):
     assert top.sum() > low.sum() + 150, (top, low)  # amber at the answer, dark where the lens has not got it
     assert top[0] > top[2] + 80  # amber, not grey
     # the word labels: the last layer's top word (the answer) and the embedding's reading, left of the strip
-    pl = place_labels(scene._overlay_input(), scene.gl.width(), scene.gl.height())
+    pl = place_labels(scene.overlay_input(), scene.gl.width(), scene.gl.height())
     lens = {lb.block_id: lb for lb in pl.labels if lb.block_id.startswith("lens/")}
     assert f"lens/{n}" in lens and lens[f"lens/{n}"].name.endswith(_q(res.word))
     assert all(lb.rect.right() <= strip_pixel(0)[0] + 4 for lb in lens.values())
     assert len(lens) >= 5
-    assert "position" in scene._overlay_input().explain_note
+    assert "position" in scene.overlay_input().explain_note
 
 
 def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
@@ -147,9 +147,9 @@ def test_route_lights_blocks_over_the_threshold(make_window, qtbot):
     near = np.abs(after[y0:y1, x0:x1] - ref).sum(-1) < 90
     near_before = np.abs(before[y0:y1, x0:x1] - ref).sum(-1) < 90
     assert near.sum() > near_before.sum() + 10, (near.sum(), near_before.sum())
-    assert "route" in scene._overlay_input().explain_note
+    assert "route" in scene.overlay_input().explain_note
     # a second view of the same choice: the legend says what the colours mean
-    assert scene._overlay_input().route_on
+    assert scene.overlay_input().route_on
 
 
 def test_clicking_a_slab_shows_what_the_layer_promotes(make_window, qtbot):
@@ -196,7 +196,7 @@ def test_choices_are_remembered_and_korean(make_window, qtbot):
     i18n.set_language("ko")
     win.state.language_changed.emit("ko")  # the dock and the scene retranslate in the emit
     assert dock.show3d.route.text() == "기여 경로" and "임계값" in dock.show3d.threshold_label.text()
-    assert "경로" in win.scene._overlay_input().explain_note
+    assert "경로" in win.scene.overlay_input().explain_note
     win.close()
     win2 = make_window("s3d.ini")
     wait_idle(qtbot, win2)
@@ -243,7 +243,7 @@ def test_attention_arcs_follow_the_layer(make_window, qtbot):
         pts, _ok = camlib.project(np.array([[x0, 0.0, z] for z in rung_z]), scene.cam, scene.gl.width(),
                                   scene.gl.height())
         assert np.abs(np.diff(pts[:, 1])).min() >= 14  # a token row high (the labels' font) at least
-        labels = place_labels(scene._overlay_input(), scene.gl.width(), scene.gl.height()).labels
+        labels = place_labels(scene.overlay_input(), scene.gl.width(), scene.gl.height()).labels
         name = f"'{win.state.trace.tokens[i_top][0]}' {w[h_top, i_top]:+.2f}"
         assert any(lb.name == name and lb.block_id == f"arc/{h_top}/{i_top}" for lb in labels), (
             name, [lb.name for lb in labels])

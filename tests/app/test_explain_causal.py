@@ -135,7 +135,7 @@ def test_the_stack_shows_the_causal_lanes_and_a_knockout(make_window, qtbot):
     box = (slice(max(py - 3, 0), py + 4), slice(max(px - 3, 0), px + 4))
     amber = lambda img: ((img[..., 0] > 150) & (img[..., 1] > 100) & (img[..., 2] < 110)).sum()  # noqa: E731
     assert amber(after[box]) > amber(before[box]), (px, py)
-    assert "answer's margin" in scene._overlay_input().explain_note or "spread out" in scene._overlay_input().explain_note
+    assert "answer's margin" in scene.overlay_input().explain_note or "spread out" in scene.overlay_input().explain_note
     # a knock-out: crossed out in 3D, before -> after in the header
     layer = 3
     dock.add_knockout(("block", layer, "mixer"), "zero")
@@ -143,7 +143,7 @@ def test_the_stack_shows_the_causal_lanes_and_a_knockout(make_window, qtbot):
              and scene.explanation.knockout, timeout_s=400, dock=dock)
     assert dock.pages.currentIndex() == 5 and dock.ko_label.isVisible()  # the Experiments page, result on top
     assert items.crossed.visible()
-    note = scene._overlay_input().explain_note
+    note = scene.overlay_input().explain_note
     assert "knock-out (zero ablation)" in note and "→" in note
     win.grab().save(os.path.join(shots, "knockout_window.png"))
     # a token knocked out too: its chip in the trace player is struck through, the others are not

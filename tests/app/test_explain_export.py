@@ -86,7 +86,7 @@ def test_export_view_of_a_window_view_with_a_knockout_and_the_route_matches(make
              and win.scene.explanation.lanes, timeout_s=400, dock=dock)
     win.scene.set_camera_preset("front", animate=False)
     wait_idle(qtbot, win)
-    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=5000)
     view_path = str(tmp_path / "ko.k3view")
     assert win.views.save_to(view_path)
     gui = image_array(perform(ExportChoice("view", 640, 360, False, "file", str(tmp_path / "gui.png")), win.scene, win))

@@ -52,7 +52,7 @@ def test_a_small_gif_frame_is_mostly_model(main_window, view_at):
     view = view_at(w, h - band)
     share = covered(view, w, h - band)
     assert share < 0.5, share  # the fonts and legend of a 1280 x 800 picture covered 0.8 of it
-    pl = place_labels(view._overlay_input(), w, h - band, export_label_scale(w, h - band))
+    pl = place_labels(view.overlay_input(), w, h - band, export_label_scale(w, h - band))
     assert pl.legend.height() <= MAX_LEGEND_SHARE * (h - band) + 1
 
 
@@ -63,7 +63,7 @@ def test_a_4k_png_has_a_legible_legend(main_window, view_at):
     assert s > 2.5  # the legend's 10.5-px font -> over 26 px on a 4K picture
     from scene.legend import _legend_layout
 
-    lg = _legend_layout(view._overlay_input(), w, h, s)
+    lg = _legend_layout(view.overlay_input(), w, h, s)
     assert lg["font"].pixelSize() >= 26 and lg["notes"]  # notes and roles kept: there is room
     assert lg["box"].height() <= MAX_LEGEND_SHARE * h
     img = image_array(render_view(view, w, h))[..., :3].astype(int)

@@ -27,9 +27,9 @@ def _composite(rgba: np.ndarray, backdrop: float) -> np.ndarray:
 
 
 def _title_rect(scene, theme):
-    inp = scene._overlay_input()
+    inp = scene.overlay_input()
     inp.theme, inp.label_scale = theme, 1.0
-    scale = max(0.75, min(W / 1280, H / 800))  # how exports size the labels (SceneView._paint_labels)
+    scale = max(0.75, min(W / 1280, H / 800))  # how exports size the labels (scene.view_export.paint_labels)
     header = place_labels(inp, W, H, scale).header
     r = header.adjusted(4, 4, -4, -4).toAlignedRect()
     return r.top(), r.top() + int(r.height() * 0.35), r.left(), r.right()  # the title's line of the header

@@ -52,7 +52,7 @@ def _ready(make_window, qtbot):
     win = make_window()
     wait_idle(qtbot, win)
     dock = _settled(win)
-    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=5000)
     return win, dock, win.scene
 
 
@@ -172,14 +172,14 @@ def test_outside_the_language_is_said_and_unused_pieces_marked(make_window, qtbo
     wait_idle(qtbot, win)
     player = win.docks["TracePlayerDock"]
     assert win.state.trace.prompt_in_language()
-    assert not player.outside_note.isVisible() and win.scene._overlay_input().outside_note == ""
+    assert not player.outside_note.isVisible() and win.scene.overlay_input().outside_note == ""
     win.state.request_prompt("hello world")
     qtbot.waitUntil(lambda: "hello" in win.state.trace.text, timeout=60000)
     qtbot.waitUntil(lambda: "outside the toy language" in player.outside_note.text().lower(), timeout=5000)
     assert not win.state.trace.prompt_in_language()
     assert "outside the toy language" in player.outside_note.text().lower()
     assert player.outside_note.isVisibleTo(player)
-    assert "outside the toy language" in win.scene._overlay_input().outside_note.lower()
+    assert "outside the toy language" in win.scene.overlay_input().outside_note.lower()
     used = task.language_pieces()
     unused = [p for p, _ in win.state.trace.tokens[:win.state.trace.prompt_len] if p not in used]
     assert unused  # 'hello' is not a piece of the language
@@ -188,7 +188,7 @@ def test_outside_the_language_is_said_and_unused_pieces_marked(make_window, qtbo
     win.state.request_prompt("아이가 상자를 집었다. 그리고")
     qtbot.waitUntil(lambda: "상자" in win.state.trace.text, timeout=60000)
     qtbot.waitUntil(lambda: not player.outside_note.isVisibleTo(player), timeout=5000)
-    assert not player.outside_note.isVisibleTo(player) and win.scene._overlay_input().outside_note == ""
+    assert not player.outside_note.isVisibleTo(player) and win.scene.overlay_input().outside_note == ""
     assert ">?</sup>" not in player.tokens_label.text()
 
 

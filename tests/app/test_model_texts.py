@@ -25,8 +25,8 @@ def shown_texts(win, qtbot, moe_layer: int) -> dict[str, str]:
     win.state.player.seek(next(s for s in steps if s.kind == "moe").index)
     qtbot.waitUntil(lambda: view.step_kind == "moe", timeout=5000)
     # the camera flies to the MoE blocks (from the start-up framing a model switch gives): labels once it is there
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
-    inp = view._overlay_input()
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
+    inp = view.overlay_input()
     placed = place_labels(inp, 1800, 1100)
     labels = " | ".join(f"{lb.name} {lb.shape}" for lb in placed.labels)
     legend = " ".join(_legend_layout(inp, 1800, 1100, 1.0)["notes"])

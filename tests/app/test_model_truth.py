@@ -140,7 +140,7 @@ def _walk_steps(win, qtbot, read: Reader) -> None:
         place = f"step.{step.kind}"
         read.add(place, [dock.title.text(), dock.facts.toPlainText(), dock.explain.toPlainText(), dock.counter.text(),
                          win.layer_label.text(), win.step_label.text()])
-        inp = win.scene._overlay_input()
+        inp = win.scene.overlay_input()
         read.add(place + ".scene", [lb.name + " " + lb.shape for lb in place_labels(inp, 1800, 1100).labels])
         read.add(place + ".scene", _legend_layout(inp, 1800, 1100, 1.0)["notes"] + [header_title(inp), inp.step_note])
         read.notes[step.kind] = inp.step_note
@@ -265,7 +265,7 @@ def test_every_text_of_every_model_is_true(main_window, qtbot, tmp_path_factory,
             win.state.select_layer(mla_layer - 1)
             qtbot.waitUntil(lambda: win.scene.layout.layer == mla_layer - 1, timeout=10000)
             status = win.layer_label.text()
-            sub = dict(_header_lines(win.scene._overlay_input()))["sub"]
+            sub = dict(_header_lines(win.scene.overlay_input()))["sub"]
             assert ("Gated MLA" in status) == gated and ("Gated MLA" in sub) == gated, (status, sub)
             if not gated:  # (a text about K3 may name K3's Gated MLA)
                 wrong = [t for _, t in read.seen if "Gated MLA" in t and not NAMES_K3.search(t)]
@@ -294,7 +294,7 @@ def test_a_model_switch_frames_the_camera_and_keeps_whole_tab_titles(main_window
     for case in ("kimi-k2", "deepseek-v3", K3_NAME):
         cfg = _open(win, qtbot, case, tmp_path_factory)
         qtbot.waitUntil(lambda: not win.models._reframe, timeout=10000)
-        want = nav.preset_camera("reset", win.scene.layout, win.scene._aspect(), win.scene.free_band()).to_dict()
+        want = nav.preset_camera("reset", win.scene.layout, win.scene.camera.aspect(), win.scene.free_band()).to_dict()
         got = win.scene.camera_state()
         for key, value in want.items():
             if isinstance(value, (int, float)):
@@ -310,5 +310,5 @@ def test_a_model_switch_frames_the_camera_and_keeps_whole_tab_titles(main_window
         qtbot.waitUntil(lambda: win.scene.layout.layer == mla, timeout=10000)
         name = "Gated MLA" if cfg.mla_output_gate else "MLA"
         assert f"· {name} +" in win.layer_label.text(), win.layer_label.text()
-        assert f"· {name} +" in dict(_header_lines(win.scene._overlay_input()))["sub"]
+        assert f"· {name} +" in dict(_header_lines(win.scene.overlay_input()))["sub"]
         win.state.select_layer(0)

@@ -34,10 +34,10 @@ def _at_layer(qtbot, win, layer0: int) -> None:
     header, and the camera refits to it)."""
     win.state.select_layer(layer0)
     dock = win.docks["ExplainDock"]
-    qtbot.waitUntil(lambda: win.scene.layout.layer == layer0 and win.scene._anim_path is None and not dock.busy,
+    qtbot.waitUntil(lambda: win.scene.layout.layer == layer0 and win.scene.camera.path is None and not dock.busy,
                     timeout=400000)
     pump(50)
-    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=10000)
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=10000)
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -53,7 +53,7 @@ def test_no_label_overlaps_a_label_a_block_or_the_legend(qtbot, tmp_path, size, 
             _at_layer(qtbot, win, layer - 1)
             sc = win.scene
             w, h = sc.gl.width(), sc.gl.height()
-            inp = sc._overlay_input()
+            inp = sc.overlay_input()
             placement = place_labels(inp, w, h)
             os.makedirs(SHOTS, exist_ok=True)  # saved first: a failing case's picture is there to look at
             sc.render_image(w, h).save(os.path.join(SHOTS, f"{lang}_{size[0]}x{size[1]}_L{layer}.png"))
@@ -94,7 +94,7 @@ def _header_with_a_knockout(qtbot, win, size, lang) -> None:
     qtbot.waitUntil(lambda: sc.explanation is not None and bool(sc.explanation.after), timeout=10000)
     _at_layer(qtbot, win, 36)
     w, h = sc.gl.width(), sc.gl.height()
-    inp = sc._overlay_input()
+    inp = sc.overlay_input()
     assert "→" in inp.explain_note
     placement = place_labels(inp, w, h)
     sc.render_image(w, h).save(os.path.join(SHOTS, f"{lang}_{size[0]}x{size[1]}_L37_knockout.png"))

@@ -7,7 +7,7 @@ from PySide6.QtTest import QTest
 def _placement(win, qtbot):
     """Where the labels on screen are once the view has settled: no camera move running, and a frame of the
     current state (with its labels) on screen."""
-    qtbot.waitUntil(lambda: win.scene._anim.state() != QAbstractAnimation.State.Running, timeout=5000)
+    qtbot.waitUntil(lambda: win.scene.camera.anim.state() != QAbstractAnimation.State.Running, timeout=5000)
     win.scene.gl.repaint()  # draws the current state and returns once that frame is shown
     return win.scene.gl.labels.placement
 

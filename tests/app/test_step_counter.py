@@ -88,7 +88,7 @@ def test_reopening_restores_the_step_with_its_camera(make_window, qtbot):
     win = make_window("restore.ini")
     moe = next(s.index for s in win.state.player.steps if s.kind == "moe")
     win.state.player.seek(moe)
-    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)  # the camera framed the MoE step
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=5000)  # the camera framed the MoE step
     camera = win.scene.camera_state()
     win.close()
 
@@ -98,6 +98,6 @@ def test_reopening_restores_the_step_with_its_camera(make_window, qtbot):
     assert again.docks["TracePlayerDock"].counter.text() == f"Step {moe + 1} of {n} · stage 10 of 17 · prefill"
     assert again.scene.step_kind == "moe"
     QApplication.processEvents()  # what the start posted has run
-    assert again.scene._anim_path is None  # no camera animation follows the restored step
+    assert again.scene.camera.path is None  # no camera animation follows the restored step
     got = again.scene.camera_state()
     assert all(abs(float(got[k]) - float(camera[k])) < 1e-6 for k in ("distance", "azimuth", "elevation"))

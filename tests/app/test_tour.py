@@ -26,7 +26,7 @@ def _amber(win, rect) -> int:
 
 
 def _settled(qtbot, win):
-    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=10000)
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=10000)
     pump(60)
 
 

@@ -270,7 +270,7 @@ def test_cli_renders_the_saved_view_like_the_window_export(make_window, qtbot, t
     win.state.select_expert(17)
     win.scene.set_camera_preset("front", animate=False)
     wait_idle(qtbot, win)
-    qtbot.waitUntil(lambda: win.scene._anim_path is None, timeout=5000)  # no camera move under way
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=5000)  # no camera move under way
     view_path = str(tmp_path / "same.k3view")
     assert win.views.save_to(view_path)
     gui_png = str(tmp_path / "gui.png")

@@ -41,7 +41,7 @@ def test_the_menu_switches_the_weights_and_every_caption_follows(make_window, qt
     assert win.weights.label.text() == tr("weights.status", weights=tr("weights.short.trained"))
     from scene.labels import header_title
 
-    assert "trained weights" in header_title(win.scene._overlay_input())
+    assert "trained weights" in header_title(win.scene.overlay_input())
 
     first = win.state.trace
     choose_in_menu(qtbot, win, "random")
@@ -52,7 +52,7 @@ def test_the_menu_switches_the_weights_and_every_caption_follows(make_window, qt
     assert win.registry.actions["weights_random"].isChecked()
     assert caption(win) == tr("weights.answer.random") and "noise" in caption(win)
     assert "random" in win.weights.label.text()
-    assert "random weights" in header_title(win.scene._overlay_input())
+    assert "random weights" in header_title(win.scene.overlay_input())
     # the numbers differ: other weights, another answer distribution
     assert (first.passes[0].final["lm_head"] != win.state.trace.passes[0].final["lm_head"]).any()
 

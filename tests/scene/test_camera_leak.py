@@ -24,16 +24,16 @@ def _cameras() -> int:
 
 def test_many_animated_layer_changes_keep_animations_and_cameras_bounded(view, qtbot):
     view.set_layer(0)  # warm up: the first move, the camera caches
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)  # the move ended
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)  # the move ended
     cams_before = _cameras()
     for i in range(200):
         view.set_layer(1 + i % 90)  # animated: the view is visible
         # most moves are cut short by the next one (PgDn held, 5 ms apart), every 20th runs to its end
         if i % 20 == 0:
-            qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+            qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
         else:
             qtbot.wait(5)  # the key repeat's pace, not a wait for something
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
     anims = view.findChildren(QVariantAnimation)
     assert len(anims) <= 1, f"{len(anims)} camera animations alive after 200 layer changes"
     cams_after = _cameras()

@@ -78,7 +78,7 @@ HIDPI = textwrap.dedent("""
         QTest.mouseClick(g, Qt.LeftButton, Qt.NoModifier, QPoint(int(x), int(y)))
     import time
     end = time.monotonic() + 5  # a click on a block partly under the header brings it into view (animated)
-    while v._anim_path is not None and time.monotonic() < end:
+    while v.camera.path is not None and time.monotonic() < end:
         app.processEvents()
         time.sleep(0.01)
     app.processEvents()

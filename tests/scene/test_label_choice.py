@@ -40,7 +40,7 @@ def test_the_legend_names_the_model_by_its_display_name(qtbot, stem):
     view = shown_view(qtbot, cfg, 800, 500)
     for lang in ("en", "ko"):
         view.set_translator(scene_tr(lang))
-        notes = " ".join(_legend_layout(view._overlay_input(), 800, 500, 1.0)["notes"])
+        notes = " ".join(_legend_layout(view.overlay_input(), 800, 500, 1.0)["notes"])
         assert cfg.display_name in notes and cfg.name not in notes, (lang, notes)
 
 
@@ -53,7 +53,7 @@ def prefill_view(qtbot, config, trace, w, h):
     view.set_pass(prefill.pass_index)
     view.set_token(prefill.token)
     view.set_step_focus(prefill.kind)
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
     return view
 
 
@@ -63,7 +63,7 @@ def test_an_mla_layer_at_prefill_labels_its_latent_cache(qtbot, k3_config, trace
     view = prefill_view(qtbot, k3_config, trace_a, w, h)
     assert view.layout.dims.mixers[3] == "mla"
     scale = max(0.75, min(w / 1280, h / 800)) if export else 1.0  # what an export and the screen use
-    placement = place_labels(view._overlay_input(), w, h, scale)
+    placement = place_labels(view.overlay_input(), w, h, scale)
     box = block_screen_box(view.layout.by_id["L4/mla.c_kv"], view.cam, w, h)
     assert box is not None and 0 <= box.center().x() <= w and 0 <= box.center().y() <= h  # on screen
     label = placement.label_for("L4/mla.c_kv")
@@ -85,7 +85,7 @@ def test_the_header_wraps_inside_its_panel_in_a_narrow_picture(qtbot, k3_config,
     w, h = 360, 640
     view = prefill_view(qtbot, k3_config, trace_a, w, h)
     view.set_translator(scene_tr(lang))
-    inp = view._overlay_input()
+    inp = view.overlay_input()
     scale = max(0.75, min(w / 1280, h / 800))
     img = QImage(w, h, QImage.Format_RGBA8888)
     img.fill(0)
@@ -124,11 +124,11 @@ def test_every_block_of_the_stack_cap_is_named_beside_itself(qtbot, stem, size):
     w, h = size
     cfg = ModelConfig.from_json(available_configs()[stem])
     view = shown_view(qtbot, cfg, w, h)
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
     scale = max(0.75, min(w / 1280, h / 800))
     for lang in ("en", "ko"):
         view.set_translator(scene_tr(lang))
-        placement = place_labels(view._overlay_input(), w, h, scale)
+        placement = place_labels(view.overlay_input(), w, h, scale)
         caps = [c for c in CAPS if c in view.layout.by_id]
         assert len(caps) >= 3
         for cap in caps:
@@ -155,7 +155,7 @@ def test_a_legend_note_wider_than_the_view_wraps_inside_it(qtbot, lang):
     view = shown_view(qtbot, cfg, 700, 900)
     tr = scene_tr(lang)
     view.set_translator(tr)
-    inp = view._overlay_input()
+    inp = view.overlay_input()
     inp.route_on, inp.route_kind = True, "causal"
     lg = _legend_layout(inp, 700, 900, 1.0)
     fm = QFontMetricsF(lg["font"])

@@ -36,10 +36,10 @@ def test_no_label_covers_another_block(qtbot, k3_config, trace, layer, size):
     view = shown_view(qtbot, k3_config, w, h)
     view.set_trace(trace)
     view.set_layer(layer - 1, animate=False)
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
     assert view.layout.dims.mixers[layer - 1] == ("mla" if layer == 4 else "kda")
     scale = max(0.75, min(w / 1280, h / 800))  # what an export uses
-    inp = view._overlay_input()
+    inp = view.overlay_input()
     placement = place_labels(inp, w, h, scale)
     outlines = BlockOutlines(view.layout, view.cam, w, h)
     graze = GRAZE * scale * inp.label_scale

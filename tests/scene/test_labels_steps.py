@@ -35,7 +35,7 @@ def _show_step(view, qtbot, trace, step) -> None:
     view.set_pass(step.pass_index)
     view.set_token(step.token)
     view.set_step_focus(step.kind)
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=5000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=5000)
     view.gl.repaint()
 
 
@@ -105,7 +105,7 @@ def _check_panels_opaque(view, placement):
     probe = QImage(w, h, QImage.Format_ARGB32_Premultiplied)
     probe.fill(QColor(255, 0, 255))
     p = QPainter(probe)
-    paint_overlay(p, view._overlay_input(), w, h, 1.0)
+    paint_overlay(p, view.overlay_input(), w, h, 1.0)
     p.end()
     over = image_array(probe)
     for rect in (placement.header, placement.legend):

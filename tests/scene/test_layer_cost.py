@@ -35,7 +35,7 @@ def pixels(img: QImage) -> np.ndarray:
 
 def on_screen(qtbot, view) -> None:
     """Wait until the frame of the current state is on screen (its buffers uploaded)."""
-    view._stop_anim()
+    view.camera.stop()
     target = view.gl.version
     view.gl.update()
     qtbot.waitUntil(lambda: view.gl.shown_version >= target, timeout=10000)

@@ -35,9 +35,9 @@ def renderer_project(v, point) -> QPointF:
 
 def settle(qtbot, v):
     """The camera where it is going: a move under way ends now, and what that posted has run."""
-    v._stop_anim()
+    v.camera.stop()
     QCoreApplication.processEvents()
-    qtbot.waitUntil(lambda: v._anim_path is None and v._anim.state() != QAbstractAnimation.State.Running,
+    qtbot.waitUntil(lambda: v.camera.path is None and v.camera.anim.state() != QAbstractAnimation.State.Running,
                     timeout=5000)
 
 
@@ -210,7 +210,7 @@ def test_click_on_slab_and_pgup_emit_layer(view, qtbot):
     with qtbot.waitSignal(view.layer_clicked, timeout=2000) as sig2:
         QTest.keyClick(view.gl, Qt.Key_PageUp)
     assert sig2.args == [11] and view.layer0 == 11
-    view._stop_anim()
+    view.camera.stop()
     az = view.camera_state()["azimuth"]
     QTest.keyClick(view.gl, Qt.Key_Left)
     assert view.camera_state()["azimuth"] == pytest.approx(az + 5.0)
@@ -320,7 +320,7 @@ def test_step_focus_draws_flow_lines_and_moves_the_camera(view, qtbot, trace_a):
     assert view.camera_state() == c_first  # the first step keeps the overview the user sees at start
     c0 = view.camera_state()
     view.set_step_focus("lm_head")
-    qtbot.waitUntil(lambda: view._anim is None or view._anim.state() == view._anim.State.Stopped, timeout=2000)
+    qtbot.waitUntil(lambda: view.camera.anim.state() == view.camera.anim.State.Stopped, timeout=2000)
     assert view.camera_state()["center"] != c0["center"]
     assert not view.flow_edges
 
@@ -520,13 +520,13 @@ def test_choosing_a_layer_after_orbiting_frames_that_layer(view, qtbot, step):
         QTest.keyClick(view.gl, Qt.Key_Plus)
     QTest.keyClick(view.gl, Qt.Key_PageUp)
     assert view.layer0 == 21
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=3000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=3000)
     (x0, y0, x1, y1), in_front = _layer_box_on_screen(view)
     assert in_front
     assert x0 >= 0 and y0 >= 0 and x1 <= view.gl.width() and y1 <= view.gl.height(), (x0, y0, x1, y1)
     assert (x1 - x0) * (y1 - y0) > 0.25 * view.gl.width() * view.gl.height()  # framed, not a speck
     view.set_layer(60)  # the layer slider: same
-    qtbot.waitUntil(lambda: view._anim_path is None, timeout=3000)
+    qtbot.waitUntil(lambda: view.camera.path is None, timeout=3000)
     (x0, y0, x1, y1), in_front = _layer_box_on_screen(view)
     assert in_front and x0 >= 0 and y0 >= 0 and x1 <= view.gl.width() and y1 <= view.gl.height()
 
