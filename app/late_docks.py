@@ -1,8 +1,10 @@
-"""The main window's docks (mixed into app/main_window.py's MainWindow): `Docks`, the docks by name; the eager
+"""The main window's docks (a part the window owns: `MainWindow.dock_builder`): `Docks`, the docks by name; the eager
 docks built before the first frame; the late ones (those that start behind a tab) built one per event-loop turn
 once the first engine result is on screen (or the engine failed, or LATE_DOCKS_AT_LATEST_MS passed), or at once
 when asked for by name, on Reset layout and on closing; and what follows once all exist (translations, tooltips,
 the Explain dock's 3D controls, the knock-out menu, the layout again, `late_docks_ready` and `first_frame`).
+The part reads the window's public names only (.state, .settings, .scene, .engine, .registry, .docks,
+.window_menu_actions, .first_frame_done, .dock_layout, its signals).
 """
 from __future__ import annotations
 
@@ -37,127 +39,134 @@ class Docks(dict):
             return default
 
 
-class LateDocks:
-    """MainWindow's dock building (a mixin: it uses the window's `state`, `settings`, `scene`, `engine`,
-    `registry`, `docks`, `_entries`, `_group_heads`, `_first_frame_done` and its layout, app/window_layout.py)."""
+class DockBuilder:
+    """MainWindow's dock building: the registry entry of every dock built (`entries`), the late docks still to
+    build and whether all exist (`built`)."""
 
-    def _make_docks(self, eager: bool) -> list:
-        """Build the registry's eager docks (before the first frame); the others wait in _late_pending."""
+    def __init__(self, window):
+        self.window = window
+        self.entries: dict = {}  # dock objectName -> its registry entry
+        self.pending: list = []  # registry entries of the docks built after the first engine result
+        self.made: list = []  # (entry, dock) built but not yet registered (they join together: finish)
+        self.built = False  # every dock of the registry exists
+        self.scheduled = False
+
+    def make_docks(self, eager: bool) -> list:
+        """Build the registry's eager docks (before the first frame); the others wait in `pending`."""
         made = []
         for entry in DOCKS:
             if entry.eager == eager:
-                made.append(self._make_dock(entry))
+                made.append(self.make_dock(entry))
             elif not entry.eager:
-                self._late_pending.append(entry)
-        for dock in self._group_heads.values():
-            dock.raise_()
+                self.pending.append(entry)
+        self.window.dock_layout.raise_group_heads()
         return made
 
-    def _make_dock(self, entry, register: bool = True):
-        """Build and place one registry dock; register=False leaves it out of self.docks (the late docks join
-        together once all are built and laid out, see _finish_late_docks)."""
+    def make_dock(self, entry, register: bool = True):
+        """Build and place one registry dock; register=False leaves it out of the window's docks (the late docks
+        join together once all are built and laid out, see finish)."""
+        w = self.window
         cls = entry.load()
-        dock = cls(self.state, self)
+        dock = cls(w.state, w)
         if not dock.objectName():
             dock.setObjectName(cls.__name__)
         scroll_if_wide(dock)
-        self._place(entry, dock)
+        w.dock_layout.place(entry, dock)
         if register:
             self._register(entry, dock)
-        if self.registry is not None:
-            self._add_window_toggle(dock)
+        if w.registry is not None:
+            self.add_window_toggle(dock)
         return dock
 
     def _register(self, entry, dock) -> None:
-        self.docks[dock.objectName()] = dock
-        self._entries[dock.objectName()] = entry
+        self.window.docks[dock.objectName()] = dock
+        self.entries[dock.objectName()] = entry
 
-    def _fill_window_menu(self) -> None:
-        for dock in self.docks.values():
-            self._add_window_toggle(dock)
+    def fill_window_menu(self) -> None:
+        """A Window-menu toggle for every dock built so far (the registry's menus exist now)."""
+        for dock in self.window.docks.values():
+            self.add_window_toggle(dock)
 
-    def _add_window_toggle(self, dock) -> None:
+    def add_window_toggle(self, dock) -> None:
+        w = self.window
         action = dock.toggleViewAction()
         action.setObjectName(f"toggle_{dock.objectName()}")
-        self.registry.menus["window"].addAction(action)
-        self.window_menu_actions.append(action)
+        w.registry.menus["window"].addAction(action)
+        w.window_menu_actions.append(action)
 
-    def _late_docks_after_first_trace(self) -> None:
+    def after_first_trace(self) -> None:
         """The engine starts now: the late docks once its first trace is on screen, or it failed, or by
         LATE_DOCKS_AT_LATEST_MS."""
-        self.state.trace_changed.connect(self._late_after_trace)
-        self.state.engine_error.connect(self._schedule_late_docks)
-        self.engine.load_failed.connect(self._schedule_late_docks)
-        QTimer.singleShot(LATE_DOCKS_AT_LATEST_MS, self, self._schedule_late_docks)
+        w = self.window
+        w.state.trace_changed.connect(self._after_trace)
+        w.state.engine_error.connect(self.schedule)
+        w.engine.load_failed.connect(self.schedule)
+        QTimer.singleShot(LATE_DOCKS_AT_LATEST_MS, w, self.schedule)
 
-    def _late_after_trace(self, _trace=None) -> None:
+    def _after_trace(self, _trace=None) -> None:
         """The first trace is set: the late docks once a frame drawn from it is on screen."""
+        w = self.window
         try:
-            self.state.trace_changed.disconnect(self._late_after_trace)
+            w.state.trace_changed.disconnect(self._after_trace)
         except (RuntimeError, TypeError):
             pass
-        gl = self.scene.gl
+        gl = w.scene.gl
         if gl.gl_error:
-            self._schedule_late_docks()
+            self.schedule()
             return
 
         def swapped():
-            if gl.shown_version >= self.scene.trace_version:
+            if gl.shown_version >= w.scene.trace_version:
                 gl.frameSwapped.disconnect(swapped)
-                self._schedule_late_docks()
+                self.schedule()
 
         gl.frameSwapped.connect(swapped)
 
-    def _schedule_late_docks(self, *_args) -> None:
+    def schedule(self, *_args) -> None:
         """Build the late docks one per event-loop turn (input and frames are handled in between)."""
-        if self._late_built or self._late_scheduled:
+        if self.built or self.scheduled:
             return
-        self._late_scheduled = True
-        QTimer.singleShot(0, self, self._build_late_step)
+        self.scheduled = True
+        QTimer.singleShot(0, self.window, self._build_step)
 
-    def _build_late_step(self) -> None:
-        if self._late_built:
+    def _build_step(self) -> None:
+        if self.built:
             return
-        if self._late_pending:
-            entry = self._late_pending.pop(0)
-            self._late_made.append((entry, self._make_dock(entry, register=False)))
-            QTimer.singleShot(0, self, self._build_late_step)
+        if self.pending:
+            entry = self.pending.pop(0)
+            self.made.append((entry, self.make_dock(entry, register=False)))
+            QTimer.singleShot(0, self.window, self._build_step)
             return
-        self._finish_late_docks()
+        self._finish()
 
-    def _build_late_docks(self) -> bool:
+    def build_all(self) -> bool:
         """Build every late dock now (a dock asked for by name, a reset of the layout, closing); True when
         they exist. Not before the first frame: the layout needs the window on screen."""
-        if not self._first_frame_done:
+        if not self.window.first_frame_done:
             return False
-        if not self._late_built:
-            while self._late_pending:
-                entry = self._late_pending.pop(0)
-                self._late_made.append((entry, self._make_dock(entry, register=False)))
-            self._finish_late_docks()
+        if not self.built:
+            while self.pending:
+                entry = self.pending.pop(0)
+                self.made.append((entry, self.make_dock(entry, register=False)))
+            self._finish()
         return True
 
-    @property
-    def late_docks_built(self) -> bool:
-        """True once every dock of the registry exists (see _after_first_show)."""
-        return self._late_built
-
-    def _finish_late_docks(self) -> None:
-        self._late_built = True
-        for entry, dock in self._late_made:
+    def _finish(self) -> None:
+        w = self.window
+        self.built = True
+        for entry, dock in self.made:
             self._register(entry, dock)
             if not getattr(dock, "retranslates_itself", False):  # translated when built
                 dock.retranslate()
-        for dock in self._group_heads.values():
-            dock.raise_()
-        tooltips.apply(self)
-        focus.untrap_tab(self)
-        explain = self.docks.get("ExplainDock")
+        w.dock_layout.raise_group_heads()
+        tooltips.apply(w)
+        focus.untrap_tab(w)
+        explain = w.docks.get("ExplainDock")
         if explain is not None:  # its 3D view controls, as last left
-            explain.show3d.set_values(*self.settings.explain_3d(explain.show3d.values()))
-            explain.show3d.changed.connect(lambda: self.settings.set_explain_3d(*explain.show3d.values()))
-            explain.set_tour(self.registry.actions["tour"])  # the dock's tour button starts Help -> Tour
-        knockout_menu.install(self)  # right-click a 3D block / cell or a token chip: knock it out
-        self._lay_out()  # now also places the late docks
-        self.late_docks_ready.emit()
-        self.first_frame.emit()
+            explain.show3d.set_values(*w.settings.explain_3d(explain.show3d.values()))
+            explain.show3d.changed.connect(lambda: w.settings.set_explain_3d(*explain.show3d.values()))
+            explain.set_tour(w.registry.actions["tour"])  # the dock's tour button starts Help -> Tour
+        knockout_menu.install(w)  # right-click a 3D block / cell or a token chip: knock it out
+        w.dock_layout.lay_out()  # now also places the late docks
+        w.late_docks_ready.emit()
+        w.first_frame.emit()

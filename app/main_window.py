@@ -1,9 +1,10 @@
 """The main window: the 3D scene in the centre, the docks around it, menus/toolbar/shortcuts from the one
 action registry, a status bar (layer + type, trace step, engine device), the engine worker, persistence.
 
-Its parts live beside it, mixed into MainWindow: the layout budget, default sizes and Reset layout
-(app/window_layout.py), the docks and the late ones built after the first frame (app/late_docks.py), presentation
-mode (app/presentation.py) and the status bar (app/window_status.py).
+It owns four parts, each an object with its own state that reads the window's public names only: the dock
+layout, default sizes and Reset layout (`dock_layout`, app/window_layout.py), the docks and the late ones built
+after the first frame (`dock_builder`, app/late_docks.py), presentation mode (`presentation`,
+app/presentation.py) and the status bar (`status`, app/window_status.py).
 """
 from __future__ import annotations
 
@@ -17,16 +18,16 @@ from PySide6.QtWidgets import QMainWindow, QToolBar, QVBoxLayout, QWidget
 from app import focus, i18n, qt_translator, support, tooltips
 from app.actions import ActionRegistry, ShortcutsDialog
 from app.i18n import tr
-from app.late_docks import Docks, LateDocks
-from app.presentation import PresentationMode
+from app.late_docks import DockBuilder, Docks
+from app.presentation import Presentation
 from app.settings import Settings
 from app.state import AppState
 from app.slot_guard import guarded
 from app.tour import start_tour
 from app.view_menu import ViewActions
 from app.widgets import safe_text
-from app.window_layout import WindowLayout, default_window_size, fit_to_screen
-from app.window_status import WindowStatus
+from app.window_layout import DockLayout, default_window_size, fit_to_screen
+from app.window_status import StatusBar
 from app.worker import EngineController
 from compute.config import default_config
 from compute.model_defaults import default_layer
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 CAMERA_PRESETS = ("front", "side", "top", "stack")
 
 
-class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainWindow):
+class MainWindow(QMainWindow):
     first_frame = Signal()  # once: the 3D view has drawn its first frame and the late docks exist (after the
     # first engine result when the engine runs: see _after_first_show)
     late_docks_ready = Signal()  # once: the docks built after the first engine result exist
@@ -52,7 +53,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         self.state.set_config(self.config)
         self._start_engine = start_engine
         self._shown_once = False
-        self._first_frame_done = False
+        self.first_frame_done = False  # the first frame is on screen (the late docks may be built from now)
         self._focused_kind = None
         self._export_dir = os.path.expanduser("~")
         self.export_run = None  # the last export of the 3D view (app/export.py ExportRun)
@@ -70,20 +71,17 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         self.scene.set_layer(self.state.layer, animate=False)
         self.setCentralWidget(self._scene_with_strip())
 
-        self.docks = Docks(self._build_late_docks)
-        self._late_pending = []  # registry entries of the docks built after the first engine result
-        self._late_made = []
-        self._late_built = False
-        self._late_scheduled = False
-        self._entries = {}
-        self._group_heads = {}
+        self.dock_layout = DockLayout(self)
+        self.dock_builder = DockBuilder(self)
+        self.presentation = Presentation(self)
+        self.docks = Docks(self.dock_builder.build_all)
         self.registry = None
-        self._make_docks(eager=True)
+        self.window_menu_actions = []
+        self.dock_builder.make_docks(eager=True)
 
         self.registry = ActionRegistry(self, self._handlers())
-        self.window_menu_actions = []
         self.registry.build_menus(self.menuBar())
-        self._fill_window_menu()
+        self.dock_builder.fill_window_menu()
         self.views = ViewActions(self)  # File -> Open view… / Save view… / Recent views (app/view_menu.py)
         self.toolbar = QToolBar(self)
         self.toolbar.setObjectName("main_toolbar")
@@ -92,14 +90,14 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         self.registry.build_toolbar(self.toolbar)
         self.addToolBar(Qt.TopToolBarArea, self.toolbar)
         self.registry.actions[f"lang_{i18n.language()}"].setChecked(True)
-        self._make_status_labels()
+        self.status = StatusBar(self)
 
         self.engine = EngineController(self.state, max_new_tokens=self.settings.tokens(), device=device, parent=self)
         self.engine.set_after_run(self.scene.precolour)  # cell colours computed in the engine thread
-        self.engine.device_ready.connect(lambda _d: self._update_status())
-        self.engine.device_fallback.connect(lambda _d, _r: self._update_status())
-        self.engine.load_failed.connect(lambda _r: self._update_status())
-        self.engine.busy_changed.connect(lambda _b: self._update_status())
+        self.engine.device_ready.connect(lambda _d: self.status.update())
+        self.engine.device_fallback.connect(lambda _d, _r: self.status.update())
+        self.engine.load_failed.connect(lambda _r: self.status.update())
+        self.engine.busy_changed.connect(lambda _b: self.status.update())
         self.engine.trace_published.connect(self._gate_next_run)
         self.scene.gl.frameSwapped.connect(self._frame_shown)
         from app.model_menu import ModelActions
@@ -114,9 +112,9 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         self.history = History(self)  # Edit -> Undo / Redo / History…, dropped *.k3view files, the title
 
         self.resize(*default_window_size())
-        self._restored = self.settings.restore_window(self)
+        self.restored = self.settings.restore_window(self)  # a saved geometry and dock layout (lay_out uses it)
         fit_to_screen(self)
-        self.tabifiedDockWidgetActivated.connect(lambda _d: self._unelide_tabs())
+        self.tabifiedDockWidgetActivated.connect(lambda _d: self.dock_layout.unelide_tabs())
         camera = self.settings.camera()
         # the camera and the player step are restored together: the saved camera is the view of that step
         self._restore_step = max(0, self.settings._int("player_step", 0)) if camera else 0
@@ -157,7 +155,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             "layer_prev": lambda: self._layer_by(-1),
             "layer_next": lambda: self._layer_by(1),
             "reset_layout": self.reset_layout,
-            "presentation": self.toggle_presentation,
+            "presentation": self.presentation.toggle,
             "play_pause": player.toggle_play,
             "step_back": lambda: player.step_by(-1),
             "step_forward": lambda: player.step_by(1),
@@ -194,14 +192,14 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         st.set_dock_opener(self.show_dock)
         st.expert_selected.connect(sc.select_expert)
         st.explanation_shown.connect(sc.set_explanation)  # the Explain dock's lens column / route
-        st.engine_error.connect(self._on_error)
+        st.engine_error.connect(self.status.on_error)
         st.language_changed.connect(lambda _l: self.retranslate())
-        st.layer_changed.connect(lambda _l: self._update_status())
+        st.layer_changed.connect(lambda _l: self.status.update())
         sc.block_clicked.connect(st.select_block)
         sc.cell_clicked.connect(st.select_cell)
         sc.layer_clicked.connect(st.select_layer)
         sc.expert_clicked.connect(st.select_expert)
-        sc.block_hovered.connect(self._on_hover)
+        sc.block_hovered.connect(self.status.on_hover)
 
     # --- state -> scene / status -------------------------------------------------------------
     @guarded
@@ -212,7 +210,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             step, self._restore_step = self._restore_step, 0
             self.state.player.seek(step)
         self._focus_step()  # only when the step's kind changed: a new trace alone must not move the camera
-        self._update_status()
+        self.status.update()
 
     def _gate_next_run(self, _trace, _seconds: float) -> None:
         """The engine's next run waits until the frame of this trace is on screen (app/worker.py, frame gate)."""
@@ -227,7 +225,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
     @guarded
     def _on_step(self, index: int) -> None:
         self._focus_step()
-        self._update_status()
+        self.status.update()
 
     def _focus_step(self) -> None:
         step = self.state.player.current()
@@ -339,6 +337,29 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         dialog.open()
         return dialog
 
+    # --- the parts' public faces ----------------------------------------------------------------
+    def reset_layout(self) -> None:
+        """Window -> Reset layout: every dock back to its registry place, default sizes."""
+        self.dock_layout.reset()
+
+    @property
+    def presenting(self) -> bool:
+        return self.presentation.active
+
+    def toggle_presentation(self) -> None:
+        self.presentation.toggle()
+
+    def enter_presentation(self) -> None:
+        self.presentation.enter()
+
+    def leave_presentation(self) -> None:
+        self.presentation.leave()
+
+    @property
+    def late_docks_built(self) -> bool:
+        """True once every dock of the registry exists (see _after_first_show)."""
+        return self.dock_builder.built
+
     # --- language ----------------------------------------------------------------------------
     def retranslate(self) -> None:
         self.setWindowTitle(self.history.title() if getattr(self, "history", None) else "K3 Explorer")
@@ -350,7 +371,7 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             if not getattr(dock, "retranslates_itself", False):  # a TabbedDock follows language_changed itself
                 dock.retranslate()
         tooltips.apply(self)
-        self._update_status()
+        self.status.update()
         if getattr(self, "hint", None) is not None:
             self.hint.retranslate()
 
@@ -364,9 +385,9 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             QTimer.singleShot(0 if self.scene.gl.gl_error else 3000, self, self._on_first_frame)
 
     def _on_first_frame(self) -> None:
-        if self._first_frame_done:
+        if self.first_frame_done:
             return
-        self._first_frame_done = True
+        self.first_frame_done = True
         if self.scene.gl.gl_error:
             log.warning("OpenGL unavailable, the 3D view shows why: %s", self.scene.gl.gl_error)
         else:
@@ -386,12 +407,12 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
         UI thread, and with it the GIL, for a second or more, which the engine needs now) or until it failed.
         Without an engine they are built at once. Asked for by name earlier (`docks[name]`), they are built
         then."""
-        self._lay_out()  # the docks built so far, as saved or by default (again once the late ones exist)
+        self.dock_layout.lay_out()  # the docks built so far, as saved or by default (again once the late ones exist)
         focus.untrap_tab(self)
         if not self._start_engine:
-            self._schedule_late_docks()
+            self.dock_builder.schedule()
             return
-        self._late_docks_after_first_trace()
+        self.dock_builder.after_first_trace()
         self.engine.start()  # torch loads in the worker thread once the first frame is on screen
 
     def _scene_with_strip(self) -> QWidget:
@@ -424,9 +445,9 @@ class MainWindow(WindowLayout, LateDocks, PresentationMode, WindowStatus, QMainW
             self.statusBar().showMessage(problem, 15000)
 
     def closeEvent(self, event) -> None:
-        self.leave_presentation()  # the settings keep the window's own layout, not the presentation
-        if self._first_frame_done:
-            self._build_late_docks()  # the saved layout places every dock
+        self.presentation.leave()  # the settings keep the window's own layout, not the presentation
+        if self.first_frame_done:
+            self.dock_builder.build_all()  # the saved layout places every dock
         self.state.player.pause()
         self.save_settings()
         self.engine.stop()

@@ -134,8 +134,8 @@ class ModelActions(QObject):
         self._reframe = True
         if not w.presenting:  # a fresh start: every dock back at its place, as at start
             w.reset_layout()
-        w._unelide_tabs()
-        w._update_status()
+        w.dock_layout.unelide_tabs()
+        w.status.update()
         w.statusBar().showMessage(tr("model.status.loaded", **summary(cfg)), 10000)
         log.info("model: switched to %s (%s)", cfg.name, cfg.path)
 
@@ -148,7 +148,7 @@ class ModelActions(QObject):
             return
         self._reframe = False
         w.scene.set_camera_preset("reset", animate=False)
-        w._unelide_tabs()
+        w.dock_layout.unelide_tabs()
 
     def _engine_failed(self, cfg: ModelConfig, message: str) -> None:
         self.refuse(tr("model.engine_failed", name=cfg.display_name, message=message))
@@ -172,7 +172,7 @@ class ModelActions(QObject):
     def eventFilter(self, obj, event) -> bool:
         if obj is self.window and event.type() == QEvent.ChildPolished and isinstance(event.child(), QTabBar):
             # a dock tab bar Qt made anew (docks re-tabified after a switch): whole titles, never "T…"
-            self.window._unelide_tabs()
+            self.window.dock_layout.unelide_tabs()
             return False
         if obj is self.window and event.type() in (QEvent.DragEnter, QEvent.DragMove):
             if self._dropped_path(event):

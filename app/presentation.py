@@ -1,5 +1,7 @@
-"""Presentation mode (F11, mixed into app/main_window.py's MainWindow): full screen with the 3D view alone (no
-panels, toolbar, menu or status bar) and larger labels; Esc or F11 brings the window back as it was.
+"""Presentation mode (F11; a part the main window owns: `MainWindow.presentation`): full screen with the 3D view
+alone (no panels, toolbar, menu or status bar) and larger labels; Esc or F11 brings the window back as it was. It
+reads the window's public names only (.docks, .toolbar, .scene, .first_frame_done, .dock_builder and
+QMainWindow's own methods).
 """
 from __future__ import annotations
 
@@ -9,57 +11,59 @@ from PySide6.QtGui import QKeySequence, QShortcut
 PRESENTATION_LABEL_SCALE = 1.5  # labels, header and legend in presentation mode (F11)
 
 
-class PresentationMode:
-    """MainWindow's presentation mode (a mixin: it uses the window's `docks`, `toolbar`, `scene`,
-    `_first_frame_done` and `_build_late_docks`)."""
+class Presentation:
+    """MainWindow's presentation mode: what to restore when it ends, and the Esc shortcut that ends it."""
 
-    _presentation = None  # while in presentation mode: what to restore when it ends
-    _leave_presentation_key = None  # Esc, a window shortcut enabled only while presenting
+    def __init__(self, window):
+        self.window = window
+        self.saved = None  # while in presentation mode: (dock state, maximised, menu bar shown, status bar shown)
+        self.leave_key = None  # Esc, a window shortcut enabled only while presenting (made on first use)
 
     @property
-    def presenting(self) -> bool:
-        return self._presentation is not None
+    def active(self) -> bool:
+        return self.saved is not None
 
-    def toggle_presentation(self) -> None:
-        if self.presenting:
-            self.leave_presentation()
+    def toggle(self) -> None:
+        if self.active:
+            self.leave()
         else:
-            self.enter_presentation()
+            self.enter()
 
-    def enter_presentation(self) -> None:
+    def enter(self) -> None:
         """Full screen with the 3D view alone (no panels, toolbar, menu or status bar) and larger labels."""
-        if self.presenting:
+        w = self.window
+        if self.active:
             return
-        if self._first_frame_done:
-            self._build_late_docks()  # none may appear (and show) during the presentation
-        self._presentation = (self.saveState(), self.isMaximized(), self.menuBar().isVisible(),
-                              self.statusBar().isVisible())
-        for dock in self.docks.values():
+        if w.first_frame_done:
+            w.dock_builder.build_all()  # none may appear (and show) during the presentation
+        self.saved = (w.saveState(), w.isMaximized(), w.menuBar().isVisible(), w.statusBar().isVisible())
+        for dock in w.docks.values():
             dock.hide()
-        self.toolbar.hide()
-        self.menuBar().hide()
-        self.statusBar().hide()
-        self.scene.set_label_scale(PRESENTATION_LABEL_SCALE)
-        if self._leave_presentation_key is None:  # Esc leaves (a window shortcut, only while presenting)
-            self._leave_presentation_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-            self._leave_presentation_key.activated.connect(self.leave_presentation)
-        self._leave_presentation_key.setEnabled(True)
-        self.showFullScreen()
-        self.scene.gl.setFocus()
+        w.toolbar.hide()
+        w.menuBar().hide()
+        w.statusBar().hide()
+        w.scene.set_label_scale(PRESENTATION_LABEL_SCALE)
+        if self.leave_key is None:  # Esc leaves (a window shortcut, only while presenting)
+            self.leave_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), w)
+            self.leave_key.activated.connect(self.leave)
+        self.leave_key.setEnabled(True)
+        w.showFullScreen()
+        w.scene.gl.setFocus()
 
-    def leave_presentation(self) -> None:
+    def leave(self) -> None:
         """Back to the window as it was: its panels, bars, size and label size."""
-        if not self.presenting:
+        w = self.window
+        if not self.active:
             return
-        state, maximized, menu, status = self._presentation
-        self._presentation = None
-        self._leave_presentation_key.setEnabled(False)
+        state, maximized, menu, status = self.saved
+        self.saved = None
+        self.leave_key.setEnabled(False)
         if maximized:
-            self.showMaximized()
+            w.showMaximized()
         else:
-            self.showNormal()
-        self.toolbar.show()
-        self.restoreState(state)
-        self.menuBar().setVisible(menu)
-        self.statusBar().setVisible(status)
-        self.scene.set_label_scale(1.0)
+            w.showNormal()
+        w.toolbar.show()
+        w.restoreState(state)
+        w.menuBar().setVisible(menu)
+        w.statusBar().setVisible(status)
+        w.scene.set_label_scale(1.0)

@@ -1,7 +1,8 @@
-"""The main window's layout budget (mixed into app/main_window.py's MainWindow): its default size on a screen,
+"""The main window's layout budget (a part the window owns: `MainWindow.dock_layout`): its default size on a screen,
 the default dock layout for its current size (the 3D view keeps SCENE_SHARE of the window area: two side columns
 where both fit beside such a scene, else one tabbed column), Window -> Reset layout, and the layout applied once
-the window is on screen (as saved, or the default).
+the window is on screen (as saved, or the default). The part reads the window's public names only (.docks,
+.dock_builder, .settings, .restored, .answer_strip and QMainWindow's own methods).
 """
 from __future__ import annotations
 
@@ -75,22 +76,32 @@ def scroll_if_wide(dock, max_w: int = 480, max_h: int = 440) -> None:
     dock.setWidget(area)
 
 
-class WindowLayout:
-    """MainWindow's layout (a mixin: it uses the window's `docks`, `_entries`, `_group_heads`, `settings` and
-    `_restored`, and the late docks' `_build_late_docks`)."""
+class DockLayout:
+    """MainWindow's dock layout: where each registry dock goes (the head dock of each tab group in `group_heads`),
+    the default sizes, Reset layout and the layout applied once the window is on screen."""
 
-    def _place(self, entry, dock) -> None:
+    def __init__(self, window):
+        self.window = window
+        self.group_heads: dict = {}  # registry tab group -> the dock placed first in it (the others tab behind it)
+
+    def place(self, entry, dock) -> None:
         """Put a dock in its default area / tab group."""
+        w = self.window
         dock.setFloating(False)
-        self.addDockWidget(entry.area, dock)
-        head = self._group_heads.get(entry.group)
+        w.addDockWidget(entry.area, dock)
+        head = self.group_heads.get(entry.group)
         if head is None or head is dock:
-            self._group_heads[entry.group] = dock
+            self.group_heads[entry.group] = dock
         else:
-            self.tabifyDockWidget(head, dock)
+            w.tabifyDockWidget(head, dock)
         dock.show()
 
-    def _default_sizes(self) -> None:
+    def raise_group_heads(self) -> None:
+        """Each tab group's head dock in front."""
+        for dock in self.group_heads.values():
+            dock.raise_()
+
+    def default_sizes(self) -> None:
         """The default layout for the window's current size: the scene keeps SCENE_SHARE of the window area.
         Two side columns (trace player left; controls over the tabbed panels right) when both fit beside such
         a scene, else one column on the left with every panel as a tab, the trace player in front (up to about
@@ -102,92 +113,101 @@ class WindowLayout:
             self._one_column(max(left_min, right_min, budget))
         else:
             self._two_columns(budget, left_min, right_min)
-        self._unelide_tabs()
+        self.unelide_tabs()
 
     def _side_budget(self) -> int:
         """Pixels the side columns (and their separators) may take beside a scene of SCENE_SHARE."""
-        strip = getattr(self, "answer_strip", None)  # under the scene, in the central widget
-        scene_h = max(1, self.centralWidget().height() - (strip.sizeHint().height() if strip is not None else 0))
-        gap = self.style().pixelMetric(QStyle.PM_DockWidgetSeparatorExtent, None, self)
-        need_w = math.ceil(SCENE_SHARE * self.width() * self.height() / scene_h)
-        return self.width() - need_w - 2 * gap
+        w = self.window
+        strip = getattr(w, "answer_strip", None)  # under the scene, in the central widget
+        scene_h = max(1, w.centralWidget().height() - (strip.sizeHint().height() if strip is not None else 0))
+        gap = w.style().pixelMetric(QStyle.PM_DockWidgetSeparatorExtent, None, w)
+        need_w = math.ceil(SCENE_SHARE * w.width() * w.height() / scene_h)
+        return w.width() - need_w - 2 * gap
 
     def _column_min_widths(self) -> tuple[int, int]:
         """The narrowest each column may be: its docks' own minimum, also of a body that scrolls (a scroll
         area would shrink to nothing), and never under MIN_COLUMN."""
+        entries = self.window.dock_builder.entries
         left, right = MIN_COLUMN, MIN_PANELS
-        for name, dock in self.docks.items():
+        for name, dock in self.window.docks.items():
             body = dock.widget()
             w = dock.minimumSizeHint().width()
             if isinstance(body, QScrollArea) and body.widget() is not None:
                 w = max(w, min(480, body.widget().minimumSizeHint().width() + 16))
-            if self._entries[name].area == Qt.LeftDockWidgetArea:
+            if entries[name].area == Qt.LeftDockWidgetArea:
                 left = max(left, w)
             else:
                 right = max(right, w)
         return left, right
 
     def _two_columns(self, budget: int, left_min: int, right_min: int) -> None:
-        heads = self._group_heads
-        left = [d for d in heads.values() if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea]
-        right = [d for d in heads.values() if self.dockWidgetArea(d) == Qt.RightDockWidgetArea]
+        w = self.window
+        heads = self.group_heads
+        left = [d for d in heads.values() if w.dockWidgetArea(d) == Qt.LeftDockWidgetArea]
+        right = [d for d in heads.values() if w.dockWidgetArea(d) == Qt.RightDockWidgetArea]
         lw = min(440, max(left_min, int(budget * 0.45)))
         rw = min(520, max(right_min, budget - lw))
         if left:
-            self.resizeDocks(left[:1], [lw], Qt.Horizontal)
+            w.resizeDocks(left[:1], [lw], Qt.Horizontal)
         if right:
-            self.resizeDocks(right[:1], [rw], Qt.Horizontal)
+            w.resizeDocks(right[:1], [rw], Qt.Horizontal)
         controls = heads.get("right_top")
         if controls is not None and len(right) > 1:
             rest = [d for d in right if d is not controls][:1]
             body = controls.widget()
             inner = body.widget() if isinstance(body, QScrollArea) else body
             h = controls.sizeHint().height() - body.sizeHint().height() + _height_for(inner, rw) + 2
-            h = min(h, int(self.centralWidget().height() * 0.45))
-            self.resizeDocks([controls] + rest, [h, max(200, self.centralWidget().height() - h)], Qt.Vertical)
+            h = min(h, int(w.centralWidget().height() * 0.45))
+            w.resizeDocks([controls] + rest, [h, max(200, w.centralWidget().height() - h)], Qt.Vertical)
 
     def _one_column(self, width: int) -> None:
         """Every dock a tab of the left column, the trace player in front."""
+        w = self.window
+        entries = w.dock_builder.entries
         first = None
         for entry in DOCKS:
-            dock = next((d for n, d in self.docks.items() if self._entries[n] is entry), None)
+            dock = next((d for n, d in w.docks.items() if entries[n] is entry), None)
             if dock is None:
                 continue
             if dock.isFloating():
                 dock.setFloating(False)
             if first is None:
-                if self.dockWidgetArea(dock) != Qt.LeftDockWidgetArea:
-                    self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+                if w.dockWidgetArea(dock) != Qt.LeftDockWidgetArea:
+                    w.addDockWidget(Qt.LeftDockWidgetArea, dock)
                 first = dock
-            elif dock not in self.tabifiedDockWidgets(first):
+            elif dock not in w.tabifiedDockWidgets(first):
                 # straight into the tab group: added to the area first, the docks would stand one above the other
                 # for a moment and their summed minimum heights would grow the window past the screen
-                self.tabifyDockWidget(first, dock)
+                w.tabifyDockWidget(first, dock)
             dock.show()
         if first is not None:
             first.raise_()
-            self.resizeDocks([first], [min(460, width)], Qt.Horizontal)
+            w.resizeDocks([first], [min(460, width)], Qt.Horizontal)
 
-    def _unelide_tabs(self) -> None:
+    def unelide_tabs(self) -> None:
         """Dock tab bars show whole titles (scroll arrows instead of 'I…', 'Ex…')."""
-        for bar in self.findChildren(QTabBar):
-            if bar.parent() is self:
+        w = self.window
+        for bar in w.findChildren(QTabBar):
+            if bar.parent() is w:
                 bar.setElideMode(Qt.ElideNone)
                 bar.setUsesScrollButtons(True)
 
-    def reset_layout(self) -> None:
+    def reset(self) -> None:
         """Every dock back to its registry place, shown, group heads in front, default sizes."""
-        self._build_late_docks()
-        self._group_heads = {}
-        for name, dock in self.docks.items():
-            self._place(self._entries[name], dock)
-        for dock in self._group_heads.values():
-            dock.raise_()
-        self._default_sizes()
+        w = self.window
+        w.dock_builder.build_all()
+        self.group_heads = {}
+        entries = w.dock_builder.entries
+        for name, dock in w.docks.items():
+            self.place(entries[name], dock)
+        self.raise_group_heads()
+        self.default_sizes()
 
-    def _lay_out(self) -> None:
-        if self._restored:
-            self.settings.restore_window(self, geometry=False)
+    def lay_out(self) -> None:
+        """The docks built so far as saved (restored at start) or by default."""
+        w = self.window
+        if w.restored:
+            w.settings.restore_window(w, geometry=False)
         else:
-            self._default_sizes()
-        self._unelide_tabs()
+            self.default_sizes()
+        self.unelide_tabs()

@@ -1,6 +1,7 @@
-"""The main window's status bar (mixed into app/main_window.py's MainWindow): layer and its types, the trace
+"""The main window's status bar (a part the window owns: `MainWindow.status`): layer and its types, the trace
 step, the engine's device and whether it computes, the persistent engine note (CPU in place of CUDA, or no
-engine at all), the hovered block's name and engine errors.
+engine at all), the hovered block's name and engine errors. It reads the window's public names only (.state,
+.config, .engine, statusBar()).
 """
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ def _clip(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-class WindowStatus:
-    """MainWindow's status bar (a mixin: it uses the window's `state`, `config` and `engine`)."""
+class StatusBar:
+    """MainWindow's status bar: its labels, made and added to the window's status bar here."""
 
-    _hover_message = ""
-
-    def _make_status_labels(self) -> None:
+    def __init__(self, window):
+        self.window = window
+        self.hover_message = ""  # the hovered block's line, so that clearing it never clears another message
         self.layer_label = QLabel()
         self.layer_label.setObjectName("status_layer")
         self.step_label = QLabel()
@@ -40,54 +41,57 @@ class WindowStatus:
         for label in (self.layer_label, self.step_label, self.device_label, self.engine_note):
             label.setContentsMargins(8, 0, 8, 0)
             label.setTextFormat(Qt.PlainText)  # step titles name the model, the note quotes an error (untrusted)
-            self.statusBar().addPermanentWidget(label)
+            window.statusBar().addPermanentWidget(label)
 
     @guarded
-    def _on_error(self, message: str) -> None:
-        self.statusBar().showMessage(tr("app.status.engine_error", message=message), 15000)
+    def on_error(self, message: str) -> None:
+        self.window.statusBar().showMessage(tr("app.status.engine_error", message=message), 15000)
 
     @guarded
-    def _on_hover(self, block_id: str) -> None:
+    def on_hover(self, block_id: str) -> None:
         """Name the hovered block in the status bar ('L37/kda.state · state S (d_k × d_v)')."""
-        bar = self.statusBar()
+        bar = self.window.statusBar()
         if not block_id:
-            if bar.currentMessage() and bar.currentMessage() == self._hover_message:
+            if bar.currentMessage() and bar.currentMessage() == self.hover_message:
                 bar.clearMessage()  # only our own hover text, never an error message
             return
         kind = block_id.split("/", 1)[-1]
         name = tr(f"block.{kind}") if f"block.{kind}" in i18n.table() else kind
-        self._hover_message = f"{block_id} · {name}"
-        bar.showMessage(self._hover_message, 4000)
+        self.hover_message = f"{block_id} · {name}"
+        bar.showMessage(self.hover_message, 4000)
 
-    def _update_status(self) -> None:
-        layer = self.state.layer
-        mixer = self.config.mixer_types[layer]
-        ffn = self.config.ffn_types[layer]
-        self.layer_label.setText(tr("app.status.layer", n=layer + 1, total=len(self.config.mixer_types),
-                                    mixer=tr(f"app.type.{mixer_key(mixer, self.config.mla_output_gate is not None)}"),
+    def update(self) -> None:
+        """The labels again from the window's state, config and engine."""
+        w = self.window
+        state, config, engine = w.state, w.config, w.engine
+        layer = state.layer
+        mixer = config.mixer_types[layer]
+        ffn = config.ffn_types[layer]
+        self.layer_label.setText(tr("app.status.layer", n=layer + 1, total=len(config.mixer_types),
+                                    mixer=tr(f"app.type.{mixer_key(mixer, config.mla_output_gate is not None)}"),
                                     ffn=tr(f"app.type.{ffn}")))
-        step = self.state.player.current()
+        step = state.player.current()
         if step is not None:
-            self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr, len(self.state.player.steps)),
-                                       title=tr(step.title_key, **text_args(self.config, tr))))
-        elif not self.engine.load_error:
+            self.step_label.setText(tr("app.status.step", caption=player.step_caption(step, tr, len(state.player.steps)),
+                                       title=tr(step.title_key, **text_args(config, tr))))
+        elif not engine.load_error:
             self.step_label.setText(tr("app.status.engine_loading"))
         else:
             self.step_label.setText("")
-        device = self.engine.device_text or ("—" if self.engine.load_error else tr("app.status.device_loading"))
-        busy = " · " + tr("app.status.computing") if self.engine.busy else ""
+        device = engine.device_text or ("—" if engine.load_error else tr("app.status.device_loading"))
+        busy = " · " + tr("app.status.computing") if engine.busy else ""
         self.device_label.setText(tr("app.status.device", device=device) + busy)
         self._update_engine_note()
 
     def _update_engine_note(self) -> None:
         """The persistent note: the engine runs on the CPU because the device asked for failed, or no engine
         could be made at all (the full reason in the tooltip)."""
-        note = self.engine_note
-        if self.engine.load_error:
-            reason = self.engine.load_error
+        note, engine = self.engine_note, self.window.engine
+        if engine.load_error:
+            reason = engine.load_error
             note.setText(tr("app.status.engine_failed", message=_clip(reason)))
-        elif self.engine.fallback is not None:
-            device, reason = self.engine.fallback
+        elif engine.fallback is not None:
+            device, reason = engine.fallback
             note.setText(tr("app.status.device_fallback", device="CUDA" if device in ("cuda", "auto") else device))
             reason = tr("app.status.device_fallback_tip", device=device, message=reason)
         else:

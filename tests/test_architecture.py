@@ -448,7 +448,45 @@ def test_scene_view_is_made_of_parts_not_mixins():
     assert owner_reads == []
 
 
+# MainWindow's parts (issue 42.1), the same rule: the window owns them, they read its public names only.
+MAIN_WINDOW_PARTS = {"app/window_layout.py": "DockLayout", "app/late_docks.py": "DockBuilder",
+                     "app/presentation.py": "Presentation", "app/window_status.py": "StatusBar"}
+
+
+def _window_reads(tree: ast.AST) -> list[tuple[str, int]]:
+    """(name, line) of every attribute read off the owning window in a part: `self.window.X`, or `w.X` where
+    w was bound from self.window."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        base = node.value
+        if (isinstance(base, ast.Name) and base.id == "w") or (
+                isinstance(base, ast.Attribute) and base.attr == "window" and isinstance(base.value, ast.Name)
+                and base.value.id == "self"):
+            out.append((node.attr, node.lineno))
+    return out
+
+
+def test_main_window_is_made_of_parts_not_mixins():
+    """MainWindow is a QMainWindow that owns its parts (no mixin bases), under MAX_CLASS_LINES, and no part
+    reads a private name of the window."""
+    window = _classes(ROOT / "app/main_window.py")["MainWindow"]
+    assert [ast.unparse(b) for b in window.bases] == ["QMainWindow"]
+    assert window.end_lineno - window.lineno + 1 <= MAX_CLASS_LINES
+    private = []
+    for rel, cls in MAIN_WINDOW_PARTS.items():
+        classes = _classes(ROOT / rel)
+        assert cls in classes, f"{rel} has no {cls}"
+        node = classes[cls]
+        assert node.end_lineno - node.lineno + 1 <= MAX_CLASS_LINES
+        private += [f"{rel}:{line} reads window.{name}" for name, line in _window_reads(node) if name.startswith("_")]
+    assert private == []
+
+
 def test_view_part_check_finds_a_private_read():
     """The check above on a part that reads a private name of its view."""
     tree = ast.parse("class P:\n    def f(self):\n        v = self.view\n        return v._refit, self.view._anim\n")
     assert sorted(name for name, _ in _view_reads(tree)) == ["_anim", "_refit"]
+    tree = ast.parse("class P:\n    def f(self):\n        w = self.window\n        return w._late, self.window._x, w.docks\n")
+    assert sorted(name for name, _ in _window_reads(tree)) == ["_late", "_x", "docks"]

@@ -29,11 +29,11 @@ def test_cuda_without_cuda_falls_back_to_the_cpu_with_a_visible_note(make_window
     assert win.state.trace.device == "cpu"
     assert win.docks["TracePlayerDock"].list.count() > 0  # the panels show that trace
     qtbot.waitUntil(lambda: win.scene.gl.shown_version >= 0, timeout=30000)  # and the 3D view draws it
-    note = win.findChild(type(win.device_label), "status_engine_note")
+    note = win.findChild(type(win.status.device_label), "status_engine_note")
     assert note is not None and note.isVisible()
     assert "CUDA" in note.text() and "CPU" in note.text()
     assert "cuda" in note.toolTip() and "Error" in note.toolTip()  # the reason, in full
-    assert "CPU" in win.device_label.text()
+    assert "CPU" in win.status.device_label.text()
     assert note.geometry().width() > 0 and win.statusBar().isVisible()
     i18n.set_language("ko")
     qtbot.waitUntil(lambda: "CPU에서" in note.text(), timeout=5000)
@@ -53,8 +53,8 @@ def test_an_engine_that_cannot_start_at_all_says_so(make_window, qtbot, monkeypa
 
     monkeypatch.setattr(engine.ToyK3, "__init__", broken)
     win = make_window("broken.ini", wait_trace=False)
-    note = win.findChild(type(win.device_label), "status_engine_note")
+    note = win.findChild(type(win.status.device_label), "status_engine_note")
     qtbot.waitUntil(lambda: note.isVisible(), timeout=60000)
     assert "could not start" in note.text() and "weights could not be read" in note.text()
-    assert "loading" not in win.step_label.text().lower()
-    assert "loading" not in win.device_label.text().lower()
+    assert "loading" not in win.status.step_label.text().lower()
+    assert "loading" not in win.status.device_label.text().lower()

@@ -102,7 +102,7 @@ def test_no_visible_text_is_a_missing_key(main_window, qtbot, lang):
     finally:
         i18n.set_language("en")
         win.docks["TracePlayerDock"].seek(0)
-        win._group_heads["right_tabs"].raise_()
+        win.dock_layout.group_heads["right_tabs"].raise_()
 
 
 def test_a_dropped_state_leaves_no_language_listener(qapp):

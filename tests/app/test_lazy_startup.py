@@ -166,7 +166,7 @@ def test_a_late_dock_asked_for_by_name_is_built_then(make_window, qtbot, monkeyp
     monkeypatch.setattr(EngineController, "start", lambda self: started.append(1))
     win = make_window("lazy.ini", wait_trace=False)
     # the first frame is on screen and the window has done what follows it (asking the engine to start is last)
-    qtbot.waitUntil(lambda: win._first_frame_done and bool(started), timeout=30000)
+    qtbot.waitUntil(lambda: win.first_frame_done and bool(started), timeout=30000)
     assert not any(name in win.docks for name in LATE)
     dock = win.docks["ExpertGridDock"]
     assert dock.objectName() == "ExpertGridDock" and dock.widget() is not None

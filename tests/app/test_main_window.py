@@ -22,12 +22,12 @@ def test_window_title_docks_window_menu_and_status_bar(main_window, qtbot):
     assert all(names) and len(set(names)) == len(names)
     toggles = {a.text() for a in win.registry.menus["window"].actions()}
     assert {d.windowTitle() for d in docks} <= toggles
-    assert win.layer_label.text() == "Layer 37 / 93 · KDA + MoE"  # 1-based layer 37 is KDA with MoE
+    assert win.status.layer_label.text() == "Layer 37 / 93 · KDA + MoE"  # 1-based layer 37 is KDA with MoE
     import torch
 
     expected = "Engine: CUDA · " if torch.cuda.is_available() else "Engine: CPU"
-    assert win.device_label.text().startswith(expected)
-    assert win.step_label.text().startswith(f"Step 1 of {len(win.state.player.steps)} · stage 1 of 17 · prefill · ")
+    assert win.status.device_label.text().startswith(expected)
+    assert win.status.step_label.text().startswith(f"Step 1 of {len(win.state.player.steps)} · stage 1 of 17 · prefill · ")
 
 
 def test_window_menu_toggles_a_dock(main_window, qtbot):
@@ -267,7 +267,7 @@ def test_switching_to_korean_changes_menu_texts_without_restart(main_window, qtb
     assert all(a != b for a, b in zip(titles_en, titles_ko))
     assert win.docks["TracePlayerDock"].windowTitle() == "트레이스 재생기"
     assert win.docks["TracePlayerDock"].run_button.text() == "실행"
-    assert win.layer_label.text().startswith("37 / 93층")
+    assert win.status.layer_label.text().startswith("37 / 93층")
     win.registry.actions["lang_en"].trigger()
     assert [m.title() for m in win.registry.menus.values()] == titles_en
 
@@ -277,7 +277,7 @@ def test_layer_keys_and_status_follow_the_layer(main_window, qtbot):
     win.scene.gl.setFocus()
     QTest.keyClick(win.scene.gl, Qt.Key_PageDown)
     assert win.state.layer == 35 and win.scene.layer0 == 35
-    assert win.layer_label.text() == "Layer 36 / 93 · Gated MLA + MoE"
+    assert win.status.layer_label.text() == "Layer 36 / 93 · Gated MLA + MoE"
 
 
 def test_reset_returns_alpha_to_computed(main_window, qtbot):

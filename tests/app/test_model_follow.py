@@ -78,7 +78,7 @@ def test_docks_follow_the_model_from_the_model_menu(main_window, docks, qtbot, s
     win.state.player.seek(prefill.index)
     qtbot.waitUntil(lambda: f"Prefill through {L} layers" in trace_dock.title.text(), timeout=5000)
     assert f"through the {L} layers" in trace_dock.explain.toMarkdown()
-    assert f"{L} layers" in win.step_label.text()
+    assert f"{L} layers" in win.status.step_label.text()
     head, body = animate.caption_text(steps, moe.index, animate.AnimationSpec(lang="ko"), win.config)
     assert f"{n}개 중 {k}개" in head and f"{n}개" in body
     win.state.player.seek(0)

@@ -139,7 +139,7 @@ def _walk_steps(win, qtbot, read: Reader) -> None:
         assert not dock.message.isVisible(), dock.message.text()  # no slot failed on this step
         place = f"step.{step.kind}"
         read.add(place, [dock.title.text(), dock.facts.toPlainText(), dock.explain.toPlainText(), dock.counter.text(),
-                         win.layer_label.text(), win.step_label.text()])
+                         win.status.layer_label.text(), win.status.step_label.text()])
         inp = win.scene.overlay_input()
         read.add(place + ".scene", [lb.name + " " + lb.shape for lb in place_labels(inp, 1800, 1100).labels])
         read.add(place + ".scene", _legend_layout(inp, 1800, 1100, 1.0)["notes"] + [header_title(inp), inp.step_note])
@@ -264,7 +264,7 @@ def test_every_text_of_every_model_is_true(main_window, qtbot, tmp_path_factory,
             mla_layer = cfg.mixer_types.index("mla") + 1
             win.state.select_layer(mla_layer - 1)
             qtbot.waitUntil(lambda: win.scene.layout.layer == mla_layer - 1, timeout=10000)
-            status = win.layer_label.text()
+            status = win.status.layer_label.text()
             sub = dict(_header_lines(win.scene.overlay_input()))["sub"]
             assert ("Gated MLA" in status) == gated and ("Gated MLA" in sub) == gated, (status, sub)
             if not gated:  # (a text about K3 may name K3's Gated MLA)
@@ -309,6 +309,6 @@ def test_a_model_switch_frames_the_camera_and_keeps_whole_tab_titles(main_window
         win.state.select_layer(mla)
         qtbot.waitUntil(lambda: win.scene.layout.layer == mla, timeout=10000)
         name = "Gated MLA" if cfg.mla_output_gate else "MLA"
-        assert f"· {name} +" in win.layer_label.text(), win.layer_label.text()
+        assert f"· {name} +" in win.status.layer_label.text(), win.status.layer_label.text()
         assert f"· {name} +" in dict(_header_lines(win.scene.overlay_input()))["sub"]
         win.state.select_layer(0)

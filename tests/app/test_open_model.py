@@ -39,7 +39,7 @@ def test_each_bundled_config_from_the_model_menu_re_lays_the_scene(main_window, 
     # the scene's slabs: one per layer, and the expert grid holds this model's experts
     assert len([b for b in win.scene.layout.blocks if b.part == "slab"]) == cfg.num_hidden_layers
     assert win.state.layer < cfg.num_hidden_layers
-    assert f"/ {cfg.num_hidden_layers}" in win.layer_label.text()
+    assert f"/ {cfg.num_hidden_layers}" in win.status.layer_label.text()
     inspector = win.docks.get("inspectorDock")
     if inspector is not None:
         assert inspector.config == cfg

@@ -19,17 +19,17 @@ def test_counter_names_the_trace_step_the_pipeline_stage_and_the_decode_round(ma
     try:
         player.seek(0)
         assert dock.counter.text() == f"Step 1 of {n} · stage 1 of 17 · prefill"
-        assert win.step_label.text().startswith(f"Step 1 of {n} · stage 1 of 17 · prefill · ")
+        assert win.status.step_label.text().startswith(f"Step 1 of {n} · stage 1 of 17 · prefill · ")
         first_decode = next(s.index for s in player.steps if s.kind == "decode")
         player.seek(first_decode)
         k = first_decode + 1
         assert dock.counter.text() == f"Step {k} of {n} · stage 16 of 17 · decode token 2"
         player.seek(first_decode + 2)  # the decode round's LM head
         assert dock.counter.text() == f"Step {k + 2} of {n} · stage 12 of 17 · decode token 2"
-        assert f"Step {k + 2} of {n} · stage 12 of 17 · decode token 2 · " in win.step_label.text()
+        assert f"Step {k + 2} of {n} · stage 12 of 17 · decode token 2 · " in win.status.step_label.text()
         win.registry.actions["lang_ko"].trigger()
         assert dock.counter.text() == f"{n}단계 중 {k + 2}단계 · 파이프라인 17단계 중 12 · 디코드 토큰 2"
-        assert win.step_label.text().startswith(f"{n}단계 중 {k + 2}단계 · 파이프라인 17단계 중 12 · 디코드 토큰 2 · ")
+        assert win.status.step_label.text().startswith(f"{n}단계 중 {k + 2}단계 · 파이프라인 17단계 중 12 · 디코드 토큰 2 · ")
     finally:
         i18n.set_language("en")
         player.seek(0)

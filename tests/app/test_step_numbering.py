@@ -34,7 +34,7 @@ def test_clicking_row_k_shows_step_k_and_the_list_counts_1_to_n(main_window, qtb
             step = player.steps[k - 1]
             assert dock.counter.text().startswith(f"Step {k} of {n} · stage {step.number} of 17 · ")
             assert _row_number(dock.title.text()) == k
-            assert win.step_label.text().startswith(f"Step {k} of {n} · ")
+            assert win.status.step_label.text().startswith(f"Step {k} of {n} · ")
         first_decode_lm = next(s for s in player.steps if s.kind == "lm_head" and s.phase == "B")
         player.seek(first_decode_lm.index)
         k = first_decode_lm.index + 1
