@@ -484,9 +484,48 @@ def test_main_window_is_made_of_parts_not_mixins():
     assert private == []
 
 
+# The Explain dock's parts (issue 42.1): its knock-out panel and attention page; its pages' widgets are built by
+# app/docks/explain/pages.py's build_pages (the dock owns them, as Qt Designer's setupUi does).
+EXPLAIN_DOCK_PARTS = {"app/docks/explain/knockouts.py": "KnockoutPanel", "app/docks/explain/attention.py": "AttentionPage"}
+
+
+def _owner_reads(tree: ast.AST, owner: str, short: str) -> list[tuple[str, int]]:
+    """(name, line) of every attribute read off an owner in a part: `self.<owner>.X`, or `<short>.X`."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        base = node.value
+        if (isinstance(base, ast.Name) and base.id == short) or (
+                isinstance(base, ast.Attribute) and base.attr == owner and isinstance(base.value, ast.Name)
+                and base.value.id == "self"):
+            out.append((node.attr, node.lineno))
+    return out
+
+
+def test_explain_dock_is_made_of_parts_not_mixins():
+    """ExplainDock is a QDockWidget that owns its parts (no mixin bases), under MAX_CLASS_LINES; its parts and
+    the page builders read no private name of the dock."""
+    dock = _classes(ROOT / "app/docks/explain/dock.py")["ExplainDock"]
+    assert [ast.unparse(b) for b in dock.bases] == ["QDockWidget"]
+    assert dock.end_lineno - dock.lineno + 1 <= MAX_CLASS_LINES
+    private = []
+    for rel, cls in EXPLAIN_DOCK_PARTS.items():
+        classes = _classes(ROOT / rel)
+        assert cls in classes, f"{rel} has no {cls}"
+        private += [f"{rel}:{line} reads dock.{name}" for name, line in _owner_reads(classes[cls], "dock", "d")
+                    if name.startswith("_")]
+    pages = ast.parse((ROOT / "app/docks/explain/pages.py").read_text(encoding="utf-8"))
+    private += [f"pages.py:{line} reads dock.{name}" for name, line in _owner_reads(pages, "dock", "dock")
+                if name.startswith("_")]
+    assert private == []
+
+
 def test_view_part_check_finds_a_private_read():
     """The check above on a part that reads a private name of its view."""
     tree = ast.parse("class P:\n    def f(self):\n        v = self.view\n        return v._refit, self.view._anim\n")
     assert sorted(name for name, _ in _view_reads(tree)) == ["_anim", "_refit"]
     tree = ast.parse("class P:\n    def f(self):\n        w = self.window\n        return w._late, self.window._x, w.docks\n")
     assert sorted(name for name, _ in _window_reads(tree)) == ["_late", "_x", "docks"]
+    tree = ast.parse("def f(dock, lay):\n    dock._sources_menu, dock.sources\n")
+    assert sorted(name for name, _ in _owner_reads(tree, "dock", "dock")) == ["_sources_menu", "sources"]

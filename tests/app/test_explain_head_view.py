@@ -23,7 +23,7 @@ def test_head_view_and_named_axes(dock, qtbot):  # noqa: F811 - the fixture
     res = dock.result
     layer0 = dock.state.layer if dock.state.layer >= 0 else 0
     open_page(dock, "attention")  # the head view is on the Attention page (a tab of the dock's pages)
-    dock._show_attention(res)
+    dock.attention.show(res)
     flush_layouts()
     view = dock.att_head_view
     assert view.isVisible() and view.height() >= 100

@@ -69,8 +69,8 @@ def test_a_covered_dock_fills_its_rows_when_raised_not_on_every_change(make_wind
     dock = win.docks["ExplainDock"]
     assert dock.visibleRegion().isEmpty(), "the default layout covers the Explain tab"
     shown = []
-    real_attention = dock._show_attention
-    dock._show_attention = lambda res: shown.append(res) or real_attention(res)
+    real_attention = dock.attention.show
+    dock.attention.show = lambda res: shown.append(res) or real_attention(res)
     _layer_key(win, qtbot, Qt.Key_PageDown)
     _layer_key(win, qtbot, Qt.Key_PageDown)
     old, header = dock.result, dock.header.text()

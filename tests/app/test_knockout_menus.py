@@ -100,7 +100,7 @@ def test_a_slab_knocked_out_from_the_3d_view(make_window, qtbot):
     assert any(f"layer {layer}'s mixer" in t and "zero ablation" in t for t in texts), texts
     assert any(f"layer {layer}'s FFN" in t and "mean ablation" in t for t in texts), texts
     _choose(menu, ("block", layer, "mixer"))
-    assert dock._knockout == (("block", layer, "mixer"),)
+    assert dock.knockout_panel.items == (("block", layer, "mixer"),)
     qtbot.waitUntil(lambda: not dock.busy and dock.result is not None and dock.result.knockout is not None,
                     timeout=60000)
     ko = dock.result.knockout
@@ -111,7 +111,7 @@ def test_a_slab_knocked_out_from_the_3d_view(make_window, qtbot):
     assert dock.ko_list.count() == 1 and f"{layer}" in dock.ko_list.item(0).text()
     win.activateWindow()
     qtbot.keyClick(win, Qt.Key_Z, Qt.ControlModifier)
-    qtbot.waitUntil(lambda: dock._knockout == (), timeout=5000)
+    qtbot.waitUntil(lambda: dock.knockout_panel.items == (), timeout=5000)
     assert not dock.ko_list.isVisible()
 
 
@@ -158,12 +158,12 @@ def test_a_token_chip_knocked_out_and_removed_from_the_list(make_window, qtbot):
     menu = _menus(win)[-1]
     _choose(menu, ("token", 1))
     dock.add_knockout(("block", 3, "ffn"), "zero")  # a second entry (what another menu adds)
-    assert dock._knockout == (("token", 1), ("block", 3, "ffn"))
+    assert dock.knockout_panel.items == (("token", 1), ("block", 3, "ffn"))
     assert dock.ko_list.count() == 2
     dock.ko_list.setCurrentRow(0)
     dock.ko_list.setFocus()
     QTest.keyClick(dock.ko_list, Qt.Key_Delete)
-    assert dock._knockout == (("block", 3, "ffn"),) and dock.ko_list.count() == 1
+    assert dock.knockout_panel.items == (("block", 3, "ffn"),) and dock.ko_list.count() == 1
     dock.restore_knockout()
 
 

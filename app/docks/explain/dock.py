@@ -12,10 +12,10 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QLabel, QTab
                                QWidget)
 
 from app.docks.deferred import on_screen
-from app.docks.explain.attention import AttentionMixin
-from app.docks.explain.knockouts import KnockoutMixin
+from app.docks.explain.attention import AttentionPage
+from app.docks.explain.knockouts import KnockoutPanel, part_name
 from app.docks.explain.fit import GROWING_PAGES, PAGES, fit_rows, header_tooltips
-from app.docks.explain.pages import PageBuilders, page_tabs, retranslate_tabs
+from app.docks.explain.pages import build_pages, page_tabs, retranslate_tabs
 from app.docks.explain.show3d import layer_words_html, route_line
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
@@ -32,7 +32,7 @@ from app.widgets.paint import qcolor
 DEBOUNCE_MS = 300  # a pause in the knob changes, then one explanation: it does not compete with the drag (bench/app.py)
 
 
-class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
+class ExplainDock(QDockWidget):
     retranslates_itself = True  # follows state.language_changed (the main window leaves it alone)
 
     def __init__(self, state, parent=None):
@@ -51,7 +51,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self._layer_stale = False  # a layer was picked while the dock was not seen (_on_layer)
         self._result_stale = False  # a result came while the dock was not seen (_on_done): shown when it is
         self.result: ExplainResult | None = None
-        self._knockout: tuple = ()
+        self.knockout_panel = KnockoutPanel(self)  # the active knock-out, its list and menus (the Experiments page)
+        self.attention = AttentionPage(self)  # the Attention page's overview, head view and table
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
@@ -87,12 +88,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.pages, page = page_tabs()
         self.pages.currentChanged.connect(self._page_changed)
         top.addWidget(self.pages, 1)
-        self._build_answer(page["answer"])
-        self._build_lens(page["lens"])
-        self._build_attention(page["attention"])
-        self._build_route(page["route"])
-        self._build_direct(page["direct"])
-        self._build_experiments(page["experiments"])
+        build_pages(self, page)
         self.side = SideBySide(self.plot)
         self.side.toggled.connect(guarded(lambda _on: self.refresh()))
         page["side"].addWidget(self.side)
@@ -122,7 +118,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
             want = keep if keep is not None and keep < len(toks) else trace.prompt_len - 1
             self.position.setCurrentIndex(want)
             if keep is None:
-                self._knockout = ()
+                self.knockout_panel.items = ()
                 if self.result is not None:  # another prompt: the drawn explanation no longer applies
                     self.result = None
                     self._emit_overlay()
@@ -146,8 +142,8 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
             return None
         knobs = knobs_of(tr_.knobs)
         return ExplainRequest(0, self.state.config, tr_.weights_name, tuple(tuple(t) for t in tr_.tokens),
-                              int(self.position.currentData()), knobs, self._knockout,
-                              ABLATION_MODES[max(0, self.mode.currentIndex())], self.side.enabled(),
+                              int(self.position.currentData()), knobs, self.knockout_panel.items,
+                              self.knockout_panel.mode_name(), self.side.enabled(),
                               on_screen(self.widget()),  # the sources' re-runs only for a dock that is seen
                               word=self._word[1] if self._word and self._word[0] == self.position.currentData()
                               else None, causal=self._wants_causal(), effects=self._wants_effects())
@@ -231,6 +227,24 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
     def busy(self) -> bool:
         return self._busy or self._pending is not None or self._debounce.isActive()
 
+    # ------------------------------------------------------------------ knock-outs (the panel's public faces)
+    def knockouts(self) -> dict | None:
+        """The active knock-out set as a view file's `knockouts` value, or None."""
+        return self.knockout_panel.as_view()
+
+    def set_knockouts(self, ko: dict | None) -> None:
+        self.knockout_panel.set_from_view(ko)
+
+    def add_knockout(self, item: tuple, mode: str) -> None:
+        self.knockout_panel.add(item, mode)
+
+    def set_knockout_items(self, value: tuple) -> None:
+        self.knockout_panel.set_items(value)
+
+    @guarded
+    def restore_knockout(self) -> None:
+        self.knockout_panel.restore_knockout()
+
     # ------------------------------------------------------------------ the explained position
     def explained_position(self) -> int | None:
         """The 0-based position whose prediction is explained (the position box), None before a trace."""
@@ -298,25 +312,25 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
                     it.setForeground(qcolor("output"))
                 self.sources.setItem(r, c, it)
         fit_rows(self.sources)
-        self._show_knockout(res)
+        self.knockout_panel.show(res)
         self.blocks.setRowCount(len(res.blocks))
         for r, (ly, part, v) in enumerate(res.blocks):
             kind = "" if ly == 0 else res.mixers[ly - 1].upper() + " · " if part == "mixer" else ""
-            for c, text in enumerate((str(ly), kind + self._part(part), fmt(v))):
+            for c, text in enumerate((str(ly), kind + part_name(part), fmt(v))):
                 it = QTableWidgetItem(text)
                 it.setTextAlignment((Qt.AlignRight if c != 1 else Qt.AlignLeft) | Qt.AlignVCenter)
                 if c == 2:
                     it.setForeground(qcolor("good" if v > 0 else "output"))
                 self.blocks.setItem(r, c, it)
         fit_rows(self.blocks)
-        self._show_attention(res)
+        self.attention.show(res)
         self.patch_map.show_result(res)
         self.effects_view.show_result(res)
         self.side.show_result(res, lens_series)
         self._show_3d(res)
         self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
                                     logit=fmt(res.logit, 3)))
-        self._update_buttons()
+        self.knockout_panel.update_buttons()
 
     # ------------------------------------------------------------------ attention
     @guarded
@@ -330,14 +344,15 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
 
     def _show_layer(self, layer: int) -> None:
         if self.result is not None:
-            self._show_attention(self.result)
+            self.attention.show(self.result)
             text = layer_words_html(self.result, layer + 1)
             if text:
                 self.block_words.setText(text)
 
     # ------------------------------------------------------------------ the 3D view
     @guarded
-    def _show3d_changed(self) -> None:
+    def show3d_changed(self) -> None:
+        """The 'In the 3D view' boxes changed: a result for them when needed, and the overlay again."""
         if self.show3d.any_on() and (self.result is None or (self._wants_causal() and not self.result.causal)):
             self.refresh()  # first result, or the causal route switched on over a result made without it
         self._emit_overlay()
@@ -354,7 +369,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.route_line.setVisible(bool(self.route_line.text()))
         self.state.explanation_shown.emit(ov)
 
-    def _show_block_words(self) -> None:
+    def show_block_words(self) -> None:
         """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""
         rows = self.blocks.selectionModel().selectedRows() if self.blocks.selectionModel() else []
         res = self.result
@@ -368,7 +383,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         def words(items):
             return ", ".join(f"{_esc(piece_text(p))} {fmt(v, 2)}" for p, v in items)
 
-        self.block_words.setText(tr("explain.blocks.words", layer=ly, block=self._part(part), up=words(up),
+        self.block_words.setText(tr("explain.blocks.words", layer=ly, block=part_name(part), up=words(up),
                                     down=words(down)))
 
     # ------------------------------------------------------------------ language
@@ -389,7 +404,7 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         self.tour_button.setToolTip(tr("explain.tour.tip"))
         self.show3d.retranslate()
         self.ko_list_title.setText(tr("knockout.list.title"))
-        self._fill_ko_list()
+        self.knockout_panel.fill_list()
         self.lens_title.setText(tr("explain.lens.title"))
         self.legend.clear()
         self.legend.addItem(self.curve_prob, tr("explain.lens.prob"))
@@ -427,4 +442,4 @@ class ExplainDock(PageBuilders, KnockoutMixin, AttentionMixin, QDockWidget):
         else:
             self.header.setText(tr("explain.empty"))
             self.ko_table.setVisible(False)
-            self._update_buttons()
+            self.knockout_panel.update_buttons()
