@@ -70,7 +70,7 @@ class DeferredRefreshMixin:
 
 class VisibleTimerMixin:
     """For a QWidget with `self.timer` (QTimer) driving an animation: the timer runs only while the widget can
-    be seen (not hidden, not in a covered dock tab). With restart_clock_on_show, `self._clock` (QElapsedTimer)
+    be seen (not hidden, not in a covered dock tab). With restart_clock_on_show, `self.clock` (QElapsedTimer)
     restarts when the animation resumes (its wall-clock steps then never include the time it was unseen)."""
 
     restart_clock_on_show = True
@@ -97,5 +97,5 @@ class VisibleTimerMixin:
 
     def _resume(self) -> None:
         if self.restart_clock_on_show:
-            self._clock.start()
+            self.clock.start()
         self.timer.start()

@@ -34,8 +34,8 @@ class AnimatedDiagram(VisibleTimerMixin, QWidget):
         super().__init__(parent)
         self.setMinimumSize(*min_size)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
-        self._clock = QElapsedTimer()
-        self._clock.start()
+        self.clock = QElapsedTimer()
+        self.clock.start()
         self._frozen: float | None = None  # fixed time (s) for exports/tests; None = live clock
         self.timer = QTimer(self)
         self.timer.setInterval(33)
@@ -47,7 +47,7 @@ class AnimatedDiagram(VisibleTimerMixin, QWidget):
             self.update()
 
     def seconds(self) -> float:
-        return self._frozen if self._frozen is not None else self._clock.elapsed() / 1000.0
+        return self._frozen if self._frozen is not None else self.clock.elapsed() / 1000.0
 
     def freeze(self, t: float | None) -> None:
         """Draw at a fixed time t seconds (None = live)."""

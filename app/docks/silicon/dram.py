@@ -208,7 +208,7 @@ class DramTab(VisibleTimerMixin, QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(33)
         self.timer.timeout.connect(self._tick)
-        self._clock = QElapsedTimer()
+        self.clock = QElapsedTimer()
         self.retranslate()
 
     # --- model time ---
@@ -225,7 +225,7 @@ class DramTab(VisibleTimerMixin, QWidget):
 
     @guarded
     def _tick(self) -> None:
-        wall = self._clock.restart() / 1000.0
+        wall = self.clock.restart() / 1000.0
         if not self.btn_pause.isChecked():
             self.advance(min(wall, 0.2) * self.compression())
         else:

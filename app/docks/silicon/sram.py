@@ -159,7 +159,7 @@ class SramTab(VisibleTimerMixin, QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(100)
         self.timer.timeout.connect(self._tick)
-        self._clock = QElapsedTimer()
+        self.clock = QElapsedTimer()
         self.retranslate()
 
     def held_seconds(self) -> float:
@@ -173,7 +173,7 @@ class SramTab(VisibleTimerMixin, QWidget):
 
     @guarded
     def _tick(self) -> None:
-        self.advance(min(self._clock.restart() / 1000.0, 1.0))
+        self.advance(min(self.clock.restart() / 1000.0, 1.0))
 
     def _write(self, bit: int) -> None:
         if not self.cell.powered:
