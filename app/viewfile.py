@@ -55,7 +55,7 @@ MAX_REACH = 5000.0
 MAX_NOTES = 5  # scene/camera.MAX_REACH
 WEIGHTS = ("trained", "random")
 LANGUAGES = ("en", "ko")
-_BLOCK_ID = re.compile(r"[A-Za-z0-9_./:-]{1,200}")
+_BLOCK_ID = re.compile(rf"[A-Za-z0-9_./:-]{{1,{MAX_BLOCK_CHARS}}}")  # a block id: at most MAX_BLOCK_CHARS
 
 
 class ViewError(ValueError):
