@@ -143,6 +143,8 @@ class Explanation:
         raise ValueError(f"{piece!r} is not a piece of the toy vocabulary")
 
     def logit_of(self, piece: str) -> float:
+        """The engine's logit of any toy-vocabulary piece at this position (ValueError for other pieces): the
+        API's way to compare the answer with a competitor, e.g. ex.logit - ex.logit_of(" 컵")."""
         return float(self.logits[self.index_of(piece)])
 
     # ------------------------------------------------------------------ logit lens

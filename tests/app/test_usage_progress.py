@@ -18,12 +18,12 @@ def test_progress_then_axes(make_window, qtbot, trained_asset, monkeypatch, tmp_
     release = threading.Event()
     real = usage_mod.compute_usage
 
-    def held(engine, prompts, progress=None, cancelled=None):
+    def held(engine, prompts, progress=None, cancelled=None, **kw):
         def step(done, total):
             progress(done, total)
             if done >= 1:
                 release.wait(60)
-        return real(engine, prompts, progress=step, cancelled=cancelled)
+        return real(engine, prompts, progress=step, cancelled=cancelled, **kw)
     monkeypatch.setattr(usage_mod, "compute_usage", held)
 
     win = make_window()

@@ -283,6 +283,10 @@ def test_another_word_is_explained_on_request():
     ex = Explanation.of_prompt(m, "로봇이 컵을 집었다", word=j)
     assert ex.word_index == j and ex.word == m.vocab[j][0] and ex.word != top.word
     assert ex.logit == pytest.approx(float(top.logits[j]))
+    # logit_of names a piece instead of a row: the same number as explaining that piece on its own
+    assert top.logit_of(ex.word) == pytest.approx(ex.logit) and top.logit_of(top.word) == pytest.approx(top.logit)
+    with pytest.raises(ValueError, match="not a piece of the toy vocabulary"):
+        top.logit_of("no such piece")
     total = sum(b.value for b in ex.blocks) + ex.rest
     assert total == pytest.approx(ex.logit, abs=1e-3 * max(1.0, abs(ex.logit)))
     with pytest.raises(ValueError, match="outside the vocabulary"):

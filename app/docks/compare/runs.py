@@ -7,7 +7,7 @@ the mixer of each kind whose patching restores most, the heads and experts whose
 A model that runs seeded random weights (no trained toy ships for it) says so in its column's header, in the
 caveat colour, before any number: its figures are noise, not findings.
 
-The runs happen on one pool thread (the engines of app.explain_service's cache, under its ENGINE_LOCK); the page
+The runs happen on the compare-runs lane of app.background (the engines of app.explain_service's cache, under its ENGINE_LOCK); the page
 keeps the latest request only (a newer Run drops an older result)."""
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QRectF, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
+from app.background import BackgroundJobs
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.paint import qcolor
@@ -42,22 +43,13 @@ def run_models(names: tuple[str, str], prompt: str):
     return tuple(out)
 
 
-class _Done(QObject):
-    finished = Signal(int, object, str, float)  # request serial, (SideRun, SideRun) or None, error line, seconds
-
-
-class _Job(QRunnable):
-    def __init__(self, serial: int, names, prompt: str, done: _Done):
-        super().__init__()
-        self.serial, self.names, self.prompt, self.done = serial, names, prompt, done
-
-    def run(self):
+def models_job(names: tuple[str, str], prompt: str):
+    """The background job of one request (app.background): run_models, timed. A prompt outside the vocabulary or
+    an unreadable config comes back as the job's one-line failure."""
+    def run(job):
         t0 = time.perf_counter()
-        try:
-            res, err = run_models(self.names, self.prompt), ""
-        except (ValueError, OSError) as e:  # a prompt outside the vocabulary, an unreadable config
-            res, err = None, " ".join(str(e).split())[:300]
-        self.done.finished.emit(self.serial, res, err, time.perf_counter() - t0)
+        return run_models(names, prompt), time.perf_counter() - t0
+    return run
 
 
 def pct(v: float) -> str:
@@ -128,10 +120,9 @@ class SamePromptPage(QWidget):
         self.results = None  # (SideRun, SideRun) of the latest finished request
         self.seconds = None
         self._serial = 0
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
-        self._done = _Done(self)
-        self._done.finished.connect(self._finished)
+        self.jobs = BackgroundJobs("compare-runs", self)
+        self.jobs.done.connect(self._finished)
+        self.jobs.failed.connect(self._failed)
         self.prompt_edit = QLineEdit()
         self.prompt_edit.setObjectName("compare_run_prompt")
         self.prompt_edit.returnPressed.connect(self.run_both)
@@ -176,20 +167,22 @@ class SamePromptPage(QWidget):
         self.prompt_edit.setText(text)
         self._serial += 1
         self.status.setText(tr("compare.run.running", n=2))
-        self._pool.start(_Job(self._serial, tuple(self._models()), text, self._done))
+        self.jobs.start(self._serial, models_job(tuple(self._models()), text))
 
     def busy(self) -> bool:
-        return self._pool.activeThreadCount() > 0
+        return self.jobs.busy()
 
     @guarded
-    def _finished(self, serial: int, res, err: str, seconds: float) -> None:
+    def _finished(self, serial: int, result) -> None:
         if serial != self._serial:
             return  # an older request: the newer one's result is coming
-        if res is None:
-            self.status.setText(tr("compare.run.failed", error=err))
-            return
-        self.results, self.seconds = res, seconds
+        self.results, self.seconds = result
         self.show_results()
+
+    @guarded
+    def _failed(self, serial: int, err: str) -> None:
+        if serial == self._serial:
+            self.status.setText(tr("compare.run.failed", error=err))
 
     def show_results(self) -> None:
         if self.results is None:

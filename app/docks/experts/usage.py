@@ -1,8 +1,8 @@
 """Usage-by-token-type tab of the experts dock: token type × expert usage over the held-out documents of the
 toy language, for one MoE layer, with trained or random weights (the specialisation training produced).
 
-The engine runs the held-out prompts in a thread of its own (its own ToyK3 with the chosen weights, never the
-UI thread), after the tab is first seen; each (model, weights) map is computed once per session and kept.
+The engine runs the held-out prompts on the usage-map lane of app.background (the shared engine cache's ToyK3
+with the chosen weights, never the UI thread), after the tab is first seen; each (model, weights) map is computed once per session and kept.
 The maths is Qt-free in usage_model.py. The map: rows = token types, columns = the model's experts, brightness
 = the share of that type's tokens that chose the expert in the chosen layer. While a map is computed (10-20 s
 for every held-out prompt) the tab shows a progress bar ("k/N prompts") where the map will be; the axes appear
@@ -10,16 +10,14 @@ only with the map.
 """
 from __future__ import annotations
 
-import logging
-import threading
-
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import Slot
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QProgressBar, QSpinBox, QStackedWidget,
                                QVBoxLayout, QWidget)
 
+from app.background import BackgroundJobs, Job
 from app.docks.deferred import on_screen, watch_dock
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.experts.usage_model import (UsageMap, compute_usage, moe_layers_of, specialisation_bits,
@@ -29,20 +27,7 @@ from app.weights_choice import WEIGHTS, expected_weights, short_name
 from compute.task import PIECE_TYPES
 from app.slot_guard import guarded
 
-log = logging.getLogger(__name__)
 _MAP = pg.ColorMap(pos=[0.0, 0.35, 1.0], color=[(18, 20, 26), (40, 110, 170), (255, 214, 120)])
-
-
-class _Relay(QObject):
-    """Carries a computing thread's progress and result to the UI thread (queued signals)."""
-
-    progress = Signal(str, int, int)  # key, done, total
-    done = Signal(str, object)  # key, UsageMap
-    failed = Signal(str, str)  # key, message
-
-
-class _Job:
-    stop = False
 
 
 def dominant_order(m: np.ndarray) -> np.ndarray:
@@ -53,36 +38,16 @@ def dominant_order(m: np.ndarray) -> np.ndarray:
     return np.lexsort((-peak, dominant))
 
 
-def _compute(relay: _Relay, job: _Job, key: str, config, weights: str, prompts: list[str]) -> None:
-    """In a daemon thread: a ToyK3 of its own with the chosen weights runs the prompts. A tab gone meanwhile
-    (its relay deleted) ends the job quietly."""
-    try:
-        from compute.engine import ToyK3
+def usage_job(config, weights: str, prompts: list[str]):
+    """The background job of one map (app.background): the shared engine cache's engine for (config, weights) runs
+    the prompts, holding ENGINE_LOCK one prompt at a time so that an explanation or a comparison waiting for the
+    same engine runs between two prompts, not after the whole map (10-20 s)."""
+    def run(job) -> UsageMap:
+        from app.explain_service import ENGINE_LOCK, engine_for
 
-        engine = ToyK3(config=config, device="cpu", weights=weights)
-        result = compute_usage(engine, prompts, progress=lambda d, t: relay.progress.emit(key, d, t),
-                               cancelled=lambda: job.stop)
-    except RuntimeError as exc:
-        if "already deleted" in str(exc):
-            return
-        _report(relay, key, exc)
-        return
-    except Exception as exc:  # noqa: BLE001 - shown in the tab
-        _report(relay, key, exc)
-        return
-    if not job.stop:
-        try:
-            relay.done.emit(key, result)
-        except RuntimeError:
-            pass
-
-
-def _report(relay: _Relay, key: str, exc: BaseException) -> None:
-    log.warning("usage map: %s: %s", type(exc).__name__, exc)
-    try:
-        relay.failed.emit(key, f"{type(exc).__name__}: {exc}")
-    except RuntimeError:
-        pass
+        engine = engine_for(config, weights)
+        return compute_usage(engine, prompts, progress=job.progress, cancelled=job.cancelled, lock=ENGINE_LOCK)
+    return run
 
 
 class UsageTab(QWidget):
@@ -158,11 +123,11 @@ class UsageTab(QWidget):
         lay.addWidget(self.heat2, 1)
         lay.addWidget(self.top)
 
-        self.relay = _Relay(self)
-        self.relay.progress.connect(self._on_progress)
-        self.relay.done.connect(self._on_done)
-        self.relay.failed.connect(self._on_failed)
-        self._job: _Job | None = None
+        self.jobs = BackgroundJobs("usage-map", self)
+        self.jobs.progress.connect(self._on_progress)
+        self.jobs.done.connect(self._on_done)
+        self.jobs.failed.connect(self._on_failed)
+        self._job: Job | None = None
         self._seen_choice = getattr(state, "weights", "trained")
 
         self._set_layer_range()
@@ -251,14 +216,10 @@ class UsageTab(QWidget):
         self.running = self.key(weights)
         self.error = ""
         self._progress = (0, len(prompts))
-        job = self._job = _Job()
-        self.destroyed.connect(guarded(lambda *_: setattr(job, "stop", True)))
-        threading.Thread(target=_compute, args=(self.relay, job, self.running, self.state.config,
-                                                weights, prompts), daemon=True,
-                         name="k3-usage-map").start()
+        self._job = self.jobs.start(self.running, usage_job(self.state.config, weights, prompts))
 
     @guarded
-    @Slot(str, int, int)
+    @Slot(object, int, int)
     def _on_progress(self, key: str, done: int, total: int) -> None:
         self._progress = (done, total)
         if key == self.key():
@@ -267,14 +228,14 @@ class UsageTab(QWidget):
             self._show_other()
 
     @guarded
-    @Slot(str, object)
+    @Slot(object, object)
     def _on_done(self, key: str, result) -> None:
         self.maps[key] = result
         self.running = None
         self.refresh()
 
     @guarded
-    @Slot(str, str)
+    @Slot(object, str)
     def _on_failed(self, key: str, message: str) -> None:
         self.running = None
         self.error = message

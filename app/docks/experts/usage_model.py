@@ -102,16 +102,22 @@ def top_experts(counts: np.ndarray, n: int = 3) -> list[list[int]]:
     return [list(np.argsort(-row, kind="stable")[:n]) for row in np.asarray(counts)]
 
 
-def compute_usage(engine, prompts: list[str], progress=None, cancelled=None) -> UsageMap:
+def compute_usage(engine, prompts: list[str], progress=None, cancelled=None, lock=None) -> UsageMap:
     """Run `engine` (a ToyK3) over the prompts, one prefill each, and count the routing. progress(done, total)
-    is called after each prompt; cancelled() returning True stops early (the map then holds what ran)."""
+    is called after each prompt; cancelled() returning True stops early (the map then holds what ran). `lock`:
+    held around each prompt's run (a shared engine is not re-entrant; see app.explain_service's thread rule)."""
     cfg = engine.config
     out = UsageMap(moe_layers_of(cfg), int(cfg.n_routed_experts), int(cfg.num_experts_per_tok),
                    weights_name=engine.weights_name)
     for i, prompt in enumerate(prompts):
         if cancelled is not None and cancelled():
             break
-        out.add(engine.run(prompt, max_new_tokens=1))
+        if lock is None:
+            trace = engine.run(prompt, max_new_tokens=1)
+        else:
+            with lock:
+                trace = engine.run(prompt, max_new_tokens=1)
+        out.add(trace)
         if progress is not None:
             progress(i + 1, len(prompts))
     return out
