@@ -57,6 +57,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("copy_view", "file", "Ctrl+Shift+C"),
     ActionSpec("export_window", "file", "Ctrl+Shift+S"),
     ActionSpec("export_animation", "file", "Ctrl+Shift+E"),
+    ActionSpec("export_comparison", "file", "Ctrl+Alt+E"),  # app/compare_export.py: the Compare dock's two models
     ActionSpec("open_model", "file", "Ctrl+Shift+O", separator_before=True),
     ActionSpec("quit", "file", "Ctrl+Q", separator_before=True),
     ActionSpec("undo", "edit", "Ctrl+Z"),  # app/history.py

@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true", help="log debug details to stderr (default: warnings)")
     p.add_argument("--config", metavar="NAME|FILE", type=config_argument,
                    help=CONFIG_HELP.format(names=", ".join(bundled_config_names())))
+    p.add_argument("--compare", metavar="MODEL",
+                   help="write one PNG of two models on --prompt side by side (answer, top-5, lens curves, patching "
+                        "maps, figures): the --config model and MODEL, a bundled name or a config.json path")
     p.add_argument("--animate", action="store_true",
                    help="write an animation (--out FILE.mp4, .webm or .gif) of every trace player step")
     p.add_argument("--fps", type=int, default=30, help="frames per second of --animate (default 30)")
@@ -313,6 +316,18 @@ def _main(argv: list[str] | None = None) -> int:
     no_display = display_error()
     if no_display:
         return _fail(no_display, 3)
+    if args.compare is not None:  # two models on the prompt, one PNG (app/cli_compare.py)
+        from app.cli_compare import compare_config, export_compare
+
+        if args.animate:
+            return _fail(tr("compare.cli.no_animate"), 2)
+        try:
+            other = compare_config(config_argument(args.compare), bundled_config_names())
+        except ConfigError as exc:
+            return _fail(tr("compare.cli.bad_model", message=str(exc)), 2)
+        except ValueError as exc:
+            return _fail(str(exc), 2)
+        return export_compare(args, config, other, width, height, out, _fail, _printable, _one_line)
 
     import logging  # --verbose: which kernels ran (compiled = numba's cache was ready; k3-explorer --warm-kernels)
 

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMainWindow, QToolBar, QVBoxLayout, QWidget
 
 from app import focus, i18n, qt_translator, support, tooltips
 from app.actions import ActionRegistry, ShortcutsDialog
+from app.compare_export import export_comparison
 from app.i18n import tr
 from app.late_docks import DockBuilder, Docks
 from app.presentation import Presentation
@@ -147,6 +148,7 @@ class MainWindow(QMainWindow):
             "export_window": lambda: self.open_export_dialog("window"),
             "copy_view": self.copy_view,
             "export_animation": self.open_animation_dialog,
+            "export_comparison": lambda: export_comparison(self),
             "open_model": lambda: self.models.open_dialog(),
             "open_view": lambda: self.views.open_dialog(),
             "save_view": lambda: self.views.save_dialog(),

@@ -7,6 +7,7 @@ the crossover line under the plot is never cut at the dock's bottom."""
 from __future__ import annotations
 
 import math
+import os
 
 import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QEvent, QIODevice, Qt, QTimer
@@ -79,6 +80,7 @@ class CompareDock(QDockWidget):
         self._configs = available_configs()
         self._summaries: dict[str, ModelSummary] = {}
         self.context = 131_072
+        self.export_dir = os.path.expanduser("~")  # File -> Export comparison's folder (app/compare_export.py)
         page = QWidget()
         page.setObjectName("compare_page")
         lay = QVBoxLayout(page)

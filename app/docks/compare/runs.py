@@ -13,19 +13,14 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.background import BackgroundJobs
+from app.docks.compare.view import ComparisonView, figures_text  # noqa: F401 - figures_text: the page's text
 from app.i18n import tr
 from app.slot_guard import guarded
-from app.widgets.paint import qcolor
 from app.widgets.safe_text import plain
-
-COLOURS = ("phase_a", "phase_b")
-MAP_H = 150  # each patching map's plot height: the two maps side by side, each over its own model's depth
 
 
 def run_models(names: tuple[str, str], prompt: str):
@@ -52,72 +47,19 @@ def models_job(names: tuple[str, str], prompt: str):
     return run
 
 
-def pct(v: float) -> str:
-    return f"{100 * v:.1f} %"
-
-
-def figures_text(r) -> str:
-    """The named figures of one SideRun (plain text, one per line)."""
-    lines = [tr("compare.run.answer", word=r.word.strip() or repr(r.word), p=pct(r.prob)),
-             tr("compare.run.top5", words=", ".join(f"{w.strip() or repr(w)} {pct(p)}" for w, p in r.top))]
-    if r.patch is None:
-        lines.append(tr("compare.run.no_patch"))
-    else:
-        lines.append(tr("compare.run.swap", corrupted=r.corrupted))
-        at = lambda v: tr("compare.run.none") if v is None else str(v)  # noqa: E731
-        if r.mention is not None:
-            lines.append(tr("compare.run.copy_leaves", pos=r.mention, piece=r.pieces[r.mention].strip(),
-                            layer=at(r.copy_leaves)))
-        lines.append(tr("compare.run.copy_arrives", pos=r.position, layer=at(r.copy_arrives)))
-        for kind in ("kda", "mla"):
-            best = r.mixer_best.get(kind)
-            lines.append(tr("compare.run.mixer_none", kind=kind.upper()) if best is None else
-                         tr("compare.run.mixer_best", kind=kind.upper(), n=r.mixer_count[kind], share=pct(best[0]),
-                            layer=best[1], pos=best[2]))
-    lines.append(tr("compare.run.heads", items=", ".join(
-        tr("compare.run.head", layer=l, head=h, kind=k.upper(), share=pct(e)) for l, h, k, e in r.heads)
-        or tr("compare.run.none")))
-    lines.append(tr("compare.run.experts", items=", ".join(
-        tr("compare.run.expert", layer=l, expert=e, share=pct(v)) for l, e, v in r.experts) or tr("compare.run.none")))
-    return "\n".join(lines)
-
-
-class _Column(QWidget):
-    """One model's column: header (name, weights), figures, patching map."""
-
-    def __init__(self, index: int, parent=None):
-        super().__init__(parent)
-        self.header = QLabel()
-        self.header.setObjectName(f"compare_run_header_{index}")
-        self.header.setWordWrap(True)
-        self.figures = QLabel()
-        self.figures.setObjectName(f"compare_run_figures_{index}")
-        self.figures.setWordWrap(True)
-        self.figures.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        plain(self.header, self.figures)  # they quote the model's name and the prompt's pieces
-        self.map = pg.PlotWidget()
-        self.map.setObjectName(f"compare_run_map_{index}")
-        self.map.setMenuEnabled(False)
-        self.map.setFixedHeight(MAP_H)
-        self.image = pg.ImageItem()
-        self.image.setColorMap(pg.colormap.get("viridis"))
-        self.map.addItem(self.image)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.header)
-        lay.addWidget(self.map)
-        lay.addWidget(self.figures)
-        lay.addStretch(1)
-
-
 class SamePromptPage(QWidget):
-    """See the module docstring. `models()` -> (stem A, stem B) of the dock's pickers; `prompt()` the app's."""
+    """See the module docstring. `models()` -> (stem A, stem B) of the dock's pickers; `prompt()` the app's.
+    `ran` says when the latest request ends: "" when its results are shown, else the one-line failure."""
+
+    ran = Signal(str)
 
     def __init__(self, models, prompt, parent=None):
         super().__init__(parent)
         self.setObjectName("compare_run_page")
         self._models, self._prompt = models, prompt
         self.results = None  # (SideRun, SideRun) of the latest finished request
+        self.results_for = None  # ((stem A, stem B), prompt) of those results
+        self._request = None
         self.seconds = None
         self._serial = 0
         self.jobs = BackgroundJobs("compare-runs", self)
@@ -136,26 +78,12 @@ class SamePromptPage(QWidget):
         self.status.setObjectName("compare_run_status")
         self.status.setWordWrap(True)
         plain(self.status)
-        self.lens = pg.PlotWidget()
-        self.lens.setObjectName("compare_run_lens")
-        self.lens.setMenuEnabled(False)
-        self.lens.setFixedHeight(MAP_H)
-        self.lens.setYRange(0, 1, padding=0.02)
-        self.lens.setXRange(0, 1, padding=0.02)
-        self.lens_legend = self.lens.addLegend(offset=(10, 10))
-        self.curves = [self.lens.plot(pen=pg.mkPen(qcolor(c), width=2.5)) for c in COLOURS]
-        self.columns = [_Column(0), _Column(1)]
-        grid = QGridLayout()
-        for i, col in enumerate(self.columns):
-            grid.addWidget(col, 0, i)
-            grid.setColumnStretch(i, 1)
-        self.lens_label = QLabel()
+        self.view = ComparisonView()
+        self.lens, self.curves, self.columns = self.view.lens, self.view.curves, self.view.columns
         lay = QVBoxLayout(self)
         lay.addLayout(row)
         lay.addWidget(self.status)
-        lay.addWidget(self.lens_label)
-        lay.addWidget(self.lens)
-        lay.addLayout(grid)
+        lay.addWidget(self.view)
         lay.addStretch(1)
         self.retranslate()
 
@@ -166,8 +94,14 @@ class SamePromptPage(QWidget):
         text = self.prompt_edit.text() or self._prompt()
         self.prompt_edit.setText(text)
         self._serial += 1
+        self._request = (tuple(self._models()), text)
         self.status.setText(tr("compare.run.running", n=2))
-        self.jobs.start(self._serial, models_job(tuple(self._models()), text))
+        self.jobs.start(self._serial, models_job(*self._request))
+
+    def shows(self) -> bool:
+        """Whether the results on the page are of the picked models and the prompt the box (or the app) holds."""
+        return self.results is not None and self.results_for == (tuple(self._models()),
+                                                                 self.prompt_edit.text() or self._prompt())
 
     def busy(self) -> bool:
         return self.jobs.busy()
@@ -177,43 +111,26 @@ class SamePromptPage(QWidget):
         if serial != self._serial:
             return  # an older request: the newer one's result is coming
         self.results, self.seconds = result
+        self.results_for = self._request
         self.show_results()
+        self.ran.emit("")
 
     @guarded
     def _failed(self, serial: int, err: str) -> None:
         if serial == self._serial:
             self.status.setText(tr("compare.run.failed", error=err))
+            self.ran.emit(err)
 
     def show_results(self) -> None:
         if self.results is None:
             self.status.setText(tr("compare.run.idle"))
-            return
-        self.status.setText(tr("compare.run.done", s=f"{self.seconds:.1f}"))
-        self.lens_legend.clear()
-        for i, (r, col, curve) in enumerate(zip(self.results, self.columns, self.curves)):
-            weights = tr("compare.run.trained") if r.trained else tr("compare.run.random")
-            col.header.setText(f"{r.display} · {weights}")
-            col.header.setStyleSheet("" if r.trained else f"color: {qcolor('caveat').name()}; font-weight: bold;")
-            col.figures.setText(figures_text(r))
-            depth = np.arange(len(r.lens)) / max(1, r.layers)
-            curve.setData(depth, np.asarray(r.lens))
-            self.lens_legend.addItem(curve, f"{r.display}: P({r.word.strip()})")
-            if r.patch is not None:  # rows = layers (0 = embedding), columns = positions
-                rows, cols = r.patch.shape
-                col.image.setImage(np.nan_to_num(r.patch.T, nan=0.0), levels=(0.0, 1.0))
-                col.image.setRect(QRectF(-0.5, -0.5, cols, rows))  # cell (t, ℓ) centred on its position and layer
-                col.map.setXRange(-0.5, cols - 0.5, padding=0)
-                col.map.setYRange(-0.5, rows - 0.5, padding=0)
-            else:
-                col.image.clear()
-            col.map.setLabel("left", tr("compare.run.axis_layer", n=r.layers))
+        else:
+            self.status.setText(tr("compare.run.done", s=f"{self.seconds:.1f}"))
+        self.view.show_results(self.results)
 
     def retranslate(self) -> None:
         self.run_button.setText(tr("compare.run.button"))
         self.run_button.setToolTip(tr("tip.compare.run"))
         self.prompt_edit.setPlaceholderText(tr("compare.run.placeholder"))
-        self.lens_label.setText(tr("compare.run.lens"))
-        self.lens.setLabel("bottom", tr("compare.run.axis_depth"))
-        for col in self.columns:
-            col.map.setLabel("bottom", tr("compare.run.axis_position"))
+        self.view.retranslate()
         self.show_results()
