@@ -72,7 +72,13 @@ class ViewActions:
                     layer=st.layer + 1, step=st.step + 1, camera=camera, block=block,
                     cell=(cell[1], cell[2]) if cell and block and cell[0] == block else None,
                     expert=w.scene.expert, language=i18n.language(), size=w.scene_pixel_size(),
-                    knockouts=self._knockouts(), explain3d=self._explain3d())
+                    knockouts=self._knockouts(), explain3d=self._explain3d(),
+                    compare=self._compare(trace.text if trace is not None else st.prompt))
+
+    def _compare(self, prompt: str) -> dict | None:
+        """The Compare dock's picked models (and its page's own prompt), if the dock was built."""
+        dock = dict.get(self.window.docks, "CompareDock")
+        return dock.compared(prompt) if dock is not None else None
 
     def _explain3d(self) -> dict | None:
         """What the 3D view draws of the Explain dock (its 'In the 3D view' choices and position), if built."""
@@ -251,6 +257,8 @@ class ViewActions:
                          "position": explained_position(view)}
         if explain3d is not None:
             w.docks["ExplainDock"].set_explain3d(explain3d)  # what the 3D view drew of it
+        if view.compare is not None:
+            w.docks["CompareDock"].set_compared(view.compare)  # the compared models (app/view_compare.py)
         trace = w.state.trace
         notes = list(view.notes)
         if getattr(trace, "weights_name", view.weights) != view.weights:

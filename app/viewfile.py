@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app import atomic_io
+from app.view_compare import compare_json, read_compare
 from app.view_knockouts import position_problem, read_knockouts
 from compute import bounded_json, guarded_io
 from compute.config import ConfigError, available_configs
@@ -37,7 +38,7 @@ from compute.model_defaults import PREFILL_STEP, config_named, default_layer, ke
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
-VERSION = (1, 2)  # 1.1 adds the optional "knockouts" key, 1.2 "explain3d"; major.minor: a newer minor only adds keys (ignored here); a newer major is refused
+VERSION = (1, 3)  # 1.1 adds the optional "knockouts" key, 1.2 "explain3d", 1.3 "compare"; major.minor: a newer minor only adds keys (ignored here); a newer major is refused
 SUFFIX = ".k3view"
 MAX_BYTES = 256 * 1024  # a view is well under 2 kB (the prompt dominates)
 MAX_DEPTH = 8
@@ -92,6 +93,9 @@ class View:
     # what the 3D view draws of the Explain panel: {"lens": bool, "arcs": bool, "route": bool,
     # "route_threshold": 0..100, "position": int | None (None: the last prompt position)}, or None (not recorded)
     explain3d: dict | None = None
+    # the Compare dock's picked models and its Same-prompt page's prompt when not the view's (app/view_compare.py):
+    # {"models": [name A, name B], "prompt": str | None}, or None (not recorded)
+    compare: dict | None = None
 
     def __post_init__(self):
         self.layer = default_layer(config_named(self.model)) if self.layer is None else self.layer
@@ -110,7 +114,8 @@ class View:
                               "expert": self.expert},
                 "language": self.language, "size": list(self.size) if self.size else None,
                 **({"knockouts": _knockouts_json(self.knockouts)} if self.knockouts else {}),
-                **({"explain3d": dict(self.explain3d)} if self.explain3d is not None else {})}
+                **({"explain3d": dict(self.explain3d)} if self.explain3d is not None else {}),
+                **({"compare": compare_json(self.compare)} if self.compare is not None else {})}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
@@ -234,7 +239,7 @@ class _Reader:
             raise ViewError(self.path, "format", f"nested more than {MAX_DEPTH} levels deep")
         self.version(raw.get("version"))
         known = {"format", "version", "model", "weights", "prompt", "tokens", "knobs", "layer", "step", "camera",
-                 "selection", "language", "size", "knockouts", "explain3d"}
+                 "selection", "language", "size", "knockouts", "explain3d", "compare"}
         notes = [f"ignored unknown key '{_key(k)}'" for k in raw if k not in known]
         model = self.choice("model", raw.get("model", "kimi-k3"), tuple(available_configs()))
         config = self.model_config or self.config(model)
@@ -258,6 +263,7 @@ class _Reader:
                     size=self.pair("size", raw.get("size"), 1, MAX_SIDE),
                     knockouts=self.knockouts(raw.get("knockouts"), config),
                     explain3d=self.explain3d(raw.get("explain3d")),
+                    compare=read_compare(self, raw.get("compare"), tuple(available_configs())),
                     notes=notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else []))
 
     def knockouts(self, value: Any, config) -> dict | None:

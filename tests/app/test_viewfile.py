@@ -31,7 +31,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     path = viewfile.save(view, tmp_path / "a.k3view")
     again = viewfile.load(path)
     assert again == view
-    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.2"
+    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.3"
     assert again.to_json() == view.to_json()
 
 

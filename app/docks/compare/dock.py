@@ -203,6 +203,21 @@ class CompareDock(QDockWidget):
         """The window's prompt (the same-prompt page's default), else the toy language's example."""
         return getattr(self.state, "prompt", "") or "아이가 상자를 집었다. 그리고"
 
+    def compared(self, view_prompt: str) -> dict:
+        """What a view file keeps of the dock (app/view_compare.py): the picked models, and the Same-prompt page's
+        prompt when its box holds one other than the view's."""
+        box = self.runs.prompt_edit.text()
+        return {"models": list(self._picked()), "prompt": box if box and box != view_prompt else None}
+
+    def set_compared(self, compare: dict) -> None:
+        """A view file's `compare` (validated): pick its models; the page's box holds its prompt (empty: the
+        window's). The page's results stay until the user runs the pair (or exports it)."""
+        for combo, name in zip((self.pick_a, self.pick_b), compare["models"]):
+            i = combo.findData(name)
+            if i >= 0:
+                combo.setCurrentIndex(i)
+        self.runs.prompt_edit.setText(compare.get("prompt") or "")
+
     def models(self) -> tuple[ModelSummary, ModelSummary]:
         return self.summary(self.pick_a.currentData()), self.summary(self.pick_b.currentData())
 

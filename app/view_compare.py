@@ -1,0 +1,43 @@
+"""A view file's compared models (issue 41.3; view format 1.3), checked (Qt-free, no torch; app/viewfile.py reads
+the rest). The Compare dock's two picked bundled models and, when it differs from the view's own prompt, the
+prompt of its Same-prompt page:
+
+    "compare": {"models": ["kimi-k3", "deepseek-v3"], "prompt": null}
+
+`prompt` null (or absent): the page takes the view's prompt. A model that is not a bundled one, a list that is not
+two names, an unknown key or a bad prompt is one ViewError naming the field, and nothing is applied (the window,
+`k3-explorer export --view` and app.api read every view through the same check)."""
+from __future__ import annotations
+
+from typing import Any
+
+KEYS = ("models", "prompt")
+KEY_CHARS = 40  # an unknown key is quoted in the message up to this many characters
+
+
+def read_compare(reader, value: Any, models: tuple[str, ...]) -> dict | None:
+    """The optional `compare` object, checked by `reader` (app.viewfile._Reader: fail, choice, prompt) against the
+    bundled model names `models`; None when the view records no comparison."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise reader.fail("compare", "must be an object {models, prompt} or null")
+    for k in value:
+        if k not in KEYS:
+            shown = repr(k) if len(repr(k)) <= KEY_CHARS else repr(k)[:KEY_CHARS - 3] + "..."
+            raise reader.fail("compare", f"unknown key {shown} ({', '.join(KEYS)})")
+    pair = value.get("models")
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise reader.fail("compare.models", "must be a list of two bundled model names")
+    names = [reader.choice("compare.models", name, models) for name in pair]
+    prompt = value.get("prompt")
+    if prompt is not None:  # the same limits as the view's own prompt
+        try:
+            prompt = reader.prompt(prompt)
+        except ValueError as exc:
+            raise reader.fail("compare.prompt", getattr(exc, "problem", str(exc))) from exc
+    return {"models": names, "prompt": prompt}
+
+
+def compare_json(compare: dict) -> dict:
+    return {"models": [str(m) for m in compare["models"]], "prompt": compare.get("prompt")}
