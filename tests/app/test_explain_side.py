@@ -83,7 +83,7 @@ def test_summary_names_the_three_largest_blocks_of_each(dock):
 
 
 def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
-    """DeepSeek-V3 has no trained toy: 'trained' runs random weights too, so the comparison says so instead of
+    """Kimi K2 has no trained toy: 'trained' runs random weights too, so the comparison says so instead of
     showing two identical columns."""
     from app.docks.explain import ExplainDock
     from app.state import AppState
@@ -91,7 +91,7 @@ def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
     from compute.engine import ToyK3
     from compute.trace import Knobs
 
-    cfg = ModelConfig.from_json(available_configs()["deepseek-v3"])
+    cfg = ModelConfig.from_json(available_configs()["kimi-k2"])
     state = AppState()
     engine = ToyK3(config=cfg, device="cpu", weights="random")
     state.set_config(cfg)

@@ -183,11 +183,11 @@ def test_the_status_says_why_trained_weights_did_not_run(tmp_path):
     from compute.config import ModelConfig, available_configs
     from compute.engine import ToyK3
 
-    ds = ToyK3(ModelConfig.from_json(available_configs()["deepseek-v3"]), device="cpu", weights="trained")
-    tr_ds = ds.run("로봇이 컵을", max_new_tokens=1)
-    assert (tr_ds.weights_name, tr_ds.weights_fallback) == ("random", "other_model")
-    assert weights_choice.status_text(tr_ds, tr, "trained") == tr("weights.status.fallback.other_model")
-    assert "no trained toy for this model" in weights_choice.status_text(tr_ds, tr, "trained")
+    k2 = ToyK3(ModelConfig.from_json(available_configs()["kimi-k2"]), device="cpu", weights="trained")
+    tr_k2 = k2.run("로봇이 컵을", max_new_tokens=1)
+    assert (tr_k2.weights_name, tr_k2.weights_fallback) == ("random", "other_model")
+    assert weights_choice.status_text(tr_k2, tr, "trained") == tr("weights.status.fallback.other_model")
+    assert "no trained toy for this model" in weights_choice.status_text(tr_k2, tr, "trained")
 
     k3 = ToyK3(device="cpu", weights="trained")
     t = k3.run("로봇이 컵을", max_new_tokens=1)
@@ -195,7 +195,7 @@ def test_the_status_says_why_trained_weights_did_not_run(tmp_path):
     assert weights_choice.status_text(t, tr, "trained") == tr("weights.status", weights=tr("weights.short.trained"))
     again = k3.resample(t, type(t.knobs)(temperature=0.7))
     assert again.weights_fallback == ""
-    assert ds.resample(tr_ds, type(tr_ds.knobs)(temperature=0.7)).weights_fallback == "other_model"
+    assert k2.resample(tr_k2, type(tr_k2.knobs)(temperature=0.7)).weights_fallback == "other_model"
 
 
 @pytest.mark.parametrize("damage, reason", [("missing", "missing"), ("damaged", "damaged")])

@@ -1,6 +1,7 @@
 """Texts true for the weights that run : with a real main window on each bundled model and the
 weights that model runs — K3 with its trained weights and with random ones, DeepSeek-V3 / Kimi K2 / Kimi Linear
-with the default choice "trained", which runs random weights there (no trained toy ships for them) — walk every
+with the default choice "trained", which runs their own trained toy where one ships (compute.weights.SHIPPED_TOYS)
+and random weights where none does — walk every
 step of the trace player, every dock tab and the inspector for every block kind, in English and Korean, and
 read every visible text and every tooltip of the docks: no text claims trained weights while random ones run,
 none claims random weights while the trained ones run, and no K3 number shows on another model.

@@ -89,3 +89,20 @@ def test_verify_checks_a_file_against_its_own_models_entry(tmp_path, capsys):
         assert rebuild_check.verify_file(str(wio.shipped_path(name))) == 0
     out = capsys.readouterr().out
     assert all(e["file"] in out for e in wio.SHIPPED_TOYS.values())
+
+
+def test_make_weights_runs_each_toys_recorded_recipe():
+    """`make weights MODEL=NAME` (the rebuild the registry's digest is for) trains NAME's recorded recipe into NAME's
+    own file and verifies that file: the Makefile's RECIPE and WEIGHTS_FILE rules read back with `make -n`."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for name, entry in wio.SHIPPED_TOYS.items():
+        out = subprocess.run(["make", "-n", "weights", f"MODEL={name}"], cwd=root, capture_output=True, text=True,
+                             timeout=60).stdout
+        train = [line for line in out.splitlines() if "-m compute.train --recipe" in line]
+        assert len(train) == 1, out
+        assert f"--recipe {entry['recipe']} " in train[0] and f"--config {name} " in train[0]
+        assert train[0].endswith(f"--out assets/weights/{entry['file']}")
+        assert f"-m compute.train --verify assets/weights/{entry['file']}" in out
