@@ -50,6 +50,7 @@ class ExplainDock(QDockWidget):
         self._tokens: tuple = ()
         self._layer_stale = False  # a layer was picked while the dock was not seen (_on_layer)
         self._result_stale = False  # a result came while the dock was not seen (_on_done): shown when it is
+        self._parts: list = []  # what is left to draw of a result, one part per event-loop turn (_show_in_turns)
         self.result: ExplainResult | None = None
         self.knockout_panel = KnockoutPanel(self)  # the active knock-out, its list and menus (the Experiments page)
         self.attention = AttentionPage(self)  # the Attention page's overview, head view and table
@@ -57,6 +58,10 @@ class ExplainDock(QDockWidget):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self._submit)
+        self._part_timer = QTimer(self)
+        self._part_timer.setSingleShot(True)
+        self._part_timer.setInterval(0)
+        self._part_timer.timeout.connect(self._draw_next_part)
 
         body = QWidget()
         top = QVBoxLayout(body)
@@ -205,7 +210,7 @@ class ExplainDock(QDockWidget):
             self.result = res
             self._set_status("explain.took", ms=f"{res.seconds * 1000:.0f}")
             if on_screen(self.widget()):
-                self._show(res)
+                self._show_in_turns(res)
             else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
                 self._result_stale, self._layer_stale = True, False  # as _show would: its rows, then picks
                 self._show_3d(res)
@@ -225,7 +230,7 @@ class ExplainDock(QDockWidget):
 
     @property
     def busy(self) -> bool:
-        return self._busy or self._pending is not None or self._debounce.isActive()
+        return self._busy or self._pending is not None or self._debounce.isActive() or bool(self._parts)
 
     # ------------------------------------------------------------------ knock-outs (the panel's public faces)
     def knockouts(self) -> dict | None:
@@ -282,6 +287,34 @@ class ExplainDock(QDockWidget):
 
     # ------------------------------------------------------------------ drawing
     def _show(self, res: ExplainResult) -> None:
+        """Draw the whole result now (a language switch, the dock raised); a pending drawing is dropped."""
+        self._parts = []
+        for part in self._show_parts(res):
+            part(res)
+
+    def _show_parts(self, res: ExplainResult) -> tuple:
+        return self._show_tables, self._show_pages, self._show_3d
+
+    def _show_in_turns(self, res: ExplainResult) -> None:
+        """Draw a new result a part per event-loop turn (the dock's tables, the other pages, the 3D view): each
+        part is 5-12 ms of UI-thread work on Kimi Linear, and input and timers run between them instead of
+        waiting for all of them at once (issue 44: the Korean soak's one 117.7-ms gap came as an explanation
+        arrived). `busy` holds until the last part is drawn."""
+        self._parts = [(part, res) for part in self._show_parts(res)]
+        self._draw_next_part()
+
+    @guarded
+    def _draw_next_part(self) -> None:
+        if not self._parts:
+            return
+        part, res = self._parts.pop(0)
+        if self._parts:  # the next part in the next turn (a timer: the timers due meanwhile run first; a 0-ms
+            self._part_timer.start()  # singleShot is a posted call, run in the same turn as this one)
+        if res is self.result:  # else a newer result replaced it (drawn by its own parts)
+            part(res)
+
+    def _show_tables(self, res: ExplainResult) -> None:
+        """The header, the lens plot, the sources, the knock-out's before / after and the contributions."""
         pos_piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
         self.header.setText(tr("explain.header", position=res.position, piece=_esc(piece_text(pos_piece)),
                                word=_esc(piece_text(res.word)), prob=fmt(res.prob),
@@ -323,14 +356,16 @@ class ExplainDock(QDockWidget):
                     it.setForeground(qcolor("good" if v > 0 else "output"))
                 self.blocks.setItem(r, c, it)
         fit_rows(self.blocks)
+        self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
+                                    logit=fmt(res.logit, 3)))
+        self.knockout_panel.update_buttons()
+
+    def _show_pages(self, res: ExplainResult) -> None:
+        """The attention page, the patching map, the total effects and the side-by-side lens."""
         self.attention.show(res)
         self.patch_map.show_result(res)
         self.effects_view.show_result(res)
         self.side.show_result(res, lens_series)
-        self._show_3d(res)
-        self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
-                                    logit=fmt(res.logit, 3)))
-        self.knockout_panel.update_buttons()
 
     # ------------------------------------------------------------------ attention
     @guarded
