@@ -293,13 +293,13 @@ class ExplainDock(QDockWidget):
             part(res)
 
     def _show_parts(self, res: ExplainResult) -> tuple:
-        return self._show_tables, self._show_pages, self._show_3d
+        return self._show_tables, self._show_blocks, self._show_pages, self._show_3d
 
     def _show_in_turns(self, res: ExplainResult) -> None:
-        """Draw a new result a part per event-loop turn (the dock's tables, the other pages, the 3D view): each
-        part is 5-12 ms of UI-thread work on Kimi Linear, and input and timers run between them instead of
-        waiting for all of them at once (issue 44: the Korean soak's one 117.7-ms gap came as an explanation
-        arrived). `busy` holds until the last part is drawn."""
+        """Draw a new result a part per event-loop turn (the answer page, the contributions, the other pages, the
+        3D view): each part is 2-12 ms of UI-thread work on Kimi Linear, and input and timers run between them
+        instead of waiting for all of them at once (issue 44: the Korean soak's one 117.7-ms gap came as an
+        explanation arrived). `busy` holds until the last part is drawn."""
         self._parts = [(part, res) for part in self._show_parts(res)]
         self._draw_next_part()
 
@@ -314,7 +314,7 @@ class ExplainDock(QDockWidget):
             part(res)
 
     def _show_tables(self, res: ExplainResult) -> None:
-        """The header, the lens plot, the sources, the knock-out's before / after and the contributions."""
+        """The header, the lens plot, the sources and the knock-out's before / after."""
         pos_piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
         self.header.setText(tr("explain.header", position=res.position, piece=_esc(piece_text(pos_piece)),
                                word=_esc(piece_text(res.word)), prob=fmt(res.prob),
@@ -346,6 +346,9 @@ class ExplainDock(QDockWidget):
                 self.sources.setItem(r, c, it)
         fit_rows(self.sources)
         self.knockout_panel.show(res)
+
+    def _show_blocks(self, res: ExplainResult) -> None:
+        """The contributions table (a row per block: ~60 on Kimi Linear) and its note."""
         self.blocks.setRowCount(len(res.blocks))
         for r, (ly, part, v) in enumerate(res.blocks):
             kind = "" if ly == 0 else res.mixers[ly - 1].upper() + " · " if part == "mixer" else ""
