@@ -59,11 +59,11 @@ RUNG_MAX = 0.9  # world units between two rungs (a token row's label height at t
 LADDER_MAX = 8.0  # ... and the ladder's height at most (a long prompt's rungs come closer)
 
 
-def ladder(layout: Layout) -> tuple[float, list[float]] | None:
+def ladder(layout: Layout, wall=None) -> tuple[float, list[float]] | None:
     """(x, z per drawn row) of the token ladder: the wall's rows spread out left of it, from its bottom up, so
     the arcs between them are at least a token row high on screen (the wall's rows are ~4 px apart at the
-    default framing); None without a token wall."""
-    wall = first_token_wall(layout)
+    default framing); None without a token wall. wall: first_token_wall(layout) when the caller has it."""
+    wall = first_token_wall(layout) if wall is None else wall
     if wall is None:
         return None
     n = len(layout.row_positions)
@@ -77,10 +77,12 @@ def _heads(weights) -> np.ndarray:
     return w.reshape(1, -1) if w.ndim <= 1 else w.reshape(w.shape[0], -1)
 
 
-def arc_ends(layout: Layout, position: int, weights) -> list[tuple]:
+def arc_ends(layout: Layout, position: int, weights, wall=None) -> list[tuple]:
     """Every drawn arc: (head, source position, weight, alpha, points [SEGMENTS + 1, 3] from row t to row i),
-    strongest first; [] when the position's row is not drawn or nothing is read."""
-    lad = ladder(layout)
+    strongest first; [] when the position's row is not drawn or nothing is read. wall: as ladder's (the wall
+    search walks the exploded layer's blocks: once per drawing, not once per use)."""
+    wall = first_token_wall(layout) if wall is None else wall
+    lad = ladder(layout, wall) if wall is not None else None
     rows = list(layout.row_positions)
     w = _heads(weights)
     if lad is None or position not in rows or w.size == 0:
@@ -90,7 +92,7 @@ def arc_ends(layout: Layout, position: int, weights) -> list[tuple]:
         return []
     H = w.shape[0]
     x0, zs_rows = lad
-    y = float(first_token_wall(layout).lo[1]) - 0.02
+    y = float(wall.lo[1]) - 0.02
     zt = zs_rows[rows.index(position)]
     ang = np.linspace(0.0, np.pi, SEGMENTS + 1)
     out = []
@@ -116,11 +118,12 @@ def arc_lines(layout: Layout, position: int, weights) -> tuple[np.ndarray | None
     """GL 'lines' points [2k, 3] and RGBA per point [2k, 4] of the arcs from `position`'s row to the rows of the
     positions it reads, per head, strongest last (drawn on top); (None, None) when its row is not drawn or
     nothing is read."""
-    arcs = arc_ends(layout, position, weights)
+    wall = first_token_wall(layout)
+    arcs = arc_ends(layout, position, weights, wall)
     if not arcs:
         return None, None
     pts, cols = [], []
-    wall, (x0, zs_rows) = first_token_wall(layout), ladder(layout)
+    x0, zs_rows = ladder(layout, wall)
     y = float(wall.lo[1]) - 0.02
     for r, z in enumerate(zs_rows):  # each rung tied to its row of the wall (faint)
         pts.append(np.array([[x0, y, z], [float(wall.lo[0]) - 0.02, y, row_z(wall, r)]]))
@@ -137,8 +140,8 @@ def label_candidates(layout: Layout, position: int, weights, tokens, tr, mixer: 
     arcs as a key in a row under the token wall (between the stack and the wall there is no room for text at
     the default framing) — "'piece' +0.42" with "head 2" as its shape, in its head's colour, the sign kept —
     and, in a KDA layer, the short convolution's note after them."""
-    arcs = arc_ends(layout, position, weights)
     wall = first_token_wall(layout)
+    arcs = arc_ends(layout, position, weights, wall)
     if not arcs or wall is None:
         return []
     rows = list(layout.row_positions)

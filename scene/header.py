@@ -39,12 +39,31 @@ def header_title(inp: OverlayInput) -> str:
     return title
 
 
+# (lines, width, scale, fonts) -> the fitted lines. The header is laid out for every frame's labels and for every
+# camera band check (each step and each explanation, on the UI thread: ~2-3 ms of text measuring on 2 cores), and
+# its text changes far less often. Bounded: cleared when full.
+_FITTED: dict = {}
+_FITTED_MAX = 64
+
+
 def _fitted_header_lines(inp: OverlayInput, width: float, s: float, f: _Fonts) -> list[tuple[str, str]]:
     """The header's lines wrapped at spaces to the view's width (a long Korean title or step note in a narrow
     export ran past the panel and off the picture); a single word still too wide is elided."""
+    lines = tuple(_header_lines(inp))
+    key = (lines, float(width), float(s), f.title.key(), f.sub.key())
+    fitted = _FITTED.get(key)
+    if fitted is None:
+        fitted = tuple(_fit_lines(lines, width, s, f))
+        if len(_FITTED) >= _FITTED_MAX:
+            _FITTED.clear()
+        _FITTED[key] = fitted
+    return list(fitted)
+
+
+def _fit_lines(lines, width: float, s: float, f: _Fonts) -> list[tuple[str, str]]:
     max_w = max(width - 32 * s, 40 * s)  # the panel keeps 8*s from both edges and 8*s padding inside
     out = []
-    for kind, text in _header_lines(inp):
+    for kind, text in lines:
         fm = QFontMetricsF(f.title if kind == "title" else f.sub)
         if kind == "dim" and out and out[-1][0] == "sub" and \
                 fm.horizontalAdvance(out[-1][1]) + INLINE_GAP * s + fm.horizontalAdvance(text) <= max_w:
@@ -94,12 +113,20 @@ def _row_width(row: list[tuple[str, str]], s: float, f: _Fonts) -> float:
 
 
 def _header_rect(inp: OverlayInput, width: float, s: float, f: _Fonts) -> QRectF:
-    rows = _rows(_fitted_header_lines(inp, width, s, f))
-    fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
-    w = max(_row_width(row, s, f) for row in rows)
-    h = sum(fm.height() + 2 * s if row[0][0] == "title" else fm2.height() for row in rows)
-    pad = 8 * s
-    return QRectF(16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 16 * s), h + 1.75 * pad)
+    fitted = _fitted_header_lines(inp, width, s, f)
+    key = ("rect", tuple(fitted), float(width), float(s), f.title.key(), f.sub.key())  # as _fitted_header_lines
+    box = _FITTED.get(key)
+    if box is None:
+        rows = _rows(fitted)
+        fm, fm2 = QFontMetricsF(f.title), QFontMetricsF(f.sub)
+        w = max(_row_width(row, s, f) for row in rows)
+        h = sum(fm.height() + 2 * s if row[0][0] == "title" else fm2.height() for row in rows)
+        pad = 8 * s
+        box = (16 * s - pad, 12 * s - pad * 0.75, min(w + 2 * pad, width - 16 * s), h + 1.75 * pad)
+        if len(_FITTED) >= _FITTED_MAX:
+            _FITTED.clear()
+        _FITTED[key] = box
+    return QRectF(*box)
 
 
 def _paint_header(p: QPainter, inp: OverlayInput, rect: QRectF, s: float, f: _Fonts, width: float) -> None:

@@ -29,8 +29,6 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
     tr = inp.tr
     f = make_font(10.5 * s)
     fb = make_font(10.5 * s, True)
-    fm = QFontMetricsF(f)
-    lh = fm.height() + 4 * s
     dims = inp.layout.dims  # the roles this model has: no KDA entry for DeepSeek-V3, "MLA" without a gate
     entries = [("kda", tr("scene.legend.kda")), ("mla", tr(f"scene.legend.{mixer_key('mla', dims.mla_gate)}")),
                ("dense", tr("scene.legend.dense")), ("attnres", tr("scene.legend.attnres")),
@@ -48,11 +46,32 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
         notes.append(tr("scene.legend.route_causal" if inp.route_kind == "causal" else "scene.legend.route"))
     if not inp.has_trace:
         notes.append(tr("scene.legend.no_trace"))
+    key = (tuple(entries), tuple(notes), tr("scene.legend.scale"), float(width), float(height), float(s), f.key(),
+           fb.key())
+    hit = _LAID_OUT.get(key)
+    if hit is not None:
+        return dict(hit, box=QRectF(hit["box"]))  # the callers read it; the box is the one mutable part
+    out = _lay_out(entries, notes, tr("scene.legend.scale"), width, height, s, f, fb)
+    if len(_LAID_OUT) >= _LAID_OUT_MAX:
+        _LAID_OUT.clear()
+    _LAID_OUT[key] = out
+    return dict(out, box=QRectF(out["box"]))
+
+
+# (entries, notes, scale text, size, scale, fonts) -> the laid-out legend. The camera's band check lays the legend
+# out on the UI thread for every trace step and explanation (~2 ms of text measuring on 2 cores) and the render
+# thread for every frame's labels; its texts change far less often. Bounded: cleared when full.
+_LAID_OUT: dict = {}
+_LAID_OUT_MAX = 64
+
+
+def _lay_out(entries, notes, scale_text: str, width: float, height: float, s: float, f, fb) -> dict:
+    fm = QFontMetricsF(f)
+    lh = fm.height() + 4 * s
     pad = 10 * s
     max_w = width - 2 * pad - 16 * s
     bar_w = 90 * s
-    items = [("bar", tr("scene.legend.scale"), bar_w + 8 * s + QFontMetricsF(fb).horizontalAdvance(
-        tr("scene.legend.scale")))]
+    items = [("bar", scale_text, bar_w + 8 * s + QFontMetricsF(fb).horizontalAdvance(scale_text))]
     items += [("chip", (role, text), 16 * s + fm.horizontalAdvance(text)) for role, text in entries]
     lines, cur, cur_w = [], [], 0.0
     gap = 16 * s

@@ -69,7 +69,7 @@ def walk(win, qtbot) -> tuple[list[str], list[str], int]:
         dock.raise_()
         walked += 1
         if name == "ExplainDock":  # its explanation comes from a pool thread (~1-2 s): check its pages filled
-            qtbot.waitUntil(lambda: dock.result is not None, timeout=20000)
+            qtbot.waitUntil(lambda: dock.result is not None and not dock.busy, timeout=20000)  # drawn too
         for tab, page in dock_tabs(dock):
             flush_layouts()
             if name == "SiliconDock" and tab in ("sram", "bf16", "hier") or name == "RoutingDock" and tab == "toy":

@@ -19,6 +19,7 @@ from app.docks.explain.pages import build_pages, page_tabs, retranslate_tabs
 from app.docks.explain.show3d import layer_words_html, route_line
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
+from app.docks.explain.turns import Turns
 from app.docks.explain.worker import _Job, _pool, _Relay
 from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
                                  overlay_of)
@@ -50,6 +51,7 @@ class ExplainDock(QDockWidget):
         self._tokens: tuple = ()
         self._layer_stale = False  # a layer was picked while the dock was not seen (_on_layer)
         self._result_stale = False  # a result came while the dock was not seen (_on_done): shown when it is
+        self.turns = Turns(self)  # what is left to draw of a new result, a part per event-loop turn
         self.result: ExplainResult | None = None
         self.knockout_panel = KnockoutPanel(self)  # the active knock-out, its list and menus (the Experiments page)
         self.attention = AttentionPage(self)  # the Attention page's overview, head view and table
@@ -205,7 +207,7 @@ class ExplainDock(QDockWidget):
             self.result = res
             self._set_status("explain.took", ms=f"{res.seconds * 1000:.0f}")
             if on_screen(self.widget()):
-                self._show(res)
+                self._show_in_turns(res)
             else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
                 self._result_stale, self._layer_stale = True, False  # as _show would: its rows, then picks
                 self._show_3d(res)
@@ -225,7 +227,7 @@ class ExplainDock(QDockWidget):
 
     @property
     def busy(self) -> bool:
-        return self._busy or self._pending is not None or self._debounce.isActive()
+        return self._busy or self._pending is not None or self._debounce.isActive() or self.turns.pending
 
     # ------------------------------------------------------------------ knock-outs (the panel's public faces)
     def knockouts(self) -> dict | None:
@@ -282,22 +284,26 @@ class ExplainDock(QDockWidget):
 
     # ------------------------------------------------------------------ drawing
     def _show(self, res: ExplainResult) -> None:
+        """Draw the whole result now (a language switch, the dock raised); a pending drawing is dropped."""
+        self.turns.cancel()
+        for part in self._show_parts(res):
+            part(res)
+
+    def _show_parts(self, res: ExplainResult) -> tuple:  # the answer page first, the 3D view last
+        return self._show_tables, self._show_lens, self._show_blocks, self._show_pages, self._show_3d
+
+    def _show_in_turns(self, res: ExplainResult) -> None:
+        """Draw a new result a part (2-12 ms on Kimi Linear) per event-loop turn: input and timers run between
+        them, not after ~25 ms of drawing at once (issue 44.5). `busy` holds until the last part is drawn."""
+        self.turns.start([lambda part=part: res is self.result and part(res)  # else a newer one replaced it
+                          for part in self._show_parts(res)])
+
+    def _show_tables(self, res: ExplainResult) -> None:
+        """The header, the sources and the knock-out's before / after."""
         pos_piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
         self.header.setText(tr("explain.header", position=res.position, piece=_esc(piece_text(pos_piece)),
                                word=_esc(piece_text(res.word)), prob=fmt(res.prob),
                                logit=fmt(res.logit, 2), weights=tr(f"explain.weights.{res.weights}")))
-        x, prob, rank = lens_series(res)
-        self.curve_prob.setData(x, prob)
-        self.curve_rank.setData(x, 1.0 / rank)
-        self.plot.setXRange(0, x[-1], padding=0.02)
-        x = np.arange(len(res.lens_prob))
-        self.plot.setYRange(0.0, 1.0, padding=0.04)
-        first = next((i for i in range(len(res.lens_rank)) if all(r == 1 for r in res.lens_rank[i:])), None)
-        marks = sorted(set(list(range(0, len(x), 12)) + [len(x) - 1]))
-        column = " · ".join(f"L{i} {_esc(piece_text(res.lens_top[i][0]))}" for i in marks)
-        self.lens_column.setText(tr("explain.lens.column", column=column) + " "
-                                 + (tr("explain.lens.readable", layer=first) if first is not None
-                                    else tr("explain.lens.never")))
         earlier = range(len(res.sources) - 1) if len(res.sources) > 1 else range(len(res.sources))
         top = max(earlier, key=lambda i: res.sources[i][2]) if res.sources else -1  # as Explanation.top_source()
         self.sources.setRowCount(len(res.sources))
@@ -313,6 +319,24 @@ class ExplainDock(QDockWidget):
                 self.sources.setItem(r, c, it)
         fit_rows(self.sources)
         self.knockout_panel.show(res)
+
+    def _show_lens(self, res: ExplainResult) -> None:
+        """The logit-lens plot and its column of top words."""
+        x, prob, rank = lens_series(res)
+        self.curve_prob.setData(x, prob)
+        self.curve_rank.setData(x, 1.0 / rank)
+        self.plot.setXRange(0, x[-1], padding=0.02)
+        x = np.arange(len(res.lens_prob))
+        self.plot.setYRange(0.0, 1.0, padding=0.04)
+        first = next((i for i in range(len(res.lens_rank)) if all(r == 1 for r in res.lens_rank[i:])), None)
+        marks = sorted(set(list(range(0, len(x), 12)) + [len(x) - 1]))
+        column = " · ".join(f"L{i} {_esc(piece_text(res.lens_top[i][0]))}" for i in marks)
+        self.lens_column.setText(tr("explain.lens.column", column=column) + " "
+                                 + (tr("explain.lens.readable", layer=first) if first is not None
+                                    else tr("explain.lens.never")))
+
+    def _show_blocks(self, res: ExplainResult) -> None:
+        """The contributions table (a row per block: ~60 on Kimi Linear) and its note."""
         self.blocks.setRowCount(len(res.blocks))
         for r, (ly, part, v) in enumerate(res.blocks):
             kind = "" if ly == 0 else res.mixers[ly - 1].upper() + " · " if part == "mixer" else ""
@@ -323,14 +347,16 @@ class ExplainDock(QDockWidget):
                     it.setForeground(qcolor("good" if v > 0 else "output"))
                 self.blocks.setItem(r, c, it)
         fit_rows(self.blocks)
+        self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
+                                    logit=fmt(res.logit, 3)))
+        self.knockout_panel.update_buttons()
+
+    def _show_pages(self, res: ExplainResult) -> None:
+        """The attention page, the patching map, the total effects and the side-by-side lens."""
         self.attention.show(res)
         self.patch_map.show_result(res)
         self.effects_view.show_result(res)
         self.side.show_result(res, lens_series)
-        self._show_3d(res)
-        self.blocks_note.setText(tr("explain.blocks.note", n=res.n_blocks, rest=f"{res.rest:.1e}",
-                                    logit=fmt(res.logit, 3)))
-        self.knockout_panel.update_buttons()
 
     # ------------------------------------------------------------------ attention
     @guarded

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal
 
 from app.explain_service import ExplainRequest, explain_result
+from scene import thread_priority
 
 _POOL: QThreadPool | None = None
 
@@ -31,6 +32,9 @@ class _Job(QRunnable):
         self.req, self.relay = req, relay
 
     def run(self) -> None:
+        # as the engine and render threads: the UI thread first when the cores are busy (the re-run threads
+        # that compute.explain starts from here inherit the nice value)
+        thread_priority.lower_this_thread()
         try:
             res = explain_result(self.req)
         except Exception as exc:  # noqa: BLE001 - shown in the dock, the app keeps running
