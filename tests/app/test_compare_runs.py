@@ -14,6 +14,9 @@ from compute import weights as wio
 
 PROMPT = "아이가 상자를 집었다. 그리고"
 PAIR = ("kimi-k3", "kimi-linear-48b")
+# the page's engines come from the shared cache; the test's own ToyK3 may run the other kernel tier (compiled or
+# numpy, whichever was ready when each was built): float32 rounding apart, the numbers must be the same
+TOL = 1e-6
 
 
 @pytest.fixture
@@ -75,11 +78,11 @@ def test_run_both_shows_each_models_own_explanation(qtbot, dock):
     assert [r.model for r in d.runs.results] == list(PAIR)
     for i, (name, r) in enumerate(zip(PAIR, d.runs.results)):
         m, ex = own_explanation(name, PROMPT)
-        assert r.word == ex.word and r.prob == pytest.approx(float(ex.probs[ex.index_of(ex.word)]), abs=1e-9)
+        assert r.word == ex.word and r.prob == pytest.approx(float(ex.probs[ex.index_of(ex.word)]), abs=TOL)
         assert [w for w, _ in r.top] == [w for w, _ in ex.top(5)]
-        assert np.allclose([p for _, p in r.top], [p for _, p in ex.top(5)], atol=1e-9)
-        assert np.allclose(r.lens, ex.lens_prob(ex.word), atol=1e-9) and len(r.lens) == m.config.num_hidden_layers + 1
-        assert np.allclose(r.patch, ex.patch(sites="residual").scores, atol=1e-9, equal_nan=True)
+        assert np.allclose([p for _, p in r.top], [p for _, p in ex.top(5)], atol=TOL)
+        assert np.allclose(r.lens, ex.lens_prob(ex.word), atol=TOL) and len(r.lens) == m.config.num_hidden_layers + 1
+        assert np.allclose(r.patch, ex.patch(sites="residual").scores, atol=TOL, equal_nan=True)
         trained = wio.shipped_toy(name) is not None
         assert r.trained == trained == (m.weights_name == "trained")
         col = d.runs.columns[i]
