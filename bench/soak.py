@@ -473,9 +473,9 @@ class Soak:
         self.explanations = {"done": 0, "failed": 0, "knockout_results": 0}  # the Explain dock's results (--why)
         self.explain_failures: list[str] = []
         if knockout_every_s > 0:
-            relay = win.docks["ExplainDock"]._relay
-            relay.done.connect(self._explained)
-            relay.failed.connect(self._explain_failed)
+            jobs = win.docks["ExplainDock"].jobs
+            jobs.done.connect(self._explained)
+            jobs.failed.connect(self._explain_failed)
         win.state.trace_changed.connect(self._count_trace)
         self.max_gap_ms = self.warmup_max_gap_ms = 0.0
         self.gaps = GapHistogram()
@@ -562,7 +562,7 @@ class Soak:
                 dock.restore.click()
         self.knockouts += 1
 
-    def _explained(self, res) -> None:
+    def _explained(self, _serial: int, res) -> None:
         self.explanations["done"] += 1
         self.explanations["knockout_results"] += res.knockout is not None
 

@@ -567,3 +567,22 @@ def test_view_part_check_finds_a_private_read():
     assert sorted(name for name, _ in _window_reads(tree)) == ["_late", "_x", "docks"]
     tree = ast.parse("def f(dock, lay):\n    dock._sources_menu, dock.sources\n")
     assert sorted(name for name, _ in _owner_reads(tree, "dock", "dock")) == ["_sources_menu", "sources"]
+
+
+def test_one_helper_for_background_jobs():
+    """Issue 42.3: app/ starts its background jobs through app.background (named lanes), not through its own
+    thread pools, runnables or bare threads. The engine's QThread (app/worker.py, one long-lived thread with a
+    queue of its own) is the one other thread the app owns."""
+    allowed = {"app/background.py", "app/worker.py"}
+    pattern = re.compile(r"\b(QThreadPool|QRunnable|QThread|threading\.Thread)\s*\(")
+    bad = []
+    for path in sorted((ROOT / "app").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in allowed:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if pattern.search(code):
+                bad.append(f"{rel}:{n}: {line.strip()}")
+    assert not bad, "start background work with app.background.BackgroundJobs:\n" + "\n".join(bad)
+    assert pattern.search("x = threading.Thread(target=f)") and pattern.search("QThreadPool(self)")

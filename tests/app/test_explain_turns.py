@@ -18,12 +18,12 @@ def test_a_due_timer_runs_between_the_parts_of_a_new_result(dock):
     timer.setInterval(0)
     timer.timeout.connect(lambda: log.append("timer"))
 
-    def arrived(res):  # connected after the dock's own slot: runs right after it
+    def arrived(_serial, res):  # connected after the dock's own slot: runs right after it
         seen["busy"], seen["drawn"] = dock.busy, dock.sources.rowCount()
         log.append("arrived")
         timer.start()  # falls due at once: the heartbeat / a key press as the dock draws
 
-    dock._relay.done.connect(arrived)
+    dock.jobs.done.connect(arrived)
     dock.state.explanation_shown.connect(lambda _ov: log.append("3d"))  # the 3D view's part (the last)
     dock.position.setFocus()
     QTest.keyClick(dock.position, Qt.Key_Up)  # another position: a new result

@@ -20,7 +20,8 @@ from app.docks.explain.show3d import layer_words_html, route_line
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.turns import Turns
-from app.docks.explain.worker import _Job, _pool, _Relay
+from app.background import BackgroundJobs
+from app.docks.explain.worker import explain_job
 from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
                                  overlay_of)
 from app.i18n import tr
@@ -40,9 +41,10 @@ class ExplainDock(QDockWidget):
         super().__init__(parent)
         self.state = state
         self.setObjectName("ExplainDock")
-        self._relay = _Relay()  # unparented: the job holds it too, so it outlives a closed dock
-        self._relay.done.connect(self._on_done)
-        self._relay.failed.connect(self._on_failed)
+        # app.background's "explain" lane; unparented: a closed dock's last result still arrives (and is dropped)
+        self.jobs = BackgroundJobs("explain")
+        self.jobs.done.connect(self._on_done)
+        self.jobs.failed.connect(self._on_failed)
         self._serial = 0
         self._busy = False
         self._pending: ExplainRequest | None = None
@@ -193,8 +195,9 @@ class ExplainDock(QDockWidget):
     def _start(self, req: ExplainRequest) -> None:
         self._busy = True
         self._set_status("explain.route.computing" if req.causal else "explain.computing")
-        _pool().start(_Job(req, self._relay))
+        self.jobs.start(req.serial, explain_job(req))
 
+    @guarded
     def _next(self) -> None:
         self._busy = False
         if self._pending is not None:
@@ -202,7 +205,7 @@ class ExplainDock(QDockWidget):
             self._start(req)
 
     @guarded
-    def _on_done(self, res: ExplainResult) -> None:
+    def _on_done(self, _serial: int, res: ExplainResult) -> None:
         if res.serial == self._serial:
             self.result = res
             self._set_status("explain.took", ms=f"{res.seconds * 1000:.0f}")
