@@ -134,11 +134,11 @@ test: sysdeps venv-check $(STAMP)
 # (training 784 s, the venv and the scoring 225 s).
 # MODEL=<bundled config name>: that model's shipped toy (compute/weights.py SHIPPED_TOYS), the same recipe family
 # with that config, into its own file, verified against its own recorded digest; plain `make weights` is K3's.
-# RECIPE: v2 for K3 and K2, v2-linear for Kimi Linear (v2, then the stage again at twice the lr), v2-mla for
-# DeepSeek-V3 (v2-linear, then 400 steps at lr 2e-3): compute/train_recipes.py says why.
+# RECIPE: v2 for K3, v2-linear for Kimi Linear (v2, then the stage again at twice the lr), v2-mla for the all-MLA
+# DeepSeek-V3 and Kimi K2 (v2-linear, then 400 steps at lr 2e-3): compute/train_recipes.py says why.
 MODEL ?= kimi-k3
 WEIGHTS_FILE ?= assets/weights/$(if $(filter kimi-k3,$(MODEL)),toy-k3-v2.npz,toy-$(MODEL)-v2.npz)
-RECIPE ?= $(if $(filter kimi-linear-48b,$(MODEL)),v2-linear,$(if $(filter deepseek-v3,$(MODEL)),v2-mla,v2))
+RECIPE ?= $(if $(filter kimi-linear-48b,$(MODEL)),v2-linear,$(if $(filter deepseek-v3 kimi-k2,$(MODEL)),v2-mla,v2))
 .PHONY: weights
 weights: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))

@@ -79,6 +79,12 @@ SHIPPED_TOYS: dict[str, dict] = {
     "deepseek-v3": {"file": "toy-deepseek-v3-v2.npz", "config": "deepseek-v3", "recipe": "v2-mla", "seed": 0,
                     "sha256": "8ef8a4bc04d4d4764d2786318aad2299bce529ba852837b64ffee2975cce3d62",
                     "weights_sha256": "e181fc1f3e36a36100d901677b10faf133d2cdd64951d5f373fab2f126a1fc9b"},
+    # Kimi K2's toy: the same recipe v2-mla, made the same way (v2, then the second and third stages with --init, the
+    # third at commit 9f1a039, clean tree). Scores (`--score`): every-prefix greedy ko 100 %, en 100 %, held-out 100 %,
+    # repeated object 100 %; sampled at T = 1 96.9 % whole documents.
+    "kimi-k2": {"file": "toy-kimi-k2-v2.npz", "config": "kimi-k2", "recipe": "v2-mla", "seed": 0,
+                "sha256": "f38cd1bc12006971d99b23477841ce9c204eaaea7b07cd20b770e213e73b5b1b",
+                "weights_sha256": "93df384d4ac06f3da56f3c73e229fca523f4242183bd41bf84e4005abc9945f8"},
 }
 
 

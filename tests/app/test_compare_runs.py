@@ -105,7 +105,7 @@ def test_run_both_shows_each_models_own_explanation(qtbot, dock):
 
 def test_the_page_follows_the_language_and_an_empty_box_takes_the_windows_prompt(qtbot, dock):
     d = dock
-    pick(d, "kimi-linear-48b", "kimi-k2")  # a trained toy and one on random weights (K2 has no toy yet)
+    pick(d, "kimi-linear-48b", "kimi-k2")
     open_runs_page(qtbot, d)
     d.runs.prompt_edit.clear()
     qtbot.mouseClick(d.runs.run_button, Qt.LeftButton)

@@ -82,8 +82,8 @@ def test_summary_names_the_three_largest_blocks_of_each(dock):
     assert [f"layer {ly} " in cell for ly, _ in top] == [True] * 3, (cell, top)
 
 
-def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
-    """Kimi K2 has no trained toy: 'trained' runs random weights too, so the comparison says so instead of
+def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot, tmp_path):
+    """A user's config.json (K2's, cut to 5 layers) has no trained toy: 'trained' runs random weights too, so the comparison says so instead of
     showing two identical columns."""
     from app.docks.explain import ExplainDock
     from app.state import AppState
@@ -91,7 +91,12 @@ def test_a_model_without_a_trained_toy_has_nothing_to_compare(qtbot):
     from compute.engine import ToyK3
     from compute.trace import Knobs
 
-    cfg = ModelConfig.from_json(available_configs()["kimi-k2"])
+    import json
+
+    raw = json.loads(available_configs()["kimi-k2"].read_text(encoding="utf-8"))
+    raw.update(num_hidden_layers=5, name="my-model")
+    (tmp_path / "config.json").write_text(json.dumps(raw), encoding="utf-8")
+    cfg = ModelConfig.from_json(tmp_path / "config.json")
     state = AppState()
     engine = ToyK3(config=cfg, device="cpu", weights="random")
     state.set_config(cfg)

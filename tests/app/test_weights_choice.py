@@ -178,12 +178,17 @@ def test_the_caption_helpers():
 
 
 def test_the_status_says_why_trained_weights_did_not_run(tmp_path):
-    """Another bundled model says 'no trained toy for this model' (not 'missing or unusable'),
+    """A user's model (a config.json) says 'no trained toy for this model' (not 'missing or unusable'),
     a missing file 'not installed', a damaged one 'damaged' — read from real engines' traces."""
     from compute.config import ModelConfig, available_configs
     from compute.engine import ToyK3
 
-    k2 = ToyK3(ModelConfig.from_json(available_configs()["kimi-k2"]), device="cpu", weights="trained")
+    import json
+
+    raw = json.loads(available_configs()["kimi-k2"].read_text(encoding="utf-8"))  # a user's model: no toy ships
+    raw.update(num_hidden_layers=5, name="my-model")
+    (tmp_path / "config.json").write_text(json.dumps(raw), encoding="utf-8")
+    k2 = ToyK3(ModelConfig.from_json(tmp_path / "config.json"), device="cpu", weights="trained")
     tr_k2 = k2.run("로봇이 컵을", max_new_tokens=1)
     assert (tr_k2.weights_name, tr_k2.weights_fallback) == ("random", "other_model")
     assert weights_choice.status_text(tr_k2, tr, "trained") == tr("weights.status.fallback.other_model")

@@ -64,8 +64,12 @@ def test_the_window_says_no_trained_toy_for_another_model_without_the_k3_file(ma
     monkeypatch.setattr(wio, "default_path", lambda: tmp_path / "missing.npz")
     win = make_window()
     assert win.weights.label.text() == tr("weights.status.fallback.missing")  # K3: its file is not installed
-    win.models.model_actions["kimi-k2"].trigger()
-    qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.config_name == "kimi-k2"
+    # every bundled model has its toy now: the other model is a user's config.json (Model -> Open config…)
+    raw = json.loads(available_configs()["kimi-k2"].read_text(encoding="utf-8"))
+    raw.update(num_hidden_layers=5, name="my-model")
+    (tmp_path / "config.json").write_text(json.dumps(raw), encoding="utf-8")
+    assert win.models.open_path(str(tmp_path / "config.json"))
+    qtbot.waitUntil(lambda: win.state.trace is not None and win.state.trace.config_name == "my-model"
                     and not win.engine.busy, timeout=120000)
     qtbot.waitUntil(lambda: win.weights.label.text() == tr("weights.status.fallback.other_model"), timeout=10000)
     i18n.set_language("ko")
