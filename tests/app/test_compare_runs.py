@@ -128,3 +128,24 @@ def test_a_prompt_outside_the_toy_language_runs_without_a_patching_map_and_says_
     for r, col in zip(d.runs.results, d.runs.columns):
         assert r.patch is None and r.copy_arrives is None
         assert "outside the toy language" in col.figures.text()
+
+
+def test_a_model_whose_toy_is_missing_says_random_weights_in_its_column(qtbot, dock, monkeypatch):
+    """Every bundled model ships a toy now; a column on random weights still says so, in the caveat colour,
+    when a model's toy is missing (an install without it): the other column stays trained."""
+    from app import explain_service
+    from app.widgets.paint import qcolor
+
+    monkeypatch.delitem(wio.SHIPPED_TOYS, PAIR[1])
+    monkeypatch.setattr(explain_service, "ENGINES", {})  # no engine cached with the toy loaded
+    d = dock
+    pick(d, *PAIR)
+    open_runs_page(qtbot, d)
+    run_both(qtbot, d, "로봇이 공을 집었다")
+    qtbot.waitUntil(lambda: d.runs.results is not None and not d.runs.busy(), timeout=600_000)
+    a, b = d.runs.results
+    assert a.trained and not b.trained
+    heads = [c.header for c in d.runs.columns]
+    assert "RANDOM WEIGHTS" not in heads[0].text() and "RANDOM WEIGHTS" in heads[1].text()
+    assert qcolor("caveat").name().lower() in heads[1].styleSheet().lower()
+    assert qcolor("caveat").name().lower() not in heads[0].styleSheet().lower()
