@@ -59,8 +59,8 @@ def test_the_why_experiment_turns_and_counts(soak):
         bench._knock()
     assert calls == [(("token", 0), "zero"), (("block", 7, "mixer"), "mean"), "restore", (("token", 0), "zero")]
     assert bench.knockouts == 4 and bench.handlers["knockout"][0] == 4
-    bench._explained(SimpleNamespace(knockout={"word": "x"}))
-    bench._explained(SimpleNamespace(knockout=None))
+    bench._explained(1, SimpleNamespace(knockout={"word": "x"}))  # (serial, result) as the explain lane sends them
+    bench._explained(2, SimpleNamespace(knockout=None))
     bench._explain_failed(3, "ValueError: token position 9 is outside 0..5")
     assert bench.explanations == {"done": 2, "failed": 1, "knockout_results": 1}
     assert bench.explain_failures == ["ValueError: token position 9 is outside 0..5"]
