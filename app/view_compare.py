@@ -12,20 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 KEYS = ("models", "prompt")
-KEY_CHARS = 40  # an unknown key is quoted in the message up to this many characters
 
 
 def read_compare(reader, value: Any, models: tuple[str, ...]) -> dict | None:
-    """The optional `compare` object, checked by `reader` (app.viewfile._Reader: fail, choice, prompt) against the
+    """The optional `compare` object, checked by `reader` (app.viewfile._Reader: object, fail, choice, prompt) against the
     bundled model names `models`; None when the view records no comparison."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise reader.fail("compare", "must be an object {models, prompt} or null")
-    for k in value:
-        if k not in KEYS:
-            shown = repr(k) if len(repr(k)) <= KEY_CHARS else repr(k)[:KEY_CHARS - 3] + "..."
-            raise reader.fail("compare", f"unknown key {shown} ({', '.join(KEYS)})")
+    reader.object("compare", value, KEYS)
     pair = value.get("models")
     if not isinstance(pair, list) or len(pair) != 2:
         raise reader.fail("compare.models", "must be a list of two bundled model names")

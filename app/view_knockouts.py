@@ -22,15 +22,11 @@ KEYS = ("mode", "tokens", "blocks", "experts", "sources")
 
 def read_knockouts(reader, value: Any, config, max_position: int) -> dict | None:
     """The optional knock-out set (compute.explain.knockout.Ablation's fields) of a view, checked by `reader`
-    (app.viewfile._Reader: fail, choice, integer, optional_int) against `config`; token positions 0..max_position
+    (app.viewfile._Reader: object, fail, choice, integer, optional_int) against `config`; token positions 0..max_position
     here, against the prompt in position_problem. None when nothing is knocked out."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise reader.fail("knockouts", "must be an object {mode, tokens, blocks, experts} or null")
-    for k in value:
-        if k not in KEYS:
-            raise reader.fail("knockouts", f"unknown key {_key(k)} ({', '.join(KEYS)})")
+    reader.object("knockouts", value, KEYS)
     mode = reader.choice("knockouts.mode", value.get("mode", "zero"), KNOCKOUT_MODES)
     n_layers, n_experts = config.num_hidden_layers, config.n_routed_experts
     lists = {}
@@ -108,12 +104,6 @@ def position_problem(view) -> tuple[str, str] | None:
             return (f"knockouts.tokens[{i}]", f"token position {p} is past {where}, {explained} ({shape}): "
                     f"a knock-out takes positions 0…{explained}")
     return None
-
-
-def _key(key: str, limit: int = 40) -> str:
-    """A refused key, quoted: printable, at most `limit` characters."""
-    text = repr(key)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def knockout_line(res) -> str:

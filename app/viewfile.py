@@ -231,6 +231,18 @@ class _Reader:
     def fail(self, name: str, problem: str) -> ViewError:
         return ViewError(self.path, "field", problem, name)
 
+    def object(self, name: str, value: Any, keys: tuple[str, ...]) -> dict | None:
+        """An optional object field (`explain3d`, `knockouts`, `compare`): None stays None; anything but an object
+        with only `keys` is a ViewError naming the field (the first unknown key quoted, at most 40 characters)."""
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(name, f"must be an object {{{', '.join(keys)}}} or null")
+        for k in value:
+            if k not in keys:
+                raise self.fail(name, f"unknown key '{_key(str(k))}' ({', '.join(keys)})")
+        return value
+
     def view(self) -> View:
         raw = self.raw
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
@@ -273,12 +285,7 @@ class _Reader:
         """The optional 3D drawings of the Explain panel (lens column, attention arcs, contribution route)."""
         if value is None:
             return None
-        keys = ("lens", "arcs", "route", "route_threshold", "position")
-        if not isinstance(value, dict):
-            raise self.fail("explain3d", "must be an object {lens, arcs, route, route_threshold, position} or null")
-        for k in value:
-            if k not in keys:
-                raise self.fail("explain3d", f"unknown key '{_key(k)}' ({', '.join(keys)})")
+        self.object("explain3d", value, ("lens", "arcs", "route", "route_threshold", "position"))
         out = {}
         for k in ("lens", "arcs", "route"):
             v = value.get(k, False)

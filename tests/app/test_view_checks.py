@@ -210,3 +210,20 @@ def test_the_inspector_says_when_a_block_names_a_missing_layer(make_window, qtbo
     assert "no layer 999" in dock.name_label.text()
     win.state.select_block("L37/kda.state")
     assert dock.name_label.text() == "state S (d_k × d_v)"
+
+
+@pytest.mark.parametrize("field, good", [
+    ("explain3d", {"lens": True}),
+    ("knockouts", {"mode": "zero", "tokens": [0]}),
+    ("compare", {"models": ["kimi-k3", "kimi-k2"]}),
+])
+def test_every_object_field_refuses_a_non_object_and_an_unknown_key_alike(tmp_path, field, good):
+    """explain3d, knockouts and compare go through one check: the same two messages, naming the field."""
+    assert getattr(viewfile.load(_write(tmp_path, _doc(**{field: good}))), field) is not None
+    assert getattr(viewfile.load(_write(tmp_path, _doc(**{field: None}))), field) is None
+    for bad, words in ((["lens"], "must be an object {"), ("x", "or null"),
+                       ({**good, "Extra\u202e" + "k" * 60: 1}, "unknown key 'Extra\\u202e")):
+        with pytest.raises(ViewError) as err:
+            viewfile.load(_write(tmp_path, _doc(**{field: bad})))
+        text = str(err.value)
+        assert err.value.field == field and words in text and "\n" not in text and "k" * 41 not in text
