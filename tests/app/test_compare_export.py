@@ -40,6 +40,14 @@ def check_image(path: str, w: int, h: int) -> None:
     for half in (left, right):  # a patching map in each model's column: its dark cells and its bright ones
         assert count_near(half, VIRIDIS_DARK, 20) > 5000
         assert count_near(half, VIRIDIS_YELLOW, 20) > 100
+    # the page is filled: no empty band of background rows at the bottom (the maps take the height left over),
+    # and both maps end on the same row
+    uniform = (arr[..., :3] == arr[:, :1, :3]).all(axis=(1, 2))
+    blank_bottom = int(np.argmin(uniform[::-1])) if not uniform.all() else h
+    assert blank_bottom <= 0.06 * h, f"{blank_bottom} empty rows at the bottom of {h}"
+    dark_rows = [np.nonzero((np.abs(half[..., :3].astype(int) - VIRIDIS_DARK).max(-1) <= 20).any(1))[0].max()
+                 for half in (left, right)]
+    assert abs(dark_rows[0] - dark_rows[1]) <= 3
 
 
 def type_into(edit, text: str) -> None:

@@ -58,7 +58,8 @@ def run_both(qtbot, d, prompt: str) -> None:
             QApplication.sendEvent(edit, QKeyEvent(kind, 0, Qt.NoModifier, ch))
     assert edit.text() == prompt
     qtbot.mouseClick(d.runs.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: d.runs.results is not None and not d.runs.busy(), timeout=600_000)
+    qtbot.waitUntil(lambda: d.runs.results is not None and not d.runs.busy()  # this prompt's results, not the last
+                    and d.runs.results_for is not None and d.runs.results_for[1] == prompt, timeout=600_000)
 
 
 def own_explanation(name: str, prompt: str):
@@ -128,6 +129,15 @@ def test_a_prompt_outside_the_toy_language_runs_without_a_patching_map_and_says_
     for r, col in zip(d.runs.results, d.runs.columns):
         assert r.patch is None and r.copy_arrives is None
         assert "outside the toy language" in col.figures.text()
+        assert "outside the toy language" in col.note.toPlainText()  # said on the empty plot too
+        assert col.note.isVisible() and col.note.mapRectToScene(col.note.boundingRect()).intersects(
+            col.map.plotItem.vb.sceneBoundingRect())  # inside the plot, not off its edge
+    # an in-language prompt afterwards: the maps are back, the notes gone, positions named by their tokens
+    run_both(qtbot, d, "아이가 상자를 집었다. 그리고")
+    for r, col in zip(d.runs.results, d.runs.columns):
+        assert r.patch is not None and col.note.toPlainText() == ""
+        labels = [text for _, text in col.map.getAxis("bottom")._tickLevels[0]]
+        assert labels[2].endswith("상자") or "상자" in labels[2]
 
 
 def test_a_model_whose_toy_is_missing_says_random_weights_in_its_column(qtbot, dock, monkeypatch):

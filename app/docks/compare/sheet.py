@@ -31,13 +31,12 @@ class ComparisonSheet(QWidget):
         self.title.setWordWrap(True)
         self.title.setStyleSheet("font-size: 16pt; font-weight: bold;")
         plain(self.title)  # it quotes the prompt
-        self.view = ComparisonView(lens_h=max(MAP_H, height // 5), map_h=max(MAP_H, height // 3))
+        self.view = ComparisonView(lens_h=max(MAP_H, height // 5), map_h=max(MAP_H, height // 3), fill=True)
         self.view.show_results(results)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(MARGIN, MARGIN, MARGIN, MARGIN)
         lay.addWidget(self.title)
-        lay.addWidget(self.view)
-        lay.addStretch(1)
+        lay.addWidget(self.view, 1)  # the maps take the page's height left over: no empty band at the bottom
 
 
 def comparison_image(results, prompt: str, width: int, height: int) -> QImage:
