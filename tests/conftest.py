@@ -50,3 +50,23 @@ def _collect_garbage_between_tests(request):
     gc.unfreeze()  # what a window froze at start-up (scene/gc_main_thread.settle) is collectable once the test ends
     if not gc.isenabled():  # the young generations after every test, everything after about ten tests
         gc.collect(2 if gc.get_count()[2] >= 10 else 1)
+
+
+SLOW = os.environ.get("K3_SLOW", "") not in ("", "0")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: starts other processes for minutes (a pip install into a fresh venv, the "
+                            "frozen bundle, the kernels' warm-up child) or runs a survey; run by .ci/run "
+                            "(K3_SLOW=1), skipped by a plain `make test`, where a fast in-process test checks the "
+                            "same contract")
+
+
+def pytest_collection_modifyitems(config, items):
+    if SLOW:
+        return
+    skip = pytest.mark.skip(reason="slow: set K3_SLOW=1 (.ci/run does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+

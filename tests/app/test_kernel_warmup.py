@@ -90,6 +90,7 @@ def test_the_warm_up_rejects_unknown_arguments():
     assert r.returncode == 2 and r.stderr.startswith("usage:")
 
 
+@pytest.mark.slow  # four child processes, a compile when the cache is cold; the readiness test below is in-process
 @needs_numba
 def test_the_warm_up_fills_the_cache_and_the_default_engine_then_runs_compiled():
     """The entry (`k3-explorer --warm-kernels`, and `make test` with --if-needed) exits 0 whether it compiled or

@@ -18,7 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "dist" / "k3-explorer"
 
-pytestmark = pytest.mark.skipif(not (BUNDLE / "k3-explorer").is_file(), reason="no bundle: run `make bundle` first")
+pytestmark = [pytest.mark.skipif(not (BUNDLE / "k3-explorer").is_file(), reason="no bundle: run `make bundle` first"),
+              pytest.mark.slow]  # the frozen app's own processes; tests/app/test_kernel_warmup.py checks its hand-over in-process
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from tests.packaging.venv_deps import deps_folder, new_venv, run as _run, their_
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("app", "scene", "compute", "assets")
+pytestmark = pytest.mark.slow  # a real `pip install -e .` into a fresh venv: minutes; tests/packaging/test_namespace_rewrite.py checks the rewrite in-process
 
 
 @pytest.fixture(scope="module")
