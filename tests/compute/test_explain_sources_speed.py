@@ -106,3 +106,26 @@ def test_moe_rows_against_the_operator(m):
     exp_into(z, got, np.empty(z.shape, np.int64))
     np.testing.assert_allclose(got[:-1], np.exp(z[:-1]), rtol=4e-16, atol=0)
     assert np.isnan(got[-1])
+
+
+def test_moe_rows_top_k_against_a_sort():
+    """The causal re-runs' top-k (compute.explain._moe_rows_nb._top_k) against numpy's stable sort: the k largest,
+    largest first, ties lower index first — with many ties, -inf scores and k not dividing the group count."""
+    from compute.explain._moe_rows_nb import _top_k
+
+    rng = np.random.default_rng(11)
+    for it in range(600):
+        E, k = (896, 16) if it % 3 else (int(rng.integers(5, 300)), int(rng.integers(1, 5)))
+        k = min(k, E)
+        s = rng.standard_normal(E)
+        if it % 4 == 0:
+            s = np.round(s, 1)  # many ties
+        if it % 5 == 0:
+            s[rng.integers(0, E, E // 3)] = -np.inf
+        if it % 7 == 0:
+            s[:] = 0.5  # all equal
+        G = max(64, k) // k * k
+        out = np.empty(k, np.int64)
+        _top_k(s, k, np.empty(G), np.empty(E, np.int64), np.empty(E), np.empty(G, np.int64), np.empty(G), out)
+        want = np.lexsort((np.arange(E), -s))[:k]
+        assert out.tolist() == want.tolist(), (it, E, k)
