@@ -118,6 +118,23 @@ def _kda_layer(xn, kw, s, inp, B, S, tail, fast):
 
 
 @njit
+def kda_rows(xn, kw, s, inp, out):
+    """out[n] = the KDA mixer output of the layer in slot s of kw on xn[n] [T, D] from position 0 (inp: no cache,
+    the α / β overrides), for every n of xn [N, T, D]: _kda_layer's loops on many independent sequences (the
+    causal re-runs of compute.explain.rerun, float64)."""
+    N, T, D = xn.shape
+    B = np.empty((T, kw.cols[-1]), xn.dtype)
+    S = np.empty((kw.H, kw.Kd, kw.o_norm.shape[1]), xn.dtype)
+    tail = np.empty((kw.conv.shape[2] - 1, 3 * kw.H * kw.Kd), xn.dtype)
+    cy = kw.cols[KB_AT.kda_o_proj]
+    for n in range(N):
+        _kda_layer(xn[n], kw, s, inp, B, S, tail, False)
+        for t in range(T):
+            for i in range(D):
+                out[n, t, i] = B[t, cy + i]
+
+
+@njit
 def _mla_layer(xn, mw, s, inp, B, SB, SC):
     """Gated NoPE MLA for the layer in slot s of mw (MLAWeights). B [T, MB's columns]; SB [S, SB's columns] (the
     cache's rows first, from inp); SC [2, H, T, S]: scores (masked: -inf), softmax."""

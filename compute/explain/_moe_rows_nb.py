@@ -150,14 +150,22 @@ def moe_rows(x, router, bias, down, w13, w2, norm, up, sh13, sh2, k, rsf, b1, b2
     sgu = np.empty(3 * Fs)
     seg = np.empty(3 * Fs)
     for n in range(N):
-        for e in range(E):
-            s[e] = 0.0
-        for d in range(D):  # the router's logits, contiguous rows of `router`
-            xd = x[n, d]
+        if D == 8:  # the toy's width: a logit's eight products in one expression, in the loop's order (from 0.0,
+            x0, x1, x2, x3 = x[n, 0], x[n, 1], x[n, 2], x[n, 3]  # the same bits), one pass over s and `router`
+            x4, x5, x6, x7 = x[n, 4], x[n, 5], x[n, 6], x[n, 7]
             for e in range(E):
-                s[e] += xd * router[d, e]
-        for e in range(E):
-            s[e] = -s[e]
+                s[e] = -((((((((0.0 + x0 * router[0, e]) + x1 * router[1, e]) + x2 * router[2, e])
+                             + x3 * router[3, e]) + x4 * router[4, e]) + x5 * router[5, e]) + x6 * router[6, e])
+                         + x7 * router[7, e])
+        else:
+            for e in range(E):
+                s[e] = 0.0
+            for d in range(D):  # the router's logits, contiguous rows of `router`
+                xd = x[n, d]
+                for e in range(E):
+                    s[e] += xd * router[d, e]
+            for e in range(E):
+                s[e] = -s[e]
         exp_into(s, sel, bits)
         for e in range(E):
             s[e] = 1.0 / (1.0 + sel[e])

@@ -129,3 +129,26 @@ def test_moe_rows_top_k_against_a_sort():
         _top_k(s, k, np.empty(G), np.empty(E, np.int64), np.empty(E), np.empty(G, np.int64), np.empty(G), out)
         want = np.lexsort((np.arange(E), -s))[:k]
         assert out.tolist() == want.tolist(), (it, E, k)
+
+
+@pytest.mark.parametrize("alpha,beta", [(None, None), (0.9, 0.3)])
+def test_kda_rows_against_the_operator(m, alpha, beta):
+    """The causal re-runs' compiled KDA (the kernels' kda_rows on a float64 pass of the twin's weights) against
+    compute.kda.kda_layer's chunked form on the same batch, with and without the α / β knobs."""
+    from compute.dims import OpArgs
+    from compute.explain.rerun import _fast_kda, _kda_rows, twin64
+    from compute.kda import kda_layer
+    from compute.trace import Knobs
+
+    tw = twin64(m)
+    kfast = _fast_kda(tw)
+    assert kfast is not None
+    args = OpArgs.of(tw.config, tw.dims)
+    knobs = Knobs(temperature=0.0, alpha=alpha, beta=beta)
+    rng = np.random.default_rng(3)
+    kda = [li for li, w in enumerate(tw.layers) if "kda" in w]
+    for li in (kda[0], kda[len(kda) // 2], kda[-1]):
+        xn = np.concatenate([rng.standard_normal((4, 9, 8)), 20 * rng.standard_normal((1, 9, 8))])
+        got = _kda_rows(kfast, li, xn, knobs)
+        want = kda_layer(xn, tw.layers[li]["kda"], args, alpha=alpha, beta_override=beta, chunk_size=9)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
