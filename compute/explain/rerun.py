@@ -12,6 +12,11 @@ Precision: everything runs in float64 on a float64 twin of the engine (`twin64`:
 operators' layer loop), and the base runs the experiments compare against are that twin's prefills — the toy
 amplifies float32 rounding over 93 layers (compute.engine's docstring), so a float32 variant would differ from
 its float32 base by more than many effects. In float64 a variant that changes nothing equals its base to ~1e-9.
+
+Speed (issue 39 item 8): with numba the two costly blocks run compiled on the variants' rows — the latent MoE
+(compute.explain._moe_rows_nb) and KDA (compute._fused_nb_kernels.kda_rows on a float64 pass of the twin's
+weights: the recurrent form, equal to compute.kda's chunked one to float64 rounding) — and a grid's variants run
+as two halves on two threads.
 """
 from __future__ import annotations
 
