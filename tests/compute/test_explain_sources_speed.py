@@ -152,3 +152,21 @@ def test_kda_rows_against_the_operator(m, alpha, beta):
         got = _kda_rows(kfast, li, xn, knobs)
         want = kda_layer(xn, tw.layers[li]["kda"], args, alpha=alpha, beta_override=beta, chunk_size=9)[0]
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_failing_prefix_pass_raises_instead_of_hanging(m, monkeypatch):
+    """The prefixes' states are computed on a thread while the re-runs start: an error there reaches the caller."""
+    ex = Explanation.of_prompt(m, "the robot picks up the cup. it places the")
+    cp = m._pass
+    real, calls = cp._run, []
+
+    def flaky(emb, knobs, caches, bias):
+        if emb.shape[0] == 1:  # a prefix pass (the re-runs go through ReusedPass, not _run)
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("prefix pass failed")
+        return real(emb, knobs, caches, bias)
+
+    monkeypatch.setattr(cp, "_run", flaky)
+    with pytest.raises(RuntimeError, match="prefix pass failed"):
+        rs.source_effects(ex, "zero")
