@@ -1,6 +1,6 @@
 """Benchmark of the toy K3 engine. Prints one JSON object (not a test; see BRIEF "Performance").
 
-    python bench/engine.py [--repeats 15] [--device cpu] [--threads 1]
+    python bench/engine.py [--repeats 15] [--device cpu] [--threads 1] [--causal-only]
 
 run: a full ToyK3.run (6-token prompt + 4 generated tokens → 1 prefill + 3 decode passes over 93 layers),
 including the trace's numpy conversion. resample: ToyK3.resample after a temperature / top-p change that
@@ -129,6 +129,8 @@ def main() -> None:
     ap.add_argument("--compiled", default="on", choices=("on", "off", "auto"),
                     help="compiled pass (compute.fused_nb): on = compile if needed, auto = only if the disk cache "
                          "is ready (what the app's default engine does), off = the numpy operators")
+    ap.add_argument("--causal-only", action="store_true",
+                    help="only the causal views (explain_patch_* / causal_route / sources_100) and the load")
     args = ap.parse_args()
     from compute import fused_nb
 
@@ -137,6 +139,12 @@ def main() -> None:
     t0 = time.perf_counter()
     m = ToyK3(device=args.device, backend=args.backend, cpu_threads=args.threads or None, compiled=want)
     init_ms = (time.perf_counter() - t0) * 1e3
+    if args.causal_only:
+        out = {"engine_path": "compiled" if getattr(m, "compiled", False) else "numpy", "init_ms": round(init_ms, 1),
+               **_causal(m, max(3, args.repeats // 5)), "cpu_count": os.cpu_count(),
+               "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+        print(json.dumps(out))
+        return
     wl_ms = None
     if m.weights_name == "trained":  # read + check + unpack the file again, as ToyK3 did (float64 dicts)
         wl_ms, _ = _median_ms(lambda: m._load_trained(None), 5)

@@ -118,6 +118,23 @@ def _kda_layer(xn, kw, s, inp, B, S, tail, fast):
 
 
 @njit
+def kda_rows(xn, kw, s, inp, out):
+    """out[n] = the KDA mixer output of the layer in slot s of kw on xn[n] [T, D] from position 0 (inp: no cache,
+    the α / β overrides), for every n of xn [N, T, D]: _kda_layer's loops on many independent sequences (the
+    causal re-runs of compute.explain.rerun, float64)."""
+    N, T, D = xn.shape
+    B = np.empty((T, kw.cols[-1]), xn.dtype)
+    S = np.empty((kw.H, kw.Kd, kw.o_norm.shape[1]), xn.dtype)
+    tail = np.empty((kw.conv.shape[2] - 1, 3 * kw.H * kw.Kd), xn.dtype)
+    cy = kw.cols[KB_AT.kda_o_proj]
+    for n in range(N):
+        _kda_layer(xn[n], kw, s, inp, B, S, tail, False)
+        for t in range(T):
+            for i in range(D):
+                out[n, t, i] = B[t, cy + i]
+
+
+@njit
 def _mla_layer(xn, mw, s, inp, B, SB, SC):
     """Gated NoPE MLA for the layer in slot s of mw (MLAWeights). B [T, MB's columns]; SB [S, SB's columns] (the
     cache's rows first, from inp); SC [2, H, T, S]: scores (masked: -inf), softmax."""
@@ -204,8 +221,9 @@ def _moe_layer(x, ew, s, bias, B, idx, fast, scr):
         else:
             for e in range(E):
                 row[cs + e] = one / (one + np.exp(-row[cl + e]))
+        rs = row[cs:cs + E]  # a view: row[cs + e] (a possibly negative index to LLVM) kept the loop scalar
         for e in range(E):  # the biased selection score, in the engine dtype as numpy adds it; NaN (damaged
-            v = row[cs + e] + bias[e]  # weights) counts as -inf, as in compute.moe
+            v = rs[e] + bias[e]  # weights) counts as -inf, as in compute.moe
             sel[e] = v if v == v else -np.inf
         topk(sel, top_k, gmax, cand, cv, gi, gv, idx[t])
         tot = 0.0
@@ -309,7 +327,9 @@ def pass_into(pw, kw, mw, ew, dw, inp, out):
     layer order (mkind[li] 0 KDA / 1 MLA, fkind[li] 0 dense / 1 MoE, m/fslot[li] the layer's slot in its kind's
     stacks) and the pass-wide weights; kw / mw / ew / dw: each block kind's stacked weights; inp (PassInputs):
     the embeddings [T, D], knobs, router bias and caches; out (PassOutputs): the buffers every trace tensor is
-    written into (CB [NL, T, CB's columns], FB [T, FB's columns], per kind its kernel's)."""
+    written into (CB [NL, T, CB's columns], FB [T, FB's columns], per kind its kernel's). A buffer with ONE
+    slot on its first axis (CB, KB, KS, Ktail, MB, MSB, MSC, EB, Eidx, DB) serves every layer of its kind in turn:
+    a pass whose caller reads only FB (compute.explain._pass_reuse) keeps its working set in the caches."""
     emb, CB, Vb, Den, FB = inp.emb, out.CB, out.Vb, out.Den, out.FB
     NL = pw.mkind.shape[0]
     T, D = emb.shape
@@ -325,7 +345,7 @@ def pass_into(pw, kw, mw, ew, dw, inp, out):
     scr = _moe_scratch(emb, ew.E, ew.L, ew.F, ew.Fs, ew.top_k, ew.experts.shape[2])
     n = 0
     for li in range(NL):
-        cb = CB[li]
+        cb = CB[li % CB.shape[0]]
         x, xn, x2, xn2 = cb[:, cx:cx + D], cb[:, cxn:cxn + D], cb[:, cx2:cx2 + D], cb[:, cxn2:cxn2 + D]
         pp = cb[:, cp:cp + D]
         start = li % pw.block == 0
@@ -347,11 +367,13 @@ def pass_into(pw, kw, mw, ew, dw, inp, out):
         rms_into(x, pw.norm_mix[li], pw.nDeps, xn)
         s = pw.mslot[li]
         if pw.mkind[li] == 0:
-            _kda_layer(xn, kw, s, inp, out.KB[s], out.KS[s], out.Ktail[s], pw.fast)
-            a = out.KB[s][:, ky:ky + D]
+            o = s % out.KB.shape[0]
+            _kda_layer(xn, kw, s, inp, out.KB[o], out.KS[o], out.Ktail[o], pw.fast)
+            a = out.KB[o][:, ky:ky + D]
         else:
-            _mla_layer(xn, mw, s, inp, out.MB[s], out.MSB[s], out.MSC[s])
-            a = out.MB[s][:, my:my + D]
+            o = s % out.MB.shape[0]
+            _mla_layer(xn, mw, s, inp, out.MB[o], out.MSB[o], out.MSC[o])
+            a = out.MB[o][:, my:my + D]
         if start:
             prefix[:, :] = a
         else:
@@ -360,11 +382,13 @@ def pass_into(pw, kw, mw, ew, dw, inp, out):
         rms_into(x2, pw.norm_ffn[li], pw.nDeps, xn2)
         s = pw.fslot[li]
         if pw.fkind[li] == 1:
-            _moe_layer(xn2, ew, s, inp.ebias[s], out.EB[s], out.Eidx[s], pw.fast, scr)
-            y = out.EB[s][:, ey:ey + D]
+            o = s % out.EB.shape[0]
+            _moe_layer(xn2, ew, s, inp.ebias[s], out.EB[o], out.Eidx[o], pw.fast, scr)
+            y = out.EB[o][:, ey:ey + D]
         else:
-            _dense_layer(xn2, dw, s, out.DB[s])
-            y = out.DB[s][:, dy:dy + D]
+            o = s % out.DB.shape[0]
+            _dense_layer(xn2, dw, s, out.DB[o])
+            y = out.DB[o][:, dy:dy + D]
         for t in range(T):
             for i in range(D):
                 pp[t, i] = prefix[t, i] + y[t, i]

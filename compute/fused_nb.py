@@ -26,6 +26,7 @@ tests/compute/test_fused_nb.py compares every trace tensor of the compiled passe
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -160,7 +161,13 @@ def _clear_stale() -> None:
             return
     except (OSError, ValueError, TypeError, AttributeError):
         pass
-    for p in d.rglob("*._fused_nb_*.nb[ic]") if d.is_dir() else ():  # <module>.<function>-<line>.pyXY.nbi / .N.nbc
+    # numba's folder for this checkout's kernels (its _CacheLocator: the source folder's name and SHA1 of its path),
+    # so that another checkout's cache stays; in it <module>.<function>-<line>.pyXY.nbi / .N.nbc
+    src = os.path.dirname(os.path.abspath(_SOURCES[0]))
+    sub = d / f"{os.path.basename(src)}_{hashlib.sha1(src.encode()).hexdigest()}"
+    for p in sub.glob("*.nb[ic]") if sub.is_dir() else ():
+        if not (p.name.startswith("_fused_nb_") or "._fused_nb_" in p.name):
+            continue
         try:
             p.unlink()
         except OSError:
@@ -169,8 +176,14 @@ def _clear_stale() -> None:
 
 def _warm_explain() -> None:
     """Compile (or load) the causal explanations' MoE rows (compute.explain._moe_rows_nb, float64, C-contiguous
-    weights as compute.explain.rerun passes them): the first causal route or patching grid then only loads it."""
+    weights as compute.explain.rerun passes them) and KDA rows (the kernels' kda_rows on a float64 pass's records,
+    as compute.explain.rerun._kda_rows calls it): the first causal route or patching grid then only loads them."""
     from compute.explain._moe_rows_nb import moe_rows
+
+    cp = _random_pass("float64")
+    xn = np.zeros((2, 2, cp.D))
+    inp = layout.PassInputs(xn[0], False, 0.0, False, 0.0, cp.ebias, cp.tail0, cp.S00, False, cp.ckv00, cp.kr00)
+    cp.kern.kda_rows(xn, cp.kw, 0, inp, np.empty_like(xn))
 
     D, E, Lat, F, Fs, k = 4, 3, 2, 2, 2, 2
     r = np.random.default_rng(0)
@@ -195,11 +208,20 @@ def _warm_pass(dtype) -> str:
     """Compile (or load) the pass kernel for `dtype` by what ToyK3's warm-up runs — a two-token prefill and a
     one-token decode with its caches — on a seeded random K3 of the engine's layout (compute.weights), built here
     without the engine (compute.engine imports this module; this one never imports it). Returns the dtype's name."""
+    from compute.trace import Knobs
+
+    cp, emb = _random_pass(dtype, True)
+    _, caches, _ = cp.forward(emb[[0, 0]], np.arange(2), Knobs(), None, None)
+    cp.forward(emb[[0]], np.arange(2, 3), Knobs(), caches, None)
+    return np.dtype(dtype).name
+
+
+def _random_pass(dtype, with_embedding: bool = False):
+    """A CompiledPass over a seeded random K3 of the engine's layout in `dtype` (and its embedding table)."""
     from compute import weights
     from compute.config import load_default
     from compute.dims import ToyDims
     from compute.fused import FusedPlans
-    from compute.trace import Knobs
 
     c, d, dt = load_default(), ToyDims(), np.dtype(dtype)
     gen = np.random.default_rng(0)
@@ -213,9 +235,7 @@ def _warm_pass(dtype) -> str:
     emb, lm_head, final_norm, w_out, layers = weights.draw_layout(c, d, 4, rnd, uni)
     fz = FusedPlans(c, d, layers, w_out, dt, final_norm)
     cp = CompiledPass(fz, layers, lm_head, c, d)
-    _, caches, _ = cp.forward(emb[[0, 0]], np.arange(2), Knobs(), None, None)
-    cp.forward(emb[[0]], np.arange(2, 3), Knobs(), caches, None)
-    return dt.name
+    return (cp, emb) if with_embedding else cp
 
 
 def supported(config) -> bool:

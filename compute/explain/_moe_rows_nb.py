@@ -6,9 +6,9 @@ compute.fused_nb.available() set numba's cache directory.
 
 Speed (the row's cost was ~14 µs, most of it 896 scalar exp calls and a branchy top-k): exp is a branch-free
 loop LLVM vectorises (`exp_into`: Cephes' exp, range reduction by ln 2, a 2/3 rational approximation, 2^n
-through the exponent bits; within 1.5 ulp of numpy's), the top-k first bounds the k-th largest score by the
-smallest of k strided groups' maxima and ranks only the scores above it (the same k, the same order: largest
-first, ties lower index first), and the experts' exp / tanh run as one vectorised loop over the k·F units.
+through the exponent bits; within 1.5 ulp of numpy's), the top-k is the compiled pass's branch-free O(E) one
+(group maxima bound the k-th largest, only the scores above the bound are ranked; the same k, the same order:
+largest first, ties lower index first; 2.4 -> ~1 µs a row of 896), and the experts' exp / tanh run as one vectorised loop over the k·F units.
 tanh from the same exp (Cephes' tanh: 1 − 2 / (exp(2y) + 1), a rational approximation for |y| < 0.625)."""
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def exp_into(x, out, bits):
         px = r * ((_P0 * rr + _P1) * rr + _P2)
         q = ((_Q0 * rr + _Q1) * rr + _Q2) * rr + _Q3
         out[i] = 1.0 + 2.0 * px / (q - px)
-        bits[i] = (np.int64(k) + np.int64(1023)) << np.int64(52)
+        bits[i] = (np.int64(np.int32(k)) + np.int64(1023)) << np.int64(52)  # via int32: AVX2 converts 4 at once
     pw = bits.view(np.float64)
     for i in range(n):
         out[i] = out[i] * pw[i] if x[i] == x[i] else x[i]
@@ -57,33 +57,74 @@ def _tanh(y, e2y):
 
 
 @_jit
-def _top_k(sel, k, gmax, top_v, top_i):
-    """top_i[:k] = the indices of the k largest of sel (no NaN), largest first, ties lower index first."""
+def _top_k(sel, k, gmax, cand, cv, gi, gv, top_i):
+    """top_i[:k] = the indices of the k largest of sel (no NaN), largest first, ties lower index first, in O(E) and
+    nearly branch-free (compute._fused_nb_math.topk's method, kept here: numba's cache of moe_rows would not see a
+    change there). The elements fall into G = len(gmax) groups e mod G (G a multiple of k): the smallest of k
+    disjoint sets of group maxima bounds the k-th largest from below (tau0); the k-th largest group maximum tau is a
+    tighter bound; only elements >= tau in groups whose maximum is >= tau are ranked. Scratch: cand [E] int, cv [E],
+    gi [G] int, gv [G]."""
     E = sel.shape[0]
-    for g in range(k):
-        gmax[g] = -np.inf
-    nb = E // k
-    for b in range(nb):  # the maximum of each group e mod k: k elements >= the smallest of them
-        for g in range(k):
-            gmax[g] = max(gmax[g], sel[b * k + g])
-    for g in range(E - nb * k):
-        gmax[g] = max(gmax[g], sel[nb * k + g])
-    tau = gmax[0]
-    for g in range(1, k):
-        tau = min(tau, gmax[g])
+    G = gmax.shape[0]
     for j in range(k):
-        top_v[j] = -np.inf
-        top_i[j] = -1
-    for e in range(E):
-        v = sel[e]
-        if v >= tau and (v > top_v[k - 1] or top_i[k - 1] < 0):  # insert into the sorted top-k
-            j = k - 1
-            while j > 0 and (v > top_v[j - 1] or top_i[j - 1] < 0):
-                top_v[j] = top_v[j - 1]
-                top_i[j] = top_i[j - 1]
-                j -= 1
-            top_v[j] = v
-            top_i[j] = e
+        top_i[j] = j
+    R = E // G
+    G8 = G - G % 8 if R > 0 else 0
+    for g0 in range(0, G8, 8):  # eight groups' maxima in locals (registers)
+        m0, m1, m2, m3 = sel[g0], sel[g0 + 1], sel[g0 + 2], sel[g0 + 3]
+        m4, m5, m6, m7 = sel[g0 + 4], sel[g0 + 5], sel[g0 + 6], sel[g0 + 7]
+        for r in range(1, R):
+            b = r * G + g0
+            m0, m1, m2, m3 = max(m0, sel[b]), max(m1, sel[b + 1]), max(m2, sel[b + 2]), max(m3, sel[b + 3])
+            m4, m5, m6, m7 = max(m4, sel[b + 4]), max(m5, sel[b + 5]), max(m6, sel[b + 6]), max(m7, sel[b + 7])
+        gmax[g0], gmax[g0 + 1], gmax[g0 + 2], gmax[g0 + 3] = m0, m1, m2, m3
+        gmax[g0 + 4], gmax[g0 + 5], gmax[g0 + 6], gmax[g0 + 7] = m4, m5, m6, m7
+    for g in range(G8, G):
+        m = -np.inf
+        for r in range(R):
+            m = max(m, sel[r * G + g])
+        gmax[g] = m
+    for g in range(E - R * G):
+        gmax[g] = max(gmax[g], sel[R * G + g])
+    Q = G // k
+    tau0 = np.inf
+    for q in range(k):
+        m = gmax[q]
+        for u in range(1, Q):
+            m = max(m, gmax[q + u * k])
+        tau0 = min(tau0, m)
+    ng = 0
+    for g in range(G):
+        gi[ng] = g
+        gv[ng] = gmax[g]
+        ng += gmax[g] >= tau0
+    tau = np.inf
+    for a in range(ng):
+        v = gv[a]
+        c = 0
+        for b in range(ng):
+            c += gv[b] > v
+        tau = min(tau, v) if c < k else tau
+    nk = 0
+    for a in range(ng):
+        gi[nk] = gi[a]
+        nk += gv[a] >= tau
+    nc = 0
+    for a in range(nk):
+        for e in range(gi[a], E, G):
+            v = sel[e]
+            cand[nc] = e
+            cv[nc] = v
+            nc += v >= tau
+    for i in range(nc):
+        e = cand[i]
+        v = cv[i]
+        r = 0
+        for j in range(nc):
+            w = cv[j]
+            r += (w > v) | ((w == v) & (cand[j] < e))
+        if r < k:
+            top_i[r] = e
 
 
 @_jit
@@ -97,9 +138,10 @@ def moe_rows(x, router, bias, down, w13, w2, norm, up, sh13, sh2, k, rsf, b1, b2
     s = np.empty(E)
     sel = np.empty(E)
     bits = np.empty(max(E, 3 * k * F, 3 * Fs), np.int64)
-    top_v = np.empty(k)
     top_i = np.empty(k, np.int64)
-    gmax = np.empty(k)
+    G = max(64, k) // k * k  # the top-k's groups: a multiple of k
+    gmax, gv, gi = np.empty(G), np.empty(G), np.empty(G, np.int64)
+    cand, cv = np.empty(E, np.int64), np.empty(E)
     z = np.empty(Lat)
     mix = np.empty(Lat)
     wts = np.empty(k)
@@ -108,21 +150,29 @@ def moe_rows(x, router, bias, down, w13, w2, norm, up, sh13, sh2, k, rsf, b1, b2
     sgu = np.empty(3 * Fs)
     seg = np.empty(3 * Fs)
     for n in range(N):
-        for e in range(E):
-            s[e] = 0.0
-        for d in range(D):  # the router's logits, contiguous rows of `router`
-            xd = x[n, d]
+        if D == 8:  # the toy's width: a logit's eight products in one expression, in the loop's order (from 0.0,
+            x0, x1, x2, x3 = x[n, 0], x[n, 1], x[n, 2], x[n, 3]  # the same bits), one pass over s and `router`
+            x4, x5, x6, x7 = x[n, 4], x[n, 5], x[n, 6], x[n, 7]
             for e in range(E):
-                s[e] += xd * router[d, e]
-        for e in range(E):
-            s[e] = -s[e]
+                s[e] = -((((((((0.0 + x0 * router[0, e]) + x1 * router[1, e]) + x2 * router[2, e])
+                             + x3 * router[3, e]) + x4 * router[4, e]) + x5 * router[5, e]) + x6 * router[6, e])
+                         + x7 * router[7, e])
+        else:
+            for e in range(E):
+                s[e] = 0.0
+            for d in range(D):  # the router's logits, contiguous rows of `router`
+                xd = x[n, d]
+                for e in range(E):
+                    s[e] += xd * router[d, e]
+            for e in range(E):
+                s[e] = -s[e]
         exp_into(s, sel, bits)
         for e in range(E):
             s[e] = 1.0 / (1.0 + sel[e])
         for e in range(E):
             v = s[e] + bias[e]
             sel[e] = v if v == v else -np.inf  # NaN (damaged weights) counts as -inf, as in compute.moe
-        _top_k(sel, k, gmax, top_v, top_i)
+        _top_k(sel, k, gmax, cand, cv, gi, gv, top_i)
         tot = 0.0
         for j in range(k):
             tot += s[top_i[j]]

@@ -46,8 +46,9 @@ class ReusedPass:
         S = ckv0.shape[1] + T
         w = cp.widths
         v = self._view
+        nK, nM, nE, nD = (min(n, 1) for n in (nK, nM, nE, nD))  # one slot per kind, every layer's in turn
         out = layout.PassOutputs(
-            v("CB", (cp.NL, T, w["CB"]), dt), v("Vb", (T, C, D), dt), v("Den", (T, C), dt),
+            v("CB", (1, T, w["CB"]), dt), v("Vb", (T, C, D), dt), v("Den", (T, C), dt),
             v("KB", (nK, T, w["KB"]), dt), v("KS", (nK, cp.H, cp.Kd, cp.Vk), dt),
             v("Ktail", (nK, cp.Kc - 1, 3 * cp.HK), dt), v("MB", (nM, T, w["MB"]), dt),
             v("MSB", (nM, S, w["SB"]), dt), v("MSC", (nM, 2, cp.mH, T, S), dt), v("EB", (nE, T, w["EB"]), dt),

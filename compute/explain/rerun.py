@@ -12,6 +12,11 @@ Precision: everything runs in float64 on a float64 twin of the engine (`twin64`:
 operators' layer loop), and the base runs the experiments compare against are that twin's prefills — the toy
 amplifies float32 rounding over 93 layers (compute.engine's docstring), so a float32 variant would differ from
 its float32 base by more than many effects. In float64 a variant that changes nothing equals its base to ~1e-9.
+
+Speed (issue 39 item 8): with numba the two costly blocks run compiled on the variants' rows — the latent MoE
+(compute.explain._moe_rows_nb) and KDA (compute._fused_nb_kernels.kda_rows on a float64 pass of the twin's
+weights: the recurrent form, equal to compute.kda's chunked one to float64 rounding) — and a grid's variants run
+as two halves on two threads.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from compute import fused_nb_layout as layout
 from compute.attnres import attn_res
 from compute.dims import OpArgs
 from compute.kda import kda_layer
@@ -86,10 +92,17 @@ def state_before(run, li: int, bs: int | None) -> tuple[np.ndarray, np.ndarray]:
     return p, np.stack(R) if li > 0 else np.zeros((0,) + p.shape)
 
 
-def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int = 16384) -> np.ndarray:
+SPLIT_MIN = 64  # from this many variants, two threads each run half of them (every other one by start layer)
+
+
+def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int = 16384,
+          threads: int = 2) -> np.ndarray:
     """Logits [len(variants), V] at `position` of every variant (float64, the twin's operators). base: the twin's
     PassTrace the variants start from (its FFN outputs serve the positions before each variant's `first`).
-    Variants are run in groups of at most `chunk` rows of tokens per layer (memory bound)."""
+    Variants are run in groups of at most `chunk` rows of tokens per layer (memory bound). threads=2 (from
+    SPLIT_MIN variants): two threads each run every other variant in start order — each variant's rows are
+    independent of the others' (numpy and the compiled MoE rows release the GIL), so the layers' numpy work
+    runs on both cores too, not only the MoE."""
     if not variants:
         return np.zeros((0, len(model.vocab)))
     tw = twin64(model)
@@ -97,13 +110,36 @@ def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int
     per = max(1, chunk // max(T, 1))
     order = sorted(range(len(variants)), key=lambda i: variants[i].start)
     out = np.zeros((len(variants), len(tw.vocab)))
-    for g in range(0, len(order), per):  # by start layer: a group's late starters join it late
-        idx = order[g:g + per]
-        out[idx] = _run_group(tw, [variants[i] for i in idx], knobs, position, base)
+    halves = [order[0::2], order[1::2]] if threads > 1 and len(order) >= SPLIT_MIN else [order]
+
+    def work(part: list[int]) -> None:
+        for g in range(0, len(part), per):  # by start layer: a group's late starters join it late
+            idx = part[g:g + per]
+            out[idx] = _run_group(tw, [variants[i] for i in idx], knobs, position, base, len(halves) == 1)
+
+    if len(halves) == 1:
+        work(order)
+        return out
+    err: list[BaseException] = []
+
+    def second():
+        try:
+            work(halves[1])
+        except BaseException as e:  # re-raised below, not lost in the thread
+            err.append(e)
+
+    t = threading.Thread(target=second, daemon=True)
+    t.start()
+    try:
+        work(halves[0])
+    finally:
+        t.join()
+    if err:
+        raise err[0]
     return out
 
 
-def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
+def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: bool = True) -> np.ndarray:
     cfg, d = tw.config, tw.dims
     bs = cfg.attn_res_block_size
     eps = cfg.rms_norm_eps
@@ -113,6 +149,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
     args = OpArgs.of(cfg, d)
     pos = np.arange(T)
     fast = _fast_moe(tw)
+    kfast = _fast_kda(tw)
     joins: dict[int, list[int]] = {}
     for i, v in enumerate(vs):
         joins.setdefault(v.start, []).append(i)
@@ -152,7 +189,9 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
         else:
             x, prefix = P, P
         xn = rms_norm(x, w["norm_mixer"], eps)
-        if "kda" in w:
+        if "kda" in w and kfast is not None:
+            a = _kda_rows(kfast, li, np.ascontiguousarray(xn), knobs)
+        elif "kda" in w:
             a = kda_layer(xn, w["kda"], args, alpha=knobs.alpha, beta_override=knobs.beta, chunk_size=max(T, 1))[0]
         else:
             a = mla_layer(xn, w["mla"], args, pos)[0]
@@ -172,7 +211,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
             mw = w["moe"]
             bias = mw["bias"] if bias_off is None else mw["bias"] + bias_off
             if fast is not None:
-                f[dirty] = _moe_rows(fast, np.ascontiguousarray(xn2), (
+                f[dirty] = _moe_rows(fast, np.ascontiguousarray(xn2), split_moe, (
                     mw["router"], np.ascontiguousarray(bias, np.float64), mw["down"], mw["w13"], mw["w2"], mw["norm"],
                     mw["up"], mw["shared13"], mw["shared2"], cfg.num_experts_per_tok,
                     float(cfg.routed_scaling_factor), float(cfg.situ_glu_beta1), float(cfg.situ_glu_beta2),
@@ -193,11 +232,11 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base) -> np.ndarray:
     return out
 
 
-def _moe_rows(fast, x: np.ndarray, args: tuple) -> np.ndarray:
-    """fast(x, *args, out) on the rows of x [N, D], split over two threads when there are many (the compiled
-    rows release the GIL; each row is independent, so the result is the same)."""
+def _moe_rows(fast, x: np.ndarray, split: bool, args: tuple) -> np.ndarray:
+    """fast(x, *args, out) on the rows of x [N, D], split over two threads when there are many and `split` (the
+    compiled rows release the GIL; each row is independent, so the result is the same)."""
     y = np.empty_like(x)
-    if x.shape[0] < 64:
+    if x.shape[0] < 64 or not split:
         fast(x, *args, y)
         return y
     h = x.shape[0] // 2
@@ -233,6 +272,40 @@ def _fast_moe(tw):
     from compute.explain._moe_rows_nb import moe_rows
 
     return moe_rows
+
+
+_KDA64: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _fast_kda(tw):
+    """(the compiled kernels, a float64 compute.fused_nb.CompiledPass of the twin's weights, {layer: its KDA slot})
+    when numba runs here and the config has the compiled pass's form; None otherwise (compute.kda's operator runs).
+    Built once per twin (no compile: the kernel loads from numba's disk cache on first use)."""
+    if tw in _KDA64:
+        return _KDA64[tw]
+    from compute import fused_nb
+
+    got = None
+    if fused_nb.supported(tw.config) and fused_nb.available():
+        from compute.fused import FusedPlans
+
+        plans = FusedPlans(tw.config, tw.dims, tw.layers, tw.w_out, np.dtype(np.float64), tw.final_norm)
+        cp = fused_nb.CompiledPass(plans, tw.layers, tw.lm_head, tw.config, tw.dims)
+        got = (cp.kern, cp, {li: i for i, li in enumerate(cp.kda)})
+    _KDA64[tw] = got
+    return got
+
+
+def _kda_rows(kfast, li: int, xn: np.ndarray, knobs) -> np.ndarray:
+    """KDA layer li on the variants' normed inputs xn [N, T, D] from position 0, compiled (the formulas of
+    compute.kda.kda_layer in the recurrent form, equal to its chunked one to float64 rounding)."""
+    kern, cp, slot = kfast
+    a, b = knobs.alpha, knobs.beta
+    inp = layout.PassInputs(xn[0], a is not None, 0.0 if a is None else float(a), b is not None,
+                            0.0 if b is None else float(b), cp.ebias, cp.tail0, cp.S00, False, cp.ckv00, cp.kr00)
+    out = np.empty_like(xn)
+    kern.kda_rows(xn, cp.kw, slot[li], inp, out)
+    return out
 
 
 def _mix(R: np.ndarray, p: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -17,12 +17,14 @@ lowers every object alike (a sentence-frame token) is no effect, while one that 
 Speed: a token knocked out at position p leaves positions < p as they were, so with the compiled pass each
 re-run starts from the states after p−1 (the caches of one pass per prefix, bit-identical to a full prefill)
 and covers positions p..position only, writing into buffers kept across the re-runs (compute.explain._pass_reuse:
-fresh ~35 MB buffers per re-run cost more in page faults than the kernel's own work); the re-runs go on two
-threads (the kernel releases the GIL). The explanation's own token knock-outs stay on that path (its prefill's
+one slot per block kind, fresh ~35 MB buffers per re-run cost more in page faults than the kernel's own work); the
+re-runs go on two threads (the kernel releases the GIL), starting while a third one still computes the later
+prefixes' states. The explanation's own token knock-outs stay on that path (its prefill's
 embedding rows); block, expert or source knock-outs run full re-runs through the engine's layer loop.
 """
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -105,23 +107,47 @@ def _runner(ex, reuse: bool = True):
     knobs = ex.knobs
     bias = model._bias_offset(knobs)
     T = len(ex.ids)
-    caches = [None]
-    for j in range(T - 1):  # the states after each prefix 0..j (one one-token pass each)
-        caches.append(cp._run(emb[j:j + 1], knobs, caches[-1], bias).caches())
+    caches: list = [None] * T
+    ready = [threading.Event() for _ in range(T)]
+    ready[0].set()
+    err: list[BaseException] = []
+
+    def prefixes():  # the states after each prefix 0..j (one one-token pass each), while the re-runs start
+        try:
+            for j in range(T - 1):
+                caches[j + 1] = cp._run(emb[j:j + 1], knobs, caches[j], bias).caches()
+                ready[j + 1].set()
+        except BaseException as e:  # re-raised by the re-runs waiting for it, not lost in the thread
+            err.append(e)
+            for ev in ready:
+                ev.set()
 
     rp = ReusedPass(cp) if reuse else None
 
     def one(job):
         j, row = job
+        ready[j].wait()
+        if err:
+            raise err[0]
         e = emb[j:].copy()
         e[0] = row
         if rp is not None:
             return rp.last_logits(e, knobs, caches[j], bias)
         return np.asarray(cp._run(e, knobs, caches[j], bias).final()["lm_head"][-1], np.float64)
 
+    started: list = []
+
     def run(jobs):
-        with ThreadPoolExecutor(2) as pool:
-            return list(pool.map(one, jobs))
+        th = None
+        if not started:  # once: the re-runs from early positions (the longest) need only the first prefixes
+            started.append(th := threading.Thread(target=prefixes, daemon=True))
+            th.start()
+        try:
+            with ThreadPoolExecutor(2) as pool:
+                return list(pool.map(one, jobs))
+        finally:
+            if th is not None:
+                th.join()
 
     return run
 

@@ -106,3 +106,67 @@ def test_moe_rows_against_the_operator(m):
     exp_into(z, got, np.empty(z.shape, np.int64))
     np.testing.assert_allclose(got[:-1], np.exp(z[:-1]), rtol=4e-16, atol=0)
     assert np.isnan(got[-1])
+
+
+def test_moe_rows_top_k_against_a_sort():
+    """The causal re-runs' top-k (compute.explain._moe_rows_nb._top_k) against numpy's stable sort: the k largest,
+    largest first, ties lower index first — with many ties, -inf scores and k not dividing the group count."""
+    from compute.explain._moe_rows_nb import _top_k
+
+    rng = np.random.default_rng(11)
+    for it in range(600):
+        E, k = (896, 16) if it % 3 else (int(rng.integers(5, 300)), int(rng.integers(1, 5)))
+        k = min(k, E)
+        s = rng.standard_normal(E)
+        if it % 4 == 0:
+            s = np.round(s, 1)  # many ties
+        if it % 5 == 0:
+            s[rng.integers(0, E, E // 3)] = -np.inf
+        if it % 7 == 0:
+            s[:] = 0.5  # all equal
+        G = max(64, k) // k * k
+        out = np.empty(k, np.int64)
+        _top_k(s, k, np.empty(G), np.empty(E, np.int64), np.empty(E), np.empty(G, np.int64), np.empty(G), out)
+        want = np.lexsort((np.arange(E), -s))[:k]
+        assert out.tolist() == want.tolist(), (it, E, k)
+
+
+@pytest.mark.parametrize("alpha,beta", [(None, None), (0.9, 0.3)])
+def test_kda_rows_against_the_operator(m, alpha, beta):
+    """The causal re-runs' compiled KDA (the kernels' kda_rows on a float64 pass of the twin's weights) against
+    compute.kda.kda_layer's chunked form on the same batch, with and without the α / β knobs."""
+    from compute.dims import OpArgs
+    from compute.explain.rerun import _fast_kda, _kda_rows, twin64
+    from compute.kda import kda_layer
+    from compute.trace import Knobs
+
+    tw = twin64(m)
+    kfast = _fast_kda(tw)
+    assert kfast is not None
+    args = OpArgs.of(tw.config, tw.dims)
+    knobs = Knobs(temperature=0.0, alpha=alpha, beta=beta)
+    rng = np.random.default_rng(3)
+    kda = [li for li, w in enumerate(tw.layers) if "kda" in w]
+    for li in (kda[0], kda[len(kda) // 2], kda[-1]):
+        xn = np.concatenate([rng.standard_normal((4, 9, 8)), 20 * rng.standard_normal((1, 9, 8))])
+        got = _kda_rows(kfast, li, xn, knobs)
+        want = kda_layer(xn, tw.layers[li]["kda"], args, alpha=alpha, beta_override=beta, chunk_size=9)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_failing_prefix_pass_raises_instead_of_hanging(m, monkeypatch):
+    """The prefixes' states are computed on a thread while the re-runs start: an error there reaches the caller."""
+    ex = Explanation.of_prompt(m, "the robot picks up the cup. it places the")
+    cp = m._pass
+    real, calls = cp._run, []
+
+    def flaky(emb, knobs, caches, bias):
+        if emb.shape[0] == 1:  # a prefix pass (the re-runs go through ReusedPass, not _run)
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("prefix pass failed")
+        return real(emb, knobs, caches, bias)
+
+    monkeypatch.setattr(cp, "_run", flaky)
+    with pytest.raises(RuntimeError, match="prefix pass failed"):
+        rs.source_effects(ex, "zero")
