@@ -331,6 +331,22 @@ class Explanation:
             self._block_effects = _causal.block_effects(self)
         return _causal.causal_route(self, threshold, self._block_effects)
 
+    def path_patch(self, corrupted: str | None = None, *, sender, receivers="logits"):
+        """Path patching (compute.explain.path_patching): the effect of sender (layer, "mixer" | "ffn") or (layer,
+        "mixer", head) on the answer only through receivers — "logits" (its direct path to the final readout) or
+        a list of (layer, part) and "logits", every other block frozen at its corrupted output. `.score`,
+        `.metric` names the measure (patch()'s restored fraction: corrupted 0, clean 1)."""
+        from compute.explain.path_patching import path_patch
+
+        return path_patch(self, corrupted, sender=sender, receivers=receivers)
+
+    def direct_paths(self, corrupted: str | None = None):
+        """Path patching with every block as sender and the logits as receiver: `.scores` [L, 2] (mixer, FFN),
+        each block's direct path to the answer (compute.explain.path_patching)."""
+        from compute.explain.path_patching import direct_path_grid
+
+        return direct_path_grid(self, corrupted)
+
     @cached_property
     def head_effects(self) -> np.ndarray:
         """[L, heads] total effect of zeroing each KDA / MLA head (share of the answer's margin removed)."""
