@@ -16,7 +16,7 @@ from app.docks.explain.attention import AttentionPage
 from app.docks.explain.knockouts import KnockoutPanel, part_name
 from app.docks.explain.fit import GROWING_PAGES, PAGES, fit_rows, header_tooltips
 from app.docks.explain.pages import build_pages, page_tabs, retranslate_tabs
-from app.docks.explain.show3d import layer_words_html, route_line
+from app.docks.explain.show3d import layer_words_html, route_line, with_units
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.turns import Turns
@@ -161,7 +161,8 @@ class ExplainDock(QDockWidget):
     def _wants_effects(self) -> tuple:
         """The heads' or experts' total effects while their table is looked at (each one's re-run is costly)."""
         seen = on_screen(self.widget()) and self.pages.currentIndex() == PAGES.index("route")
-        return self.effects_view.wanted() if seen else ()
+        # and both grids whole while the 3D view lights the exploded layer's heads and experts (show3d.with_units)
+        return (self.effects_view.wanted() if seen else ()) + (("units",) if self.show3d.units_on() else ())
 
     @guarded
     def _page_changed(self, _index: int) -> None:
@@ -382,8 +383,10 @@ class ExplainDock(QDockWidget):
     @guarded
     def show3d_changed(self) -> None:
         """The 'In the 3D view' boxes changed: a result for them when needed, and the overlay again."""
-        if self.show3d.any_on() and (self.result is None or (self._wants_causal() and not self.result.causal)):
-            self.refresh()  # first result, or the causal route switched on over a result made without it
+        if self.show3d.any_on() and (self.result is None or (self._wants_causal() and not self.result.causal)
+                                     or (self.show3d.units_on() and "units" not in self.result.effects)):
+            self.refresh()  # first result, or the causal route (the heads' and experts' effects) switched on over a
+            # result made without it
         self._emit_overlay()
 
     def _show_3d(self, res: ExplainResult) -> None:
@@ -393,7 +396,8 @@ class ExplainDock(QDockWidget):
 
     def _emit_overlay(self) -> None:
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
-        ov = overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind())
+        ov = with_units(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()), self.result,
+                        self.show3d.units_on())
         self.route_line.setText(route_line(ov))
         self.route_line.setVisible(bool(self.route_line.text()))
         self.state.explanation_shown.emit(ov)

@@ -1,11 +1,14 @@
 """The Explain dock's "In the 3D view" controls: the logit-lens column and the contribution
-route drawn in the 3D stack, with the route's threshold, and what a clicked layer's blocks promote and suppress
-(`layer_words_html`). What the 3D view draws of a result is app/explain_service.overlay_of."""
+route drawn in the 3D stack, with the route's threshold, the heads and experts of the exploded layer lit by their
+total effects (`with_units`), and what a clicked layer's blocks promote and suppress (`layer_words_html`). What
+the 3D view draws of a result is app/explain_service.overlay_of, with_units adding the heads' and experts' part."""
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import Qt, Signal
+from dataclasses import replace
+
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider, QWidget
 
 from app.i18n import tr
@@ -18,6 +21,7 @@ DEFAULT_ROUTE = False
 DEFAULT_PERCENT = 30  # the causal route's candidates: ≥ 30 % of the largest knock-out effect (direct effects:
 # a block glows from 30 % of the largest |direct contribution|)
 DEFAULT_ARCS = True
+DEFAULT_UNITS = False  # the heads' and experts' total effects cost seconds of re-runs: lit when asked for
 ROUTE_KINDS = ("causal", "direct")  # the causal route is the default; direct effects stay, named "not causal"
 
 
@@ -42,9 +46,13 @@ class Show3DControls(QWidget):
         self.arcs = QCheckBox()
         self.arcs.setObjectName("explain_arcs3d")
         self.arcs.setChecked(DEFAULT_ARCS)
+        self.units = QCheckBox()  # the exploded layer's heads and experts lit by their total effects
+        self.units.setObjectName("explain_units3d")
+        self.units.setChecked(DEFAULT_UNITS)
         grid.addWidget(self.lens, 1, 0)
         grid.addWidget(self.arcs, 1, 1)
         grid.addWidget(self.route, 1, 2)
+        grid.addWidget(self.units, 5, 0, 1, 3)
         self.kind = QComboBox()
         self.kind.setObjectName("explain_route_kind")
         grid.addWidget(self.kind, 2, 0, 1, 3)
@@ -61,7 +69,7 @@ class Show3DControls(QWidget):
         self.threshold_label.setWordWrap(True)
         grid.addWidget(self.threshold_label, 4, 0, 1, 3)
         self._largest = 0.0
-        for box in (self.lens, self.route, self.arcs):
+        for box in (self.lens, self.route, self.arcs, self.units):
             box.toggled.connect(self._changed)
         self.slider.valueChanged.connect(self._changed)
         self.kind.activated.connect(self._changed)
@@ -91,7 +99,11 @@ class Show3DControls(QWidget):
         return ROUTE_KINDS[max(0, self.kind.currentIndex())]
 
     def any_on(self) -> bool:
-        return self.lens.isChecked() or self.route.isChecked() or self.arcs.isChecked()
+        return self.lens.isChecked() or self.route.isChecked() or self.arcs.isChecked() or self.units.isChecked()
+
+    def units_on(self) -> bool:
+        """The heads and experts of the exploded layer are lit by their total effects (asked for: costly)."""
+        return self.units.isChecked()
 
     def set_largest(self, largest: float) -> None:
         """The largest |block value| of the shown result (for the threshold's absolute value)."""
@@ -122,6 +134,8 @@ class Show3DControls(QWidget):
         self.route.setToolTip(tr("explain.show3d.route.tip"))
         self.arcs.setText(tr("explain.show3d.arcs"))
         self.arcs.setToolTip(tr("explain.show3d.arcs.tip"))
+        self.units.setText(tr("explain.show3d.units"))
+        self.units.setToolTip(tr("explain.show3d.units.tip"))
         i = self.kind.currentIndex()
         self.kind.clear()
         self.kind.addItems([tr(f"explain.route.kind.{k}") for k in ROUTE_KINDS])
@@ -168,3 +182,23 @@ def layer_words_html(res, layer: int) -> str:
     return tr("explain.layer_words", layer=layer, mixer=res.mixers[layer - 1].upper(),
               mixer_value=fmt(values[(layer, "mixer")], 3), mixer_up=_words(mu), mixer_down=_words(md),
               ffn_value=fmt(values[(layer, "ffn")], 3), ffn_up=_words(fu), ffn_down=_words(fd))
+
+
+def with_units(ov, res, on: bool):
+    """The overlay `ov` (overlay_of's, or None) of result `res` with the heads' and experts' total effects
+    (res.effects["units"], a scene.effect_cells.UnitEffects) when `on`: still computing while the result lacks
+    them, its one-line error when they could not be made; ov as it is when off or without a result."""
+    if not on or res is None:
+        return ov
+    from scene.effect_cells import UnitEffects
+    from scene.explain_data import ExplainOverlay
+
+    eff = getattr(res, "effects", {}) or {}
+    units = eff.get("units")
+    if units is None:
+        err = eff.get("units_error", "")
+        units = UnitEffects(error=err) if err else UnitEffects(computing=True)
+    if ov is None:
+        piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
+        ov = ExplainOverlay(res.position, piece, res.word, n_tokens=len(res.pieces))
+    return replace(ov, units=units)
