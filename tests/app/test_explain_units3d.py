@@ -236,3 +236,28 @@ def test_heads_and_experts_lit_by_their_total_effects(make_window, qtbot, tmp_pa
     assert "헤드·Expert를 총효과로 밝힘" in scene.overlay_input().explain_note
     assert dock.show3d.units.text() == "헤드·Expert"
     i18n.set_language("en")
+
+
+def test_render_and_view_files_draw_the_lit_heads(qapp, tmp_path):
+    """`app.api.render(explain="units")` (what `k3-explorer export --explain units` and a view file's
+    explain3d.units draw) lights the exploded layer's heads: at the layer of the strongest head (compute's own
+    head_effects), the picture gains pixels of that head's sign's hue; a view file keeps the choice."""
+    from app import api
+    from app.explain_render import parse_parts, view_parts
+    from app.viewfile import View, load, save
+
+    prompt = "아이가 상자를 집었다. 그리고"
+    ex = api.explain(prompt)
+    he = np.asarray(ex.head_effects)
+    li, h = np.unravel_index(np.nanargmax(np.abs(he)), he.shape)
+    positive = he[li, h] > 0
+    plain = api.render(prompt, layer=int(li) + 1, size=(1280, 720), labels=False).astype(int)
+    lit = api.render(prompt, layer=int(li) + 1, size=(1280, 720), labels=False, explain="units").astype(int)
+    r, b = lit[..., 0], lit[..., 2]
+    hue = ((r > b + 80) if positive else (b > r + 80)) & (np.abs(lit - plain)[..., :3].sum(-1) > 60)
+    assert hue.sum() > 150, hue.sum()  # the strongest lane, fully saturated, over the tensor it covers
+    assert parse_parts("lens,units") == ("lens", "units")
+    path = tmp_path / "u.k3view"
+    save(View(prompt=prompt, explain3d={"lens": False, "arcs": False, "route": False, "route_threshold": 30,
+                                        "position": None, "units": True}), str(path))
+    assert view_parts(load(str(path)))[0] == ("units",)

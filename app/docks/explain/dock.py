@@ -264,7 +264,7 @@ class ExplainDock(QDockWidget):
     def set_explain3d(self, e: dict) -> None:
         """A view file's explain3d (validated): the 3D view choices and the explained position (None or one the
         trace lacks: the last prompt position)."""
-        self.show3d.set_values(e["lens"], e["route"], e["route_threshold"], e["arcs"])
+        self.show3d.set_values(e["lens"], e["route"], e["route_threshold"], e["arcs"], e.get("units", False))
         pos = e.get("position")
         i = self.position.findData(int(pos)) if pos is not None else -1
         if i >= 0 and i != self.position.currentIndex():

@@ -7,13 +7,12 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt, Signal
-from dataclasses import replace
-
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider, QWidget
 
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.controls import fmt, section_label
+from app.explain_render import with_units  # noqa: F401 (the dock's name for it)
 from app.explain_service import largest_block, overlay_of  # noqa: F401 (the dock's names for them)
 
 DEFAULT_LENS = True
@@ -80,9 +79,11 @@ class Show3DControls(QWidget):
         """(lens on, route on, threshold percent, arcs on)."""
         return self.lens.isChecked(), self.route.isChecked(), self.slider.value(), self.arcs.isChecked()
 
-    def set_values(self, lens: bool, route: bool, percent: int, arcs: bool | None = None) -> None:
-        """Set them (e.g. from the remembered settings; arcs None: as it is); one `changed`."""
-        boxes = (self.lens, self.route, self.slider, self.arcs)
+    def set_values(self, lens: bool, route: bool, percent: int, arcs: bool | None = None,
+                   units: bool | None = None) -> None:
+        """Set them (e.g. from the remembered settings or a view file; arcs / units None: as they are); one
+        `changed`."""
+        boxes = (self.lens, self.route, self.slider, self.arcs, self.units)
         for w in boxes:
             w.blockSignals(True)
         self.lens.setChecked(bool(lens))
@@ -90,6 +91,8 @@ class Show3DControls(QWidget):
         self.slider.setValue(min(100, max(0, int(percent))))
         if arcs is not None:
             self.arcs.setChecked(bool(arcs))
+        if units is not None:
+            self.units.setChecked(bool(units))
         for w in boxes:
             w.blockSignals(False)
         self._changed()
@@ -183,22 +186,3 @@ def layer_words_html(res, layer: int) -> str:
               mixer_value=fmt(values[(layer, "mixer")], 3), mixer_up=_words(mu), mixer_down=_words(md),
               ffn_value=fmt(values[(layer, "ffn")], 3), ffn_up=_words(fu), ffn_down=_words(fd))
 
-
-def with_units(ov, res, on: bool):
-    """The overlay `ov` (overlay_of's, or None) of result `res` with the heads' and experts' total effects
-    (res.effects["units"], a scene.effect_cells.UnitEffects) when `on`: still computing while the result lacks
-    them, its one-line error when they could not be made; ov as it is when off or without a result."""
-    if not on or res is None:
-        return ov
-    from scene.effect_cells import UnitEffects
-    from scene.explain_data import ExplainOverlay
-
-    eff = getattr(res, "effects", {}) or {}
-    units = eff.get("units")
-    if units is None:
-        err = eff.get("units_error", "")
-        units = UnitEffects(error=err) if err else UnitEffects(computing=True)
-    if ov is None:
-        piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
-        ov = ExplainOverlay(res.position, piece, res.word, n_tokens=len(res.pieces))
-    return replace(ov, units=units)
