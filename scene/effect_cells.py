@@ -190,15 +190,16 @@ def _who(key, tr) -> str:
 
 
 def label_candidates(layout: Layout, units: UnitEffects, tr) -> list[tuple]:
-    """The label placer's candidates (priority, anchor, name, shape, role, id, where): the strongest heads and
-    experts of the exploded layer as a key in a row under their wall — "head 2 +0.10" in its own colour."""
+    """The label placer's candidates (priority, anchor, name, shape, role, id, where): the strongest heads, each
+    under its own lane, and the strongest experts as a key in a row under the expert grid (the shared experts'
+    under their block) — "head 2 +0.10" in its own colour."""
     if not units.ready:
         return []
     out = []
     for boxes, n, block, scale in ((head_boxes(layout, units), LABELLED_HEADS, head_block(layout), units.head_scale),
                                    (expert_boxes(layout, units), LABELLED_EXPERTS,
                                     layout.by_id.get(f"L{layout.layer + 1}/moe.experts"), units.expert_scale)):
-        _c, _s, keys, vals = boxes
+        centres, sizes, keys, vals = boxes
         if not keys or block is None:
             continue
         order = sorted(range(len(keys)), key=lambda i: -abs(vals[i]))[:n]
@@ -209,14 +210,18 @@ def label_candidates(layout: Layout, units: UnitEffects, tr) -> list[tuple]:
         col = 0
         for k, i in enumerate(order):
             top = col == 0  # the strongest head, the strongest routed expert and the shared experts
-            if keys[i][2] < 0 and keys[i][0] == "expert" and shared is not None:  # under its own block
+            if keys[i][0] == "head":  # under its own lane (its left edge)
+                anchor = np.array([float(centres[i, 0] - sizes[i, 0] / 2), float(block.lo[1]), z])
+                col += 1
+            elif keys[i][2] < 0 and shared is not None:  # the shared experts: under their own block
                 anchor = np.array([float(shared.lo[0]), float(shared.lo[1]), float(shared.lo[2]) - KEY_DROP])
                 top = True
             else:  # the key row under the wall, strongest first
                 anchor = np.array([x + col * KEY_STEP, float(block.lo[1]), z])
                 col += 1
-            out.append(((TOP_PRIORITY if top else UNIT_PRIORITY) + 1e-3 * k, anchor, f"{_who(keys[i], tr)} {vals[i]:+.2f}", "",
-                        tuple(float(c) for c in rgba[k]), "unit/{}/{}/{}".format(*keys[i]), "key"))
+            out.append(((TOP_PRIORITY if top else UNIT_PRIORITY) + 1e-3 * k, anchor,
+                        f"{_who(keys[i], tr)} {vals[i]:+.2f}", "", tuple(float(c) for c in rgba[k]),
+                        "unit/{}/{}/{}".format(*keys[i]), "key"))
     return out
 
 
