@@ -77,30 +77,45 @@ def _key(ex) -> tuple:
 def units_of(ex):
     """scene.effect_cells.UnitEffects of ex: head_effects [L, H], expert_effects and the words each head / chosen
     expert writes for and against (WORDS each); cached per explanation."""
-    from scene.effect_cells import UnitEffects
-
     key = _key(ex)
     hit = UNITS_CACHE.get(key)
     if hit is not None:
         return hit
+    units = experts_part(ex, heads_part(ex))
+    while len(UNITS_CACHE) >= UNITS_CACHE_MAX:
+        UNITS_CACHE.pop(next(iter(UNITS_CACHE)))
+    UNITS_CACHE[key] = units
+    return units
+
+
+def heads_part(ex):
+    """The heads' half of units_of (the quicker grid: one re-run per head), the experts still to come
+    (UnitEffects.experts_computing)."""
+    from scene.effect_cells import UnitEffects
+
     heads = np.array(ex.head_effects, np.float64)
-    layers, routed, shared = ex.expert_effects
-    routed, shared = np.array(routed, np.float64), np.array(shared, np.float64)
     words: dict = {}
     for li in range(heads.shape[0]):
         for h in np.flatnonzero(np.isfinite(heads[li])).tolist():
             words[("head", li + 1, h)] = _pieces(ex.head_words(li + 1, h, WORDS))
+    return UnitEffects(heads=heads, words=words, experts_computing=True)
+
+
+def experts_part(ex, heads):
+    """heads_part's UnitEffects completed with the experts' grid (one re-run per expert chosen at the position,
+    at every MoE layer, and per layer's shared experts) and their words."""
+    from dataclasses import replace
+
+    layers, routed, shared = ex.expert_effects
+    routed, shared = np.array(routed, np.float64), np.array(shared, np.float64)
+    words = dict(heads.words)
     for m, ly in enumerate(layers):
         for e in np.flatnonzero(np.isfinite(routed[m])).tolist():
             words[("expert", int(ly), e)] = _pieces(ex.expert_words(int(ly), e, WORDS))
         if np.isfinite(shared[m]):
             words[("expert", int(ly), -1)] = _pieces(ex.expert_words(int(ly), "shared", WORDS))
-    units = UnitEffects(heads=heads, expert_layers=tuple(int(x) for x in layers), routed=routed, shared=shared,
-                        words=words)
-    while len(UNITS_CACHE) >= UNITS_CACHE_MAX:
-        UNITS_CACHE.pop(next(iter(UNITS_CACHE)))
-    UNITS_CACHE[key] = units
-    return units
+    return replace(heads, expert_layers=tuple(int(x) for x in layers), routed=routed, shared=shared, words=words,
+                   experts_computing=False)
 
 
 def _pieces(up_down) -> tuple:

@@ -91,10 +91,10 @@ def overlay_of_explanation(ex, parts: tuple[str, ...], percent: int = 30):
                       "units" in parts)
 
 
-def with_units(ov, res, on: bool):
+def with_units(ov, res, on: bool, units=None):
     """The overlay `ov` (overlay_of's, or None) of result `res` with the heads' and experts' total effects
-    (res.effects["units"], a scene.effect_cells.UnitEffects) when `on`: still computing while the result lacks
-    them, its one-line error when they could not be made; ov as it is when off or without a result."""
+    (`units`, else res.effects["units"]: a scene.effect_cells.UnitEffects) when `on`: still computing while there
+    are none, its one-line error when they could not be made; ov as it is when off or without a result."""
     if not on or res is None:
         return ov
     from dataclasses import replace
@@ -103,7 +103,7 @@ def with_units(ov, res, on: bool):
     from scene.explain_data import ExplainOverlay
 
     eff = getattr(res, "effects", {}) or {}
-    units = eff.get("units")
+    units = units if units is not None else eff.get("units")
     if units is None:
         err = eff.get("units_error", "")
         units = UnitEffects(error=err) if err else UnitEffects(computing=True)

@@ -39,7 +39,7 @@ class UnitEffects:
     """heads [L, H] (NaN: a layer with fewer heads), expert_layers (1-based MoE layers), routed [M, E] (NaN: not
     routed at the explained position), shared [M] (NaN: no shared experts); words {("head", layer, h) |
     ("expert", layer, e; -1 = the shared experts): (promoted pieces, suppressed pieces)}; computing: asked for,
-    not come yet; error: one line when they could not be made."""
+    not come yet (experts_computing: the experts' part only); error: one line when they could not be made."""
 
     heads: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     expert_layers: tuple = ()
@@ -48,6 +48,7 @@ class UnitEffects:
     words: dict = field(default_factory=dict, compare=False)
     computing: bool = False
     error: str = ""
+    experts_computing: bool = False  # the heads are here, the experts' grid (the slower one) still to come
 
     @property
     def ready(self) -> bool:
@@ -238,15 +239,15 @@ def tooltip_line(layout: Layout, units: UnitEffects | None, block_id: str, cell,
     b = layout.by_id.get(block_id)
     if b is None or b.layer != L:
         return ""
-    if units.computing:
-        hb = head_block(layout)
+    hb = head_block(layout)
+    if units.computing or (units.experts_computing and b.kind in ("moe.experts", "moe.shared")):
         if (hb is not None and block_id == hb.id) or b.kind in ("moe.experts", "moe.shared"):
             return tr("scene.units.tip.computing")
         return ""
     if not units.ready:
         return ""
     key = None
-    if head_block(layout) is not None and block_id == head_block(layout).id:
+    if hb is not None and block_id == hb.id:
         h = head_of(layout, units, cell[1])
         if h is not None:
             key, value, what = ("head", L, h), float(units.head_row(L)[h]), "head"

@@ -50,6 +50,7 @@ def header_note(ov: ExplainOverlay | None, tr) -> str:
                         logit=f"{ov.logit:.2f}"))
     if ov.units is not None:  # the heads' and experts' colour: total effects, never direct ones
         parts.append(tr("scene.units.computing") if ov.units.computing else
+                     tr("scene.units.computing_experts") if ov.units.experts_computing else
                      tr("scene.units.error", message=ov.units.error) if ov.units.error else tr("scene.units.header"))
     return " · ".join(parts)
 

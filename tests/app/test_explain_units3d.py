@@ -112,6 +112,8 @@ def test_heads_and_experts_lit_by_their_total_effects(make_window, qtbot, tmp_pa
     open_page(dock, "route")
     box = dock.show3d.units
     qtbot.waitUntil(box.isVisible, timeout=5000)
+    shown = []
+    win.state.explanation_shown.connect(lambda ov: shown.append(ov.units if ov is not None else None))
     QTest.mouseClick(box, Qt.LeftButton, Qt.NoModifier, QPoint(8, box.height() // 2))
     assert dock.show3d.units_on()
     # at once, before the re-runs are done: the 3D view says so, and the UI thread stays free
@@ -124,7 +126,12 @@ def test_heads_and_experts_lit_by_their_total_effects(make_window, qtbot, tmp_pa
              and not dock.busy, timeout_s=400, dock=dock)
     assert len(ticks) > 5  # the event loop ran while they were computed
     res = dock.result
-    assert res.extra["thread"] != threading.get_ident() and "units" in res.effects
+    assert dock.units3d.thread not in (None, threading.get_ident())  # the "explain" lane's thread
+    # the 3D view said "computing", then drew the heads (the quicker grid) while the experts were computed
+    states = [("computing" if u.computing else "heads" if u.experts_computing else "whole")
+              for u in shown if u is not None]
+    assert states[0] == "computing" and states[-1] == "whole" and "heads" in states, states
+    assert states.index("heads") < states.index("whole")
     units = scene.explanation.units
     note = scene.overlay_input().explain_note
     assert "total effect (head zeroed / expert removed)" in note and "direct" not in note

@@ -20,6 +20,7 @@ from app.docks.explain.show3d import layer_words_html, route_line, with_units
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.turns import Turns
+from app.docks.explain.units3d import Units3D
 from app.background import BackgroundJobs
 from app.docks.explain.worker import explain_job
 from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
@@ -57,6 +58,7 @@ class ExplainDock(QDockWidget):
         self.result: ExplainResult | None = None
         self.knockout_panel = KnockoutPanel(self)  # the active knock-out, its list and menus (the Experiments page)
         self.attention = AttentionPage(self)  # the Attention page's overview, head view and table
+        self.units3d = Units3D(self)  # the exploded layer's heads and experts lit by total effects (their own jobs)
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
@@ -161,8 +163,7 @@ class ExplainDock(QDockWidget):
     def _wants_effects(self) -> tuple:
         """The heads' or experts' total effects while their table is looked at (each one's re-run is costly)."""
         seen = on_screen(self.widget()) and self.pages.currentIndex() == PAGES.index("route")
-        # and both grids whole while the 3D view lights the exploded layer's heads and experts (show3d.with_units)
-        return (self.effects_view.wanted() if seen else ()) + (("units",) if self.show3d.units_on() else ())
+        return self.effects_view.wanted() if seen else ()
 
     @guarded
     def _page_changed(self, _index: int) -> None:
@@ -231,7 +232,8 @@ class ExplainDock(QDockWidget):
 
     @property
     def busy(self) -> bool:
-        return self._busy or self._pending is not None or self._debounce.isActive() or self.turns.pending
+        return (self._busy or self._pending is not None or self._debounce.isActive() or self.turns.pending
+                or self.units3d.busy())
 
     # ------------------------------------------------------------------ knock-outs (the panel's public faces)
     def knockouts(self) -> dict | None:
@@ -383,10 +385,8 @@ class ExplainDock(QDockWidget):
     @guarded
     def show3d_changed(self) -> None:
         """The 'In the 3D view' boxes changed: a result for them when needed, and the overlay again."""
-        if self.show3d.any_on() and (self.result is None or (self._wants_causal() and not self.result.causal)
-                                     or (self.show3d.units_on() and "units" not in self.result.effects)):
-            self.refresh()  # first result, or the causal route (the heads' and experts' effects) switched on over a
-            # result made without it
+        if self.show3d.any_on() and (self.result is None or (self._wants_causal() and not self.result.causal)):
+            self.refresh()  # first result, or the causal route switched on over a result made without it
         self._emit_overlay()
 
     def _show_3d(self, res: ExplainResult) -> None:
@@ -396,11 +396,15 @@ class ExplainDock(QDockWidget):
 
     def _emit_overlay(self) -> None:
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
-        ov = with_units(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()), self.result,
-                        self.show3d.units_on())
+        on = self.show3d.units_on()  # the heads' and experts' total effects: their own jobs (units3d.py)
+        ov = with_units(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()), self.result, on,
+                        self.units3d.units_for(self.result) if on else None)
         self.route_line.setText(route_line(ov))
         self.route_line.setVisible(bool(self.route_line.text()))
         self.state.explanation_shown.emit(ov)
+
+    def refresh_overlay(self) -> None:
+        self._emit_overlay()
 
     def show_block_words(self) -> None:
         """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""
