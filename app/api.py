@@ -186,7 +186,8 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     "top", "stack", "reset") in place of the view's camera; knobs a compute.trace.Knobs or a view file's
     knobs object; weights "trained" | "random"; model a bundled config's name (default: the view's, else
     "kimi-k3"; layer and step default to that model's, compute.model_defaults); theme "dark" | "light" (slide theme of the title, legend and labels);
-    explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route" or a list / comma list of them
+    explain: what the Explain panel draws in the 3D view, "lens", "arcs", "route", "units" (the exploded layer's
+    heads and experts lit by their total effects) or a list / comma list of them
     ("none": nothing; default: the view's explain3d, else nothing), for the last prompt position (or the view's),
     with the view's knock-outs (checked against its prompt, run as the window's Explain dock runs them); or the
     Explanation `explain(...)` returned, drawn as it is (lens, arcs and route, or the view's explain3d parts; its

@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transparent", action="store_true", help="transparent background")
     p.add_argument("--no-labels", action="store_true", help="leave out the labels and the legend")
     p.add_argument("--explain", type=_explain_parts, default=None, metavar="PARTS",
-                   help="draw what the Why-this-word panel draws in the 3D view: a comma list of lens, arcs, route "
-                        "or none (for the last prompt position; default: the --view file's choice, else none)")
+                   help="draw what the Why-this-word panel draws in the 3D view: a comma list of lens, arcs, route, "
+                        "units (the exploded layer's heads and experts lit by their total effects) or none (for the "
+                        "last prompt position; default: the --view file's choice, else none)")
     p.add_argument("--route-threshold", type=_route_percent, default=None, metavar="PCT",
                    help="with --explain route: a block glows from this %% of the largest one (0-100, default 30)")
     p.add_argument("--theme", choices=("dark", "light"), default="dark",

@@ -8,6 +8,10 @@ output writes for and against the answer's position (a vocabulary projection: a 
     effects_of(ex, ("heads", "experts")) -> {"heads": [(layer, head, mixer, effect, up, down)],
                                              "experts": [(layer, expert or -1 for the shared ones, effect, up,
                                                           down)], "<part>_error": one line}
+
+The "units" part is the whole of both grids for the 3D view (scene/effect_cells.UnitEffects: every head of every
+layer, every expert routed at the position and the shared ones, each with its words): kept per explanation
+(UNITS_CACHE), since the dock asks again whenever another of its choices changes.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ import numpy as np
 
 TOP_EFFECTS = 10  # rows of each table: the largest |total effect| first
 WORDS = 3  # words written for and against, per row (the first shown, all in its tooltip)
-PARTS = ("heads", "experts")
+PARTS = ("heads", "experts", "units")
+UNITS_CACHE: dict = {}  # explanation key -> UnitEffects (the latest few; an explanation's grids cost seconds)
+UNITS_CACHE_MAX = 8
 
 
 def effects_of(ex, which: tuple) -> dict:
@@ -26,7 +32,7 @@ def effects_of(ex, which: tuple) -> dict:
         if part not in PARTS:
             raise ValueError(f"unknown effects part {part!r} (one of {', '.join(PARTS)})")
         try:
-            out[part] = _heads(ex) if part == "heads" else _experts(ex)
+            out[part] = _heads(ex) if part == "heads" else _experts(ex) if part == "experts" else units_of(ex)
         except ValueError as exc:
             lines = [s for s in str(exc).splitlines() if s.strip()]
             out[f"{part}_error"] = lines[0] if lines else type(exc).__name__
@@ -59,3 +65,60 @@ def _experts(ex) -> list[tuple]:
         up, down = ex.expert_words(layer, "shared" if e < 0 else e, WORDS)
         out.append((layer, e, eff, up, down))
     return out
+
+
+def _key(ex) -> tuple:
+    """What makes an explanation's grids: its engine (model and weights), tokens, position, knobs and word."""
+    m = ex.model
+    return (id(m), getattr(getattr(m, "config", None), "name", None), getattr(m, "weights_name", ""), tuple(int(i) for i in ex.ids), int(ex.position), repr(ex.knobs),
+            int(ex.word_index))
+
+
+def units_of(ex):
+    """scene.effect_cells.UnitEffects of ex: head_effects [L, H], expert_effects and the words each head / chosen
+    expert writes for and against (WORDS each); cached per explanation."""
+    key = _key(ex)
+    hit = UNITS_CACHE.get(key)
+    if hit is not None:
+        return hit
+    units = experts_part(ex, heads_part(ex))
+    while len(UNITS_CACHE) >= UNITS_CACHE_MAX:
+        UNITS_CACHE.pop(next(iter(UNITS_CACHE)))
+    UNITS_CACHE[key] = units
+    return units
+
+
+def heads_part(ex):
+    """The heads' half of units_of (the quicker grid: one re-run per head), the experts still to come
+    (UnitEffects.experts_computing)."""
+    from scene.effect_cells import UnitEffects
+
+    heads = np.array(ex.head_effects, np.float64)
+    words: dict = {}
+    for li in range(heads.shape[0]):
+        for h in np.flatnonzero(np.isfinite(heads[li])).tolist():
+            words[("head", li + 1, h)] = _pieces(ex.head_words(li + 1, h, WORDS))
+    return UnitEffects(heads=heads, words=words, experts_computing=True)
+
+
+def experts_part(ex, heads):
+    """heads_part's UnitEffects completed with the experts' grid (one re-run per expert chosen at the position,
+    at every MoE layer, and per layer's shared experts) and their words."""
+    from dataclasses import replace
+
+    layers, routed, shared = ex.expert_effects
+    routed, shared = np.array(routed, np.float64), np.array(shared, np.float64)
+    words = dict(heads.words)
+    for m, ly in enumerate(layers):
+        for e in np.flatnonzero(np.isfinite(routed[m])).tolist():
+            words[("expert", int(ly), e)] = _pieces(ex.expert_words(int(ly), e, WORDS))
+        if np.isfinite(shared[m]):
+            words[("expert", int(ly), -1)] = _pieces(ex.expert_words(int(ly), "shared", WORDS))
+    return replace(heads, expert_layers=tuple(int(x) for x in layers), routed=routed, shared=shared, words=words,
+                   experts_computing=False)
+
+
+def _pieces(up_down) -> tuple:
+    """(promoted pieces, suppressed pieces) of a (promoted, suppressed) list of (piece, value) pairs."""
+    up, down = up_down
+    return tuple(p for p, _v in up), tuple(p for p, _v in down)

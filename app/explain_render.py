@@ -1,10 +1,11 @@
-"""The Explain dock's 3D drawings (lens column, attention arcs, contribution route) for pictures made
-without the window: `k3-explorer export --explain lens,arcs,route` and `app.api.render(explain=...)`. The
+"""The Explain dock's 3D drawings (lens column, attention arcs, contribution route, the exploded layer's heads and
+experts lit by their total effects) for pictures made without the window: `k3-explorer export --explain
+lens,arcs,route,units` and `app.api.render(explain=...)`. The
 explanation is the one service's (app/explain_service.py, which the dock's worker runs too) at the last prompt
 position or the view's, with the view's knock-outs; what is drawn is the service's overlay_of."""
 from __future__ import annotations
 
-PARTS = ("lens", "arcs", "route")
+PARTS = ("lens", "arcs", "route", "units")
 
 
 def parse_parts(value) -> tuple[str, ...]:
@@ -50,20 +51,25 @@ def overlay_for(config, trace, parts: tuple[str, ...], percent: int = 30, positi
         return None
     from app.explain_service import overlay_of
 
-    res = result if result is not None else result_for(config, trace, position, knockouts, causal="route" in parts)
-    return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
+    res = result if result is not None else result_for(config, trace, position, knockouts, causal="route" in parts,
+                                                       units="units" in parts)
+    return with_units(overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts), res,
+                      "units" in parts)
 
 
-def result_for(config, trace, position: int | None = None, knockouts: dict | None = None, causal: bool = False):
+def result_for(config, trace, position: int | None = None, knockouts: dict | None = None, causal: bool = False,
+               units: bool = False):
     """The Explain dock's ExplainResult of `trace` at `position` (as overlay_for), with a view file's knock-out
     set (app/viewfile's `knockouts`, checked) applied as the dock applies it: its .knockout is the "after";
-    causal: with the causal route and the patching grid (what a drawn route needs)."""
+    causal: with the causal route and the patching grid (what a drawn route needs); units: with the heads' and
+    experts' total-effect grids (app/explain_effects.units_of)."""
     from app.explain_service import ExplainRequest, explain_result, knobs_of, knockout_items
 
     at = position if position is not None and 0 <= position < len(trace.tokens) else trace.prompt_len - 1
     items, mode = knockout_items(knockouts)
     req = ExplainRequest(0, config, trace.weights_name, tuple(tuple(t) for t in trace.tokens), at,
-                         knobs_of(trace.knobs), items, mode, sources=False, causal=causal)  # as for a covered
+                         knobs_of(trace.knobs), items, mode, sources=False, causal=causal,  # as for a covered
+                         effects=("units",) if units else ())
     # dock: a picture and the knock-out's line need no per-token re-runs (the sources table)
     return explain_result(req)
 
@@ -77,4 +83,31 @@ def overlay_of_explanation(ex, parts: tuple[str, ...], percent: int = 30):
 
     with ENGINE_LOCK:
         res = result_of(ex, sources=False, causal="route" in parts)
-    return overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts)
+        if "units" in parts:
+            from app.explain_effects import effects_of
+
+            res.effects = effects_of(ex, ("units",))
+    return with_units(overlay_of(res, "lens" in parts, "route" in parts, percent, "arcs" in parts), res,
+                      "units" in parts)
+
+
+def with_units(ov, res, on: bool, units=None):
+    """The overlay `ov` (overlay_of's, or None) of result `res` with the heads' and experts' total effects
+    (`units`, else res.effects["units"]: a scene.effect_cells.UnitEffects) when `on`: still computing while there
+    are none, its one-line error when they could not be made; ov as it is when off or without a result."""
+    if not on or res is None:
+        return ov
+    from dataclasses import replace
+
+    from scene.effect_cells import UnitEffects
+    from scene.explain_data import ExplainOverlay
+
+    eff = getattr(res, "effects", {}) or {}
+    units = units if units is not None else eff.get("units")
+    if units is None:
+        err = eff.get("units_error", "")
+        units = UnitEffects(error=err) if err else UnitEffects(computing=True)
+    if ov is None:
+        piece = res.pieces[res.position] if res.position < len(res.pieces) else ""
+        ov = ExplainOverlay(res.position, piece, res.word, n_tokens=len(res.pieces))
+    return replace(ov, units=units)

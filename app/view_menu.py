@@ -87,7 +87,7 @@ class ViewActions:
             return None
         lens, route, pct, arcs = dock.show3d.values()
         return {"lens": lens, "arcs": arcs, "route": route, "route_threshold": int(pct),
-                "position": dock.explained_position()}
+                "position": dock.explained_position(), **({"units": True} if dock.show3d.units_on() else {})}
 
     def _knockouts(self) -> dict | None:
         """The Explain dock's knock-out set, if the dock was ever opened (building it only to ask is not needed)."""

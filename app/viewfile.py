@@ -91,7 +91,8 @@ class View:
     #  "sources": [AttnRes candidate] (optional)} or None
     knockouts: dict | None = None
     # what the 3D view draws of the Explain panel: {"lens": bool, "arcs": bool, "route": bool,
-    # "route_threshold": 0..100, "position": int | None (None: the last prompt position)}, or None (not recorded)
+    # "route_threshold": 0..100, "position": int | None (None: the last prompt position), "units": true (optional:
+    # the exploded layer's heads and experts lit by their total effects)}, or None (not recorded)
     explain3d: dict | None = None
     # the Compare dock's picked models and its Same-prompt page's prompt when not the view's (app/view_compare.py):
     # {"models": [name A, name B], "prompt": str | None}, or None (not recorded)
@@ -285,7 +286,7 @@ class _Reader:
         """The optional 3D drawings of the Explain panel (lens column, attention arcs, contribution route)."""
         if value is None:
             return None
-        self.object("explain3d", value, ("lens", "arcs", "route", "route_threshold", "position"))
+        self.object("explain3d", value, ("lens", "arcs", "route", "route_threshold", "position", "units"))
         out = {}
         for k in ("lens", "arcs", "route"):
             v = value.get(k, False)
@@ -294,6 +295,11 @@ class _Reader:
             out[k] = v
         out["route_threshold"] = self.integer("explain3d.route_threshold", value.get("route_threshold", 30), 0, 100)
         out["position"] = self.optional_int("explain3d.position", value.get("position"), 0, MAX_PROMPT_TOKENS - 1)
+        if "units" in value:  # the heads and experts lit by their total effects (issue 39.5); written only when on
+            if not isinstance(value["units"], bool):
+                raise self.fail("explain3d.units", f"must be true or false, got {_short(value['units'])}")
+            if value["units"]:
+                out["units"] = True
         return out
 
     def version(self, value: Any) -> None:

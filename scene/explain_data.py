@@ -39,6 +39,8 @@ class ExplainOverlay:
     computing: bool = False  # causal: the route's knock-outs are still being computed (off the UI thread)
     route_set: tuple | None = None  # causal: the route's (layer, part) blocks at the threshold (compute.explain's
     # causal_route: what lights; () when spread out); None: lit by |value| ≥ threshold (direct effects)
+    units: object = field(default=None, compare=False)  # scene.effect_cells.UnitEffects: the heads' and experts'
+    # total effects lit in the exploded layer (issue 39.5), or None when not asked for
     extra: dict = field(default_factory=dict, compare=False)
 
     @functools.cached_property  # computed once per overlay (the header, the stack colours and the lines read it)

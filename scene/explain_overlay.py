@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scene import attention_arcs, causal_lanes, knockout_marks, lens_column, route_glow
+from scene import attention_arcs, causal_lanes, effect_cells, knockout_marks, lens_column, route_glow
 from scene.explain_data import ExplainOverlay
 from scene.geometry import boxes_mesh
 from scene.gl_items import FamilyMesh, Lines, SCENE_LOCK
@@ -24,7 +24,7 @@ def _q(piece: str) -> str:
 
 def header_note(ov: ExplainOverlay | None, tr) -> str:
     """The header's line about what the lens column, the route and a knock-out show ("" when none is on)."""
-    if ov is None or not (ov.lens or ov.route or ov.route_kind or ov.attention or ov.after):
+    if ov is None or not (ov.lens or ov.route or ov.route_kind or ov.attention or ov.after or ov.units is not None):
         return ""
     parts = [tr("scene.explain.what", position=ov.position, piece=_q(ov.piece), word=_q(ov.word))]
     if ov.after:
@@ -48,6 +48,10 @@ def header_note(ov: ExplainOverlay | None, tr) -> str:
     elif ov.route:
         parts.append(tr("scene.explain.direct", n=len(ov.lit), threshold=f"{ov.threshold:.2f}",
                         logit=f"{ov.logit:.2f}"))
+    if ov.units is not None:  # the heads' and experts' colour: total effects, never direct ones
+        parts.append(tr("scene.units.computing") if ov.units.computing else
+                     tr("scene.units.computing_experts") if ov.units.experts_computing else
+                     tr("scene.units.error", message=ov.units.error) if ov.units.error else tr("scene.units.header"))
     return " · ".join(parts)
 
 
@@ -71,7 +75,10 @@ class ExplainItems:
         self.lanes = FamilyMesh()  # the causal-tracing map: token lanes on the slabs' front faces
         self.lane_keys: list[tuple[int, int]] = []  # tests: (row, position) of each lane box
         self.lane_rgba: np.ndarray | None = None
-        for item in (self.strip, self.route, self.arcs, self.crossed, self.lanes):
+        self.units = FamilyMesh()  # the exploded layer's head lanes and expert plates (scene/effect_cells.py)
+        self.unit_keys: list[tuple] = []  # tests: ("head" | "expert", layer, index) of each plate
+        self.unit_rgba: np.ndarray | None = None
+        for item in (self.strip, self.route, self.arcs, self.crossed, self.lanes, self.units):
             item.setVisible(False)
             gl.addItem(item)
         self.strip_layers: list[int] = []  # tests: which readings the strip shows, in box order
@@ -98,6 +105,7 @@ class ExplainItems:
             arcs = attention_arcs.arc_lines(layout, ov.position, ov.attention[layout.layer])
         self._set(self.arcs, *arcs)
         self._update_lanes(layout, ov)
+        self._update_units(layout, ov)
         crossed = (knockout_marks.knockout_lines(layout, ov.knockout, ov.n_tokens)
                    if ov is not None and ov.knockout and layout is not None else (None, None))
         self._set(self.crossed, *crossed)
@@ -114,6 +122,26 @@ class ExplainItems:
                 self.lane_keys, self.lane_rgba = keys, rgba
         with SCENE_LOCK:
             self.lanes.setVisible(bool(self.lane_keys))
+
+    def _update_units(self, layout, ov) -> None:
+        units = ov.units if ov is not None and layout is not None else None
+        self.unit_keys, self.unit_rgba = [], None
+        if units is not None and units.ready:
+            parts = [(effect_cells.head_boxes(layout, units), units.head_scale),
+                     (effect_cells.expert_boxes(layout, units), units.expert_scale)]
+            parts = [(boxes, scale) for boxes, scale in parts if boxes[2]]
+            if parts:
+                centres = np.concatenate([b[0] for b, _s in parts])
+                sizes = np.concatenate([b[1] for b, _s in parts])
+                rgba = np.concatenate([effect_cells.colours(b[3], s) for b, s in parts])
+                centres, sizes, all_rgba = effect_cells.with_rims(centres, sizes, rgba)
+                verts, normals, faces = boxes_mesh(centres, sizes)
+                self.unit_keys = [k for b, _s in parts for k in b[2]]
+                self.units.set_geometry(verts, normals, faces,
+                                        colors=np.repeat(all_rgba, len(verts) // len(all_rgba), 0))
+                self.unit_rgba = rgba
+        with SCENE_LOCK:
+            self.units.setVisible(bool(self.unit_keys))
 
     @staticmethod
     def _set(item, pts, cols) -> None:

@@ -281,11 +281,12 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             if pri > 0:
                 continue
             chosen, forced = options[0], focus
-            if focus:  # never under the header or the legend
-                if chosen.intersects(header):
-                    chosen.moveTop(header.bottom() + 2 * s)
-                if chosen.intersects(legend):
-                    chosen.moveBottom(legend.top() - 2 * s)
+            # never under the header or the legend (a focus label, or the selected layer's "▶ 3" beside a slab
+            # the legend covers: it was drawn over the legend's text at 1280 x 720)
+            if chosen.intersects(header):
+                chosen.moveTop(header.bottom() + 2 * s)
+            if chosen.intersects(legend):
+                chosen.moveBottom(legend.top() - 2 * s)
         taken.append(chosen)
         placed = PlacedLabel(chosen, bid, name, shown, role, where, focus, forced)
         if beside and box is not None and (chosen.center().x() < box.left() or chosen.center().x() > box.right()):

@@ -44,6 +44,8 @@ def _legend_layout(inp: OverlayInput, width: float, height: float, s: float) -> 
         notes.append(tr("scene.legend.flow"))
     if inp.route_on:
         notes.append(tr("scene.legend.route_causal" if inp.route_kind == "causal" else "scene.legend.route"))
+    if inp.units_on:
+        notes.append(tr("scene.legend.units"))
     if not inp.has_trace:
         notes.append(tr("scene.legend.no_trace"))
     key = (tuple(entries), tuple(notes), tr("scene.legend.scale"), float(width), float(height), float(s), f.key(),

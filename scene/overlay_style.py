@@ -67,6 +67,7 @@ class OverlayInput:
     lens_labels: list | None = None  # the logit-lens column's word labels (scene/lens_column.label_candidates)
     explain_note: str = ""  # the header's line about the lens column / route (scene/explain_overlay.header_note)
     route_on: bool = False  # the contribution route is drawn: the legend says what its colours mean
+    units_on: bool = False  # the heads' / experts' total effects are lit in the exploded layer (legend note)
     route_kind: str = ""  # "causal" | "direct" (scene.explain_data.ExplainOverlay.route_kind): the legend's words
     outside_note: str = ""  # the prompt is outside the toy language: the answer is not meaningful (feature I5)
 

@@ -30,6 +30,7 @@ ROLES: dict[str, tuple[float, float, float, float]] = {
 _NEG = np.array([0.16, 0.42, 0.90])
 _MID = np.array([0.93, 0.93, 0.93])
 _POS = np.array([0.93, 0.40, 0.12])
+_DARK = np.array([0.17, 0.17, 0.17])  # lit_diverging's zero, neutral: a part that does nothing stays dark
 
 
 def role(name: str) -> tuple[float, float, float, float]:
@@ -52,4 +53,16 @@ def diverging(values: np.ndarray, scale: float | None = None) -> np.ndarray:
     scale = scale if scale > 0 and np.isfinite(scale) else 1.0
     t = np.clip(np.nan_to_num(v / scale), -1.0, 1.0)[..., None]
     rgb = np.where(t < 0, _MID + (-t) * (_NEG - _MID), _MID + t * (_POS - _MID))
+    return np.concatenate([rgb, np.ones(rgb.shape[:-1] + (1,))], axis=-1).astype(np.float32)
+
+
+def lit_diverging(values: np.ndarray, scale: float | None = None) -> np.ndarray:
+    """As `diverging`, with the same blue and orange ends, but dark at 0 (a lit map: what matters glows, what
+    does nothing stays dark — the heads' and experts' total effects in the exploded layer)."""
+    v = np.asarray(values, dtype=np.float64)
+    if scale is None:
+        scale = float(np.nanmax(np.abs(v))) if v.size else 1.0
+    scale = scale if scale > 0 and np.isfinite(scale) else 1.0
+    t = np.clip(np.nan_to_num(v / scale), -1.0, 1.0)[..., None]
+    rgb = np.where(t < 0, _DARK + (-t) * (_NEG - _DARK), _DARK + t * (_POS - _DARK))
     return np.concatenate([rgb, np.ones(rgb.shape[:-1] + (1,))], axis=-1).astype(np.float32)

@@ -56,7 +56,7 @@ from scene.layout import Layout, build_layout
 from scene.picking import Picker
 
 
-SCENE_CATALOGUES = ("scene", "weights", "explain3d", "why")  # the catalogues whose keys the scene's own texts use
+SCENE_CATALOGUES = ("scene", "weights", "explain3d", "why", "units3d")  # the catalogues whose keys the scene's own texts use
 
 
 def _default_translator():

@@ -10,6 +10,7 @@ import html
 from PySide6.QtCore import QPoint, QPointF
 from PySide6.QtWidgets import QToolTip
 
+from scene import effect_cells
 from scene.block_kinds import LINEAR_IN  # y = x @ W kind -> the kind of x
 from scene.tooltips import tooltip_text
 
@@ -108,7 +109,10 @@ class ScenePointer:
 
     def tooltip_text(self, hit) -> str:
         v = self.view
-        return tooltip_text(v.layout, hit.block_id, hit.cell, v.drawn_trace(), v.pass_index, v.token, v.tr)
+        text = tooltip_text(v.layout, hit.block_id, hit.cell, v.drawn_trace(), v.pass_index, v.token, v.tr)
+        ov = v.explanation  # the heads' / experts' total effect under the pointer (scene/effect_cells.py)
+        line = effect_cells.tooltip_line(v.layout, ov.units, hit.block_id, hit.cell, v.tr) if ov is not None else ""
+        return text + "\n" + line if line else text
 
 
 def _plain_tooltip(text: str) -> str:

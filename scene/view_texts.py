@@ -5,7 +5,7 @@ the render thread (scene/gl_widget.py's frame snapshot). It reads the view's pub
 drawn_trace(), focus_ids())."""
 from __future__ import annotations
 
-from scene import attention_arcs, lens_column
+from scene import attention_arcs, effect_cells, lens_column
 from scene.explain_overlay import header_note
 from scene.labels import OverlayInput
 from scene.steps import scene_note_key
@@ -53,7 +53,7 @@ class SceneTexts:
         if cached is None or cached[0] != key:
             if not lens:
                 return dict(explain_note=header_note(ov, v.tr), route_on=bool(ov.route), route_kind=ov.route_kind,
-                            outside_note=outside)
+                            outside_note=outside, units_on=ov.units is not None)
             labels = lens_column.label_candidates(layout, ov.lens, _lens_piece) if ov.lens else None
             if ov.attention and 0 <= layout.layer < len(ov.attention):  # the strongest arcs' names, per head
                 trace = v.drawn_trace()
@@ -62,9 +62,11 @@ class SceneTexts:
                 labels = (labels or []) + attention_arcs.label_candidates(
                     layout, ov.position, ov.attention[layout.layer], tokens, v.tr,
                     layout.dims.mixers[layout.layer])
+            if ov.units is not None:  # the strongest heads and experts of the exploded layer, named
+                labels = (labels or []) + effect_cells.label_candidates(layout, ov.units, v.tr)
             cached = self._explain_cache = (key, labels, header_note(ov, v.tr), (ov, layout))  # keeps the ids
         return dict(lens_labels=cached[1] if lens else None, explain_note=cached[2], route_on=bool(ov.route),
-                    route_kind=ov.route_kind, outside_note=outside)
+                    route_kind=ov.route_kind, outside_note=outside, units_on=ov.units is not None)
 
 
 def _lens_piece(piece: str) -> str:

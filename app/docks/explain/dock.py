@@ -16,10 +16,11 @@ from app.docks.explain.attention import AttentionPage
 from app.docks.explain.knockouts import KnockoutPanel, part_name
 from app.docks.explain.fit import GROWING_PAGES, PAGES, fit_rows, header_tooltips
 from app.docks.explain.pages import build_pages, page_tabs, retranslate_tabs
-from app.docks.explain.show3d import layer_words_html, route_line
+from app.docks.explain.show3d import layer_words_html, route_line, with_units
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.turns import Turns
+from app.docks.explain.units3d import Units3D
 from app.background import BackgroundJobs
 from app.docks.explain.worker import explain_job
 from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
@@ -57,6 +58,7 @@ class ExplainDock(QDockWidget):
         self.result: ExplainResult | None = None
         self.knockout_panel = KnockoutPanel(self)  # the active knock-out, its list and menus (the Experiments page)
         self.attention = AttentionPage(self)  # the Attention page's overview, head view and table
+        self.units3d = Units3D(self)  # the exploded layer's heads and experts lit by total effects (their own jobs)
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
@@ -230,7 +232,8 @@ class ExplainDock(QDockWidget):
 
     @property
     def busy(self) -> bool:
-        return self._busy or self._pending is not None or self._debounce.isActive() or self.turns.pending
+        return (self._busy or self._pending is not None or self._debounce.isActive() or self.turns.pending
+                or self.units3d.busy())
 
     # ------------------------------------------------------------------ knock-outs (the panel's public faces)
     def knockouts(self) -> dict | None:
@@ -263,7 +266,7 @@ class ExplainDock(QDockWidget):
     def set_explain3d(self, e: dict) -> None:
         """A view file's explain3d (validated): the 3D view choices and the explained position (None or one the
         trace lacks: the last prompt position)."""
-        self.show3d.set_values(e["lens"], e["route"], e["route_threshold"], e["arcs"])
+        self.show3d.set_values(e["lens"], e["route"], e["route_threshold"], e["arcs"], e.get("units", False))
         pos = e.get("position")
         i = self.position.findData(int(pos)) if pos is not None else -1
         if i >= 0 and i != self.position.currentIndex():
@@ -393,10 +396,15 @@ class ExplainDock(QDockWidget):
 
     def _emit_overlay(self) -> None:
         """Hand the 3D view what it draws of the shown result (None: nothing)."""
-        ov = overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind())
+        on = self.show3d.units_on()  # the heads' and experts' total effects: their own jobs (units3d.py)
+        ov = with_units(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()), self.result, on,
+                        self.units3d.units_for(self.result) if on else None)
         self.route_line.setText(route_line(ov))
         self.route_line.setVisible(bool(self.route_line.text()))
         self.state.explanation_shown.emit(ov)
+
+    def refresh_overlay(self) -> None:
+        self._emit_overlay()
 
     def show_block_words(self) -> None:
         """The words the selected contributions row promotes and suppresses (its direct effect on every logit)."""

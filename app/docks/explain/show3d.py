@@ -1,6 +1,7 @@
 """The Explain dock's "In the 3D view" controls: the logit-lens column and the contribution
-route drawn in the 3D stack, with the route's threshold, and what a clicked layer's blocks promote and suppress
-(`layer_words_html`). What the 3D view draws of a result is app/explain_service.overlay_of."""
+route drawn in the 3D stack, with the route's threshold, the heads and experts of the exploded layer lit by their
+total effects (`with_units`), and what a clicked layer's blocks promote and suppress (`layer_words_html`). What
+the 3D view draws of a result is app/explain_service.overlay_of, with_units adding the heads' and experts' part."""
 from __future__ import annotations
 
 import html
@@ -11,6 +12,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.controls import fmt, section_label
+from app.explain_render import with_units  # noqa: F401 (the dock's name for it)
 from app.explain_service import largest_block, overlay_of  # noqa: F401 (the dock's names for them)
 
 DEFAULT_LENS = True
@@ -18,6 +20,7 @@ DEFAULT_ROUTE = False
 DEFAULT_PERCENT = 30  # the causal route's candidates: ≥ 30 % of the largest knock-out effect (direct effects:
 # a block glows from 30 % of the largest |direct contribution|)
 DEFAULT_ARCS = True
+DEFAULT_UNITS = False  # the heads' and experts' total effects cost seconds of re-runs: lit when asked for
 ROUTE_KINDS = ("causal", "direct")  # the causal route is the default; direct effects stay, named "not causal"
 
 
@@ -42,9 +45,13 @@ class Show3DControls(QWidget):
         self.arcs = QCheckBox()
         self.arcs.setObjectName("explain_arcs3d")
         self.arcs.setChecked(DEFAULT_ARCS)
+        self.units = QCheckBox()  # the exploded layer's heads and experts lit by their total effects
+        self.units.setObjectName("explain_units3d")
+        self.units.setChecked(DEFAULT_UNITS)
         grid.addWidget(self.lens, 1, 0)
         grid.addWidget(self.arcs, 1, 1)
         grid.addWidget(self.route, 1, 2)
+        grid.addWidget(self.units, 5, 0, 1, 3)
         self.kind = QComboBox()
         self.kind.setObjectName("explain_route_kind")
         grid.addWidget(self.kind, 2, 0, 1, 3)
@@ -61,7 +68,7 @@ class Show3DControls(QWidget):
         self.threshold_label.setWordWrap(True)
         grid.addWidget(self.threshold_label, 4, 0, 1, 3)
         self._largest = 0.0
-        for box in (self.lens, self.route, self.arcs):
+        for box in (self.lens, self.route, self.arcs, self.units):
             box.toggled.connect(self._changed)
         self.slider.valueChanged.connect(self._changed)
         self.kind.activated.connect(self._changed)
@@ -72,9 +79,11 @@ class Show3DControls(QWidget):
         """(lens on, route on, threshold percent, arcs on)."""
         return self.lens.isChecked(), self.route.isChecked(), self.slider.value(), self.arcs.isChecked()
 
-    def set_values(self, lens: bool, route: bool, percent: int, arcs: bool | None = None) -> None:
-        """Set them (e.g. from the remembered settings; arcs None: as it is); one `changed`."""
-        boxes = (self.lens, self.route, self.slider, self.arcs)
+    def set_values(self, lens: bool, route: bool, percent: int, arcs: bool | None = None,
+                   units: bool | None = None) -> None:
+        """Set them (e.g. from the remembered settings or a view file; arcs / units None: as they are); one
+        `changed`."""
+        boxes = (self.lens, self.route, self.slider, self.arcs, self.units)
         for w in boxes:
             w.blockSignals(True)
         self.lens.setChecked(bool(lens))
@@ -82,6 +91,8 @@ class Show3DControls(QWidget):
         self.slider.setValue(min(100, max(0, int(percent))))
         if arcs is not None:
             self.arcs.setChecked(bool(arcs))
+        if units is not None:
+            self.units.setChecked(bool(units))
         for w in boxes:
             w.blockSignals(False)
         self._changed()
@@ -91,7 +102,11 @@ class Show3DControls(QWidget):
         return ROUTE_KINDS[max(0, self.kind.currentIndex())]
 
     def any_on(self) -> bool:
-        return self.lens.isChecked() or self.route.isChecked() or self.arcs.isChecked()
+        return self.lens.isChecked() or self.route.isChecked() or self.arcs.isChecked() or self.units.isChecked()
+
+    def units_on(self) -> bool:
+        """The heads and experts of the exploded layer are lit by their total effects (asked for: costly)."""
+        return self.units.isChecked()
 
     def set_largest(self, largest: float) -> None:
         """The largest |block value| of the shown result (for the threshold's absolute value)."""
@@ -122,6 +137,8 @@ class Show3DControls(QWidget):
         self.route.setToolTip(tr("explain.show3d.route.tip"))
         self.arcs.setText(tr("explain.show3d.arcs"))
         self.arcs.setToolTip(tr("explain.show3d.arcs.tip"))
+        self.units.setText(tr("explain.show3d.units"))
+        self.units.setToolTip(tr("explain.show3d.units.tip"))
         i = self.kind.currentIndex()
         self.kind.clear()
         self.kind.addItems([tr(f"explain.route.kind.{k}") for k in ROUTE_KINDS])
@@ -168,3 +185,4 @@ def layer_words_html(res, layer: int) -> str:
     return tr("explain.layer_words", layer=layer, mixer=res.mixers[layer - 1].upper(),
               mixer_value=fmt(values[(layer, "mixer")], 3), mixer_up=_words(mu), mixer_down=_words(md),
               ffn_value=fmt(values[(layer, "ffn")], 3), ffn_up=_words(fu), ffn_down=_words(fd))
+
