@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 
 from PySide6.QtCore import QObject, Qt, QTimer
-from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from app.background import BackgroundJobs
 from app.i18n import tr
@@ -90,11 +90,17 @@ class SidePane(QWidget):
             label.setWordWrap(True)
             label.setContentsMargins(6, 2, 6, 2)
         self.header.setStyleSheet("font-weight: bold;")
+        self.link = QCheckBox()  # the camera turns with the window's (its angles; each keeps its own framing)
+        self.link.setObjectName("side_link_cameras")
         self.scene = None
         self.box = QVBoxLayout(self)
         self.box.setContentsMargins(0, 0, 0, 0)
         self.box.setSpacing(0)
-        self.box.addWidget(self.header)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 6, 0)
+        top.addWidget(self.header, 1)
+        top.addWidget(self.link)
+        self.box.addLayout(top)
         self.box.addWidget(self.status)
 
     def make_scene(self, config):
@@ -172,6 +178,8 @@ class SideStack(QObject):
         for signal in (st.trace_changed, st.explanation_shown, st.config_changed):
             signal.connect(self.schedule)
         st.layer_changed.connect(self._follow_layer)
+        w.scene.gl.frameSwapped.connect(self._follow_camera)
+        self.pane.link.toggled.connect(lambda _c: self._follow_camera())
         st.pass_changed.connect(self._follow_pass)
         st.token_changed.connect(self._follow_token)
         w.late_docks_ready.connect(self._attach_dock)
@@ -233,6 +241,10 @@ class SideStack(QObject):
             return ""
         picks = (self._dock.pick_a.currentData(), self._dock.pick_b.currentData())
         return compared_model(picks, self.window.config.name)
+
+    def busy(self) -> bool:
+        """Whether a job of the pane runs or an update is due."""
+        return self._busy or self._timer.isActive()
 
     def schedule(self, *_args) -> None:
         if self.on:
@@ -360,6 +372,16 @@ class SideStack(QObject):
         if self._ready() and self.trace is not None:
             self.pane.scene.set_token(min(int(pos), len(self.trace.tokens) - 1))
 
+    @guarded
+    def _follow_camera(self) -> None:
+        """With "Link cameras" on, the second view looks from the window's view's angles (azimuth, elevation);
+        its centre and distance stay its own, as the two stacks differ in height."""
+        if not (self._ready() and self.pane.link.isChecked()):
+            return
+        main, scene = self.window.scene.cam, self.pane.scene
+        if (scene.cam.azimuth, scene.cam.elevation) != (main.azimuth, main.elevation):
+            scene.set_camera_state({**scene.camera_state(), "azimuth": main.azimuth, "elevation": main.elevation})
+
     # -- texts ------------------------------------------------------------------------------------------------
     def _display(self) -> str:
         if self.config is not None and self.config.name == self.model:
@@ -371,6 +393,8 @@ class SideStack(QObject):
 
     def retranslate(self) -> None:
         self._headers()
+        self.pane.link.setText(tr("stacks.link"))
+        self.pane.link.setToolTip(tr("tip.stacks.link"))
         if self.pane.scene is not None:
             self.pane.scene.set_translator(tr)
         if self.on and not self._busy and not self.error and self.result is not None:

@@ -43,7 +43,7 @@ def pick(win, a: str, b: str) -> None:
 def settled(win, model: str) -> bool:
     side = win.side
     scene = side.pane.scene
-    return (not side._busy and side.result is not None and side.trace is not None  # noqa: SLF001 - the test
+    return (not side.busy() and side.result is not None and side.trace is not None
             and side.config.name == model and scene is not None and scene.explanation is not None
             and not scene.explanation.computing and side.trace.text == win.state.trace.text)
 
@@ -221,3 +221,53 @@ def test_screenshots_with_both_stacks(make_window, qtbot, size, language):
     win.grab().save(os.path.join(SHOTS, f"side_{size[0]}x{size[1]}_{language}.png"))
     if language == "ko":
         assert "학습된 토이" in side.pane.header.text() or "무작위" in side.pane.header.text()
+
+
+def test_a_failed_run_is_one_line_and_the_window_keeps_working(make_window, qtbot, monkeypatch):
+    import app.explain_service as service
+
+    win = make_window()
+    wait_idle(qtbot, win)
+    pick(win, "kimi-k3", OTHER)
+
+    def refuse(config, weights, device="cpu", cache=None):
+        raise MemoryError(f"cannot build {config.name}\nsecond line")
+
+    monkeypatch.setattr(service, "engine_for", refuse)
+    press_toggle(qtbot, win)
+    qtbot.waitUntil(lambda: bool(win.side.error) and not win.side.busy(), timeout=60_000)
+    status = win.side.pane.status.text()
+    assert status == "Could not run Kimi Linear 48B: MemoryError: cannot build kimi-linear-48b"
+    assert win.side.pane.scene is None  # nothing was drawn from a failed run
+    # the window's own stack keeps working, and the next request (a new prompt) runs again
+    monkeypatch.undo()
+    win.state.request_prompt("고양이가 공을 집었다. 그리고")
+    qtbot.waitUntil(lambda: win.state.trace.text == "고양이가 공을 집었다. 그리고", timeout=120_000)
+    wait_side(qtbot, win)
+    assert "Could not" not in win.side.pane.status.text()
+
+
+def test_link_cameras_turns_the_second_view_with_the_first(make_window, qtbot):
+    win = make_window()
+    wait_idle(qtbot, win)
+    pick(win, "kimi-k3", OTHER)
+    press_toggle(qtbot, win)
+    wait_side(qtbot, win)
+    side = win.side.pane.scene
+    before = side.camera_state()
+    qtbot.keyClick(win, Qt.Key_2, Qt.ControlModifier)  # View -> Side: only the window's view turns (not linked)
+    qtbot.waitUntil(lambda: win.scene.camera.path is None and win.scene.cam.azimuth != before["azimuth"],
+                    timeout=20_000)
+    pump(300)
+    assert side.camera_state() == before
+    link = win.side.pane.link
+    assert link.text() == "Link cameras" and not link.isChecked()
+    qtbot.mouseClick(link, Qt.LeftButton, pos=QPoint(8, link.height() // 2))
+    assert link.isChecked()
+    qtbot.waitUntil(lambda: (side.cam.azimuth, side.cam.elevation) == (win.scene.cam.azimuth, win.scene.cam.elevation),
+                    timeout=20_000)
+    assert side.cam.distance == before["distance"]  # its own framing: only the angles follow
+    qtbot.keyClick(win, Qt.Key_3, Qt.ControlModifier)  # View -> Top: the linked view follows
+    qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=20_000)
+    qtbot.waitUntil(lambda: (side.cam.azimuth, side.cam.elevation) == (win.scene.cam.azimuth, win.scene.cam.elevation),
+                    timeout=20_000)
