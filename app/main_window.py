@@ -1,10 +1,11 @@
 """The main window: the 3D scene in the centre, the docks around it, menus/toolbar/shortcuts from the one
 action registry, a status bar (layer + type, trace step, engine device), the engine worker, persistence.
 
-It owns four parts, each an object with its own state that reads the window's public names only: the dock
+It owns five parts, each an object with its own state that reads the window's public names only: the dock
 layout, default sizes and Reset layout (`dock_layout`, app/window_layout.py), the docks and the late ones built
 after the first frame (`dock_builder`, app/late_docks.py), presentation mode (`presentation`,
-app/presentation.py) and the status bar (`status`, app/window_status.py).
+app/presentation.py), the status bar (`status`, app/window_status.py) and the compared model's stack beside the
+3D view (`side`, app/side_stack.py: View -> Side by side).
 """
 from __future__ import annotations
 
