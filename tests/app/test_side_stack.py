@@ -271,3 +271,20 @@ def test_link_cameras_turns_the_second_view_with_the_first(make_window, qtbot):
     qtbot.waitUntil(lambda: win.scene.camera.path is None, timeout=20_000)
     qtbot.waitUntil(lambda: (side.cam.azimuth, side.cam.elevation) == (win.scene.cam.azimuth, win.scene.cam.elevation),
                     timeout=20_000)
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None, [True]])
+def test_a_bad_stacks_flag_is_one_view_error_naming_it(value):
+    import json
+
+    from app.viewfile import ViewError, loads
+
+    doc = {"format": "k3-explorer-view", "version": "1.3", "model": "kimi-k3", "prompt": "로봇이 컵을 집었다",
+           "compare": {"models": ["kimi-k3", OTHER], "prompt": None, "stacks": value}}
+    with pytest.raises(ViewError) as err:
+        loads(json.dumps(doc))
+    assert "compare.stacks" in str(err.value) and "true or false" in str(err.value)
+    doc["compare"].pop("stacks")  # a 1.3 file written before the flag: no side by side
+    assert "stacks" not in loads(json.dumps(doc)).compare
+    doc["compare"]["stacks"] = True
+    assert loads(json.dumps(doc)).compare["stacks"] is True
