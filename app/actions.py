@@ -72,6 +72,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("layer_next", "view", "PgUp", text_input_safe=False),
     ActionSpec("reset_layout", "view", "", separator_before=True),
     ActionSpec("presentation", "view", "F11"),  # full screen, no panels, larger labels; Esc leaves it
+    ActionSpec("side_by_side", "view", "Ctrl+Alt+B", separator_before=True),  # app/side_stack.py: checkable
     ActionSpec("play_pause", "player", "Space", toolbar=True, text_input_safe=False),
     ActionSpec("step_back", "player", "Left", text_input_safe=False),
     ActionSpec("step_forward", "player", "Right", text_input_safe=False),

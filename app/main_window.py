@@ -1,10 +1,11 @@
 """The main window: the 3D scene in the centre, the docks around it, menus/toolbar/shortcuts from the one
 action registry, a status bar (layer + type, trace step, engine device), the engine worker, persistence.
 
-It owns four parts, each an object with its own state that reads the window's public names only: the dock
+It owns five parts, each an object with its own state that reads the window's public names only: the dock
 layout, default sizes and Reset layout (`dock_layout`, app/window_layout.py), the docks and the late ones built
 after the first frame (`dock_builder`, app/late_docks.py), presentation mode (`presentation`,
-app/presentation.py) and the status bar (`status`, app/window_status.py).
+app/presentation.py), the status bar (`status`, app/window_status.py) and the compared model's stack beside the
+3D view (`side`, app/side_stack.py: View -> Side by side).
 """
 from __future__ import annotations
 
@@ -70,6 +71,9 @@ class MainWindow(QMainWindow):
         self.scene = SceneView(self, self.config)  # laid out once, with this config
         self.scene.set_translator(tr)
         self.scene.set_layer(self.state.layer, animate=False)
+        from app.side_stack import SideStack
+
+        self.side = SideStack(self)  # the compared model's stack beside this one (View -> Side by side)
         self.setCentralWidget(self._scene_with_strip())
 
         self.dock_layout = DockLayout(self)
@@ -108,6 +112,7 @@ class MainWindow(QMainWindow):
 
         self.weights = WeightsActions(self, weights)  # Model -> Trained / Random weights, status bar label
         self._connect_state()
+        self.side.connect()
         from app.history import History
 
         self.history = History(self)  # Edit -> Undo / Redo / History…, dropped *.k3view files, the title
@@ -158,6 +163,7 @@ class MainWindow(QMainWindow):
             "layer_next": lambda: self._layer_by(1),
             "reset_layout": self.reset_layout,
             "presentation": self.presentation.toggle,
+            "side_by_side": lambda: self.side.toggled_by_action(),
             "play_pause": player.toggle_play,
             "step_back": lambda: player.step_by(-1),
             "step_forward": lambda: player.step_by(1),
@@ -373,6 +379,7 @@ class MainWindow(QMainWindow):
             if not getattr(dock, "retranslates_itself", False):  # a TabbedDock follows language_changed itself
                 dock.retranslate()
         tooltips.apply(self)
+        self.side.retranslate()
         self.status.update()
         if getattr(self, "hint", None) is not None:
             self.hint.retranslate()
@@ -418,15 +425,15 @@ class MainWindow(QMainWindow):
         self.engine.start()  # torch loads in the worker thread once the first frame is on screen
 
     def _scene_with_strip(self) -> QWidget:
-        """The 3D view with the answer strip under it: the drawn word and the top-5 bars stay in
-        view whatever the dock layout."""
+        """The 3D view (beside the compared model's when side by side) with the answer strip under it: the drawn
+        word and the top-5 bars stay in view whatever the dock layout."""
         from app.widgets.answer_strip import AnswerStrip
 
         box = QWidget(self)
         lay = QVBoxLayout(box)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
-        lay.addWidget(self.scene, 1)
+        lay.addWidget(self.side.central(self.scene), 1)
         self.answer_strip = AnswerStrip(self.state, box)
         self.answer_strip.word_clicked.connect(guarded(lambda pos, word: self.docks["ExplainDock"].explain_word(pos, word)))
         lay.addWidget(self.answer_strip)

@@ -231,6 +231,15 @@ class Settings:
         self.q.setValue("weights", name if name in ("trained", "random") else "trained")
         self.valid = True
 
+    def side_by_side(self) -> bool:
+        """Whether the compared model's stack stands beside the window's (View -> Side by side; off by default)."""
+        return self.valid and self._int("side_by_side", 0) == 1
+
+    def set_side_by_side(self, on: bool) -> None:
+        self.q.setValue("version", SETTINGS_VERSION)
+        self.q.setValue("side_by_side", int(bool(on)))
+        self.valid = True
+
     def recent_views(self) -> list[str]:
         """The recently saved or opened view files (paths, newest first, at most RECENT_VIEWS_MAX)."""
         raw = self.q.value("views/recent", "") if self.valid else ""

@@ -78,7 +78,10 @@ class ViewActions:
     def _compare(self, prompt: str) -> dict | None:
         """The Compare dock's picked models (and its page's own prompt), if the dock was built."""
         dock = dict.get(self.window.docks, "CompareDock")
-        return dock.compared(prompt) if dock is not None else None
+        if dock is None:
+            return None
+        compare = dock.compared(prompt)
+        return {**compare, "stacks": True} if self.window.side.on else compare
 
     def _explain3d(self) -> dict | None:
         """What the 3D view draws of the Explain dock (its 'In the 3D view' choices and position), if built."""
@@ -259,6 +262,7 @@ class ViewActions:
             w.docks["ExplainDock"].set_explain3d(explain3d)  # what the 3D view drew of it
         if view.compare is not None:
             w.docks["CompareDock"].set_compared(view.compare)  # the compared models (app/view_compare.py)
+            w.side.set_on(bool(view.compare.get("stacks")))  # both stacks side by side in the 3D view, or not
         trace = w.state.trace
         notes = list(view.notes)
         if getattr(trace, "weights_name", view.weights) != view.weights:

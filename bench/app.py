@@ -33,6 +33,11 @@ Interaction (one process, the window at its default size):
 - explain_3d: what the 3D view drew of the Explain dock's result meanwhile: "lens+arcs" (the
   default: the lens column and the attention arcs, recomputed after each change on the dock's pool thread),
   "lens+arcs+route" with --route (the contribution route too), "off" with --no-explain.
+- With --two-stacks (issue 41.3) all of the above runs with View -> Side by side (compare) on: the Compare dock's
+  other model (DeepSeek-V3 by default picks) stands beside K3, re-running the window's prompt and explanation on
+  its background lane after every change. second_stack_to_screen_ms_median / _p90: the same slider change ->
+  the second pane's first frame drawn from ITS trace with that value (the window's trace comes first: the
+  second model runs on the window's new trace); second_stack_model names the model.
 """
 from __future__ import annotations
 
@@ -197,11 +202,18 @@ def _child_interact() -> None:
         explain.show3d.set_values(True, True, 30, True)
     elif mode == "off":
         explain.show3d.set_values(False, False, 30, False)
+    two = os.environ.get("K3_BENCH_TWO_STACKS") == "1"
+    side = win.side
+    if two:
+        win.registry.actions["side_by_side"].trigger()
+        while (side.result is None or side.busy()) and time.monotonic() < deadline + 300:
+            _pump(5)
     win.activateWindow()
     _pump(300)
 
     def idle():
-        while (win.engine.busy or win.engine._pending is not None) and time.monotonic() < deadline + 300:
+        while (win.engine.busy or win.engine._pending is not None or (two and side.busy())) \
+                and time.monotonic() < deadline + 300:
             _pump(5)
 
     engine_ms = []
@@ -243,7 +255,7 @@ def _child_interact() -> None:
     drag_runs = len(engine_ms)
 
     # --- slider change -> trace with that value on screen -------------------------------------------
-    latencies, non_engine = [], []
+    latencies, non_engine, second = [], [], []
     engine_ms.clear()
     for value in (20, 35, 50, 65, 80, 30, 45, 60, 75, 25, 40, 55, 70, 85, 15):
         idle()
@@ -255,17 +267,34 @@ def _child_interact() -> None:
         slider.setValue(target)
         want = win.state.knobs.alpha
 
+        side_swapped = []
+
         def on_swap():
             trace = win.state.trace
             if trace is not None and trace.knobs.alpha == want and gl_widget.shown_version >= \
                     win.scene.trace_version and not swapped:
                 swapped.append(time.perf_counter())
-                loop.quit()
+                if not two or side_swapped:
+                    loop.quit()
+
+        def on_side_swap():
+            sv = side.pane.scene
+            if side.trace is not None and side.trace.knobs.alpha == want and sv.gl.shown_version >= \
+                    sv.trace_version and not side_swapped:
+                side_swapped.append(time.perf_counter())
+                if swapped:
+                    loop.quit()
 
         gl_widget.frameSwapped.connect(on_swap)
+        if two:
+            side.pane.scene.gl.frameSwapped.connect(on_side_swap)
         QTimer.singleShot(60000, loop.quit)
         loop.exec()
         gl_widget.frameSwapped.disconnect(on_swap)
+        if two:
+            side.pane.scene.gl.frameSwapped.disconnect(on_side_swap)
+            if side_swapped:
+                second.append((side_swapped[0] - t0) * 1000.0)
         if swapped:
             latencies.append((swapped[0] - t0) * 1000.0)
             if want in engine_by_alpha:
@@ -291,6 +320,9 @@ def _child_interact() -> None:
         "engine_kernels": win.engine.kernels,
         "explain_3d": {"default": "lens+arcs", "route": "lens+arcs+route", "off": "off"}[mode],
         "explain_3d_drawn": win.scene.explanation is not None,
+        **({"two_stacks": True, "second_stack_model": side.model,
+            "second_stack_to_screen_ms_median": _median(second), "second_stack_to_screen_ms_p90": _p90(second),
+            "second_stack_explain_drawn": side.pane.scene.explanation is not None} if two else {}),
     }), flush=True)
     win.close()
 
@@ -318,7 +350,11 @@ def main() -> None:
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--route", action="store_true", help="interaction with the contribution route drawn too")
     shown.add_argument("--no-explain", action="store_true", help="interaction without the 3D explanation")
+    parser.add_argument("--two-stacks", action="store_true",
+                        help="interaction with the compared model's stack beside the window's (View -> Side by side)")
     args = parser.parse_args()
+    if args.two_stacks:
+        os.environ["K3_BENCH_TWO_STACKS"] = "1"
     if args.route or args.no_explain:
         os.environ["K3_BENCH_EXPLAIN"] = "route" if args.route else "off"  # the interaction child reads it
     if args.child:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.background import BackgroundJobs
 from app.docks.compare.view import ComparisonView, figures_text  # noqa: F401 - figures_text: the page's text
@@ -78,10 +78,13 @@ class SamePromptPage(QWidget):
         self.status.setObjectName("compare_run_status")
         self.status.setWordWrap(True)
         plain(self.status)
+        self.stacks_box = QCheckBox()  # View -> Side by side (compare): app/side_stack.py keeps the two in step
+        self.stacks_box.setObjectName("compare_stacks_box")
         self.view = ComparisonView()
         self.lens, self.curves, self.columns = self.view.lens, self.view.curves, self.view.columns
         lay = QVBoxLayout(self)
         lay.addLayout(row)
+        lay.addWidget(self.stacks_box)
         lay.addWidget(self.status)
         lay.addWidget(self.view)
         lay.addStretch(1)
@@ -132,5 +135,7 @@ class SamePromptPage(QWidget):
         self.run_button.setText(tr("compare.run.button"))
         self.run_button.setToolTip(tr("tip.compare.run"))
         self.prompt_edit.setPlaceholderText(tr("compare.run.placeholder"))
+        self.stacks_box.setText(tr("stacks.box"))
+        self.stacks_box.setToolTip(tr("tip.stacks.box"))
         self.view.retranslate()
         self.show_results()
