@@ -70,8 +70,8 @@ def _experts(ex) -> list[tuple]:
 def _key(ex) -> tuple:
     """What makes an explanation's grids: its engine (model and weights), tokens, position, knobs and word."""
     m = ex.model
-    return (id(m), getattr(getattr(m, "config", None), "name", None), getattr(m, "weights_name", ""), tuple(int(i) for i in ex.ids), int(ex.position), repr(ex.knobs),
-            int(ex.word_index))
+    return (id(m), getattr(getattr(m, "config", None), "name", None), getattr(m, "weights_name", ""),
+            tuple(int(i) for i in ex.ids), int(ex.position), repr(ex.knobs), int(ex.word_index))
 
 
 def units_of(ex):

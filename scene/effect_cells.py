@@ -19,8 +19,8 @@ import numpy as np
 from scene import palette
 from scene.layout import Layout
 
-__all__ = ["UnitEffects", "head_block", "head_boxes", "expert_boxes", "colours", "with_rims", "label_candidates",
-           "tooltip_line", "LABELLED_HEADS", "LABELLED_EXPERTS"]
+__all__ = ["UnitEffects", "head_block", "head_of", "head_boxes", "expert_boxes", "colours", "with_rims",
+           "label_candidates", "tooltip_line", "LABELLED_HEADS", "LABELLED_EXPERTS"]
 
 PLATE_D = 0.05  # depth of a lane / plate in front of its wall
 LABELLED_HEADS = 4  # the strongest heads of the layer named in the key

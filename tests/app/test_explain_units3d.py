@@ -115,7 +115,7 @@ def test_heads_and_experts_lit_by_their_total_effects(make_window, qtbot, tmp_pa
     shown = []
     win.state.explanation_shown.connect(lambda ov: shown.append(ov.units if ov is not None else None))
     QTest.mouseClick(box, Qt.LeftButton, Qt.NoModifier, QPoint(8, box.height() // 2))
-    assert dock.show3d.units_on()
+    assert dock.show3d.units_on() and box.text() == "Heads and experts"  # no "&": a checkbox reads it as a mnemonic
     # at once, before the re-runs are done: the 3D view says so, and the UI thread stays free
     units = scene.explanation.units
     assert units is not None and units.computing

@@ -35,7 +35,7 @@ class Show3DControls(QWidget):
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)
         self.title = section_label()
-        grid.addWidget(self.title, 0, 0, 1, 3)
+        grid.addWidget(self.title, 0, 0, 1, 2)
         self.lens = QCheckBox()
         self.lens.setObjectName("explain_lens3d")
         self.lens.setChecked(DEFAULT_LENS)
@@ -51,7 +51,7 @@ class Show3DControls(QWidget):
         grid.addWidget(self.lens, 1, 0)
         grid.addWidget(self.arcs, 1, 1)
         grid.addWidget(self.route, 1, 2)
-        grid.addWidget(self.units, 5, 0, 1, 3)
+        grid.addWidget(self.units, 0, 2)  # beside the title: the Route page has no row to spare at 1280 x 720
         self.kind = QComboBox()
         self.kind.setObjectName("explain_route_kind")
         grid.addWidget(self.kind, 2, 0, 1, 3)
