@@ -13,35 +13,46 @@ it removes:
 is the float64 run's; where float32 rounding made the engine pick another word (random weights, rarely) the
 route's note says so.
 
-The causal route at threshold θ: the candidates are the blocks whose effect is ≥ θ × the largest block effect
-(at most MAX_ROUTE, largest first); the route is the shortest run of them, largest first, whose knock-out
-TOGETHER changes the answer (one batch of re-runs, one per prefix). When even all candidates together leave the
-answer, the mechanism is spread out: the route is empty, `spread` is True and `note` says so (nothing falls back
-to the direct contributions, which are not causal). What checks it: knocking out as many random blocks
+The causal route: a run of blocks whose knock-out TOGETHER changes the answer, from two searches made once at
+θ = MIN_THRESHOLD over the POOL blocks with the largest effects (`searches`; any higher θ cuts them, no re-run):
+"strongest" — the shortest run of them largest first (one batch of re-runs, one per prefix), each block counted
+by its effect alone —, and "greedy" — the largest block, then each time the block whose knock-out on top of
+those already chosen removes the most of the margin (one batch per step), counted by that conditional effect
+(a share of the clean margin too; a run's conditional effects add up to its knock-out's effect), until the
+answer changes. A run's strength is its weakest counted effect / the largest block effect. The route at
+threshold θ is the run of the greater strength (ties: the shorter) when its strength is ≥ θ — every block on it
+then removes ≥ θ × the largest effect, alone or on top of those before it —, and empty otherwise: the mechanism
+is spread out, `spread` is True and `note` says so (nothing falls back to the direct contributions, which are
+not causal). So the route at any θ follows from the route at MIN_THRESHOLD: the same run while θ ≤ its
+weakest effect / the largest, nothing above. What checks it: knocking out as many random blocks
 (tests/compute/test_patching_cuts.py) and the engine's own float32 knock-out of the route.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from compute.explain.knockout import prefill
+from compute.explain.knockout import make_ablation, prefill
 from compute.explain.patching import head_deltas, moe_with
 from compute.explain.rerun import Variant, rerun, state_before, twin64
 
-MAX_ROUTE = 24  # more candidates than this are no route one can read: spread out
+MAX_ROUTE = 24  # more blocks than this are no route one can read: spread out
+POOL = 24  # the greedy steps choose among the blocks with the largest effects alone
+MIN_THRESHOLD = 0.01  # the lowest threshold the greedy steps are computed for (any higher one cuts them)
 
 __all__ = ["CausalRoute", "block_effects", "causal_route", "check_threshold", "head_effects", "expert_effects",
-           "contrast", "MAX_ROUTE"]
+           "contrast", "searches", "greedy_steps", "MAX_ROUTE", "POOL", "MIN_THRESHOLD"]
 
 
 class CausalRoute(list):
     """A list of (layer, part, effect) — layer 1-based, part "mixer" | "ffn" — that `knockout(blocks=[...])`
-    accepts, largest effect first. threshold: the share of the largest block effect a block needs to be a
-    candidate; candidates: those blocks (what the threshold lights); effects: {(layer, part): effect} of every
-    block; spread: True when even all candidates knocked out together leave the answer (the route is empty);
-    note: one line saying what the route is."""
+    accepts, in the order found; effect: the block's alone ("strongest" search) or on top of the blocks before
+    it ("greedy"). threshold: the share of the largest block effect every block of the route needs; search:
+    "strongest" | "greedy" ("" when empty); candidates: the blocks of the stronger run that reach the
+    threshold; effects: {(layer, part): effect alone} of every block; spread: True when no run reaches the
+    threshold (the route is empty); note: one line saying what the route is."""
 
     threshold: float
+    search: str
     effects: dict
     candidates: list
     spread: bool
@@ -61,13 +72,18 @@ def contrast(lg: np.ndarray, a: int) -> np.ndarray:
 
 
 def _base(ex):
+    """(the float64 twin, its prefill of ex, the clean margin C, the answer) — made once per explanation."""
+    got = ex.__dict__.get("_causal_base")
+    if got is not None:
+        return got
     if ex.ablation is not None:
         raise ValueError("causal effects are measured on an explanation without knock-outs")
     tw = twin64(ex.model)
     run = prefill(tw, ex.ids, ex.knobs)
     lg = np.asarray(run.final["lm_head"][ex.position], np.float64)
     a = int(np.argmax(lg))  # the explained word, unless float32 rounding made the engine pick another (chaotic toys)
-    return tw, run, float(contrast(lg, a)), a
+    ex.__dict__["_causal_base"] = got = (tw, run, float(contrast(lg, a)), a)
+    return got
 
 
 def _effects(ex, tw, run, c0, a, variants) -> np.ndarray:
@@ -98,24 +114,89 @@ def check_threshold(threshold) -> float:
     return float(threshold)
 
 
-def causal_route(ex, threshold: float = 0.3, effects: dict | None = None) -> CausalRoute:
-    """The causal route (see the module docstring); `effects`: block_effects(ex) when already known."""
+def searches(ex, effects: dict) -> dict:
+    """Both searches for a flipping run, made once at MIN_THRESHOLD (any higher threshold cuts them, no re-run):
+    {"strongest": [(layer, part, effect alone)] — the shortest run of the POOL strongest blocks, largest first,
+    whose knock-out together changes the answer ([] when none does) —, "greedy": ([(layer, part, effect on top
+    of the blocks before it)], flipped)}."""
+    base = _base(ex)
+    top = max(effects.values(), default=0.0)
+    pool = [(ly, pt, e) for (ly, pt), e in sorted(effects.items(), key=lambda kv: -kv[1])
+            if top > 0 and e >= MIN_THRESHOLD * top][:POOL]
+    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in pool], base)
+    strongest = pool[:k] if k else []
+    if len(strongest) == 1:  # one block changes the answer alone: the greedy run is the same block
+        return {"strongest": strongest, "greedy": (list(strongest), True)}
+    return {"strongest": strongest, "greedy": greedy_steps(ex, pool, base, _strength(strongest, top))}
+
+
+def greedy_steps(ex, pool: list, base, beat: float = 0.0) -> tuple[list, bool]:
+    """([(layer, part, conditional effect)], flipped): first the block with the largest effect, then each time
+    the block of `pool` whose knock-out on top of those already chosen removes the most of the margin — until
+    the answer changes (flipped), none removes ≥ MIN_THRESHOLD × the largest effect more, MAX_ROUTE blocks, or
+    a step's effect falls below `beat` × the largest (the run can no longer be the stronger one: not flipped).
+    A conditional effect is a share of the clean margin: a run's effects add up to its knock-out's total
+    effect. One batch of re-runs per step, each candidate from its own layer on a float64 prefill with the
+    chosen blocks zeroed."""
+    tw, run, c0, a = base
+    if not pool:
+        return [], False
+    top = pool[0][2]
+    steps = [pool[0]]
+    c = c0 * (1.0 - top)
+    bs = ex.model.config.attn_res_block_size
+    while c >= 0 and len(steps) < MAX_ROUTE:
+        chosen = [(ly, pt) for ly, pt, _ in steps]
+        rest = [(ly, pt) for ly, pt, _ in pool if (ly, pt) not in chosen]
+        if not rest:
+            break
+        kr = prefill(tw, ex.ids, ex.knobs, make_ablation(tw, len(ex.ids), blocks=chosen))
+        z0 = frozenset((ly - 1, pt) for ly, pt in chosen)
+        vs = [Variant(ly - 1, *state_before(kr, ly - 1, bs), zero=z0 | {(ly - 1, pt)}) for ly, pt in rest]
+        cs = contrast(rerun(ex.model, vs, ex.knobs, ex.position, kr), a)
+        j = int(np.argmin(cs))
+        gain = (c - float(cs[j])) / max(c0, 1e-12)
+        if gain < MIN_THRESHOLD * top or gain < beat * top:
+            break
+        steps.append((rest[j][0], rest[j][1], gain))
+        c = float(cs[j])
+    return steps, c < 0
+
+
+def _strength(run: list, top: float) -> float:
+    """The highest threshold at which a run still counts: its weakest block's effect / the largest effect."""
+    return min(e for *_, e in run) / top if run and top > 0 else 0.0
+
+
+def causal_route(ex, threshold: float = 0.3, effects: dict | None = None, found: dict | None = None) -> CausalRoute:
+    """The causal route (see the module docstring); `effects`: block_effects(ex) and `found`: searches(ex,
+    effects) when already known."""
     threshold = check_threshold(threshold)
     eff = block_effects(ex) if effects is None else effects
-    base = _base(ex)
+    found = searches(ex, eff) if found is None else found
     top = max(eff.values()) if eff else 0.0
-    cand = sorted(((ly, pt, e) for (ly, pt), e in eff.items() if top > 0 and e >= threshold * top),
-                  key=lambda x: -x[2])[:MAX_ROUTE]
-    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in cand], base)
-    route = CausalRoute(cand[:k] if k else [])
+    greedy, flipped = found["greedy"]
+    runs = [("strongest", found["strongest"])] + ([("greedy", greedy)] if flipped else [])
+    kind, best = max(runs, key=lambda kr: (_strength(kr[1], top), -len(kr[1])))  # ties: the shorter
+    ok = bool(best) and min(e for *_, e in best) >= threshold * top  # app/explain_service.route_at's test
+    route = CausalRoute(best if ok else [])
+    cand = [st for st in (best if best else greedy) if st[2] >= threshold * top]
     route.threshold, route.effects, route.spread, route.candidates = threshold, eff, not route, cand
-    a = base[3]
+    route.search = kind if ok else ""
+    a = _base(ex)[3]
     other = (f"; measured on {ex.model.vocab[a][0]!r}, the float64 run's answer (float32 rounding made the engine "
              f"pick {ex.word!r})" if a != ex.word_index else "")
-    route.note = (f"spread out: knocking out together the {len(cand)} strongest blocks (each ≥ {threshold:.0%} of the "
-                  f"largest effect, {top:.0%} of the answer's margin) leaves the answer" if route.spread else
-                  f"{len(route)} block(s), the strongest first, whose knock-out together changes the answer "
-                  f"(largest single effect {top:.0%} of its margin)") + other
+    if route.spread:
+        route.note = (f"spread out: no run of blocks each removing ≥ {threshold:.0%} of the largest effect "
+                      f"({top:.0%} of the answer's margin) — alone (strongest first) or on top of those before it "
+                      f"(greedy) — changes the answer when knocked out together") + other
+    elif kind == "strongest":
+        route.note = (f"{len(route)} block(s), the strongest first, whose knock-out together changes the answer "
+                      f"(effects alone; largest {top:.0%} of its margin)") + other
+    else:
+        route.note = (f"{len(route)} block(s) chosen greedily — each the one whose knock-out on top of those "
+                      f"before it removes the most of the margin (its effect) — whose knock-out together changes "
+                      f"the answer (largest single effect {top:.0%} of its margin)") + other
     return route
 
 

@@ -322,14 +322,17 @@ class Explanation:
         return patch(self, corrupted, sites, layers)
 
     def causal_route(self, threshold: float = 0.3) -> "_causal.CausalRoute":
-        """[(layer, part, effect)]: the shortest run of the blocks with the largest total effects (each ≥ threshold ×
-        the largest) whose knock-out together changes the answer (compute.explain.causal_route);
-        `knockout(blocks=route.blocks)` takes them. Empty with `.spread` True and `.note` saying so when even all
-        those blocks together leave the answer. Block effects are computed once per explanation."""
+        """[(layer, part, effect)]: a run of blocks whose knock-out together changes the answer — of the
+        strongest-first and the greedy run, the one whose weakest block is strongest, while every effect on it is
+        ≥ threshold × the largest block effect (compute.explain.causal_route); `knockout(blocks=route.blocks)`
+        takes them. Empty with `.spread` True and `.note` saying so when no run reaches the threshold. Block
+        effects and both searches are computed once per explanation; any threshold cuts them."""
         threshold = _causal.check_threshold(threshold)
         if "_block_effects" not in self.__dict__:
             self._block_effects = _causal.block_effects(self)
-        return _causal.causal_route(self, threshold, self._block_effects)
+        if "_route_searches" not in self.__dict__:
+            self._route_searches = _causal.searches(self, self._block_effects)
+        return _causal.causal_route(self, threshold, self._block_effects, self._route_searches)
 
     def path_patch(self, corrupted: str | None = None, *, sender, receivers="logits"):
         """Path patching (compute.explain.path_patching): the effect of sender (layer, "mixer" | "ffn") or (layer,

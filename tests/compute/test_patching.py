@@ -162,7 +162,7 @@ def test_causal_route_and_total_effects(m, ex):
     r = ex.causal_route()
     assert r.threshold == 0.3 and len(r.effects) == 186 and r.note.count("\n") == 0
     top = max(r.effects.values())
-    assert all(e >= 0.3 * top for *_, e in r.candidates) and r.candidates[:len(r)] == list(r)
+    assert all(e >= 0.3 * top for *_, e in r.candidates) and (not r or r.candidates == list(r))
     # independent: the largest block's knock-out through the twin's own layer loop (ToyK3.forward hooks)
     (ly, pt), eff = max(r.effects.items(), key=lambda kv: kv[1])
     c0 = contrast(_forward64(m, ex.ids)[-1], ex.word_index)
@@ -173,9 +173,17 @@ def test_causal_route_and_total_effects(m, ex):
         return contrast(_forward64(m, ex.ids, hooks)[-1], ex.word_index)
 
     assert abs(eff - (c0 - knocked([(ly, pt)])) / c0) < 1e-6
-    if r:  # the route is the shortest run of candidates whose knock-out together changes the answer
+    if r:  # a run whose knock-out together changes the answer, and no shorter prefix of it does
         assert knocked(r.blocks) < 0 and (len(r) == 1 or knocked(r.blocks[:-1]) > 0)
         assert ex.knockout(blocks=r.blocks).ablation.blocks == tuple(r.blocks)
+        assert r.search in ("strongest", "greedy") and all(e >= 0.3 * top for *_, e in r)
+        if r.search == "greedy":  # each effect: the margin its knock-out removes on top of the blocks before it
+            for k in range(1, len(r)):
+                want = (knocked(r.blocks[:k]) - knocked(r.blocks[:k + 1])) / c0
+                assert abs(r[k][2] - want) < 1e-6
+        else:  # strongest first: the blocks' effects alone, largest first
+            assert [e for *_, e in r] == sorted((e for *_, e in r), reverse=True)
+            assert all(abs(e - r.effects[(ly, pt)]) < 1e-12 for ly, pt, e in r)
     else:
         assert r.spread and r.note.startswith("spread out")
     one = Explanation.of_prompt(m, "로봇이 컵을 집었다. 그리고").causal_route()  # one block flips it alone
