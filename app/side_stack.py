@@ -138,6 +138,7 @@ class SideStack(QObject):
         self.trace_key = None
         self.result = None  # its explanation, and the key it was made for
         self.result_key = None
+        self.drawn = None  # what the second view's explanation was drawn from (result key and choices)
         self.seconds = 0.0
         self.error = ""
         self.failed_key = None  # the request that failed: not run again until the window asks for another
@@ -283,7 +284,8 @@ class SideStack(QObject):
         causal = route and kind == "causal"
         if not (lens or route or arcs):
             self.pane.scene.set_explanation(None)
-            self._say_done()
+            self.drawn = None
+            self.pane.status.setText(tr("stacks.status.no_explain"))
             return
         ekey = (tkey, position, causal)
         if ekey == self.failed_key:
@@ -294,9 +296,12 @@ class SideStack(QObject):
             self._start("explain", ekey, explain_job(self.config, self.trace, position, causal),
                         tr("stacks.status.explain", pos=at, piece=self.trace.tokens[at][0].strip() or "␣"))
             return
-        from app.explain_service import overlay_of
+        drawn = (ekey, lens, route, pct, arcs, kind)
+        if drawn != self.drawn:  # the same drawing again (another signal of the same state): nothing to redo
+            from app.explain_service import overlay_of
 
-        self.pane.scene.set_explanation(overlay_of(self.result, lens, route, pct, arcs, kind=kind))
+            self.pane.scene.set_explanation(overlay_of(self.result, lens, route, pct, arcs, kind=kind))
+            self.drawn = drawn
         self._say_done()
 
     def _start(self, kind: str, key, fn, status: str) -> None:
@@ -333,6 +338,7 @@ class SideStack(QObject):
         scene = self.pane.make_scene(config)
         if self.config is None or config.name != self.config.name or config != self.config:
             scene.set_explanation(None)
+            self.drawn = None
             scene.set_trace(None)
             scene.set_config(config)
             scene.set_camera_preset("reset", animate=False)
