@@ -10,16 +10,18 @@ The compared model is the Compare dock's other pick: the one that is not the win
 is the window's prompt with the window's weights kind, knobs (experts biased only where the model has them) and
 number of generated tokens; its explanation is at the Explain dock's position with the Explain dock's "In the 3D
 view" choices (lens column, arcs, causal or direct route and its threshold), so both stacks draw the same things.
-Both run on the "side-stack" background lane (app/background.py): first the trace (the cells follow at once),
-then the explanation (app/explain_render.result_for: the shared engine cache under its ENGINE_LOCK). Requests are
-coalesced: one job at a time, and when it ends the pane computes what the window shows NOW, so only the latest
-request runs. A failure is one line in the pane's status; the app keeps running.
+Both run on background lanes (app/background.py): the trace on "side-trace" with the pane's own engine (a new trace
+never waits for an explanation), then the explanation on "side-stack" (app/explain_render.result_for: the shared
+engine cache under its ENGINE_LOCK). Requests are coalesced: one job of each kind at a time, and when one ends the
+pane computes what the window shows NOW, so only the latest request runs. A failure is one line in the pane's
+status; the app keeps running.
 
 The second view's camera turns on its own; its layer follows the window's where the model has that layer (else
 its default), its pass and token follow the window's player.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 
@@ -50,14 +52,33 @@ def knobs_key(k) -> tuple:
     return (k.alpha, k.beta, k.temperature, k.top_p, tuple(sorted(k.expert_bias.items())), k.sample_seed)
 
 
+_TRACE_ENGINES: dict = {}  # (model, weights) -> the second pane's own ToyK3 for traces, oldest first
+_TRACE_LOCK = threading.Lock()
+MAX_TRACE_ENGINES = 2
+
+
+def trace_engine(config, weights: str):
+    """The second pane's own engine for its traces, not the shared cache's: a new trace never waits for an
+    explanation running under ENGINE_LOCK (a causal route takes seconds). Callers hold _TRACE_LOCK."""
+    key = (config.name, weights)
+    m = _TRACE_ENGINES.get(key)
+    if m is None or getattr(m, "config", config) != config:
+        from compute.engine import ToyK3
+
+        m = ToyK3(config=config, device="cpu", weights=weights)
+        _TRACE_ENGINES.pop(key, None)
+        while len(_TRACE_ENGINES) >= MAX_TRACE_ENGINES:
+            _TRACE_ENGINES.pop(next(iter(_TRACE_ENGINES)))
+        _TRACE_ENGINES[key] = m
+    return m
+
+
 def trace_job(name: str, weights: str, prompt: str, n_new: int, knobs):
     """The background job of the compared model's trace: (config, Trace)."""
     def run(job):
-        from app.explain_service import ENGINE_LOCK, engine_for
-
         config = config_named(name)
-        with ENGINE_LOCK:
-            trace = engine_for(config, weights).run(prompt, max(1, int(n_new)), knobs_for(knobs, config))
+        with _TRACE_LOCK:
+            trace = trace_engine(config, weights).run(prompt, max(1, int(n_new)), knobs_for(knobs, config))
         return config, trace
     return run
 
@@ -138,15 +159,17 @@ class SideStack(QObject):
         self.trace_key = None
         self.result = None  # its explanation, and the key it was made for
         self.result_key = None
+        self.drawn = None  # what the second view's explanation was drawn from (result key and choices)
         self.seconds = 0.0
         self.error = ""
         self.failed_key = None  # the request that failed: not run again until the window asks for another
-        self._busy = False
-        self._serial = 0
+        self._running = {"trace": False, "explain": False}  # one job of each kind at a time
+        self._epoch = 0  # bumped when the pane is turned off: the results of jobs started before are dropped
         self._dock = None  # the Compare dock, once attached (its picks and its check box)
-        self.jobs = BackgroundJobs("side-stack", self)
-        self.jobs.done.connect(self._done)
-        self.jobs.failed.connect(self._failed)
+        self.jobs = {"trace": BackgroundJobs("side-trace", self), "explain": BackgroundJobs("side-stack", self)}
+        for lane in self.jobs.values():  # two lanes: a new trace runs while an older explanation still computes
+            lane.done.connect(self._done)
+            lane.failed.connect(self._failed)
         self._timer = QTimer(self)  # many signals in one event-loop turn (a new trace) -> one update
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
@@ -216,7 +239,7 @@ class SideStack(QObject):
             self._follow_token(st.token)
             self.schedule()
         else:
-            self._serial += 1  # a running job's result is dropped
+            self._epoch += 1  # a running job's result is dropped
 
     # -- the compared model and its request -------------------------------------------------------------------
     def _attach_dock(self) -> None:
@@ -244,7 +267,7 @@ class SideStack(QObject):
 
     def busy(self) -> bool:
         """Whether a job of the pane runs or an update is due."""
-        return self._busy or self._timer.isActive()
+        return any(self._running.values()) or self._timer.isActive()
 
     def schedule(self, *_args) -> None:
         if self.on:
@@ -261,7 +284,7 @@ class SideStack(QObject):
     def update(self) -> None:
         """Start the next job the window's state needs (one at a time), or draw what is computed."""
         main = self.window.state.trace
-        if not self.on or self._busy or main is None:
+        if not self.on or main is None:
             return
         name = self.wanted_model()
         if not name:
@@ -274,6 +297,8 @@ class SideStack(QObject):
         if tkey == self.failed_key:
             return
         if tkey != self.trace_key:
+            if self._running["trace"]:
+                return  # when it ends, the pane asks again for what the window shows then
             self.model = name
             self._headers()
             self._start("trace", tkey, trace_job(name, weights, main.text, n_new, main.knobs),
@@ -283,10 +308,11 @@ class SideStack(QObject):
         causal = route and kind == "causal"
         if not (lens or route or arcs):
             self.pane.scene.set_explanation(None)
-            self._say_done()
+            self.drawn = None
+            self.pane.status.setText(tr("stacks.status.no_explain"))
             return
         ekey = (tkey, position, causal)
-        if ekey == self.failed_key:
+        if ekey == self.failed_key or self._running["explain"]:
             return
         if ekey != self.result_key or self.result is None:
             at = position if position is not None and 0 <= position < len(self.trace.tokens) \
@@ -294,35 +320,37 @@ class SideStack(QObject):
             self._start("explain", ekey, explain_job(self.config, self.trace, position, causal),
                         tr("stacks.status.explain", pos=at, piece=self.trace.tokens[at][0].strip() or "␣"))
             return
-        from app.explain_service import overlay_of
+        drawn = (ekey, lens, route, pct, arcs, kind)
+        if drawn != self.drawn:  # the same drawing again (another signal of the same state): nothing to redo
+            from app.explain_service import overlay_of
 
-        self.pane.scene.set_explanation(overlay_of(self.result, lens, route, pct, arcs, kind=kind))
+            self.pane.scene.set_explanation(overlay_of(self.result, lens, route, pct, arcs, kind=kind))
+            self.drawn = drawn
         self._say_done()
 
     def _start(self, kind: str, key, fn, status: str) -> None:
-        self._busy = True
-        self._serial += 1
+        self._running[kind] = True
         self.error = ""
         self.pane.status.setText(status)
-        self.jobs.start((self._serial, kind, key), fn)
+        self.jobs[kind].start((self._epoch, kind, key), fn)
 
     @guarded
     def _done(self, token, result) -> None:
-        serial, kind, key = token
-        self._busy = False
-        if serial == self._serial and self.on:
+        epoch, kind, key = token
+        self._running[kind] = False
+        if epoch == self._epoch and self.on:
             if kind == "trace":
                 self._show_trace(key, *result)
             else:
-                self.result, self.seconds = result
+                self.result, self.seconds = result  # (of the trace it was asked for: update compares keys)
                 self.result_key = key
         self.schedule()
 
     @guarded
     def _failed(self, token, err: str) -> None:
-        serial, _kind, key = token
-        self._busy = False
-        if serial != self._serial or not self.on:
+        epoch, kind, key = token
+        self._running[kind] = False
+        if epoch != self._epoch or not self.on:
             self.schedule()
             return
         self.error = err
@@ -333,6 +361,7 @@ class SideStack(QObject):
         scene = self.pane.make_scene(config)
         if self.config is None or config.name != self.config.name or config != self.config:
             scene.set_explanation(None)
+            self.drawn = None
             scene.set_trace(None)
             scene.set_config(config)
             scene.set_camera_preset("reset", animate=False)
@@ -397,7 +426,7 @@ class SideStack(QObject):
         self.pane.link.setToolTip(tr("tip.stacks.link"))
         if self.pane.scene is not None:
             self.pane.scene.set_translator(tr)
-        if self.on and not self._busy and not self.error and self.result is not None:
+        if self.on and not self.busy() and not self.error and self.result is not None:
             self._say_done()
 
     def _headers(self) -> None:

@@ -224,16 +224,16 @@ def test_screenshots_with_both_stacks(make_window, qtbot, size, language):
 
 
 def test_a_failed_run_is_one_line_and_the_window_keeps_working(make_window, qtbot, monkeypatch):
-    import app.explain_service as service
+    import app.side_stack as side_stack
 
     win = make_window()
     wait_idle(qtbot, win)
     pick(win, "kimi-k3", OTHER)
 
-    def refuse(config, weights, device="cpu", cache=None):
+    def refuse(config, weights):
         raise MemoryError(f"cannot build {config.name}\nsecond line")
 
-    monkeypatch.setattr(service, "engine_for", refuse)
+    monkeypatch.setattr(side_stack, "trace_engine", refuse)
     press_toggle(qtbot, win)
     qtbot.waitUntil(lambda: bool(win.side.error) and not win.side.busy(), timeout=60_000)
     status = win.side.pane.status.text()
