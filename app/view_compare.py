@@ -1,4 +1,4 @@
-"""A view file's compared models (issue 41.3; view format 1.3), checked (Qt-free, no torch; app/viewfile.py reads
+"""A view file's compared models (issue 41.3; view format 1.3, `stacks` 1.4), checked (Qt-free, no torch; app/viewfile.py reads
 the rest). The Compare dock's two picked bundled models and, when it differs from the view's own prompt, the
 prompt of its Same-prompt page:
 
@@ -20,7 +20,7 @@ def read_compare(reader, value: Any, models: tuple[str, ...]) -> dict | None:
     bundled model names `models`; None when the view records no comparison."""
     if value is None:
         return None
-    reader.object("compare", value, KEYS)
+    value = reader.object("compare", value, KEYS)
     pair = value.get("models")
     if not isinstance(pair, list) or len(pair) != 2:
         raise reader.fail("compare.models", "must be a list of two bundled model names")

@@ -26,7 +26,7 @@ def read_knockouts(reader, value: Any, config, max_position: int) -> dict | None
     here, against the prompt in position_problem. None when nothing is knocked out."""
     if value is None:
         return None
-    reader.object("knockouts", value, KEYS)
+    value = reader.object("knockouts", value, KEYS)
     mode = reader.choice("knockouts.mode", value.get("mode", "zero"), KNOCKOUT_MODES)
     n_layers, n_experts = config.num_hidden_layers, config.n_routed_experts
     lists = {}

@@ -38,7 +38,9 @@ from compute.model_defaults import PREFILL_STEP, config_named, default_layer, ke
 from compute.trace import Knobs
 
 FORMAT = "k3-explorer-view"
-VERSION = (1, 3)  # 1.1 adds the optional "knockouts" key, 1.2 "explain3d", 1.3 "compare"; major.minor: a newer minor only adds keys (ignored here); a newer major is refused
+VERSION = (1, 4)  # 1.1 adds the optional "knockouts" key, 1.2 "explain3d", 1.3 "compare", 1.4 "explain3d.units" and
+# "compare.stacks"; major.minor: a newer minor only adds keys (ignored here with a note, inside objects too); a newer
+# major is refused
 SUFFIX = ".k3view"
 MAX_BYTES = 256 * 1024  # a view is well under 2 kB (the prompt dominates)
 MAX_DEPTH = 8
@@ -228,6 +230,8 @@ class _Reader:
     def __init__(self, raw: Any, path: str, model_config=None):
         self.raw, self.path = raw, str(path)
         self.model_config = model_config  # the config the layers and experts are checked against
+        self.newer = False  # written by a newer minor version: keys unknown here are its additions (ignored)
+        self.ignored: list[str] = []  # notes on the keys ignored inside objects
 
     def fail(self, name: str, problem: str) -> ViewError:
         return ViewError(self.path, "field", problem, name)
@@ -239,9 +243,12 @@ class _Reader:
             return None
         if not isinstance(value, dict):
             raise self.fail(name, f"must be an object {{{', '.join(keys)}}} or null")
-        for k in value:
-            if k not in keys:
-                raise self.fail(name, f"unknown key '{_key(str(k))}' ({', '.join(keys)})")
+        unknown = [k for k in value if k not in keys]
+        if unknown and self.newer:  # a later minor version's additions: read what this version knows
+            self.ignored += [f"ignored unknown key '{name}.{_key(str(k))}'" for k in unknown]
+            return {k: v for k, v in value.items() if k in keys}
+        if unknown:
+            raise self.fail(name, f"unknown key '{_key(str(unknown[0]))}' ({', '.join(keys)})")
         return value
 
     def view(self) -> View:
@@ -277,7 +284,7 @@ class _Reader:
                     knockouts=self.knockouts(raw.get("knockouts"), config),
                     explain3d=self.explain3d(raw.get("explain3d")),
                     compare=read_compare(self, raw.get("compare"), tuple(available_configs())),
-                    notes=notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else []))
+                    notes=_capped(notes + self.ignored))  # (last: the fields above add their ignored keys)
 
     def knockouts(self, value: Any, config) -> dict | None:
         return read_knockouts(self, value, config, MAX_PROMPT_TOKENS - 1)  # app/view_knockouts.py
@@ -286,7 +293,7 @@ class _Reader:
         """The optional 3D drawings of the Explain panel (lens column, attention arcs, contribution route)."""
         if value is None:
             return None
-        self.object("explain3d", value, ("lens", "arcs", "route", "route_threshold", "position", "units"))
+        value = self.object("explain3d", value, ("lens", "arcs", "route", "route_threshold", "position", "units"))
         out = {}
         for k in ("lens", "arcs", "route"):
             v = value.get(k, False)
@@ -308,6 +315,7 @@ class _Reader:
         if not m:
             raise self.fail("version", f"must be \"MAJOR.MINOR\" text, got {_short(value)}")
         major = int(m.group(1))
+        self.newer = major == VERSION[0] and int(m.group(2)) > VERSION[1]
         if major > VERSION[0]:
             raise ViewError(self.path, "version",
                             f"written by a newer K3 Explorer (view format {text}; this version reads "
@@ -469,6 +477,10 @@ def _knockouts_json(ko: dict) -> dict:
 
 def _num_or_none(value) -> float | None:
     return None if value is None else float(value)
+
+
+def _capped(notes: list[str]) -> list[str]:
+    return notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else [])
 
 
 def _key(key: str, limit: int = 40) -> str:

@@ -279,7 +279,7 @@ def test_a_bad_stacks_flag_is_one_view_error_naming_it(value):
 
     from app.viewfile import ViewError, loads
 
-    doc = {"format": "k3-explorer-view", "version": "1.3", "model": "kimi-k3", "prompt": "로봇이 컵을 집었다",
+    doc = {"format": "k3-explorer-view", "version": "1.4", "model": "kimi-k3", "prompt": "로봇이 컵을 집었다",
            "compare": {"models": ["kimi-k3", OTHER], "prompt": None, "stacks": value}}
     with pytest.raises(ViewError) as err:
         loads(json.dumps(doc))

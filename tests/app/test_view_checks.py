@@ -227,3 +227,20 @@ def test_every_object_field_refuses_a_non_object_and_an_unknown_key_alike(tmp_pa
             viewfile.load(_write(tmp_path, _doc(**{field: bad})))
         text = str(err.value)
         assert err.value.field == field and words in text and "\n" not in text and "k" * 41 not in text
+
+
+def test_a_newer_minor_versions_keys_inside_objects_are_ignored_with_a_note(tmp_path):
+    """A file from a later 1.x adds keys (as 1.4 added explain3d.units and compare.stacks): this version opens it,
+    reads what it knows and names what it ignored; the same keys in a file of this version are refused."""
+    doc = _doc(version=f"{viewfile.VERSION[0]}.{viewfile.VERSION[1] + 1}",
+               explain3d={"lens": True, "glow": 2}, knockouts={"tokens": [0], "heads": [[1, 0]]},
+               compare={"models": ["kimi-k3", "kimi-k2"], "side": "left"})
+    view = viewfile.load(_write(tmp_path, doc))
+    assert view.explain3d["lens"] is True and view.knockouts["tokens"] == [0]
+    assert view.compare["models"] == ["kimi-k3", "kimi-k2"]
+    for key in ("explain3d.glow", "knockouts.heads", "compare.side"):
+        assert any(key in note for note in view.notes), (key, view.notes)
+    doc["version"] = f"{viewfile.VERSION[0]}.{viewfile.VERSION[1]}"
+    with pytest.raises(ViewError) as err:
+        viewfile.load(_write(tmp_path, doc))
+    assert err.value.field in ("explain3d", "knockouts", "compare")

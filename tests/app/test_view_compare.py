@@ -32,7 +32,7 @@ def test_round_trip_keeps_the_models_and_the_pages_prompt(tmp_path):
         path = tmp_path / "v.k3view"
         viewfile.save(View(compare=compare), path)
         raw = json.loads(path.read_text(encoding="utf-8"))
-        assert raw["version"] == "1.3" and raw["compare"] == compare
+        assert raw["version"] == "1.4" and raw["compare"] == compare
         assert viewfile.load(path).compare == compare
 
 

@@ -31,12 +31,12 @@ def test_round_trip_keeps_every_field(tmp_path):
     path = viewfile.save(view, tmp_path / "a.k3view")
     again = viewfile.load(path)
     assert again == view
-    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.3"
+    assert json.loads(open(path, encoding="utf-8").read())["version"] == "1.4"
     assert again.to_json() == view.to_json()
 
 
 def test_unknown_keys_are_ignored_with_a_note(tmp_path):
-    doc = _doc(version="1.4", future_feature={"x": 1})
+    doc = _doc(version="1.5", future_feature={"x": 1})
     doc["knobs"]["new_knob"] = 3
     view = _load(tmp_path, doc)
     assert view.layer == 37
