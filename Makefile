@@ -1,8 +1,8 @@
 # K3 Explorer — two commands on a fresh Linux machine:
 #   make run    create .venv, install the app (no torch: the CPU engine runs on numpy), launch it
 #   make test   install what the tests need (Debian packages when root, PyTorch's CPU build) and run the suite
-#               under Xvfb; the slow tests (a pip install into a fresh venv, the bundle, the warm-up child, the
-#               repeated-object survey) only with K3_SLOW=1, as .ci/run sets
+#               under Xvfb; the slow tests (a pip install into a fresh venv, the bundle, the warm-up child) only
+#               with K3_SLOW=1, as .ci/run sets; the repeated-object survey only with K3_SURVEY=1 (by hand)
 # TORCH: the torch requirement to install. Empty by default for `make run`; `make run TORCH=torch` for the GPU
 # backend (CUDA build). `make test` installs $(TEST_TORCH) (TORCH when given, else torch==2.13.0 from PyTorch's
 # CPU index, TORCH_INDEX). The choice installed last is recorded in $(TORCH_FILE) and compared on every run: a

@@ -1,7 +1,7 @@
 """Causal explanations (docs/spec/k3-math.md §11-§13): activation patching, the batched re-runs it stands on,
 total effects and the causal route, resample sources. Checked against independent re-runs through the engine's
 own layer loop (ToyK3.forward with hooks), not against the code under test. The figures over every
-repeated-object cut run with K3_SLOW=1 (tests/compute/test_patching_cuts.py)."""
+repeated-object cut run with K3_SURVEY=1 (tests/compute/test_patching_cuts.py)."""
 from __future__ import annotations
 
 import numpy as np

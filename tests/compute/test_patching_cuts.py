@@ -1,8 +1,9 @@
 """Issue 39's figures over the toy language's repeated-object cuts (docs/spec/k3-math.md §11-§13): 72 cuts (both
 languages, both English put verbs, every pair — held-out ones included) without and with a sentence about
 another object before them, and 72 with two such sentences (the causal route's design was chosen on the first
-144; these it was not tuned on). Slow (minutes on 2 cores): runs with K3_SLOW=1 (`K3_SLOW=1 pytest -s` prints
-the figures for trained and random weights)."""
+144; these it was not tuned on). A survey, tens of minutes on 2 cores: runs with K3_SURVEY=1 (`K3_SURVEY=1
+pytest -s` prints the figures for trained and random weights), by hand, not by .ci/run (K3_SLOW: the contract
+tests that start processes)."""
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ from compute.engine import ToyK3
 from compute.explain import Explanation
 from compute.explain.counterfactual import repeated_object_cuts
 
-pytestmark = pytest.mark.skipif(not os.environ.get("K3_SLOW"), reason="slow: set K3_SLOW=1")
+pytestmark = pytest.mark.skipif(not os.environ.get("K3_SURVEY"), reason="a survey of every cut: set K3_SURVEY=1")
 
 
 def two_distractor_cuts() -> list[tuple[str, str, str]]:
