@@ -6,13 +6,18 @@
   explain_result  runs compute.explain for a request; `result_of` reduces an Explanation already made (the one
                   `app.api.explain` returns) the same way
   overlay_of      what the 3D view draws of a result (scene.explain_overlay.ExplainOverlay)
-  engine_for      the one engine cache (ENGINES) of the explanations and the API
+  engine_for      the one engine cache (ENGINES) of the explanations, the API, the usage map and the comparisons
+  trace_engine    the side-by-side pane's trace engines (TRACE_ENGINES), in the same module under their own lock
 
 Thread rule of the engine cache: `engine_for` may be called from any thread (ENGINE_LOCK guards the cache), but
 a ToyK3 is not re-entrant, so every run of a cached engine happens while its caller holds ENGINE_LOCK (an RLock):
 the dock's single pool thread holds it for a whole request, `app.api` for each call it makes. An Explanation
 handed to a caller (`app.api.explain`) computes its lazy parts (sources, knock-outs) on the caller's thread when
 read; in the window only the explain pool thread makes and reads them.
+The side-by-side pane's traces (app/side_stack.py) run on engines of their own, `trace_engine`, while the caller
+holds TRACE_LOCK: a new trace of the compared model never waits for an explanation that holds ENGINE_LOCK for
+seconds. The window's own engine (app/worker.py) is run by the engine thread alone, for the same reason: a
+slider's live re-runs must not wait for an explanation.
 """
 from __future__ import annotations
 
@@ -39,23 +44,39 @@ def _weights_file(weights: str) -> str:
     return str(default_path())
 
 
+def _cached(cache: dict, limit: int, config, weights: str, device: str):
+    """cache's ToyK3 of (config, weights, device), built in the calling thread when missing or when the config
+    was edited; the oldest goes when `limit` are kept. The caller holds the cache's lock."""
+    key = (config.name if config is not None else None, weights, device, _weights_file(weights))
+    m = cache.get(key)
+    if m is None or (config is not None and getattr(m, "config", config) != config):  # an edited config
+        cache.pop(key, None)
+        from compute.engine import ToyK3
+
+        m = ToyK3(config=config, device=device, weights=weights)
+        while len(cache) >= limit:
+            cache.pop(next(iter(cache)))
+        cache[key] = m
+    return m
+
+
 def engine_for(config, weights: str, device: str = "cpu", cache: dict | None = None):
     """The cached ToyK3 of (config, weights, device), built on first use in the calling thread (numba's disk
     cache is used when ready); the oldest engine goes when MAX_ENGINES are kept. `cache`: another mapping of the
     same shape (the API's, which tests swap for an empty dict)."""
-    cache = ENGINES if cache is None else cache
-    key = (config.name if config is not None else None, weights, device, _weights_file(weights))
     with ENGINE_LOCK:
-        m = cache.get(key)
-        if m is None or (config is not None and getattr(m, "config", config) != config):  # an edited config
-            cache.pop(key, None)
-            from compute.engine import ToyK3
+        return _cached(ENGINES if cache is None else cache, MAX_ENGINES, config, weights, device)
 
-            m = ToyK3(config=config, device=device, weights=weights)
-            while len(cache) >= MAX_ENGINES:
-                cache.pop(next(iter(cache)))
-            cache[key] = m
-        return m
+
+TRACE_LOCK = threading.Lock()
+TRACE_ENGINES: dict = {}  # the side-by-side pane's trace engines, same keys as ENGINES, oldest first
+MAX_TRACE_ENGINES = 2  # the compared model's trained and random weights
+
+
+def trace_engine(config, weights: str):
+    """The side-by-side pane's engine for the compared model's traces (see the thread rule): the caller holds
+    TRACE_LOCK while it builds and runs it."""
+    return _cached(TRACE_ENGINES, MAX_TRACE_ENGINES, config, weights, "cpu")
 
 
 TOP_BLOCKS = 12  # rows of the contributions table (the largest |direct contribution|)

@@ -10,9 +10,9 @@ The compared model is the Compare dock's other pick: the one that is not the win
 is the window's prompt with the window's weights kind, knobs (experts biased only where the model has them) and
 number of generated tokens; its explanation is at the Explain dock's position with the Explain dock's "In the 3D
 view" choices (lens column, arcs, causal or direct route and its threshold), so both stacks draw the same things.
-Both run on background lanes (app/background.py): the trace on "side-trace" with the pane's own engine (a new trace
-never waits for an explanation), then the explanation on "side-stack" (app/explain_render.result_for: the shared
-engine cache under its ENGINE_LOCK). Requests are coalesced: one job of each kind at a time, and when one ends the
+Both run on background lanes (app/background.py): the trace on "side-trace" with the pane's own engine
+(app/explain_service.trace_engine under TRACE_LOCK: a new trace never waits for an explanation), then the
+explanation on "side-stack" (app/explain_render.result_for: the shared engine cache under its ENGINE_LOCK). Requests are coalesced: one job of each kind at a time, and when one ends the
 pane computes what the window shows NOW, so only the latest request runs. A failure is one line in the pane's
 status; the app keeps running.
 
@@ -21,7 +21,6 @@ its default), its pass and token follow the window's player.
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import replace
 
@@ -29,6 +28,7 @@ from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from app.background import BackgroundJobs
+from app.explain_service import TRACE_LOCK, trace_engine
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.safe_text import plain
@@ -52,32 +52,11 @@ def knobs_key(k) -> tuple:
     return (k.alpha, k.beta, k.temperature, k.top_p, tuple(sorted(k.expert_bias.items())), k.sample_seed)
 
 
-_TRACE_ENGINES: dict = {}  # (model, weights) -> the second pane's own ToyK3 for traces, oldest first
-_TRACE_LOCK = threading.Lock()
-MAX_TRACE_ENGINES = 2
-
-
-def trace_engine(config, weights: str):
-    """The second pane's own engine for its traces, not the shared cache's: a new trace never waits for an
-    explanation running under ENGINE_LOCK (a causal route takes seconds). Callers hold _TRACE_LOCK."""
-    key = (config.name, weights)
-    m = _TRACE_ENGINES.get(key)
-    if m is None or getattr(m, "config", config) != config:
-        from compute.engine import ToyK3
-
-        m = ToyK3(config=config, device="cpu", weights=weights)
-        _TRACE_ENGINES.pop(key, None)
-        while len(_TRACE_ENGINES) >= MAX_TRACE_ENGINES:
-            _TRACE_ENGINES.pop(next(iter(_TRACE_ENGINES)))
-        _TRACE_ENGINES[key] = m
-    return m
-
-
 def trace_job(name: str, weights: str, prompt: str, n_new: int, knobs):
     """The background job of the compared model's trace: (config, Trace)."""
     def run(job):
         config = config_named(name)
-        with _TRACE_LOCK:
+        with TRACE_LOCK:  # app/explain_service.py's thread rule
             trace = trace_engine(config, weights).run(prompt, max(1, int(n_new)), knobs_for(knobs, config))
         return config, trace
     return run
