@@ -9,6 +9,15 @@ output writes for and against the answer's position (a vocabulary projection: a 
                                              "experts": [(layer, expert or -1 for the shared ones, effect, up,
                                                           down)], "<part>_error": one line}
 
+The "paths" part is path patching (compute/explain/path_patching.py) of every block against the proposed corrupted
+prompt: each block's DIRECT path to the answer (its clean output sent only to the final readout, every other block
+at its corrupted output), the TOTAL_ROWS largest with the same block sent along every path (to every later block
+too: activation patching of that block), both the restored fraction of the logit difference (0 = the corrupted
+run, 1 = the clean one):
+
+    effects_of(ex, ("paths",)) -> {"paths": [(layer, part, direct, all_paths)], "paths_metric": one line,
+                                   "paths_corrupted": the corrupted prompt}
+
 The "units" part is the whole of both grids for the 3D view (scene/effect_cells.UnitEffects: every head of every
 layer, every expert routed at the position and the shared ones, each with its words): kept per explanation
 (UNITS_CACHE), since the dock asks again whenever another of its choices changes.
@@ -19,7 +28,7 @@ import numpy as np
 
 TOP_EFFECTS = 10  # rows of each table: the largest |total effect| first
 WORDS = 3  # words written for and against, per row (the first shown, all in its tooltip)
-PARTS = ("heads", "experts", "units")
+PARTS = ("heads", "experts", "units", "paths")
 UNITS_CACHE: dict = {}  # explanation key -> UnitEffects (the latest few; an explanation's grids cost seconds)
 UNITS_CACHE_MAX = 8
 
@@ -32,7 +41,10 @@ def effects_of(ex, which: tuple) -> dict:
         if part not in PARTS:
             raise ValueError(f"unknown effects part {part!r} (one of {', '.join(PARTS)})")
         try:
-            out[part] = _heads(ex) if part == "heads" else _experts(ex) if part == "experts" else units_of(ex)
+            if part == "paths":
+                out.update(_paths(ex))
+            else:
+                out[part] = _heads(ex) if part == "heads" else _experts(ex) if part == "experts" else units_of(ex)
         except ValueError as exc:
             lines = [s for s in str(exc).splitlines() if s.strip()]
             out[f"{part}_error"] = lines[0] if lines else type(exc).__name__
@@ -65,6 +77,22 @@ def _experts(ex) -> list[tuple]:
         up, down = ex.expert_words(layer, "shared" if e < 0 else e, WORDS)
         out.append((layer, e, eff, up, down))
     return out
+
+
+def _paths(ex) -> dict:
+    """The "paths" part: the TOP_EFFECTS blocks whose direct path restores most in size, each also sent along
+    every path (every later block and the readout)."""
+    grid = ex.direct_paths()
+    L = grid.scores.shape[0]
+    rows = _largest([(li + 1, part, float(grid.scores[li, j])) for li in range(L)
+                     for j, part in enumerate(("mixer", "ffn"))])
+    out = []
+    for layer, part, direct in rows:
+        later = ([(layer, "ffn")] if part == "mixer" else []) + [(ly, pt) for ly in range(layer + 1, L + 1)
+                                                                  for pt in ("mixer", "ffn")]
+        every = ex.path_patch(grid.corrupted, sender=(layer, part), receivers=later + ["logits"]).score
+        out.append((layer, part, direct, float(every)))
+    return {"paths": out, "paths_metric": grid.metric, "paths_corrupted": grid.corrupted}
 
 
 def _key(ex) -> tuple:

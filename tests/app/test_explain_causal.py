@@ -87,8 +87,11 @@ def test_the_lit_blocks_are_the_causal_route(dock):
         note, line = header_note(ov, tr), dock.route_line.text()
         if want:
             assert f"{len(want)} block" in note
-            for ly, pt, _e in want:
-                assert f"layer {ly} {'FFN' if pt == 'ffn' else 'mixer'}" in line, (pct, line)
+            tip = dock.route_line.toolTip()
+            for i, (ly, pt, _e) in enumerate(want):  # every block in the tooltip, the strongest four on the line
+                name = f"layer {ly} {'FFN' if pt == 'ffn' else 'mixer'}"
+                assert name in tip and (name in line) == (i < 4), (pct, line, tip)
+            assert (f"+{len(want) - 4} more" in line) == (len(want) > 4)
         else:
             assert "spread out" in note and "spread out" in line
         seen.add(bool(want))

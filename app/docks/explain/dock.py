@@ -16,7 +16,7 @@ from app.docks.explain.attention import AttentionPage
 from app.docks.explain.knockouts import KnockoutPanel, part_name
 from app.docks.explain.fit import GROWING_PAGES, PAGES, fit_rows, header_tooltips
 from app.docks.explain.pages import build_pages, page_tabs, retranslate_tabs
-from app.docks.explain.show3d import layer_words_html, route_line, with_units
+from app.docks.explain.show3d import layer_words_html, route_line, route_tip, with_units
 from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.turns import Turns
@@ -400,6 +400,7 @@ class ExplainDock(QDockWidget):
         ov = with_units(overlay_of(self.result, *self.show3d.values(), kind=self.show3d.route_kind()), self.result, on,
                         self.units3d.units_for(self.result) if on else None)
         self.route_line.setText(route_line(ov))
+        self.route_line.setToolTip(route_tip(ov))
         self.route_line.setVisible(bool(self.route_line.text()))
         self.state.explanation_shown.emit(ov)
 

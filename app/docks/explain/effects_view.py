@@ -1,5 +1,6 @@
 """The Route page's lower part (issue 39.5): a choice of what it shows — the residual patching map
-(app/docks/explain/patching_view.py), the heads' or the experts' total effects — and the two tables, each number
+(app/docks/explain/patching_view.py), the heads' or the experts' total effects, or the blocks' direct paths (path
+patching) — and the three tables, each number
 named: the total effect (the share of the answer's margin removed when that head is zeroed, or that expert removed
 from the mix, later layers re-run) and the words its own output writes for and against (a direct reading, named
 so). Filled from ExplainResult.effects (app/explain_effects.py), asked for only while its table is shown."""
@@ -15,7 +16,7 @@ from app.slot_guard import guarded
 from app.widgets.controls import note_label
 from app.widgets.paint import qcolor
 
-VIEWS = ("patching", "heads", "experts")
+VIEWS = ("patching", "heads", "experts", "paths")
 
 
 class EffectsView(QWidget):
@@ -37,7 +38,8 @@ class EffectsView(QWidget):
         self.stack.addWidget(patch_map)
         self.heads = wrapping_table(0, 4, "explain_head_effects", grow=True)
         self.experts = wrapping_table(0, 4, "explain_expert_effects", grow=True)
-        for table in (self.heads, self.experts):
+        self.paths = wrapping_table(0, 4, "explain_path_effects", grow=True)
+        for table in (self.heads, self.experts, self.paths):
             table._grow_rows = 3  # noqa: SLF001 - read by fit_rows: the Route page's controls take the rest
             table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)  # its rows wrap to one width, scrolled or not
             table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)  # the layer: a number
@@ -86,13 +88,17 @@ class EffectsView(QWidget):
             self.note.hide()
             return
         self.note.show()
-        table = self.heads if view == "heads" else self.experts
+        table = {"heads": self.heads, "experts": self.experts, "paths": self.paths}[view]
         eff = getattr(self._res, "effects", {}) if self._res is not None else {}
         rows = eff.get(view)
         if rows is None:
             table.setRowCount(0)
             err = eff.get(f"{view}_error")
-            self.note.setText(tr("explain.effects.error", message=err) if err else tr("explain.effects.computing"))
+            self.note.setText(tr("explain.effects.error", message=err) if err else
+                              tr(f"explain.effects.computing{'.paths' if view == 'paths' else ''}"))
+            return
+        if view == "paths":
+            self._fill_paths(rows, eff)
             return
         table.setRowCount(len(rows))
         for r, row in enumerate(rows):
@@ -117,13 +123,30 @@ class EffectsView(QWidget):
         self.note.setText(tr(f"explain.effects.note.{view}"))
         self.note.setToolTip(tr(f"explain.effects.note.{view}.tip"))
 
+    def _fill_paths(self, rows, eff: dict) -> None:
+        """The blocks whose direct path to the answer restores most, each also along every path."""
+        table = self.paths
+        table.setRowCount(len(rows))
+        for r, (layer, part, direct, every) in enumerate(rows):
+            for c, text in enumerate((str(layer), tr(f"explain.effects.paths.{part}"), f"{100 * direct:+.0f} %",
+                                      f"{100 * every:+.0f} %")):
+                it = QTableWidgetItem(text)
+                it.setTextAlignment((Qt.AlignRight if c != 1 else Qt.AlignLeft) | Qt.AlignVCenter)
+                if c >= 2:
+                    it.setForeground(qcolor("good" if (direct, every)[c - 2] > 0 else "output"))
+                table.setItem(r, c, it)
+        fit_rows(table)
+        QTimer.singleShot(0, table, lambda t=table: fit_rows(t))
+        self.note.setText(tr("explain.effects.note.paths", corrupted=eff.get("paths_corrupted", "")))
+        self.note.setToolTip(tr("explain.effects.note.paths.tip", metric=eff.get("paths_metric", "")))
+
     def retranslate(self) -> None:
         i = self.view.currentIndex()
         self.view.clear()
         self.view.addItems([tr(f"explain.effects.view.{v}") for v in VIEWS])
         self.view.setCurrentIndex(max(0, i))
         self.view.setToolTip(tr("explain.effects.view.tip"))
-        for table, view in ((self.heads, "heads"), (self.experts, "experts")):
+        for table, view in ((self.heads, "heads"), (self.experts, "experts"), (self.paths, "paths")):
             table.setHorizontalHeaderLabels([tr(f"explain.effects.{view}.col{c}") for c in range(4)])
             header_tooltips(table)
         self._fill()

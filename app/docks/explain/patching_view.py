@@ -39,7 +39,7 @@ class PatchMap(QWidget):
         self.plot.setObjectName("explain_patch_map")
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(False, False)
-        self.plot.setMinimumHeight(120)  # the Route page's controls and the route's line above it: 1280×720 fits
+        self.plot.setMinimumHeight(100)  # the Route page's controls and the route's line above it: 1280×720 fits
         grow_to_page(self.plot)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)

@@ -147,19 +147,36 @@ class Show3DControls(QWidget):
         self._sync()
 
 
+LINE_BLOCKS = 4  # blocks named on the Route page's line; the rest in its tooltip (the page fits at 1280×720)
+
+
 def route_line(ov) -> str:
     """The Route page's line about the causal route the 3D view lights (the same blocks, threshold and words as
     its header); "" when the causal route is not drawn or still computing."""
     if ov is None or ov.route_kind != "causal" or ov.computing or not ov.route:
         return ""
     pct = f"{100 * ov.threshold:.0f}"
-    values = {(ly, pt): v for ly, pt, v in ov.route}
     if not ov.lit:
         return tr("explain.route.line.spread", pct=pct, top=f"{100 * ov.largest:.0f}")
-    order = sorted(ov.lit, key=lambda k: -values.get(k, 0.0))  # strongest first, as causal_route lists them
-    blocks = " · ".join(tr("explain.route.block", layer=ly, part="FFN" if pt == "ffn" else tr(f"explain.part.{pt}"),
-                           effect=f"{100 * values.get((ly, pt), 0.0):.0f}") for ly, pt in order)
-    return tr("explain.route.line", pct=pct, blocks=blocks)
+    names = _route_blocks(ov)
+    shown = names[:LINE_BLOCKS] + ([tr("explain.route.more", n=len(names) - LINE_BLOCKS)]
+                                   if len(names) > LINE_BLOCKS else [])
+    return tr("explain.route.line", pct=pct, blocks=" · ".join(shown))
+
+
+def route_tip(ov) -> str:
+    """The route line's tooltip: every block of the route and what its effect is; "" when there is no line."""
+    if not route_line(ov) or not ov.lit:
+        return tr("explain.route.threshold.tip.causal") if route_line(ov) else ""
+    return tr("explain.route.line.tip", pct=f"{100 * ov.threshold:.0f}", blocks=" · ".join(_route_blocks(ov)))
+
+
+def _route_blocks(ov) -> list[str]:
+    """The lit blocks, strongest first as causal_route lists them, each named with its effect."""
+    values = {(ly, pt): v for ly, pt, v in ov.route}
+    order = sorted(ov.lit, key=lambda k: -values.get(k, 0.0))
+    return [tr("explain.route.block", layer=ly, part="FFN" if pt == "ffn" else tr(f"explain.part.{pt}"),
+               effect=f"{100 * values.get((ly, pt), 0.0):.0f}") for ly, pt in order]
 
 
 def _words(items) -> str:
