@@ -2,7 +2,7 @@
 #   make run    create .venv, install the app (no torch: the CPU engine runs on numpy), launch it
 #   make test   install what the tests need (Debian packages when root, PyTorch's CPU build) and run the suite
 #               under Xvfb; the slow tests (a pip install into a fresh venv, the bundle, the warm-up child) only
-#               with K3_SLOW=1, as .ci/run sets; the repeated-object survey only with K3_SURVEY=1 (by hand)
+#               with `make test K3_SLOW=1`, as .ci/run runs it; the repeated-object survey only with K3_SURVEY=1
 # TORCH: the torch requirement to install. Empty by default for `make run`; `make run TORCH=torch` for the GPU
 # backend (CUDA build). `make test` installs $(TEST_TORCH) (TORCH when given, else torch==2.13.0 from PyTorch's
 # CPU index, TORCH_INDEX). The choice installed last is recorded in $(TORCH_FILE) and compared on every run: a
@@ -11,6 +11,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?=
+K3_SLOW ?=  # 1: `make test` runs the tests marked slow too (.ci/run sets it; tests/conftest.py reads it)
+export K3_SLOW
 TEST_TORCH := $(if $(TORCH),$(TORCH),torch==2.13.0)
 # PyTorch's CPU wheels (PyPI's torch for Linux is the CUDA build: torch + triton + ~15 nvidia-* wheels, several
 # GB). Used for the default TEST_TORCH only; empty: pip's configured index alone.

@@ -65,7 +65,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     if SLOW:
         return
-    skip = pytest.mark.skip(reason="slow: set K3_SLOW=1 (.ci/run does)")
+    skip = pytest.mark.skip(reason="slow: make test K3_SLOW=1 (.ci/run does)")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)

@@ -86,7 +86,7 @@ def check_k3(argv: list[str]) -> None:
 def check_make(argv: list[str]) -> None:
     for arg in argv[1:]:
         if "=" in arg:
-            assert re.match(r"[A-Z_]+=", arg), arg
+            assert re.match(r"[A-Z][A-Z0-9_]*=", arg), arg
             assert re.search(rf"^{arg.split('=')[0]} [?:]?=|\$\({arg.split('=')[0]}\)", MAKEFILE, re.M), arg
         else:
             assert re.search(rf"^{re.escape(arg)}:", MAKEFILE, re.M), f"no make target {arg}"

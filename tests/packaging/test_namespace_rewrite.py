@@ -2,7 +2,7 @@
 editable rewrites of .ci/k3_build_backend.py applied to this checkout's real files, without pip, a venv or a child
 process. tests/packaging/test_wheel_namespace.py and test_editable_namespace.py check the same contract end to end
 (a real `pip wheel` / `pip install -e .` into a fresh venv beside another distribution with top-level `app` and
-`compute`); they start processes for minutes and are marked slow (run by `.ci/run`, or with K3_SLOW=1).
+`compute`); they start processes for minutes and are marked slow (run by `.ci/run`, or `make test K3_SLOW=1`).
 
 - The wheel: every file lies under k3_explorer/ or the dist-info; every absolute import of app, scene, compute or
   assets in every module becomes k3_explorer.<name> (read back with ast, not with the rewrite's own regex); every
