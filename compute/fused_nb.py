@@ -26,7 +26,6 @@ tests/compute/test_fused_nb.py compares every trace tensor of the compiled passe
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -161,13 +160,7 @@ def _clear_stale() -> None:
             return
     except (OSError, ValueError, TypeError, AttributeError):
         pass
-    # numba's folder for this checkout's kernels (its _CacheLocator: the source folder's name and SHA1 of its path),
-    # so that another checkout's cache stays; in it <module>.<function>-<line>.pyXY.nbi / .N.nbc
-    src = os.path.dirname(os.path.abspath(_SOURCES[0]))
-    sub = d / f"{os.path.basename(src)}_{hashlib.sha1(src.encode()).hexdigest()}"
-    for p in sub.glob("*.nb[ic]") if sub.is_dir() else ():
-        if not (p.name.startswith("_fused_nb_") or "._fused_nb_" in p.name):
-            continue
+    for p in d.rglob("*._fused_nb_*.nb[ic]") if d.is_dir() else ():  # <module>.<function>-<line>.pyXY.nbi / .N.nbc
         try:
             p.unlink()
         except OSError:
