@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if argv and fused_nb.cache_ready():
         return 0
+    fused_nb.clear_stale()  # before this process imports the kernels, so never what it compiles below
     if not fused_nb.available():
         print("kernel warm-up: numba is not installed (or K3_NO_NUMBA is set); the engine uses numpy",
               file=sys.stderr)

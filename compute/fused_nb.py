@@ -26,6 +26,7 @@ tests/compute/test_fused_nb.py compares every trace tensor of the compiled passe
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -47,7 +48,7 @@ _HERE = Path(__file__).resolve().parent
 _KERNELS = _HERE / "_fused_nb_kernels.py"
 # numba keys a cached kernel on its own source file only: a change in what it calls from the others (the shared
 # loops, the layout's constants) would load stale code, so the readiness stamp covers all three and a stale stamp
-# clears their cache entries before warm_cache compiles (_clear_stale)
+# clears their cache entries in the warm-up, before its process imports the kernels (clear_stale)
 _SOURCES = (_KERNELS, _HERE / "_fused_nb_math.py", _HERE / "fused_nb_layout.py")
 
 
@@ -131,10 +132,10 @@ def cache_ready(dtype="float32") -> bool:
 def warm_cache(dtypes=("float32",)) -> float:
     """Compile the pass kernel for `dtypes` (and the selection loops of compute.fast_select) into the disk cache (a
     load when it is already there) and write the readiness stamp. Returns the seconds it took; RuntimeError when numba is unavailable."""
+    t0 = time.perf_counter()
+    clear_stale()
     if not available():
         raise RuntimeError("numba is not installed (or K3_NO_NUMBA is set): nothing to compile")
-    t0 = time.perf_counter()
-    _clear_stale()
     names = []
     for dt in dtypes:
         names.append(_warm_pass(dt))
@@ -148,10 +149,20 @@ def warm_cache(dtypes=("float32",)) -> float:
     return time.perf_counter() - t0
 
 
+def clear_stale() -> bool:
+    """The warm-up's first step: _clear_stale, only while this process has not imported the kernels (False, and
+    nothing removed, after: a clear then would remove the entries this process had just compiled and cached, so
+    every second warm-up compiled again). app/kernel_warmup.py calls it before its engine loads the kernels."""
+    if _NB is not None or numba_setup.disabled_by_env():
+        return False
+    _clear_stale()
+    return True
+
+
 def _clear_stale() -> None:
     """Remove numba's cache entries of the kernel modules when the readiness stamp is not this source's (a kernel
     cached before a change in a function it calls from another file would load as it was). A stamp that matches
-    leaves them (warm_cache then only loads)."""
+    leaves them (warm_cache then only loads). Only through clear_stale, in the warm-up, before the kernels load."""
     d = cache_dir()
     try:
         st = json.loads((d / _STAMP).read_text(encoding="utf-8"))
@@ -160,7 +171,13 @@ def _clear_stale() -> None:
             return
     except (OSError, ValueError, TypeError, AttributeError):
         pass
-    for p in d.rglob("*._fused_nb_*.nb[ic]") if d.is_dir() else ():  # <module>.<function>-<line>.pyXY.nbi / .N.nbc
+    # numba's folder for this checkout's kernels (its _CacheLocator: the source folder's name and SHA1 of its path),
+    # so that another checkout's cache stays; in it <module>.<function>-<line>.pyXY.nbi / .N.nbc
+    src = os.path.dirname(os.path.abspath(_SOURCES[0]))
+    sub = d / f"{os.path.basename(src)}_{hashlib.sha1(src.encode()).hexdigest()}"
+    for p in sub.glob("*.nb[ic]") if sub.is_dir() else ():
+        if not (p.name.startswith("_fused_nb_") or "._fused_nb_" in p.name):
+            continue
         try:
             p.unlink()
         except OSError:

@@ -187,16 +187,21 @@ def test_the_stamp_covers_every_kernel_source_and_a_stale_one_clears_their_cache
         copies.append(tmp_path / "src" / p.name)
         shutil.copy2(p, copies[-1])
     monkeypatch.setattr(fused_nb, "_SOURCES", tuple(copies))
-    sub = tmp_path / "cache" / "compute_abc"
+    import hashlib
+
+    src = str(copies[0].parent.resolve())  # numba's folder for these sources (its _CacheLocator)
+    sub = tmp_path / "cache" / f"{Path(src).name}_{hashlib.sha1(src.encode()).hexdigest()}"
     sub.mkdir(parents=True)
-    ours = [sub / "compute._fused_nb_kernels.pass_into-300.py311.nbi", sub / "compute._fused_nb_math.topk-150.py311.1.nbc"]
-    other = sub / "compute.other.f-1.py311.nbi"
-    for f in ours + [other]:
+    ours = [sub / "_fused_nb_kernels.pass_into-300.py311.nbi", sub / "_fused_nb_math.topk-150.py311.1.nbc"]
+    elsewhere = tmp_path / "cache" / "compute_0123"  # another checkout's kernels: not this stamp's business
+    elsewhere.mkdir()
+    other = [sub / "other.f-1.py311.nbi", elsewhere / "_fused_nb_math.topk-150.py311.1.nbc"]
+    for f in ours + other:
         f.write_bytes(b"x")
     (tmp_path / "cache" / fused_nb._STAMP).write_text(json.dumps(dict(fused_nb._stamp(), dtypes=["float32"])))
     assert fused_nb.cache_ready()
     fused_nb._clear_stale()  # the stamp matches: a load, nothing removed
-    assert all(f.exists() for f in ours + [other])
+    assert all(f.exists() for f in ours + other)
     for name in ("_fused_nb_math.py", "fused_nb_layout.py"):
         f = tmp_path / "src" / name
         f.write_text(f.read_text() + "\n")  # a change in a file the kernels call or read
@@ -205,7 +210,34 @@ def test_the_stamp_covers_every_kernel_source_and_a_stale_one_clears_their_cache
     f = tmp_path / "src" / "_fused_nb_math.py"
     f.write_text(f.read_text() + "\n")
     fused_nb._clear_stale()
-    assert not any(f.exists() for f in ours) and other.exists()
+    assert not any(f.exists() for f in ours) and all(f.exists() for f in other)
+
+
+def test_a_warm_up_never_clears_what_its_own_process_cached(monkeypatch, tmp_path):
+    """On a fresh cache there is no stamp until warm_cache's end. The warm-up's engine loads (or compiles and
+    caches) the kernels before warm_cache runs, so a clear inside warm_cache removed what that process had just
+    written and every second warm-up compiled again. The clear runs only while the kernels are not imported."""
+    import hashlib
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    src = os.path.dirname(os.path.abspath(fused_nb._SOURCES[0]))
+    sub = tmp_path / "cache" / f"{os.path.basename(src)}_{hashlib.sha1(src.encode()).hexdigest()}"
+    sub.mkdir(parents=True)
+    ours = sub / "_fused_nb_kernels.pass_into-300.py311.nbi"
+    ours.write_bytes(b"x")
+    for name in ("_warm_pass", "_warm_select", "_warm_explain"):
+        monkeypatch.setattr(fused_nb, name, lambda *a: "float32")
+    monkeypatch.setattr(fused_nb, "available", lambda: True)
+    monkeypatch.setattr(fused_nb, "enabled", lambda: True)
+    monkeypatch.setattr(fused_nb, "_NB", object())  # this process has imported (and run) the kernels
+    assert fused_nb.clear_stale() is False
+    fused_nb.warm_cache()
+    assert ours.exists() and (tmp_path / "cache" / fused_nb._STAMP).is_file()
+    assert fused_nb.cache_ready()
+    monkeypatch.setattr(fused_nb, "_NB", None)  # a new process, before its kernels load: a matching stamp keeps
+    assert fused_nb.clear_stale() is True and ours.exists()
+    (tmp_path / "cache" / fused_nb._STAMP).write_text("{}")  # a stale stamp: cleared before the kernels load
+    assert fused_nb.clear_stale() is True and not ours.exists()
 
 
 @needs_numba
