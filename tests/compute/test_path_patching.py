@@ -119,3 +119,26 @@ def test_path_patch_arguments(ex):
         ex.path_patch("the robot", sender=(3, "mixer"))  # another token count
     with pytest.raises(ValueError):
         ex.direct_paths().score  # a grid has no single score
+
+
+def test_one_pair_of_prefills_serves_every_sender(m, monkeypatch):
+    """The clean and corrupted prefills are made once per corrupted prompt (the Route page's table patches ten
+    blocks against them); the numbers are those of a fresh explanation."""
+    import compute.explain.patch_pair as pair
+
+    made = []
+    real = pair.prefill
+    monkeypatch.setattr(pair, "prefill", lambda *a, **k: made.append(1) or real(*a, **k))
+    ex = Explanation.of_prompt(m, PROMPT)
+    grid = ex.direct_paths()
+    senders = [(93, "ffn"), (3, "mixer"), (5, "mixer", 1)]
+    got = [ex.path_patch(grid.corrupted, sender=s).score for s in senders]  # the proposed prompt, given as text
+    sources = ex.patch(sites="sources").scores
+    assert len(made) == 2
+    other = "아이가 컵을 집었다. 그리고"
+    assert ex.path_patch(other, sender=(3, "mixer")).corrupted == other and len(made) == 4
+    assert ex.direct_paths().corrupted == grid.corrupted and len(made) == 6  # the latest pair only is kept
+    monkeypatch.undo()
+    fresh = Explanation.of_prompt(m, PROMPT)
+    assert got == [fresh.path_patch(sender=s).score for s in senders]
+    assert np.array_equal(sources, fresh.patch(sites="sources").scores)
