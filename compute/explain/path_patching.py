@@ -15,7 +15,9 @@ run (a head: the mixer output changes by (o_h,clean − o_h,corrupted) W_o,h), b
 So the measured paths are exactly those sender → receivers (→ later receivers) → answer. receivers="logits":
 the sender's direct path (its output straight into the final readout, the readout's mix weights and norm
 re-evaluated); receivers = every later block and "logits": ordinary activation patching of the sender at every
-position. The metric is `patch`'s: the restored fraction of the logit difference (clean answer − the corrupted
+position. Several senders patched together (a list): each takes its clean output, and the receivers see them
+all — receivers="logits" measures their direct paths together (the Route page's control: as many random blocks
+together). The metric is `patch`'s: the restored fraction of the logit difference (clean answer − the corrupted
 run's answer; corrupted run 0, clean run 1).
 """
 from __future__ import annotations
@@ -117,20 +119,29 @@ def _receivers(receivers, L: int) -> tuple[bool, set]:
 
 
 def path_patch(ex, corrupted: str | None = None, *, sender, receivers="logits") -> PathPatching:
-    """Path patching of one sender through `receivers` (see the module docstring); ValueError (one line) on a bad
-    argument."""
+    """Path patching of one sender through `receivers` (see the module docstring); sender may also be a list of
+    senders, patched together (each block or head once; a block and one of its own heads overlap). ValueError
+    (one line) on a bad argument."""
     su = _pair(ex, corrupted)
     L = len(su.corr.layers)
-    li_s, part_s, head, delta = _sender(ex, su, sender)
+    group = isinstance(sender, (tuple, list)) and len(sender) > 0 and isinstance(sender[0], (tuple, list))
+    deltas: dict = {}  # (0-based layer, part) -> the senders' summed δ
+    sent: set = set()
+    for one in (sender if group else [sender]):
+        li, part, head, delta = _sender(ex, su, one)
+        if (li, part, head) in sent or (li, part, None) in sent or (head is None and (li, part) in deltas):
+            raise ValueError(f"sender {tuple(one)!r} is given twice or overlaps another sender")
+        sent.add((li, part, head))
+        deltas[(li, part)] = deltas[(li, part)] + delta if (li, part) in deltas else delta
     to_logits, recv = _receivers(receivers, L)
-    lg = _run(ex, su, li_s, part_s, delta, to_logits, recv)
+    lg = _run(ex, su, deltas, to_logits, recv)
     rec = "logits" if isinstance(receivers, str) else list(receivers)
-    return _result(ex, su, [su.score(lg)], [tuple(sender)], rec)
+    return _result(ex, su, [su.score(lg)], [tuple(tuple(x) for x in sender) if group else tuple(sender)], rec)
 
 
-def _run(ex, su: PatchPair, li_s: int, part_s: str, delta: np.ndarray, to_logits: bool, recv: set) -> np.ndarray:
-    """The logits [V] at the explained position: two states side by side — `cur` with the sender's corrupted
-    output, `snd` with its clean one — and the same other outputs (corrupted, or re-computed for receivers
+def _run(ex, su: PatchPair, deltas: dict, to_logits: bool, recv: set) -> np.ndarray:
+    """The logits [V] at the explained position: two states side by side — `cur` with the senders' corrupted
+    outputs, `snd` with their clean ones (deltas: (0-based layer, part) -> clean − corrupted) — and the same other outputs (corrupted, or re-computed for receivers
     from `snd`)."""
     tw, corr, knobs = su.tw, su.corr, ex.knobs
     cfg, eps = tw.config, tw.config.rms_norm_eps
@@ -164,7 +175,7 @@ def _run(ex, su: PatchPair, li_s: int, part_s: str, delta: np.ndarray, to_logits
             xn = rms_norm(st["snd"][2], w["norm_mixer"], eps)
             a = (kda_layer(xn, w["kda"], args, alpha=knobs.alpha, beta_override=knobs.beta, chunk_size=max(T, 1))[0]
                  if "kda" in w else mla_layer(xn, w["mla"], args, pos)[0])
-        outs = {"cur": a, "snd": a + delta if (li, "mixer") == (li_s, part_s) else a}
+        outs = {"cur": a, "snd": a + deltas[(li, "mixer")] if (li, "mixer") in deltas else a}
         for k in st:
             pre[k] = outs[k] if pre[k] is None else pre[k] + outs[k]
             st[k].pop()
@@ -177,7 +188,7 @@ def _run(ex, su: PatchPair, li_s: int, part_s: str, delta: np.ndarray, to_logits
             else:
                 mw = w["moe"]
                 f = latent_moe(xn2, mw, args, mw["bias"] if bias_off is None else mw["bias"] + bias_off)[0]
-        outs = {"cur": f, "snd": f + delta if (li, "ffn") == (li_s, part_s) else f}
+        outs = {"cur": f, "snd": f + deltas[(li, "ffn")] if (li, "ffn") in deltas else f}
         for k in st:
             st[k][0] = pre[k] + outs[k]
     P, R = st["snd" if to_logits else "cur"]

@@ -195,3 +195,35 @@ def test_the_route_page_fits_with_the_heads_table(qtbot, tmp_path, lang):
     finally:
         win.close()
         i18n.set_language("en")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_route_page_fits_with_the_paths_table_and_its_control(qtbot, tmp_path, lang):
+    """The Route page at 1280×720 with the direct-paths table chosen (keyboard) and its random-block control line
+    under it: the page does not scroll, no table cell or header is cut, no label is clipped, nothing overlaps."""
+    from PySide6.QtTest import QTest
+
+    win = open_window(qtbot, tmp_path, 1280, 720, lang)
+    try:
+        dock = win.docks["ExplainDock"]
+        dock.raise_()
+        flush_layouts()
+        wait_for(lambda: dock.result is not None and not dock.busy, dock=dock)
+        open_page(dock, "route")
+        view = dock.effects_view.view
+        view.setFocus()
+        QTest.keyClick(view, Qt.Key_End)
+        wait_for(lambda: "paths" in dock.result.effects and not dock.busy, timeout_s=600, dock=dock)
+        flush_layouts()
+        flush_layouts()
+        area = dock.pages.currentWidget()
+        os.makedirs(SHOTS, exist_ok=True)
+        win.grab().save(os.path.join(SHOTS, f"{lang}_1280x720_route_paths.png"))
+        control = dock.effects_view.control
+        assert dock.effects_view.paths.isVisible() and control.isVisible() and control.text()
+        assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
+        assert cut_cells(dock.effects_view.paths) == []
+        assert clipped_labels(area) == [] and sideways_scrolling(area) == [] and overlapping(area.widget()) == []
+    finally:
+        win.close()
+        i18n.set_language("en")
