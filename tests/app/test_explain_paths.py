@@ -89,14 +89,13 @@ def test_the_paths_table_has_its_random_block_control(dock):
     assert together > 0.3 and abs(rnd) < together / 3  # the listed blocks are far above chance on this prompt
     line = dock.effects_view.control
     assert line.isVisible() and line.objectName() == "explain_paths_control" and "\n" not in line.text()
-    assert line.text() == (f"Control: the 10 blocks listed, their direct paths patched together, restore "
-                           f"{100 * together:+.0f} %; 10 random blocks (seed 0) together {100 * rnd:+.0f} %; one "
-                           f"block's median |direct path| {100 * median:.1f} %.")
+    assert line.text() == (f"Control, direct paths patched together: these 10 {100 * together:+.0f} %, 10 random "
+                           f"blocks (seed 0) {100 * rnd:+.0f} %; median |direct path| of a block {100 * median:.1f} %.")
     assert "Random-block control" in line.toolTip() and f"all {L * 2}" in line.toolTip()
     assert line.geometry().top() >= dock.effects_view.stack.geometry().bottom()  # under the table
     i18n.set_language("ko")
     dock.state.language_changed.emit("ko")
-    assert line.text().startswith("대조군: 위 10개 블록의 직접 경로를 함께 패칭하면")
+    assert line.text().startswith("대조군, 직접 경로를 함께 패칭: 위 10개 ")
     assert f"{100 * together:+.0f} %" in line.text() and f"{100 * rnd:+.0f} %" in line.text()
     assert "무작위 블록 대조군" in line.toolTip()
     i18n.set_language("en")

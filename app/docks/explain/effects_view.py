@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHeaderView, QSizePolicy, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from app.docks.explain.fit import fit_rows, header_tooltips, wrapping_table
+from app.docks.explain.fit import fit_rows, grow_to_page, header_tooltips, wrapping_table
 from app.docks.explain.text import piece_text
 from app.i18n import tr
 from app.slot_guard import guarded
@@ -46,6 +46,7 @@ class EffectsView(QWidget):
             table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)  # its rows wrap to one width, scrolled or not
             table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)  # the layer: a number
             self.stack.addWidget(table)
+        grow_to_page(self.paths)  # from its minimum rows: with its control line the Route page would scroll
         lay.addWidget(self.stack, 1)
         self.control = note_label()  # the paths table's random-block control, shown with that table only
         self.control.setObjectName("explain_paths_control")
