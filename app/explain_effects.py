@@ -16,13 +16,18 @@ too: activation patching of that block), both the restored fraction of the logit
 run, 1 = the clean one):
 
     effects_of(ex, ("paths",)) -> {"paths": [(layer, part, direct, all_paths)], "paths_metric": one line,
-                                   "paths_corrupted": the corrupted prompt}
+                                   "paths_corrupted": the corrupted prompt, "paths_control": PathsControl}
+
+Its control, computed the same way: the listed blocks' direct paths patched together, as many blocks drawn at
+random (a fixed seed) from all of them patched together, and the median |direct path| of one block (over all).
 
 The "units" part is the whole of both grids for the 3D view (scene/effect_cells.UnitEffects: every head of every
 layer, every expert routed at the position and the shared ones, each with its words): kept per explanation
 (UNITS_CACHE), since the dock asks again whenever another of its choices changes.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,6 +36,20 @@ WORDS = 3  # words written for and against, per row (the first shown, all in its
 PARTS = ("heads", "experts", "units", "paths")
 UNITS_CACHE: dict = {}  # explanation key -> UnitEffects (the latest few; an explanation's grids cost seconds)
 UNITS_CACHE_MAX = 8
+CONTROL_SEED = 0  # the paths table's random blocks: numpy.random.default_rng(CONTROL_SEED)
+
+
+class PathsControl(NamedTuple):
+    """The paths table's random-block control (restored fractions, corrupted 0, clean 1): listed = the table's n
+    blocks' direct paths patched together; random = n blocks drawn from all `blocks` (seed) patched together;
+    median = the median |direct path| of one block over all `blocks`."""
+
+    n: int
+    listed: float
+    random: float
+    median: float
+    blocks: int
+    seed: int
 
 
 def effects_of(ex, which: tuple) -> dict:
@@ -92,7 +111,18 @@ def _paths(ex) -> dict:
                                                                   for pt in ("mixer", "ffn")]
         every = ex.path_patch(grid.corrupted, sender=(layer, part), receivers=later + ["logits"]).score
         out.append((layer, part, direct, float(every)))
-    return {"paths": out, "paths_metric": grid.metric, "paths_corrupted": grid.corrupted}
+    return {"paths": out, "paths_metric": grid.metric, "paths_corrupted": grid.corrupted,
+            "paths_control": paths_control(ex, grid, [(ly, pt) for ly, pt, _d, _e in out])}
+
+
+def paths_control(ex, grid, listed: list[tuple[int, str]], seed: int = CONTROL_SEED) -> PathsControl:
+    """The control of the paths table's `listed` blocks against the direct-path grid `grid`: see PathsControl."""
+    every = [(li + 1, part) for li in range(grid.scores.shape[0]) for part in ("mixer", "ffn")]
+    drawn = np.random.default_rng(seed).choice(len(every), len(listed), replace=False)
+    rnd = [every[i] for i in sorted(drawn.tolist())]
+    together = [ex.path_patch(grid.corrupted, sender=blocks).score if blocks else 0.0 for blocks in (listed, rnd)]
+    return PathsControl(len(listed), float(together[0]), float(together[1]),
+                        float(np.median(np.abs(grid.scores))), len(every), seed)
 
 
 def _key(ex) -> tuple:

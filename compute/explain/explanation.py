@@ -336,9 +336,10 @@ class Explanation:
 
     def path_patch(self, corrupted: str | None = None, *, sender, receivers="logits"):
         """Path patching (compute.explain.path_patching): the effect of sender (layer, "mixer" | "ffn") or (layer,
-        "mixer", head) on the answer only through receivers — "logits" (its direct path to the final readout) or
-        a list of (layer, part) and "logits", every other block frozen at its corrupted output. `.score`,
-        `.metric` names the measure (patch()'s restored fraction: corrupted 0, clean 1)."""
+        "mixer", head) — or a list of them, patched together — on the answer only through receivers — "logits"
+        (the direct path to the final readout) or a list of (layer, part) and "logits", every other block frozen
+        at its corrupted output. `.score`, `.metric` names the measure (patch()'s restored fraction: corrupted 0,
+        clean 1). The clean and corrupted prefills are made once per corrupted prompt (compute.explain.patch_pair)."""
         from compute.explain.path_patching import path_patch
 
         return path_patch(self, corrupted, sender=sender, receivers=receivers)

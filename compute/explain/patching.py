@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compute.dims import OpArgs
-from compute.explain.knockout import prefill, stored_sources
-from compute.explain.rerun import Variant, rerun, state_before, twin64
+from compute.explain.knockout import stored_sources
+from compute.explain.patch_pair import Restored, corrupted_ids, pair_of
+from compute.explain.rerun import Variant, rerun, state_before
 
 __all__ = ["Patching", "patch", "SITES", "corrupted_ids"]
 
@@ -39,42 +40,24 @@ SITES = ("residual", "blocks", "heads", "experts", "sources", "kda_state")
 
 
 @dataclass
-class Patching:
-    """The result of `patch`. scores: numpy, shape by `sites` (see the module docstring); clean, corrupted: the
-    prompts (their pieces joined); metric: one line naming the measure; swap: which piece the proposed
-    corruption swapped ("" for a prompt given by the caller); clean_word / corrupted_word: the two answers the
-    logit difference compares; labels: the sites' axis names."""
+class Patching(Restored):
+    """The result of `patch` (the shared fields: compute.explain.patch_pair.Restored). scores: numpy, shape by
+    `sites` (see the module docstring); shared: "experts" only, the shared experts' scores; axes: the sites' axis
+    names; moe_layers: "experts" only, the 1-based layer of each row. `top(n)`: [((index along each axis),
+    score)], largest first — layers 1-based as the app counts, row 0 of "residual" = the embedding; NaN sites
+    left out."""
 
-    sites: str
-    scores: np.ndarray
-    clean: str
-    corrupted: str
-    clean_word: str
-    corrupted_word: str
-    metric: str
-    swap: str = ""
     shared: np.ndarray | None = None
     axes: tuple[str, ...] = field(default_factory=tuple)
     moe_layers: tuple[int, ...] = ()  # "experts": the 1-based layer of each row
 
-    def top(self, n: int = 5) -> list[tuple[tuple, float]]:
-        """The n sites that restore most: [((index along each axis), score)], largest first (layers 1-based as
-        the app counts, row 0 of "residual" = the embedding; NaN sites left out)."""
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        flat = np.nan_to_num(self.scores.reshape(-1), nan=-np.inf)
-        order = np.argsort(-flat, kind="stable")[:int(n)]
-        out = []
-        for i in order:
-            if not np.isfinite(flat[i]):
-                break
-            idx = list(np.unravel_index(i, self.scores.shape))
-            if self.sites in ("blocks", "heads", "kda_state"):
-                idx[0] += 1
-            elif self.sites == "experts":
-                idx[0] = self.moe_layers[idx[0]]
-            out.append((tuple(int(x) for x in idx), float(flat[i])))
-        return out
+    def _site(self, i: int) -> tuple:
+        idx = list(np.unravel_index(i, self.scores.shape))
+        if self.sites in ("blocks", "heads", "kda_state"):
+            idx[0] += 1
+        elif self.sites == "experts":
+            idx[0] = self.moe_layers[idx[0]]
+        return tuple(int(x) for x in idx)
 
     def _repr_png_(self) -> bytes:
         """Jupyter: the scores as a heat map (compute/notebook.py)."""
@@ -102,24 +85,6 @@ class Patching:
         return None
 
 
-def corrupted_ids(ex, corrupted: str | None) -> tuple[list[int], str, str]:
-    """(ids, corrupted prompt text, swap note) for an Explanation: proposed inside the language when None."""
-    from compute.explain.counterfactual import propose
-
-    n = len(ex.ids)
-    if corrupted is None:
-        pr = propose(ex.pieces)
-        vocab = {pc: tid for pc, tid in ex.model.vocab}
-        return [vocab[p] for p in pr.pieces], "".join(pr.pieces), pr.note
-    if not isinstance(corrupted, str):
-        raise ValueError(f"corrupted must be a prompt string or None, got {type(corrupted).__name__}")
-    toks = ex.model.encode_prompt(corrupted)
-    if len(toks) != n:
-        raise ValueError(f"the corrupted prompt has {len(toks)} toy tokens, the clean one {n} (up to the explained "
-                         f"position): they must have the same count")
-    return [i for _, i in toks], corrupted, ""
-
-
 def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None) -> Patching:
     """Patch the clean run of Explanation `ex` into the corrupted one at every site of `sites`; see the module
     docstring. layers ("residual" only): the rows to compute (0 = the embedding … L), the others NaN (default
@@ -132,26 +97,9 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None
         if sites != "residual":
             raise ValueError("layers= selects rows of the residual grid: sites='residual' only")
         layers = _layer_rows(layers, L)
-    if ex.ablation is not None:
-        raise ValueError("patch an explanation without knock-outs")
-    ids_c, text_c, swap = corrupted_ids(ex, corrupted)
+    pair = pair_of(ex, corrupted, "patch")
     model, knobs, t = ex.model, ex.knobs, ex.position
-    tw = twin64(model)
-    clean = prefill(tw, ex.ids, knobs)
-    corr = prefill(tw, ids_c, knobs)
-    lg_clean = np.asarray(clean.final["lm_head"][t], np.float64)
-    lg_corr = np.asarray(corr.final["lm_head"][t], np.float64)
-    a = ex.word_index
-    b = int(np.argmax(lg_corr))
-    same = b == a
-    if same:
-        b = int(np.argsort(-lg_corr, kind="stable")[1])
-    ld_clean, ld_corr = lg_clean[a] - lg_clean[b], lg_corr[a] - lg_corr[b]
-    if abs(ld_clean - ld_corr) < 1e-6:
-        raise ValueError("the corrupted prompt leaves the logit difference as it is: nothing to restore")
-    pc, pb = model.vocab[a][0], model.vocab[b][0]
-    metric = (f"restored fraction of the logit difference {pc!r} − {pb!r} at position {t} (corrupted run = 0, "
-              f"clean run = 1{'; the corrupted run predicts ' + repr(pc) + ' too: ' + repr(pb) + ' is its runner-up' if same else ''})")
+    tw, clean, corr = pair.tw, pair.clean, pair.corr
     variants, where, shape = (_state_variants(model, tw, clean, corr, t, knobs) if sites == "kda_state" else
                               _variants(model, tw, sites, clean, corr, t, layers))
     scores = np.zeros(shape)
@@ -164,8 +112,7 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None
     if sites == "kda_state":
         scores[[li for li in range(L) if model.config.mixer_types[li] != "kda"]] = np.nan
     if variants:
-        lg = rerun(model, variants, knobs, t, corr)
-        sc = ((lg[:, a] - lg[:, b]) - ld_corr) / (ld_clean - ld_corr)
+        sc = pair.score(rerun(model, variants, knobs, t, corr))
         for (idx, s) in zip(where, sc.tolist()):
             if idx[0] == "shared":
                 shared[idx[1]] = s
@@ -174,7 +121,8 @@ def patch(ex, corrupted: str | None = None, sites: str = "residual", layers=None
     axes = {"residual": ("layer", "position"), "blocks": ("layer", "part", "position"), "heads": ("layer", "head"),
             "experts": ("moe layer", "expert"), "sources": ("source",), "kda_state": ("layer", "position")}[sites]
     moe = tuple(li + 1 for li, f in enumerate(model.config.ffn_types) if f == "moe") if sites == "experts" else ()
-    return Patching(sites, scores, "".join(ex.pieces), text_c, pc, pb, metric, swap, shared, axes, moe)
+    return Patching(sites, scores, "".join(ex.pieces), pair.text_c, pair.pa, pair.pb, pair.metric(), pair.swap, shared,
+                    axes, moe)
 
 
 def _layer_rows(layers, L: int) -> set[int]:

@@ -15,19 +15,21 @@ run (a head: the mixer output changes by (o_h,clean − o_h,corrupted) W_o,h), b
 So the measured paths are exactly those sender → receivers (→ later receivers) → answer. receivers="logits":
 the sender's direct path (its output straight into the final readout, the readout's mix weights and norm
 re-evaluated); receivers = every later block and "logits": ordinary activation patching of the sender at every
-position. The metric is `patch`'s: the restored fraction of the logit difference (clean answer − the corrupted
+position. Several senders patched together (a list): each takes its clean output, and the receivers see them
+all — receivers="logits" measures their direct paths together (the Route page's control: as many random blocks
+together). The metric is `patch`'s: the restored fraction of the logit difference (clean answer − the corrupted
 run's answer; corrupted run 0, clean run 1).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from compute.dims import OpArgs
-from compute.explain.knockout import prefill
-from compute.explain.patching import corrupted_ids, head_deltas
-from compute.explain.rerun import _mix, state_before, twin64
+from compute.explain.patch_pair import PatchPair, Restored, pair_of
+from compute.explain.patching import head_deltas
+from compute.explain.rerun import _mix, state_before
 from compute.kda import kda_layer
 from compute.mla import mla_layer
 from compute.moe import dense_mlp, latent_moe
@@ -39,21 +41,15 @@ PARTS = ("mixer", "ffn")
 
 
 @dataclass
-class PathPatching:
-    """The result of `path_patch` (one sender) or `direct_path_grid` (every block as sender). scores: [1] for
-    one sender, [L, 2] (mixer, FFN) for the grid; clean, corrupted: the prompts; metric: one line naming the
-    measure; senders: the sender of each score; receivers: "logits" or the receiver list; swap: which piece
-    the proposed corruption swapped ("" when the caller gave it)."""
+class PathPatching(Restored):
+    """The result of `path_patch` (one sender, or several patched together) or `direct_path_grid` (every block as
+    sender); the shared fields: compute.explain.patch_pair.Restored (sites = "paths"). scores: [1] for one
+    sender, [L, 2] (mixer, FFN) for the grid; senders: the sender of each score (several patched together: the
+    tuple of them); receivers: "logits" or the receiver list. `top(n)`: [(sender, score)], largest first
+    (layers 1-based)."""
 
-    scores: np.ndarray
-    clean: str
-    corrupted: str
-    clean_word: str
-    corrupted_word: str
-    metric: str
-    senders: list
-    receivers: object
-    swap: str = ""
+    senders: list = field(default_factory=list)
+    receivers: object = "logits"
 
     @property
     def score(self) -> float:
@@ -62,53 +58,20 @@ class PathPatching:
             raise ValueError("a grid has one score per sender: use .scores or .top(n)")
         return float(self.scores.reshape(-1)[0])
 
-    def top(self, n: int = 5) -> list[tuple[tuple, float]]:
-        """The n senders that restore most: [(sender, score)], largest first (layers 1-based)."""
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        flat = self.scores.reshape(-1)
-        order = np.argsort(-flat, kind="stable")[:int(n)]
-        return [(tuple(self.senders[i]), float(flat[i])) for i in order]
+    def _site(self, i: int) -> tuple:
+        return tuple(self.senders[i])
 
 
-class _Setup:
-    """The two twin prefills, the answers a, b and the metric's ends."""
-
-    def __init__(self, ex, corrupted):
-        if ex.ablation is not None:
-            raise ValueError("path-patch an explanation without knock-outs")
-        ids_c, self.text_c, self.swap = corrupted_ids(ex, corrupted)
-        self.tw = twin64(ex.model)
-        self.t = ex.position
-        self.clean = prefill(self.tw, ex.ids, ex.knobs)
-        self.corr = prefill(self.tw, ids_c, ex.knobs)
-        lk = np.asarray(self.clean.final["lm_head"][self.t], np.float64)
-        lc = np.asarray(self.corr.final["lm_head"][self.t], np.float64)
-        a = ex.word_index
-        b = int(np.argmax(lc))
-        same = b == a
-        if same:
-            b = int(np.argsort(-lc, kind="stable")[1])
-        self.a, self.b = a, b
-        self.ld_clean, self.ld_corr = lk[a] - lk[b], lc[a] - lc[b]
-        if abs(self.ld_clean - self.ld_corr) < 1e-6:
-            raise ValueError("the corrupted prompt leaves the logit difference as it is: nothing to restore")
-        vocab = ex.model.vocab
-        self.pa, self.pb = vocab[a][0], vocab[b][0]
-        self.metric = (f"path patching: restored fraction of the logit difference {self.pa!r} − {self.pb!r} at "
-                       f"position {self.t} through the receivers only (corrupted run = 0, clean run = 1"
-                       f"{'; the corrupted run predicts ' + repr(self.pa) + ' too: ' + repr(self.pb) + ' is its runner-up' if same else ''})")
-
-    def score(self, logits: np.ndarray) -> np.ndarray:
-        ld = logits[..., self.a] - logits[..., self.b]
-        return (ld - self.ld_corr) / (self.ld_clean - self.ld_corr)
-
-    def result(self, ex, scores, senders, receivers) -> PathPatching:
-        return PathPatching(np.asarray(scores, np.float64), "".join(ex.pieces), self.text_c, self.pa, self.pb,
-                            self.metric, senders, receivers, self.swap)
+def _pair(ex, corrupted) -> PatchPair:
+    return pair_of(ex, corrupted, "path-patch")
 
 
-def _sender(ex, su: _Setup, sender) -> tuple[int, str, int | None, np.ndarray]:
+def _result(ex, pair: PatchPair, scores, senders, receivers) -> PathPatching:
+    return PathPatching("paths", np.asarray(scores, np.float64), "".join(ex.pieces), pair.text_c, pair.pa, pair.pb,
+                        pair.metric("path patching: ", " through the receivers only"), pair.swap, senders, receivers)
+
+
+def _sender(ex, su: PatchPair, sender) -> tuple[int, str, int | None, np.ndarray]:
     """(0-based layer, part, head or None, δ [T, D] = the sender's clean − corrupted output)."""
     L = len(su.corr.layers)
     if not isinstance(sender, (tuple, list)) or len(sender) not in (2, 3):
@@ -156,20 +119,29 @@ def _receivers(receivers, L: int) -> tuple[bool, set]:
 
 
 def path_patch(ex, corrupted: str | None = None, *, sender, receivers="logits") -> PathPatching:
-    """Path patching of one sender through `receivers` (see the module docstring); ValueError (one line) on a bad
-    argument."""
-    su = _Setup(ex, corrupted)
+    """Path patching of one sender through `receivers` (see the module docstring); sender may also be a list of
+    senders, patched together (each block or head once; a block and one of its own heads overlap). ValueError
+    (one line) on a bad argument."""
+    su = _pair(ex, corrupted)
     L = len(su.corr.layers)
-    li_s, part_s, head, delta = _sender(ex, su, sender)
+    group = isinstance(sender, (tuple, list)) and len(sender) > 0 and isinstance(sender[0], (tuple, list))
+    deltas: dict = {}  # (0-based layer, part) -> the senders' summed δ
+    sent: set = set()
+    for one in (sender if group else [sender]):
+        li, part, head, delta = _sender(ex, su, one)
+        if (li, part, head) in sent or (li, part, None) in sent or (head is None and (li, part) in deltas):
+            raise ValueError(f"sender {tuple(one)!r} is given twice or overlaps another sender")
+        sent.add((li, part, head))
+        deltas[(li, part)] = deltas[(li, part)] + delta if (li, part) in deltas else delta
     to_logits, recv = _receivers(receivers, L)
-    lg = _run(ex, su, li_s, part_s, delta, to_logits, recv)
+    lg = _run(ex, su, deltas, to_logits, recv)
     rec = "logits" if isinstance(receivers, str) else list(receivers)
-    return su.result(ex, [su.score(lg)], [tuple(sender)], rec)
+    return _result(ex, su, [su.score(lg)], [tuple(tuple(x) for x in sender) if group else tuple(sender)], rec)
 
 
-def _run(ex, su: _Setup, li_s: int, part_s: str, delta: np.ndarray, to_logits: bool, recv: set) -> np.ndarray:
-    """The logits [V] at the explained position: two states side by side — `cur` with the sender's corrupted
-    output, `snd` with its clean one — and the same other outputs (corrupted, or re-computed for receivers
+def _run(ex, su: PatchPair, deltas: dict, to_logits: bool, recv: set) -> np.ndarray:
+    """The logits [V] at the explained position: two states side by side — `cur` with the senders' corrupted
+    outputs, `snd` with their clean ones (deltas: (0-based layer, part) -> clean − corrupted) — and the same other outputs (corrupted, or re-computed for receivers
     from `snd`)."""
     tw, corr, knobs = su.tw, su.corr, ex.knobs
     cfg, eps = tw.config, tw.config.rms_norm_eps
@@ -203,7 +175,7 @@ def _run(ex, su: _Setup, li_s: int, part_s: str, delta: np.ndarray, to_logits: b
             xn = rms_norm(st["snd"][2], w["norm_mixer"], eps)
             a = (kda_layer(xn, w["kda"], args, alpha=knobs.alpha, beta_override=knobs.beta, chunk_size=max(T, 1))[0]
                  if "kda" in w else mla_layer(xn, w["mla"], args, pos)[0])
-        outs = {"cur": a, "snd": a + delta if (li, "mixer") == (li_s, part_s) else a}
+        outs = {"cur": a, "snd": a + deltas[(li, "mixer")] if (li, "mixer") in deltas else a}
         for k in st:
             pre[k] = outs[k] if pre[k] is None else pre[k] + outs[k]
             st[k].pop()
@@ -216,7 +188,7 @@ def _run(ex, su: _Setup, li_s: int, part_s: str, delta: np.ndarray, to_logits: b
             else:
                 mw = w["moe"]
                 f = latent_moe(xn2, mw, args, mw["bias"] if bias_off is None else mw["bias"] + bias_off)[0]
-        outs = {"cur": f, "snd": f + delta if (li, "ffn") == (li_s, part_s) else f}
+        outs = {"cur": f, "snd": f + deltas[(li, "ffn")] if (li, "ffn") in deltas else f}
         for k in st:
             st[k][0] = pre[k] + outs[k]
     P, R = st["snd" if to_logits else "cur"]
@@ -227,7 +199,7 @@ def _run(ex, su: _Setup, li_s: int, part_s: str, delta: np.ndarray, to_logits: b
 def direct_path_grid(ex, corrupted: str | None = None) -> PathPatching:
     """Every block as sender, receiver "logits": scores [L, 2] (mixer, FFN) — each block's direct path to the
     answer (the final readout re-evaluated with that block's clean output and every other block corrupted)."""
-    su = _Setup(ex, corrupted)
+    su = _pair(ex, corrupted)
     corr, tw, t = su.corr, su.tw, su.t
     bs = ex.model.config.attn_res_block_size
     L = len(corr.layers)
@@ -253,4 +225,4 @@ def direct_path_grid(ex, corrupted: str | None = None) -> PathPatching:
     else:
         h = P[:, 0]
     lg = rms_norm(h, tw.final_norm, tw.config.rms_norm_eps) @ tw.lm_head
-    return su.result(ex, su.score(lg).reshape(L, 2), senders, "logits")
+    return _result(ex, su, su.score(lg).reshape(L, 2), senders, "logits")

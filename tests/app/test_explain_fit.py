@@ -5,6 +5,7 @@ table's header or cell is cut. Screenshots go to
 $TMPDIR/k3_explain_fit/ for a person to look at."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -161,10 +162,11 @@ def test_a_long_prompt_does_not_grow_the_dock(qtbot, tmp_path):
         i18n.set_language("en")
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
-def test_the_route_page_fits_with_the_heads_table(qtbot, tmp_path, lang):
-    """The Route page at 1280×720 with the causal route on and the heads' total-effect table chosen (keyboard):
-    it does not scroll, and no table cell or header is cut."""
+@contextlib.contextmanager
+def route_page_with(qtbot, tmp_path, lang: str, key, part: str):
+    """The window at 1280×720 in `lang`, the Route page open with the causal route on and the view box moved by
+    `key` (keyboard) until its `part` of the effects has come; yields (dock, the page's scroll area, the view box).
+    A screenshot goes to SHOTS."""
     from PySide6.QtTest import QTest
 
     win = open_window(qtbot, tmp_path, 1280, 720, lang)
@@ -177,12 +179,25 @@ def test_the_route_page_fits_with_the_heads_table(qtbot, tmp_path, lang):
         QTest.mouseClick(dock.show3d.route, Qt.LeftButton)
         view = dock.effects_view.view
         view.setFocus()
-        QTest.keyClick(view, Qt.Key_Down)
-        wait_for(lambda: "heads" in dock.result.effects and not dock.busy, timeout_s=600, dock=dock)
+        QTest.keyClick(view, key)
+        wait_for(lambda: part in dock.result.effects and not dock.busy, timeout_s=600, dock=dock)
         flush_layouts()
         flush_layouts()
-        area = dock.pages.currentWidget()
-        win.grab().save(os.path.join(SHOTS, f"{lang}_1280x720_route_heads.png"))
+        os.makedirs(SHOTS, exist_ok=True)
+        win.grab().save(os.path.join(SHOTS, f"{lang}_1280x720_route_{part}.png"))
+        yield dock, dock.pages.currentWidget(), view
+    finally:
+        win.close()
+        i18n.set_language("en")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_route_page_fits_with_the_heads_table(qtbot, tmp_path, lang):
+    """The Route page at 1280×720 with the causal route on and the heads' total-effect table chosen (keyboard):
+    it does not scroll, and no table cell or header is cut."""
+    from PySide6.QtTest import QTest
+
+    with route_page_with(qtbot, tmp_path, lang, Qt.Key_Down, "heads") as (dock, area, view):
         assert dock.effects_view.heads.isVisible() and dock.route_line.isVisible()
         assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
         assert cut_cells(dock.effects_view.heads) == []
@@ -192,6 +207,17 @@ def test_the_route_page_fits_with_the_heads_table(qtbot, tmp_path, lang):
         flush_layouts()
         assert dock.patch_map.plot.isVisible() and dock.route_line.isVisible()
         assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
-    finally:
-        win.close()
-        i18n.set_language("en")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_route_page_fits_with_the_paths_table_and_its_control(qtbot, tmp_path, lang):
+    """The Route page at 1280×720 with the causal route on, the direct-paths table chosen (keyboard) and its
+    random-block control line under it: the page does not scroll, no table cell or header is cut, no label is
+    clipped, nothing overlaps."""
+    with route_page_with(qtbot, tmp_path, lang, Qt.Key_End, "paths") as (dock, area, _view):
+        control = dock.effects_view.control
+        assert dock.effects_view.paths.isVisible() and control.isVisible() and control.text()
+        assert dock.route_line.isVisible()
+        assert area.verticalScrollBar().maximum() == 0, area.widget().sizeHint().height()
+        assert cut_cells(dock.effects_view.paths) == []
+        assert clipped_labels(area) == [] and sideways_scrolling(area) == [] and overlapping(area.widget()) == []

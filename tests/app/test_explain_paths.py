@@ -68,3 +68,37 @@ def test_a_prompt_outside_the_language_says_why_in_one_line(dock):
     text = dock.effects_view.note.text()
     assert text.startswith("Could not compute these effects:") and "\n" not in text
     assert dock.effects_view.paths.rowCount() == 0
+
+
+def test_the_paths_table_has_its_random_block_control(dock):
+    """Under the table, a named line: the listed blocks' direct paths patched together, as many random blocks
+    (numpy seed 0, drawn here from all blocks) patched together, and one block's median |direct path| — the
+    numbers the Python API gives, in English and in Korean; the line goes with the table."""
+    _choose_paths(dock)
+    wait_for(lambda: "paths" in dock.result.effects and not dock.busy, timeout_s=600, dock=dock)
+    ex = api.explain(PROMPT, position=dock.result.position)
+    grid = ex.direct_paths()
+    L = grid.scores.shape[0]
+    listed = [(int(dock.effects_view.paths.item(r, 0).text()),
+               {"mixer": "mixer", "FFN": "ffn"}[dock.effects_view.paths.item(r, 1).text()]) for r in range(10)]
+    every = [(ly, part) for ly in range(1, L + 1) for part in ("mixer", "ffn")]
+    drawn = sorted(np.random.default_rng(0).choice(len(every), 10, replace=False).tolist())
+    together = ex.path_patch(sender=listed).score
+    rnd = ex.path_patch(sender=[every[i] for i in drawn]).score
+    median = float(np.median(np.abs(grid.scores)))
+    assert together > 0.3 and abs(rnd) < together / 3  # the listed blocks are far above chance on this prompt
+    line = dock.effects_view.control
+    assert line.isVisible() and line.objectName() == "explain_paths_control" and "\n" not in line.text()
+    assert line.text() == (f"Control, direct paths patched together: these 10 {100 * together:+.0f} %, 10 random "
+                           f"blocks (seed 0) {100 * rnd:+.0f} %; median |direct path| of a block {100 * median:.1f} %.")
+    assert "Random-block control" in line.toolTip() and f"all {L * 2}" in line.toolTip()
+    assert line.geometry().top() >= dock.effects_view.stack.geometry().bottom()  # under the table
+    i18n.set_language("ko")
+    dock.state.language_changed.emit("ko")
+    assert line.text().startswith("대조군, 직접 경로를 함께 패칭: 위 10개 ")
+    assert f"{100 * together:+.0f} %" in line.text() and f"{100 * rnd:+.0f} %" in line.text()
+    assert "무작위 블록 대조군" in line.toolTip()
+    i18n.set_language("en")
+    dock.state.language_changed.emit("en")
+    QTest.keyClick(dock.effects_view.view, Qt.Key_Home)  # the patching map: no control line
+    assert not line.isVisible()

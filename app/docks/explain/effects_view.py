@@ -1,15 +1,16 @@
 """The Route page's lower part (issue 39.5): a choice of what it shows — the residual patching map
 (app/docks/explain/patching_view.py), the heads' or the experts' total effects, or the blocks' direct paths (path
-patching) — and the three tables, each number
-named: the total effect (the share of the answer's margin removed when that head is zeroed, or that expert removed
-from the mix, later layers re-run) and the words its own output writes for and against (a direct reading, named
-so). Filled from ExplainResult.effects (app/explain_effects.py), asked for only while its table is shown."""
+patching) — and the three tables, each number named: the total effect (the share of the answer's margin removed
+when that head is zeroed, or that expert removed from the mix, later layers re-run), the words its own output
+writes for and against (a direct reading, named so), the direct and every-path shares restored, and under the
+paths table a named random-block control line. Filled from ExplainResult.effects (app/explain_effects.py), asked
+for only while its table is shown."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHeaderView, QSizePolicy, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from app.docks.explain.fit import fit_rows, header_tooltips, wrapping_table
+from app.docks.explain.fit import fit_rows, grow_to_page, header_tooltips, wrapping_table
 from app.docks.explain.text import piece_text
 from app.i18n import tr
 from app.slot_guard import guarded
@@ -20,7 +21,8 @@ VIEWS = ("patching", "heads", "experts", "paths")
 
 
 class EffectsView(QWidget):
-    """The view box, the stack (patching map | heads table | experts table) and the note naming the numbers;
+    """The view box, the stack (patching map | heads table | experts table | paths table), the paths table's
+    random-block control line and the note naming the numbers;
     `changed` when another view is chosen; `wanted()` the effects parts to ask for."""
 
     changed = Signal()
@@ -44,7 +46,12 @@ class EffectsView(QWidget):
             table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)  # its rows wrap to one width, scrolled or not
             table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)  # the layer: a number
             self.stack.addWidget(table)
+        grow_to_page(self.paths)  # from its minimum rows: with its control line the Route page would scroll
         lay.addWidget(self.stack, 1)
+        self.control = note_label()  # the paths table's random-block control, shown with that table only
+        self.control.setObjectName("explain_paths_control")
+        self.control.setTextFormat(Qt.PlainText)
+        lay.addWidget(self.control)
         self.note = note_label()
         self.note.setObjectName("explain_effects_note")
         self.note.setTextFormat(Qt.PlainText)
@@ -83,6 +90,9 @@ class EffectsView(QWidget):
 
     def _fill(self) -> None:
         view = self.current()
+        self.control.setVisible(view == "paths")
+        self.control.setText("")
+        self.control.setToolTip("")
         if view == "patching":
             self.note.setText("")
             self.note.hide()
@@ -137,6 +147,12 @@ class EffectsView(QWidget):
                 table.setItem(r, c, it)
         fit_rows(table)
         QTimer.singleShot(0, table, lambda t=table: fit_rows(t))
+        ctl = eff.get("paths_control")
+        if ctl is not None:
+            pct = lambda v: f"{100 * v:+.0f}"  # noqa: E731 - as the table's cells
+            self.control.setText(tr("explain.effects.paths.control", n=ctl.n, listed=pct(ctl.listed),
+                                    random=pct(ctl.random), median=f"{100 * ctl.median:.1f}", seed=ctl.seed))
+            self.control.setToolTip(tr("explain.effects.paths.control.tip", blocks=ctl.blocks, seed=ctl.seed))
         self.note.setText(tr("explain.effects.note.paths", corrupted=eff.get("paths_corrupted", "")))
         self.note.setToolTip(tr("explain.effects.note.paths.tip", metric=eff.get("paths_metric", "")))
 
