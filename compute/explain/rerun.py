@@ -77,6 +77,7 @@ class Variant:
     first: int = 0  # the first position that differs from the base run (earlier ones stay as they were)
     zero: frozenset = frozenset()  # (0-based layer, "mixer" | "ffn") zeroed at every position, at any layer ≥ start
     tag: object = field(default=None)
+    trace: list | None = None  # a list: the re-run appends its residual after each layer it runs ([T, D] each)
 
 
 def state_before(run, li: int, bs: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +157,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
     rows: list[int] = []  # variant index of each active batch row
     firsts = np.zeros(0, np.intp)
     zeroed = {}  # (layer, part) -> rows that zero it
+    traced: list[tuple[int, list]] = []  # (batch row, the variant's trace list) of the variants that keep one
     for i, v in enumerate(vs):
         for key in v.zero:
             zeroed.setdefault(key, []).append(i)
@@ -164,6 +166,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
     for li in range(L + 1):
         new = joins.get(li, [])
         if new:
+            traced += [(len(rows) + j, vs[i].trace) for j, i in enumerate(new) if vs[i].trace is not None]
             rows += new
             firsts = np.concatenate([firsts, [vs[i].first for i in new]])
             P = np.concatenate([P, np.stack([vs[i].p for i in new])])
@@ -224,6 +227,8 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
         if (li, "ffn") in zeroed:
             f[[r for r, i in enumerate(rows) if i in zeroed[(li, "ffn")]]] = 0.0
         P = prefix + f
+        for r, tr in traced:
+            tr.append(P[r].copy())
     h = _mix(R[:, :, position:position + 1], P[:, position:position + 1], tw.w_out)[:, 0] if bs and R.shape[0] \
         else P[:, position]
     logits = rms_norm(h, tw.final_norm, eps) @ tw.lm_head

@@ -43,3 +43,24 @@ def test_the_greedy_run_against_the_engine_loop(m):
     alone = sorted(r.effects.values(), reverse=True)
     assert [r.effects[b] for b in r.blocks] != alone[:len(r)]
     assert bool(ex.knockout(blocks=r.blocks).changed)  # the engine's own float32 knock-out agrees
+
+
+def test_the_greedy_steps_stream_equals_a_knocked_out_prefill(m):
+    """The greedy steps start each batch from the residual stream their chosen candidate's re-run kept (no full
+    prefill per step): that stream equals the twin's own layer loop with the blocks zeroed (ToyK3.forward's
+    hooks), at every layer."""
+    from compute.explain.causal_route import _Stream, _base, _knocked_stream
+    from compute.explain.knockout import make_ablation, prefill
+
+    ex = Explanation.of_prompt(m, GREEDY)
+    tw, run, _, _ = _base(ex)
+    blocks = [(5, "ffn"), (2, "mixer")]
+    s1 = _knocked_stream(ex, run, _Stream.of(run), blocks[:1])
+    s2 = _knocked_stream(ex, run, s1, blocks)  # on top of the first: from layer 2 up
+    for got, bl in ((s1, blocks[:1]), (s2, blocks)):
+        want = prefill(tw, ex.ids, ex.knobs, make_ablation(tw, len(ex.ids), blocks=bl))
+        for li, ly in enumerate(want.layers):
+            w = np.asarray(ly.tensors["residual"], np.float64)
+            assert np.abs(got.layers[li].tensors["residual"] - w).max() <= 1e-9 * (1 + np.abs(w).max())
+    assert np.abs(s1.layers[3].tensors["residual"] - run.layers[3].tensors["residual"]).max() == 0  # below 5
+    assert np.abs(s1.layers[4].tensors["residual"] - run.layers[4].tensors["residual"]).max() > 1e-6
