@@ -236,23 +236,36 @@ def causal_route(ex, threshold: float = 0.3, effects: dict | None = None, found:
 
 def _smallest_flip(ex, blocks: list[tuple[int, str]], base, keep: list | None = None) -> int:
     """The smallest k such that knocking out blocks[:k] together changes the answer (0: none does), from one
-    batch of re-runs (one per prefix). keep: a list that gets the variant of blocks[:1] (its re-run's residuals
-    in its trace: the stream greedy_steps starts from)."""
+    batch of re-runs (prefix_contrasts). keep: a list that gets the variant of blocks[:1] (its re-run's
+    residuals in its trace: the stream greedy_steps starts from)."""
     if not blocks:
         return 0
+    c = prefix_contrasts(ex, blocks, base, keep)
+    flips = np.flatnonzero(c < 0)
+    return int(flips[0]) + 1 if flips.size else 0
+
+
+def prefix_contrasts(ex, blocks: list[tuple[int, str]], base, keep: list | None = None) -> np.ndarray:
+    """[len(blocks)] the answer's margin C with blocks[:k] knocked out together, k = 1..len(blocks), from one
+    batch of re-runs: each prefix forks at its last block's layer from a prefix run that agrees with it below
+    that layer, so it re-runs only the layers from its last block up. keep: as _smallest_flip's."""
     tw, run, c0, a = base
     bs = ex.model.config.attn_res_block_size
     vs = []
     for k in range(1, len(blocks) + 1):
         z = frozenset((ly - 1, pt) for ly, pt in blocks[:k])
-        start = min(li for li, _ in z)
+        li = blocks[k - 1][0] - 1
         kept = [] if keep is not None and k == 1 else None
-        vs.append(Variant(start, *state_before(run, start, bs), zero=z, trace=kept))
+        v = vs[-1] if vs else None  # the run of blocks[:k-1] agrees below layer li with the first of its forks
+        while v is not None and v.start > li:  # (itself, the run it forked from, ...) that starts at or below li:
+            v = v.parent  # the blocks each fork adds lie at or above its start
+        if v is not None:  # from that run's state at li, with blocks[:k] zeroed from li up
+            vs.append(Variant(li, None, None, zero=z, trace=kept, parent=v))
+        else:  # every block before it lies above li: from the clean run's state
+            vs.append(Variant(li, *state_before(run, li, bs), zero=z, trace=kept))
     if keep is not None:
         keep.append(vs[0])
-    c = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
-    flips = np.flatnonzero(c < 0)
-    return int(flips[0]) + 1 if flips.size else 0
+    return contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
 
 
 def head_effects(ex) -> np.ndarray:
