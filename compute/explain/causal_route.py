@@ -29,9 +29,11 @@ weakest effect / the largest, nothing above. What checks it: knocking out as man
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
-from compute.explain.knockout import make_ablation, prefill
+from compute.explain.knockout import prefill
 from compute.explain.patching import head_deltas, moe_with
 from compute.explain.rerun import Variant, rerun, state_before, twin64
 
@@ -123,21 +125,25 @@ def searches(ex, effects: dict) -> dict:
     top = max(effects.values(), default=0.0)
     pool = [(ly, pt, e) for (ly, pt), e in sorted(effects.items(), key=lambda kv: -kv[1])
             if top > 0 and e >= MIN_THRESHOLD * top][:POOL]
-    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in pool], base)
+    first: list = []
+    k = _smallest_flip(ex, [(ly, pt) for ly, pt, _ in pool], base, first)
     strongest = pool[:k] if k else []
     if len(strongest) == 1:  # one block changes the answer alone: the greedy run is the same block
         return {"strongest": strongest, "greedy": (list(strongest), True)}
-    return {"strongest": strongest, "greedy": greedy_steps(ex, pool, base, _strength(strongest, top))}
+    kr = _Stream.of(base[1]).then(first[0]) if first else None
+    return {"strongest": strongest, "greedy": greedy_steps(ex, pool, base, _strength(strongest, top), kr)}
 
 
-def greedy_steps(ex, pool: list, base, beat: float = 0.0) -> tuple[list, bool]:
+def greedy_steps(ex, pool: list, base, beat: float = 0.0, first=None) -> tuple[list, bool]:
     """([(layer, part, conditional effect)], flipped): first the block with the largest effect, then each time
     the block of `pool` whose knock-out on top of those already chosen removes the most of the margin — until
     the answer changes (flipped), none removes ≥ MIN_THRESHOLD × the largest effect more, MAX_ROUTE blocks, or
     a step's effect falls below `beat` × the largest (the run can no longer be the stronger one: not flipped).
     A conditional effect is a share of the clean margin: a run's effects add up to its knock-out's total
-    effect. One batch of re-runs per step, each candidate from its own layer on a float64 prefill with the
-    chosen blocks zeroed."""
+    effect. One batch of re-runs per step, each candidate from its own layer on the run with the chosen blocks
+    zeroed — that run's residual stream is the chosen candidate's own re-run (kept by the batch), so no step
+    re-runs the layers below its candidates. first: the residual stream with pool[0] zeroed when already known
+    (`_Stream`)."""
     tw, run, c0, a = base
     if not pool:
         return [], False
@@ -145,22 +151,50 @@ def greedy_steps(ex, pool: list, base, beat: float = 0.0) -> tuple[list, bool]:
     steps = [pool[0]]
     c = c0 * (1.0 - top)
     bs = ex.model.config.attn_res_block_size
+    kr = first if first is not None else _knocked_stream(ex, run, _Stream.of(run), [(pool[0][0], pool[0][1])])
     while c >= 0 and len(steps) < MAX_ROUTE:
         chosen = [(ly, pt) for ly, pt, _ in steps]
         rest = [(ly, pt) for ly, pt, _ in pool if (ly, pt) not in chosen]
         if not rest:
             break
-        kr = prefill(tw, ex.ids, ex.knobs, make_ablation(tw, len(ex.ids), blocks=chosen))
         z0 = frozenset((ly - 1, pt) for ly, pt in chosen)
-        vs = [Variant(ly - 1, *state_before(kr, ly - 1, bs), zero=z0 | {(ly - 1, pt)}) for ly, pt in rest]
-        cs = contrast(rerun(ex.model, vs, ex.knobs, ex.position, kr), a)
+        vs = [Variant(ly - 1, *state_before(kr, ly - 1, bs), zero=z0 | {(ly - 1, pt)}, trace=[]) for ly, pt in rest]
+        cs = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
         j = int(np.argmin(cs))
         gain = (c - float(cs[j])) / max(c0, 1e-12)
         if gain < MIN_THRESHOLD * top or gain < beat * top:
             break
         steps.append((rest[j][0], rest[j][1], gain))
         c = float(cs[j])
+        kr = kr.then(vs[j])
     return steps, c < 0
+
+
+class _Stream:
+    """The residual stream of a (knocked-out) float64 run — what `state_before` reads: the embedding and each
+    layer's residual [T, D]."""
+
+    def __init__(self, embedding: np.ndarray, residuals: list):
+        self.embedding = embedding
+        self.layers = [SimpleNamespace(tensors={"residual": r}) for r in residuals]
+
+    @classmethod
+    def of(cls, run) -> "_Stream":
+        return cls(np.asarray(run.embedding, np.float64),
+                   [np.asarray(ly.tensors["residual"], np.float64) for ly in run.layers])
+
+    def then(self, v: Variant) -> "_Stream":
+        """The stream of variant v's re-run (kept in v.trace) on top of this one: this one's below v.start."""
+        return _Stream(self.embedding, [ly.tensors["residual"] for ly in self.layers[:v.start]] + list(v.trace))
+
+
+def _knocked_stream(ex, run, stream: _Stream, blocks: list) -> _Stream:
+    """The residual stream with `blocks` [(layer, part)] zeroed (one re-run from the lowest of them)."""
+    z = frozenset((ly - 1, pt) for ly, pt in blocks)
+    start = min(li for li, _ in z)
+    v = Variant(start, *state_before(stream, start, ex.model.config.attn_res_block_size), zero=z, trace=[])
+    rerun(ex.model, [v], ex.knobs, ex.position, run)
+    return stream.then(v)
 
 
 def _strength(run: list, top: float) -> float:
@@ -200,21 +234,38 @@ def causal_route(ex, threshold: float = 0.3, effects: dict | None = None, found:
     return route
 
 
-def _smallest_flip(ex, blocks: list[tuple[int, str]], base) -> int:
+def _smallest_flip(ex, blocks: list[tuple[int, str]], base, keep: list | None = None) -> int:
     """The smallest k such that knocking out blocks[:k] together changes the answer (0: none does), from one
-    batch of re-runs (one per prefix)."""
+    batch of re-runs (prefix_contrasts). keep: a list that gets the variant of blocks[:1] (its re-run's
+    residuals in its trace: the stream greedy_steps starts from)."""
     if not blocks:
         return 0
+    c = prefix_contrasts(ex, blocks, base, keep)
+    flips = np.flatnonzero(c < 0)
+    return int(flips[0]) + 1 if flips.size else 0
+
+
+def prefix_contrasts(ex, blocks: list[tuple[int, str]], base, keep: list | None = None) -> np.ndarray:
+    """[len(blocks)] the answer's margin C with blocks[:k] knocked out together, k = 1..len(blocks), from one
+    batch of re-runs: each prefix forks at its last block's layer from a prefix run that agrees with it below
+    that layer, so it re-runs only the layers from its last block up. keep: as _smallest_flip's."""
     tw, run, c0, a = base
     bs = ex.model.config.attn_res_block_size
     vs = []
     for k in range(1, len(blocks) + 1):
         z = frozenset((ly - 1, pt) for ly, pt in blocks[:k])
-        start = min(li for li, _ in z)
-        vs.append(Variant(start, *state_before(run, start, bs), zero=z))
-    c = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
-    flips = np.flatnonzero(c < 0)
-    return int(flips[0]) + 1 if flips.size else 0
+        li = blocks[k - 1][0] - 1
+        kept = [] if keep is not None and k == 1 else None
+        v = vs[-1] if vs else None  # the run of blocks[:k-1] agrees below layer li with the first of its forks
+        while v is not None and v.start > li:  # (itself, the run it forked from, ...) that starts at or below li:
+            v = v.parent  # the blocks each fork adds lie at or above its start
+        if v is not None:  # from that run's state at li, with blocks[:k] zeroed from li up
+            vs.append(Variant(li, None, None, zero=z, trace=kept, parent=v))
+        else:  # every block before it lies above li: from the clean run's state
+            vs.append(Variant(li, *state_before(run, li, bs), zero=z, trace=kept))
+    if keep is not None:
+        keep.append(vs[0])
+    return contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
 
 
 def head_effects(ex) -> np.ndarray:

@@ -77,6 +77,9 @@ class Variant:
     first: int = 0  # the first position that differs from the base run (earlier ones stay as they were)
     zero: frozenset = frozenset()  # (0-based layer, "mixer" | "ffn") zeroed at every position, at any layer ≥ start
     tag: object = field(default=None)
+    trace: list | None = None  # a list: the re-run appends its residual after each layer it runs ([T, D] each)
+    parent: "Variant | None" = None  # with p, R None: start from this variant's state at `start` (a variant of the
+    # same re-run starting at or below `start`; the re-run then runs as one group on one thread)
 
 
 def state_before(run, li: int, bs: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -106,11 +109,13 @@ def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int
     if not variants:
         return np.zeros((0, len(model.vocab)))
     tw = twin64(model)
-    T = variants[0].p.shape[0]
+    T = next(v.p for v in variants if v.p is not None).shape[0]
     per = max(1, chunk // max(T, 1))
     order = sorted(range(len(variants)), key=lambda i: variants[i].start)
     out = np.zeros((len(variants), len(tw.vocab)))
-    halves = [order[0::2], order[1::2]] if threads > 1 and len(order) >= SPLIT_MIN else [order]
+    forks = any(v.parent is not None for v in variants)  # a fork needs its parent in its group: one group
+    per = len(order) if forks else per
+    halves = [order[0::2], order[1::2]] if threads > 1 and len(order) >= SPLIT_MIN and not forks else [order]
 
     def work(part: list[int]) -> None:
         for g in range(0, len(part), per):  # by start layer: a group's late starters join it late
@@ -144,7 +149,7 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
     bs = cfg.attn_res_block_size
     eps = cfg.rms_norm_eps
     L = len(tw.layers)
-    T, D = vs[0].p.shape
+    T, D = next(v.p for v in vs if v.p is not None).shape
     bias_off = tw._bias_offset(knobs)
     args = OpArgs.of(cfg, d)
     pos = np.arange(T)
@@ -156,6 +161,8 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
     rows: list[int] = []  # variant index of each active batch row
     firsts = np.zeros(0, np.intp)
     zeroed = {}  # (layer, part) -> rows that zero it
+    traced: list[tuple[int, list]] = []  # (batch row, the variant's trace list) of the variants that keep one
+    row_of: dict[int, int] = {}  # id(variant) -> its batch row (a fork's parent)
     for i, v in enumerate(vs):
         for key in v.zero:
             zeroed.setdefault(key, []).append(i)
@@ -164,10 +171,13 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
     for li in range(L + 1):
         new = joins.get(li, [])
         if new:
+            traced += [(len(rows) + j, vs[i].trace) for j, i in enumerate(new) if vs[i].trace is not None]
+            ps, Rs = _joining(vs, new, P, R, row_of)
+            row_of.update((id(vs[i]), len(rows) + j) for j, i in enumerate(new))
             rows += new
             firsts = np.concatenate([firsts, [vs[i].first for i in new]])
-            P = np.concatenate([P, np.stack([vs[i].p for i in new])])
-            Rn = np.stack([vs[i].R for i in new], 1)  # [C, n, T, D]
+            P = np.concatenate([P, np.stack(ps)])
+            Rn = np.stack(Rs, 1)  # [C, n, T, D]
             R = Rn if R is None or R.shape[1] == 0 else np.concatenate([R, Rn], 1)
         if li == L or not rows:
             continue
@@ -203,6 +213,8 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
         prefix = a if prefix is None else prefix + a
         x2 = _mix(R, prefix, w["w_mlp"]) if bs else prefix
         dirty = pos[None, :] >= firsts[:, None]  # [N, T]: the rows that may differ from the base run
+        if li == L - 1 and not traced:  # the last layer's FFN matters only where the logits are read
+            dirty &= pos[None, :] == position
         f = np.array(np.broadcast_to(np.asarray(base.layers[li].tensors["ffn.out"], np.float64), (N, T, D)))
         xn2 = rms_norm(x2[dirty], w["norm_ffn"], eps)
         if "mlp" in w:
@@ -224,12 +236,32 @@ def _run_group(tw, vs: list[Variant], knobs, position: int, base, split_moe: boo
         if (li, "ffn") in zeroed:
             f[[r for r, i in enumerate(rows) if i in zeroed[(li, "ffn")]]] = 0.0
         P = prefix + f
+        for r, tr in traced:
+            tr.append(P[r].copy())
     h = _mix(R[:, :, position:position + 1], P[:, position:position + 1], tw.w_out)[:, 0] if bs and R.shape[0] \
         else P[:, position]
     logits = rms_norm(h, tw.final_norm, eps) @ tw.lm_head
     out = np.zeros((len(vs), logits.shape[-1]))
     out[rows] = logits
     return out
+
+
+def _joining(vs: list, new: list[int], P: np.ndarray, R, row_of: dict) -> tuple[list, list]:
+    """The states (p [T, D], R [C, T, D]) of the variants joining the batch at this layer: their own, or for a
+    fork its parent's now — the parent's batch row (joined earlier), or its own start state (joining now)."""
+    ps, Rs = [], []
+    for i in new:
+        v = vs[i]
+        while v.parent is not None and id(v.parent) not in row_of and v.p is None:
+            v = v.parent  # the parent joins at this layer too: its start state is the state now
+        if v.p is None:
+            r = row_of[id(v.parent)]
+            ps.append(P[r].copy())
+            Rs.append(R[:, r].copy())
+        else:
+            ps.append(v.p)
+            Rs.append(v.R)
+    return ps, Rs
 
 
 def _moe_rows(fast, x: np.ndarray, split: bool, args: tuple) -> np.ndarray:

@@ -43,3 +43,40 @@ def test_the_greedy_run_against_the_engine_loop(m):
     alone = sorted(r.effects.values(), reverse=True)
     assert [r.effects[b] for b in r.blocks] != alone[:len(r)]
     assert bool(ex.knockout(blocks=r.blocks).changed)  # the engine's own float32 knock-out agrees
+
+
+def test_the_greedy_steps_stream_equals_a_knocked_out_prefill(m):
+    """The greedy steps start each batch from the residual stream their chosen candidate's re-run kept (no full
+    prefill per step): that stream equals the twin's own layer loop with the blocks zeroed (ToyK3.forward's
+    hooks), at every layer."""
+    from compute.explain.causal_route import _Stream, _base, _knocked_stream
+    from compute.explain.knockout import make_ablation, prefill
+
+    ex = Explanation.of_prompt(m, GREEDY)
+    tw, run, _, _ = _base(ex)
+    blocks = [(5, "ffn"), (2, "mixer")]
+    s1 = _knocked_stream(ex, run, _Stream.of(run), blocks[:1])
+    s2 = _knocked_stream(ex, run, s1, blocks)  # on top of the first: from layer 2 up
+    for got, bl in ((s1, blocks[:1]), (s2, blocks)):
+        want = prefill(tw, ex.ids, ex.knobs, make_ablation(tw, len(ex.ids), blocks=bl))
+        for li, ly in enumerate(want.layers):
+            w = np.asarray(ly.tensors["residual"], np.float64)
+            assert np.abs(got.layers[li].tensors["residual"] - w).max() <= 1e-9 * (1 + np.abs(w).max())
+    assert np.abs(s1.layers[3].tensors["residual"] - run.layers[3].tensors["residual"]).max() == 0  # below 5
+    assert np.abs(s1.layers[4].tensors["residual"] - run.layers[4].tensors["residual"]).max() > 1e-6
+
+
+def test_the_prefix_runs_fork_and_still_equal_the_engine_loop(m):
+    """The strongest-first search's prefix knock-outs (one batch; each prefix forks from an earlier prefix run
+    at its last block's layer) against the twin's own layer loop, block orders that go down, up and down again
+    (forks from the run before, from an earlier one, and from the clean run)."""
+    from compute.explain.causal_route import _base, prefix_contrasts
+
+    ex = Explanation.of_prompt(m, GREEDY)
+    base = _base(ex)
+    blocks = [(18, "ffn"), (1, "ffn"), (93, "ffn"), (90, "mixer"), (40, "mixer"), (40, "ffn"), (2, "mixer"),
+              (60, "ffn")]
+    got = prefix_contrasts(ex, blocks, base)
+    want = [_knocked(m, ex, blocks[:k]) for k in range(1, len(blocks) + 1)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * max(1.0, abs(base[2])))
+    assert len(set(np.round(got, 6))) == len(blocks)  # each prefix is a different knock-out
