@@ -4,6 +4,10 @@ next start came back at 32,767 px. The prompt must elide or wrap; the window nev
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtTest import QTest
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 LONG = "x" * 3000  # one "word": no place for a line to break
 
 
