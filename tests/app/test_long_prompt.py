@@ -41,8 +41,8 @@ def _assert_within_screen(win) -> None:
     assert dock.width() < avail.width() // 2, dock.width()
 
 
-def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(make_window, qtbot):
-    win = make_window("long.ini")
+def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(main_window, qtbot):
+    win = main_window
     width = win.width()
     _run_prompt(win, qtbot, LONG)
     _assert_within_screen(win)
@@ -61,6 +61,7 @@ def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(make_wi
 
 
 def test_a_long_prompt_restored_from_settings_keeps_the_window_within_the_screen(make_window, qtbot):
+    """A window of its own: the prompt and geometry it saves are read back by the next start."""
     win = make_window("restored.ini")
     _run_prompt(win, qtbot, LONG + " and then some words")
     win.close()  # saves the prompt and the window's geometry
