@@ -45,10 +45,12 @@ class MainWindow(QMainWindow):
     late_docks_ready = Signal()  # once: the docks built after the first engine result exist
 
     def __init__(self, settings_path: str | None = None, start_engine: bool = True, device: str = "auto",
-                 language: str | None = None, weights: str | None = None):
-        """weights: "trained" | "random" for this session (--weights); None = the remembered choice."""
+                 language: str | None = None, weights: str | None = None, explain: bool = True):
+        """weights: "trained" | "random" for this session (--weights); None = the remembered choice.
+        explain=False: the Explain dock computes no explanation (the test suite's windows that never look at it)."""
         super().__init__()
         self.setObjectName("MainWindow")
+        self.explain_auto = explain  # read by the Explain dock when it is built (app/docks/explain/dock.py)
         self.settings = Settings(settings_path)
         self.state = AppState(self)
         self.config = default_config()  # the one the scene's first layout used: read once per process

@@ -60,6 +60,8 @@ def pytest_configure(config):
                             "frozen bundle, the kernels' warm-up child) or runs a survey; run by .ci/run "
                             "(K3_SLOW=1), skipped by a plain `make test`, where a fast in-process test checks the "
                             "same contract")
+    config.addinivalue_line("markers", "window(explain=False): the module's or test's main windows start without "
+                            "the Explain dock's explanations (tests/app/conftest.py)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,18 +3,30 @@
 `make_window(name="s.ini", language="en")` opens a real MainWindow with its own settings file under the
 test's tmp_path (the user's settings are never touched), waits until it is exposed and (by default) until the
 engine worker has published the first trace. Windows are closed at teardown (settings saved, worker stopped).
+
+A module whose tests never look at the explanation marks itself `pytestmark = pytest.mark.window(explain=False)`:
+its windows (made or shared) start without the Explain dock's engine and explanations (MainWindow(explain=False));
+`make_window(explain=...)` decides for one window.
 """
 import pytest
 
 
+def window_explains(request) -> bool:
+    """Whether the windows of this test (or module) compute explanations: the `window` mark's explain, else True."""
+    mark = request.node.get_closest_marker("window")
+    return bool(mark.kwargs.get("explain", True)) if mark is not None else True
+
+
 @pytest.fixture
-def make_window(qtbot, tmp_path):
+def make_window(qtbot, tmp_path, request):
     from app import i18n
     from app.main_window import MainWindow
 
     windows = []
+    explains = window_explains(request)
 
     def make(name: str = "settings.ini", language: str | None = "en", wait_trace: bool = True, **kwargs):
+        kwargs.setdefault("explain", explains)
         win = MainWindow(settings_path=str(tmp_path / name), language=language, **kwargs)
         qtbot.addWidget(win)
         win.show()
@@ -41,13 +53,13 @@ def explanation_settled(win) -> bool:
     """The Explain dock's lens column / route is drawn in the 3D view (or both are off): it arrives from a pool
     thread shortly after the first trace and adds a header line, so tests that measure the overlay wait for it."""
     dock = win.docks.get("ExplainDock") if win.late_docks_built else None
-    if dock is None or not dock.show3d.any_on():
+    if dock is None or not dock.auto or not dock.show3d.any_on():
         return True
     return not dock.busy and win.scene.explanation is not None
 
 
 @pytest.fixture(scope="module")
-def shared_window(qapp, tmp_path_factory):
+def shared_window(qapp, tmp_path_factory, request):
     """One real main window (with its first trace) shared by the tests of a module, to keep the suite fast.
     Tests using it must leave it as they found it (step 0, English, default knobs)."""
     import time
@@ -56,7 +68,7 @@ def shared_window(qapp, tmp_path_factory):
     from app.main_window import MainWindow
 
     path = tmp_path_factory.mktemp("shared") / "settings.ini"
-    win = MainWindow(settings_path=str(path), language="en")
+    win = MainWindow(settings_path=str(path), language="en", explain=window_explains(request))
     win.show()
     win.activateWindow()
     deadline = time.monotonic() + 90
@@ -106,17 +118,31 @@ def _restore(win, qtbot, before: dict, cfg) -> None:
         wait_idle(qtbot, win)
     if st.step != before["step"]:
         st.player.seek(before["step"])
+    if st.layer != before["layer"]:
+        st.select_layer(before["layer"])
+    if win.presenting and not before["presenting"]:
+        win.leave_presentation()
+    if _layout(win) != before["layout"]:  # a dock closed, floated or moved: Window -> Reset layout
+        win.reset_layout()
 
 
 def _shared_state(win) -> dict:
-    """What a test of the shared window must leave as it found it: the step, the language, the knobs, the model,
-    the weights and the prompt."""
+    """What a test of the shared window must leave as it found it: the step, the layer, the language, the knobs,
+    the model, the weights, the prompt and the layout (presentation mode; each dock open, floating, in its area)."""
     from app import i18n
 
     st = win.state
     cfg = getattr(st, "config", None)
-    return {"step": st.step, "language": i18n.language(), "knobs": st.knobs, "prompt": st.prompt,
-            "weights": st.weights, "model": getattr(cfg, "name", None) if cfg is not None else None}
+    return {"step": st.step, "layer": st.layer, "language": i18n.language(), "knobs": st.knobs,
+            "prompt": st.prompt, "weights": st.weights,
+            "model": getattr(cfg, "name", None) if cfg is not None else None,
+            "presenting": win.presenting, "layout": _layout(win)}
+
+
+def _layout(win) -> tuple:
+    """Each built dock: its name, open (its Window menu toggle), floating, and the dock area it is in."""
+    return tuple((name, dock.toggleViewAction().isChecked(), dock.isFloating(), int(win.dockWidgetArea(dock).value))
+                 for name, dock in sorted(dict.items(win.docks)) if hasattr(dock, "toggleViewAction"))
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,8 @@ from PySide6.QtCore import Qt
 import app
 from app import i18n
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from app import animate_dialog, player
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 @pytest.fixture
 def small_sizes(monkeypatch):

@@ -5,6 +5,8 @@ all, the note says that instead of "loading"."""
 import pytest
 import torch
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 @pytest.fixture
 def cuda_fails(monkeypatch):

@@ -94,3 +94,19 @@ def test_a_covered_dock_fills_its_rows_when_raised_not_on_every_change(make_wind
     win.state.show_dock("ExplainDock")
     qtbot.waitUntil(lambda: len(shown) > n, timeout=5000)
     assert dock.att_layer.text().startswith(f"Layer {picked + 1} (")
+
+
+def test_a_window_built_without_explanations_computes_none(make_window, qtbot):
+    """MainWindow(explain=False), the suite's windows that never look at the explanation: the dock exists, with
+    the 3D view's lens column on and the dock shown, yet no explanation is asked for, drawn or pending."""
+    from app.docks.explain.dock import DEBOUNCE_MS
+
+    win = make_window(explain=False)
+    dock = win.docks["ExplainDock"]
+    assert not dock.auto and dock.show3d.values()[0]
+    win.state.show_dock("ExplainDock", "")
+    win.state.request_prompt(win.state.prompt + " a")
+    qtbot.waitUntil(lambda: not win.engine.busy and win.engine._pending is None, timeout=90000)
+    pump(3 * DEBOUNCE_MS)
+    assert dock.result is None and not dock.busy and win.scene.explanation is None
+    assert not dock.jobs.busy() and dock.status.text() == ""

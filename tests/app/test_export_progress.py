@@ -10,6 +10,10 @@ from PySide6.QtWidgets import QApplication, QProgressDialog, QPushButton
 
 from app.export import PROGRESS_AFTER_MS, ExportDialog
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def test_8k_export_keeps_the_window_answering_with_busy_cursor_and_progress(main_window, qtbot, tmp_path):
     win = main_window

@@ -6,9 +6,13 @@ from PySide6.QtWidgets import QApplication
 
 from gui_helpers import wait_idle
 
+import pytest
 
-def test_a_focused_slider_gets_the_keys_and_the_3d_view_gives_them_to_the_player(make_window, qtbot):
-    win = make_window()
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
+
+def test_a_focused_slider_gets_the_keys_and_the_3d_view_gives_them_to_the_player(main_window, qtbot):
+    win = main_window
     player = win.state.player
     slider = win.docks["ControlsDock"].slider("alpha")
     slider.setFocus(Qt.TabFocusReason)
@@ -43,8 +47,8 @@ def test_a_focused_slider_gets_the_keys_and_the_3d_view_gives_them_to_the_player
     assert slider.value() == slider.maximum() - slider.singleStep()  # the slider kept its value
 
 
-def test_space_on_a_focused_button_presses_the_button_not_play(make_window, qtbot):
-    win = make_window()
+def test_space_on_a_focused_button_presses_the_button_not_play(main_window, qtbot):
+    win = main_window
     run = win.docks["TracePlayerDock"].run_button
     run.setFocus(Qt.TabFocusReason)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is run, timeout=3000)
@@ -54,8 +58,8 @@ def test_space_on_a_focused_button_presses_the_button_not_play(make_window, qtbo
     wait_idle(qtbot, win)
 
 
-def test_menu_items_work_whatever_has_the_focus(make_window, qtbot):
-    win = make_window()
+def test_menu_items_work_whatever_has_the_focus(main_window, qtbot):
+    win = main_window
     slider = win.docks["ControlsDock"].slider("beta")
     slider.setFocus(Qt.TabFocusReason)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is slider, timeout=3000)
@@ -67,7 +71,8 @@ def test_menu_items_work_whatever_has_the_focus(make_window, qtbot):
 
 def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, monkeypatch):
     """The guard used to filter every event of the application in Python (paints, timers, the engine's
-    and render thread's queued signals), taking the GIL for each; it now watches the focus widget alone."""
+    and render thread's queued signals), taking the GIL for each; it now watches the focus widget alone.
+    A window of its own: the spy guard must be installed as the window is built."""
     from app import actions
 
     class Spy(actions._BareKeysToFocusedControl):
@@ -96,10 +101,10 @@ def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, mo
     assert slider.value() == slider.minimum() and guard.seen
 
 
-def test_a_floated_docks_focused_slider_gets_the_keys_not_the_player(make_window, qtbot):
+def test_a_floated_docks_focused_slider_gets_the_keys_not_the_player(main_window, qtbot):
     """A floated dock is a window of its own (the slider's window() is the dock), yet the main window's bare-key
     shortcuts still fire in it: the guard must follow the focus into it, as it does inside the main window."""
-    win = make_window()
+    win = main_window
     player = win.state.player
     dock = win.docks["ControlsDock"]
     dock.setFloating(True)

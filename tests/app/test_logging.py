@@ -10,6 +10,8 @@ import pytest
 
 from app import log as applog
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

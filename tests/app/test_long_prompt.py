@@ -4,6 +4,10 @@ next start came back at 32,767 px. The prompt must elide or wrap; the window nev
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtTest import QTest
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 LONG = "x" * 3000  # one "word": no place for a line to break
 
 
@@ -37,8 +41,8 @@ def _assert_within_screen(win) -> None:
     assert dock.width() < avail.width() // 2, dock.width()
 
 
-def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(make_window, qtbot):
-    win = make_window("long.ini")
+def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(main_window, qtbot):
+    win = main_window
     width = win.width()
     _run_prompt(win, qtbot, LONG)
     _assert_within_screen(win)
@@ -57,6 +61,7 @@ def test_a_long_prompt_without_spaces_keeps_the_window_within_the_screen(make_wi
 
 
 def test_a_long_prompt_restored_from_settings_keeps_the_window_within_the_screen(make_window, qtbot):
+    """A window of its own: the prompt and geometry it saves are read back by the next start."""
     win = make_window("restored.ini")
     _run_prompt(win, qtbot, LONG + " and then some words")
     win.close()  # saves the prompt and the window's geometry

@@ -331,7 +331,8 @@ def test_language_defaults_to_the_system_locale(make_window, monkeypatch):
 
 def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qtbot, monkeypatch):
     """The render thread starts the new frame while the panels update (the scene used to get the trace
-    after the trace player, controls and inspector had run their handlers)."""
+    after the trace player, controls and inspector had run their handlers). A window of its own: the spy must be
+    in place before the window connects the player's handler."""
     from app.docks import trace_player
 
     seen = []
@@ -351,7 +352,7 @@ def test_the_3d_view_has_a_new_trace_before_any_panel_handles_it(make_window, qt
     assert seen and all(has and requested for has, requested in seen)
 
 
-def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_window, qtbot):
+def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(main_window, qtbot):
     """On few cores the engine, the render thread and its rasteriser competed during a drag (the UI
     thread waited for a CPU longer than it ran); the next run now starts once the last trace's frame is on
     screen, or after housekeeping.HOLD_MAX_MS."""
@@ -359,11 +360,15 @@ def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_windo
 
     from app import housekeeping
 
-    win = make_window()
+    win = main_window
     wait_idle(qtbot, win)
     ctl, scene = win.engine, win.scene
     published, starts = [], []
-    ctl.trace_published.connect(lambda *_: published.append(time.monotonic()))
+
+    def on_published(*_):
+        published.append(time.monotonic())
+
+    ctl.trace_published.connect(on_published)
     real = ctl._dispatch
 
     def dispatch():
@@ -378,5 +383,6 @@ def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(make_windo
         wait_idle(qtbot, win)
     finally:
         del ctl._dispatch
+        ctl.trace_published.disconnect(on_published)  # the window is shared with the next tests
     assert len(starts) >= 2
     assert all(shown or waited >= housekeeping.HOLD_MAX_MS / 1000 - 0.01 for shown, waited in starts), starts

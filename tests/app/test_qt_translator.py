@@ -6,6 +6,10 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import i18n, qt_translator
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def test_pyside_ships_qtbase_ko():
     assert os.path.isfile(qt_translator.catalogue_path("ko")), qt_translator.catalogue_path("ko")

@@ -10,6 +10,8 @@ from app.i18n import tr
 from compute.engine import ToyK3
 from compute.trace import Knobs
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 @pytest.fixture(scope="module")
 def engine():
@@ -37,8 +39,8 @@ def test_candidates_are_the_traces_probabilities(engine, knobs):
             assert cands[0][2] == 1.0 and all(a == 0.0 for _, _, a in cands[1:])
 
 
-def test_the_sampling_step_shows_words_and_probabilities(make_window, qtbot):
-    win = make_window()
+def test_the_sampling_step_shows_words_and_probabilities(main_window, qtbot):
+    win = main_window
     dock = win.docks["TracePlayerDock"]
     trace = win.state.trace
     steps = win.state.player.steps
@@ -58,8 +60,8 @@ def test_the_sampling_step_shows_words_and_probabilities(make_window, qtbot):
     qtbot.waitUntil(lambda: tr("weights.sampling.title") not in html.unescape(dock.facts.text()), timeout=5000)
 
 
-def test_an_mla_block_shows_what_the_decode_token_attends_to(make_window, qtbot):
-    win = make_window()
+def test_an_mla_block_shows_what_the_decode_token_attends_to(main_window, qtbot):
+    win = main_window
     trace = win.state.trace
     layer = next(i for i, L in enumerate(trace.passes[0].layers) if L.mixer == "mla")
     dock = win.docks["inspectorDock"]

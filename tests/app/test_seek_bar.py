@@ -4,6 +4,10 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyle, QStyleOptionSlider
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def _x_of(slider, value: int) -> int:
     """The x at which a person clicks to reach `value`: the handle's centre there (Qt's value -> pixel mapping,

@@ -19,6 +19,8 @@ from app import atomic_io, ini_guard
 from app.settings import PROMPT_TOKEN_LIMIT, Settings, camera_values
 from compute.tokenizer import ToyTokenizer
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 class _MakeFolder:
     """Unpickling this creates the folder: the proof that code ran."""

@@ -13,6 +13,8 @@ import pytest
 
 from scene import display
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 ROOT = Path(__file__).resolve().parents[2]
 X11 = {"DISPLAY": ":99"}
 

@@ -2,6 +2,10 @@
 keys and Esc are listed."""
 from PySide6.QtCore import Qt
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def _shown(table):
     return [table.item(r, 1).text() for r in range(table.rowCount()) if not table.isRowHidden(r)]

@@ -153,7 +153,7 @@ def test_shortcut_shows_the_other_models_own_stack(make_window, qtbot):
 
 
 def test_prompt_follows_and_a_model_switch_keeps_working(make_window, qtbot):
-    win = make_window()
+    win = make_window(explain=False)  # it never reads the explanation
     wait_idle(qtbot, win)
     pick(win, "kimi-k3", OTHER)
     press_toggle(qtbot, win)
@@ -183,7 +183,7 @@ def test_prompt_follows_and_a_model_switch_keeps_working(make_window, qtbot):
 def test_view_file_and_settings_keep_the_flag(make_window, qtbot, tmp_path):
     from app.viewfile import load
 
-    win = make_window("a.ini")
+    win = make_window("a.ini", explain=False)
     wait_idle(qtbot, win)
     pick(win, "kimi-k3", OTHER)
     press_toggle(qtbot, win)
@@ -197,7 +197,7 @@ def test_view_file_and_settings_keep_the_flag(make_window, qtbot, tmp_path):
     assert win.registry.actions["side_by_side"].isChecked()
     win.close()
     # remembered in the settings: the next start opens with both stacks
-    again = make_window("a.ini")
+    again = make_window("a.ini", explain=False)
     assert again.side.on and again.side.pane.isVisible()
     wait_side(qtbot, again, "deepseek-v3")  # the Compare dock's default picks (K3, DeepSeek-V3): the other one
     assert again.side.pane.header.text().startswith("DeepSeek-V3")
@@ -226,7 +226,7 @@ def test_screenshots_with_both_stacks(make_window, qtbot, size, language):
 def test_a_failed_run_is_one_line_and_the_window_keeps_working(make_window, qtbot, monkeypatch):
     import app.side_stack as side_stack
 
-    win = make_window()
+    win = make_window(explain=False)  # it never reads the explanation
     wait_idle(qtbot, win)
     pick(win, "kimi-k3", OTHER)
 
@@ -248,7 +248,7 @@ def test_a_failed_run_is_one_line_and_the_window_keeps_working(make_window, qtbo
 
 
 def test_link_cameras_turns_the_second_view_with_the_first(make_window, qtbot):
-    win = make_window()
+    win = make_window(explain=False)  # it never reads the explanation
     wait_idle(qtbot, win)
     pick(win, "kimi-k3", OTHER)
     press_toggle(qtbot, win)

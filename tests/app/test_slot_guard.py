@@ -9,6 +9,10 @@ from PySide6.QtCore import QObject, Signal
 
 from app import slot_guard
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 class _Emitter(QObject):
     two = Signal(int, str)

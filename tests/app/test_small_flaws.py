@@ -1,5 +1,9 @@
 """Small flaws, each checked where the user sees it."""
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def test_qb_at_update_0_reads_the_same_ratio_twice(main_window, qtbot):
     """Before any update the start and the current max-load/ideal are one number: printed alike (it read

@@ -7,6 +7,10 @@ from PySide6.QtWidgets import QApplication
 
 from app import i18n
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def _facts(win) -> str:
     return win.docks["TracePlayerDock"].facts.text()

@@ -9,6 +9,8 @@ from PySide6.QtTest import QTest
 
 from app import animate, api, cli, i18n
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 class _Picked(Exception):
     pass

@@ -12,6 +12,8 @@ import app
 from app import log as applog
 from app.i18n import tr
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 @pytest.fixture
 def log_home(tmp_path, monkeypatch):

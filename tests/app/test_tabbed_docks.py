@@ -6,6 +6,8 @@ import pytest
 
 from app import i18n
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 TABBED = ("SiliconDock", "ExpertGridDock", "RoutingDock", "ExperimentsDock", "LearnDock")
 
 

@@ -8,6 +8,10 @@ from app.i18n import tr
 from app.worker import SENTENCE_ENDS, cut_at_sentence_end
 from tests.app.gui_helpers import wait_idle
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def _generated(trace) -> list[str]:
     return [piece for piece, _ in trace.tokens[trace.prompt_len:]]

@@ -8,6 +8,10 @@ from PySide6.QtWidgets import QApplication
 
 from tests.app.gui_helpers import drag_slider, wait_idle
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def _undo(qtbot, win):
     qtbot.keyClick(win, Qt.Key_Z, Qt.ControlModifier)

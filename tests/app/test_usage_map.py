@@ -9,6 +9,8 @@ from compute import task
 from compute.engine import ToyK3
 from tests.app.weights_helpers import trained_asset  # noqa: F401 - fixture
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def test_the_prompts_cover_every_held_out_prompt():
     prompts = um.usage_prompts()

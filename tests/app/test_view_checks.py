@@ -12,6 +12,8 @@ from app.viewfile import View, ViewError
 from compute.config import ModelConfig, available_configs
 from compute.trace import Knobs
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 POSIX = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
 
 
@@ -149,8 +151,8 @@ def test_save_refuses_what_load_would(tmp_path):
 # --------------------------------------------------------------------------- the window
 
 
-def test_a_view_biasing_a_missing_expert_changes_nothing_in_the_window(make_window, qtbot, tmp_path):
-    win = make_window()
+def test_a_view_biasing_a_missing_expert_changes_nothing_in_the_window(main_window, qtbot, tmp_path):
+    win = main_window
     before = (win.state.knobs, win.state.prompt, win.state.trace, win.engine.max_new_tokens, win.state.layer)
     doc = _doc(prompt="The robot", tokens=2)
     doc["knobs"]["expert_bias"] = {"5000": 3.0}
@@ -167,25 +169,28 @@ def test_a_view_biasing_a_missing_expert_changes_nothing_in_the_window(make_wind
     qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 0.5, timeout=90000)
 
 
-def test_a_view_the_engine_refuses_puts_the_window_knobs_back(make_window, qtbot, tmp_path, monkeypatch):
+def test_a_view_the_engine_refuses_puts_the_window_knobs_back(main_window, qtbot, tmp_path, monkeypatch):
     """Should a view pass the checks and the engine still refuse it, the window's own knobs, prompt and token
     count come back: the next run is not the failing one again."""
-    win = make_window()
+    win = main_window
     knobs, prompt, tokens = win.state.knobs, win.state.prompt, win.engine.max_new_tokens
     monkeypatch.setattr(viewfile, "check_model", lambda *a, **k: None)  # let the bad expert reach the engine
     view = View(prompt="The robot", tokens=2, knobs=Knobs(expert_bias={100000: 1.0}))
     errors = []
     win.state.engine_error.connect(errors.append)
-    assert win.views.apply(view)
-    qtbot.waitUntil(lambda: bool(errors) and win.views.pending is None, timeout=90000)
+    try:
+        assert win.views.apply(view)
+        qtbot.waitUntil(lambda: bool(errors) and win.views.pending is None, timeout=90000)
+    finally:
+        win.state.engine_error.disconnect(errors.append)  # the window is shared with the next tests
     assert (win.state.knobs, win.state.prompt, win.engine.max_new_tokens) == (knobs, prompt, tokens)
     win.state.request_knobs(temperature=0.5)
     qtbot.waitUntil(lambda: win.state.trace.knobs.temperature == 0.5, timeout=90000)
 
 
 @POSIX
-def test_open_view_on_a_fifo_does_not_block_the_window(make_window, tmp_path, no_hang):
-    win = make_window(wait_trace=False)
+def test_open_view_on_a_fifo_does_not_block_the_window(main_window, tmp_path, no_hang):
+    win = main_window
     os.mkfifo(tmp_path / "pipe.k3view")
     assert win.views.open_path(str(tmp_path / "pipe.k3view")) is False
     text = win.views.message_box.text()
@@ -193,8 +198,8 @@ def test_open_view_on_a_fifo_does_not_block_the_window(make_window, tmp_path, no
     win.views.message_box.close()
 
 
-def test_saving_a_view_that_would_not_reopen_is_refused_in_the_window(make_window, tmp_path, monkeypatch):
-    win = make_window()
+def test_saving_a_view_that_would_not_reopen_is_refused_in_the_window(main_window, tmp_path, monkeypatch):
+    win = main_window
     win.state.knobs = Knobs(sample_seed=10 ** 18)
     monkeypatch.setattr(win.state, "trace", None)  # the view takes the state's knobs
     target = tmp_path / "seed.k3view"
@@ -203,8 +208,8 @@ def test_saving_a_view_that_would_not_reopen_is_refused_in_the_window(make_windo
     win.views.message_box.close()
 
 
-def test_the_inspector_says_when_a_block_names_a_missing_layer(make_window, qtbot):
-    win = make_window()
+def test_the_inspector_says_when_a_block_names_a_missing_layer(main_window, qtbot):
+    win = main_window
     dock = win.docks["inspectorDock"]
     win.state.select_block("L999/kda.state")
     assert "no layer 999" in dock.name_label.text()

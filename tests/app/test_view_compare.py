@@ -13,6 +13,8 @@ from app import viewfile
 from app.viewfile import View, ViewError
 from compute.config import available_configs
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 BUNDLED = tuple(available_configs())
 
 

@@ -154,10 +154,10 @@ def _same_camera(a, b):
     return flat(a) == pytest.approx(flat(b))
 
 
-def test_save_view_then_open_it_restores_the_view(make_window, qtbot, tmp_path, monkeypatch):
+def test_save_view_then_open_it_restores_the_view(main_window, qtbot, tmp_path, monkeypatch):
     from tests.app.gui_helpers import wait_idle
 
-    win = make_window()
+    win = main_window
     player = win.docks["TracePlayerDock"]
     path = str(tmp_path / "talk")
     monkeypatch.setattr("app.view_menu.QFileDialog.getSaveFileName", lambda *a, **k: (path, ""))
@@ -194,7 +194,7 @@ def test_save_view_then_open_it_restores_the_view(make_window, qtbot, tmp_path, 
 
 
 def test_a_bad_or_newer_view_changes_nothing(make_window, qtbot, tmp_path):
-    win = make_window()
+    win = make_window(explain=False)
     before = (win.state.layer, win.state.step, win.state.knobs, win.scene.camera_state(), win.state.trace,
               win.config.name)
     newer = tmp_path / "newer.k3view"
@@ -220,7 +220,7 @@ def test_a_bad_or_newer_view_changes_nothing(make_window, qtbot, tmp_path):
 
 
 def test_a_view_of_another_bundled_model_switches_the_model(make_window, qtbot, tmp_path):
-    win = make_window()
+    win = make_window(explain=False)
     path = tmp_path / "k2.k3view"
     viewfile.save(View(model="kimi-k2", prompt="The robot", tokens=2, layer=30, step=3), path)
     assert win.views.open_path(str(path))
@@ -230,10 +230,10 @@ def test_a_view_of_another_bundled_model_switches_the_model(make_window, qtbot, 
     assert win.state.layer == 29 and win.state.step == 2
 
 
-def test_open_and_save_view_are_in_the_file_menu_with_free_shortcuts(make_window):
+def test_open_and_save_view_are_in_the_file_menu_with_free_shortcuts(main_window):
     from app.actions import duplicate_shortcuts
 
-    win = make_window(wait_trace=False)
+    win = main_window
     titles = [a.text() for a in win.registry.menus["file"].actions()]
     assert titles[:3] == ["Open view…", "Save view…", "Recent views"]
     assert win.registry.actions["open_view"].shortcut().toString() == "Ctrl+O"
@@ -288,7 +288,7 @@ def test_cli_renders_the_saved_view_like_the_window_export(make_window, qtbot, t
 
 
 def test_a_view_with_other_weights_rebuilds_the_engine_with_them(make_window, qtbot, tmp_path):
-    win = make_window()
+    win = make_window(explain=False)
     running = win.state.trace.weights_name
     other = "random" if running == "trained" else "trained"
     path = tmp_path / "w.k3view"
@@ -306,7 +306,7 @@ def test_a_view_with_other_weights_rebuilds_the_engine_with_them(make_window, qt
 def test_a_model_opened_from_a_file_cannot_be_saved_as_a_view(make_window, qtbot, tmp_path):
     from compute.config import available_configs
 
-    win = make_window()
+    win = make_window(explain=False)
     path = tmp_path / "config.json"
     path.write_text(available_configs()["kimi-k2"].read_text())
     assert win.models.open_path(str(path))
@@ -321,7 +321,7 @@ def test_a_model_opened_from_a_file_cannot_be_saved_as_a_view(make_window, qtbot
 
 
 def test_a_view_with_another_token_count_runs_that_many(make_window, qtbot, tmp_path):
-    win = make_window()
+    win = make_window(explain=False)
     trace = win.state.trace
     n = len(trace.tokens) - trace.prompt_len
     path = tmp_path / "long.k3view"
@@ -334,12 +334,12 @@ def test_a_view_with_another_token_count_runs_that_many(make_window, qtbot, tmp_
 
 
 def test_recent_views_are_remembered_across_sessions(make_window, qtbot, tmp_path):
-    win = make_window(name="recent.ini", wait_trace=False)
+    win = make_window(name="recent.ini", wait_trace=False, explain=False)
     path = tmp_path / "remembered.k3view"
     viewfile.save(View(layer=3), path)
     win.views.remember(str(path))
     win.close()
-    again = make_window(name="recent.ini", wait_trace=False)
+    again = make_window(name="recent.ini", wait_trace=False, explain=False)
     again.views.menu.aboutToShow.emit()
     names = [a.text() for a in again.views.menu.actions()]
     assert names == ["remembered.k3view"] and again.views.menu.actions()[0].toolTip() == str(path)

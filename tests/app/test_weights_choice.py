@@ -15,6 +15,8 @@ from app.settings import Settings
 from tests.app.gui_helpers import image_array, wait_idle
 from tests.app.weights_helpers import trained_asset  # noqa: F401 - fixture
 
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -7,6 +7,10 @@ from types import SimpleNamespace
 from app import cli, i18n, weights_choice
 from app.i18n import tr
 
+import pytest
+
+pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
+
 
 def _truncated(tmp_path):
     from compute import weights

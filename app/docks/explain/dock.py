@@ -42,6 +42,7 @@ class ExplainDock(QDockWidget):
         super().__init__(parent)
         self.state = state
         self.setObjectName("ExplainDock")
+        self.auto = getattr(parent, "explain_auto", True)  # False (MainWindow(explain=False)): never explains
         # app.background's "explain" lane; unparented: a closed dock's last result still arrives (and is dropped)
         self.jobs = BackgroundJobs("explain")
         self.jobs.done.connect(self._on_done)
@@ -173,7 +174,8 @@ class ExplainDock(QDockWidget):
     def refresh(self) -> None:
         """Ask for the explanation of the current trace, position, mode and knock-out (skipped when shown), after
         DEBOUNCE_MS without another ask: a slider drag's stream of traces costs one explanation at its end."""
-        self._debounce.start()
+        if self.auto:
+            self._debounce.start()
 
     @guarded
     def _submit(self) -> None:
