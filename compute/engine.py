@@ -391,7 +391,8 @@ class ToyK3:
         new = Trace(tokens=list(trace.tokens[:trace.prompt_len]), prompt_len=trace.prompt_len, text=trace.text,
                     passes=[], knobs=knobs, weights=trace.weights, weights_global=trace.weights_global,
                     vocab=trace.vocab, config_name=trace.config_name, device=trace.device,
-                    weights_name=trace.weights_name, weights_fallback=trace.weights_fallback)
+                    weights_name=trace.weights_name, weights_fallback=trace.weights_fallback,
+                    prompt_in_language=trace.prompt_in_language)
         for i, ps in enumerate(trace.passes):
             probs, tok = sample_logits(ps.final["lm_head"][-1], knobs, us[i])
             final = dict(ps.final)

@@ -127,7 +127,7 @@ def trace_html(trace, max_passes: int = 12) -> str:
         ("knobs", escape(trace.knobs_line())),
         ("layers", escape(trace.layers_line())),
     ]
-    if not trace.prompt_in_language():
+    if not trace.prompt_in_language:
         rows.append(("note", "outside the toy language: the answer is not meaningful"))
     head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in ("pass", "kind", "positions", "sampled (p); top 3"))
     body = []

@@ -172,6 +172,15 @@ class Trace:
     # why trained weights were asked for but random ones ran: "" | "other_model" (the trained toy is K3's
     # only) | "missing" (no file installed) | "damaged" (the file was refused: the reason is in the log)
     weights_fallback: str = ""
+    # whether the prompt's pieces lie inside the toy language (compute.task.in_language): outside it the toy's
+    # answer is not meaningful. Computed once, when the trace is made (None: compute it from the prompt's tokens)
+    prompt_in_language: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.prompt_in_language is None:
+            from compute.task import in_language
+
+            self.prompt_in_language = in_language([piece for piece, _ in self.tokens[: self.prompt_len]])
 
     @property
     def generated_text(self) -> str:
@@ -207,7 +216,7 @@ class Trace:
             f"layers: {self.layers_line()}",
             f"passes: {len(self.passes)}",
         ]
-        if not self.prompt_in_language():
+        if not self.prompt_in_language:
             lines.insert(2, "note: outside the toy language: the answer is not meaningful")
         for i, p in enumerate(self.passes[:max_passes]):
             lines.append(f"  {i:>2} {p.kind:<7} positions {_span(p.positions)}: {self._sampled(p, top)}")
@@ -232,12 +241,6 @@ class Trace:
         shows them."""
         p = self.passes[index]
         return _span(p.positions), self._sampled(p, top)
-
-    def prompt_in_language(self) -> bool:
-        """Whether the prompt's pieces are inside the toy language (compute.task.in_language)."""
-        from compute.task import in_language
-
-        return in_language([piece for piece, _ in self.tokens[: self.prompt_len]])
 
     def _sampled(self, p: PassTrace, top: int) -> str:
         probs = p.final.get("probs")

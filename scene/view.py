@@ -30,7 +30,6 @@ SCENE_LOCK; an export on the UI thread computes them there), or the engine threa
 """
 from __future__ import annotations
 
-import functools
 import json
 
 import numpy as np
@@ -193,7 +192,7 @@ class SceneView(QWidget):
     def set_trace(self, trace) -> None:
         old = self.trace
         self.trace = trace
-        outside = _outside_language(trace)
+        outside = getattr(trace, "prompt_in_language", None) is False  # a field of the trace (compute.trace)
         if outside != self.outside:
             self.outside = outside
             self.overlay_version += 1  # the header's line
@@ -439,18 +438,3 @@ class SceneView(QWidget):
         else:
             item.setData(pos=np.asarray(pts, np.float32))
             item.setVisible(True)
-
-
-@functools.lru_cache(maxsize=8)
-def _outside_by_pieces(pieces: tuple) -> bool:
-    from compute.task import in_language
-
-    return not in_language(list(pieces))
-
-
-def _outside_language(trace) -> bool:
-    """Whether a trace's prompt lies outside the toy language (cached by its pieces: a slider drag's traces share
-    one prompt)."""
-    if trace is None:
-        return False
-    return _outside_by_pieces(tuple(p for p, _ in trace.tokens[:trace.prompt_len]))

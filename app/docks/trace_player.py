@@ -355,7 +355,7 @@ class TracePlayerDock(QDockWidget):
         notes = [tr("app.player.toy_tokenizer")] + ([tr("knockout.unused")] if unused else [])
         self.tokens_label.setText(tr("app.player.tokens") + " " + " ".join(chips)
                                   + f"<br><i style='color:gray'>{html.escape(' '.join(notes))}</i>")
-        outside = used is not None and not trace.prompt_in_language()
+        outside = used is not None and not trace.prompt_in_language
         self.outside_note.setText(tr("knockout.outside") if outside else "")
         self.outside_note.setVisible(outside)
         streamed = player.streamed_text(trace, self.steps, self.index) if self.steps else ""

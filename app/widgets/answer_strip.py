@@ -129,8 +129,7 @@ class AnswerStrip(QWidget):
                               else int(getattr(trace, "prompt_len", 1)) - 1 + p)
             piece, _tid, prob = sampled_token(trace, p)
             self._word = (piece, prob)
-            in_lang = getattr(trace, "prompt_in_language", None)
-            self._outside = bool(in_lang is not None and not in_lang())
+            self._outside = getattr(trace, "prompt_in_language", None) is False
         self.setToolTip(self._tooltip())
         self.updateGeometry()
         self.update()

@@ -171,12 +171,12 @@ def test_outside_the_language_is_said_and_unused_pieces_marked(make_window, qtbo
     win = make_window()
     wait_idle(qtbot, win)
     player = win.docks["TracePlayerDock"]
-    assert win.state.trace.prompt_in_language()
+    assert win.state.trace.prompt_in_language
     assert not player.outside_note.isVisible() and win.scene.overlay_input().outside_note == ""
     win.state.request_prompt("hello world")
     qtbot.waitUntil(lambda: "hello" in win.state.trace.text, timeout=60000)
     qtbot.waitUntil(lambda: "outside the toy language" in player.outside_note.text().lower(), timeout=5000)
-    assert not win.state.trace.prompt_in_language()
+    assert not win.state.trace.prompt_in_language
     assert "outside the toy language" in player.outside_note.text().lower()
     assert player.outside_note.isVisibleTo(player)
     assert "outside the toy language" in win.scene.overlay_input().outside_note.lower()

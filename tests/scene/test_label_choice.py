@@ -165,3 +165,16 @@ def test_a_legend_note_wider_than_the_view_wraps_inside_it(qtbot, lang):
     assert all(fm.horizontalAdvance(t) <= lg["box"].width() - 2 * lg["pad"] + 0.5 for t in lg["notes"])
     joined = " ".join(lg["notes"])
     assert all(word in joined for word in note.split())
+
+
+def test_the_header_notes_a_prompt_outside_the_toy_language(qtbot, k3_config, trace_a, trace_b):
+    """The header's note follows the trace's own record of its prompt (Trace.prompt_in_language): trace_b's
+    English sentence is outside the toy language, trace_a's Korean one inside."""
+    assert trace_a.prompt_in_language is True and trace_b.prompt_in_language is False
+    view = shown_view(qtbot, k3_config, 800, 500)
+    view.set_translator(scene_tr("en"))
+    outside = scene_tr("en")("scene.outside")
+    view.set_trace(trace_b)
+    assert view.outside and view.overlay_input().outside_note == outside
+    view.set_trace(trace_a)
+    assert not view.outside and view.overlay_input().outside_note == ""
