@@ -42,9 +42,7 @@ def test_scene_never_imports_app():
 
 
 def test_compute_modules_import_with_qt_absent():
-    modules = sorted(
-        "compute." + p.stem for p in (ROOT / "compute").glob("*.py") if p.stem != "__init__"
-    )
+    modules = sorted(_module_name(p) for p in (ROOT / "compute").rglob("*.py"))  # subpackages too
     assert modules, "compute/ has no modules"
     code = f"""
 import importlib, importlib.abc, sys
