@@ -115,9 +115,9 @@ def explain(prompt: str, *, weights: str = "trained", position: int | None = Non
     the toy language, required outside it), .causal_route(threshold=0.3) -> [(layer, part, effect)] that
     .knockout(blocks=...) takes (empty with .spread and .note when no block reaches the threshold),
     .head_effects / .expert_effects (total effects), .path_patch(corrupted=None, sender=(layer, "mixer" | "ffn"
-    [, head]), receivers="logits" | [(layer, part), ..., "logits"]) -> PathPatching (the sender's effect only
-    through the receivers, every other block frozen at its corrupted output; .score, .metric) and
-    .direct_paths() (every block's direct path to the logits: .scores layers x 2, .top(n)), .sources ((position, piece, effect); source_mode
+    [, head]) or a list of them patched together, receivers="logits" | [(layer, part), ..., "logits"]) ->
+    PathPatching (the sender's effect only through the receivers, every other block frozen at its corrupted
+    output; .score, .metric) and .direct_paths() (every block's direct path to the logits: .scores layers x 2, .top(n)), .sources ((position, piece, effect); source_mode
     "resample" (default) | "mean" | "zero", source_metric "contrast" (default) | "logit"; .source_measure names
     both) and .top_source(earlier_only=True). Secondary: .lens (one entry per layer: where the word is READABLE
     from), .attention(layer) (heads x positions x positions; per head), .blocks / .direct_effects (direct effects,
