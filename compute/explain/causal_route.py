@@ -40,6 +40,7 @@ from compute.explain.rerun import Variant, rerun, state_before, twin64
 MAX_ROUTE = 24  # more blocks than this are no route one can read: spread out
 POOL = 24  # the greedy steps choose among the blocks with the largest effects alone
 MIN_THRESHOLD = 0.01  # the lowest threshold the greedy steps are computed for (any higher one cuts them)
+GREEDY_SPLIT = 8  # a greedy step's batch (< POOL variants) runs on two threads from this many variants
 
 __all__ = ["CausalRoute", "block_effects", "causal_route", "check_threshold", "head_effects", "expert_effects",
            "contrast", "searches", "greedy_steps", "MAX_ROUTE", "POOL", "MIN_THRESHOLD"]
@@ -159,7 +160,7 @@ def greedy_steps(ex, pool: list, base, beat: float = 0.0, first=None) -> tuple[l
             break
         z0 = frozenset((ly - 1, pt) for ly, pt in chosen)
         vs = [Variant(ly - 1, *state_before(kr, ly - 1, bs), zero=z0 | {(ly - 1, pt)}, trace=[]) for ly, pt in rest]
-        cs = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run), a)
+        cs = contrast(rerun(ex.model, vs, ex.knobs, ex.position, run, split_min=GREEDY_SPLIT), a)
         j = int(np.argmin(cs))
         gain = (c - float(cs[j])) / max(c0, 1e-12)
         if gain < MIN_THRESHOLD * top or gain < beat * top:

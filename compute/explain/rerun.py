@@ -99,13 +99,14 @@ SPLIT_MIN = 64  # from this many variants, two threads each run half of them (ev
 
 
 def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int = 16384,
-          threads: int = 2) -> np.ndarray:
+          threads: int = 2, split_min: int = SPLIT_MIN) -> np.ndarray:
     """Logits [len(variants), V] at `position` of every variant (float64, the twin's operators). base: the twin's
     PassTrace the variants start from (its FFN outputs serve the positions before each variant's `first`).
     Variants are run in groups of at most `chunk` rows of tokens per layer (memory bound). threads=2 (from
     SPLIT_MIN variants): two threads each run every other variant in start order — each variant's rows are
     independent of the others' (numpy and the compiled MoE rows release the GIL), so the layers' numpy work
-    runs on both cores too, not only the MoE."""
+    runs on both cores too, not only the MoE (split_min: a caller whose batches are small but many, the
+    greedy route's steps, splits smaller ones)."""
     if not variants:
         return np.zeros((0, len(model.vocab)))
     tw = twin64(model)
@@ -115,7 +116,7 @@ def rerun(model, variants: list[Variant], knobs, position: int, base, chunk: int
     out = np.zeros((len(variants), len(tw.vocab)))
     forks = any(v.parent is not None for v in variants)  # a fork needs its parent in its group: one group
     per = len(order) if forks else per
-    halves = [order[0::2], order[1::2]] if threads > 1 and len(order) >= SPLIT_MIN and not forks else [order]
+    halves = [order[0::2], order[1::2]] if threads > 1 and len(order) >= split_min and not forks else [order]
 
     def work(part: list[int]) -> None:
         for g in range(0, len(part), per):  # by start layer: a group's late starters join it late
