@@ -119,37 +119,37 @@ run-sysdeps:
 
 test: sysdeps venv-check $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
-	@$(PY) -m app.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
+	@$(PY) -m app.engine.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
-# The shipped trained toy from scratch: compute.train's recipe v2 (seed 0, one torch thread, ATen's AVX2 kernels:
-# compute/train.py pins them), written over $(WEIGHTS_FILE) (a regular file or a new one: a device, FIFO, link or
+# The shipped trained toy from scratch: compute.training.train's recipe v2 (seed 0, one torch thread, ATen's AVX2 kernels:
+# compute/training/train.py pins them), written over $(WEIGHTS_FILE) (a regular file or a new one: a device, FIFO, link or
 # folder there is refused before training starts; the file keeps its mode), then --verify. Bit for bit only on
-# the CPU class that made the shipped file (x86_64, AuthenticAMD, AVX2 without AVX-512: compute/cpu_info.py):
+# the CPU class that made the shipped file (x86_64, AuthenticAMD, AVX2 without AVX-512: compute/training/cpu_info.py):
 # float32 matmuls go through MKL, whose kernels differ between Intel and AMD and by ISA (issue 45: on an Intel
 # Xeon with AVX-512 the loss differs by 2e-5 at step 1 and 1e-2 at step 2; no MKL setting tried made them agree).
 # There --verify compares the weights' digest with the one the repository records (compute/weights.py
 # SHIPPED_TOY; assets/weights/SHA256SUMS is the shipped file's sha256); on any other CPU class it scores the
 # rebuilt toy (every-prefix greedy and sampled answers) against the shipped file's scores within a stated
-# tolerance (compute/rebuild_check.py), and says which check it ran. Checked: the digest path and the recipe's
+# tolerance (compute/training/rebuild_check.py), and says which check it ran. Checked: the digest path and the recipe's
 # first 12 losses on an AMD EPYC without AVX-512 (2026-12-05); the score path's branch with a simulated CPU class
 # only (no Intel machine). Measured in a clean clone on a quiet 2-core machine (AVX2, 2026-12-04): 16.8 min in all
 # (training 784 s, the venv and the scoring 225 s).
 # MODEL=<bundled config name>: that model's shipped toy (compute/weights.py SHIPPED_TOYS), the same recipe family
 # with that config, into its own file, verified against its own recorded digest; plain `make weights` is K3's.
 # RECIPE: v2 for K3, v2-linear for Kimi Linear (v2, then the stage again at twice the lr), v2-mla for the all-MLA
-# DeepSeek-V3 and Kimi K2 (v2-linear, then 400 steps at lr 2e-3): compute/train_recipes.py says why.
+# DeepSeek-V3 and Kimi K2 (v2-linear, then 400 steps at lr 2e-3): compute/training/train_recipes.py says why.
 MODEL ?= kimi-k3
 WEIGHTS_FILE ?= assets/weights/$(if $(filter kimi-k3,$(MODEL)),toy-k3-v2.npz,toy-$(MODEL)-v2.npz)
 RECIPE ?= $(if $(filter kimi-linear-48b,$(MODEL)),v2-linear,$(if $(filter deepseek-v3 kimi-k2,$(MODEL)),v2-mla,v2))
 .PHONY: weights
 weights: $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
-	$(PY) -m compute.train --recipe $(RECIPE) --seed 0 --threads 1 --config $(MODEL) --out $(WEIGHTS_FILE)
-	$(PY) -m compute.train --verify $(WEIGHTS_FILE)
+	$(PY) -m compute.training.train --recipe $(RECIPE) --seed 0 --threads 1 --config $(MODEL) --out $(WEIGHTS_FILE)
+	$(PY) -m compute.training.train --verify $(WEIGHTS_FILE)
 
 # The launcher entry, icons, AppStream metainfo and the *.k3view MIME type in the user's XDG data folder (no
-# root): the app menu then lists K3 Explorer. The app does it (app/desktop_install.py), as for pip and bundle
+# root): the app menu then lists K3 Explorer. The app does it (app/files/desktop_install.py), as for pip and bundle
 # users (`k3-explorer --install-desktop`); Exec names this checkout's .venv/bin/k3-explorer.
 install-desktop: venv-check $(APP_STAMP)
 	$(VENV)/bin/k3-explorer --install-desktop
@@ -159,7 +159,7 @@ install-desktop: venv-check $(APP_STAMP)
 PROJECT_URL ?=
 metainfo: venv-check $(APP_STAMP)
 	@test -n "$(PROJECT_URL)" || { echo "metainfo: set PROJECT_URL=https://... (the published address)"; exit 2; }
-	$(PY) -m app.desktop_metainfo --project-url "$(PROJECT_URL)" --out build/io.github.k3explorer.K3Explorer.metainfo.xml
+	$(PY) -m app.files.desktop_metainfo --project-url "$(PROJECT_URL)" --out build/io.github.k3explorer.K3Explorer.metainfo.xml
 
 uninstall-desktop:
 	@if [ -x $(VENV)/bin/k3-explorer ]; then $(VENV)/bin/k3-explorer --uninstall-desktop; \

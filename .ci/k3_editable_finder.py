@@ -30,11 +30,11 @@ def _tree_modules(root: str) -> set[str]:
 
 
 def _own_numba_cache(module) -> None:
-    """numba's cache index pickles the compiled signatures' record types by module name (compute.fused_nb_layout
-    in the checkout's own `python -m app`, k3_explorer.compute.fused_nb_layout here), while the cache's place is
+    """numba's cache index pickles the compiled signatures' record types by module name (compute.compiled.fused_nb_layout
+    in the checkout's own `python -m app`, k3_explorer.compute.compiled.fused_nb_layout here), while the cache's place is
     keyed on the source file, which both share: an index written by one could not be read by the other
     ("No module named 'compute'"). The editable install's kernels get their own folder, numba-editable beside
-    numba in the user's cache (compute.numba_setup.cache_dir_setup keeps a NUMBA_CACHE_DIR set before it)."""
+    numba in the user's cache (compute.compiled.numba_setup.cache_dir_setup keeps a NUMBA_CACHE_DIR set before it)."""
     setup = module.__dict__.get("cache_dir_setup")
     if setup is None:
         return
@@ -58,7 +58,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
 
     def exec_module(self, module):
         super().exec_module(module)
-        if module.__name__ == f"{NAMESPACE}.compute.numba_setup":
+        if module.__name__ == f"{NAMESPACE}.compute.compiled.numba_setup":
             _own_numba_cache(module)
 
     def get_code(self, fullname):

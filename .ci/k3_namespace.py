@@ -3,7 +3,7 @@ Explorer owns only the name k3_explorer; the checkout's top-level folders app/, 
 k3_explorer.app, ... and their absolute imports are rewritten to match, as pip's vendoring tool does.
 
 Rewritten: `import X...` / `from X... import` statements and string literals that name an existing submodule
-exactly ("app.docks.inspector" for the registry's import_module, "app.kernel_warmup" for `python -m`); i18n keys
+exactly ("app.docks.inspector" for the registry's import_module, "app.engine.kernel_warmup" for `python -m`); i18n keys
 such as "app.cli.bad_scale" name no module and stay. Line numbers never change (tracebacks point at the checkout's
 lines). Imports nothing outside the standard library: the editable install's finder carries this file's text
 (.ci/k3_build_backend.py, build_editable)."""

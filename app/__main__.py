@@ -1,8 +1,8 @@
 """Entry point: `k3-explorer` / `python -m app` opens the main window;
 `k3-explorer export ...` renders a PNG without user interaction (see app/cli.py); `k3-explorer --warm-kernels`
-(handled before anything else, no Qt) is the compiled kernels' warm-up (app/kernel_warmup.py; also the app's own
+(handled before anything else, no Qt) is the compiled kernels' warm-up (app/engine/kernel_warmup.py; also the app's own
 child: a frozen bundle has no `python -m`). The options and --help are app/cli_main.py's. Ctrl+C / SIGTERM close the window as its close button does (settings saved)
-and exit 130 / 143 (app/terminal_signals.py).
+and exit 130 / 143 (app/window/terminal_signals.py).
 
 Before Qt starts, the display is checked (Qt aborts the process when its X display cannot be opened) and
 PyOpenGL is pointed at the GL window system Qt will use (scene/display.py): both happen here, before anything
@@ -14,7 +14,7 @@ import os
 import sys
 
 from app import __version__
-from app.kernel_warmup import WARM_FLAG  # imports only os, sys, time
+from app.engine.kernel_warmup import WARM_FLAG  # imports only os, sys, time
 
 EXIT_NO_DISPLAY = 3
 
@@ -34,11 +34,11 @@ def _one_shot(args: argparse.Namespace) -> int | None:
         sys.stdout.write(man_page())
         return 0
     if args.install_desktop or args.uninstall_desktop:
-        from app import desktop_install
+        from app.files import desktop_install
 
         return desktop_install.main(remove=args.uninstall_desktop)
     if args.warm_kernels:
-        from app import kernel_warmup
+        from app.engine import kernel_warmup
 
         return kernel_warmup.main([])
     return None
@@ -60,7 +60,7 @@ def _import_before_qt() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == WARM_FLAG:  # first: the kernel warm-up child (frozen bundles have no `python -m`)
-        from app import kernel_warmup
+        from app.engine import kernel_warmup
 
         return kernel_warmup.main(argv[1:])
     if argv and argv[0] == "export":
@@ -74,13 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     from app import i18n, log
 
     log.setup(verbose=args.verbose, to_file=True)
-    from app.display_check import display_error
+    from app.window.display_check import display_error
     from scene.display import prepare_gl_platform, release_probe
 
     i18n.set_language(args.lang or i18n.system_language())
     view = None
     if args.view is not None:  # checked before any window: a bad file is one line and exit 2, like a bad option
-        from app import viewfile
+        from app.files import viewfile
 
         try:
             view = viewfile.load(args.view)
@@ -109,17 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)  # before the QApplication (docs/spec/platform.md)
     app = QApplication.instance() or QApplication([sys.argv[0]])
     release_probe()  # Qt is connected: the display probe's connection may go
-    from app.terminal_signals import SignalStopper
+    from app.window.terminal_signals import SignalStopper
 
     stopper = SignalStopper(app)  # Ctrl+C / SIGTERM from here on: the window closes as by its close button
     app.setApplicationName("K3 Explorer")
     app.setOrganizationName("K3Explorer")
-    from app.desktop import APP_ID, app_icon
+    from app.files.desktop import APP_ID, app_icon
 
     app.setDesktopFileName(APP_ID)  # the launcher entry APP_ID.desktop; the Wayland app-id
     app.setWindowIcon(app_icon())  # the layer stack (assets/desktop), every window and dialog
     from app import slot_guard
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     slot_guard.install_excepthook()  # an exception reaching Qt's event loop or a thread: logged, one status line
 

@@ -9,7 +9,7 @@
     print(run(prompt="The robot").summary())           # the trace itself, summarised in a few dozen lines
 
 `render` uses the same off-screen path as `k3-explorer export` (the scene is built by `build_scene`, which the
-CLI uses too, and drawn by app/export.render_view): it starts a QApplication when none exists, which needs a
+CLI uses too, and drawn by app/export/image.render_view): it starts a QApplication when none exists, which needs a
 display (X11 or Xvfb, e.g. `xvfb-run -a jupyter lab`); without one it raises DisplayError with one line saying
 so. Arguments given explicitly override those of `view`. Bad arguments raise ValueError (one line).
 
@@ -24,11 +24,11 @@ import time
 
 import numpy as np
 
-from app import viewfile
-from app.viewfile import View
+from app.files import viewfile
+from app.files.viewfile import View
 from compute.trace import Knobs
 
-from app.explain_service import ENGINES as _ENGINES  # (model, weights, device) -> ToyK3: the one engine cache
+from app.engine.explain_service import ENGINES as _ENGINES  # (model, weights, device) -> ToyK3: the one engine cache
 SETTLE_MS = 600  # the step focus animates the camera (scene.view ANIM_MS) before it is rendered
 
 
@@ -156,9 +156,9 @@ def explain(prompt: str, *, weights: str = "trained", position: int | None = Non
             knobs = resolve_view(None, knobs=knobs).knobs
         else:
             _check_knobs(knobs)
-    from app.explain_service import ENGINE_LOCK
+    from app.engine.explain_service import ENGINE_LOCK
 
-    with ENGINE_LOCK:  # the cache's thread rule (app/explain_service.py)
+    with ENGINE_LOCK:  # the cache's thread rule (app/engine/explain_service.py)
         return Explanation.of_prompt(engine, prompt, position, knobs=knobs, source_mode=source_mode,
                                      lens_mode=lens_mode, source_metric=source_metric)
 
@@ -193,7 +193,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     Explanation `explain(...)` returned, drawn as it is (lens, arcs and route, or the view's explain3d parts; its
     prompt, weights and model unless given);
     route_threshold: the route's share of the largest block, 0-100 % (default: the view's, else 30)."""
-    from app.export import THEMES
+    from app.export.image import THEMES
     from scene.camera import PRESETS
 
     if camera is not None and (not isinstance(camera, str) or camera not in PRESETS):
@@ -204,7 +204,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False, got {_short(flag)}")
     _check_device(device)
-    from app.explain_render import PARTS, check_percent, overlay_for, overlay_of_explanation, parse_parts, view_parts
+    from app.engine.explain_render import PARTS, check_percent, overlay_for, overlay_of_explanation, parse_parts, view_parts
 
     given = explain if _is_explanation(explain) else None
     if given is not None:
@@ -229,7 +229,7 @@ def render(prompt: str | None = None, layer: int | None = None, step: int | None
     before = i18n.language()
     i18n.set_language(v.language)
     try:
-        from app.export import render_view
+        from app.export.image import render_view
 
         config = _config(v.model)
         overlay = (overlay_for(config, trace, parts, percent, position, v.knockouts) if given is None
@@ -252,11 +252,11 @@ def ensure_app():
     app = QApplication.instance()
     if app is not None:
         return app
-    from app.display_check import display_error
+    from app.window.display_check import display_error
 
     problem = display_error()
     if problem:
-        from app.display_check import missing_libraries_error
+        from app.window.display_check import missing_libraries_error
         from app.i18n import tr
 
         if not missing_libraries_error():  # no display: the way for a script or a notebook, not the CLI's
@@ -274,7 +274,7 @@ def ensure_app():
 def build_scene(app, config, trace, view: View, step, width: int, height: int, camera_preset: str | None = None,
                 explanation=None):
     """A SceneView showing `trace` at the view's layer, `step` (a player.Step), selection and camera, never
-    on screen, framed for a width x height image; `explanation` (app/explain_render.overlay_for) drawn too. The
+    on screen, framed for a width x height image; `explanation` (app/engine/explain_render.overlay_for) drawn too. The
     caller renders it and then calls close_scene."""
     from PySide6.QtCore import Qt
 
@@ -342,7 +342,7 @@ def image_array(image) -> RenderedImage:
 
 def _size(value) -> tuple[int, int]:
     if isinstance(value, str):
-        from app.export import parse_size
+        from app.export.image import parse_size
 
         return parse_size(value)
     try:
@@ -386,16 +386,16 @@ def _config(model: str):
 
 
 def _engine(config, weights: str, device: str):
-    from app.explain_service import engine_for
+    from app.engine.explain_service import engine_for
 
     return engine_for(config, weights, device, cache=_ENGINES)
 
 
 def _trace(view: View, device: str, engine=None):
-    from app.explain_service import ENGINE_LOCK
+    from app.engine.explain_service import ENGINE_LOCK
 
     engine = engine or _engine(_config(view.model), view.weights, device)
-    with ENGINE_LOCK:  # the cache's thread rule (app/explain_service.py)
+    with ENGINE_LOCK:  # the cache's thread rule (app/engine/explain_service.py)
         return engine.run(view.prompt, max_new_tokens=view.tokens, knobs=view.knobs)
 
 

@@ -20,9 +20,9 @@ import signal
 import sys
 
 from app import i18n
-from app.cli_signals import (Stopped, _on_signal, _quiet_stop, _shield, _shielded, _stopped,  # noqa: F401
+from app.export.cli_signals import (Stopped, _on_signal, _quiet_stop, _shield, _shielded, _stopped,  # noqa: F401
                              check_stop)
-from app.display_check import display_error, missing_libraries_error
+from app.window.display_check import display_error, missing_libraries_error
 from app.i18n import tr
 
 CAMERAS = ("front", "side", "top", "stack", "reset")  # scene.camera.PRESETS (numpy is not needed to parse)
@@ -129,7 +129,7 @@ def _one_line(exc: BaseException) -> str:
 
 def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
     """(width, height) times scale, as whole pixels within MAX_SIDE; ExportError (translated) otherwise."""
-    from app.export import MAX_SIDE, ExportError, check_size
+    from app.export.image import MAX_SIDE, ExportError, check_size
 
     if not (math.isfinite(scale) and scale > 0):
         raise ExportError(tr("app.cli.bad_scale", scale=scale))
@@ -156,7 +156,7 @@ def invalid_text(text: str, option: str) -> str | None:
 
 def _check_arguments(args) -> tuple[int, int, str]:
     """(width, height, absolute output path) from the arguments that need no engine; ExportError if bad."""
-    from app.export import ExportError, parse_size
+    from app.export.image import ExportError, parse_size
 
     width, height = parse_size(args.size)
     if args.scale is not None:
@@ -172,7 +172,7 @@ def _check_arguments(args) -> tuple[int, int, str]:
     if getattr(args, "tour", False) and not args.animate:
         raise ExportError(tr("tour.cli.needs_animate"))
     if args.animate:
-        from app.animate import check_spec
+        from app.export.animate import check_spec
 
         check_spec(animation_spec(args, width, height), out)
     elif not out.lower().endswith(".png"):
@@ -194,7 +194,7 @@ def _apply_view(args, argv: list[str] | None):
     (`--view ''` included: an empty name is refused, not ignored)."""
     if args.view is None:
         return None
-    from app import viewfile
+    from app.files import viewfile
 
     saved = viewfile.load(args.view)
     given = explicit_options(argv)
@@ -254,27 +254,27 @@ def _main(argv: list[str] | None = None) -> int:
     from app import log
 
     log.setup(verbose=args.verbose)
-    from app.viewfile import ViewError
+    from app.files.viewfile import ViewError
 
     try:
         saved = _apply_view(args, argv)
     except ViewError as exc:
         return _fail(tr("app.view.bad_file", message=str(exc)), 2)
     i18n.set_language(args.lang)
-    missing = missing_libraries_error()  # before app.export imports QtGui, which links against some of them
+    missing = missing_libraries_error()  # before app.export.image imports QtGui, which links against some of them
     if missing:
         return _fail(missing, 3)
     with _shielded():  # the first PySide6 import (shiboken's initialisation must not be interrupted)
         import PySide6.QtCore  # noqa: F401
         import PySide6.QtGui  # noqa: F401
         import PySide6.QtWidgets  # noqa: F401
-    from app.export import ExportError, check_writable, render_view, save_png
+    from app.export.image import ExportError, check_writable, render_view, save_png
 
     try:
         width, height, out = _check_arguments(args)
     except ExportError as exc:
         return _fail(str(exc), 2)
-    from app import atomic_io
+    from app.files import atomic_io
 
     try:  # a FIFO, a device (/dev/full) or a link to one: a bad --out (exit 2), never replaced
         atomic_io.check_target(out)
@@ -298,7 +298,7 @@ def _main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             return _fail(tr("model.cli.bad_config", message=str(exc)), 2)
         if saved is not None:  # the view's knobs and selection against the model that will run them
-            from app.viewfile import check_model
+            from app.files.viewfile import check_model
 
             try:
                 check_model(saved, config, args.view, layer=False)
@@ -309,7 +309,7 @@ def _main(argv: list[str] | None = None) -> int:
     if not 1 <= args.layer <= n_layers:
         return _fail(tr("app.cli.bad_layer", n=args.layer, total=n_layers), 2)
     from compute.engine import MAX_PROMPT_TOKENS, ToyK3  # torch: fine here, nothing is on screen yet
-    from compute.tokenizer import ToyTokenizer
+    from compute.language.tokenizer import ToyTokenizer
 
     n_tokens = len(ToyTokenizer(vocab_size=config.vocab_size).encode(args.prompt))
     if n_tokens > MAX_PROMPT_TOKENS:
@@ -317,8 +317,8 @@ def _main(argv: list[str] | None = None) -> int:
     no_display = display_error()
     if no_display:
         return _fail(no_display, 3)
-    if args.compare is not None:  # two models on the prompt, one PNG (app/cli_compare.py)
-        from app.cli_compare import compare_config, export_compare
+    if args.compare is not None:  # two models on the prompt, one PNG (app/export/cli_compare.py)
+        from app.export.cli_compare import compare_config, export_compare
 
         if args.animate:
             return _fail(tr("compare.cli.no_animate"), 2)
@@ -371,10 +371,10 @@ def _main(argv: list[str] | None = None) -> int:
         return _animate(args, config, trace, steps, width, height, out)
     release_probe()  # Qt is connected: the display probe's connection may go
     from app.api import build_scene
-    from app.viewfile import View
+    from app.files.viewfile import View
 
     shown = (saved or View()).with_changes(layer=args.layer)  # the scene as the view file (or none) says
-    from app.explain_render import overlay_for, result_for, view_parts
+    from app.engine.explain_render import overlay_for, result_for, view_parts
 
     parts, percent, position = view_parts(saved)  # the view's, unless --explain / --route-threshold say otherwise
     if args.explain is not None:
@@ -402,14 +402,14 @@ def _main(argv: list[str] | None = None) -> int:
         stop_all()  # the view's render thread ends before Qt does
     print(_printable(tr("app.cli.wrote", path=out, w=width, h=height)))
     if result is not None and result.knockout:  # the Explain dock's before / after of the view's knock-outs
-        from app.view_knockouts import knockout_line
+        from app.files.view_knockouts import knockout_line
 
         print(_printable(knockout_line(result)))
     return 0
 
 
 def _explain_parts(value: str) -> tuple[str, ...]:
-    from app.explain_render import parse_parts
+    from app.engine.explain_render import parse_parts
 
     try:
         return parse_parts(value)
@@ -418,7 +418,7 @@ def _explain_parts(value: str) -> tuple[str, ...]:
 
 
 def _route_percent(value: str) -> int:
-    from app.explain_render import check_percent
+    from app.engine.explain_render import check_percent
 
     try:
         return check_percent(int(value))
@@ -427,7 +427,7 @@ def _route_percent(value: str) -> int:
 
 
 def animation_spec(args, width: int, height: int):
-    from app.animate import AnimationSpec
+    from app.export.animate import AnimationSpec
 
     return AnimationSpec(width=width, height=height, fps=args.fps, mode="orbit" if args.orbit else "steps",
                          lang=args.lang, captions=not args.no_captions, labels=not args.no_labels)
@@ -435,8 +435,8 @@ def animation_spec(args, width: int, height: int):
 
 def _animate(args, config, trace, steps, width: int, height: int, out: str) -> int:
     """--animate: every step (or an orbit at --step) to out, a progress line on stderr."""
-    from app import animate
-    from app.export import ExportError
+    from app.export import animate
+    from app.export.image import ExportError
     from scene.frames import stop_all
 
     spec = animation_spec(args, width, height)
@@ -458,7 +458,7 @@ def _animate(args, config, trace, steps, width: int, height: int, out: str) -> i
 
     try:
         if getattr(args, "tour", False):
-            from app.tour_video import export_tour
+            from app.window.tour_video import export_tour
 
             path, frames = export_tour(view, config, trace, spec, out, progress=progress)
         else:

@@ -9,7 +9,7 @@ import argparse
 import datetime
 
 from app import __version__
-from app.kernel_warmup import WARM_FLAG
+from app.engine.kernel_warmup import WARM_FLAG
 
 DEVICES = ("auto", "cpu", "cuda")
 PROG = "k3-explorer"

@@ -94,7 +94,7 @@ class AppState(QObject):
 
     def set_config(self, cfg) -> None:
         if self.config is None and cfg is not None:  # the first model: its default layer (the window then applies
-            from compute.model_defaults import default_layer  # the remembered one, a switch app/model_menu's rule)
+            from compute.model_defaults import default_layer  # the remembered one, a switch app/window/model_menu's rule)
 
             self.layer = default_layer(cfg) - 1
         if cfg is not None:  # the first model: its default expert; a switch: the user's where this model has it

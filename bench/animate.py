@@ -40,8 +40,9 @@ def main() -> None:
 
         QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
         app = QApplication.instance() or QApplication(["bench"])  # noqa: F841
-        from app import animate, player
-        from app.export import parse_size
+        from app.export import animate
+        from app import player
+        from app.export.image import parse_size
         from compute.config import load_default
         from compute.engine import ToyK3
         from scene.frames import stop_all

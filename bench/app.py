@@ -27,7 +27,7 @@ Interaction (one process, the window at its default size):
   runs (the floor of this latency). slider_to_screen_non_engine_ms_median / _p90: per change, the latency
   minus that change's engine run: what the app and the scene add (signals, set_trace, colours, the render
   thread's frame, the swap).
-- engine_kernels: the kernels the engine ran for these ("compiled": numba, after the switch app/worker.py makes
+- engine_kernels: the kernels the engine ran for these ("compiled": numba, after the switch app/engine/worker.py makes
   once the first trace is out; "numpy" without numba or with K3_NO_NUMBA=1).
 - export_4k_ms: 3840x2160 render of the 3D view with labels + PNG encoding to a file.
 - explain_3d: what the 3D view drew of the Explain dock's result meanwhile: "lens+arcs" (the
@@ -81,7 +81,7 @@ def _heavy_loaded() -> list[str]:
 
 def _child_app() -> None:
     """The app through its entry point; the window is found when it is first shown (MainWindow.show is wrapped
-    as app.main_window loads: nothing is imported before the entry point, which imports numpy and PyOpenGL
+    as app.window.main_window loads: nothing is imported before the entry point, which imports numpy and PyOpenGL
     before PySide6 on purpose, see app/__main__.py)."""
     import importlib.abc
     import importlib.util
@@ -98,7 +98,7 @@ def _child_app() -> None:
 
     class Hook(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
-            if name != "app.main_window":
+            if name != "app.window.main_window":
                 return None
             sys.meta_path.remove(self)
             spec = importlib.util.find_spec(name)
@@ -185,8 +185,8 @@ def _child_interact() -> None:
 
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
     app = QApplication([])
-    from app.export import render_view, save_png
-    from app.main_window import MainWindow
+    from app.export.image import render_view, save_png
+    from app.window.main_window import MainWindow
 
     tmp = tempfile.mkdtemp()
     win = MainWindow(settings_path=os.path.join(tmp, "bench.ini"), language="en")

@@ -86,7 +86,7 @@ def _median_ms(fn, repeats, cpu=None):
 
 def sources_prompt(n: int = 100) -> str:
     """The first n pieces of the toy language's documents (task order, every fifth one), as text."""
-    from compute import task
+    from compute.language import task
 
     pieces: list[str] = []
     for d in task.all_documents()[::5]:

@@ -12,7 +12,7 @@ grid_paint_ms_median    the grid's paintEvent alone (the rest is the event loop:
 floor_repaint_ms_median a bare QWidget of the grid's size filled with one colour: update() -> painted, the
                         same way (the event loop + backing-store cost nothing can avoid)
 grid_over_floor         grid_update_ms_median / floor_repaint_ms_median
-bias_to_grid_ms_median  state.request_knobs(expert_bias={17: b}) -> app/worker.py EngineController runs
+bias_to_grid_ms_median  state.request_knobs(expert_bias={17: b}) -> app/engine/worker.py EngineController runs
                         ToyK3 in its QThread -> state.set_trace -> dock refresh -> grid painted (target <= 100)
 engine_in_worker_ms_median   the worker's own time for those runs (trace_published seconds)
 engine_alone_ms_median  ToyK3.run with the same prompt / knobs, synchronously in this thread (the floor)
@@ -61,8 +61,8 @@ def _run() -> dict:
     from app.docks.experts.model import moe_layers
     from app.state import AppState
     from app.widgets import expert_grid
-    from app import worker as worker_mod
-    from app.worker import EngineController
+    from app.engine import worker as worker_mod
+    from app.engine.worker import EngineController
 
     i18n.set_language("en")
 
@@ -274,7 +274,7 @@ def _bias_in_main_window(values, marks, wait_paint, pump) -> list[float]:
 
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "bench.ini"), language="en")
     win.show()

@@ -2,7 +2,7 @@
 
     python bench/explain_check.py [--weights trained random] [--limit N]
 
-Prompts: every document of the third pattern of each language (compute.task K3 / E3: "S이 O을 집었다. 그리고 O을 …",
+Prompts: every document of the third pattern of each language (compute.language.task K3 / E3: "S이 O을 집었다. 그리고 O을 …",
 "the S picks up the O. it puts the O …"), cut right before the repeated object — "아이가 상자를 집었다. 그리고",
 "the robot picks up the cup. it puts the" (distinct prompts only). For each, with trained and with random
 weights, at the last position (compute.explain.Explanation):
@@ -17,7 +17,7 @@ weights, at the last position (compute.explain.Explanation):
   *_mean        the same with mean ablation (the toy vocabulary's mean embedding row)
   attention     per layer, the mean (over prompts) share of the last row's attention mass (|A|, head-summed)
                 on the earlier mention; the 5 layers with the largest share are printed
-  top_source_pieces  how often each piece role (compute.task.piece_type) is the top source
+  top_source_pieces  how often each piece role (compute.language.task.piece_type) is the top source
   block_scan    (--blocks N) every mixer and FFN knocked out on N prompts of each language: the blocks whose
                 knock-out lowers the object's logit most
 Prints one JSON object.
@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compute import task  # noqa: E402
+from compute.language import task  # noqa: E402
 from compute.engine import ToyK3  # noqa: E402
 from compute.explain import Explanation  # noqa: E402
 
@@ -141,7 +141,7 @@ def main() -> None:
     cases = prompts()
     if args.limit:
         cases = cases[: args.limit]
-    from compute.tokenizer import ToyTokenizer
+    from compute.language.tokenizer import ToyTokenizer
 
     tok = ToyTokenizer()
     out = {"prompts": len(cases), "examples": ["".join(c[1]) for c in (cases[0], cases[-1])]}

@@ -841,7 +841,7 @@ def run(args) -> dict:
 
     QCoreApplication.setAttribute(Qt.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication([])
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "soak.ini"), language=args.lang)
     win.show()
@@ -852,7 +852,7 @@ def run(args) -> dict:
     soak = Soak(app, win, args.minutes, args.types, args.trace_malloc, args.knockout_every if args.why else 0.0)
     app.exec()
     if args.samples:  # the raw series first, so a report can be made again from them (analyse_memory)
-        from compute.safe_write import write_bytes  # the guarded writer: regular files only, temp + rename
+        from compute.guards.safe_write import write_bytes  # the guarded writer: regular files only, temp + rename
 
         write_bytes(args.samples, json.dumps({"rss": soak.rss, "malloc": soak.malloc, "loads": soak.loads,
                                               "malloc_floor": soak.malloc_floor}).encode())
@@ -901,7 +901,7 @@ def main() -> None:
         raise SystemExit("bench/soak.py: --minutes must be > 0")
     sys.path.insert(0, str(ROOT))
     if args.samples:  # checked now, not after an hour's soak: a folder, a link or a device is refused up front
-        from compute.safe_write import WriteError, probe
+        from compute.guards.safe_write import WriteError, probe
 
         try:
             probe(args.samples)

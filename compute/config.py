@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compute import bounded_json
+from compute.guards import bounded_json
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "assets" / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "kimi-k3.json"
@@ -321,7 +321,7 @@ def _read_text(path: Path) -> str:
 
 def parse_json(text: str, path: str | Path = "<text>") -> dict:
     """json.loads for config documents: size, depth, integer length and non-finite numbers bounded
-    (compute.bounded_json); any problem, or a top level that is not an object, is a ConfigError."""
+    (compute.guards.bounded_json); any problem, or a top level that is not an object, is a ConfigError."""
     try:
         return bounded_json.load_object(text, MAX_BYTES, MAX_DEPTH)
     except bounded_json.JSONLimitError as exc:

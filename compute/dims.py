@@ -3,7 +3,7 @@ widths of a model the scene and the inspector label (`ModelDims`, read from a `c
 
     from compute.dims import ToyDims, ModelDims, OpArgs
     ModelDims.from_config(cfg).experts      # 896 for K3; cfg None = K3's shipped config
-    OpArgs.of(cfg, ToyDims())               # what every operator reads (compute.kda / mla / moe)
+    OpArgs.of(cfg, ToyDims())               # what every operator reads (compute.ops.kda / mla / moe)
 
 The toy engine (compute.engine.ToyK3) runs every layer at ToyDims' widths but with the config's real layer
 order, expert count and top-k; the scene draws its grids at those sizes and labels them with ModelDims.
@@ -35,7 +35,7 @@ class ToyDims:
 
 @dataclass(frozen=True)
 class OpArgs:
-    """Everything the operators (compute.kda.kda_layer, compute.mla.mla_layer, compute.moe.dense_mlp /
+    """Everything the operators (compute.ops.kda.kda_layer, compute.ops.mla.mla_layer, compute.ops.moe.dense_mlp /
     latent_moe) read from the model, in one record, as DeepSeek-V3's reference passes one ModelArgs: the toy
     widths the engine computes at and the config's scalars. Built once per model by `OpArgs.of`; the defaults are
     ToyDims' widths with K3's settings (a test changes what it needs with dataclasses.replace)."""

@@ -7,11 +7,11 @@
 
 Toy sizes (`ToyDims`): hidden 8; KDA 2 heads × 4; MLA 2 heads, q_lora 4, kv_lora 3, nope 4, rope 2, v 4;
 MoE with the REAL expert count and top-k of the config (896 / 16 for K3), 2 shared, latent 4, expert width 4;
-dense MLP width 16; a toy vocabulary of 117 pieces (compute.tokenizer, honestly labelled) whose IDs lie in the
+dense MLP width 16; a toy vocabulary of 117 pieces (compute.language.tokenizer, honestly labelled) whose IDs lie in the
 real vocab range.
 
 Weights (`weights=`): "trained" (the default) loads the shipped asset assets/weights/toy-k3-v2.npz, trained by
-`python -m compute.train` on the small bilingual language of compute.task (robots, cups, tables; particles,
+`python -m compute.training.train` on the small bilingual language of compute.language.task (robots, cups, tables; particles,
 verb endings, an object repeated from the sentence before), so "로봇이 컵을" continues grammatically at
 temperature 0; it is used when the config, toy dims and vocabulary match the file, otherwise the engine falls
 back to random weights and `weights_note` says why. "random" draws them from numpy's default_rng(seed) in
@@ -38,8 +38,8 @@ imported (weights, embeddings, layers and sampling are numpy); on CUDA they run 
 imported then; without it `ToyK3(device="cuda")` raises ImportError with the install hint). Per-layer work is a
 few dozen ops on 8-wide arrays, so per-op overhead dominates, and a numpy ufunc costs a fraction of a torch
 dispatch; the trace then needs no conversion. ONE layer loop (`forward`) serves every backend and config, and
-it runs the operators (compute.kda, .mla, .moe, .norms, and compute.attnres's BlockAttnRes or the plain residual;
-compute.xp spells the few operations the two libraries name differently): they are the reference, also run by
+it runs the operators (compute.ops.kda, .mla, .moe, .norms, and compute.ops.attnres's BlockAttnRes or the plain residual;
+compute.ops.xp spells the few operations the two libraries name differently): they are the reference, also run by
 training. The optimised CPU tier is the compiled pass below; the layer loop runs where it does not (numba
 missing or not warmed up yet, K3_NO_NUMBA=1, other configs, the torch backend, knock-out hooks). float64 runs
 of the two backends agree to ~1e-8 of each tensor's scale (the toy amplifies float64 rounding about a millionfold over 93 layers × 4 passes). In
@@ -49,7 +49,7 @@ backend differ from the float64 run by up to a few units for many prompts, and t
 from each other as much, so sampled tokens can differ. `backend="torch"` reproduces the torch results bit for
 bit.
 Compiled pass (compute.fused_nb, numba): on numpy with kernels="auto" and a K3-shaped config, each pass can run
-as ONE compiled call over all layers, on compute.fused's pre-scaled plans, with every trace tensor written
+as ONE compiled call over all layers, on compute.compiled.fused's pre-scaled plans, with every trace tensor written
 into per-pass buffers whose views the trace's LayerTraces cut on first access (`compiled`: None = only when
 numba's disk cache is ready, so a constructor never compiles; True; False). `use_compiled()` switches an engine.
 In float32 it uses vectorised exp / tanh approximations within a few float32 ulps, so its float32 numbers differ
@@ -67,21 +67,21 @@ import numpy as np
 
 from compute import fused_nb
 from compute import weights as weights_io
-from compute.attnres import BlockAttnRes, PlainResidual
+from compute.ops.attnres import BlockAttnRes, PlainResidual
 from compute.config import ModelConfig, load_default
 from compute.device import TORCH_HINT, Device, float_dtype, import_torch, resolve_device  # noqa: F401 - re-exported
 from compute.dims import OpArgs, ToyDims  # ToyDims re-exported: the toy widths live in compute.dims (torch-free)
 from compute.engine_io import (caches_from_trace, check_knobs, check_prompt_text, linear_weights_numpy,
                                pass_to_numpy)
 from compute.engine_weights import SEED_MASK, ToyWeights, choose_weights, dims_dict, trained_weights  # noqa: F401
-from compute.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
-from compute.fused import FusedPlans
-from compute.kda import kda_layer
-from compute.mla import mla_layer
-from compute.moe import dense_mlp, latent_moe
-from compute.norms import rms_norm
-from compute.sampling import pass_uniforms, sample_logits
-from compute.tokenizer import ToyTokenizer
+from compute.guards.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
+from compute.compiled.fused import FusedPlans
+from compute.ops.kda import kda_layer
+from compute.ops.mla import mla_layer
+from compute.ops.moe import dense_mlp, latent_moe
+from compute.ops.norms import rms_norm
+from compute.ops.sampling import pass_uniforms, sample_logits
+from compute.language.tokenizer import ToyTokenizer
 from compute.trace import Knobs, PassTrace, Trace
 from compute.weights import WeightsError, WeightsMismatch, WeightsMissing  # noqa: F401 - what a load may raise
 
@@ -110,7 +110,7 @@ class ToyK3:
 
         backend: the array library the layers run on. "auto" = numpy on a CPU device (no torch needed or
         imported: weights, embeddings, layers and sampling are numpy; the layer loop runs the operators on
-        numpy through compute.xp), torch on CUDA (imported then; ImportError with the install hint without it);
+        numpy through compute.ops.xp), torch on CUDA (imported then; ImportError with the install hint without it);
         "torch" forces torch tensors on the CPU too.
 
         kernels: "auto" = on numpy, the compiled pass where `compiled` allows it; "operators" = the operators'
@@ -304,7 +304,7 @@ class ToyK3:
         return self._final(positions, emb, layer_data, h, fw, new_caches)
 
     def _op_mixer(self, li: int, xn, cache, knobs: Knobs, positions, t: dict):
-        """Layer li's mixer by the operators (compute.kda.kda_layer / compute.mla.mla_layer) → (y, new cache)."""
+        """Layer li's mixer by the operators (compute.ops.kda.kda_layer / compute.ops.mla.mla_layer) → (y, new cache)."""
         w = self.layers[li]
         if "kda" in w:
             a, mt, nc = kda_layer(xn, w["kda"], self.op_args, cache, alpha=knobs.alpha, beta_override=knobs.beta)
@@ -314,7 +314,7 @@ class ToyK3:
         return a, nc
 
     def _op_ffn(self, li: int, xn, bias_off, t: dict):
-        """Layer li's FFN by the operators (compute.moe.dense_mlp / latent_moe) → y."""
+        """Layer li's FFN by the operators (compute.ops.moe.dense_mlp / latent_moe) → y."""
         w = self.layers[li]
         if "mlp" in w:
             f, ft = dense_mlp(xn, w["mlp"], self.op_args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compute.parts import _np, to_numpy
+from compute.ops.parts import _np, to_numpy
 from compute.trace import Knobs, LayerTrace, PassTrace, Trace
 
 

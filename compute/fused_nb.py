@@ -1,7 +1,7 @@
 """The compiled (numba) CPU engine: one compiled call per pass over all layers of K3, writing every trace tensor
 into per-pass buffers; the Python side only cuts the trace's views out of them (`CompiledPass`). The formulas
-are the operators' (compute.kda, .mla, .moe, .attnres, .norms) rearranged on compute.fused's pre-scaled plans,
-as explicit loops, in compute._fused_nb_kernels (imported only here, after the cache folder is set). The
+are the operators' (compute.ops.kda, .mla, .moe, .attnres, .norms) rearranged on compute.compiled.fused's pre-scaled plans,
+as explicit loops, in compute.compiled._fused_nb_kernels (imported only here, after the cache folder is set). The
 operators' layer loop (compute.engine.ToyK3.forward) stays the fallback: without numba, with K3_NO_NUMBA=1,
 for configs that are not K3-shaped, and until the compiled code is in the disk cache.
 
@@ -12,7 +12,7 @@ Start-up API (the app must never compile on its UI thread, and the first result 
     fused_nb.cache_ready()  # compiled code for this numba / Python / CPU / kernel source (and float32, the
                             # engine's default dtype) is in the disk cache (a stamp written by warm_cache)
     fused_nb.warm_cache()   # compile everything into the disk cache (~30-60 s CPU on a cold cache) and write
-                            # the stamp; the one warm-up entry point, app/kernel_warmup.py (`k3-explorer
+                            # the stamp; the one warm-up entry point, app/engine/kernel_warmup.py (`k3-explorer
                             # --warm-kernels [--if-needed]`, frozen bundles too), runs it
 
     ToyK3(compiled=None)    # compiled only when cache_ready(its dtype), else the operators: never compiles
@@ -37,19 +37,19 @@ from pathlib import Path
 
 import numpy as np
 
-from compute import fused_nb_layout as layout
-from compute import numba_setup
-from compute.fused_nb_views import LazyLayerTrace, PassBuffers, PassLayout
+from compute.compiled import fused_nb_layout as layout
+from compute.compiled import numba_setup
+from compute.compiled.fused_nb_views import LazyLayerTrace, PassBuffers, PassLayout
 from compute.trace import PassTrace
 
 _NB = None  # the kernels module, or False when numba is unavailable
 _STAMP = "k3_fused_nb_ready.json"
 _HERE = Path(__file__).resolve().parent
-_KERNELS = _HERE / "_fused_nb_kernels.py"
+_KERNELS = _HERE / "compiled/_fused_nb_kernels.py"
 # numba keys a cached kernel on its own source file only: a change in what it calls from the others (the shared
 # loops, the layout's constants) would load stale code, so the readiness stamp covers all three and a stale stamp
 # clears their cache entries in the warm-up, before its process imports the kernels (clear_stale)
-_SOURCES = (_KERNELS, _HERE / "_fused_nb_math.py", _HERE / "fused_nb_layout.py")
+_SOURCES = (_KERNELS, _HERE / "compiled/_fused_nb_math.py", _HERE / "compiled/fused_nb_layout.py")
 
 
 def enabled() -> bool:
@@ -69,7 +69,7 @@ def available() -> bool:
     if _NB is None:
         numba_setup.cache_dir_setup()
         try:
-            from compute import _fused_nb_kernels
+            from compute.compiled import _fused_nb_kernels
         except ImportError:
             _NB = False
         else:
@@ -130,7 +130,7 @@ def cache_ready(dtype="float32") -> bool:
 
 
 def warm_cache(dtypes=("float32",)) -> float:
-    """Compile the pass kernel for `dtypes` (and the selection loops of compute.fast_select) into the disk cache (a
+    """Compile the pass kernel for `dtypes` (and the selection loops of compute.compiled.fast_select) into the disk cache (a
     load when it is already there) and write the readiness stamp. Returns the seconds it took; RuntimeError when numba is unavailable."""
     t0 = time.perf_counter()
     clear_stale()
@@ -152,7 +152,7 @@ def warm_cache(dtypes=("float32",)) -> float:
 def clear_stale() -> bool:
     """The warm-up's first step: _clear_stale, only while this process has not imported the kernels (False, and
     nothing removed, after: a clear then would remove the entries this process had just compiled and cached, so
-    every second warm-up compiled again). app/kernel_warmup.py calls it before its engine loads the kernels."""
+    every second warm-up compiled again). app/engine/kernel_warmup.py calls it before its engine loads the kernels."""
     if _NB is not None or numba_setup.disabled_by_env():
         return False
     _clear_stale()
@@ -185,10 +185,10 @@ def _clear_stale() -> None:
 
 
 def _warm_explain() -> None:
-    """Compile (or load) the causal explanations' MoE rows (compute.explain._moe_rows_nb, float64, C-contiguous
+    """Compile (or load) the causal explanations' MoE rows (compute.compiled._moe_rows_nb, float64, C-contiguous
     weights as compute.explain.rerun passes them) and KDA rows (the kernels' kda_rows on a float64 pass's records,
     as compute.explain.rerun._kda_rows calls it): the first causal route or patching grid then only loads them."""
-    from compute.explain._moe_rows_nb import moe_rows
+    from compute.compiled._moe_rows_nb import moe_rows
 
     cp = _random_pass("float64")
     xn = np.zeros((2, 2, cp.D))
@@ -204,9 +204,9 @@ def _warm_explain() -> None:
 
 
 def _warm_select() -> None:
-    """Compile (or load) compute.fast_select's loops for both float dtypes: the expert dock's Quantile Balancing
+    """Compile (or load) compute.compiled.fast_select's loops for both float dtypes: the expert dock's Quantile Balancing
     (float64, on the UI thread) and CPU training (float32) then only load them."""
-    from compute import fast_select
+    from compute.compiled import fast_select
 
     for dt in (np.float32, np.float64):
         x = np.arange(12, dtype=dt).reshape(3, 4)
@@ -231,7 +231,7 @@ def _random_pass(dtype, with_embedding: bool = False):
     from compute import weights
     from compute.config import load_default
     from compute.dims import ToyDims
-    from compute.fused import FusedPlans
+    from compute.compiled.fused import FusedPlans
 
     c, d, dt = load_default(), ToyDims(), np.dtype(dtype)
     gen = np.random.default_rng(0)
@@ -249,9 +249,9 @@ def _random_pass(dtype, with_embedding: bool = False):
 
 
 def supported(config) -> bool:
-    """The compiled pass runs this config: every block has a fused kernel (compute.fused.supported: K3's KDA,
+    """The compiled pass runs this config: every block has a fused kernel (compute.compiled.fused.supported: K3's KDA,
     gated NoPE MLA, latent MoE and Block AttnRes) and the dense layers use SiTU-GLU."""
-    from compute import fused
+    from compute.compiled import fused
 
     return fused.supported(config) and config.hidden_act == "situ_glu"
 
@@ -264,7 +264,7 @@ def _stack(arrays: list, tail: tuple, dt) -> np.ndarray:
 
 
 class CompiledPass:
-    """The stacked weights of one engine (from its compute.fused.FusedPlans `fz`) and its compiled pass:
+    """The stacked weights of one engine (from its compute.compiled.fused.FusedPlans `fz`) and its compiled pass:
     `forward(emb, positions, knobs, caches,
     bias_off)` returns what ToyK3.forward returns (pass data with the trace's dicts, new caches, logits)."""
 
@@ -279,7 +279,7 @@ class CompiledPass:
         self.D = D = d.hidden
         self.C = fz.n_cand
         self.block = int(fz.block)
-        self.Deps = float(np.array(D * fz.attn_eps, dt))  # AttnRes: D·eps of compute.attnres
+        self.Deps = float(np.array(D * fz.attn_eps, dt))  # AttnRes: D·eps of compute.ops.attnres
         self.nDeps = float(fz.c_Deps)  # RMSNorm: D·rms_norm_eps
         self.shift = bool(fz.softmax_shift)
         self.fast = dt == np.float32  # the vectorised float32 exp / tanh of the kernels
@@ -366,7 +366,7 @@ class CompiledPass:
         self.layout = PassLayout(order, self.size, n)
 
     def _records(self) -> None:
-        """The kernel's typed records (compute.fused_nb_layout) over the stacked weights, and the column starts
+        """The kernel's typed records (compute.compiled.fused_nb_layout) over the stacked weights, and the column starts
         of every buffer from the layout's tables; the plans' projection widths must be the tables' (checked)."""
         self.size = size = {
             "D": self.D, "C": self.C, "H": self.H, "HK": self.HK, "HVk": self.H * self.Vk, "ql": self.ql,

@@ -1,6 +1,6 @@
 """The defaults that name a place in the loaded model: the layer a view opens on (and the step, head and
-expert that go with it). One function, `model_defaults(config)`, for the view file (app/viewfile.py), the
-command line (app/cli.py), the notebook API (app/api.py) and the window (app/model_menu.py), so that no K3
+expert that go with it). One function, `model_defaults(config)`, for the view file (app/files/viewfile.py), the
+command line (app/cli.py), the notebook API (app/api.py) and the window (app/window/model_menu.py), so that no K3
 number is a default for another model.
 
 The layer comes from the config itself: a bundled config names it in its "k3_explorer" object

@@ -17,7 +17,7 @@ Trace
                   plus `weights_global` for 'embedding' [V_toy, D] and 'lm_head' [D, V_toy].
     vocab         list[(piece, id)] of the toy vocabulary (index = row of the LM head).
     config_name   name of the model config; `device` the torch device the engine ran on (e.g. "cpu").
-    weights_name  "trained" (the shipped weights trained on compute.task) | "random" (seeded random weights).
+    weights_name  "trained" (the shipped weights trained on compute.language.task) | "random" (seeded random weights).
 
 PassTrace
     kind          "prefill" | "decode"
@@ -172,13 +172,13 @@ class Trace:
     # why trained weights were asked for but random ones ran: "" | "other_model" (the trained toy is K3's
     # only) | "missing" (no file installed) | "damaged" (the file was refused: the reason is in the log)
     weights_fallback: str = ""
-    # whether the prompt's pieces lie inside the toy language (compute.task.in_language): outside it the toy's
+    # whether the prompt's pieces lie inside the toy language (compute.language.task.in_language): outside it the toy's
     # answer is not meaningful. Computed once, when the trace is made (None: compute it from the prompt's tokens)
     prompt_in_language: bool | None = None
 
     def __post_init__(self) -> None:
         if self.prompt_in_language is None:
-            from compute.task import in_language
+            from compute.language.task import in_language
 
             self.prompt_in_language = in_language([piece for piece, _ in self.tokens[: self.prompt_len]])
 

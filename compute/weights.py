@@ -16,7 +16,7 @@ Storage: BF16 (the top 16 bits of a float32, rounded to nearest even, kept as ui
 except the few where 8 bits of mantissa would move the model: the router bias (Quantile Balancing sets
 it to the 1e-3 scale where top-k ties are decided), KDA's A_log and dt_bias — those stay float32.
 
-Loading never executes anything from the file (no pickles: compute.weights_archive parses the zip directory
+Loading never executes anything from the file (no pickles: compute.guards.weights_archive parses the zip directory
 and each .npy header itself, bounded, before allocating) and checks every array's name, shape, dtype,
 finiteness and magnitude against the layout the engine expects; any failure — a mismatch, a damaged or
 hostile file, a FIFO or device at the path — raises WeightsError with a one-line message.
@@ -52,7 +52,7 @@ _META_TYPES = {"config": str, "dims": dict, "vocab": list, "seed": int, "asset_v
 # The shipped trained toy: the model it is for (the engine says "no trained toy for this model" for any other
 # config or toy dims without opening the file) and its checksums. "sha256": the file as shipped (the same line is
 # in assets/weights/SHA256SUMS, for `sha256sum -c`); "weights_sha256": weights_digest of its arrays, what a rebuild
-# (`make weights`, `python -m compute.train --verify FILE`) is compared with. The v2 file was written by `make
+# (`make weights`, `python -m compute.training.train --verify FILE`) is compared with. The v2 file was written by `make
 # weights` in a clean clone at commit a52b56a; a run of the same recipe in another process and tree gave the same
 # weights digest, and the file holds no timing, so a rebuild at that commit is the same file byte for byte.
 SHIPPED_TOY = {"file": ASSET_NAME, "config": "kimi-k3", "recipe": "v2", "seed": 0,
@@ -60,10 +60,10 @@ SHIPPED_TOY = {"file": ASSET_NAME, "config": "kimi-k3", "recipe": "v2", "seed": 
                "weights_sha256": "5f3b43b6ad8da8929ff77edff2ea5cba36af19c8df9abf54538edbc50c331f9d"}
 
 
-# The trained toy of each model that has one, by config name: the recipe family of K3's (compute.train RECIPES,
+# The trained toy of each model that has one, by config name: the recipe family of K3's (compute.training.train RECIPES,
 # seed 0, one thread) run with that model's config (`make weights MODEL=<name>`), in its own file; the same keys as
 # SHIPPED_TOY. The engine runs a model's toy by default; any other model (a user's config.json) runs random weights.
-# Kimi Linear's toy (recipe v2-linear, compute/train_recipes.py): made 2026-12-05 as its two stages by hand (`--recipe
+# Kimi Linear's toy (recipe v2-linear, compute/training/train_recipes.py): made 2026-12-05 as its two stages by hand (`--recipe
 # v2`, then the second stage with --init on that file: the same chain run_recipe runs, which test_train checks
 # bit for bit), so its provenance names no recipe and its report the two stages. Scores (`--score`): every-prefix
 # greedy ko 99.1 %, en 100 %, held-out 100 %, repeated object 100 %; sampled at T = 1 98.8 % whole documents.
@@ -260,11 +260,11 @@ def unpack(packed: dict[str, np.ndarray], expected: dict[str, tuple[int, ...]], 
 # ---------------------------------------------------------------------------------------------------- files
 def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     """Write the arrays (quantized, see the module docstring) and meta to an .npz (stored, not deflated) through
-    the commands' guarded writer (compute.safe_write): a regular file or a new one only (a device, FIFO, link or
+    the commands' guarded writer (compute.guards.safe_write): a regular file or a new one only (a device, FIFO, link or
     folder at `path` is refused: safe_write.WriteError, an OSError), a temporary file in the target folder flushed
     to disk and renamed over `path`, with the usual mode (the old file's bits, else 0666 less the umask). An
     interrupted or failed write (disk full) leaves any earlier file at `path` as it was."""
-    from compute import safe_write
+    from compute.guards import safe_write
 
     path = Path(path)
     meta = dict(meta, format=FORMAT, format_version=FORMAT_VERSION)
@@ -272,7 +272,7 @@ def save(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     for name, a in data.items():
         if a.dtype == np.float32 and not np.isfinite(a).all():
             raise WeightsError(f"weight {name} is not finite; nothing written")
-    try:  # no NaN / Infinity: the reader (compute.bounded_json) refuses them, so the file would not load
+    try:  # no NaN / Infinity: the reader (compute.guards.bounded_json) refuses them, so the file would not load
         text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
     except ValueError as e:
         raise WeightsError(f"the weights' metadata is not finite JSON ({e}); nothing written") from None
@@ -285,7 +285,7 @@ _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's zip timestamp: the same arr
 
 
 def _write_npz(f, data: dict[str, np.ndarray]) -> None:
-    """The arrays as an .npz (what np.load and compute.weights_archive read: "<name>.npy" members) in their order,
+    """The arrays as an .npz (what np.load and compute.guards.weights_archive read: "<name>.npy" members) in their order,
     stored, not deflated (BF16 weights deflate by only ~20% and inflating costs more than the load budget), with
     fixed member timestamps and no zip64 records, so a file's bytes depend on its arrays and metadata alone."""
     import zipfile
@@ -321,17 +321,17 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None, c
          ) -> tuple[dict[str, np.ndarray], dict]:
     """({stored name: float32 array}, meta) of a weights file (per-layer weights stacked, see pack/unpack).
 
-    Bounded (compute.weights_archive): the file is opened through compute.guarded_io (a regular file of at
+    Bounded (compute.guards.weights_archive): the file is opened through compute.guards.guarded_io (a regular file of at
     most MAX_FILE_BYTES); the zip directory (compression stored / deflated only, declared sizes capped) and
     every .npy header (dtype bf16 bits / float32, C order, element count capped, and with `expected` — the
     engine's {flat name: shape}, see ToyK3.weight_shapes — exactly the expected names and shapes) are checked
-    before any array is allocated; the metadata goes through compute.bounded_json (size and depth bounded) and
+    before any array is allocated; the metadata goes through compute.guards.bounded_json (size and depth bounded) and
     its fields are type-checked; every weight must be finite with |w| <= MAX_ABS_WEIGHT. Every failure is a
     WeightsError with one line (the engine then falls back to random weights).
 
     check: f(meta), called on the metadata before any array is read (e.g. check_meta: a file for other toy
     dims is then refused for that reason, not for the first array of another shape)."""
-    from compute import weights_archive
+    from compute.guards import weights_archive
 
     try:
         path = Path(path)
@@ -339,7 +339,7 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None, c
         raise WeightsError(f"not a weights file path: {type(path).__name__}") from None
     shown = _shown(path)
     if not os.path.lexists(path):
-        from compute.guarded_io import show_path
+        from compute.guards.guarded_io import show_path
 
         raise WeightsMissing(f"weights file not found: {show_path(path)}")
     want = None
@@ -388,14 +388,14 @@ def read(path: str | Path, expected: dict[str, tuple[int, ...]] | None = None, c
 
 
 def _shown(path: Path) -> str:
-    from compute.guarded_io import show_path
+    from compute.guards.guarded_io import show_path
 
     return show_path(path.name, 80)
 
 
 def _read_meta(m: np.ndarray, shown: str) -> dict:
     """The metadata dict of the __meta__ bytes: bounded JSON, the format checked, known fields type-checked."""
-    from compute import bounded_json
+    from compute.guards import bounded_json
 
     if m.size > MAX_META_BYTES:
         raise WeightsError(f"weights file {shown} has {m.size} bytes of metadata (at most {MAX_META_BYTES})")

@@ -1,5 +1,5 @@
 """The one spelling of the toy's weight layout — names, shapes and the random draw order — used by the engine (its
-seeded random model, the shapes a weights file must have, the trained file's nesting), by compute.train (its
+seeded random model, the shapes a weights file must have, the trained file's nesting), by compute.training.train (its
 init, reading a file back) and by compute.fused_nb's warm-up: a change here changes all of them. compute.weights
 re-exports it (compute.weights.draw_layout, ...) next to the weights file format.
 
@@ -17,10 +17,10 @@ def draw_layout(config, dims, n_vocab: int, rnd, uni) -> tuple:
     """(embedding, lm_head, final_norm, w_out, layers) of `config` at toy `dims` with `n_vocab` pieces, drawn
     with rnd(*shape, scale) and uni(n, lo, hi) in a fixed order (the engine's seeded random model: the same
     seed gives the same numbers). rnd / uni may return numpy arrays (the engine) or torch tensors
-    (compute.train's init); `layers` is one dict per layer in the engine's form ({"norm_mixer", ..., "kda" |
+    (compute.training.train's init); `layers` is one dict per layer in the engine's form ({"norm_mixer", ..., "kda" |
     "mla": {...}, "mlp" | "moe": {...}}; a non-latent MoE's "down", "norm", "up" and a MoE without shared
     experts' "shared13", "shared2" are None)."""
-    from compute.xp import ops
+    from compute.ops.xp import ops
 
     def cat(xs):
         return ops(xs[0]).cat(xs, 1)

@@ -1,6 +1,6 @@
 """The README's and the user guide's pictures, made from the running app so they never go stale (issue 43.2): the real main
 window under Xvfb (a private one when DISPLAY is unset), a fresh settings file, the default prompt; the whole
-window through the app's own export (File -> Export image… -> Whole window: app/export.grab_window), then each
+window through the app's own export (File -> Export image… -> Whole window: app/export/image.grab_window), then each
 dock brought forward and grabbed as it is drawn. Saved as 256-colour PNGs so the repository stays small.
 
     python docs/make_screenshots.py                      # every dock + the window into docs/screenshots/
@@ -71,8 +71,8 @@ def _settled(win) -> bool:
 
 def shoot(out: Path, lang: str, docks: list[str] | None, window: bool) -> int:
     from app import api
-    from app.export import grab_window
-    from app.main_window import MainWindow
+    from app.export.image import grab_window
+    from app.window.main_window import MainWindow
 
     app = api.ensure_app()
     with tempfile.TemporaryDirectory(prefix="k3-shots-") as tmp:

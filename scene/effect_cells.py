@@ -7,7 +7,7 @@ A diverging colour (scene/palette.lit_diverging): dark = no effect, orange = it 
 hurts), blue = it works against the answer. Routed experts the router did not choose at the explained position
 have no effect and keep their router colours.
 
-Qt-free: `UnitEffects` is plain data the app hands over (app/explain_effects.py); the functions here turn it and
+Qt-free: `UnitEffects` is plain data the app hands over (app/engine/explain_effects.py); the functions here turn it and
 a layout into boxes, colours, label candidates and a tooltip line.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the 3D view draws of an explanation, as plain data (Qt-free: app/explain_service.py builds it without
+"""What the 3D view draws of an explanation, as plain data (Qt-free: app/engine/explain_service.py builds it without
 a display); scene/explain_overlay.py draws it."""
 from __future__ import annotations
 

@@ -3,10 +3,10 @@ import os
 import sys
 from pathlib import Path
 
-# As the app does before torch loads (app/worker.py): one OpenMP thread, so that engines built in worker
+# As the app does before torch loads (app/engine/worker.py): one OpenMP thread, so that engines built in worker
 # threads never open OpenMP teams.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Every window of the suite starts from a fresh settings file: the first-run hint (app/first_run_hint.py) would
+# Every window of the suite starts from a fresh settings file: the first-run hint (app/window/first_run_hint.py) would
 # cover the 3D view of each; its own tests ask for it. The log file (app/log.py) goes to a private folder.
 os.environ.setdefault("K3_NO_FIRST_RUN_HINT", "1")
 if not os.environ.get("XDG_STATE_HOME", "").startswith(os.path.join(os.sep, "tmp")):

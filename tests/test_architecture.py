@@ -447,8 +447,8 @@ def test_scene_view_is_made_of_parts_not_mixins():
 
 
 # MainWindow's parts (issue 42.1), the same rule: the window owns them, they read its public names only.
-MAIN_WINDOW_PARTS = {"app/window_layout.py": "DockLayout", "app/late_docks.py": "DockBuilder",
-                     "app/presentation.py": "Presentation", "app/window_status.py": "StatusBar"}
+MAIN_WINDOW_PARTS = {"app/window/window_layout.py": "DockLayout", "app/window/late_docks.py": "DockBuilder",
+                     "app/window/presentation.py": "Presentation", "app/window/window_status.py": "StatusBar"}
 
 
 def _window_reads(tree: ast.AST) -> list[tuple[str, int]]:
@@ -469,7 +469,7 @@ def _window_reads(tree: ast.AST) -> list[tuple[str, int]]:
 def test_main_window_is_made_of_parts_not_mixins():
     """MainWindow is a QMainWindow that owns its parts (no mixin bases), under MAX_CLASS_LINES, and no part
     reads a private name of the window."""
-    window = _classes(ROOT / "app/main_window.py")["MainWindow"]
+    window = _classes(ROOT / "app/window/main_window.py")["MainWindow"]
     assert [ast.unparse(b) for b in window.bases] == ["QMainWindow"]
     assert window.end_lineno - window.lineno + 1 <= MAX_CLASS_LINES
     private = []
@@ -568,10 +568,10 @@ def test_view_part_check_finds_a_private_read():
 
 
 def test_one_helper_for_background_jobs():
-    """Issue 42.3: app/ starts its background jobs through app.background (named lanes), not through its own
-    thread pools, runnables or bare threads. The engine's QThread (app/worker.py, one long-lived thread with a
+    """Issue 42.3: app/ starts its background jobs through app.engine.background (named lanes), not through its own
+    thread pools, runnables or bare threads. The engine's QThread (app/engine/worker.py, one long-lived thread with a
     queue of its own) is the one other thread the app owns."""
-    allowed = {"app/background.py", "app/worker.py"}
+    allowed = {"app/engine/background.py", "app/engine/worker.py"}
     pattern = re.compile(r"\b(QThreadPool|QRunnable|QThread|threading\.Thread)\s*\(")
     bad = []
     for path in sorted((ROOT / "app").rglob("*.py")):
@@ -582,5 +582,71 @@ def test_one_helper_for_background_jobs():
             code = line.split("#", 1)[0]
             if pattern.search(code):
                 bad.append(f"{rel}:{n}: {line.strip()}")
-    assert not bad, "start background work with app.background.BackgroundJobs:\n" + "\n".join(bad)
+    assert not bad, "start background work with app.engine.background.BackgroundJobs:\n" + "\n".join(bad)
     assert pattern.search("x = threading.Thread(target=f)") and pattern.search("QThreadPool(self)")
+
+
+# The groups (issue 42.2): each package's subpackages and top-level modules in layers, lowest first; a module
+# imports only from its own layer or a lower one, so every import runs down. A new module at a package's top,
+# or a new subpackage, must be placed here (the test names it).
+LAYERS = {
+    'compute': [
+        ['compute.guards', 'compute.language', 'compute.device', 'compute.notebook_charts'],
+        ['compute.config', 'compute.notebook'],
+        ['compute.dims', 'compute.model_defaults', 'compute.trace'],
+        ['compute.compiled'],
+        ['compute.ops'],
+        ['compute.weights_layout', 'compute.weights', 'compute.engine_weights', 'compute.engine_io', 'compute.fused_nb'],
+        ['compute.engine'],
+        ['compute.explain'],
+        ['compute.teaching', 'compute.training'],
+    ],
+    'app': [
+        ['app.i18n', 'app.texts', 'app.player', 'app.log'],
+        ['app.slot_guard', 'app.player_controller'],
+        ['app.state'],
+        ['app.files', 'app.engine'],
+        ['app.widgets', 'app.weights_choice'],
+        ['app.docks'],
+        ['app.export'],
+        ['app.window'],
+        ['app.cli', 'app.api', 'app.cli_main', 'app.__main__'],
+    ],
+}
+
+
+def _group(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def test_groups_import_only_downward():
+    """Every import of app/ and compute/ goes to the importer's own layer or a lower one (LAYERS), counting every
+    import statement as test_no_import_cycles does."""
+    modules = _modules()
+    rank = {g: (top, i) for top, layers in LAYERS.items() for i, layer in enumerate(layers) for g in layer}
+    unplaced = sorted({_group(m) for m in modules if m.split(".")[0] in LAYERS and "." in m} - set(rank))
+    assert unplaced == [], f"place these groups in LAYERS: {unplaced}"
+    up = []
+    for name, path in sorted(modules.items()):
+        top = name.split(".")[0]
+        if top not in LAYERS or "." not in name:
+            continue
+        here = rank[_group(name)][1]
+        for target, line in sorted(_import_edges(name, path, modules).items()):
+            if target.split(".")[0] == top and "." in target and rank[_group(target)][1] > here:
+                up.append(f"{path.relative_to(ROOT).as_posix()}:{line} {_group(name)} imports {target} "
+                          f"(a higher layer: {_group(target)})")
+    assert up == [], "imports running up:\n" + "\n".join(up)
+
+
+def test_the_layer_check_finds_an_import_running_up(tmp_path):
+    """The check above can fail: a low group importing a high one is an upward import."""
+    low, high = tmp_path / "low.py", tmp_path / "high.py"
+    low.write_text("def f():\n    from compute.engine import ToyK3\n", encoding="utf-8")
+    high.write_text("from compute.ops import kda\n", encoding="utf-8")
+    modules = {"compute.ops.kda": low, "compute.engine": high}
+    rank = {g: i for i, layer in enumerate(LAYERS["compute"]) for g in layer}
+    edges = _import_edges("compute.ops.kda", low, modules)
+    assert [t for t in edges if rank[_group(t)] > rank["compute.ops"]] == ["compute.engine"]
+    assert all(rank[_group(t)] <= rank["compute.engine"] for t in _import_edges("compute.engine", high, modules))

@@ -118,7 +118,7 @@ class _KnobRow:
 
 
 TOKENS_MAX = 64  # the engine's limit (compute.engine.MAX_NEW_TOKENS)
-UNTIL_SENTENCE_END = 0  # the spin box's lowest value: generate until '.' or a newline (app/worker.py)
+UNTIL_SENTENCE_END = 0  # the spin box's lowest value: generate until '.' or a newline (app/engine/worker.py)
 
 
 class _TokensRow:

@@ -59,7 +59,7 @@ def _language_pieces(trace) -> frozenset | None:
     trace: its vocabulary is not the language's)."""
     if not hasattr(trace, "prompt_in_language"):
         return None
-    from compute.task import language_pieces
+    from compute.language.task import language_pieces
 
     return language_pieces()
 

@@ -368,7 +368,7 @@ class TracePlayerDock(QDockWidget):
     @_guarded
     def _chip_menu(self, pos) -> None:
         """Right-click on a token chip: `chip_menu_requested(position, global position)` (the window's knock-out
-        menu, app/knockout_menu.py)."""
+        menu, app/window/knockout_menu.py)."""
         href = self.tokens_label.anchorAt(pos)
         if href.startswith("tok:") and href[4:].isdigit():
             self.chip_menu_requested.emit(int(href[4:]), self.tokens_label.viewport().mapToGlobal(pos))

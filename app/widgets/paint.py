@@ -84,7 +84,7 @@ UI_ROLES: dict[str, tuple[int, int, int, int]] = {
     "answer_muted": (154, 163, 181, 255),
     "answer_warn": (255, 180, 84, 255),
     "answer_knockout": (255, 112, 118, 255),  # the strip's knock-out line (the 3D view's knock-out red, lighter)
-    "tour_highlight": (255, 196, 64, 255),  # the guided tour's outline of its chapter's part (app/tour.py)
+    "tour_highlight": (255, 196, 64, 255),  # the guided tour's outline of its chapter's part (app/window/tour.py)
 }
 
 

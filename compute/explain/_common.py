@@ -1,9 +1,9 @@
-"""Small float64 helpers shared by compute.explain's modules (the same formulas as compute.attnres / norms)."""
+"""Small float64 helpers shared by compute.explain's modules (the same formulas as compute.ops.attnres / norms)."""
 from __future__ import annotations
 
 import numpy as np
 
-ATTNRES_EPS = 1e-6  # compute.attnres.BlockAttnRes's eps (the engine's AttnRes, every kernel)
+ATTNRES_EPS = 1e-6  # compute.ops.attnres.BlockAttnRes's eps (the engine's AttnRes, every kernel)
 
 
 def f64(a) -> np.ndarray:

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from compute import fused_nb_layout as layout
+from compute.compiled import fused_nb_layout as layout
 
 __all__ = ["ReusedPass"]
 

@@ -213,7 +213,7 @@ def causal_route(ex, threshold: float = 0.3, effects: dict | None = None, found:
     greedy, flipped = found["greedy"]
     runs = [("strongest", found["strongest"])] + ([("greedy", greedy)] if flipped else [])
     kind, best = max(runs, key=lambda kr: (_strength(kr[1], top), -len(kr[1])))  # ties: the shorter
-    ok = bool(best) and min(e for *_, e in best) >= threshold * top  # app/explain_service.route_at's test
+    ok = bool(best) and min(e for *_, e in best) >= threshold * top  # app/engine/explain_service.route_at's test
     route = CausalRoute(best if ok else [])
     cand = [st for st in (best if best else greedy) if st[2] >= threshold * top]
     route.threshold, route.effects, route.spread, route.candidates = threshold, eff, not route, cand

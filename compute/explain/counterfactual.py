@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from compute import task
+from compute.language import task
 
 __all__ = ["Proposal", "propose", "repeated_object_cuts", "ROLE_ALTERNATIVES"]
 

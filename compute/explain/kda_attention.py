@@ -1,6 +1,6 @@
 """KDA's implicit attention: the delta-rule output is linear in the values (docs/spec/k3-math.md §7).
 
-The engine's KDA (compute.kda, compute.fused_nb) runs, per head, with L2-normalised q_t, k_t,
+The engine's KDA (compute.ops.kda, compute.fused_nb) runs, per head, with L2-normalised q_t, k_t,
 per-channel retention α_t = exp(g_t) (or the α knob) and write strength β_t (or the β knob):
 
     S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ,     o_t = S_tᵀ (scale · q_t),   S_{−1} = 0

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from compute.engine_io import pass_to_numpy
-from compute.moe import silu_glu, situ_glu
-from compute.norms import rms_norm
-from compute.parts import _np
+from compute.ops.moe import silu_glu, situ_glu
+from compute.ops.norms import rms_norm
+from compute.ops.parts import _np
 from compute.trace import Knobs
 
 __all__ = ["Ablation", "make_ablation", "prefill", "needs_loop", "hooks_for", "stored_sources", "ABLATION_MODES",

@@ -85,7 +85,7 @@ def lens_states(run, model, t: int, mode: str = "exit") -> tuple[np.ndarray, np.
 
 def _exit_sets(run, t: int, bs: int) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
     """The candidate lists [R…, partial] after the embedding and each layer, and after each mixer (the bookkeeping
-    of compute.attnres.BlockAttnRes, replayed from the trace at position t)."""
+    of compute.ops.attnres.BlockAttnRes, replayed from the trace at position t)."""
     p = f64(run.embedding[t])
     R: list[np.ndarray] = []
     after, mix = [[p]], []

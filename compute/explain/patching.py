@@ -257,7 +257,7 @@ def moe_with(tw, li: int, base: dict, swap: dict) -> np.ndarray:
             idx_s = np.asarray(src["moe.topk_idx"])
             mix += np.einsum("tk,tkl->tl", np.asarray(src["moe.topk_weight"], np.float64) * (idx_s == e),
                              np.asarray(src["moe.experts"], np.float64))
-    from compute.norms import rms_norm
+    from compute.ops.norms import rms_norm
 
     r = mix if w["norm"] is None else rms_norm(mix, w["norm"], cfg.rms_norm_eps)
     up = r if w["up"] is None else r @ w["up"]
@@ -266,8 +266,8 @@ def moe_with(tw, li: int, base: dict, swap: dict) -> np.ndarray:
 
 def _state_variants(model, tw, clean, corr, t: int, knobs):
     """Variants of sites="kda_state": for each KDA layer and position p < t, the layer's output at positions > p
-    re-run (compute.kda.kda_layer with a cache) from the clean state after p and the corrupted conv tail."""
-    from compute.kda import kda_layer
+    re-run (compute.ops.kda.kda_layer with a cache) from the clean state after p and the corrupted conv tail."""
+    from compute.ops.kda import kda_layer
 
     cfg, d = model.config, tw.dims
     args = OpArgs.of(cfg, d)

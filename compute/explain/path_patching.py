@@ -30,10 +30,10 @@ from compute.dims import OpArgs
 from compute.explain.patch_pair import PatchPair, Restored, pair_of
 from compute.explain.patching import head_deltas
 from compute.explain.rerun import _mix, state_before
-from compute.kda import kda_layer
-from compute.mla import mla_layer
-from compute.moe import dense_mlp, latent_moe
-from compute.norms import rms_norm
+from compute.ops.kda import kda_layer
+from compute.ops.mla import mla_layer
+from compute.ops.moe import dense_mlp, latent_moe
+from compute.ops.norms import rms_norm
 
 __all__ = ["PathPatching", "path_patch", "direct_path_grid"]
 

@@ -5,7 +5,7 @@ Every causal experiment of compute.explain (patching, block / head / expert knoc
 changes something at one layer ℓ and re-runs layers ℓ..L. Below ℓ nothing changed, so the re-run starts from
 the base run's own state before layer ℓ (the AttnRes partial p and the stored blocks R at every position, taken
 from its trace) and runs only the layers above. The variants of one experiment are stacked on a batch axis
-(compute.kda / compute.mla take [B, T, D]; the FFN and AttnRes run on the B·T rows) and join the batch at their
+(compute.ops.kda / compute.ops.mla take [B, T, D]; the FFN and AttnRes run on the B·T rows) and join the batch at their
 start layer, so a grid of ~1,000 variants costs one pass over the layers, not 1,000.
 
 Precision: everything runs in float64 on a float64 twin of the engine (`twin64`: the same weights, the
@@ -14,8 +14,8 @@ amplifies float32 rounding over 93 layers (compute.engine's docstring), so a flo
 its float32 base by more than many effects. In float64 a variant that changes nothing equals its base to ~1e-9.
 
 Speed (issue 39 item 8): with numba the two costly blocks run compiled on the variants' rows — the latent MoE
-(compute.explain._moe_rows_nb) and KDA (compute._fused_nb_kernels.kda_rows on a float64 pass of the twin's
-weights: the recurrent form, equal to compute.kda's chunked one to float64 rounding) — and a grid's variants run
+(compute.compiled._moe_rows_nb) and KDA (compute.compiled._fused_nb_kernels.kda_rows on a float64 pass of the twin's
+weights: the recurrent form, equal to compute.ops.kda's chunked one to float64 rounding) — and a grid's variants run
 as two halves on two threads.
 """
 from __future__ import annotations
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compute import fused_nb_layout as layout
-from compute.attnres import attn_res
+from compute.compiled import fused_nb_layout as layout
+from compute.ops.attnres import attn_res
 from compute.dims import OpArgs
-from compute.kda import kda_layer
-from compute.mla import mla_layer
-from compute.moe import dense_mlp, latent_moe
-from compute.norms import rms_norm
+from compute.ops.kda import kda_layer
+from compute.ops.mla import mla_layer
+from compute.ops.moe import dense_mlp, latent_moe
+from compute.ops.norms import rms_norm
 
 __all__ = ["twin64", "Variant", "state_before", "rerun", "ATTNRES_EPS"]
 
@@ -85,7 +85,7 @@ class Variant:
 def state_before(run, li: int, bs: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(p [T, D], R [C, T, D]) of a PassTrace before 0-based layer li (li = L: after the last layer): p = the
     residual after layer li−1 (the embedding at li = 0), R = the embedding and each finished block's sum stored
-    before li (what compute.attnres.BlockAttnRes holds there)."""
+    before li (what compute.ops.attnres.BlockAttnRes holds there)."""
     emb = np.asarray(run.embedding, dtype=np.float64)
     p = emb if li == 0 else np.asarray(run.layers[li - 1].tensors["residual"], dtype=np.float64)
     if not bs:
@@ -291,7 +291,7 @@ def _moe_rows(fast, x: np.ndarray, split: bool, args: tuple) -> np.ndarray:
 
 
 def _fast_moe(tw):
-    """compute.explain._moe_rows_nb.moe_rows when numba runs here and the MoE has K3's form (sigmoid router in one
+    """compute.compiled._moe_rows_nb.moe_rows when numba runs here and the MoE has K3's form (sigmoid router in one
     group, latent down / norm / up, shared experts, SiTU-GLU); None otherwise (the numpy operator runs)."""
     cfg = tw.config
     moe = [w["moe"] for w in tw.layers if "moe" in w]
@@ -302,7 +302,7 @@ def _fast_moe(tw):
 
     if not fused_nb.available():
         return None
-    from compute.explain._moe_rows_nb import moe_rows
+    from compute.compiled._moe_rows_nb import moe_rows
 
     return moe_rows
 
@@ -312,7 +312,7 @@ _KDA64: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _fast_kda(tw):
     """(the compiled kernels, a float64 compute.fused_nb.CompiledPass of the twin's weights, {layer: its KDA slot})
-    when numba runs here and the config has the compiled pass's form; None otherwise (compute.kda's operator runs).
+    when numba runs here and the config has the compiled pass's form; None otherwise (compute.ops.kda's operator runs).
     Built once per twin (no compile: the kernel loads from numba's disk cache on first use)."""
     if tw in _KDA64:
         return _KDA64[tw]
@@ -320,7 +320,7 @@ def _fast_kda(tw):
 
     got = None
     if fused_nb.supported(tw.config) and fused_nb.available():
-        from compute.fused import FusedPlans
+        from compute.compiled.fused import FusedPlans
 
         plans = FusedPlans(tw.config, tw.dims, tw.layers, tw.w_out, np.dtype(np.float64), tw.final_norm)
         cp = fused_nb.CompiledPass(plans, tw.layers, tw.lm_head, tw.config, tw.dims)
@@ -331,7 +331,7 @@ def _fast_kda(tw):
 
 def _kda_rows(kfast, li: int, xn: np.ndarray, knobs) -> np.ndarray:
     """KDA layer li on the variants' normed inputs xn [N, T, D] from position 0, compiled (the formulas of
-    compute.kda.kda_layer in the recurrent form, equal to its chunked one to float64 rounding)."""
+    compute.ops.kda.kda_layer in the recurrent form, equal to its chunked one to float64 rounding)."""
     kern, cp, slot = kfast
     a, b = knobs.alpha, knobs.beta
     inp = layout.PassInputs(xn[0], a is not None, 0.0 if a is None else float(a), b is not None,

@@ -33,7 +33,7 @@ import numpy as np
 from compute.explain._pass_reuse import ReusedPass
 from compute.explain.counterfactual import alternatives
 from compute.explain.knockout import hooks_for
-from compute.parts import _np
+from compute.ops.parts import _np
 
 __all__ = ["SOURCE_MODES", "SOURCE_METRICS", "source_measure", "source_effects"]
 

@@ -20,7 +20,7 @@ def window_explains(request) -> bool:
 @pytest.fixture
 def make_window(qtbot, tmp_path, request):
     from app import i18n
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     windows = []
     explains = window_explains(request)
@@ -65,7 +65,7 @@ def shared_window(qapp, tmp_path_factory, request):
     import time
 
     from app import i18n
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     path = tmp_path_factory.mktemp("shared") / "settings.ini"
     win = MainWindow(settings_path=str(path), language="en", explain=window_explains(request))

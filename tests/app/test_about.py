@@ -40,7 +40,7 @@ def test_about_dialog_says_version_licence_and_what_is_toy(main_window, qtbot, l
     i18n.set_language(lang)
     try:
         main_window.registry.actions["about"].trigger()  # Help -> About, as a person picks it
-        from app.about import AboutDialog
+        from app.window.about import AboutDialog
 
         dialog = [d for d in main_window.findChildren(AboutDialog) if d.isVisible()][-1]
         qtbot.waitExposed(dialog)
@@ -74,7 +74,7 @@ def test_licence_is_apache_everywhere():
     from importlib import metadata
 
     assert metadata.metadata("k3-explorer")["License-Expression"] == "Apache-2.0"
-    from app.about import licence_file, licence_text
+    from app.window.about import licence_file, licence_text
 
     assert licence_text() == "Apache-2.0 (Apache License, Version 2.0)"
     assert licence_file().read_text() == text
@@ -82,7 +82,7 @@ def test_licence_is_apache_everywhere():
 
 def test_about_shows_the_licence_and_its_full_text(main_window, qtbot):
     main_window.registry.actions["about"].trigger()
-    from app.about import AboutDialog, LicenceDialog
+    from app.window.about import AboutDialog, LicenceDialog
 
     dialog = [d for d in main_window.findChildren(AboutDialog) if d.isVisible()][-1]
     qtbot.waitExposed(dialog)

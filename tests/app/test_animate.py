@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from app import animate, player
+from app.export import animate
+from app import player
 
 
 def decoded(path, fps=None):
@@ -42,7 +43,7 @@ def anim_view(main_window):
     win = main_window
     view = animate.offscreen_view(win.config, win.state.trace, win.state.layer, None, 320, 180)
     yield view
-    from app.animate_dialog import _close_view
+    from app.window.animate_dialog import _close_view
 
     _close_view(view)
 
@@ -83,7 +84,7 @@ def test_the_caption_band_leaves_the_colour_legend_visible(main_window, anim_vie
     from scene.labels import place_labels
     from scene.legend import export_label_scale
 
-    from app.export import render_view
+    from app.export.image import render_view
 
     steps = player.build_steps(main_window.state.trace)[:1]
     w, h = 640, 360
@@ -110,7 +111,7 @@ def test_a_typed_path_of_an_existing_file_asks_before_replacing(main_window, qtb
     Yes goes on; a new name does not ask."""
     from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
-    from app.animate_dialog import AnimationDialog
+    from app.window.animate_dialog import AnimationDialog
 
     existing = tmp_path / "talk.mp4"
     existing.write_bytes(b"old video")
@@ -188,7 +189,7 @@ def test_cancel_midway_leaves_no_file(main_window, anim_view, tmp_path):
 def test_the_gui_export_cancels_from_its_progress_dialog(main_window, qtbot, tmp_path):
     from PySide6.QtCore import QTimer
 
-    from app.animate_dialog import run_export
+    from app.window.animate_dialog import run_export
 
     win = main_window
     out = str(tmp_path / "gui.mp4")
@@ -208,7 +209,7 @@ def test_the_gui_export_cancels_from_its_progress_dialog(main_window, qtbot, tmp
 
 
 def test_the_gui_dialog_exports_a_file(main_window, qtbot, tmp_path):
-    from app.animate_dialog import run_export
+    from app.window.animate_dialog import run_export
 
     win = main_window
     dialog = win.open_animation_dialog()
@@ -276,7 +277,7 @@ def test_the_dialog_refuses_a_path_that_leads_to_a_fifo(main_window, qtbot, tmp_
 
     from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
-    from app.animate_dialog import AnimationDialog
+    from app.window.animate_dialog import AnimationDialog
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -1,4 +1,4 @@
-"""File -> Export animation… reports through its signals (app/animate_dialog.signals_of(window):
+"""File -> Export animation… reports through its signals (app/window/animate_dialog.signals_of(window):
 started, progress, finished / failed / cancelled). Real clicks in the window's own dialog: a GIF export into
 tmp_path ends with `finished` and a real GIF; a folder that cannot be written is one line (a box in the dialog
 and `failed`), no traceback, and the same dialog then exports after the name is changed."""
@@ -9,7 +9,8 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
-from app import animate_dialog, player
+from app.window import animate_dialog
+from app import player
 
 pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
 

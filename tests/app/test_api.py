@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from app import api, viewfile
-from app.viewfile import View
+from app import api
+from app.files import viewfile
+from app.files.viewfile import View
 
 
 class _ShownWindows:

@@ -1,4 +1,4 @@
-"""app.atomic_io: a write either lands whole or leaves the old file as it was, and names the real cause."""
+"""app.files.atomic_io: a write either lands whole or leaves the old file as it was, and names the real cause."""
 from __future__ import annotations
 
 import errno
@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from app import atomic_io
-from app.atomic_io import WriteError, write_bytes
+from app.files import atomic_io
+from app.files.atomic_io import WriteError, write_bytes
 from fs_helpers import tmpfs
 
 

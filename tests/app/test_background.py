@@ -1,4 +1,4 @@
-"""app.background, the one helper for background jobs (issue 42.3): results, one-line failures and progress reach
+"""app.engine.background, the one helper for background jobs (issue 42.3): results, one-line failures and progress reach
 the UI thread; a lane runs its jobs one at a time, in order, never on the UI thread; cancelling works from the
 receiver's side (cancel_all, its parent going) and a cancelled job's result is never delivered."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 import pytest
 from PySide6.QtCore import QObject, QThread
 
-from app.background import BackgroundJobs, one_line
+from app.engine.background import BackgroundJobs, one_line
 
 
 @pytest.fixture

@@ -202,7 +202,7 @@ def test_export_front_camera_keeps_the_lm_head(qtbot, tmp_path):
     focus): no stack block under the image's header or legend, as the export draws them."""
     from app import player
     from app.api import build_scene, close_scene, ensure_app
-    from app.viewfile import View
+    from app.files.viewfile import View
     from compute.config import load_default
     from compute.engine import ToyK3
 

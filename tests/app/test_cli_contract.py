@@ -96,7 +96,7 @@ def test_a_lone_surrogate_in_the_prompt_names_the_prompt_and_its_position():
 
 def test_scale_and_text_checks_directly():
     from app.cli import invalid_text, scaled_size
-    from app.export import ExportError
+    from app.export.image import ExportError
 
     assert scaled_size(1920, 1080, 2.0) == (3840, 2160)
     for bad in (float("inf"), float("-inf"), float("nan"), 0.0, -2.0, 1e308, 5.0):
@@ -203,7 +203,7 @@ def test_an_empty_view_name_exits_2_in_one_line(tmp_path, command):
 def _view_with_bias(tmp_path, expert: int, **changes) -> str:
     import json
 
-    from app.viewfile import View
+    from app.files.viewfile import View
 
     doc = View(prompt="The robot", tokens=1, **changes).to_dict()
     doc["knobs"]["expert_bias"] = {str(expert): 2.0}

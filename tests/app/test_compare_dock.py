@@ -1,11 +1,11 @@
-"""B1 Compare dock: real events on the pickers and the context controls; the numbers shown are compute.compare's;
+"""B1 Compare dock: real events on the pickers and the context controls; the numbers shown are compute.teaching.compare's;
 the exported PNG holds the plot's two curve colours."""
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from compute.compare import crossover, summarize
+from compute.teaching.compare import crossover, summarize
 from compute.config import ModelConfig, available_configs
 from tests.app.gui_helpers import image_array
 

@@ -68,7 +68,7 @@ def press_export(qtbot, win) -> None:
 
 @pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)])
 def test_menu_action_writes_both_models_as_one_png(qtbot, make_window, tmp_path, monkeypatch, size):
-    import app.compare_export as ce
+    import app.export.compare_export as ce
 
     win = make_window()
     win.resize(*size)
@@ -103,7 +103,7 @@ def test_menu_action_writes_both_models_as_one_png(qtbot, make_window, tmp_path,
 
 
 def test_a_path_in_a_missing_folder_is_one_message_and_nothing_runs(qtbot, make_window, tmp_path, monkeypatch):
-    import app.compare_export as ce
+    import app.export.compare_export as ce
 
     win = make_window()
     dock = win.docks["CompareDock"]

@@ -16,7 +16,7 @@ SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
 
 
 def _open(qtbot, tmp_path, w, h, lang):
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     win = MainWindow(settings_path=str(tmp_path / f"s_{w}_{lang}.ini"), language=lang)
     qtbot.addWidget(win)

@@ -143,7 +143,7 @@ def test_a_prompt_outside_the_toy_language_runs_without_a_patching_map_and_says_
 def test_a_model_whose_toy_is_missing_says_random_weights_in_its_column(qtbot, dock, monkeypatch):
     """Every bundled model ships a toy now; a column on random weights still says so, in the caveat colour,
     when a model's toy is missing (an install without it): the other column stays trained."""
-    from app import explain_service
+    from app.engine import explain_service
     from app.widgets.paint import qcolor
 
     monkeypatch.delitem(wio.SHIPPED_TOYS, PAIR[1])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app import desktop, desktop_install
+from app.files import desktop, desktop_install
 
 ROOT = Path(__file__).resolve().parents[2]
 DESKTOP = ROOT / "assets/desktop"
@@ -58,7 +58,7 @@ def test_mime_type_globs_view_files_as_json():
     assert kind.get("type") == desktop.MIME_TYPE
     assert [g.get("pattern") for g in kind.findall(f"{MIME_NS}glob")] == ["*.k3view"]
     assert kind.find(f"{MIME_NS}sub-class-of").get("type") == "application/json"  # a view file is JSON
-    from app import viewfile
+    from app.files import viewfile
 
     assert f"*{viewfile.SUFFIX}" == "*.k3view"  # what File -> Save view writes
 
@@ -93,10 +93,10 @@ def test_metainfo_matches_the_package_and_the_changelog():
 
 
 def test_a_release_adds_its_address_and_the_generated_screenshots():
-    """`make metainfo PROJECT_URL=...` (app/desktop_metainfo.py): the homepage, the issue tracker and the
+    """`make metainfo PROJECT_URL=...` (app/files/desktop_metainfo.py): the homepage, the issue tracker and the
     screenshots `make screenshots` keeps, as the repository's main branch serves them; anything but a plain https
     address is refused in one line."""
-    from app.desktop_metainfo import metainfo_xml
+    from app.files.desktop_metainfo import metainfo_xml
 
     assert metainfo_xml("") == (DESKTOP / f"{APP_ID}.metainfo.xml").read_text(encoding="utf-8")
     root = ET.fromstring(metainfo_xml("https://github.com/someone/k3-explorer/").encode())
@@ -115,7 +115,7 @@ def test_a_release_adds_its_address_and_the_generated_screenshots():
         with pytest.raises(ValueError) as err:
             metainfo_xml(bad)
         assert "\n" not in str(err.value)
-    done = subprocess.run([sys.executable, "-m", "app.desktop_metainfo", "--project-url", "ftp://x"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "app.files.desktop_metainfo", "--project-url", "ftp://x"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith("metainfo: the project URL must be"), done.stderr
 
@@ -123,7 +123,7 @@ def test_a_release_adds_its_address_and_the_generated_screenshots():
 @pytest.mark.skipif(not shutil.which("appstreamcli"), reason="appstreamcli not installed (apt-get install appstream)")
 @pytest.mark.parametrize("project_url", ["", "https://github.com/someone/k3-explorer"])
 def test_appstreamcli_validates_the_metainfo(tmp_path, project_url):
-    from app.desktop_metainfo import metainfo_xml
+    from app.files.desktop_metainfo import metainfo_xml
 
     path = tmp_path / f"{APP_ID}.metainfo.xml"  # the validator checks the file name against the id
     path.write_text(metainfo_xml(project_url), encoding="utf-8")
@@ -191,5 +191,5 @@ def test_the_makefile_targets_call_the_app():
     assert "bin/k3-explorer --install-desktop" in done.stdout and "--uninstall-desktop" in done.stdout
     done = subprocess.run(["make", "-n", "-C", str(ROOT), "metainfo", "PROJECT_URL=https://github.com/a/b",
                            "APP_STAMP=pyproject.toml"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "-m app.desktop_metainfo --project-url \"https://github.com/a/b\"" in done.stdout
+    assert done.returncode == 0 and "-m app.files.desktop_metainfo --project-url \"https://github.com/a/b\"" in done.stdout
     assert f"--out build/{APP_ID}.metainfo.xml" in done.stdout

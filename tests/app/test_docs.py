@@ -69,7 +69,7 @@ def _parses(main, argv: list[str]) -> None:
 
 
 def check_k3(argv: list[str]) -> None:
-    from app import kernel_warmup
+    from app.engine import kernel_warmup
 
     if argv[:1] == ["export"]:
         from app.cli import build_parser
@@ -113,8 +113,8 @@ def check_python_m(argv: list[str]) -> None:
     module, rest = argv[2], argv[3:]
     if module in ("app", "k3_explorer"):
         check_k3(rest)
-    elif module == "compute.train":
-        from compute import train
+    elif module == "compute.training.train":
+        from compute.training import train
 
         _parses(train.main, rest)
     else:
@@ -153,7 +153,7 @@ def check_command(argv: list[str]) -> None:
 def _home_paths() -> dict[str, str]:
     """The folders the app really uses under a fresh HOME with no XDG variables, as ~/... (measured in a child)."""
     code = ("import os, sys; sys.path.insert(0, sys.argv[1]);"
-            "from app import log; from app.settings import Settings; from compute import numba_setup;"
+            "from app import log; from app.files.settings import Settings; from compute.compiled import numba_setup;"
             "numba_setup.cache_dir_setup(); h = os.environ['HOME'];"
             "show = lambda p: str(p).replace(h, '~', 1);"
             "print(show(Settings().path)); print(show(os.environ['NUMBA_CACHE_DIR'])); print(show(log.log_file()))")
@@ -231,7 +231,7 @@ def test_the_places_the_readme_names_are_the_ones_the_app_uses(home_paths):
     assert f"`{home_paths['settings']}`" in readme
     assert f"`{Path(home_paths['cache']).parent}/`" in readme
     assert f"`{home_paths['log']}`" in readme
-    from app.desktop import APP_ID
+    from app.files.desktop import APP_ID
 
     assert f"~/.local/share/applications/{APP_ID}.desktop" in readme
 

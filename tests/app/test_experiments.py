@@ -176,7 +176,7 @@ def test_attention_click_token_and_switch_head(dock, qtbot):
     assert not np.allclose(before, v.weights)
     np.testing.assert_allclose(v.weights.sum(axis=1), 1.0, atol=1e-12)
     # independent Q·K softmax for the clicked row
-    from compute.teaching import attention_inputs
+    from compute.teaching.experiments import attention_inputs
     x, wq, wk = attention_inputs()
     q, k = x @ wq[2], x @ wk
     s = q[2] @ k[:3].T / 2.0
@@ -225,7 +225,7 @@ def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
     """With a trace published, the rows shown are the engine's: its actual input rows for the traced prompt,
     its toy embedding table for toy-vocab pieces of other text (plain Trace data built here by hand)."""
     from app.docks.experiments.tokenizer import ROW_ROLE
-    from compute.tokenizer import TOY_PIECES, ToyTokenizer
+    from compute.language.tokenizer import TOY_PIECES, ToyTokenizer
     from compute.trace import Knobs, PassTrace, Trace
 
     tok = ToyTokenizer()
@@ -262,7 +262,7 @@ def test_tokenizer_rows_come_from_the_engine_trace(dock, qtbot):
 
 def _hand_trace(prompt: str, seed: int, knobs=None):
     """A plain Trace of `prompt` with seeded embedding rows (no engine)."""
-    from compute.tokenizer import TOY_PIECES, ToyTokenizer
+    from compute.language.tokenizer import TOY_PIECES, ToyTokenizer
     from compute.trace import Knobs, PassTrace, Trace
 
     tok = ToyTokenizer()

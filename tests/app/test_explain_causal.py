@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
 from app import api, i18n
-from app.explain_service import overlay_of
+from app.engine.explain_service import overlay_of
 from gui_helpers import image_array
 from test_explain_dock import PROMPT, dock, open_page, wait_for  # noqa: F401 - the dock fixture
 

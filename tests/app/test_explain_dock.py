@@ -247,7 +247,7 @@ def dock_fmt(p):
 
 
 def test_a_view_files_knockout_set_is_applied_and_read_back(dock):
-    """The Explain dock takes a view file's knock-outs (app/viewfile.py's validated form: 1-based layers, an
+    """The Explain dock takes a view file's knock-outs (app/files/viewfile.py's validated form: 1-based layers, an
     expert without a layer = every MoE layer) and gives them back, as they were, for File -> Save view; the after
     column is compute.explain's own knock-out of the same set."""
     from compute.explain import Explanation

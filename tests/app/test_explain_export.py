@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from app import api
-from app.explain_render import overlay_for, parse_parts
+from app.engine.explain_render import overlay_for, parse_parts
 from tests.app.test_cli_contract import error_lines, run_app
 
 PROMPT = "아이가 상자를 집었다. 그리고"
@@ -73,7 +73,7 @@ def test_export_view_of_a_window_view_with_a_knockout_and_the_route_matches(make
     from PySide6.QtGui import QImage
 
     from app import cli
-    from app.export import ExportChoice, perform
+    from app.export.image import ExportChoice, perform
     from tests.app.gui_helpers import changed_fraction, image_array, wait_idle
     from tests.app.test_explain_dock import wait_for
 

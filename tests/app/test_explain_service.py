@@ -1,4 +1,4 @@
-"""The one explanation service (app/explain_service.py): Qt-free, one engine cache shared by the window's
+"""The one explanation service (app/engine/explain_service.py): Qt-free, one engine cache shared by the window's
 worker, the API and the command line, and `app.api.render(explain=...)` taking the Explanation that
 `app.api.explain` returns."""
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import api, explain_service
+from app import api
+from app.engine import explain_service
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "아이가 상자를 집었다. 그리고"
@@ -26,7 +27,7 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split('.')[0] in ('PySide6', 'pyqtgraph', 'OpenGL'):
             raise ImportError('blocked for this test: ' + name)
 sys.meta_path.insert(0, Block())
-from app.explain_service import ExplainRequest, engine_for, explain_result, knobs_of, overlay_of
+from app.engine.explain_service import ExplainRequest, engine_for, explain_result, knobs_of, overlay_of
 from compute.config import load_default
 from compute.trace import Knobs
 config = load_default()
@@ -78,7 +79,7 @@ def test_the_cache_keeps_at_most_max_engines():
 
 
 def test_render_takes_the_explanation_explain_returns(qapp, monkeypatch):
-    from app.explain_render import PARTS, overlay_for, overlay_of_explanation
+    from app.engine.explain_render import PARTS, overlay_for, overlay_of_explanation
     from compute.config import load_default
 
     ex = api.explain(PROMPT)

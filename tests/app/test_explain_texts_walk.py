@@ -121,7 +121,7 @@ def test_every_explain_text_fits_the_model_and_the_language(qtbot, name):
 
 
 def test_the_lens_note_says_the_models_own_depth_and_residuals():
-    from app.lens_note import lens_note
+    from app.engine.lens_note import lens_note
 
     for lang in ("en", "ko"):
         tr = lambda key, **kw: i18n.tr(key, lang=lang, **kw)  # noqa: E731

@@ -223,7 +223,7 @@ def test_heads_and_experts_lit_by_their_total_effects(make_window, qtbot, tmp_pa
             assert abs(value - ref_e[order[0]]) < 6e-3, tip
 
     # the exported PNG (File -> Export image's path) shows the lit lane as the screen does
-    from app.export import ExportChoice, perform
+    from app.export.image import ExportChoice, perform
 
     scene.frame_block(hb.id, animate=False)
     pump(100)
@@ -250,8 +250,8 @@ def test_render_and_view_files_draw_the_lit_heads(qapp, tmp_path):
     explain3d.units draw) lights the exploded layer's heads: at the layer of the strongest head (compute's own
     head_effects), the picture gains pixels of that head's sign's hue; a view file keeps the choice."""
     from app import api
-    from app.explain_render import parse_parts, view_parts
-    from app.viewfile import View, load, save
+    from app.engine.explain_render import parse_parts, view_parts
+    from app.files.viewfile import View, load, save
 
     prompt = "아이가 상자를 집었다. 그리고"
     ex = api.explain(prompt)

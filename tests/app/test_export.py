@@ -14,7 +14,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import i18n
-from app.export import ExportError, parse_size
+from app.export.image import ExportError, parse_size
 from gui_helpers import image_array
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def _open_dialog(win, qtbot):
 
 
 def QtDialog():
-    from app.export import ExportDialog
+    from app.export.image import ExportDialog
 
     return ExportDialog
 
@@ -88,7 +88,7 @@ def test_4k_export_writes_a_png_of_that_size_with_labels_and_leaves_the_view_alo
     diff = np.abs(px.astype(int) - ko.astype(int))[..., :3].max(axis=-1) > 40
     assert 0.001 < diff.mean() < 0.2
     # and without the labels (dialog option) those pixels go away
-    from app.export import render_view
+    from app.export.image import render_view
 
     bare = image_array(render_view(win.scene, 3840, 2160, labels=False))
     no_text = np.abs(px.astype(int) - bare.astype(int))[..., :3].max(axis=-1) > 40
@@ -255,7 +255,7 @@ def _answer_boxes(buttons, texts):
 
 
 def test_a_failed_export_keeps_the_old_file_and_names_the_cause(main_window, qtbot, tmp_path, monkeypatch):
-    from app import atomic_io
+    from app.files import atomic_io
 
     win = main_window
     out = tmp_path / "slide.png"
@@ -282,7 +282,7 @@ def test_a_failed_export_keeps_the_old_file_and_names_the_cause(main_window, qtb
 
 def test_export_onto_a_full_disk_keeps_the_old_file(qapp, tmp_path):
     """A real full file system (a 64 kB tmpfs; needs root to mount)."""
-    from app.export import save_png
+    from app.export.image import save_png
 
     disk = tmp_path / "small"
     disk.mkdir()
@@ -306,7 +306,7 @@ def test_threaded_png_encoder_round_trips_opaque_and_transparent_pixels(qapp):
     half-transparent pixels (premultiplied in Qt, straight alpha in the file)."""
     from PySide6.QtGui import QColor
 
-    from app.export import png_bytes, png_bytes_threaded
+    from app.export.image import png_bytes, png_bytes_threaded
 
     for transparent in (False, True):
         img = QImage(37, 21, QImage.Format.Format_ARGB32_Premultiplied)

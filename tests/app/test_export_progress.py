@@ -8,7 +8,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QProgressDialog, QPushButton
 
-from app.export import PROGRESS_AFTER_MS, ExportDialog
+from app.export.image import PROGRESS_AFTER_MS, ExportDialog
 
 import pytest
 

@@ -5,9 +5,10 @@ where the picture with labels differs from the same picture without them."""
 import numpy as np
 import pytest
 
-from app import animate, player
-from app.caption import caption_band_height
-from app.export import render_view
+from app.export import animate
+from app import player
+from app.export.caption import caption_band_height
+from app.export.image import render_view
 from scene.labels import place_labels
 from scene.legend import MAX_LEGEND_SHARE, export_label_scale
 from tests.app.gui_helpers import image_array
@@ -25,7 +26,7 @@ def view_at(main_window):
         return v
 
     yield make
-    from app.animate_dialog import _close_view
+    from app.window.animate_dialog import _close_view
 
     for v in views:
         _close_view(v)

@@ -9,7 +9,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
 
-from app.export import render_view
+from app.export.image import render_view
 from gui_helpers import image_array
 from scene.labels import place_labels
 
@@ -61,7 +61,7 @@ def test_transparent_export_title_contrasts_on_white_and_black_slides(main_windo
 def test_light_theme_from_the_dialog_gives_a_light_picture(main_window, qtbot, tmp_path):
     win = main_window
     QTest.keyClick(win.scene.gl, Qt.Key_S, Qt.ControlModifier)  # File -> Export image…
-    from app.export import ExportDialog
+    from app.export.image import ExportDialog
 
     qtbot.waitUntil(lambda: any(d.isVisible() for d in win.findChildren(ExportDialog)), timeout=5000)
     dialog = [d for d in win.findChildren(ExportDialog) if d.isVisible()][0]

@@ -3,7 +3,7 @@ file, brought back by Help -> Show hint again; never by itself where K3_NO_FIRST
 import numpy as np
 from PySide6.QtCore import QPoint, Qt
 
-from app.first_run_hint import HINT_KEY
+from app.window.first_run_hint import HINT_KEY
 from app.i18n import tr
 
 

@@ -7,7 +7,7 @@ import weakref
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app import housekeeping
+from app.engine import housekeeping
 from scene import gc_main_thread
 from tests.app.gui_helpers import slider_handle_center, wait_idle
 from tests.app.weights_helpers import trained_asset  # noqa: F401 - fixture

@@ -10,7 +10,7 @@ import threading
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from app.viewfile import View
+from app.files.viewfile import View
 
 K3_ONLY = [  # values K3 (93 layers, 896 experts) has and DeepSeek-V3 (61 layers, 256 experts) lacks
     ("knobs.expert_bias", {"knobs": {"expert_bias": {"500": 0.5}}}, ("500", "256 routed experts")),
@@ -31,7 +31,7 @@ def _view(tmp_path, changes) -> str:
 def _run_main(qtbot, monkeypatch, tmp_path, view_path, check):
     """app.__main__.main(--config deepseek-v3 view) with `check(window)` as its event loop."""
     from app import __main__ as entry
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs the app's hooks: put them back after
     monkeypatch.setattr(threading, "excepthook", threading.excepthook)

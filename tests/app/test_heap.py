@@ -1,4 +1,4 @@
-"""app.heap.trim gives the free heap memory that freed traces leave behind back to the system (glibc)."""
+"""app.engine.heap.trim gives the free heap memory that freed traces leave behind back to the system (glibc)."""
 import ctypes
 import ctypes.util
 import sys
@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from app import heap
+from app.engine import heap
 
 
 class MallInfo2(ctypes.Structure):
@@ -43,7 +43,7 @@ def test_trim_returns_what_freed_traces_leave_in_the_heap():
 
 
 def test_the_engine_worker_trims_after_freeing_traces(monkeypatch):
-    from app import worker
+    from app.engine import worker
 
     calls = []
     monkeypatch.setattr(heap, "trim", lambda: calls.append(1) or True)
@@ -57,7 +57,7 @@ def test_a_drag_frees_old_traces_at_once_but_trims_only_when_quiet(qtbot, monkey
     traces freed in a drag (8 at a time) are not trimmed; the quiet timer trims once afterwards."""
     import time
 
-    from app import worker
+    from app.engine import worker
     from app.state import AppState
 
     trims, published, sent = [], [], []

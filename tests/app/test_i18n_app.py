@@ -88,7 +88,7 @@ def test_no_visible_text_is_a_missing_key(main_window, qtbot, lang):
         dialog = win.show_shortcuts()
         texts += visible_texts(dialog)
         dialog.close()
-        from app.export import ExportDialog
+        from app.export.image import ExportDialog
 
         export = ExportDialog((800, 600), "/tmp/x.png", win)
         texts += visible_texts(export)

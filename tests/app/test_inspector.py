@@ -137,7 +137,7 @@ def test_a_cell_chosen_in_the_state_is_followed(dock, traces):
 
 def test_retranslated_once_per_language_switch_in_the_main_window(qtbot, tmp_path):
     from app import i18n
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     i18n.set_language("en")
     win = MainWindow(settings_path=str(tmp_path / "s.ini"), start_engine=False, language="en")

@@ -8,9 +8,9 @@ import pytest
 
 import sys
 
-from app import kernel_upgrade, kernel_warmup, worker
+from app.engine import kernel_upgrade, kernel_warmup, worker
 from app.state import AppState
-from app.worker import EngineController
+from app.engine.worker import EngineController
 from compute.trace import Knobs
 
 needs_numba = pytest.mark.skipif(not kernel_warmup.wanted(), reason="numba not installed (or K3_NO_NUMBA set)")
@@ -100,7 +100,7 @@ def test_compiled_false_keeps_the_numpy_kernels(qtbot, monkeypatch):
 def test_a_failed_warm_up_is_logged_and_the_numpy_kernels_stay(qtbot, monkeypatch, caplog):
     monkeypatch.setattr(kernel_upgrade, "_warmed", False)
     monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-m", "app.no_such_warmup_module"])
-    with caplog.at_level(logging.WARNING, logger="app.kernel_upgrade"):
+    with caplog.at_level(logging.WARNING, logger="app.engine.kernel_upgrade"):
         state, ctl = _controller(qtbot)
         try:
             qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)
@@ -121,7 +121,7 @@ def test_kernels_compiled_by_the_child_are_checked_by_a_second_one(qtbot, monkey
     runs = tmp_path / "runs"
     code = f"import sys; open({str(runs)!r}, 'a').write('x'); sys.exit(10)"
     monkeypatch.setattr(kernel_warmup, "child_command", lambda: [sys.executable, "-c", code])
-    with caplog.at_level(logging.WARNING, logger="app.kernel_upgrade"):
+    with caplog.at_level(logging.WARNING, logger="app.engine.kernel_upgrade"):
         state, ctl = _controller(qtbot)
         try:
             qtbot.waitUntil(lambda: ctl.kernels_settled, timeout=60000)

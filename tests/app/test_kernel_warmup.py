@@ -1,4 +1,4 @@
-"""app/kernel_warmup.py, the one warm-up entry point of the compiled kernels: the command
+"""app/engine/kernel_warmup.py, the one warm-up entry point of the compiled kernels: the command
 line the engine worker spawns is frozen-aware (a PyInstaller bundle has no `python -m`: the child is the bundle's
 executable with --warm-kernels, which app/__main__.py hands over before Qt), and the entry's exit statuses."""
 import logging
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app import kernel_upgrade, kernel_warmup, worker
+from app.engine import kernel_upgrade, kernel_warmup, worker
 from app.state import AppState
-from app.worker import EngineController
+from app.engine.worker import EngineController
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_numba = pytest.mark.skipif(not kernel_warmup.wanted(), reason="numba not installed (or K3_NO_NUMBA set)")
@@ -24,7 +24,7 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
 
 def test_the_child_is_this_python_with_the_module_when_not_frozen(monkeypatch):
     monkeypatch.delattr(sys, "frozen", raising=False)
-    assert kernel_warmup.child_command() == [sys.executable, "-m", "app.kernel_warmup", "--report-compiled"]
+    assert kernel_warmup.child_command() == [sys.executable, "-m", "app.engine.kernel_warmup", "--report-compiled"]
 
 
 def test_the_child_is_the_bundles_executable_with_the_flag_when_frozen(monkeypatch):
@@ -57,7 +57,7 @@ def test_a_frozen_worker_spawns_its_own_executable_with_the_flag(qtbot, monkeypa
     monkeypatch.setattr(sys, "executable", str(fake))
     state = AppState()
     ctl = EngineController(state, max_new_tokens=2, device="cpu")
-    with caplog.at_level(logging.WARNING, logger="app.kernel_upgrade"):
+    with caplog.at_level(logging.WARNING, logger="app.engine.kernel_upgrade"):
         ctl.start()
         try:
             qtbot.waitUntil(lambda: state.trace is not None and ctl.kernels_settled, timeout=90000)
@@ -78,14 +78,14 @@ def test_the_entry_point_hands_the_flag_over_before_qt():
 
 
 def test_no_numba_env_makes_the_warm_up_say_so_in_one_line():
-    r = subprocess.run([sys.executable, "-m", "app.kernel_warmup"], cwd=ROOT, env=dict(os.environ, K3_NO_NUMBA="1"),
+    r = subprocess.run([sys.executable, "-m", "app.engine.kernel_warmup"], cwd=ROOT, env=dict(os.environ, K3_NO_NUMBA="1"),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == kernel_warmup.EXIT_UNAVAILABLE
     assert r.stderr.strip().count("\n") == 0 and "K3_NO_NUMBA" in r.stderr
 
 
 def test_the_warm_up_rejects_unknown_arguments():
-    r = subprocess.run([sys.executable, "-m", "app.kernel_warmup", "--now"], cwd=ROOT, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "app.engine.kernel_warmup", "--now"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.startswith("usage:")
 
@@ -97,10 +97,10 @@ def test_the_warm_up_fills_the_cache_and_the_default_engine_then_runs_compiled()
     loaded (a script under `set -e` reads success); a second run finds every kernel cached (0), and so does the
     app's own child (--report-compiled: 10 only when it compiled); a default ToyK3() in a fresh process then
     runs the compiled pass, and --if-needed has nothing left to do (numba not even imported)."""
-    r = subprocess.run([sys.executable, "-m", "app.kernel_warmup"], cwd=ROOT, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "app.engine.kernel_warmup"], cwd=ROOT, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "app.kernel_warmup", kernel_warmup.CHILD_FLAG], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "app.engine.kernel_warmup", kernel_warmup.CHILD_FLAG], cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "loaded into" in r.stdout
@@ -108,7 +108,7 @@ def test_the_warm_up_fills_the_cache_and_the_default_engine_then_runs_compiled()
                 "m = ToyK3(device='cpu'); print(ok, m.compiled, m.run('Kimi K3', 2).generated_text != '')")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True", "True"]
-    r = _python("import sys; from app import kernel_warmup; rc = kernel_warmup.main(['--if-needed']); "
+    r = _python("import sys; from app.engine import kernel_warmup; rc = kernel_warmup.main(['--if-needed']); "
                 "print(rc, 'numba' in sys.modules)")
     assert r.stdout.split() == ["0", "False"], r.stderr
 

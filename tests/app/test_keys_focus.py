@@ -73,7 +73,7 @@ def test_the_key_guard_sees_only_the_focus_widgets_events(make_window, qtbot, mo
     """The guard used to filter every event of the application in Python (paints, timers, the engine's
     and render thread's queued signals), taking the GIL for each; it now watches the focus widget alone.
     A window of its own: the spy guard must be installed as the window is built."""
-    from app import actions
+    from app.window import actions
 
     class Spy(actions._BareKeysToFocusedControl):
         def __init__(self, *args):

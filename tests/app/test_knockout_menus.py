@@ -19,8 +19,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMenu
 
 from app import api
-from app.knockout_menu import scene_items
-from compute import task
+from app.window.knockout_menu import scene_items
+from compute.language import task
 from scene import camera as camlib
 from tests.app.gui_helpers import pump, wait_idle
 
@@ -218,7 +218,7 @@ def test_a_chip_menu_explains_another_position(make_window, qtbot):
     wait_idle(qtbot, win)
     dock = _settled(win)
     at = dock.explained_position()
-    from app.knockout_menu import open_for_chip
+    from app.window.knockout_menu import open_for_chip
 
     menu = open_for_chip(win, 1, win.mapToGlobal(QPoint(50, 50)))
     act = next(a for a in menu.actions() if a.data() == ("explain", 1))

@@ -160,7 +160,7 @@ def test_first_engine_result_does_not_wait_for_the_tabbed_docks(started):
 def test_a_late_dock_asked_for_by_name_is_built_then(make_window, qtbot, monkeypatch):
     """An engine that has said nothing yet (start() does nothing here): the late docks are not built on their
     own, but `docks[name]` builds them, with their Window menu entries."""
-    from app.worker import EngineController
+    from app.engine.worker import EngineController
 
     started = []
     monkeypatch.setattr(EngineController, "start", lambda self: started.append(1))

@@ -75,18 +75,18 @@ def test_engine_error_is_logged_with_its_traceback(main_window, qtbot, captured)
         model.run = original
     wait_idle(qtbot, win)
     text = captured.getvalue()
-    assert "ERROR   app.worker: engine: run" in text and "Traceback" in text and "ValueError" in text
+    assert "ERROR   app.engine.worker: engine: run" in text and "Traceback" in text and "ValueError" in text
     win.state.request_prompt(win.engine._good.text)  # the trace on screen again, as the module expects
     wait_idle(qtbot, win)
 
 
 def test_export_path_is_logged(main_window, tmp_path, captured):
-    from app.export import render_view, save_png
+    from app.export.image import render_view, save_png
 
     out = tmp_path / "shot.png"
     save_png(render_view(main_window.scene, 320, 200), str(out))
     assert out.is_file()
-    assert f"INFO    app.export: export: wrote {out} (320 x 200)" in captured.getvalue()
+    assert f"INFO    app.export.image: export: wrote {out} (320 x 200)" in captured.getvalue()
 
 
 def test_gl_renderer_is_logged_once(main_window, captured):

@@ -7,9 +7,9 @@ from PySide6.QtGui import QInputMethodEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QLineEdit
 
 from app import i18n
-from app.actions import ACTIONS, ActionSpec, duplicate_shortcuts
+from app.window.actions import ACTIONS, ActionSpec, duplicate_shortcuts
 from app.docks.registry import DOCKS
-from app.settings import Settings
+from app.files.settings import Settings
 from gui_helpers import changed_fraction, drag_slider, image_array, wait_idle
 
 
@@ -242,7 +242,7 @@ def test_shortcuts_dialog_is_generated_from_the_registry(main_window, qtbot):
     assert dialog is not None and dialog.isVisible()
     table = dialog.table
     with_keys = [s for s in ACTIONS if s.shortcut]
-    from app.actions import key_rows
+    from app.window.actions import key_rows
 
     assert table.rowCount() == len(with_keys) + len(key_rows())  # + the prompt's keys and Esc
     keys = {table.item(r, 2).text() for r in range(table.rowCount())}
@@ -358,7 +358,7 @@ def test_in_a_drag_the_next_run_waits_for_the_frame_of_the_last_trace(main_windo
     screen, or after housekeeping.HOLD_MAX_MS."""
     import time
 
-    from app import housekeeping
+    from app.engine import housekeeping
 
     win = main_window
     wait_idle(qtbot, win)

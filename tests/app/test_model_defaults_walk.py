@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from app import api, cli, i18n, viewfile
-from app.viewfile import View
+from app import api, cli, i18n
+from app.files import viewfile
+from app.files.viewfile import View
 from compute.config import ModelConfig, available_configs
 
 PROMPT = "아이가 상자를 집었다. 그리고"

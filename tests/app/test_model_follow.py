@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QLineEdit
 
-from app import animate, i18n, player
+from app.export import animate
+from app import i18n, player
 from compute.config import ModelConfig, available_configs
 from gui_helpers import lit_cells
 

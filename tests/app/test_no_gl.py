@@ -17,8 +17,8 @@ SCRIPT = textwrap.dedent("""
     from PySide6.QtWidgets import QApplication
     app = QApplication([])
     import numpy as np
-    from app.export import ExportError, render_view
-    from app.main_window import MainWindow
+    from app.export.image import ExportError, render_view
+    from app.window.main_window import MainWindow
     win = MainWindow(settings_path=os.path.join(tempfile.mkdtemp(), "s.ini"), language="en")
     win.show()
     deadline = time.monotonic() + 120

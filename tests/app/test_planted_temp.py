@@ -1,6 +1,6 @@
-"""Issue 44 N8: a link planted at the PNG export's temporary name never becomes the output (app/atomic_io.py,
-as app/video_out.py's parts), and the settings folders a killed process leaves in $TMPDIR are swept at the next
-start (app/settings_workdir.py), never a live one, another user's or a link."""
+"""Issue 44 N8: a link planted at the PNG export's temporary name never becomes the output (app/files/atomic_io.py,
+as app/export/video_out.py's parts), and the settings folders a killed process leaves in $TMPDIR are swept at the next
+start (app/files/settings_workdir.py), never a live one, another user's or a link."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from app import atomic_io, settings_workdir
-from app.atomic_io import WriteError, write_bytes
+from app.files import atomic_io, settings_workdir
+from app.files.atomic_io import WriteError, write_bytes
 
 POSIX = pytest.mark.skipif(os.name != "posix", reason="links, flock and signals as on Linux")
 
@@ -55,7 +55,7 @@ def test_the_png_export_refuses_a_planted_link_and_does_not_say_it_wrote(tmp_pat
     pytest.importorskip("PySide6")
     from PySide6.QtGui import QImage
 
-    from app.export_files import ExportError, save_png
+    from app.files.export_files import ExportError, save_png
 
     image = QImage(4, 4, QImage.Format_ARGB32)
     image.fill(0xFF336699)
@@ -103,7 +103,7 @@ def test_an_ordinary_write_still_lands_with_its_lock_released(tmp_path):
 _HOLDER = """
 import sys
 sys.path.insert(0, sys.argv[2])
-from app import settings_workdir
+from app.files import settings_workdir
 w = settings_workdir.Workdir(sys.argv[1])
 open(w.name + '/settings.ini', 'w').write('[General]\\n')
 print(w.name, flush=True)
@@ -177,7 +177,7 @@ def test_the_sweep_leaves_links_other_names_and_young_lockless_folders(tmp_path)
 @POSIX
 def test_settings_start_sweeps_the_stale_folders(tmp_path, monkeypatch):
     pytest.importorskip("PySide6")
-    from app.settings import Settings
+    from app.files.settings import Settings
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     monkeypatch.setenv("TMPDIR", str(tmp_path))

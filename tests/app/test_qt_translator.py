@@ -4,7 +4,8 @@ import os
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app import i18n, qt_translator
+from app import i18n
+from app.window import qt_translator
 
 import pytest
 

@@ -1,12 +1,12 @@
 """The causal route's slider contract (compute/explain/causal_route.py, docs/spec/k3-math.md §12): the route at
 any threshold follows from the one computed at 1 % — compute.explain's causal_route(θ) and
-app/explain_service.route_at (which cuts the 1 % route without a re-run) agree, for a greedy and a
+app/engine/explain_service.route_at (which cuts the 1 % route without a re-run) agree, for a greedy and a
 strongest-first route."""
 from __future__ import annotations
 
 import pytest
 
-from app.explain_service import MIN_ROUTE_FRACTION, route_at
+from app.engine.explain_service import MIN_ROUTE_FRACTION, route_at
 from compute.engine import ToyK3
 from compute.explain import Explanation
 from compute.explain.causal_route import MIN_THRESHOLD

@@ -15,9 +15,9 @@ import random
 import pytest
 from PySide6.QtCore import QByteArray, QSettings
 
-from app import atomic_io, ini_guard
-from app.settings import PROMPT_TOKEN_LIMIT, Settings, camera_values
-from compute.tokenizer import ToyTokenizer
+from app.files import atomic_io, ini_guard
+from app.files.settings import PROMPT_TOKEN_LIMIT, Settings, camera_values
+from compute.language.tokenizer import ToyTokenizer
 
 pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
 
@@ -318,7 +318,7 @@ def test_a_special_settings_file_is_not_read_nor_written(tmp_path, kind):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
 def test_a_settings_file_over_the_limit_is_left_alone(tmp_path, monkeypatch):
-    import app.settings as settings_module
+    import app.files.settings as settings_module
 
     monkeypatch.setattr(settings_module, "MAX_BYTES", 100)
     path = tmp_path / "big.ini"

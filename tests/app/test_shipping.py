@@ -178,7 +178,7 @@ def test_a_terminal_signal_closes_the_window_and_saves_its_settings(sig, tmp_pat
 
 
 def test_the_stopper_leaves_the_handlers_it_found(qapp):
-    from app.terminal_signals import SignalStopper
+    from app.window.terminal_signals import SignalStopper
 
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     stopper = SignalStopper(qapp)
@@ -199,7 +199,7 @@ def test_the_shortcuts_dialog_lists_the_mouse_gestures(main_window, qtbot, lang)
     i18n.set_language(lang)
     try:
         QTest.keyClick(main_window.scene.gl, Qt.Key_F1)  # Help -> Keyboard shortcuts
-        from app.actions import ShortcutsDialog
+        from app.window.actions import ShortcutsDialog
 
         shown = lambda: [d for d in main_window.findChildren(ShortcutsDialog) if d.isVisible()]  # noqa: E731
         qtbot.waitUntil(lambda: len(shown()) == 1, timeout=3000)
@@ -293,7 +293,7 @@ def test_icons_are_the_svg_rendered_at_every_size(qapp):
     import numpy as np
     from PySide6.QtGui import QImage
 
-    from app import desktop
+    from app.files import desktop
     from scene.palette import role_qcolor_tuple
 
     svg = desktop.icon_svg().read_text()
@@ -305,7 +305,7 @@ def test_icons_are_the_svg_rendered_at_every_size(qapp):
         fresh = desktop.render_icon(size)
         a = np.frombuffer(shipped.constBits(), np.uint8).reshape(size, size, 4).astype(int)
         b = np.frombuffer(fresh.constBits(), np.uint8).reshape(size, size, 4).astype(int)
-        assert np.abs(a - b).max() <= 2, size  # re-render with `python -m app.desktop --render-icons`
+        assert np.abs(a - b).max() <= 2, size  # re-render with `python -m app.files.desktop --render-icons`
         assert a[size // 2, size // 2, 3] == 255 and a[0, 0, 3] == 0  # opaque drawing, transparent corner
     assert sorted(s.width() for s in desktop.app_icon().availableSizes()) == list(desktop.ICON_SIZES)
 
@@ -340,5 +340,5 @@ def test_the_window_has_the_icon_and_the_desktop_file_name(tmp_path):
     done = subprocess.run([sys.executable, "-c", LAUNCH.format(root=str(ROOT), settings=str(tmp_path / "s.ini"))],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert "desktop io.github.k3explorer.K3Explorer" in done.stdout  # app.desktop.APP_ID, the reverse-DNS id
+    assert "desktop io.github.k3explorer.K3Explorer" in done.stdout  # app.files.desktop.APP_ID, the reverse-DNS id
     assert "sizes [16, 24, 32, 48, 64, 128, 256, 512]" in done.stdout and "window_icon True" in done.stdout

@@ -3,7 +3,7 @@
 Ctrl+Alt+B (View -> Side by side (compare)) shows a second GL pane for the Compare dock's other model; its header
 names that model and its weights; its trace runs the window's prompt and its lens column and causal route are
 that model's own explanation at the window's explained position — recomputed here with a fresh ToyK3 and
-compute.explain, not read from app/side_stack.py — and the lens column is lit on its rendered frame (pixels).
+compute.explain, not read from app/window/side_stack.py — and the lens column is lit on its rendered frame (pixels).
 The page's check box mirrors the action; turning it off hides the pane and the first view keeps working; a view
 file with the flag brings it back; the setting is remembered; a model switch K3 -> Kimi Linear -> K3 keeps
 working with the pane open. Screenshots at 1920x1080 and 1280x720, English and Korean, go to
@@ -181,7 +181,7 @@ def test_prompt_follows_and_a_model_switch_keeps_working(make_window, qtbot):
 
 
 def test_view_file_and_settings_keep_the_flag(make_window, qtbot, tmp_path):
-    from app.viewfile import load
+    from app.files.viewfile import load
 
     win = make_window("a.ini", explain=False)
     wait_idle(qtbot, win)
@@ -224,7 +224,7 @@ def test_screenshots_with_both_stacks(make_window, qtbot, size, language):
 
 
 def test_a_failed_run_is_one_line_and_the_window_keeps_working(make_window, qtbot, monkeypatch):
-    import app.side_stack as side_stack
+    import app.window.side_stack as side_stack
 
     win = make_window(explain=False)  # it never reads the explanation
     wait_idle(qtbot, win)
@@ -277,7 +277,7 @@ def test_link_cameras_turns_the_second_view_with_the_first(make_window, qtbot):
 def test_a_bad_stacks_flag_is_one_view_error_naming_it(value):
     import json
 
-    from app.viewfile import ViewError, loads
+    from app.files.viewfile import ViewError, loads
 
     doc = {"format": "k3-explorer-view", "version": "1.4", "model": "kimi-k3", "prompt": "로봇이 컵을 집었다",
            "compare": {"models": ["kimi-k3", OTHER], "prompt": None, "stacks": value}}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from compute import memory as M
+from compute.teaching import memory as M
 from compute.config import LIMITS, ModelConfig, available_configs
 
 

@@ -53,7 +53,7 @@ def test_an_action_that_fails_is_one_status_line(main_window, qtbot, monkeypatch
     def boom(*_a, **_k):
         raise RuntimeError("the dialog could not be made")
 
-    monkeypatch.setattr("app.main_window.ShortcutsDialog", boom)
+    monkeypatch.setattr("app.window.main_window.ShortcutsDialog", boom)
     win.registry.actions["shortcuts"].trigger()
     assert "RuntimeError: the dialog could not be made" in win.statusBar().currentMessage()
     assert len(slot_errors) == 1 and "action shortcuts" in slot_errors[0][0]

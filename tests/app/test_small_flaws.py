@@ -23,7 +23,7 @@ def test_qb_at_update_0_reads_the_same_ratio_twice(main_window, qtbot):
 def test_the_first_window_fills_a_large_screen_too():
     """A first window on an unscaled 3840 x 2160 screen is 92% of it (it opened at 1880 x 1040); common sizes
     are as before (92%, within the screen)."""
-    from app.window_layout import window_size_for
+    from app.window.window_layout import window_size_for
 
     w, h = window_size_for(3840, 2112)
     assert w > 1880 * 1.5 and h > 1040 * 1.5 and w <= 3840 and h <= 2112

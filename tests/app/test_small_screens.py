@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, QRect, QRectF, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QScrollArea
 
 from app import i18n
-from app.main_window import MainWindow
+from app.window.main_window import MainWindow
 from gui_helpers import flush_layouts
 
 SHOTS = os.path.join(tempfile.gettempdir(), "k3_small_screens")

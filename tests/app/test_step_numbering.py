@@ -7,7 +7,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app import animate, api, cli, i18n
+from app.export import animate
+from app import api, cli, i18n
 
 pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
 
@@ -91,7 +92,7 @@ def test_animation_caption_at_step_k_carries_k(main_window):
 
 def test_a_saved_view_stores_the_number_of_the_row_it_shows(main_window, tmp_path):
     """A view saved at row k stores step k (the number the list shows) and reading it back gives row k."""
-    from app import viewfile
+    from app.files import viewfile
 
     win = main_window
     dock, player = win.docks["TracePlayerDock"], win.state.player

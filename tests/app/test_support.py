@@ -46,13 +46,13 @@ def test_warnings_errors_and_tracebacks_go_to_the_file(log_home, capsys):
     try:
         raise RuntimeError("an engine failure")
     except RuntimeError:
-        logging.getLogger("app.worker").exception("engine: run 3 failed")
+        logging.getLogger("app.engine.worker").exception("engine: run 3 failed")
     applog.file_handler().flush()
     text = (log_home / "k3-explorer.log").read_text()
     first = text.splitlines()[0]
     assert f"session start: k3-explorer {app.__version__}, Python {platform.python_version()}" in first
     assert "WARNING app.test: a warning for the file" in text and "not at the default level" not in text
-    assert "ERROR   app.worker: engine: run 3 failed" in text
+    assert "ERROR   app.engine.worker: engine: run 3 failed" in text
     assert "Traceback (most recent call last)" in text and "RuntimeError: an engine failure" in text
     assert "a warning for the file" in capsys.readouterr().err  # stderr still gets it
     applog.setup(to_file=True)  # a second set-up replaces the handler (one file handler, not two)
@@ -106,7 +106,7 @@ def test_an_engine_traceback_in_the_window_reaches_the_log_file(main_window, qtb
         model.run = original
     wait_idle(qtbot, win)
     text = path.read_text()
-    assert "ERROR   app.worker: engine: run" in text and "Traceback" in text
+    assert "ERROR   app.engine.worker: engine: run" in text and "Traceback" in text
     win.state.request_prompt(win.engine._good.text)  # the trace on screen again, as the module expects
     wait_idle(qtbot, win)
 
@@ -124,7 +124,7 @@ def test_help_opens_the_log_folder(main_window, qtbot, log_home, monkeypatch):
 
 
 def test_about_copies_the_system_info(main_window, qtbot, log_home):
-    from app.about import AboutDialog
+    from app.window.about import AboutDialog
 
     QApplication.clipboard().clear()
     main_window.show_about()

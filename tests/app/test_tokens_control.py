@@ -5,7 +5,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from app.i18n import tr
-from app.worker import SENTENCE_ENDS, cut_at_sentence_end
+from app.engine.worker import SENTENCE_ENDS, cut_at_sentence_end
 from tests.app.gui_helpers import wait_idle
 
 import pytest
@@ -75,7 +75,7 @@ def test_cut_at_sentence_end_keeps_the_first_sentence():
 
 
 def test_bad_saved_tokens_fall_back(tmp_path):
-    from app.settings import Settings
+    from app.files.settings import Settings
 
     s = Settings(str(tmp_path / "s.ini"))
     s.set_tokens(12)

@@ -5,8 +5,9 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QTableWidget, QToolTip
 
-from app import i18n, tooltips
-from app.actions import ACTIONS
+from app import i18n
+from app.window import tooltips
+from app.window.actions import ACTIONS
 
 
 def _all_docks_built(qtbot, win):

@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from app import i18n
-from app.settings import Settings
-from app.tour import CHAPTERS, chapter_box, chapter_text
+from app.files.settings import Settings
+from app.window.tour import CHAPTERS, chapter_box, chapter_text
 from scene import navigation as nav
 from tests.app.gui_helpers import image_array, pump, wait_idle
 

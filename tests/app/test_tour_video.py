@@ -4,8 +4,8 @@ in Korean too; --tour without --animate is one line and exit code 2."""
 import numpy as np
 
 from app.i18n import tr
-from app.tour import CHAPTERS
-from app.tour_video import TOUR_HOLD_S
+from app.window.tour import CHAPTERS
+from app.window.tour_video import TOUR_HOLD_S
 from tests.app.test_animate import decoded, run_cli
 
 

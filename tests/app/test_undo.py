@@ -1,4 +1,4 @@
-"""Edit -> Undo / Redo / History (app/history.py) on a real window, with real key and mouse events: a knob
+"""Edit -> Undo / Redo / History (app/window/history.py) on a real window, with real key and mouse events: a knob
 changed through its slider comes back with Ctrl+Z and again with Ctrl+Shift+Z, a layer change likewise, a
 slider drag is one undo step, undoing adds nothing to the history, and a dropped *.k3view opens that view
 and names it in the title."""
@@ -288,7 +288,7 @@ def test_a_change_describes_only_its_own_step_however_long_the_history(main_wind
     """A push once described every step in the stack again (three times: canUndo, canRedo and index all signal),
     so after an hour's use (up to 500 steps) each layer change cost the UI thread ~25 ms more. Each step says its
     own text when made or merged; only a language switch describes them all anew."""
-    from app import history as history_mod
+    from app.window import history as history_mod
 
     win = main_window
     st, stack = win.state, win.history.stack

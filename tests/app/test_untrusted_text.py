@@ -129,7 +129,7 @@ def test_hostile_config_prompt_and_views_stay_plain_text(make_window, qtbot, tmp
     assert literal == {"stream_label": True}, literal
 
     # view files: every text field hostile (refused ones quote the value in a message box), and 100 kB ones
-    from app.viewfile import View
+    from app.files.viewfile import View
 
     base = View(prompt="The robot", tokens=2).to_dict()
     big = hostile(trap.path, pad=100_000)

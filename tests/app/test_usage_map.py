@@ -5,7 +5,7 @@ import pytest
 
 from app.docks.experts import usage_model as um
 from app.i18n import tr
-from compute import task
+from compute.language import task
 from compute.engine import ToyK3
 from tests.app.weights_helpers import trained_asset  # noqa: F401 - fixture
 

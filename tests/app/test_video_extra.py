@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app import i18n, video_out
+from app import i18n
+from app.export import video_out
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = ["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "32x24", "-r", "5", "-i", "-"]

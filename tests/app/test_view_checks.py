@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from app import viewfile
-from app.viewfile import View, ViewError
+from app.files import viewfile
+from app.files.viewfile import View, ViewError
 from compute.config import ModelConfig, available_configs
 from compute.trace import Knobs
 

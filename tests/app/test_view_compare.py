@@ -1,4 +1,4 @@
-"""Issue 41.3: view files keep the compared models (view format 1.3, app/view_compare.py). A round trip keeps the
+"""Issue 41.3: view files keep the compared models (view format 1.3, app/files/view_compare.py). A round trip keeps the
 Compare dock's two models and the Same-prompt page's own prompt; an older file (1.2, no "compare") still opens;
 every bad value is one ViewError naming a compare field, also in a fixed-seed fuzz. In a real window: File ->
 Save view… records the dock's picks and page prompt, File -> Recent views -> the file puts them back after the
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from app import viewfile
-from app.viewfile import View, ViewError
+from app.files import viewfile
+from app.files.viewfile import View, ViewError
 from compute.config import available_configs
 
 pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
@@ -111,7 +111,7 @@ def test_the_window_saves_and_restores_the_compared_models(make_window, qtbot, t
     pick(dock, "kimi-linear-48b", "kimi-k2")
     dock.runs.prompt_edit.setText("아이가 상자를 집었다. 그리고")
     path = str(tmp_path / "cmp")
-    monkeypatch.setattr("app.view_menu.QFileDialog.getSaveFileName", lambda *a, **k: (path, ""))
+    monkeypatch.setattr("app.window.view_menu.QFileDialog.getSaveFileName", lambda *a, **k: (path, ""))
     win.registry.actions["save_view"].trigger()  # File -> Save view…
     saved = viewfile.load(path + ".k3view")
     assert saved.compare == {"models": ["kimi-linear-48b", "kimi-k2"], "prompt": "아이가 상자를 집었다. 그리고"}

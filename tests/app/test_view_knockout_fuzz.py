@@ -13,12 +13,12 @@ import random
 
 import pytest
 
-from app import viewfile
-from app.view_knockouts import MAX_KNOCKOUTS
-from app.viewfile import ViewError
+from app.files import viewfile
+from app.files.view_knockouts import MAX_KNOCKOUTS
+from app.files.viewfile import ViewError
 from compute.config import ModelConfig, available_configs
 from compute.explain.knockout import make_ablation, stored_sources
-from compute.tokenizer import ToyTokenizer
+from compute.language.tokenizer import ToyTokenizer
 
 SEED = 44
 N_DOCS = 1500

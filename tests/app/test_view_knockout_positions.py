@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from app import viewfile
-from app.view_knockouts import explained_position, prompt_tokens
-from app.viewfile import View, ViewError
+from app.files import viewfile
+from app.files.view_knockouts import explained_position, prompt_tokens
+from app.files.viewfile import View, ViewError
 
 PROMPT = "로봇이 컵을 집었다"  # 6 toy tokens: positions 0..5
 
@@ -29,7 +29,7 @@ def _refused(doc, field: str) -> ViewError:
 
 
 def test_the_prompt_has_six_tokens():
-    from compute.tokenizer import ToyTokenizer
+    from compute.language.tokenizer import ToyTokenizer
 
     assert prompt_tokens(PROMPT) == len(ToyTokenizer(vocab_size=163840).encode(PROMPT)) == 6
 
@@ -155,7 +155,7 @@ def test_a_version_1_1_view_explains_the_last_prompt_position_its_knockouts_were
 
 def test_render_applies_the_views_knockouts_as_the_dock_does(qapp, monkeypatch):
     from app import api
-    from app import explain_service as service  # what the window's dock, the API and the command line share
+    from app.engine import explain_service as service  # what the window's dock, the API and the command line share
 
     seen = []
     real = service.explain_result

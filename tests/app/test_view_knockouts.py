@@ -14,7 +14,7 @@ def _wait(cond, timeout_s=120.0):
 
 
 def test_a_view_with_knockouts_opens_them_and_saves_them_back(main_window, tmp_path):
-    from app import viewfile
+    from app.files import viewfile
 
     win = main_window
     assert win.views.save_to(str(tmp_path / "plain.k3view"))

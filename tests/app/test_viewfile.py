@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from app import viewfile
-from app.viewfile import View, ViewError
+from app.files import viewfile
+from app.files.viewfile import View, ViewError
 from compute.trace import Knobs
 
 
@@ -97,7 +97,7 @@ def test_size_limit_unreadable_and_binary(tmp_path):
 
 
 def test_save_is_atomic_and_names_the_cause(tmp_path):
-    from app import atomic_io
+    from app.files import atomic_io
 
     path = tmp_path / "keep.k3view"
     viewfile.save(View(layer=5), path)
@@ -123,7 +123,7 @@ def test_viewfile_is_qt_free():
     import subprocess
     import sys
 
-    code = "import sys, app.viewfile; sys.exit(any(m.startswith(('PySide6', 'torch', 'scene')) for m in sys.modules))"
+    code = "import sys, app.files.viewfile; sys.exit(any(m.startswith(('PySide6', 'torch', 'scene')) for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -131,7 +131,7 @@ def test_viewfile_is_qt_free():
 
 
 def _menu_action(menu, text):
-    from app.actions import plain
+    from app.window.actions import plain
 
     for action in menu.actions():
         if plain(action.text()) == text:
@@ -160,7 +160,7 @@ def test_save_view_then_open_it_restores_the_view(main_window, qtbot, tmp_path, 
     win = main_window
     player = win.docks["TracePlayerDock"]
     path = str(tmp_path / "talk")
-    monkeypatch.setattr("app.view_menu.QFileDialog.getSaveFileName", lambda *a, **k: (path, ""))
+    monkeypatch.setattr("app.window.view_menu.QFileDialog.getSaveFileName", lambda *a, **k: (path, ""))
     player.seek(9)
     win.state.select_layer(40)
     win.state.select_block("L41/kda.state")
@@ -231,7 +231,7 @@ def test_a_view_of_another_bundled_model_switches_the_model(make_window, qtbot, 
 
 
 def test_open_and_save_view_are_in_the_file_menu_with_free_shortcuts(main_window):
-    from app.actions import duplicate_shortcuts
+    from app.window.actions import duplicate_shortcuts
 
     win = main_window
     titles = [a.text() for a in win.registry.menus["file"].actions()]
@@ -259,7 +259,7 @@ def test_cli_renders_the_saved_view_like_the_window_export(make_window, qtbot, t
     """The acceptance test of view files: File -> Save view in the window, `k3-explorer export --view` renders
     the same picture as File -> Export image at that size."""
     from app import cli
-    from app.export import ExportChoice, perform
+    from app.export.image import ExportChoice, perform
     from PySide6.QtGui import QImage
     from tests.app.gui_helpers import changed_fraction, image_array, wait_idle
 
@@ -354,14 +354,14 @@ def test_recent_views_are_remembered_across_sessions(make_window, qtbot, tmp_pat
 # --- knock-outs: an optional, validated "knockouts" key (version 1.1) ---------------------------
 
 def _view_doc(**extra):
-    from app import viewfile as vf
+    from app.files import viewfile as vf
     d = vf.View().to_dict()
     d.update(extra)
     return d
 
 
 def test_knockouts_round_trip_and_older_files_load_without_them(tmp_path):
-    from app import viewfile as vf
+    from app.files import viewfile as vf
     ko = {"mode": "mean", "tokens": [0, 2], "blocks": [[37, "mixer"]], "experts": [[None, 5]]}
     v = vf.View.from_dict(_view_doc(knockouts=ko))
     assert v.knockouts == ko
@@ -387,7 +387,7 @@ def test_knockouts_round_trip_and_older_files_load_without_them(tmp_path):
     ({"rm": 1}, "knockouts"),
 ])
 def test_a_hostile_knockouts_field_is_refused_naming_the_field(ko, field):
-    from app import viewfile as vf
+    from app.files import viewfile as vf
     with pytest.raises(vf.ViewError) as err:
         vf.View.from_dict(_view_doc(knockouts=ko))
     assert field in str(err.value)
@@ -396,7 +396,7 @@ def test_a_hostile_knockouts_field_is_refused_naming_the_field(ko, field):
 # --- the 3D explanation: an optional, validated "explain3d" key (version 1.2) ---------------------------
 
 def test_explain3d_round_trips_and_is_checked(tmp_path):
-    from app import viewfile as vf
+    from app.files import viewfile as vf
     e = {"lens": True, "arcs": False, "route": True, "route_threshold": 55, "position": 3}
     v = vf.View.from_dict(_view_doc(explain3d=e))
     assert v.explain3d == e
@@ -412,7 +412,7 @@ def test_explain3d_round_trips_and_is_checked(tmp_path):
 
 
 def test_the_window_saves_and_opens_its_3d_explanation(make_window, qtbot, tmp_path):
-    from app import viewfile as vf
+    from app.files import viewfile as vf
 
     win = make_window()
     dock = win.docks["ExplainDock"]
@@ -429,7 +429,7 @@ def test_the_window_saves_and_opens_its_3d_explanation(make_window, qtbot, tmp_p
 
 
 def test_knockouts_with_attnres_sources():
-    from app import viewfile as vf
+    from app.files import viewfile as vf
     ko = {"mode": "zero", "tokens": [], "blocks": [], "experts": [], "sources": [0, 7]}
     assert vf.View.from_dict(_view_doc(knockouts=ko)).knockouts == ko
     assert "sources" not in vf.View.from_dict(_view_doc(knockouts={"tokens": [1]})).knockouts

@@ -11,7 +11,7 @@ from PySide6.QtTest import QTest
 
 from app import cli, i18n, weights_choice
 from app.i18n import tr
-from app.settings import Settings
+from app.files.settings import Settings
 from tests.app.gui_helpers import image_array, wait_idle
 from tests.app.weights_helpers import trained_asset  # noqa: F401 - fixture
 
@@ -137,8 +137,8 @@ def test_export_with_random_weights(tmp_path, trained_asset, capsys):
 
 def test_a_view_file_applies_its_weights_to_the_export(tmp_path, trained_asset, monkeypatch):
     """--weights given wins over the view's; the view's weights otherwise (the engine is built with them)."""
-    from app import viewfile
-    from app.viewfile import View
+    from app.files import viewfile
+    from app.files.viewfile import View
     from compute import engine
 
     built = []

@@ -5,7 +5,7 @@ import pytest
 from PySide6.QtCore import QThread
 
 from app.state import AppState
-from app.worker import EngineController, only_sampling_changed
+from app.engine.worker import EngineController, only_sampling_changed
 from compute.trace import Knobs
 
 

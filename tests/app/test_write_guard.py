@@ -16,8 +16,9 @@ import time
 import numpy as np
 import pytest
 
-from app import atomic_io, video_out
-from app.video_out import VideoError, VideoOut
+from app.files import atomic_io
+from app.export import video_out
+from app.export.video_out import VideoError, VideoOut
 from fs_helpers import tmpfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -119,7 +120,7 @@ def _refused(path: str) -> atomic_io.WriteError:
 def test_no_writer_replaces_a_fifo_or_a_device(tmp_path, guard_devices):
     """write_bytes (PNG, view files, settings) and the video writer refuse a FIFO and a link to /dev/null;
     both stay what they were, no temporary file is made (a FIFO would also block an open for writing)."""
-    from app import viewfile
+    from app.files import viewfile
 
     fifo = tmp_path / "pipe.png"
     os.mkfifo(fifo)
@@ -143,7 +144,7 @@ def test_no_writer_replaces_a_fifo_or_a_device(tmp_path, guard_devices):
 
 
 def test_the_png_checks_refuse_a_link_to_a_special_file(tmp_path):
-    from app.export import ExportError, check_writable
+    from app.export.image import ExportError, check_writable
 
     fifo = tmp_path / "p"
     os.mkfifo(fifo)
@@ -295,7 +296,7 @@ def test_an_encoder_failure_keeps_the_old_file_and_is_one_line(tmp_path, fake_en
 
     old = tmp_path / "x.mp4"
     old.write_bytes(b"yesterday's video")
-    with caplog.at_level(logging.INFO, logger="app.video_out"):
+    with caplog.at_level(logging.INFO, logger="app.export.video_out"):
         with pytest.raises(VideoError) as info:
             write_video(old, "mp4", n=40, exe=fake_encoder(mode))  # 40 x 3 kB: more than a pipe holds
     text = str(info.value)
@@ -417,7 +418,7 @@ def test_stale_parts_of_our_naming_are_swept_at_the_next_export(tmp_path):
 def test_settings_are_not_saved_over_a_fifo_that_appeared_after_reading(tmp_path):
     """The settings file is written through atomic_io.write_bytes: a FIFO (or a link to a device) put at its
     path after it was read is refused at save, in one line, and stays what it is."""
-    from app.settings import Settings
+    from app.files.settings import Settings
 
     path = tmp_path / "k3.ini"
     settings = Settings(str(path))  # nothing there yet: defaults

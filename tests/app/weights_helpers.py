@@ -1,4 +1,4 @@
-"""A trained-weights asset for tests: a real weights file in the shipped format (compute.train's layout, a
+"""A trained-weights asset for tests: a real weights file in the shipped format (compute.training.train's layout, a
 training-style init of another seed), put where the engine looks for the shipped asset. So a test sees
 trained and random weights differ whether or not the real trained file is installed yet."""
 import pytest
@@ -6,7 +6,8 @@ import pytest
 
 @pytest.fixture
 def trained_asset(tmp_path, monkeypatch):
-    from compute import train, weights
+    from compute.training import train
+    from compute import weights
     from compute.config import load_default
     from compute.engine import ToyDims
 

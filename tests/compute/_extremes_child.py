@@ -2,12 +2,12 @@
 case, flushed before the next starts (so that a crash names its case). Not a test module.
 
     python tests/compute/_extremes_child.py PATH CASES_JSON
-PATH: "numba" (compute.fused_nb's compiled pass) or "operators" (the layer loop: compute.kda / mla / moe on numpy).
+PATH: "numba" (compute.fused_nb's compiled pass) or "operators" (the layer loop: compute.ops.kda / mla / moe on numpy).
 A case: {"name", "base": another shipped config's name | absent (kimi-k3), "config": {raw overrides} | null, "weights": [[target, op, value], ...],
 "knobs": {...}, "tokens": n}. target: "all" | "router" | "router1" (one layer) | "bias" | "w13" | "embedding" |
 "lm_head" | "kda" | "mla" | "norm"; op: "scale" | "set_some" (every 7th entry) | "set_all".
 Outcome per case: "ok" (finite logits and probabilities, sampled ids in range, expert indices in range),
-"nonfinite" (compute.finite.NonFiniteError), "refused" (another ValueError, e.g. a knob out of range), or
+"nonfinite" (compute.guards.finite.NonFiniteError), "refused" (another ValueError, e.g. a knob out of range), or
 "bad" with a reason (a silent NaN, an index out of range, another exception) — the parent fails on "bad".
 """
 import json
@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 from compute.config import ModelConfig, available_configs, load_default  # noqa: E402
 from compute.engine import ToyK3  # noqa: E402
-from compute.finite import NonFiniteError  # noqa: E402
+from compute.guards.finite import NonFiniteError  # noqa: E402
 from compute.trace import Knobs  # noqa: E402
 
 PROMPT = "Kimi K3 reads the next token"

@@ -6,7 +6,7 @@ method forward; MIT license), sigmoid scoring with e_score_correction_bias:
                      keep the best topk_groups groups, set the others to -inf
     indices = topk(scores, topk); weights = original[indices]; weights /= weights.sum(); weights *= route_scale
 
-Re-written per token with Python sorting (no torch.topk) so that it shares no code with compute/moe.py.
+Re-written per token with Python sorting (no torch.topk) so that it shares no code with compute/ops/moe.py.
 Ties are broken towards the lower index (as stable sorting does); tests use tie-free random inputs.
 """
 from __future__ import annotations

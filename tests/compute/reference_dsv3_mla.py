@@ -16,7 +16,7 @@ DeepSeek-V3's forward, as re-spelled here (weights in nn.Linear layout [out, in]
 
 The rotary embedding multiplies consecutive pairs (x_2i, x_2i+1), viewed as complex numbers, by
 exp(i · pos · base^(-2i/rope)). Written with numpy loops and complex numbers, sharing no code with
-compute/mla.py. `rotate=False` is K3's NoPE (nothing rotated: freqs_cis = 1).
+compute/ops/mla.py. `rotate=False` is K3's NoPE (nothing rotated: freqs_cis = 1).
 """
 from __future__ import annotations
 

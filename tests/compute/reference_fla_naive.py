@@ -9,7 +9,7 @@ Semantics follow `naive_recurrent_kda` of fla-org/flash-linear-attention, `fla/o
     o_t = q_t @ S
 
 Re-written here with explicit numpy loops over batch, head and time (no torch, no einsum) so that it shares
-no code with compute/kda.py. Unlike fla's naive version it keeps float64 instead of casting to float32.
+no code with compute/ops/kda.py. Unlike fla's naive version it keeps float64 instead of casting to float32.
 """
 from __future__ import annotations
 

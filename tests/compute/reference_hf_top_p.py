@@ -6,7 +6,7 @@
     remove sorted positions with cumulative <= 1 - top_p, but never the last (most probable) one
     masked scores -> -inf; probabilities = softmax
 
-Re-written for one row with Python lists and math.exp so it shares no code with compute/sampling.py.
+Re-written for one row with Python lists and math.exp so it shares no code with compute/ops/sampling.py.
 """
 from __future__ import annotations
 

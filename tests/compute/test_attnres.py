@@ -4,7 +4,7 @@ import math
 import numpy as np
 import torch
 
-from compute.attnres import BlockAttnRes, attn_res, attn_res_weights
+from compute.ops.attnres import BlockAttnRes, attn_res, attn_res_weights
 
 
 def test_attn_res_by_hand():

@@ -1,14 +1,14 @@
 """ToyK3's numpy backend (the CPU path: no torch tensor in the forward) gives the trace its torch backend gives
-(float64), and the operators (compute.kda, moe, norms, attnres) accept numpy arrays as they accept tensors."""
+(float64), and the operators (compute.ops.kda, moe, norms, attnres) accept numpy arrays as they accept tensors."""
 import numpy as np
 import pytest
 import torch
 
-from compute.attnres import attn_res_weights
+from compute.ops.attnres import attn_res_weights
 from compute.engine import ToyK3
-from compute.kda import kda_chunked, kda_gate, kda_recurrent
-from compute.moe import route, situ_glu
-from compute.norms import rms_norm
+from compute.ops.kda import kda_chunked, kda_gate, kda_recurrent
+from compute.ops.moe import route, situ_glu
+from compute.ops.norms import rms_norm
 from compute.trace import Knobs
 
 PROMPT = "Kimi K3 reads the next token"

@@ -1,4 +1,4 @@
-"""The mixers' batch axis (what compute.train runs): kda_layer / mla_layer on [B, T, D] equal the same operators
+"""The mixers' batch axis (what compute.training.train runs): kda_layer / mla_layer on [B, T, D] equal the same operators
 run row by row on [T, D] — numpy and torch, float64, NoPE and RoPE MLA, gated or not, KDA with and without the
 lower-bound gate. A batch takes no cache."""
 import numpy as np
@@ -7,8 +7,8 @@ import torch
 
 from compute.dims import OpArgs
 from compute.engine import ToyDims
-from compute.kda import kda_layer
-from compute.mla import mla_layer
+from compute.ops.kda import kda_layer
+from compute.ops.mla import mla_layer
 from compute.weights import draw_layout
 
 D = ToyDims()

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compute import bits
+from compute.teaching import bits
 
 
 def torch_bf16_bits(x: float) -> int:

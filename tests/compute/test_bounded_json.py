@@ -1,7 +1,7 @@
-"""compute.bounded_json: the one bounded reader behind model configs and view files."""
+"""compute.guards.bounded_json: the one bounded reader behind model configs and view files."""
 import pytest
 
-from compute import bounded_json as bj
+from compute.guards import bounded_json as bj
 
 
 @pytest.mark.parametrize("text,words", [
@@ -35,7 +35,7 @@ def test_read_text_kinds(tmp_path):
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="POSIX special files")
 def test_read_text_refuses_special_files(tmp_path):
-    """Configs and view files are read through compute.guarded_io: a FIFO (direct or through a link), a device
+    """Configs and view files are read through compute.guards.guarded_io: a FIFO (direct or through a link), a device
     or a directory is refused at once, kind "read", saying what it is (no hang, no MemoryError)."""
     import os
     import signal
@@ -62,7 +62,7 @@ def test_read_text_refuses_special_files(tmp_path):
 def test_a_refused_number_names_its_field():
     """A long integer or an out-of-range float is refused with the dotted path of the field that holds it, so a
     view saved by a newer version with a huge seed says 'knobs.sample_seed', not only 'an integer literal'."""
-    from compute.bounded_json import JSONLimitError, load_object
+    from compute.guards.bounded_json import JSONLimitError, load_object
     with pytest.raises(JSONLimitError, match=r"^knobs\.sample_seed: integer literal with 21 digits"):
         load_object('{"format": "x", "knobs": {"top_p": 1.0, "sample_seed": 100000000000000000000}}', 10_000, 8)
     with pytest.raises(JSONLimitError, match=r"^layers\[2\]\.size: number '1e999' is out of range"):

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from compute.cells import DRAMCell, SRAMCell, dram_voltage, sense, threshold_time
+from compute.teaching.cells import DRAMCell, SRAMCell, dram_voltage, sense, threshold_time
 
 
 def test_voltage_and_threshold_time_by_hand():

@@ -1,7 +1,7 @@
 """B1 compare: numbers checked against hand calculations from assets/configs/*.json (written out here)."""
 import pytest
 
-from compute.compare import contexts, crossover, summarize
+from compute.teaching.compare import contexts, crossover, summarize
 from compute.config import ModelConfig, available_configs
 
 

@@ -1,7 +1,7 @@
-"""compute.compare_run's small readers, on hand-made arrays (the expected values worked out by hand here)."""
+"""compute.teaching.compare_run's small readers, on hand-made arrays (the expected values worked out by hand here)."""
 import numpy as np
 
-from compute.compare_run import copy_layers, mention_of, mixer_best, top_experts, top_heads
+from compute.teaching.compare_run import copy_layers, mention_of, mixer_best, top_experts, top_heads
 
 
 def test_mention_is_the_last_earlier_position_of_the_word():
@@ -39,8 +39,8 @@ def test_mixer_best_per_kind_uses_the_mixer_part_only():
 
 
 def test_the_survey_takes_the_first_cuts_of_each_language_each_after_a_distractor():
-    from compute import task
-    from compute.compare_survey import cuts
+    from compute.language import task
+    from compute.teaching.compare_survey import cuts
 
     got = cuts(3)
     assert len(got) == 6

@@ -230,7 +230,7 @@ def test_vocab_minimum_fits_the_toy_tokenizer():
     """A vocabulary at the minimum holds the 256 byte IDs, the toy pieces and room for hashed ones: the
     tokenizer (which searches for a free ID) ends."""
     from compute.config import MIN_VOCAB
-    from compute.tokenizer import TOY_PIECES, ToyTokenizer
+    from compute.language.tokenizer import TOY_PIECES, ToyTokenizer
     assert MIN_VOCAB >= 2 * (256 + len(TOY_PIECES))
     tok = ToyTokenizer(vocab_size=MIN_VOCAB)
     ids = [i for _, i in tok.encode("robots read 모델은 다음 토큰을 🙂 zzz qqq")]
@@ -245,7 +245,7 @@ def test_one_expert_per_group_is_a_legal_grouping():
     import torch
 
     from compute.engine import ToyK3
-    from compute.moe import route
+    from compute.ops.moe import route
     from compute.trace import Knobs
 
     d = json.loads(available_configs()["deepseek-v3"].read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ import torch
 
 from compute.config import ModelConfig, available_configs
 from compute.engine import ToyK3, resolve_device
-from compute.parts import to_numpy
+from compute.ops.parts import to_numpy
 from compute.trace import LINEAR_INPUTS, Knobs
 
 PROMPT = "Kimi K3 reads the next token"  # 6 toy tokens

@@ -1,7 +1,7 @@
 """The fast paths of the causal explanations (issue 39 item 8) against references they do not use: the sources'
 re-runs into kept buffers against one full re-run per replacement through ToyK3.forward with an embedding hook
 (compute.explain.resample._full), the kept-buffer pass against CompiledPass._run, and the causal re-runs' compiled
-MoE rows against compute.moe.latent_moe. Prompts here are not the ones the speed was measured on."""
+MoE rows against compute.ops.moe.latent_moe. Prompts here are not the ones the speed was measured on."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +22,7 @@ def m():
 
 
 def _long_prompt(m) -> str:
-    from compute import task
+    from compute.language import task
 
     pieces: list[str] = []
     for d in task.all_documents()[3::7]:  # not bench/engine.py's documents (every fifth from 0)
@@ -82,9 +82,9 @@ def test_reused_pass_equals_a_fresh_compiled_pass(m):
 
 def test_moe_rows_against_the_operator(m):
     from compute.dims import OpArgs
-    from compute.explain._moe_rows_nb import exp_into, moe_rows
+    from compute.compiled._moe_rows_nb import exp_into, moe_rows
     from compute.explain.rerun import twin64
-    from compute.moe import latent_moe
+    from compute.ops.moe import latent_moe
 
     tw = twin64(m)
     cfg = tw.config
@@ -112,7 +112,7 @@ def test_the_routers_one_division_sigmoid_against_numpy():
     """moe_rows' router sigmoid (sigmoid_neg_into: exp's rational form folded into one division) against
     1 / (1 + numpy's exp): within 3 ulp over the range exp covers (measured: 2), ~1e-308 beyond it (exp_into's
     clamp), NaN kept."""
-    from compute.explain._moe_rows_nb import sigmoid_neg_into
+    from compute.compiled._moe_rows_nb import sigmoid_neg_into
 
     rng = np.random.default_rng(3)
     v = np.concatenate([rng.uniform(-700, 700, 20000), 5 * rng.standard_normal(20000), [0.0, -0.0, 1e-300],
@@ -126,9 +126,9 @@ def test_the_routers_one_division_sigmoid_against_numpy():
 
 
 def test_moe_rows_top_k_against_a_sort():
-    """The causal re-runs' top-k (compute.explain._moe_rows_nb._top_k) against numpy's stable sort: the k largest,
+    """The causal re-runs' top-k (compute.compiled._moe_rows_nb._top_k) against numpy's stable sort: the k largest,
     largest first, ties lower index first — with many ties, -inf scores and k not dividing the group count."""
-    from compute.explain._moe_rows_nb import _top_k
+    from compute.compiled._moe_rows_nb import _top_k
 
     rng = np.random.default_rng(11)
     for it in range(600):
@@ -151,10 +151,10 @@ def test_moe_rows_top_k_against_a_sort():
 @pytest.mark.parametrize("alpha,beta", [(None, None), (0.9, 0.3)])
 def test_kda_rows_against_the_operator(m, alpha, beta):
     """The causal re-runs' compiled KDA (the kernels' kda_rows on a float64 pass of the twin's weights) against
-    compute.kda.kda_layer's chunked form on the same batch, with and without the α / β knobs."""
+    compute.ops.kda.kda_layer's chunked form on the same batch, with and without the α / β knobs."""
     from compute.dims import OpArgs
     from compute.explain.rerun import _fast_kda, _kda_rows, twin64
-    from compute.kda import kda_layer
+    from compute.ops.kda import kda_layer
     from compute.trace import Knobs
 
     tw = twin64(m)

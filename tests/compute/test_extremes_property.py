@@ -1,5 +1,5 @@
 """Weights, knobs and configs driven to extremes through the compiled (numba), numpy-kernel and operator paths: no
-crash, no hang, and every non-finite result reported (compute.finite.NonFiniteError), never a silent NaN, an
+crash, no hang, and every non-finite result reported (compute.guards.finite.NonFiniteError), never a silent NaN, an
 expert index out of range or a garbage token.
 
 Each path runs in a SUBPROCESS (tests/compute/_extremes_child.py) under a timeout, so that a segfault in a
@@ -206,7 +206,7 @@ import sys, numpy as np
 sys.path.insert(0, %r)
 from compute import fused_nb
 fused_nb.available()
-from compute import _fused_nb_math as K
+from compute.compiled import _fused_nb_math as K
 rng = np.random.default_rng(0)
 for E, k in ((896, 8), (896, 1), (896, 896), (16, 16), (100, 7), (3, 2)):
     G = max(64, k) // k * k
@@ -237,7 +237,7 @@ print("ok")
 
 def test_the_torch_top_k_treats_nan_as_minus_inf():
     torch = pytest.importorskip("torch")
-    from compute import moe
+    from compute.ops import moe
 
     sel = torch.tensor([[float("nan"), 1.0, float("nan"), 0.5, float("inf"), float("-inf")]])
     w, idx = moe.route(sel, None, 3)
@@ -247,7 +247,7 @@ def test_the_torch_top_k_treats_nan_as_minus_inf():
 
 
 def test_the_numpy_top_k_treats_nan_as_minus_inf():
-    from compute import moe
+    from compute.ops import moe
 
     sel = np.array([[np.nan, 1.0, np.nan, 0.5, np.inf, -np.inf]])
     w, idx = moe.route(sel, None, 3)  # sigmoid: NaN, 0.73, NaN, 0.62, 1, 0

@@ -1,9 +1,10 @@
-"""compute.fast_select's compiled selection loops against numpy / torch as references: the same answers on random
+"""compute.compiled.fast_select's compiled selection loops against numpy / torch as references: the same answers on random
 rows, on rows full of equal values and with ±inf, and None where they must not answer (a NaN, k out of range)."""
 import numpy as np
 import pytest
 
-from compute import fast_select, fused_nb
+from compute.compiled import fast_select
+from compute import fused_nb
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not fused_nb.enabled(), reason="numba is not installed")
@@ -62,7 +63,7 @@ def test_kth_largest_cols_is_what_np_partition_holds(m, n, levels):
 def test_torch_topk_idx_gives_torch_topk_answer_also_on_ties():
     """TorchOps.topk_idx answers the rows with equal values by torch.topk itself: the same indices in the same
     order as torch.topk everywhere (what keeps CPU training bit for bit with its recorded losses)."""
-    from compute.xp_torch import TorchOps
+    from compute.ops.xp_torch import TorchOps
 
     rng = np.random.default_rng(5)
     for levels in (None, 2, 10, 100):

@@ -1,5 +1,5 @@
 """The two CPU tiers: the operators' layer loop (the reference, and the fallback without numba) and
-compute.fused_nb's compiled pass on compute.fused's pre-scaled plans agree on every trace tensor of whole runs in
+compute.fused_nb's compiled pass on compute.compiled.fused's pre-scaled plans agree on every trace tensor of whole runs in
 float64, for both weight sets (tests/compute/test_fused_nb.py re-runs each compiled block by its operator)."""
 import copy
 import os
@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compute import fused, fused_nb, numba_setup
-from compute.attnres import attn_res_weights
+from compute.compiled import fused, numba_setup
+from compute import fused_nb
+from compute.ops.attnres import attn_res_weights
 from compute.config import ModelConfig, available_configs
 from compute.engine import ToyK3
 from compute.trace import Knobs
@@ -106,7 +107,7 @@ def test_attnres_mix_equals_operator_also_where_an_unshifted_softmax_would_overf
 
 @pytest.mark.parametrize("path", ["operators", pytest.param("compiled", marks=needs_numba)])
 def test_forward_attnres_weights_equal_attn_res_weights(pair, path):
-    """Layer 20's AttnRes weights in a run equal compute.attnres.attn_res_weights over the trace's stored residuals."""
+    """Layer 20's AttnRes weights in a run equal compute.ops.attnres.attn_res_weights over the trace's stored residuals."""
     model = pair[path == "compiled"]
     tr = model.run(PROMPT, 1, Knobs(temperature=0.0))
     ps = tr.passes[0]

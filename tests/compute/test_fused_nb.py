@@ -61,7 +61,7 @@ def _close(got, ref, what, rtol=1e-9):
                                           (LONG, Knobs())])
 def test_every_compiled_block_equals_its_operator_on_the_same_inputs(request, weights, prompt, knobs):
     """Prefill and one decode pass of the compiled kernel; each layer's mixer and FFN (KDA, gated NoPE MLA, dense
-    MLP, latent MoE) re-run by the operators (compute.kda / .mla / .moe) on the block's own input and cache from
+    MLP, latent MoE) re-run by the operators (compute.ops.kda / .mla / .moe) on the block's own input and cache from
     the trace: every tensor agrees, for the trained and the random weights."""
     nb64, ops64 = ((request.getfixturevalue("nb64"), request.getfixturevalue("ops64")) if weights == "trained"
                    else request.getfixturevalue("random64"))

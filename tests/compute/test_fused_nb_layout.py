@@ -1,10 +1,10 @@
-"""compute.fused_nb_layout: the one column table of the compiled pass's buffers, checked against what the
+"""compute.compiled.fused_nb_layout: the one column table of the compiled pass's buffers, checked against what the
 operators produce (not against the kernels that read it): every dotted segment is a trace key of its block kind
 with the operator tensor's width, and no two segments of a buffer overlap or leave a gap."""
 import numpy as np
 import pytest
 
-from compute import fused_nb_layout as layout
+from compute.compiled import fused_nb_layout as layout
 from compute.engine import ToyK3
 from compute.trace import Knobs
 

@@ -1,4 +1,4 @@
-"""compute.guarded_io: regular files only, non-blocking, size-capped, one line naming the path and what it is."""
+"""compute.guards.guarded_io: regular files only, non-blocking, size-capped, one line naming the path and what it is."""
 import os
 import signal
 import socket
@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from compute import guarded_io as gio
+from compute.guards import guarded_io as gio
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
 

@@ -1,6 +1,6 @@
 """in_language: a prompt is inside the toy language when its pieces are whole documents plus a document prefix;
 the trace records it once (Trace.prompt_in_language) and Trace.summary() says so when a prompt is outside."""
-from compute import task
+from compute.language import task
 from compute.engine import ToyK3
 from compute.trace import Knobs
 

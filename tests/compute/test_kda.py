@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compute.kda import kda_chunked, kda_gate, kda_recurrent, kda_step, l2_norm, short_conv
+from compute.ops.kda import kda_chunked, kda_gate, kda_recurrent, kda_step, l2_norm, short_conv
 from tests.compute.reference_fla_naive import naive_recurrent_kda
 
 

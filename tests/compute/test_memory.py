@@ -1,7 +1,7 @@
 """Memory calculator: the seed's numbers and K3's formulas, every expectation worked out by hand below."""
 import pytest
 
-from compute import memory as mem
+from compute.teaching import memory as mem
 
 
 def test_seed_defaults_reproduce_the_seed():

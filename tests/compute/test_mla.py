@@ -6,8 +6,8 @@ import numpy as np
 import torch
 
 from compute.dims import OpArgs
-from compute.mla import apply_rope, mla_layer
-from compute.norms import RMSNorm, rms_norm
+from compute.ops.mla import apply_rope, mla_layer
+from compute.ops.norms import RMSNorm, rms_norm
 
 D, H, QL, KL, NOPE, ROPE, V = 8, 2, 4, 3, 4, 2, 4
 ARGS = OpArgs(mla_heads=H, nope=NOPE, rope=ROPE, v=V, kv_lora=KL)  # gated, NoPE: K3's MLA

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from compute.dims import OpArgs
-from compute.moe import latent_moe, max_load_ratio, quantile_balance, route, situ_glu
-from compute.norms import rms_norm
+from compute.ops.moe import latent_moe, max_load_ratio, quantile_balance, route, situ_glu
+from compute.ops.norms import rms_norm
 from tests.compute.reference_dsv3_gate import dsv3_gate
 
 

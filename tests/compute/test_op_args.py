@@ -41,8 +41,8 @@ def test_the_engine_hands_its_record_to_every_operator():
     assert model.op_args == OpArgs.of(model.config, model.dims)
 
 
-@pytest.mark.parametrize("op", ["compute.kda:kda_layer", "compute.mla:mla_layer", "compute.moe:dense_mlp",
-                                "compute.moe:latent_moe"])
+@pytest.mark.parametrize("op", ["compute.ops.kda:kda_layer", "compute.ops.mla:mla_layer", "compute.ops.moe:dense_mlp",
+                                "compute.ops.moe:latent_moe"])
 def test_operators_take_the_record_not_loose_numbers(op):
     import importlib
 

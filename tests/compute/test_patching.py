@@ -148,7 +148,7 @@ def test_patch_arguments(m, ex):
 def test_proposals_swap_the_mention_for_another_of_its_role():
     cuts = repeated_object_cuts()
     assert len(cuts) == 72 and len(repeated_object_cuts(distractor=True)) == 72
-    from compute.tokenizer import ToyTokenizer
+    from compute.language.tokenizer import ToyTokenizer
 
     tk = ToyTokenizer()
     for prompt, answer, _ in cuts[::7] + repeated_object_cuts(True)[::9]:

@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-from compute import task
+from compute.language import task
 from compute.engine import ToyK3
 from compute.explain import Explanation
 from compute.explain.counterfactual import repeated_object_cuts

@@ -1,12 +1,12 @@
-"""The every-prefix scorer (compute.prefix_score): checked with models whose answers are known by
+"""The every-prefix scorer (compute.training.prefix_score): checked with models whose answers are known by
 construction (an oracle of the language, a model that swaps the repeated object, one that stops at once), and
 against the engine's own step-by-step greedy decoding (ToyK3.run at T=0, the app's path)."""
 from __future__ import annotations
 
 import random
 
-from compute import prefix_score as ps
-from compute import task
+from compute.training import prefix_score as ps
+from compute.language import task
 from compute.engine import ToyK3
 from compute.trace import Knobs
 

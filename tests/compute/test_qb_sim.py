@@ -1,4 +1,4 @@
-"""Quantile Balancing simulator (compute.qb_sim): Qt-free.
+"""Quantile Balancing simulator (compute.teaching.qb_sim): Qt-free.
 
 Oracles are independent numpy transcriptions of docs/spec/k3-math.md §3 (selection = top-k of s + b, the QB rule
 written from the spec text), not the engine's torch code.
@@ -6,7 +6,7 @@ written from the spec text), not the engine's torch code.
 import numpy as np
 import pytest
 
-from compute.qb_sim import QBSimulator
+from compute.teaching.qb_sim import QBSimulator
 
 
 def np_loads(logits: np.ndarray, bias: np.ndarray, k: int) -> np.ndarray:
@@ -91,7 +91,7 @@ def test_bad_sizes_raise_value_error(kwargs):
 
 def _with_curve(values):
     """A small simulator whose history reads `values` as max-load/ideal for updates 0, 1, 2, ..."""
-    from compute.qb_sim import QBRecord
+    from compute.teaching.qb_sim import QBRecord
 
     sim = QBSimulator(n_experts=8, top_k=2, n_tokens=40)
     sim.history = [QBRecord(t, np.zeros(8), np.zeros(8, dtype=int), v) for t, v in enumerate(values)]

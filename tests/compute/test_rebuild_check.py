@@ -1,11 +1,11 @@
-"""`python -m compute.train --verify` (compute.rebuild_check, issue 45): bit for bit on the CPU class that made
+"""`python -m compute.training.train --verify` (compute.training.rebuild_check, issue 45): bit for bit on the CPU class that made
 the shipped file, the rebuilt toy's scores within the stated tolerance on any other, and it says which it ran."""
 import copy
 
 import pytest
 
-from compute import cpu_info
-from compute import rebuild_check as rc
+from compute.training import cpu_info
+from compute.training import rebuild_check as rc
 from compute import weights as wio
 
 SHIPPED = wio.default_path()
@@ -22,7 +22,7 @@ def _other_weights(tmp_path, cls: str | None, name="other.npz"):
     meta["provenance"]["cpu"] = None if cls is None else {"class": cls}
     from compute.config import load_default
     from compute.engine import ToyDims
-    from compute.tokenizer import TOY_PIECES
+    from compute.language.tokenizer import TOY_PIECES
 
     path = tmp_path / name
     wio.save(path, wio.unpack(arrays, wio.layout_shapes(load_default(), ToyDims(), len(TOY_PIECES))), meta)
@@ -86,7 +86,7 @@ def test_an_unreadable_file_is_one_line(tmp_path, capsys):
     assert rc.verify_file(str(tmp_path / "nope.npz")) == 2
     assert rc.verify_file(str(tmp_path)) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 2 and all(line.startswith("python -m compute.train --verify: ") for line in err)
+    assert len(err) == 2 and all(line.startswith("python -m compute.training.train --verify: ") for line in err)
 
 
 def test_cpu_class_names_vendor_isa_and_the_settings_that_change_kernels(tmp_path, monkeypatch):
@@ -112,7 +112,8 @@ def test_the_recorded_greedy_scores_are_the_shipped_files():
     are 2 and 1 wrong completions; every 8th document of each language, scored through the engine, has no more
     wrong than that, and the repeated object is right on all of them (recorded 100 %). The whole table takes
     minutes (scores_of), so this is the cheap part."""
-    from compute import prefix_score, task
+    from compute.training import prefix_score
+    from compute.language import task
     from compute.engine import ToyK3
 
     docs = task.all_documents()

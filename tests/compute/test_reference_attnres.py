@@ -1,4 +1,4 @@
-"""Block Attention Residuals (compute.attnres) against the Attention Residuals paper's public pseudo-code, in
+"""Block Attention Residuals (compute.ops.attnres) against the Attention Residuals paper's public pseudo-code, in
 float64.
 
 Reference: "Attention Residuals", Kimi Team (Moonshot AI), arXiv:2603.15031 (2026), Figure 2, reproduced as
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import torch
 
-from compute.attnres import BlockAttnRes, attn_res_weights
+from compute.ops.attnres import BlockAttnRes, attn_res_weights
 
 EPS = 1e-6
 

@@ -1,4 +1,4 @@
-"""Gated MLA (compute.mla.mla_layer) against DeepSeek-V3's public MLA semantics, in float64.
+"""Gated MLA (compute.ops.mla.mla_layer) against DeepSeek-V3's public MLA semantics, in float64.
 
 Reference: tests/compute/reference_dsv3_mla.py, a numpy re-spelling of deepseek-ai/DeepSeek-V3
 `inference/model.py` class MLA (MIT licence), both of its attention paths ("naive": per-head K/V cache;
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from compute.dims import OpArgs
-from compute.mla import mla_layer
+from compute.ops.mla import mla_layer
 from reference_dsv3_mla import DSV3MLA, rms_norm
 
 D, H, QL, KL, NOPE, ROPE, V = 12, 3, 6, 5, 4, 4, 3

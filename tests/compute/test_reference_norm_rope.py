@@ -1,4 +1,4 @@
-"""RMSNorm and the rotary embedding (compute.norms.rms_norm, compute.mla.apply_rope) against PyTorch's and
+"""RMSNorm and the rotary embedding (compute.ops.norms.rms_norm, compute.ops.mla.apply_rope) against PyTorch's and
 Hugging Face's implementations, in float64.
 
 References:
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from compute.mla import apply_rope
-from compute.norms import rms_norm
+from compute.ops.mla import apply_rope
+from compute.ops.norms import rms_norm
 
 
 def hf_llama_rms_norm(hidden_states, weight, eps):

@@ -1,4 +1,4 @@
-"""Quantile Balancing and SiTU-GLU (compute.moe) against their public definitions, in float64.
+"""Quantile Balancing and SiTU-GLU (compute.ops.moe) against their public definitions, in float64.
 
 Quantile Balancing — reference: Jianlin Su, "MoE环游记：6、最优分配促均衡" (MoE World Tour 6: optimal allocation
 for balance), kexue.fm/archives/11619, Feb 2026 (the blog states no code licence; only the definition is used,
@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import torch
 
-from compute.moe import quantile_balance, situ_glu
+from compute.ops.moe import quantile_balance, situ_glu
 
 
 def qb_by_definition(s, b, k):

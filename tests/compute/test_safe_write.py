@@ -1,4 +1,4 @@
-"""compute.safe_write, the commands' guarded writer (issue 44 N1, N7): regular files only, temp + atomic rename,
+"""compute.guards.safe_write, the commands' guarded writer (issue 44 N1, N7): regular files only, temp + atomic rename,
 no link followed, the old file kept on failure, the usual mode; and compute.weights.save goes through it."""
 import errno
 import os
@@ -7,7 +7,7 @@ import stat
 import numpy as np
 import pytest
 
-from compute import safe_write as sw
+from compute.guards import safe_write as sw
 from compute import weights as wio
 
 

@@ -1,15 +1,15 @@
-"""The sampled-answer scorer (compute.sample_score): checked with models whose answers are known by construction
+"""The sampled-answer scorer (compute.training.sample_score): checked with models whose answers are known by construction
 (the language's own distribution, a model that always ends at once, a uniform model), against a plain step-by-step
-draw without memo, and against the engine's own sampled generation (compute.train_eval.generate, the app's draw)."""
+draw without memo, and against the engine's own sampled generation (compute.training.train_eval.generate, the app's draw)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compute import sample_score as ss
-from compute import task
-from compute.sampling import pass_uniforms, sample_index, top_p_probs
-from compute.tokenizer import TOY_PIECES
+from compute.training import sample_score as ss
+from compute.language import task
+from compute.ops.sampling import pass_uniforms, sample_index, top_p_probs
+from compute.language.tokenizer import TOY_PIECES
 
 VOCAB = list(TOY_PIECES)
 ROW = {p: i for i, p in enumerate(VOCAB)}
@@ -107,10 +107,10 @@ def test_memoised_draw_equals_the_plain_draw(temperature, top_p):
 
 
 def test_engine_scorer_draws_what_the_app_draws():
-    """The scorer's answer for an engine equals compute.train_eval.generate's (the engine with caches)."""
+    """The scorer's answer for an engine equals compute.training.train_eval.generate's (the engine with caches)."""
     from compute.config import load_default
     from compute.engine import ToyK3
-    from compute.train_eval import generate
+    from compute.training.train_eval import generate
     from compute.trace import Knobs
 
     e = ToyK3(load_default(), seed=0, device="cpu", weights="trained")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from compute.sampling import sample_index, top_p_probs
+from compute.ops.sampling import sample_index, top_p_probs
 from tests.compute.reference_hf_top_p import hf_top_p_probs
 
 

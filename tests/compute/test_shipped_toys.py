@@ -37,7 +37,7 @@ def test_each_shipped_toy_is_the_recorded_file_for_its_model(name):
     # made by `--recipe NAME`, or as that recipe's stages one by one with --init (the same chain: test_train's
     # test_a_recipe_is_its_stages_run_one_by_one_with_init); either way the report's stages are the recipe's
     assert meta["provenance"]["recipe"] in (entry["recipe"], None)
-    from compute.train_recipes import RECIPES, STAGE_KEYS
+    from compute.training.train_recipes import RECIPES, STAGE_KEYS
 
     chain = [{k: st.get(k) for k in STAGE_KEYS} for st in meta["report"]["stages"]]
     assert chain == [{k: st.get(k) for k in STAGE_KEYS} for st in RECIPES[entry["recipe"]]]
@@ -51,7 +51,7 @@ def test_the_engine_runs_each_models_toy_by_default_and_loads_it_fast(name):
     from compute.dims import ToyDims
     from compute.engine import ToyK3
     from compute.engine_weights import trained_weights
-    from compute.tokenizer import TOY_PIECES
+    from compute.language.tokenizer import TOY_PIECES
 
     cfg = ModelConfig.from_json(available_configs()[name])
     engine = ToyK3(cfg, device="cpu")
@@ -83,7 +83,7 @@ def test_a_users_config_with_a_shipped_name_but_other_layers_runs_random_weights
 
 
 def test_verify_checks_a_file_against_its_own_models_entry(tmp_path, capsys):
-    from compute import rebuild_check
+    from compute.training import rebuild_check
 
     for name in wio.SHIPPED_TOYS:
         assert rebuild_check.verify_file(str(wio.shipped_path(name))) == 0
@@ -101,8 +101,8 @@ def test_make_weights_runs_each_toys_recorded_recipe():
     for name, entry in wio.SHIPPED_TOYS.items():
         out = subprocess.run(["make", "-n", "weights", f"MODEL={name}"], cwd=root, capture_output=True, text=True,
                              timeout=60).stdout
-        train = [line for line in out.splitlines() if "-m compute.train --recipe" in line]
+        train = [line for line in out.splitlines() if "-m compute.training.train --recipe" in line]
         assert len(train) == 1, out
         assert f"--recipe {entry['recipe']} " in train[0] and f"--config {name} " in train[0]
         assert train[0].endswith(f"--out assets/weights/{entry['file']}")
-        assert f"-m compute.train --verify assets/weights/{entry['file']}" in out
+        assert f"-m compute.training.train --verify assets/weights/{entry['file']}" in out

@@ -1,8 +1,8 @@
-"""The trained toy's synthetic language (compute.task): documents, split, grammar checker, prompts, roles."""
+"""The trained toy's synthetic language (compute.language.task): documents, split, grammar checker, prompts, roles."""
 import pytest
 
-from compute import task
-from compute.tokenizer import TOY_PIECES, ToyTokenizer
+from compute.language import task
+from compute.language.tokenizer import TOY_PIECES, ToyTokenizer
 
 TOK = ToyTokenizer()
 

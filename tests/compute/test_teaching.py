@@ -1,10 +1,10 @@
-"""compute.teaching against hand computations and independent re-implementations (no Qt)."""
+"""compute.teaching.experiments against hand computations and independent re-implementations (no Qt)."""
 import math
 
 import numpy as np
 import pytest
 
-from compute import teaching as T
+from compute.teaching import experiments as T
 
 
 def test_kda_1d_seed_numbers():
@@ -141,8 +141,8 @@ def test_chunks_cover_tokens_in_order():
 def test_numpy_teaching_ops_agree_with_the_engine_ops():
     """The UI uses numpy versions (no torch at UI start-up); they must agree with the engine's torch ops."""
     torch = pytest.importorskip("torch")
-    from compute.moe import route
-    from compute.sampling import top_p_probs
+    from compute.ops.moe import route
+    from compute.ops.sampling import top_p_probs
 
     logits = T.SAMPLING_LOGITS
     for temp in (0.0, 0.25, 1.0, 1.7):

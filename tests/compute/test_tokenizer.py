@@ -2,7 +2,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compute.tokenizer import TOY_PIECES, ToyTokenizer
+from compute.language.tokenizer import TOY_PIECES, ToyTokenizer
 
 TOK = ToyTokenizer()
 

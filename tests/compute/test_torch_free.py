@@ -143,9 +143,9 @@ for name, path in available_configs().items():
 
 def test_the_app_imports_without_torch():
     _ok(run_without_torch("""
-import app.__main__, app.cli, app.worker, app.main_window, app.api, app.docks.experts.usage
-import compute.engine, compute.qb_sim, compute.fused
-from compute.qb_sim import QBSimulator
+import app.__main__, app.cli, app.engine.worker, app.window.main_window, app.api, app.docks.experts.usage
+import compute.engine, compute.teaching.qb_sim, compute.compiled.fused
+from compute.teaching.qb_sim import QBSimulator
 sim = QBSimulator()
 sim.update()
 """))
@@ -167,9 +167,9 @@ assert code == 0, code
 
 
 def test_training_without_torch_says_how_to_install_in_one_line():
-    """`python -m compute.train` in a venv without torch: one line naming the CPU wheels, exit 2
+    """`python -m compute.training.train` in a venv without torch: one line naming the CPU wheels, exit 2
     (no ImportError traceback); `--score` still works (it runs on the numpy engine)."""
-    r = run_without_torch("from compute import train; sys.exit(train.main(['--steps', '1']))")
+    r = run_without_torch("from compute.training import train; sys.exit(train.main(['--steps', '1']))")
     assert r.returncode == 2, r.stderr[-2000:]
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "CPU" in lines[0] and "[train]" in lines[0], r.stderr

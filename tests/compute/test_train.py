@@ -1,4 +1,4 @@
-"""Training the toy K3 (compute.train), the weights asset (compute.weights) and the engine's two weight sets."""
+"""Training the toy K3 (compute.training.train), the weights asset (compute.weights) and the engine's two weight sets."""
 import json
 import os
 import random
@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from compute import fused_nb, task
-from compute import train as tr
+from compute import fused_nb
+from compute.language import task
+from compute.training import train as tr
 from compute import weights as wio
 from compute.config import load_default
 from compute.engine import ToyDims, ToyK3
-from compute.tokenizer import TOY_PIECES
+from compute.language.tokenizer import TOY_PIECES
 from compute.trace import Knobs
 
 CFG = load_default()
@@ -77,7 +78,7 @@ def test_a_few_steps_reduce_the_loss_and_quantile_balancing_sets_the_bias():
         tr.quantile_balance_step(P, scores, CFG.num_experts_per_tok)
         losses.append(float(loss.detach()))
     assert losses[-1] < losses[0] - 0.3, losses
-    from compute.moe import quantile_balance
+    from compute.ops.moe import quantile_balance
     assert torch.equal(P["layers"][1]["moe"]["bias"], quantile_balance(scores[0].detach(), bias0, 16))
     assert not P["layers"][1]["moe"]["bias"].requires_grad and float(P["layers"][1]["moe"]["bias"].abs().max()) > 0
 
@@ -325,8 +326,8 @@ def test_bf16_round_trip():
 # ---------------------------------------------------------------------------------------------------- rebuilding
 # The v2 recipe's first two steps from scratch (seed 0, batch 8, lr 5e-3, repeat weight 2, soft targets, the 800-step
 # schedule), one torch thread. Recorded from a real run on 2026-12-03 (numpy 2.4.6, torch 2.13.0+cpu, x86_64, commit
-# a52b56a, an AMD EPYC: compute.cpu_info.SHIPPED_TOY_CPU_CLASS) with
-#   .venv/bin/python -c "from compute import train as tr; st = tr.RECIPES['v2'][0]; print(tr.train(seed=0,
+# a52b56a, an AMD EPYC: compute.training.cpu_info.SHIPPED_TOY_CPU_CLASS) with
+#   .venv/bin/python -c "from compute.training import train as tr; st = tr.RECIPES['v2'][0]; print(tr.train(seed=0,
 #       steps=st['steps'], batch=st['batch'], lr=st['lr'], repeat_weight=st['repeat_weight'], soft=st['soft'],
 #       stop_after=2)[1]['losses'])"
 # (the shipped file's report holds the whole 800-step run's losses: they start with these two).
@@ -343,10 +344,10 @@ OTHER_CPU_STEP2_ABS = 3e-2
 
 def check_recipe_losses(losses: list[float]) -> str:
     """Assert what the recipe's first two losses must be on this CPU; returns which check ran. On the CPU class
-    that made the shipped file (compute.cpu_info) they are the recorded ones exactly (to the 6 decimals the report
+    that made the shipped file (compute.training.cpu_info) they are the recorded ones exactly (to the 6 decimals the report
     keeps); on any other class float32 rounds differently from step 1 (MKL's sgemm picks other kernels), so only
     the bounds above are checked."""
-    from compute import cpu_info
+    from compute.training import cpu_info
 
     if cpu_info.is_recording_class():
         assert losses == RECIPE_V2_FIRST_LOSSES
@@ -367,7 +368,7 @@ def recipe_first_losses():
 
 def test_the_recipe_first_steps_give_the_recorded_losses(recipe_first_losses):
     """Exact on the recording machine's CPU class, the bounds that hold everywhere on any other (issue 45)."""
-    from compute import cpu_info
+    from compute.training import cpu_info
 
     ran = check_recipe_losses(recipe_first_losses)
     assert ran == ("exact" if cpu_info.cpu_class() == cpu_info.SHIPPED_TOY_CPU_CLASS else "bounds")
@@ -379,7 +380,7 @@ def test_the_recipe_check_on_another_cpu_class(recipe_first_losses, monkeypatch)
     """Both branches here: with the CPU detection answering an Intel AVX-512 class, this machine's losses and every
     Intel measurement of issue 45 pass the other-CPU check; the Intel ones fail the exact one; a run that went
     wrong (a diverged or non-decreasing step 2, a different init) fails both."""
-    from compute import cpu_info
+    from compute.training import cpu_info
 
     monkeypatch.setattr(cpu_info, "cpu_class", lambda: "x86_64/GenuineIntel/avx512f")
     assert check_recipe_losses(recipe_first_losses) == "bounds"
@@ -408,7 +409,7 @@ def test_the_shipped_file_matches_the_recorded_checksums():
 
 
 def test_verify_tells_other_weights_from_the_shipped_ones(tmp_path, capsys, monkeypatch):
-    from compute import cpu_info
+    from compute.training import cpu_info
 
     path = tr.write_asset(tr.init_params(CFG, DIMS, 1), tmp_path / "other.npz", CFG, DIMS, 1, {})
     # made on the recording machine's CPU class (whatever this one is): the bit-for-bit check, which fails
@@ -426,7 +427,7 @@ def test_verify_tells_other_weights_from_the_shipped_ones(tmp_path, capsys, monk
 
 def test_training_pins_aten_to_its_avx2_kernels_before_torch_loads():
     """The shipped weights came from ATen's AVX2 kernels; on an AVX-512 machine the same recipe drifted at step 2
-    (its sums and exp round differently). `import compute.train` pins AVX2 before torch is imported, on x86."""
+    (its sums and exp round differently). `import compute.training.train` pins AVX2 before torch is imported, on x86."""
     import platform
     import subprocess
     import sys
@@ -434,7 +435,7 @@ def test_training_pins_aten_to_its_avx2_kernels_before_torch_loads():
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the pin is for x86's instruction sets")
     env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
-    code = ("import compute.train, torch; x = torch.ones(4) + 1; "
+    code = ("import compute.training.train, torch; x = torch.ones(4) + 1; "
             "print(torch.backends.cpu.get_cpu_capability())")
     p = subprocess.run([sys.executable, "-c", code], cwd=SHIPPED.parents[2], env=env, capture_output=True, text=True,
                        timeout=120)
@@ -522,7 +523,7 @@ def test_training_forward_equals_the_engine_for_every_config_kind(name):
 
 
 def test_the_training_command_works_for_any_config(tmp_path, capsys):
-    """`python -m compute.train --config FILE` on a user's tiny config: a few steps, a file the engine runs as
+    """`python -m compute.training.train --config FILE` on a user's tiny config: a few steps, a file the engine runs as
     that model's trained weights; a bad --config is one line."""
     from compute.config import ModelConfig
 
@@ -544,7 +545,7 @@ def test_the_training_command_works_for_any_config(tmp_path, capsys):
     m = ToyK3(cfg, device="cpu", weights="trained", weights_path=out)
     assert m.weights_name == "trained" and m.weights_meta["config"] == "tiny-dsv3"
     assert len(m.run("로봇이 컵을", max_new_tokens=2).passes) == 2
-    with pytest.raises(SystemExit) as e:  # refused before anything trains (compute.train_cli)
+    with pytest.raises(SystemExit) as e:  # refused before anything trains (compute.training.train_cli)
         tr.main(["--config", str(tmp_path / "nope.json"), "--steps", "1"])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()

@@ -1,4 +1,4 @@
-"""`python -m compute.train`'s arguments are all checked before torch loads or anything trains (issue 44, N4/N5):
+"""`python -m compute.training.train`'s arguments are all checked before torch loads or anything trains (issue 44, N4/N5):
 each bad value is one line naming the option and its limit, exit 2, no traceback; `--out` is checked as the
 guarded writer will write it; `--init` / `--evaluate` / `--score` files go through the guarded reader."""
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from compute import train_cli
+from compute.training import train_cli
 from compute.config import available_configs
 from compute import weights as wio
 
@@ -26,7 +26,7 @@ def _refused(argv, capsys) -> str:
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("python -m compute.train: error: "), lines[0]
+    assert lines[0].startswith("python -m compute.training.train: error: "), lines[0]
     assert len(lines[0]) < 400
     return lines[0]
 
@@ -103,7 +103,7 @@ def test_files_that_cannot_be_used_are_refused_before_training(flag, what, words
 
 
 def test_a_character_device_out_stays_a_device(tmp_path, capsys):
-    """Issue 44 N1's repro: `mknod X c 1 3; python -m compute.train --out X` replaced the node with the file."""
+    """Issue 44 N1's repro: `mknod X c 1 3; python -m compute.training.train --out X` replaced the node with the file."""
     node = tmp_path / "X"
     try:
         os.mknod(node, 0o666 | 0o020000, os.makedev(1, 3))
@@ -128,16 +128,16 @@ def test_good_arguments_pass_unchanged(tmp_path):
 
 TORCH_CHECK = """
 import runpy, sys
-sys.argv = ["compute.train", *sys.argv[1:]]
+sys.argv = ["compute.training.train", *sys.argv[1:]]
 try:
-    runpy.run_module("compute.train", run_name="__main__", alter_sys=True)
+    runpy.run_module("compute.training.train", run_name="__main__", alter_sys=True)
 except SystemExit as e:
     print("exit", e.code, "torch" in sys.modules)
 """
 
 
 def test_torch_is_not_imported_when_the_arguments_are_bad(tmp_path):
-    """`python -m compute.train` with a bad value exits before torch loads (a typo cost a 23-40 s import)."""
+    """`python -m compute.training.train` with a bad value exits before torch loads (a typo cost a 23-40 s import)."""
     for argv in (["--threads", "0"], ["--out", str(tmp_path)], ["--lr", "nan"], ["--init", str(tmp_path / "x")]):
         p = subprocess.run([sys.executable, "-c", TORCH_CHECK, *argv], cwd=ROOT, capture_output=True, text=True,
                            timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -228,7 +228,7 @@ def test_a_users_config_named_like_k3_trains_into_the_current_folder(tmp_path):
     cfg.write_text(json.dumps(raw), encoding="utf-8")
     run = tmp_path / "run"
     run.mkdir()
-    r = subprocess.run([sys.executable, "-m", "compute.train", "--config", str(cfg), "--steps", "1", "--no-eval"],
+    r = subprocess.run([sys.executable, "-m", "compute.training.train", "--config", str(cfg), "--steps", "1", "--no-eval"],
                        cwd=run, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]

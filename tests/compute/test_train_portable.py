@@ -1,4 +1,4 @@
-"""compute.train_portable (issue 45): training whose matmuls and triangular solve skip MKL, so MKL's choice of
+"""compute.training.train_portable (issue 45): training whose matmuls and triangular solve skip MKL, so MKL's choice of
 kernels (by CPU vendor and ISA, or by MKL_CBWR) cannot change its numbers."""
 import json
 import os
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from compute import train_portable as tp
+from compute.training import train_portable as tp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_inside_the_mode_every_matmul_spelling_is_the_product_and_sum():
 def test_a_portable_step_is_the_same_math():
     """The first losses through MKL and through the products agree to float32 rounding (they are not bitwise equal:
     the sums are taken in another order)."""
-    from compute import train as tr
+    from compute.training import train as tr
 
     kw = dict(seed=1, steps=2, batch=2, seq_len=8, warmup=1)
     a = tr.train(**kw)[1]["losses"]
@@ -62,7 +62,7 @@ def test_a_portable_step_is_the_same_math():
 
 CHILD = """
 import json, sys
-from compute import train as tr
+from compute.training import train as tr
 r = tr.train(seed=0, steps=3, batch=2, seq_len=10, warmup=1, stop_after=2, soft=True, portable=True)[1]
 print(json.dumps(r["losses"]))
 """
@@ -82,7 +82,7 @@ def test_portable_losses_do_not_change_with_mkls_kernels():
 
 
 def test_the_command_takes_portable_but_not_with_a_recipe(tmp_path, capsys):
-    from compute import train_cli
+    from compute.training import train_cli
 
     a, _, _ = train_cli.parse(["--portable", "--steps", "1", "--out", str(tmp_path / "w.npz")])
     assert a.portable is True

@@ -121,7 +121,7 @@ def test_the_shipped_file_loads_to_the_same_numbers_as_np_load(expected):
     for k, a in direct.items():
         assert np.array_equal(arrays[k], wio.dequantize(a)), k
         assert arrays[k].dtype == wio.dequantize(a).dtype
-    plain, _ = wio.read(SHIPPED)  # without the expected shapes (compute.train): the same
+    plain, _ = wio.read(SHIPPED)  # without the expected shapes (compute.training.train): the same
     assert all(np.array_equal(plain[k], arrays[k]) for k in arrays)
 
 

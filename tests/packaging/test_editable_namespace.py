@@ -96,9 +96,10 @@ def test_one_process_imports_the_users_app_and_k3_explorer(editable, tmp_path):
         assert again is app and app.NAME == 'notebook-app', app
         ours = [m for m in sys.modules if m.split('.')[0] in {OURS!r} and m != 'app']
         assert not ours, ours
-        from k3_explorer.app import kernel_warmup, about
-        assert kernel_warmup.MODULE == 'k3_explorer.app.kernel_warmup', kernel_warmup.MODULE  # python -m target
-        assert kernel_warmup.__file__ == {str(editable["src"] / "app" / "kernel_warmup.py")!r}, kernel_warmup.__file__
+        from k3_explorer.app.engine import kernel_warmup
+        from k3_explorer.app.window import about
+        assert kernel_warmup.MODULE == 'k3_explorer.app.engine.kernel_warmup', kernel_warmup.MODULE  # python -m target
+        assert kernel_warmup.__file__ == {str(editable["src"] / "app" / "engine" / "kernel_warmup.py")!r}, kernel_warmup.__file__
         assert about.licence_file() is not None
         from k3_explorer.app.docks.registry import DOCKS
         assert all(e.load().__module__.startswith('k3_explorer.app.docks.') for e in DOCKS), DOCKS  # by name
@@ -113,16 +114,16 @@ def test_one_process_imports_the_users_app_and_k3_explorer(editable, tmp_path):
 def test_edits_in_the_checkout_apply_and_its_own_bytecode_stays_its_own(editable):
     py, env, src = editable["py"], editable["env"], editable["src"]
     probe = src / "app" / "editable_probe.py"
-    probe.write_text("from app import __version__\nWHO = 'first'\nTARGET = 'app.kernel_warmup'\n")
+    probe.write_text("from app import __version__\nWHO = 'first'\nTARGET = 'app.engine.kernel_warmup'\n")
     code = "from k3_explorer.app import editable_probe as p; print(p.WHO, p.TARGET, p.__version__)"
-    assert _run([str(py), "-c", code], cwd="/", env=env).stdout.split()[:2] == ["first", "k3_explorer.app.kernel_warmup"]
+    assert _run([str(py), "-c", code], cwd="/", env=env).stdout.split()[:2] == ["first", "k3_explorer.app.engine.kernel_warmup"]
     # rewritten bytecode is cached under its own name; the checkout's plain import compiles its own
     assert list((src / "app" / "__pycache__").glob("editable_probe.*.opt-k3explorer.pyc"))
     plain = _run([sys.executable, "-c", "import app.editable_probe as p; print(p.TARGET)"], cwd=src,
                  env=dict(env, PYTHONPATH=""))
-    assert plain.stdout.strip() == "app.kernel_warmup"
-    assert _run([str(py), "-c", code], cwd="/", env=env).stdout.split()[1] == "k3_explorer.app.kernel_warmup"
-    probe.write_text("from app import __version__\nWHO = 'second'\nTARGET = 'app.kernel_warmup'\n")
+    assert plain.stdout.strip() == "app.engine.kernel_warmup"
+    assert _run([str(py), "-c", code], cwd="/", env=env).stdout.split()[1] == "k3_explorer.app.engine.kernel_warmup"
+    probe.write_text("from app import __version__\nWHO = 'second'\nTARGET = 'app.engine.kernel_warmup'\n")
     os.utime(probe, (probe.stat().st_atime, probe.stat().st_mtime + 2))  # a new mtime even on a coarse clock
     assert _run([str(py), "-c", code], cwd="/", env=env).stdout.split()[0] == "second"
 

@@ -90,7 +90,7 @@ def test_the_wheel_rewrite_gives_every_module_the_k3_explorer_name(backend, tmp_
         bare = [m for m in _absolute_imports(tree) if m.split(".")[0] in TOP]
         assert not bare, (name, bare)
     # a module that imports another of ours (the window imports compute and scene) names them in the namespace
-    window = ast.parse(files["k3_explorer/app/main_window.py"].decode())
+    window = ast.parse(files["k3_explorer/app/window/main_window.py"].decode())
     assert any(m.startswith("k3_explorer.scene") for m in _absolute_imports(window))
     assert files[f"{DIST}/top_level.txt"] == b"k3_explorer\n"
     assert b"k3-explorer = k3_explorer.app.__main__:main" in files[f"{DIST}/entry_points.txt"]

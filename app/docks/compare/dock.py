@@ -1,4 +1,4 @@
-"""CompareDock: two models side by side (compute.compare) with a log-x plot of cache bytes vs context length.
+"""CompareDock: two models side by side (compute.teaching.compare) with a log-x plot of cache bytes vs context length.
 
 The page fits its dock (issue 41.5): the table's cells wrap instead of eliding (the layer pattern is written as its
 repeating unit, "KKKM × 23 + M", the whole pattern in the tooltip), the rows grow to their text, the plot takes the
@@ -15,12 +15,12 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QFrame, QHBo
                                QScrollArea, QSlider, QSpinBox, QTabWidget, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from app import atomic_io
+from app.files import atomic_io
 from app.docks.compare.runs import SamePromptPage
 from app.i18n import tr
 from app.widgets.controls import fit_table_height, note_label
 from app.widgets.paint import qcolor
-from compute.compare import MAX_CONTEXT, MIN_CONTEXT, ModelSummary, contexts, crossover, summarize
+from compute.teaching.compare import MAX_CONTEXT, MIN_CONTEXT, ModelSummary, contexts, crossover, summarize
 from compute.config import ModelConfig, available_configs
 from app.slot_guard import guarded
 
@@ -80,7 +80,7 @@ class CompareDock(QDockWidget):
         self._configs = available_configs()
         self._summaries: dict[str, ModelSummary] = {}
         self.context = 131_072
-        self.export_dir = os.path.expanduser("~")  # File -> Export comparison's folder (app/compare_export.py)
+        self.export_dir = os.path.expanduser("~")  # File -> Export comparison's folder (app/export/compare_export.py)
         page = QWidget()
         page.setObjectName("compare_page")
         lay = QVBoxLayout(page)
@@ -204,7 +204,7 @@ class CompareDock(QDockWidget):
         return getattr(self.state, "prompt", "") or "아이가 상자를 집었다. 그리고"
 
     def compared(self, view_prompt: str) -> dict:
-        """What a view file keeps of the dock (app/view_compare.py): the picked models, and the Same-prompt page's
+        """What a view file keeps of the dock (app/files/view_compare.py): the picked models, and the Same-prompt page's
         prompt when its box holds one other than the view's."""
         box = self.runs.prompt_edit.text()
         return {"models": list(self._picked()), "prompt": box if box and box != view_prompt else None}

@@ -1,13 +1,13 @@
 """The Compare dock's "Same prompt" page (issue 41.3): the two picked models run on one prompt, side by side —
 each model's answer and top-5, the answer's logit-lens curve (x = depth, layer / layers, so a 27-layer and a
 93-layer model share the axis), its residual patching map (layer × position, each map over its own model's
-depth) and the named figures of compute.compare_run (where the copy leaves the mention and reaches the answer,
+depth) and the named figures of compute.teaching.compare_run (where the copy leaves the mention and reaches the answer,
 the mixer of each kind whose patching restores most, the heads and experts whose knock-out removes most).
 
 A model that runs seeded random weights (no trained toy ships for it) says so in its column's header, in the
 caveat colour, before any number: its figures are noise, not findings.
 
-The runs happen on the compare-runs lane of app.background (the engines of app.explain_service's cache, under its ENGINE_LOCK); the page
+The runs happen on the compare-runs lane of app.engine.background (the engines of app.engine.explain_service's cache, under its ENGINE_LOCK); the page
 keeps the latest request only (a newer Run drops an older result)."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.background import BackgroundJobs
+from app.engine.background import BackgroundJobs
 from app.docks.compare.view import ComparisonView, figures_text  # noqa: F401 - figures_text: the page's text
 from app.i18n import tr
 from app.slot_guard import guarded
@@ -24,10 +24,10 @@ from app.widgets.safe_text import plain
 
 
 def run_models(names: tuple[str, str], prompt: str):
-    """compute.compare_run.side_run of both bundled models (their trained toy where one ships) on `prompt`, on the
+    """compute.teaching.compare_run.side_run of both bundled models (their trained toy where one ships) on `prompt`, on the
     calling thread, with the shared engine cache's lock held while an engine runs."""
-    from app.explain_service import ENGINE_LOCK, engine_for
-    from compute.compare_run import side_run
+    from app.engine.explain_service import ENGINE_LOCK, engine_for
+    from compute.teaching.compare_run import side_run
     from compute.model_defaults import config_named
 
     out = []
@@ -39,7 +39,7 @@ def run_models(names: tuple[str, str], prompt: str):
 
 
 def models_job(names: tuple[str, str], prompt: str):
-    """The background job of one request (app.background): run_models, timed. A prompt outside the vocabulary or
+    """The background job of one request (app.engine.background): run_models, timed. A prompt outside the vocabulary or
     an unreadable config comes back as the job's one-line failure."""
     def run(job):
         t0 = time.perf_counter()
@@ -78,7 +78,7 @@ class SamePromptPage(QWidget):
         self.status.setObjectName("compare_run_status")
         self.status.setWordWrap(True)
         plain(self.status)
-        self.stacks_box = QCheckBox()  # View -> Side by side (compare): app/side_stack.py keeps the two in step
+        self.stacks_box = QCheckBox()  # View -> Side by side (compare): app/window/side_stack.py keeps the two in step
         self.stacks_box.setObjectName("compare_stacks_box")
         self.view = ComparisonView()
         self.lens, self.curves, self.columns = self.view.lens, self.view.curves, self.view.columns

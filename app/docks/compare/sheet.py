@@ -4,7 +4,7 @@
 The sheet is the Same-prompt page's ComparisonView (both lens curves, each model's column: header, patching map,
 answer, top-5 and named figures) under a title that quotes the prompt, drawn off screen at the asked size (the
 width as asked; the height as asked or, when the figures need more, as tall as they need) and written through
-app.export_files.save_png (encoded in memory, then app.atomic_io's guarded atomic write: a failure is one
+app.files.export_files.save_png (encoded in memory, then app.files.atomic_io's guarded atomic write: a failure is one
 translated line naming the path and the cause, and an existing file stays as it was)."""
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def comparison_image(results, prompt: str, width: int, height: int) -> QImage:
 
 
 def write_comparison(results, prompt: str, path: str, width: int = 1920, height: int = 1080) -> QImage:
-    """Draw the sheet and write it to path as a PNG; app.export.ExportError (one translated line) when it cannot."""
-    from app.export_files import save_png
+    """Draw the sheet and write it to path as a PNG; app.export.image.ExportError (one translated line) when it cannot."""
+    from app.files.export_files import save_png
 
     image = comparison_image(results, prompt, width, height)
     save_png(image, path)

@@ -1,7 +1,7 @@
 """What the Compare dock's "Same prompt" page shows of two models' runs (issue 41.3), as one widget: the
 answer's logit-lens curve of both models over depth (layer / layers, so a 27-layer and a 93-layer model share the
 axis), and per model a column with its header (name, weights), its residual patching map (layer × position,
-each over its own model's depth) and its named figures (compute.compare_run.SideRun).
+each over its own model's depth) and its named figures (compute.teaching.compare_run.SideRun).
 
 The page (runs.py) puts it under its prompt box; File → Export comparison and `k3-explorer export --compare`
 (sheet.py) draw the same widget off screen into one PNG, so the image is what the page shows."""

@@ -10,7 +10,7 @@ from app.docks.experiments.common import ExperimentPanel
 from app.i18n import tr
 from app.widgets.controls import FloatSlider, fmt, section_label
 from app.widgets.paint import qcolor
-from compute import teaching as T
+from compute.teaching import experiments as T
 from app.slot_guard import guarded
 
 STEPS = 16

@@ -9,7 +9,7 @@ from app.docks.experiments.common import ExperimentPanel
 from app.i18n import tr
 from app.widgets.controls import FloatSlider, fit_table_height, fmt, section_label
 from app.widgets.expert_grid import ExpertGridWidget
-from compute import teaching as T
+from compute.teaching import experiments as T
 from app.slot_guard import guarded
 
 FOCUS = 17

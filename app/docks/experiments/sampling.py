@@ -9,7 +9,7 @@ from app.docks.experiments.common import BarChart, ExperimentPanel
 from app.i18n import language, tr
 from app.widgets.controls import FloatSlider, fmt, section_label
 from app.widgets.paint import qcolor
-from compute import teaching as T
+from compute.teaching import experiments as T
 from app.slot_guard import guarded
 
 # Constructed: the 5 candidates (same meaning in both languages) and a streamed answer cut into toy pieces.

@@ -13,8 +13,8 @@ from app.i18n import tr
 from app.widgets.controls import fit_table_height, fmt, section_label
 from app.widgets.paint import css, mono_font
 from app.widgets.safe_text import rich_tr
-from compute import teaching as T
-from compute.tokenizer import ToyTokenizer
+from compute.teaching import experiments as T
+from compute.language.tokenizer import ToyTokenizer
 from scene.palette import diverging
 from app.slot_guard import guarded
 

@@ -1,4 +1,4 @@
-"""Quantile Balancing tab of the expert dock (feature E3): compute.qb_sim driven by buttons and a timer.
+"""Quantile Balancing tab of the expert dock (feature E3): compute.teaching.qb_sim driven by buttons and a timer.
 
 Two pyqtgraph plots: load per expert (sorted, before vs after, with the ideal line q = m·k/n) and
 max-load/ideal over updates (with the 1.0 line). The simulator (numpy) is created on first show, and the
@@ -127,7 +127,7 @@ class QBTab(QWidget):
 
     @guarded
     def reset(self):
-        from compute.qb_sim import QBSimulator
+        from compute.teaching.qb_sim import QBSimulator
 
         try:
             cfg = self.state.config
@@ -178,7 +178,7 @@ class QBTab(QWidget):
 
     @staticmethod
     def _verdict(sim) -> str:
-        from compute.qb_sim import PATIENCE, TARGET
+        from compute.teaching.qb_sim import PATIENCE, TARGET
 
         stop = sim.stop_reason()
         if stop is None:

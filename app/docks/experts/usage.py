@@ -1,7 +1,7 @@
 """Usage-by-token-type tab of the experts dock: token type × expert usage over the held-out documents of the
 toy language, for one MoE layer, with trained or random weights (the specialisation training produced).
 
-The engine runs the held-out prompts on the usage-map lane of app.background (the shared engine cache's ToyK3
+The engine runs the held-out prompts on the usage-map lane of app.engine.background (the shared engine cache's ToyK3
 with the chosen weights, never the UI thread), after the tab is first seen; each (model, weights) map is computed once per session and kept.
 The maths is Qt-free in usage_model.py. The map: rows = token types, columns = the model's experts, brightness
 = the share of that type's tokens that chose the expert in the chosen layer. While a map is computed (10-20 s
@@ -17,14 +17,14 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QProgressBar, QSpinBox, QStackedWidget,
                                QVBoxLayout, QWidget)
 
-from app.background import BackgroundJobs, Job
+from app.engine.background import BackgroundJobs, Job
 from app.docks.deferred import on_screen, watch_dock
 from app.docks.experts.heatmap import heatmap_plot
 from app.docks.experts.usage_model import (UsageMap, compute_usage, moe_layers_of, specialisation_bits,
                                            top_experts, usage_prompts)
 from app.i18n import tr
 from app.weights_choice import WEIGHTS, expected_weights, short_name
-from compute.task import PIECE_TYPES
+from compute.language.task import PIECE_TYPES
 from app.slot_guard import guarded
 
 _MAP = pg.ColorMap(pos=[0.0, 0.35, 1.0], color=[(18, 20, 26), (40, 110, 170), (255, 214, 120)])
@@ -39,11 +39,11 @@ def dominant_order(m: np.ndarray) -> np.ndarray:
 
 
 def usage_job(config, weights: str, prompts: list[str]):
-    """The background job of one map (app.background): the shared engine cache's engine for (config, weights) runs
+    """The background job of one map (app.engine.background): the shared engine cache's engine for (config, weights) runs
     the prompts, holding ENGINE_LOCK one prompt at a time so that an explanation or a comparison waiting for the
     same engine runs between two prompts, not after the whole map (10-20 s)."""
     def run(job) -> UsageMap:
-        from app.explain_service import ENGINE_LOCK, engine_for
+        from app.engine.explain_service import ENGINE_LOCK, engine_for
 
         engine = engine_for(config, weights)
         return compute_usage(engine, prompts, progress=job.progress, cancelled=job.cancelled, lock=ENGINE_LOCK)

@@ -1,8 +1,8 @@
 """Qt-free maths of the usage-by-token-type tab: which experts each kind of word uses over the held-out set.
 
-The engine runs every held-out document of the toy language (compute.task: the documents whose (subject,
+The engine runs every held-out document of the toy language (compute.language.task: the documents whose (subject,
 object) pairs training never saw), one prefill each; every token's top-k experts in every MoE layer are
-counted under the token's type (compute.task.piece_type: subject, object, particle, verb, …):
+counted under the token's type (compute.language.task.piece_type: subject, object, particle, verb, …):
 
     counts[type, moe layer, expert] = how many tokens of that type chose that expert in that layer
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compute.task import PIECE_TYPES, held_out_prompts, piece_type
+from compute.language.task import PIECE_TYPES, held_out_prompts, piece_type
 
 
 def usage_prompts(seed: int = 0) -> list[str]:
@@ -105,7 +105,7 @@ def top_experts(counts: np.ndarray, n: int = 3) -> list[list[int]]:
 def compute_usage(engine, prompts: list[str], progress=None, cancelled=None, lock=None) -> UsageMap:
     """Run `engine` (a ToyK3) over the prompts, one prefill each, and count the routing. progress(done, total)
     is called after each prompt; cancelled() returning True stops early (the map then holds what ran). `lock`:
-    held around each prompt's run (a shared engine is not re-entrant; see app.explain_service's thread rule)."""
+    held around each prompt's run (a shared engine is not re-entrant; see app.engine.explain_service's thread rule)."""
     cfg = engine.config
     out = UsageMap(moe_layers_of(cfg), int(cfg.n_routed_experts), int(cfg.num_experts_per_tok),
                    weights_name=engine.weights_name)

@@ -3,7 +3,7 @@ as a plot (probability and 1/rank of the predicted word after every layer), each
 out, re-run) with a knock-out experiment and its before/after top-5, and the blocks' direct contributions.
 
   dock.py    ExplainDock; the computation runs on a pool thread (never the UI thread) through the one
-             explanation service, app/explain_service.py (Qt-free: the request, the result, the engine cache)
+             explanation service, app/engine/explain_service.py (Qt-free: the request, the result, the engine cache)
   model.py   the service's names as the dock's parts import them
 
 This package module imports no Qt, so `app.docks.explain.model` works without PySide6.

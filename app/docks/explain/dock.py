@@ -1,7 +1,7 @@
 """ExplainDock: why the toy predicts its word at the chosen position (see the package docstring).
 
 The explanation (a prefill, the lens, one knock-out re-run per token: ~50-150 ms) runs on a pool thread of its
-own with the explanation service's engine (app/explain_service.py), never on the UI thread; requests are coalesced (latest
+own with the explanation service's engine (app/engine/explain_service.py), never on the UI thread; requests are coalesced (latest
 wins) and only made while the dock is visible. The result carries plain numbers only.
 """
 from __future__ import annotations
@@ -21,12 +21,12 @@ from app.docks.explain.side_by_side import SideBySide
 from app.docks.explain.text import _esc, lens_series, piece_text, source_text  # noqa: F401 (re-exported)
 from app.docks.explain.turns import Turns
 from app.docks.explain.units3d import Units3D
-from app.background import BackgroundJobs
+from app.engine.background import BackgroundJobs
 from app.docks.explain.worker import explain_job
-from app.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
+from app.engine.explain_service import (ABLATION_MODES, ExplainRequest, ExplainResult, knobs_of, largest_block,
                                  overlay_of)
 from app.i18n import tr
-from app.lens_note import lens_note
+from app.engine.lens_note import lens_note
 from app.slot_guard import guarded
 from app.widgets.safe_text import rich_tr
 from app.widgets.controls import fmt, note_label, shrinkable
@@ -43,7 +43,7 @@ class ExplainDock(QDockWidget):
         self.state = state
         self.setObjectName("ExplainDock")
         self.auto = getattr(parent, "explain_auto", True)  # False (MainWindow(explain=False)): never explains
-        # app.background's "explain" lane; unparented: a closed dock's last result still arrives (and is dropped)
+        # app.engine.background's "explain" lane; unparented: a closed dock's last result still arrives (and is dropped)
         self.jobs = BackgroundJobs("explain")
         self.jobs.done.connect(self._on_done)
         self.jobs.failed.connect(self._on_failed)

@@ -3,7 +3,7 @@
 patching) — and the three tables, each number named: the total effect (the share of the answer's margin removed
 when that head is zeroed, or that expert removed from the mix, later layers re-run), the words its own output
 writes for and against (a direct reading, named so), the direct and every-path shares restored, and under the
-paths table a named random-block control line. Filled from ExplainResult.effects (app/explain_effects.py), asked
+paths table a named random-block control line. Filled from ExplainResult.effects (app/engine/explain_effects.py), asked
 for only while its table is shown."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QListWidget, QMenu, QTableWidgetItem
 
 from app.docks.explain.model import ABLATION_MODES, ExplainResult
-from app.explain_service import knockout_items
+from app.engine.explain_service import knockout_items
 from app.docks.explain.fit import fit_rows, show_page
 from app.docks.explain.text import _esc, piece_text, source_text
 from app.i18n import tr
@@ -84,7 +84,7 @@ class KnockoutPanel:
         self.items = (item,)
         self.changed()
 
-    # --- knock-outs as view files store them (app/viewfile.py: mode, tokens, blocks, experts; 1-based layers)
+    # --- knock-outs as view files store them (app/files/viewfile.py: mode, tokens, blocks, experts; 1-based layers)
     def as_view(self) -> dict | None:
         """The active knock-out set as a view file's `knockouts` value, or None."""
         if not self.items:
@@ -167,7 +167,7 @@ class KnockoutPanel:
         ko_list.setFixedHeight(min(6, max(1, len(self.items))) * (ko_list.fontMetrics().height() + 6) + 6)
 
     def set_items(self, value: tuple) -> None:
-        """Undo / redo (app/history.py): the (items, mode) pair knockouts_changed carried."""
+        """Undo / redo (app/window/history.py): the (items, mode) pair knockouts_changed carried."""
         items, mode = value
         if mode in ABLATION_MODES:
             self.dock.mode.setCurrentIndex(ABLATION_MODES.index(mode))

@@ -1,7 +1,7 @@
 """The Explain dock's "In the 3D view" controls: the logit-lens column and the contribution
 route drawn in the 3D stack, with the route's threshold, the heads and experts of the exploded layer lit by their
 total effects (`with_units`), and what a clicked layer's blocks promote and suppress (`layer_words_html`). What
-the 3D view draws of a result is app/explain_service.overlay_of, with_units adding the heads' and experts' part."""
+the 3D view draws of a result is app/engine/explain_service.overlay_of, with_units adding the heads' and experts' part."""
 from __future__ import annotations
 
 import html
@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider
 from app.i18n import tr
 from app.slot_guard import guarded
 from app.widgets.controls import fmt, section_label
-from app.explain_render import with_units  # noqa: F401 (the dock's name for it)
-from app.explain_service import largest_block, overlay_of  # noqa: F401 (the dock's names for them)
+from app.engine.explain_render import with_units  # noqa: F401 (the dock's name for it)
+from app.engine.explain_service import largest_block, overlay_of  # noqa: F401 (the dock's names for them)
 
 DEFAULT_LENS = True
 DEFAULT_ROUTE = False
@@ -126,7 +126,7 @@ class Show3DControls(QWidget):
         self.threshold_label.setText(tr("explain.route.threshold.causal", pct=max(pct, 1)) if causal
                                      else tr("explain.route.threshold", pct=pct,
                                              value=fmt(self._largest * pct / 100, 3)))
-        # the measure the slider works on, as the route drawn uses it (app/explain_service.overlay_of)
+        # the measure the slider works on, as the route drawn uses it (app/engine/explain_service.overlay_of)
         self.slider.setToolTip(tr("explain.route.threshold.tip.causal" if causal else "explain.route.threshold.tip"))
 
     def retranslate(self) -> None:

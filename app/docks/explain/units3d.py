@@ -1,5 +1,5 @@
 """The heads' and experts' total effects the 3D view lights in the exploded layer (issue 39.5), computed for the
-Explain dock on app.background's "explain" lane, apart from the explanation itself: the lens, arcs and route come
+Explain dock on app.engine.background's "explain" lane, apart from the explanation itself: the lens, arcs and route come
 at once; the heads' grid (one re-run per head, the quicker half) follows and is drawn at once; the experts' grid
 (one re-run per chosen expert at every MoE layer) last. Never on the UI thread; kept per explanation (tokens,
 position, knobs, weights, model, word), so that a layer change, a language switch or another 3D choice does not
@@ -14,7 +14,7 @@ import threading
 
 from PySide6.QtCore import QObject, Signal
 
-from app.background import BackgroundJobs
+from app.engine.background import BackgroundJobs
 from app.slot_guard import guarded
 
 CACHED = 8  # explanations whose grids are kept
@@ -79,8 +79,8 @@ class Units3D(QObject):
 
         def run(job):
             self.thread = threading.get_ident()
-            from app.explain_effects import experts_part, heads_part
-            from app.explain_service import ENGINE_LOCK, engine_for
+            from app.engine.explain_effects import experts_part, heads_part
+            from app.engine.explain_service import ENGINE_LOCK, engine_for
             from compute.explain import Explanation
 
             with ENGINE_LOCK:

@@ -1,10 +1,10 @@
-"""The Explain dock's background job: app/explain_service.py computes an explanation on app.background's "explain"
+"""The Explain dock's background job: app/engine/explain_service.py computes an explanation on app.engine.background's "explain"
 lane (one pool thread owned by the application, at the background nice value: the re-run threads that
 compute.explain starts from there inherit it), and the lane hands the result or a one-line failure back to the
 UI thread."""
 from __future__ import annotations
 
-from app.explain_service import ExplainRequest, ExplainResult, explain_result
+from app.engine.explain_service import ExplainRequest, ExplainResult, explain_result
 
 
 def explain_job(req: ExplainRequest):

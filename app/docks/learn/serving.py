@@ -13,7 +13,7 @@ from app.texts import explanation
 from app.widgets.controls import FloatSlider, fmt, scroll_page
 from app.widgets.markdown import demote_headings, markdown_label
 from app.widgets.paint import fit_text, qcolor
-from compute import teaching as T
+from compute.teaching import experiments as T
 from app.slot_guard import guarded
 
 KV_TOKENS_REPORTED = 3.25e6  # seed 003: a B300 node holds ~3.25M tokens of KV after the weights

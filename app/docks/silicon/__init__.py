@@ -9,7 +9,7 @@
   analogy.py     the CPU/GPU ↔ factory-automation table
   canvas.py      the drawing base of the circuit tabs
 
-The models behind the tabs are Qt-free and live in compute (compute.cells, compute.bits, compute.memory).
+The models behind the tabs are Qt-free and live in compute (compute.teaching.cells, compute.teaching.bits, compute.teaching.memory).
 This package module imports no Qt; the dock class is loaded when first asked for.
 """
 from __future__ import annotations

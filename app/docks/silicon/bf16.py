@@ -13,7 +13,7 @@ from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, note_label
 from app.widgets.paint import box, css, mix, qcolor, text, wrapped
 from app.widgets.safe_text import plain
-from compute import bits as B
+from compute.teaching import bits as B
 from compute.config import default_config
 from app.slot_guard import guarded
 

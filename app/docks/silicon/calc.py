@@ -14,7 +14,7 @@ from app.i18n import tr
 from app.widgets.controls import ERROR_STYLE, NOTE_STYLE, note_label, set_stacked, shrinkable
 from app.widgets.paint import css, qcolor
 from app.widgets.safe_text import plain, rich_tr
-from compute import memory as M
+from compute.teaching import memory as M
 from app.slot_guard import guarded
 
 SEED_FIELDS = (("params_billion", "7"), ("tokens", "4096"), ("layers", "32"), ("d_model", "4096"),

@@ -1,4 +1,4 @@
-"""M1: one DRAM/HBM 1T1C cell, animated. The model (compute.cells.DRAMCell) is a pure function of model time;
+"""M1: one DRAM/HBM 1T1C cell, animated. The model (compute.teaching.cells.DRAMCell) is a pure function of model time;
 the QTimer only calls `advance(wall_dt × compression)`, so tests pause it and advance time themselves."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from app.docks.silicon.canvas import DARK, DIM, HOT, PANEL, PANEL_EDGE, TEXT, WI
 from app.i18n import tr
 from app.widgets.controls import note_label, shrinkable
 from app.widgets.paint import arrow, box, dot, font, mix, pen, qcolor, text
-from compute.cells import DRAMCell, dram_voltage
+from compute.teaching.cells import DRAMCell, dram_voltage
 from app.slot_guard import guarded
 
 COMPRESSIONS_MS_PER_S = (5, 10, 20, 50)  # model milliseconds per wall-clock second

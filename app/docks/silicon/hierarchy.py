@@ -14,7 +14,7 @@ from app.i18n import tr
 from app.widgets.controls import note_label, set_stacked
 from app.widgets.paint import arrow, box, fit_text, font, mix, pen, qcolor, text
 from app.widgets.safe_text import esc, rich_tr
-from compute import memory as M
+from compute.teaching import memory as M
 from compute.config import load_default
 from app.slot_guard import guarded
 

@@ -13,7 +13,7 @@ from app.docks.silicon.canvas import DARK, DIM, HOT, PANEL, TEXT, WIRE, Canvas, 
 from app.i18n import tr
 from app.widgets.controls import note_label
 from app.widgets.paint import dot, font, pen, qcolor, text
-from compute.cells import SRAMCell
+from compute.teaching.cells import SRAMCell
 from app.slot_guard import guarded
 
 FLASH_S = 0.6

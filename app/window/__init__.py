@@ -1,0 +1,1 @@
+"""The main window and what it owns: layout, docks built late, presentation mode, status bar, menus, actions, history, tour and the side-by-side stack."""
