@@ -117,10 +117,13 @@ sysdeps:
 run-sysdeps:
 	$(call sysdeps_step,$(RUN_DEB_PACKAGES))
 
+# the suite on PYTEST_WORKERS pytest-xdist workers, one test file per worker at a time (--dist loadfile keeps a
+# file's module-scoped window in one process); PYTEST_WORKERS=0 runs it in this process
+PYTEST_WORKERS ?= 2
 test: sysdeps venv-check $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
 	@$(PY) -m app.engine.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
-	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The shipped trained toy from scratch: compute.training.train's recipe v2 (seed 0, one torch thread, ATen's AVX2 kernels:
 # compute/training/train.py pins them), written over $(WEIGHTS_FILE) (a regular file or a new one: a device, FIFO, link or

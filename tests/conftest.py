@@ -9,6 +9,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Every window of the suite starts from a fresh settings file: the first-run hint (app/window/first_run_hint.py) would
 # cover the 3D view of each; its own tests ask for it. The log file (app/log.py) goes to a private folder.
 os.environ.setdefault("K3_NO_FIRST_RUN_HINT", "1")
+# Under pytest-xdist each worker is its own process with the controller's environment: each gets its own state
+# and config folders (settings, logs), while numba's cache (XDG_CACHE_HOME, warmed by `make test` first) is shared.
+if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("K3_TEST_WORKER_DIRS"):
+    import tempfile
+
+    os.environ["K3_TEST_WORKER_DIRS"] = "1"
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="k3-test-state-")
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="k3-test-config-")
 if not os.environ.get("XDG_STATE_HOME", "").startswith(os.path.join(os.sep, "tmp")):
     import tempfile
 
