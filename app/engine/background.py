@@ -13,7 +13,9 @@ QThreadPool of one thread owned by the application, so a job never runs on the U
 waits for a running job when it quits; every job of a lane is cancelled (job.cancelled() turns True) when the
 application is about to quit or the lane's parent goes, so a long job that checks it ends within one step. A lane's
 thread runs at the background nice value (scene.thread_priority), below the UI thread. A
-result that arrives after its receiver has gone is dropped quietly. Engines come from app.engine.explain_service's cache
+result that arrives after its receiver has gone is dropped quietly: the lane's thread never emits on the receiver
+itself (the UI thread may delete it at any moment, and an emit racing that deletion crashed the process), but on a
+relay of its own job, which the application owns and which goes only after the job's last emit. Engines come from app.engine.explain_service's cache
 (engine_for, under ENGINE_LOCK) — the lane does not lock anything itself.
 """
 from __future__ import annotations
@@ -47,28 +49,38 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0].strip() if lines else ''}"
 
 
+class _Relay(QObject):
+    """One job's signals, emitted on the lane's thread and forwarded (queued) to its BackgroundJobs. It lives on
+    the UI thread, a child of the application, so no deletion on the UI thread can race an emit: Qt cuts the
+    forwarding connections under its own locks when the receiver goes. deleteLater() after the job's last emit."""
+
+    done = Signal(object, object)
+    failed = Signal(object, str)
+    progress = Signal(object, int, int)
+
+
 class Job:
     """What a running job sees: its token, progress(done, total) and cancelled()."""
 
-    def __init__(self, owner: "BackgroundJobs", token):
+    def __init__(self, relay: _Relay, token):
         self.token = token
         self.stop = False
-        self._owner = owner
+        self._relay = relay
 
     def cancelled(self) -> bool:
         return self.stop
 
     def progress(self, done: int, total: int) -> None:
-        self._owner._emit(self._owner.progress, self.token, int(done), int(total))
+        self._relay.progress.emit(self.token, int(done), int(total))
 
 
 class _Runnable(QRunnable):
-    def __init__(self, owner: "BackgroundJobs", job: Job, fn):
+    def __init__(self, owner: "BackgroundJobs", job: Job, fn, relay: _Relay):
         super().__init__()
-        self.owner, self.job, self.fn = owner, job, fn
+        self.name, self.forget, self.job, self.fn, self.relay = owner.name, owner._forget, job, fn, relay
 
     def run(self) -> None:
-        owner, job = self.owner, self.job
+        job, relay = self.job, self.relay
         thread_priority.lower_this_thread()  # the UI thread gets a contended core first (scene.thread_priority)
         try:
             if job.stop:
@@ -76,16 +88,17 @@ class _Runnable(QRunnable):
             try:
                 result = self.fn(job)
             except Exception as exc:  # noqa: BLE001 - reported to the UI as one line, the app keeps running
-                log.warning("background job %s failed: %s", owner.name, one_line(exc))
-                owner._emit(owner.failed, job.token, one_line(exc))
+                log.warning("background job %s failed: %s", self.name, one_line(exc))
+                relay.failed.emit(job.token, one_line(exc))
                 return
             if not job.stop:
-                owner._emit(owner.done, job.token, result)
+                relay.done.emit(job.token, result)
         finally:
             try:
-                owner._forget(job)
+                self.forget(job)  # plain Python state of the receiver's wrapper
             except RuntimeError:  # the receiver went meanwhile
                 pass
+            relay.deleteLater()  # on the UI thread, after the queued emits above were posted
 
 
 class BackgroundJobs(QObject):
@@ -110,10 +123,13 @@ class BackgroundJobs(QObject):
 
     def start(self, token, fn) -> Job:
         """Queue fn(job) on the lane; returns the job (set job.stop or call cancel_all to cancel it)."""
-        job = Job(self, token)
+        relay = _Relay(QCoreApplication.instance())  # owned by the application, not by the receiver
+        for name in ("done", "failed", "progress"):
+            getattr(relay, name).connect(getattr(self, name))  # signal to signal, queued across the threads
+        job = Job(relay, token)
         with self._lock:
             self._running.append(job)
-        self._pool.start(_Runnable(self, job, fn))
+        self._pool.start(_Runnable(self, job, fn, relay))
         return job
 
     def busy(self) -> bool:
@@ -130,12 +146,3 @@ class BackgroundJobs(QObject):
         with self._lock:
             if job in self._running:
                 self._running.remove(job)
-
-    @staticmethod
-    def _emit(signal, *args) -> None:
-        """Emit from the lane's thread; when the receiver is gone (Qt deleted this object) there is nowhere to
-        deliver: nothing to do."""
-        try:
-            signal.emit(*args)
-        except RuntimeError:
-            pass
