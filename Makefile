@@ -117,13 +117,22 @@ sysdeps:
 run-sysdeps:
 	$(call sysdeps_step,$(RUN_DEB_PACKAGES))
 
-# the suite on PYTEST_WORKERS pytest-xdist workers, one test file per worker at a time (--dist loadfile keeps a
-# file's module-scoped window in one process); PYTEST_WORKERS=0 runs it in this process
+# The suite in two parts: first on PYTEST_WORKERS pytest-xdist workers, one test file per worker at a time
+# (--dist loadfile keeps a file's module-scoped window in one process; PYTEST_WORKERS=0 runs it in this process),
+# then the tests marked `alone` (they time the UI thread, tests/conftest.py) with nothing beside them. Both parts
+# always run; the target fails when either fails (pytest's 5, "no test selected", counts as passed in one part:
+# PYTEST_ARGS may name a file with no test of that part; in both parts it fails, as a run that tests nothing).
 PYTEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -p no:cacheprovider
 test: sysdeps venv-check $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
 	@$(PY) -m app.engine.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
-	$(PY) -m pytest -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	@$(PYTEST) -n $(PYTEST_WORKERS) --dist loadfile -m "not alone" $(PYTEST_ARGS); a=$$?; \
+	echo "--- the tests marked alone (they time the UI thread), with no other test process beside them"; \
+	$(PYTEST) -m alone $(PYTEST_ARGS); b=$$?; \
+	if [ $$a = 5 ] && [ $$b = 5 ]; then echo "make test: no test selected"; exit 5; fi; \
+	[ $$a = 5 ] && a=0; [ $$b = 5 ] && b=0; \
+	if [ $$a != 0 ] || [ $$b != 0 ]; then echo "make test: the parallel part exited $$a, the alone part $$b"; exit 1; fi
 
 # The shipped trained toy from scratch: compute.training.train's recipe v2 (seed 0, one torch thread, ATen's AVX2 kernels:
 # compute/training/train.py pins them), written over $(WEIGHTS_FILE) (a regular file or a new one: a device, FIFO, link or

@@ -68,6 +68,9 @@ def pytest_configure(config):
                             "frozen bundle, the kernels' warm-up child) or runs a survey; run by .ci/run "
                             "(K3_SLOW=1), skipped by a plain `make test`, where a fast in-process test checks the "
                             "same contract")
+    config.addinivalue_line("markers", "alone: measures the UI thread's answer time or its event order in real time; "
+                            "`make test` runs these after the two-worker part, with no other test process beside "
+                            "them (a second worker on 2 cores starves the threads they time)")
     config.addinivalue_line("markers", "window(explain=False): the module's or test's main windows start without "
                             "the Explain dock's explanations (tests/app/conftest.py)")
 

@@ -4,12 +4,14 @@ UI-thread work per result, in the Korean soak one 117.7-ms gap). `busy` holds un
 what is drawn is the whole result."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 
 from test_explain_dock import dock, wait_for  # noqa: F401 - the dock fixture
 
 
+@pytest.mark.alone  # the order of the parts and a timer due meanwhile, in real time
 def test_a_due_timer_runs_between_the_parts_of_a_new_result(dock):
     log = []
     seen = {}

@@ -15,6 +15,7 @@ import pytest
 pytestmark = pytest.mark.window(explain=False)  # no test here looks at the explanation
 
 
+@pytest.mark.alone  # times the UI thread's heartbeat during the export
 def test_8k_export_keeps_the_window_answering_with_busy_cursor_and_progress(main_window, qtbot, tmp_path):
     win = main_window
     QTest.keyClick(win.scene.gl, Qt.Key_S, Qt.ControlModifier)  # File -> Export image…

@@ -3,6 +3,8 @@ drag) rest a fraction of the last frame's time before the next one starts, so on
 the X server get the cores between frames; a frame asked for after a pause starts at once."""
 import time
 
+import pytest
+
 from scene import frames
 
 W, H = 700, 500
@@ -21,6 +23,7 @@ def _record_draws(renderer) -> list[tuple[float, float]]:
     return draws
 
 
+@pytest.mark.alone  # times the render thread's frames against the clock
 def test_back_to_back_frames_rest_between_and_a_late_request_starts_at_once(qtbot, k3_config):
     from scene.view import SceneView
 
