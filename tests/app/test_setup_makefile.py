@@ -5,6 +5,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_PYTHON = """#!/bin/bash
@@ -119,3 +121,37 @@ def test_ci_runs_the_slow_tests_and_a_plain_run_skips_them():
     slow_files = [p for p in (ROOT / "tests").rglob("test_*.py") if "pytest.mark.slow" in p.read_text()]
     assert {p.name for p in slow_files} >= {"test_wheel_namespace.py", "test_editable_namespace.py",
                                             "test_bundle.py", "test_kernel_warmup.py"}
+
+
+PARTS_PYTHON = """#!/bin/bash
+echo "$@" >> {log}
+case "$*" in
+  *"not alone"*) exit {parallel_rc} ;;
+  *"-m alone"*) exit {alone_rc} ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("parallel_rc, alone_rc, want", [
+    (0, 0, 0), (1, 0, 1), (0, 1, 1), (1, 1, 1),
+    (5, 0, 0), (0, 5, 0),  # a part with no test of the files named: passed
+    (5, 5, 5),  # nothing tested at all: fails, as .ci/run's "a run that collects no test"
+    (2, 5, 1),  # interrupted or a usage error
+])
+def test_make_test_runs_both_parts_and_fails_when_either_fails(tmp_path, parallel_rc, alone_rc, want):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin/python"
+    python.write_text(PARTS_PYTHON.format(log=tmp_path / "calls.log", parallel_rc=parallel_rc, alone_rc=alone_rc))
+    python.chmod(0o755)
+    done = _make(tmp_path, "test-parts", f"VENV={venv}", "PYTEST_ARGS=tests/app/test_x.py")
+    calls = _calls(tmp_path)
+    assert len(calls) == 2, calls  # both parts run, whatever the first gave
+    assert "-n 2 --dist loadfile -m not alone tests/app/test_x.py" in calls[0]
+    assert calls[1].endswith("-m alone tests/app/test_x.py") and "-n" not in calls[1].split()
+    assert (done.returncode == 0) == (want == 0), (done.returncode, done.stdout)  # make exits 2 for any failure
+    if want == 5:
+        assert "no test selected" in done.stdout
+    elif want:
+        assert f"the parallel part exited {parallel_rc}, the alone part {alone_rc}" in done.stdout
