@@ -148,7 +148,7 @@ def test_make_test_runs_both_parts_and_fails_when_either_fails(tmp_path, paralle
     done = _make(tmp_path, "test-parts", f"VENV={venv}", "PYTEST_ARGS=tests/app/test_x.py")
     calls = _calls(tmp_path)
     assert len(calls) == 2, calls  # both parts run, whatever the first gave
-    assert "-n 2 --dist loadfile -m not alone tests/app/test_x.py" in calls[0]
+    assert "-n 2 --dist loadfile --max-worker-restart=0 -m not alone tests/app/test_x.py" in calls[0]
     assert calls[1].endswith("-m alone tests/app/test_x.py") and "-n" not in calls[1].split()
     assert (done.returncode == 0) == (want == 0), (done.returncode, done.stdout)  # make exits 2 for any failure
     if want == 5:
