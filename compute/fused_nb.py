@@ -43,13 +43,22 @@ from compute.compiled.fused_nb_views import LazyLayerTrace, PassBuffers, PassLay
 from compute.trace import PassTrace
 
 _NB = None  # the kernels module, or False when numba is unavailable
-_STAMP = "k3_fused_nb_ready.json"
 _HERE = Path(__file__).resolve().parent
 _KERNELS = _HERE / "compiled/_fused_nb_kernels.py"
 # numba keys a cached kernel on its own source file only: a change in what it calls from the others (the shared
 # loops, the layout's constants) would load stale code, so the readiness stamp covers all three and a stale stamp
 # clears their cache entries in the warm-up, before its process imports the kernels (clear_stale)
 _SOURCES = (_KERNELS, _HERE / "compiled/_fused_nb_math.py", _HERE / "compiled/fused_nb_layout.py")
+
+
+def _stamp_name(src: str) -> str:
+    """The readiness stamp's file for the kernels in folder src: one per checkout (or install), as numba's own
+    cache folders are. With one shared stamp, two checkouts on one machine (a pip install and a clone, or
+    several worktrees) overwrote each other's, and each warm-up found the other's, cleared and compiled anew."""
+    return f"k3_fused_nb_ready_{hashlib.sha1(src.encode()).hexdigest()[:16]}.json"
+
+
+_STAMP = _stamp_name(os.path.dirname(os.path.abspath(_SOURCES[0])))
 
 
 def enabled() -> bool:

@@ -22,6 +22,12 @@ from test_small_screens import clipped_labels, open_window, sideways_scrolling
 
 SHOTS = os.path.join(tempfile.gettempdir(), "k3_explain_fit")
 SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
+SHOT_QUALITY = 80  # PNG at zlib level 1 (Qt: (100 - quality) // 11), not the default: 0.09 s a 1920×1080 shot, not 0.15
+
+
+def save_shot(win, name: str) -> None:
+    """A screenshot of the window for a person to look at (SHOTS/name)."""
+    win.grab().save(os.path.join(SHOTS, name), "PNG", SHOT_QUALITY)
 
 
 def cut_cells(table: QTableWidget) -> list[str]:
@@ -106,7 +112,7 @@ def test_every_page_fits(qtbot, tmp_path, size, lang):
         for name in PAGES:
             open_page(dock, name)
             area = dock.pages.currentWidget()
-            win.grab().save(os.path.join(SHOTS, f"{lang}_{w}x{h}_{name}.png"))
+            save_shot(win, f"{lang}_{w}x{h}_{name}.png")
             if area.verticalScrollBar().maximum() > 0:
                 problems.append(f"{name}: scrolls {area.verticalScrollBar().maximum()} px "
                                 f"(content {area.widget().sizeHint().height()} in {area.viewport().height()})")
@@ -154,7 +160,7 @@ def test_a_long_prompt_does_not_grow_the_dock(qtbot, tmp_path):
         y, h = view.row_span(dock.result.position)
         top = scroll.verticalScrollBar().value()
         assert top <= y and y + h <= top + scroll.viewport().height()  # the explained row is in sight
-        win.grab().save(os.path.join(SHOTS, "long_prompt_attention.png"))
+        save_shot(win, "long_prompt_attention.png")
         ticks = [t for level in (dock.att_plot.getAxis("bottom")._tickLevels or []) for _v, t in level]
         assert 2 <= len(ticks) <= dock.att_plot.width() / TICK_PX + 2
     finally:
@@ -184,7 +190,7 @@ def route_page_with(qtbot, tmp_path, lang: str, key, part: str):
         flush_layouts()
         flush_layouts()
         os.makedirs(SHOTS, exist_ok=True)
-        win.grab().save(os.path.join(SHOTS, f"{lang}_1280x720_route_{part}.png"))
+        save_shot(win, f"{lang}_1280x720_route_{part}.png")
         yield dock, dock.pages.currentWidget(), view
     finally:
         win.close()

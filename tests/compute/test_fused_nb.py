@@ -172,6 +172,22 @@ def test_cache_ready_follows_the_stamp(monkeypatch, tmp_path):
     assert not fused_nb.cache_ready()
 
 
+def test_another_checkout_sharing_the_user_cache_keeps_our_stamp(monkeypatch, tmp_path):
+    """Two checkouts on one machine (worktrees, a pip install beside a clone) share ~/.cache/k3-explorer/numba.
+    Each one's warm-up writes its own readiness stamp: another's (other paths in it) never makes ours stale, so
+    neither clears and recompiles the kernels (~25 s CPU) after the other ran."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fused_nb, "enabled", lambda: True)
+    ours = dict(fused_nb._stamp(), dtypes=["float32"])
+    (tmp_path / fused_nb._STAMP).write_text(json.dumps(ours))
+    elsewhere = "/elsewhere/k3/compute/compiled"
+    theirs = dict(ours, kernels=[[f"{elsewhere}/{p.name}", 1, 2] for p in fused_nb._SOURCES])
+    assert fused_nb._stamp_name(elsewhere) != fused_nb._STAMP
+    (tmp_path / fused_nb._stamp_name(elsewhere)).write_text(json.dumps(theirs))  # the other checkout's warm-up
+    assert fused_nb.cache_ready()
+    assert json.loads((tmp_path / fused_nb._STAMP).read_text()) == ours
+
+
 def test_the_stamp_covers_every_kernel_source_and_a_stale_one_clears_their_cache(monkeypatch, tmp_path):
     """numba keys a cached kernel on its own file only: pass_into cached before a change in _fused_nb_math.py
     (or in the layout's constants) would load as it was. So the readiness stamp covers the three files, and
