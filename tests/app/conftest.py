@@ -64,6 +64,8 @@ def shared_window(qapp, tmp_path_factory, request):
     Tests using it must leave it as they found it (step 0, English, default knobs)."""
     import time
 
+    from PySide6.QtCore import QCoreApplication, QEvent
+
     from app import i18n
     from app.window.main_window import MainWindow
 
@@ -79,6 +81,8 @@ def shared_window(qapp, tmp_path_factory, request):
     assert win.state.trace is not None, "the engine produced no trace"
     yield win
     win.close()
+    win.deleteLater()  # as pytest-qt does for the windows a test adds: its memory goes with the module
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     i18n.set_language("en")
 
 
