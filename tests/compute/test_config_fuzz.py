@@ -135,7 +135,8 @@ def _finite_trace(trace) -> bool:
     for key, a in arrays:
         if not isinstance(a, np.ndarray) or a.dtype.kind != "f":
             continue
-        if np.isnan(a).any() or np.isposinf(a).any() or (key != "mla.scores" and np.isneginf(a).any()):
+        # one pass over the array: outside the attention scores any NaN, +inf or -inf is non-finite
+        if (not np.isfinite(a).all()) if key != "mla.scores" else (np.isnan(a).any() or np.isposinf(a).any()):
             return False
     return True
 
