@@ -145,7 +145,8 @@ def test_make_test_runs_both_parts_and_fails_when_either_fails(tmp_path, paralle
     python = venv / "bin/python"
     python.write_text(PARTS_PYTHON.format(log=tmp_path / "calls.log", parallel_rc=parallel_rc, alone_rc=alone_rc))
     python.chmod(0o755)
-    done = _make(tmp_path, "test-parts", f"VENV={venv}", "PYTEST_ARGS=tests/app/test_x.py")
+    # PYTEST_WORKERS named: a suite started as `make test PYTEST_WORKERS=3` passes its variables down (MAKEFLAGS)
+    done = _make(tmp_path, "test-parts", f"VENV={venv}", "PYTEST_WORKERS=2", "PYTEST_ARGS=tests/app/test_x.py")
     calls = _calls(tmp_path)
     assert len(calls) == 2, calls  # both parts run, whatever the first gave
     assert "-n 2 --dist loadfile --max-worker-restart=0 -m not alone tests/app/test_x.py" in calls[0]
