@@ -74,6 +74,7 @@ from compute.dims import OpArgs, ToyDims  # ToyDims re-exported: the toy widths 
 from compute.engine_io import (caches_from_trace, check_knobs, check_prompt_text, linear_weights_numpy,
                                pass_to_numpy)
 from compute.engine_weights import SEED_MASK, ToyWeights, choose_weights, dims_dict, trained_weights  # noqa: F401
+from compute.engine_weights import SHARED_LOCK, config_key
 from compute.guards.finite import NonFiniteError, check_pass  # noqa: F401 - NonFiniteError: what a run may raise
 from compute.compiled.fused import FusedPlans
 from compute.ops.kda import kda_layer
@@ -161,13 +162,14 @@ class ToyK3:
         sound, else the seeded random one with the reason in `weights_note`), then the backend's arrays."""
         self._take(choose_weights(self.config, self.dims, [pc for pc, _ in self.vocab], self.seed, weights,
                                   weights_path))
-        self._to_device()
+        self._to_device(fresh=True)
 
     def _take(self, w: ToyWeights) -> None:
         self.embedding64, self.lm_head64, self.final_norm64 = w.embedding, w.lm_head, w.final_norm
         self.w_out64, self._layers64 = w.w_out, w.layers
         self.weights_name, self.weights_note, self.weights_fallback = w.name, w.note, w.fallback
         self.weights_meta = w.meta
+        self._shared = w.shared  # what the engines of these weights share (the compiled pass), see _use_compiled
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
         """{name: shape} of every weight of this config, dims and vocabulary (compute.weights.layout_shapes)."""
@@ -177,9 +179,11 @@ class ToyK3:
         """Read and check the trained asset (or `path`) and take its float64 weights (no backend conversion)."""
         self._take(trained_weights(self.config, self.dims, [pc for pc, _ in self.vocab], path))
 
-    def _to_device(self) -> None:
+    def _to_device(self, fresh: bool = False) -> None:
         """The float64 numpy weights as the backend's arrays: numpy of the engine's dtype, or torch tensors on
-        the device (both backends convert the same float64 numbers)."""
+        the device (both backends convert the same float64 numbers). fresh: the float64 weights are the ones
+        choose_weights returned, untouched (the constructor), so the compiled pass may be the shared one; a caller
+        that swapped some of them first (a twin, a test) gets a pass of its own."""
 
         def conv(obj):
             if isinstance(obj, dict):
@@ -194,15 +198,16 @@ class ToyK3:
         self.final_norm = conv(self.final_norm64)
         self.w_out = conv(self.w_out64)
         self._weights_np = linear_weights_numpy(self.layers, self.embedding, self.lm_head, self.dims)
-        self._pick_kernels()
+        self._pick_kernels(fresh=fresh)
         for d in self._weights_np[0] + [self._weights_np[1]]:
             for k, a in d.items():
                 d[k] = a = a.view()  # read-only views: the engine's own arrays stay as they are
                 a.setflags(write=False)
 
-    def _pick_kernels(self) -> None:
+    def _pick_kernels(self, fresh: bool = False) -> None:
         """The residual path of the layer loop (BlockAttnRes with AttnRes, else the plain residual), and the
-        compiled pass when `compiled` asks for it (None: only when its disk cache is ready)."""
+        compiled pass when `compiled` asks for it (None: only when its disk cache is ready). fresh: the engine's
+        arrays were just converted from its weights (so its compiled pass may be the shared one)."""
         c = self.config
         self._new_residual = ((lambda: BlockAttnRes(c.attn_res_block_size, eps=1e-6)) if c.attn_res_block_size
                               else PlainResidual)
@@ -210,19 +215,34 @@ class ToyK3:
         self.compiled = False
         want = self._want_compiled
         if want or (want is None and fused_nb.cache_ready(self.dtype)):
-            self.use_compiled(True)
+            self._use_compiled(True, shared=fresh)
 
     def use_compiled(self, on: bool = True) -> bool:
         """Run the passes as one compiled call each (on=True; loads numba's disk cache, ~0.5 s with the numba
         import, or compiles when it is cold — call it off the UI thread) or the operators' layer loop (on=False).
         Possible with numba (K3_NO_NUMBA unset), the numpy backend, kernels="auto" and a K3-shaped config;
         otherwise the layer loop stays. Returns `self.compiled`. Not while a run is in progress."""
+        return self._use_compiled(on, shared=False)
+
+    def _use_compiled(self, on: bool, shared: bool) -> bool:
+        """use_compiled. shared: the engine's arrays are as just converted from its weights, so the compiled pass
+        (stacked copies of them, read-only in a pass) is the one the engines of these weights, dtype, config and
+        dims share (compute.engine_weights.ToyWeights.shared); never one built after a caller could have edited
+        the engine's arrays."""
         self._pass = None
         self.compiled = False
         if (on and self.backend == "numpy" and self.kernels == "auto" and fused_nb.supported(self.config)
                 and fused_nb.available()):
-            plans = FusedPlans(self.config, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
-            self._pass = fused_nb.CompiledPass(plans, self.layers, self.lm_head, self.config, self.dims)
+            key = ("compiled", self.dtype.str, config_key(self.config), self.dims)
+            with SHARED_LOCK:
+                cp = self._shared.get(key) if shared else None
+            if cp is None:
+                plans = FusedPlans(self.config, self.dims, self.layers, self.w_out, self.dtype, self.final_norm)
+                cp = fused_nb.CompiledPass(plans, self.layers, self.lm_head, self.config, self.dims)
+                if shared:
+                    with SHARED_LOCK:
+                        cp = self._shared.setdefault(key, cp)
+            self._pass = cp
             self._warm_up()
             self.compiled = True
         return self.compiled

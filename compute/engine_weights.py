@@ -3,8 +3,11 @@ the shipped trained toy (compute.weights.default_path(), or a given file) when i
 random model, with the reason. The layout (names, shapes, draw order) is compute.weights'."""
 from __future__ import annotations
 
+import hashlib
 import logging
-from dataclasses import asdict, dataclass, field
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +37,114 @@ class ToyWeights:
     note: str = ""  # why trained weights did not run ("" when they do, or were not asked for)
     fallback: str = ""  # the same as a code: "" | "other_model" | "missing" | "damaged"
     meta: dict = field(default_factory=dict)  # the trained file's metadata
+    # what compute.engine derives from these arrays (its dtype's copies, the compiled pass's stacked weights),
+    # shared by every engine built from one memo entry; guarded by SHARED_LOCK
+    shared: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+SHARED_LOCK = threading.Lock()  # guards ToyWeights.shared (engines are built on several threads)
+
+
+class _Memo:
+    """The last few weight sets read or drawn, so that the engines a session builds again and again (the window's
+    first engine and its compiled one, the explanation's second engine, each model switch back) neither read,
+    check and widen a weights file nor draw a random model twice. Every array is read-only: engines share them.
+
+    A trained set is keyed by its file's content (a BLAKE2 digest of the bytes, read through the same guard as the
+    weights reader), so a file changed in place is read and checked again; a random set by its config, dims,
+    vocabulary size and seed. Bounded to `size` sets (a K3 toy: ~40 MB in float64, as much again in what the
+    engines derive from it); thread-safe."""
+
+    def __init__(self, size: int = 3):
+        self.size = size
+        self._sets: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key) -> ToyWeights | None:
+        if key is None:
+            return None
+        with self._lock:
+            w = self._sets.get(key)
+            if w is None:
+                self.misses += 1
+                return None
+            self._sets.move_to_end(key)
+            self.hits += 1
+            return w
+
+    def put(self, key, w: ToyWeights) -> ToyWeights:
+        if key is None:
+            return w
+        _read_only(w)
+        with self._lock:
+            self._sets[key] = w
+            self._sets.move_to_end(key)
+            while len(self._sets) > self.size:
+                self._sets.popitem(last=False)
+        return w
+
+    def clear(self) -> None:
+        with self._lock:
+            self._sets.clear()
+
+
+MEMO = _Memo()
+
+
+def _read_only(w: ToyWeights) -> None:
+    """Every array of w read-only (the engines that share them must not write into each other's weights)."""
+    def walk(obj):
+        if isinstance(obj, dict):
+            for v in obj.values():
+                walk(v)
+        elif isinstance(obj, np.ndarray):
+            obj.setflags(write=False)
+    for a in (w.embedding, w.lm_head, w.final_norm, w.w_out):
+        walk(a)
+    for layer in w.layers:
+        walk(layer)
+
+
+def _handed_out(w: ToyWeights) -> ToyWeights:
+    """A memo entry as one engine's own record: its own containers (layers' dicts, meta), the shared arrays and
+    the shared derived dict."""
+    def copy(obj):
+        return {k: copy(v) for k, v in obj.items()} if isinstance(obj, dict) else obj
+    return replace(w, layers=[copy(layer) for layer in w.layers], meta=copy(w.meta))
+
+
+def config_key(config):
+    """The config as a memo key: itself (a frozen dataclass compares and hashes by its fields), else its repr."""
+    try:
+        hash(config)
+        return config
+    except TypeError:
+        return repr(config)
+
+
+def _file_digest(path: Path) -> str | None:
+    """BLAKE2 digest of a regular weights file's bytes (read under the reader's own cap), or None when it is not one
+    (then nothing is memoised and the reader says what is wrong with it)."""
+    from compute.guards.guarded_io import read_bytes
+
+    try:
+        return hashlib.blake2b(read_bytes(path, weights_io.MAX_FILE_BYTES), digest_size=20).hexdigest()
+    except (OSError, ValueError):
+        return None
 
 
 def random_weights(config, dims, n_vocab: int, seed: int) -> ToyWeights:
-    """The seeded random model, drawn in float64 numpy (every backend converts these same numbers)."""
+    """The seeded random model, drawn in float64 numpy (every backend converts these same numbers); read-only
+    arrays, drawn once per (config, dims, vocabulary size, seed) while the memo holds them."""
+    key = ("random", config_key(config), config_key(dims), int(n_vocab), int(seed) & SEED_MASK)
+    hit = MEMO.get(key)
+    if hit is not None:
+        return _handed_out(hit)
+    return _handed_out(MEMO.put(key, _draw_random(config, dims, n_vocab, seed)))
+
+
+def _draw_random(config, dims, n_vocab: int, seed: int) -> ToyWeights:
     gen = np.random.default_rng(int(seed) & SEED_MASK)
 
     def rnd(*shape, scale=1.0):
@@ -51,8 +158,18 @@ def random_weights(config, dims, n_vocab: int, seed: int) -> ToyWeights:
 
 def trained_weights(config, dims, vocab: list[str], path=None) -> ToyWeights:
     """The trained asset (or `path`), read and checked: the metadata first (this config, dims and vocabulary,
-    else WeightsMismatch), then names and shapes before anything is allocated (WeightsError)."""
+    else WeightsMismatch), then names and shapes before anything is allocated (WeightsError). Read-only arrays,
+    read once per file content (and config, dims, vocabulary) while the memo holds them."""
     p = weights_io.shipped_path(config.name) if path is None else Path(path)
+    digest = _file_digest(p)
+    key = None if digest is None else ("trained", digest, config_key(config), config_key(dims), tuple(vocab))
+    hit = MEMO.get(key)
+    if hit is not None:
+        return _handed_out(hit)
+    return _handed_out(MEMO.put(key, _read_trained(config, dims, vocab, p)))
+
+
+def _read_trained(config, dims, vocab: list[str], p: Path) -> ToyWeights:
     name = f"weights file {p.name}"
     shapes = weights_io.layout_shapes(config, dims, len(vocab))
     arrays, meta = weights_io.read(p, shapes, lambda meta: weights_io.check_meta(
@@ -107,9 +224,9 @@ def choose_weights(config, dims, vocab: list[str], seed: int, weights: str = "tr
             # a damaged file is worth a warning on stderr (CLI, API, window); a missing one is an install
             # choice, and a file for another model is how every other model runs
             _log.log(logging.WARNING if fallback == "damaged" else logging.INFO, "%s; running random weights", note)
-    w = random_weights(config, dims, len(vocab), seed)
+    w = random_weights(config, dims, len(vocab), seed)  # the caller's own record (a memo entry stays as it is)
     w.note, w.fallback = note, fallback
     return w
 
 
-__all__ = ["ToyWeights", "choose_weights", "random_weights", "trained_weights", "dims_dict", "SEED_MASK"]
+__all__ = ["ToyWeights", "MEMO", "SHARED_LOCK", "choose_weights", "config_key", "random_weights", "trained_weights", "dims_dict", "SEED_MASK"]
