@@ -251,6 +251,7 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             r.moveRight(width - 2 * s)
         return r
 
+    keys: list[QRectF] = []  # the key's entries placed so far (the strongest arcs, then the KDA conv note)
     for cand, (px, py), vis in zip(cands, pts, ok):  # pass 1: names only, by priority
         pri, _, name, shape, role, bid, where = cand
         focus = pri == -1
@@ -263,6 +264,13 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         remote = block is not None and block.role == "state" and not focus
         options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside, remote))
                    if r is not None]
+        if where == "key" and keys:  # the key reads as one row: right after its last entry, else a row under or
+            # over its first (the KDA conv note stood one width away at 1280 x 720, far from its arcs)
+            w, h = size_of(name, shown)
+            row = [QRectF(keys[-1].right() + 8 * s, keys[-1].top(), w, h),
+                   QRectF(keys[0].left(), max(k.bottom() for k in keys) + 2 * s, w, h),
+                   QRectF(keys[0].left(), min(k.top() for k in keys) - h - 2 * s, w, h)]
+            options = [r for r in (inside(r) for r in row) if r is not None] + options
         if not options:
             continue
         chosen = next((r for r in options if _rect_free(r, taken) and outlines.clear(r, bid, GRAZE * s)), None)
@@ -288,6 +296,8 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             if chosen.intersects(legend):
                 chosen.moveBottom(legend.top() - 2 * s)
         taken.append(chosen)
+        if where == "key":
+            keys.append(chosen)
         placed = PlacedLabel(chosen, bid, name, shown, role, where, focus, forced)
         if beside and box is not None and (chosen.center().x() < box.left() or chosen.center().x() > box.right()):
             left_side = chosen.center().x() < box.left()  # (a name slid inside the view may reach over the edge)
