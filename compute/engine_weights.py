@@ -124,14 +124,23 @@ def config_key(config):
 
 
 def _file_digest(path: Path) -> str | None:
-    """BLAKE2 digest of a regular weights file's bytes (read under the reader's own cap), or None when it is not one
-    (then nothing is memoised and the reader says what is wrong with it)."""
-    from compute.guards.guarded_io import read_bytes
+    """BLAKE2 digest of a regular weights file's bytes, read in 1 MiB chunks under the reader's own cap (never the
+    whole file in memory), or None when it is not one (then nothing is memoised and the reader says what is wrong
+    with it)."""
+    from compute.guards.guarded_io import open_regular
 
+    h = hashlib.blake2b(digest_size=20)
+    n = 0
     try:
-        return hashlib.blake2b(read_bytes(path, weights_io.MAX_FILE_BYTES), digest_size=20).hexdigest()
-    except (OSError, ValueError):
+        with open_regular(path, weights_io.MAX_FILE_BYTES) as fh:
+            while chunk := fh.read(1 << 20):
+                n += len(chunk)
+                if n > weights_io.MAX_FILE_BYTES:  # grew past the cap while read
+                    return None
+                h.update(chunk)
+    except (OSError, ValueError, TypeError):
         return None
+    return h.hexdigest()
 
 
 def random_weights(config, dims, n_vocab: int, seed: int) -> ToyWeights:

@@ -108,3 +108,29 @@ def test_engines_of_one_weight_set_share_the_compiled_pass_but_never_an_edited_o
     e = ToyK3(device="cpu", weights="random", seed=777, compiled=False)
     assert e.use_compiled(True) and e._pass is not a._pass
     np.testing.assert_array_equal(_logits(e), expected)
+
+
+def test_the_digest_reads_a_large_file_in_chunks_and_refuses_what_is_not_a_regular_file(tmp_path):
+    """The memo's key reads the file in chunks (a file near the reader's 256 MiB cap never sits in memory whole),
+    and a FIFO, a missing file or a non-path gets no key: the reader then says what is wrong with it."""
+    import os
+    import tracemalloc
+
+    from compute.engine_weights import _file_digest
+
+    big = tmp_path / "big.npz"
+    with open(big, "wb") as fh:  # sparse: 96 MiB of zeros read back, nothing written to disk
+        fh.truncate(96 << 20)
+    tracemalloc.start()
+    try:
+        key = _file_digest(big)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert key is not None and peak < 8 << 20, peak
+    fifo = tmp_path / "fifo.npz"
+    os.mkfifo(fifo)
+    assert _file_digest(fifo) is None and _file_digest(tmp_path / "missing.npz") is None
+    assert _file_digest(42) is None
+    with pytest.raises(weights_io.WeightsError):
+        ToyK3(device="cpu", weights_path=fifo, compiled=False)
