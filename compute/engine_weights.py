@@ -52,11 +52,13 @@ class _Memo:
 
     A trained set is keyed by its file's content (a BLAKE2 digest of the bytes, read through the same guard as the
     weights reader), so a file changed in place is read and checked again; a random set by its config, dims,
-    vocabulary size and seed. Bounded to `size` sets (a K3 toy: ~40 MB in float64, as much again in what the
-    engines derive from it); thread-safe."""
+    vocabulary size and seed. Bounded to `size` sets and `max_bytes` of float64 arrays (a K3 toy: ~40 MB, as much
+    again in what the engines derive from it); a set over half of `max_bytes` (a notebook's wide toy dims) is not
+    kept, so the memo never holds on to a model no engine uses. Thread-safe."""
 
-    def __init__(self, size: int = 3):
+    def __init__(self, size: int = 3, max_bytes: int = 256 << 20):
         self.size = size
+        self.max_bytes = max_bytes
         self._sets: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
@@ -77,12 +79,18 @@ class _Memo:
         if key is None:
             return w
         _read_only(w)
+        if nbytes(w) > self.max_bytes // 2:
+            return w
         with self._lock:
             self._sets[key] = w
             self._sets.move_to_end(key)
-            while len(self._sets) > self.size:
+            while len(self._sets) > self.size or sum(nbytes(v) for v in self._sets.values()) > self.max_bytes:
                 self._sets.popitem(last=False)
         return w
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sets)
 
     def clear(self) -> None:
         with self._lock:
@@ -90,6 +98,15 @@ class _Memo:
 
 
 MEMO = _Memo()
+
+
+def nbytes(w: ToyWeights) -> int:
+    """Bytes of w's arrays."""
+    def walk(obj) -> int:
+        if isinstance(obj, dict):
+            return sum(walk(v) for v in obj.values())
+        return obj.nbytes if isinstance(obj, np.ndarray) else 0
+    return sum(walk(a) for a in (w.embedding, w.lm_head, w.final_norm, w.w_out)) + sum(walk(x) for x in w.layers)
 
 
 def _read_only(w: ToyWeights) -> None:

@@ -134,3 +134,26 @@ def test_the_digest_reads_a_large_file_in_chunks_and_refuses_what_is_not_a_regul
     assert _file_digest(42) is None
     with pytest.raises(weights_io.WeightsError):
         ToyK3(device="cpu", weights_path=fifo, compiled=False)
+
+
+def test_the_memo_is_bounded_by_sets_and_bytes():
+    """At most `size` sets and `max_bytes` of arrays; a set over half the bytes (wide toy dims) is not kept at all."""
+    from compute.engine_weights import _Memo, nbytes, random_weights
+    from compute.engine import ToyDims
+    from compute.config import load_default
+
+    cfg = load_default()
+    sets = [random_weights(cfg, ToyDims(), 64, seed) for seed in range(4)]
+    one = nbytes(sets[0])
+    assert one > 1 << 20
+    memo = _Memo(size=3, max_bytes=10 * one)
+    for i, w in enumerate(sets):
+        memo.put(("k", i), w)
+    assert len(memo) == 3 and memo.get(("k", 0)) is None and memo.get(("k", 3)) is sets[3]
+    small = _Memo(size=3, max_bytes=int(2.5 * one))
+    for i, w in enumerate(sets):
+        small.put(("k", i), w)
+    assert len(small) == 2 and small.get(("k", 3)) is sets[3] and small.get(("k", 2)) is sets[2]
+    tiny = _Memo(size=3, max_bytes=int(1.5 * one))
+    tiny.put(("k", 0), sets[0])
+    assert len(tiny) == 0
