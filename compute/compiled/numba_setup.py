@@ -16,6 +16,10 @@ def cache_dir_setup() -> None:
         return
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     d = base / "k3-explorer" / "numba"
+    if __name__.startswith("k3_explorer."):  # the installed package: numba pickles its kernels' record types by
+        # module name, so a checkout run as `compute` and installed (or editable) as `k3_explorer.compute` from
+        # the same files must not share one cache (the installed one failed with "No module named 'compute'")
+        d = d / "k3_explorer"
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError:

@@ -38,6 +38,21 @@ def test_numba_cache_goes_to_the_user_cache_even_when_the_package_folder_is_writ
     assert (tmp_path / "k3-explorer" / "numba").is_dir()
 
 
+def test_the_installed_namespace_has_a_numba_cache_of_its_own(monkeypatch, tmp_path):
+    """numba pickles the kernels' record types by module name: the same files run as `compute` (a checkout) and as
+    `k3_explorer.compute` (an editable install of it) must not share a cache; the installed `k3-explorer export`
+    failed with "No module named 'compute'" loading the checkout's."""
+    import importlib.util
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("k3_explorer.compute.compiled.numba_setup", numba_setup.__file__)
+    installed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installed)
+    installed.cache_dir_setup()
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "k3-explorer" / "numba" / "k3_explorer")
+
+
 def test_no_numba_env_runs_the_operators(monkeypatch):
     monkeypatch.setenv("K3_NO_NUMBA", "1")
     assert not fused_nb.available()
