@@ -314,7 +314,7 @@ def _main(argv: list[str] | None = None) -> int:
     n_tokens = len(ToyTokenizer(vocab_size=config.vocab_size).encode(args.prompt))
     if n_tokens > MAX_PROMPT_TOKENS:
         return _fail(tr("app.cli.prompt_too_long", n=n_tokens, max=MAX_PROMPT_TOKENS), 2)
-    no_display = display_error()
+    no_display = display_error(private=True)  # no display: a private Xvfb when one is installed
     if no_display:
         return _fail(no_display, 3)
     if args.compare is not None:  # two models on the prompt, one PNG (app/export/cli_compare.py)

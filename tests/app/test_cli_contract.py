@@ -65,7 +65,8 @@ def test_the_gui_rejects_a_bad_device_in_one_line():
 def test_a_display_no_server_answers_exits_3_with_one_line(tmp_path, command):
     display = free_display()
     args = [*command, "--out", str(tmp_path / "x.png")] if command else ["--settings", str(tmp_path / "s.ini")]
-    r = run_app(*args, env_extra={"DISPLAY": display, "QT_QPA_PLATFORM": "xcb"}, timeout=120)
+    # no Xvfb on PATH: the export would otherwise draw on a private one (test_export.py)
+    r = run_app(*args, env_extra={"DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PATH": str(tmp_path)}, timeout=120)
     lines = error_lines(r)
     assert r.returncode == 3, (r.returncode, lines)  # not SIGABRT (-6) from Qt's xcb plugin
     assert len(lines) == 1, lines

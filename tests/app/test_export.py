@@ -236,8 +236,42 @@ def test_cli_fails_cleanly(tmp_path, args, code, message):
 
 
 def test_cli_without_a_display_says_so(tmp_path):
-    r = _cli("--out", str(tmp_path / "x.png"), env_extra={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
+    """No display and no Xvfb to start one (an empty PATH): one line naming Xvfb, exit 3."""
+    r = _cli("--out", str(tmp_path / "x.png"), env_extra={"DISPLAY": "", "WAYLAND_DISPLAY": "", "PATH": str(tmp_path)})
     assert r.returncode == 3 and "Xvfb" in r.stderr
+
+
+def test_cli_without_a_display_draws_on_a_private_xvfb_that_ends_with_it(tmp_path):
+    """`k3-explorer export` on a machine with no display (ssh, a server, a cron job): with Xvfb installed it
+    starts its own and writes the picture; the Xvfb ends with the command."""
+    import shutil
+
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is not installed")
+    out = tmp_path / "headless.png"
+    r = _cli("--layer", "4", "--size", "480x270", "--lang", "ko", "--out", str(out),
+             env_extra={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
+    assert r.returncode == 0, r.stderr
+    img = QImage(str(out))
+    assert img.size().toTuple() == (480, 270) and image_array(img)[..., :3].std() > 10
+    assert "X11 connection" not in r.stderr and "XIO" not in r.stderr
+    import time
+
+    def alive() -> list[str]:
+        left = subprocess.run(["pgrep", "-f", "Xvfb -displayfd"], capture_output=True, text=True).stdout.split()
+        out = []
+        for pid in left:
+            try:
+                if "State:\tZ" not in Path(f"/proc/{pid}/status").read_text():
+                    out.append(pid)
+            except OSError:
+                pass
+        return out
+
+    deadline = time.monotonic() + 10  # it gets SIGTERM as the command exits
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(), alive()
 
 
 def _answer_boxes(buttons, texts):
