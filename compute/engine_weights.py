@@ -100,27 +100,26 @@ class _Memo:
 MEMO = _Memo()
 
 
+def _arrays(w: ToyWeights):
+    """Every array of w (the globals, then each layer's nested dicts)."""
+    stack = [w.embedding, w.lm_head, w.final_norm, w.w_out, *w.layers]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, np.ndarray):
+            yield obj
+
+
 def nbytes(w: ToyWeights) -> int:
     """Bytes of w's arrays."""
-    def walk(obj) -> int:
-        if isinstance(obj, dict):
-            return sum(walk(v) for v in obj.values())
-        return obj.nbytes if isinstance(obj, np.ndarray) else 0
-    return sum(walk(a) for a in (w.embedding, w.lm_head, w.final_norm, w.w_out)) + sum(walk(x) for x in w.layers)
+    return sum(a.nbytes for a in _arrays(w))
 
 
 def _read_only(w: ToyWeights) -> None:
     """Every array of w read-only (the engines that share them must not write into each other's weights)."""
-    def walk(obj):
-        if isinstance(obj, dict):
-            for v in obj.values():
-                walk(v)
-        elif isinstance(obj, np.ndarray):
-            obj.setflags(write=False)
-    for a in (w.embedding, w.lm_head, w.final_norm, w.w_out):
-        walk(a)
-    for layer in w.layers:
-        walk(layer)
+    for a in _arrays(w):
+        a.setflags(write=False)
 
 
 def _handed_out(w: ToyWeights) -> ToyWeights:
