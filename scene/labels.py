@@ -186,6 +186,8 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         return (fmn.horizontalAdvance(name) + gap + (fms.horizontalAdvance(shp) if shp else 0) + 12 * s,
                 fmn.height() + 3 * s)
 
+    keys: list[QRectF] = []  # the key's entries placed so far (the strongest arcs, then the KDA conv note)
+
     def spots(px, py, where, name, shp, box, focus, beside=False, remote=False):
         """The label's possible rects, best first. `beside`: a thin block of the stack's cap (final AttnRes,
         final norm, LM head, sampling) is named beside itself, left or right, with a leader line (four caps in
@@ -196,9 +198,14 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             return first + ([first[0].translated(0, -h - 2 * s), first[0].translated(0, h + 2 * s)] if focus else [])
         if where == "key":  # a key's entry (the strongest attention arcs): from its spot, rows lower or higher,
             # or one width farther left (under the token wall the legend may leave no row)
+            # The key reads as one row: an entry after the first goes right after the last entry, else a row under
+            # or over the first (the KDA conv note stood one width away at 1280 x 720, far from its arcs)
+            row = [QRectF(keys[-1].right() + 8 * s, keys[-1].top(), w, h),
+                   QRectF(keys[0].left(), max(k.bottom() for k in keys) + 2 * s, w, h),
+                   QRectF(keys[0].left(), min(k.top() for k in keys) - h - 2 * s, w, h)] if keys else []
             first = QRectF(px, py - h / 2, w, h)
-            return [first.translated(dx, k * (h + 2 * s)) for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5)
-                    for dx in (0.0, -w - 8 * s, w + 8 * s)]
+            return row + [first.translated(dx, k * (h + 2 * s)) for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5)
+                          for dx in (0.0, -w - 8 * s, w + 8 * s)]
         if where == "right":  # a layer number: a row lower or higher where its spot is taken (Final AttnRes
             # beside the top slab took the "93" spot at layer 37)
             first = [QRectF(px + 4 * s, py - h / 2, w, h)]
@@ -251,7 +258,6 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
             r.moveRight(width - 2 * s)
         return r
 
-    keys: list[QRectF] = []  # the key's entries placed so far (the strongest arcs, then the KDA conv note)
     for cand, (px, py), vis in zip(cands, pts, ok):  # pass 1: names only, by priority
         pri, _, name, shape, role, bid, where = cand
         focus = pri == -1
@@ -264,13 +270,6 @@ def place_labels(inp: OverlayInput, width: float, height: float, scale: float = 
         remote = block is not None and block.role == "state" and not focus
         options = [r for r in (inside(r) for r in spots(px, py, where, name, shown, box, focus, beside, remote))
                    if r is not None]
-        if where == "key" and keys:  # the key reads as one row: right after its last entry, else a row under or
-            # over its first (the KDA conv note stood one width away at 1280 x 720, far from its arcs)
-            w, h = size_of(name, shown)
-            row = [QRectF(keys[-1].right() + 8 * s, keys[-1].top(), w, h),
-                   QRectF(keys[0].left(), max(k.bottom() for k in keys) + 2 * s, w, h),
-                   QRectF(keys[0].left(), min(k.top() for k in keys) - h - 2 * s, w, h)]
-            options = [r for r in (inside(r) for r in row) if r is not None] + options
         if not options:
             continue
         chosen = next((r for r in options if _rect_free(r, taken) and outlines.clear(r, bid, GRAZE * s)), None)
