@@ -95,7 +95,9 @@ def test_uninstall_leaves_no_file(installed):
     purelib, py, env = installed["purelib"], installed["py"], installed["env"]
     # the compiled-kernel cache is the user's (XDG), never next to the code, although this site-packages is writable
     where = _run([str(py), "-c", "from k3_explorer.compute import fused_nb; print(fused_nb.cache_dir())"], env=env)
-    assert Path(where.stdout.strip()) == installed["tmp"] / "cache" / "k3-explorer" / "numba"
+    # (the installed namespace's own folder in it: numba pickles record types by module name, so a checkout's
+    # `compute` and the installed `k3_explorer.compute` of the same files cannot share one)
+    assert Path(where.stdout.strip()) == installed["tmp"] / "cache" / "k3-explorer" / "numba" / "k3_explorer"
     _run(installed["pip"] + ["uninstall", "-y", "-q", "k3-explorer"])
     assert not (purelib / "k3_explorer").exists()
     assert not list(purelib.glob("k3_explorer*"))
