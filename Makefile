@@ -102,12 +102,19 @@ $(APP_STAMP): pyproject.toml
 	$(call venv_step)
 	@$(PY) -c "import sys, pip; sys.exit(tuple(int(p) for p in pip.__version__.split('.')[:2]) < (21, 3))" \
 	  || $(PIP) install -q --upgrade pip  # only a pip without editable pyproject installs (PEP 660, pip 21.3)
-	$(PIP) install -q --no-compile -e ".[video]"  # no .pyc for all ~600 MB up front: Python writes them on import
+	$(PIP) install -q --no-compile -e ".[video]"  # no .pyc for ~600 MB up front; make test compiles: $(STAMP)
 	touch $(APP_STAMP)
 
+# The test venv's packages byte-compiled once (what make run's --no-compile left as source): with
+# PYTHONDONTWRITEBYTECODE set, as in CI's shell, Python never writes a .pyc, so each of the suite's ~100 child
+# processes (exports, the CLI contract, the GL and torch-free checks) compiled numba, PyOpenGL, numpy and
+# pyqtgraph from source again: an export child 3.3 -> 1.8 s of CPU. compileall writes whatever that variable says;
+# a file it cannot compile (a package's own syntax-error fixtures) is skipped, as pip skips it.
 $(STAMP): $(APP_STAMP)
 	$(call torch_step,$(TEST_TORCH))
 	$(PIP) install -q -e ".[test]"
+	@sp="$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"; \
+	  if [ -d "$$sp" ]; then $(PY) -m compileall -q -j 0 "$$sp" >/dev/null 2>&1 || true; fi
 	touch $(STAMP)
 
 # Debian packages for Qt's xcb platform, Mesa GL, Xvfb and CJK fonts (the tests), or for the window alone (run).
@@ -128,6 +135,7 @@ PYTEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -p no:cacheprovider
 test: sysdeps venv-check $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
+	@$(PY) -m compileall -q -j 0 app compute scene >/dev/null 2>&1 || true  # the checkout's own .pyc: see $(STAMP)
 	@$(PY) -m app.engine.kernel_warmup --if-needed || true  # the tests' default engine then runs the compiled pass, as the app's
 	@$(MAKE) --no-print-directory test-parts
 

@@ -156,3 +156,43 @@ def test_make_test_runs_both_parts_and_fails_when_either_fails(tmp_path, paralle
         assert "no test selected" in done.stdout
     elif want:
         assert f"the parallel part exited {parallel_rc}, the alone part {alone_rc}" in done.stdout
+
+
+COMPILE_PYTHON = """#!/bin/bash
+echo "$@" >> {log}
+case "$1" in
+  -c) case "$2" in *purelib*) echo {purelib} ;; esac ;;  # the venv's site-packages, as sysconfig names it
+esac
+exit 0
+"""
+
+
+def test_the_test_venv_and_the_checkout_are_byte_compiled_before_the_tests(tmp_path):
+    """Python never writes a .pyc under PYTHONDONTWRITEBYTECODE (set in CI's shell): without compileall, each child
+    process of the suite compiled numba, PyOpenGL, numpy, pyqtgraph and the app from source again (make run's
+    --no-compile leaves them as source). The test venv's packages are compiled once, when it is made, after the
+    test requirements; the checkout's own modules on every `make test`, before the kernels' warm-up and the tests."""
+    venv, purelib = tmp_path / "venv", tmp_path / "site-packages"
+    (venv / "bin").mkdir(parents=True)
+    purelib.mkdir()
+    python = venv / "bin/python"
+    python.write_text(COMPILE_PYTHON.format(log=tmp_path / "calls.log", purelib=purelib))
+    python.chmod(0o755)
+    (venv / ".k3-torch").write_text("torch==2.13.0")
+    (venv / ".k3-app-installed").touch()
+    done = _make(tmp_path, str(venv / ".k3-installed"), f"VENV={venv}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = _calls(tmp_path)
+    test_deps = calls.index('-m pip install -q -e .[test]')
+    compiles = [i for i, c in enumerate(calls) if c.startswith("-m compileall")]
+    assert [calls[i] for i in compiles] == [f"-m compileall -q -j 0 {purelib}"] and compiles[0] > test_deps, calls
+
+    (tmp_path / "calls.log").unlink()
+    done = _make(tmp_path, "test", f"VENV={venv}", "PYTEST_WORKERS=2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = _calls(tmp_path)
+    project = calls.index("-m compileall -q -j 0 app compute scene")
+    first_test = next(i for i, c in enumerate(calls) if c.startswith("-m pytest"))
+    warm = next(i for i, c in enumerate(calls) if c.startswith("-m app.engine.kernel_warmup"))
+    assert project < warm < first_test, calls
+    assert not any(c.startswith("-m compileall") and str(purelib) in c for c in calls), calls  # the venv: once
