@@ -132,7 +132,10 @@ run-sysdeps:
 # A worker that crashes ends the parallel part as failed (--max-worker-restart=0): with a replacement worker,
 # pytest-xdist 3.8 hung after a crash until killed (a dummy os.abort() test: rc 124 after 60 s, vs rc 1 in 5 s).
 PYTEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -p no:cacheprovider
+# PYTHONDONTWRITEBYTECODE emptied for the tests: each pytest process (two workers, then the alone part) otherwise
+# rewrites and compiles every test module's asserts again (collection 4.5 -> 12 s of CPU each), and their child
+# processes compile what they import; the .pyc go to __pycache__ folders git ignores.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -p no:cacheprovider
 test: sysdeps venv-check $(STAMP)
 	$(call torch_step,$(TEST_TORCH))
 	@$(PY) -m compileall -q -j 0 app compute scene >/dev/null 2>&1 || true  # the checkout's own .pyc: see $(STAMP)

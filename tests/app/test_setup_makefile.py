@@ -160,6 +160,7 @@ def test_make_test_runs_both_parts_and_fails_when_either_fails(tmp_path, paralle
 
 COMPILE_PYTHON = """#!/bin/bash
 echo "$@" >> {log}
+[ "$1 $2" = "-m pytest" ] && echo "pytest sees PYTHONDONTWRITEBYTECODE=[$PYTHONDONTWRITEBYTECODE]" >> {log}
 case "$1" in
   -c) case "$2" in *purelib*) echo {purelib} ;; esac ;;  # the venv's site-packages, as sysconfig names it
 esac
@@ -188,9 +189,12 @@ def test_the_test_venv_and_the_checkout_are_byte_compiled_before_the_tests(tmp_p
     assert [calls[i] for i in compiles] == [f"-m compileall -q -j 0 {purelib}"] and compiles[0] > test_deps, calls
 
     (tmp_path / "calls.log").unlink()
-    done = _make(tmp_path, "test", f"VENV={venv}", "PYTEST_WORKERS=2")
+    done = _make(tmp_path, "test", f"VENV={venv}", "PYTEST_WORKERS=2", PYTHONDONTWRITEBYTECODE="1")
     assert done.returncode == 0, done.stdout + done.stderr
     calls = _calls(tmp_path)
+    # both parts write the bytecode of the rewritten test modules (and their children of what they import)
+    assert calls.count("pytest sees PYTHONDONTWRITEBYTECODE=[]") == 2, calls
+    calls = [c for c in calls if not c.startswith("pytest sees")]
     project = calls.index("-m compileall -q -j 0 app compute scene")
     first_test = next(i for i, c in enumerate(calls) if c.startswith("-m pytest"))
     warm = next(i for i, c in enumerate(calls) if c.startswith("-m app.engine.kernel_warmup"))
