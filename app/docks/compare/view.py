@@ -72,9 +72,8 @@ class _Column:
         self.figures.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.figures.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         plain(self.header, self.figures)  # they quote the model's name and the prompt's pieces
-        self.map = pg.PlotWidget()
+        self.map = pg.PlotWidget(enableMenu=False)
         self.map.setObjectName(f"compare_run_map_{index}")
-        self.map.setMenuEnabled(False)
         if fill:  # at least map_h, and whatever height the page has left (the exported sheet); the plot's own
             self.map.setMinimumHeight(map_h)  # size hint is not asked for: the page is as tall as its text needs
             self.map.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Ignored)
@@ -95,9 +94,8 @@ class ComparisonView(QWidget):
 
     def __init__(self, lens_h: int = MAP_H, map_h: int = MAP_H, fill: bool = False, parent=None):
         super().__init__(parent)
-        self.lens = pg.PlotWidget()
+        self.lens = pg.PlotWidget(enableMenu=False)
         self.lens.setObjectName("compare_run_lens")
-        self.lens.setMenuEnabled(False)
         self.lens.setFixedHeight(lens_h)
         self.lens.setYRange(0, 1, padding=0.02)
         self.lens.setXRange(0, 1, padding=0.02)

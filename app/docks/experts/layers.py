@@ -48,9 +48,8 @@ class LayersTab(DeferredRefreshMixin, QWidget):
         self.heat.addItem(self.marker)
         self.image.mouseClickEvent = self._on_image_click
 
-        self.counts = pg.PlotWidget()
+        self.counts = pg.PlotWidget(enableMenu=False)
         self.counts.setObjectName("experts.layers.counts")
-        self.counts.setMenuEnabled(False)
         self.counts.setMaximumHeight(190)
         self.bars = pg.BarGraphItem(x=np.arange(n), height=np.zeros(n), width=1.0,
                                     brush=(245, 178, 46), pen=None)

@@ -35,9 +35,8 @@ class PatchMap(QWidget):
         self.decided.setWordWrap(True)
         self.decided.setTextFormat(Qt.PlainText)
         lay.addWidget(self.decided)
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(enableMenu=False)
         self.plot.setObjectName("explain_patch_map")
-        self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(False, False)
         self.plot.setMinimumHeight(100)  # the Route page's controls and the route's line above it: 1280×720 fits
         grow_to_page(self.plot)
