@@ -106,7 +106,7 @@ $(APP_STAMP): pyproject.toml
 	touch $(APP_STAMP)
 
 # The test venv's packages byte-compiled once (what make run's --no-compile left as source): with
-# PYTHONDONTWRITEBYTECODE set, as in CI's shell, Python never writes a .pyc, so each of the suite's ~100 child
+# PYTHONDONTWRITEBYTECODE set, as in these machines' shells, Python never writes a .pyc, so each of the suite's ~100 child
 # processes (exports, the CLI contract, the GL and torch-free checks) compiled numba, PyOpenGL, numpy and
 # pyqtgraph from source again: an export child 3.3 -> 1.8 s of CPU. compileall writes whatever that variable says;
 # a file it cannot compile (a package's own syntax-error fixtures) is skipped, as pip skips it.

@@ -169,7 +169,7 @@ exit 0
 
 
 def test_the_test_venv_and_the_checkout_are_byte_compiled_before_the_tests(tmp_path):
-    """Python never writes a .pyc under PYTHONDONTWRITEBYTECODE (set in CI's shell): without compileall, each child
+    """Python never writes a .pyc under PYTHONDONTWRITEBYTECODE (set in these machines' shells): without compileall, each child
     process of the suite compiled numba, PyOpenGL, numpy, pyqtgraph and the app from source again (make run's
     --no-compile leaves them as source). The test venv's packages are compiled once, when it is made, after the
     test requirements; the checkout's own modules on every `make test`, before the kernels' warm-up and the tests."""
