@@ -60,6 +60,7 @@ class _Memo:
         self.size = size
         self.max_bytes = max_bytes
         self._sets: OrderedDict = OrderedDict()
+        self._bytes: dict = {}  # key -> the set's array bytes, counted once when it is put
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
@@ -79,13 +80,15 @@ class _Memo:
         if key is None:
             return w
         _read_only(w)
-        if nbytes(w) > self.max_bytes // 2:
+        n = nbytes(w)
+        if n > self.max_bytes // 2:
             return w
         with self._lock:
-            self._sets[key] = w
+            self._sets[key], self._bytes[key] = w, n
             self._sets.move_to_end(key)
-            while len(self._sets) > self.size or sum(nbytes(v) for v in self._sets.values()) > self.max_bytes:
-                self._sets.popitem(last=False)
+            while len(self._sets) > self.size or sum(self._bytes.values()) > self.max_bytes:
+                old, _ = self._sets.popitem(last=False)
+                del self._bytes[old]
         return w
 
     def __len__(self) -> int:
@@ -95,6 +98,7 @@ class _Memo:
     def clear(self) -> None:
         with self._lock:
             self._sets.clear()
+            self._bytes.clear()
 
 
 MEMO = _Memo()
