@@ -4,7 +4,7 @@ complete frames, so whoever waits for them still gets the labels."""
 import time
 
 import numpy as np
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
@@ -37,9 +37,12 @@ def test_first_frame_shows_the_picture_and_its_labels_follow_at_once(qtbot, k3_c
     drawn_frames = []  # (complete, labels_ms) of each frame the render thread hands over, read in that thread
     # as it emits (renderer.timings is its LAST frame's: by the preview's swap the complete one may be drawn)
 
-    def swapped():
+    def swapped():  # emitted by the widget's paintEvent, right after it drew the frame
         swaps.append((time.monotonic(), view.gl.paint_count, view.gl.shown_version))
-        QTimer.singleShot(0, lambda: shown.append(_pixels(view.gl.grab().toImage())))
+        # the image it has just drawn, 1:1 (dpr 1), read now: a grab one event-loop turn later could already show
+        # the next frame (on a loaded machine the complete frame was queued before it, and the "preview" grab had
+        # the labels); a grab from here would repaint inside this paintEvent (Qt: "Recursive repaint detected")
+        shown.append(_pixels(view.gl._frame))
 
     view.gl.renderer.frame_ready.connect(
         lambda _img, _v, _cam, complete: drawn_frames.append((complete, view.gl.renderer.timings["labels_ms"])),
