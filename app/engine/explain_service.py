@@ -7,6 +7,8 @@
                   `app.api.explain` returns) the same way
   overlay_of      what the 3D view draws of a result (scene.explain_overlay.ExplainOverlay)
   engine_for      the one engine cache (ENGINES) of the explanations, the API, the usage map and the comparisons
+  remembered      the last RESULTS_PER_ENGINE results of each cached engine (explain_result answers a request it
+                  has answered before with a copy, at once: a step revisited, the route toggled off and on)
   trace_engine    the side-by-side pane's trace engines (TRACE_ENGINES), in the same module under their own lock
 
 Thread rule of the engine cache: `engine_for` may be called from any thread (ENGINE_LOCK guards the cache), but
@@ -21,8 +23,11 @@ slider's live re-runs must not wait for an explanation.
 """
 from __future__ import annotations
 
+import copy
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -154,19 +159,64 @@ def explain_result(req: ExplainRequest) -> ExplainResult:
     t0 = time.perf_counter()
     with ENGINE_LOCK:
         m = engine_for(req.config, req.weights)
-        ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs,  # sources: resample, contrastive
-                         word=req.word)
-        res = result_of(ex, req.knockout, req.mode, sources=req.sources, serial=req.serial, causal=req.causal)
-        if req.effects:
-            from app.engine.explain_effects import effects_of
+        res = remembered(m, req)
+        if res is None:
+            ex = Explanation(m, list(req.tokens), req.position, knobs=req.knobs,  # sources: resample, contrastive
+                             word=req.word)
+            res = result_of(ex, req.knockout, req.mode, sources=req.sources, serial=req.serial, causal=req.causal)
+            if req.effects:
+                from app.engine.explain_effects import effects_of
 
-            res.effects = effects_of(ex, tuple(req.effects))
+                res.effects = effects_of(ex, tuple(req.effects))
+            res.seconds = time.perf_counter() - t0
+            remember(m, req, res)
     if req.compare:
         res.other = explain_result(replace(req, weights=other_weights(req.weights), compare=False, knockout=(),
                                            effects=()))
-    res.seconds = time.perf_counter() - t0
+        if not res.extra.get("remembered"):  # (a remembered result keeps the seconds it was computed in)
+            res.seconds = time.perf_counter() - t0  # both weights' explanations
     res.extra["thread"] = threading.get_ident()  # tests: never the UI thread
     return res
+
+
+RESULTS_PER_ENGINE = 12  # results kept per cached engine (a few steps' explanations, each with and without its
+# route); they go with their engine when the engine cache drops it, so a changed config or weights file is asked again
+_RESULTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # engine -> OrderedDict(key -> ExplainResult)
+
+
+def _request_key(req: ExplainRequest) -> tuple:
+    """What an explanation depends on besides its engine (the engine stands for the config and the weights): the
+    serial, which only orders requests, and the comparison, which is the other engine's own result, are not in it."""
+    return (tuple(req.tokens), req.position, repr(req.knobs), tuple(req.knockout), req.mode, req.sources, req.word,
+            req.causal, tuple(req.effects))
+
+
+def remembered(engine, req: ExplainRequest) -> ExplainResult | None:
+    """A copy of the result `engine` gave for the same request before (serial set to this request's,
+    extra["remembered"] True, seconds: what the computation took), or None. The caller holds ENGINE_LOCK."""
+    kept = _RESULTS.get(engine)
+    got = kept.get(_request_key(req)) if kept is not None else None
+    if got is None:
+        return None
+    kept.move_to_end(_request_key(req))
+    res = copy.deepcopy(got)
+    res.serial = req.serial
+    res.extra["remembered"] = True
+    return res
+
+
+def remember(engine, req: ExplainRequest, res: ExplainResult) -> None:
+    """Keep a copy of a result; the oldest of the engine's goes past RESULTS_PER_ENGINE. The parts of a result that
+    could not be made say why in it (a ValueError of the request itself, e.g. a prompt outside the toy language has
+    no corruption to patch with: the same when asked again), so they are kept with it; a failure raises instead and
+    leaves nothing here, and a result whose `error` is set is not kept. The caller holds ENGINE_LOCK."""
+    if res.error:
+        return
+    kept = _RESULTS.setdefault(engine, OrderedDict())
+    kept[_request_key(req)] = copy.deepcopy(replace(res, other=None))
+    kept.move_to_end(_request_key(req))
+    while len(kept) > RESULTS_PER_ENGINE:
+        kept.popitem(last=False)
 
 
 def result_of(ex, knockout: tuple = (), mode: str = "zero", *, sources: bool = True, serial: int = 0,

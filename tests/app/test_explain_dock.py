@@ -92,7 +92,25 @@ def test_lens_plot_sources_and_contributions(dock):
     assert dock.sources.horizontalHeaderItem(2).text() == "Total effect"
     assert "resample ablation" in dock.sources_note.text() and "largest other logit" in dock.sources_note.text()
     assert dock.blocks.rowCount() == 15 and "1659 blocks" in dock.blocks_note.text()  # 1 + 93 + 1 + 92 x (16 + 1)
-    assert "Computed in" in dock.status.text()
+    # computed now, or remembered from an earlier test's window in this process (the service's memo): said as such
+    said = "explain.remembered" if res.extra.get("remembered") else "explain.took"
+    assert dock.status.text() == i18n.tr(said, ms=f"{res.seconds * 1000:.0f}")
+
+
+def test_a_position_asked_again_is_shown_at_once_from_memory(dock):
+    """The previous token, then back (keyboard on the position box): the second answer is the service's remembered
+    copy — said in the status line, with the same sources table as the first time."""
+    first = dock.result
+    table = [[dock.sources.item(r, c).text() for c in range(3)] for r in range(dock.sources.rowCount())]
+    dock.position.setFocus()
+    QTest.keyClick(dock.position, Qt.Key_Up)
+    wait_for(lambda: dock.result.position == 6 and not dock.busy, dock=dock)
+    QTest.keyClick(dock.position, Qt.Key_Down)
+    wait_for(lambda: dock.result.position == 7 and not dock.busy, dock=dock)
+    assert dock.result.extra.get("remembered") is True and dock.result is not first
+    assert dock.status.text().startswith("Computed earlier this session")
+    assert [[dock.sources.item(r, c).text() for c in range(3)] for r in range(dock.sources.rowCount())] == table
+    assert (dock.result.word, dock.result.prob, dock.result.lens_prob) == (first.word, first.prob, first.lens_prob)
 
 
 def test_knock_out_a_token_with_the_mouse_and_restore(dock):

@@ -212,7 +212,8 @@ class ExplainDock(QDockWidget):
     def _on_done(self, _serial: int, res: ExplainResult) -> None:
         if res.serial == self._serial:
             self.result = res
-            self._set_status("explain.took", ms=f"{res.seconds * 1000:.0f}")
+            self._set_status("explain.remembered" if res.extra.get("remembered") else "explain.took",
+                             ms=f"{res.seconds * 1000:.0f}")
             if on_screen(self.widget()):
                 self._show_in_turns(res)
             else:  # behind another dock's tab or closed: the 3D view's part now, the dock's when it is raised
