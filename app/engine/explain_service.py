@@ -194,11 +194,11 @@ def _request_key(req: ExplainRequest) -> tuple:
 def remembered(engine, req: ExplainRequest) -> ExplainResult | None:
     """A copy of the result `engine` gave for the same request before (serial set to this request's,
     extra["remembered"] True, seconds: what the computation took), or None. The caller holds ENGINE_LOCK."""
-    kept = _RESULTS.get(engine)
-    got = kept.get(_request_key(req)) if kept is not None else None
+    kept, key = _RESULTS.get(engine), _request_key(req)
+    got = kept.get(key) if kept is not None else None
     if got is None:
         return None
-    kept.move_to_end(_request_key(req))
+    kept.move_to_end(key)
     res = copy.deepcopy(got)
     res.serial = req.serial
     res.extra["remembered"] = True
@@ -213,8 +213,7 @@ def remember(engine, req: ExplainRequest, res: ExplainResult) -> None:
     if res.error:
         return
     kept = _RESULTS.setdefault(engine, OrderedDict())
-    kept[_request_key(req)] = copy.deepcopy(replace(res, other=None))
-    kept.move_to_end(_request_key(req))
+    kept[_request_key(req)] = copy.deepcopy(replace(res, other=None))  # (asked only on a miss: a new, last key)
     while len(kept) > RESULTS_PER_ENGINE:
         kept.popitem(last=False)
 
