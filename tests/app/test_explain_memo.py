@@ -41,10 +41,25 @@ def fresh(monkeypatch):
     return service
 
 
-def _request(prompt: str, serial: int = 1, **kw) -> ExplainRequest:
-    config = load_default()
-    tokens = tuple(service.engine_for(config, "trained").encode_prompt(prompt))
-    return ExplainRequest(serial, config, "trained", tokens, len(tokens) - 1, Knobs(temperature=0.0), **kw)
+def _request(prompt: str, serial: int = 1, config=None, weights: str = "trained", **kw) -> ExplainRequest:
+    config = config or load_default()
+    tokens = tuple(service.engine_for(config, weights).encode_prompt(prompt))
+    return ExplainRequest(serial, config, weights, tokens, len(tokens) - 1, Knobs(temperature=0.0), **kw)
+
+
+def test_another_model_with_random_weights_is_remembered_apart_and_equal_to_a_fresh_run(fresh):
+    """Not only K3's default: DeepSeek-V3's config (an MLA / MoE model without KDA) with random weights, asked the
+    same tokens as K3's trained engine. Each engine answers from its own memo, and the copy equals a fresh run."""
+    from compute.config import ModelConfig, available_configs
+
+    other = ModelConfig.from_json(available_configs()["deepseek-v3"])
+    k3 = explain_result(_request(PROMPTS[0]))
+    first = explain_result(_request(PROMPTS[0], config=other, weights="random"))
+    assert not first.extra.get("remembered") and not _equal(first, k3)  # not K3's result handed back
+    again = explain_result(_request(PROMPTS[0], 2, config=other, weights="random"))
+    assert again.extra["remembered"] is True and _equal(again, first) and len(fresh._RESULTS) == 2
+    fresh._RESULTS.clear()
+    assert _equal(explain_result(_request(PROMPTS[0], 3, config=other, weights="random")), first)
 
 
 @pytest.mark.parametrize("prompt, causal", [(PROMPTS[0], True), (PROMPTS[1], False)])
